@@ -1,0 +1,56 @@
+# Every target creates the virtual environment and installs what it needs
+# when they are missing: on a fresh machine with only Python, `make check` is
+# the whole set-up.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+GENERATED := src/jobtable/db
+
+.PHONY: all check generate generate-check lint format typecheck test demo bench clean
+
+all: check
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[postgres,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Regenerates the db module from scratch: schema and queries through sqlc and
+# our plugin (plugin/), which needs only Python on PATH.
+generate: $(STAMP)
+	rm -rf $(GENERATED)/sqlite $(GENERATED)/postgres
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/sqlc generate
+
+# Fails when the checked-in db module differs from a fresh generation.
+generate-check: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/sqlc diff
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy src tests plugin/sqlc_gen_jobtable examples bench
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+check: lint typecheck generate-check test
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

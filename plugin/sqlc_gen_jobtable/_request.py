@@ -1,0 +1,208 @@
+"""The parts of sqlc's generate request that the plugin reads, as typed data.
+
+sqlc sends the request as protobuf JSON (plugin/codegen.proto): field names in
+snake_case, bytes as base64, absent messages as null.
+"""
+
+import base64
+import dataclasses
+import json
+from typing import TypeAlias, cast
+
+
+class RequestError(Exception):
+    """The request is not one this plugin can answer; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Column:
+    """A table column, a query's result column, or a parameter's column."""
+
+    name: str
+    type_name: str
+    type_schema: str
+    not_null: bool
+    is_array: bool
+    array_dims: int
+    table: str
+    is_sqlc_slice: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Table:
+    """A table of the catalog, with its columns in declaration order."""
+
+    name: str
+    comment: str
+    columns: tuple[Column, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Parameter:
+    """A query parameter: its position in the SQL and the column it binds."""
+
+    number: int
+    column: Column
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Query:
+    """One named query of a query file."""
+
+    name: str
+    cmd: str
+    text: str
+    filename: str
+    comments: tuple[str, ...]
+    columns: tuple[Column, ...]
+    params: tuple[Parameter, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Request:
+    """A whole generate request."""
+
+    engine: str
+    sqlc_version: str
+    options: dict[str, str]
+    tables: tuple[Table, ...]
+    queries: tuple[Query, ...]
+
+
+JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
+
+
+def _object(value: JSON, where: str) -> dict[str, JSON]:
+    if not isinstance(value, dict):
+        raise RequestError(f"{where}: want an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: JSON, where: str) -> list[JSON]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RequestError(f"{where}: want a list, got {type(value).__name__}")
+    return value
+
+
+def _str(value: JSON, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RequestError(f"{where}: want a string, got {type(value).__name__}")
+    return value
+
+
+def _int(value: JSON, where: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise RequestError(f"{where}: want an integer, got {type(value).__name__}")
+    return int(value)
+
+
+def _bool(value: JSON) -> bool:
+    return value is True
+
+
+def _column(value: JSON, where: str) -> Column:
+    obj = _object(value, where)
+    type_ = _object(obj.get("type") or {}, where + ".type")
+    table = obj.get("table")
+    return Column(
+        name=_str(obj.get("name"), where + ".name"),
+        type_name=_str(type_.get("name"), where + ".type.name"),
+        type_schema=_str(type_.get("schema"), where + ".type.schema"),
+        not_null=_bool(obj.get("not_null")),
+        is_array=_bool(obj.get("is_array")),
+        array_dims=_int(obj.get("array_dims"), where + ".array_dims"),
+        table=_str(_object(table, where + ".table").get("name"), where) if table else "",
+        is_sqlc_slice=_bool(obj.get("is_sqlc_slice")),
+    )
+
+
+def _options(raw: str) -> dict[str, str]:
+    if not raw:
+        return {}
+    try:
+        decoded = json.loads(base64.b64decode(raw))
+    except ValueError as err:
+        raise RequestError(f"plugin options: not base64 JSON: {err}") from None
+    if not isinstance(decoded, dict):
+        raise RequestError("plugin options: want a mapping")
+    return {
+        str(key): str(val).lower() if isinstance(val, bool) else str(val)
+        for key, val in decoded.items()
+    }
+
+
+def parse(data: bytes) -> Request:
+    """Returns the request sqlc sent, or raises RequestError."""
+    try:
+        root = cast(JSON, json.loads(data))
+    except ValueError as err:
+        raise RequestError(f"request: not JSON: {err}") from None
+    obj = _object(root, "request")
+    settings = _object(obj.get("settings") or {}, "settings")
+    catalog = _object(obj.get("catalog") or {}, "catalog")
+    default_schema = _str(catalog.get("default_schema"), "catalog.default_schema")
+    tables: list[Table] = []
+    for i, schema_value in enumerate(_list(catalog.get("schemas"), "catalog.schemas")):
+        schema = _object(schema_value, f"catalog.schemas[{i}]")
+        name = _str(schema.get("name"), "schema.name")
+        if name in ("pg_catalog", "information_schema") or (
+            default_schema and name != default_schema
+        ):
+            continue
+        for j, table_value in enumerate(_list(schema.get("tables"), f"{name}.tables")):
+            where = f"catalog.schemas[{i}].tables[{j}]"
+            table = _object(table_value, where)
+            rel = _object(table.get("rel") or {}, where + ".rel")
+            columns = _list(table.get("columns"), where + ".columns")
+            tables.append(
+                Table(
+                    name=_str(rel.get("name"), where + ".rel.name"),
+                    comment=_str(table.get("comment"), where + ".comment"),
+                    columns=tuple(
+                        _column(c, f"{where}.columns[{k}]") for k, c in enumerate(columns)
+                    ),
+                )
+            )
+    queries: list[Query] = []
+    for i, query_value in enumerate(_list(obj.get("queries"), "queries")):
+        where = f"queries[{i}]"
+        query = _object(query_value, where)
+        params: list[Parameter] = []
+        for k, param_value in enumerate(_list(query.get("params"), where + ".params")):
+            param = _object(param_value, f"{where}.params[{k}]")
+            params.append(
+                Parameter(
+                    number=_int(param.get("number"), f"{where}.params[{k}].number"),
+                    column=_column(param.get("column"), f"{where}.params[{k}].column"),
+                )
+            )
+        queries.append(
+            Query(
+                name=_str(query.get("name"), where + ".name"),
+                cmd=_str(query.get("cmd"), where + ".cmd"),
+                text=_str(query.get("text"), where + ".text"),
+                filename=_str(query.get("filename"), where + ".filename"),
+                comments=tuple(
+                    _str(c, where + ".comments")
+                    for c in _list(query.get("comments"), where + ".comments")
+                ),
+                columns=tuple(
+                    _column(c, f"{where}.columns[{k}]")
+                    for k, c in enumerate(_list(query.get("columns"), where + ".columns"))
+                ),
+                params=tuple(params),
+            )
+        )
+    return Request(
+        engine=_str(settings.get("engine"), "settings.engine"),
+        sqlc_version=_str(obj.get("sqlc_version"), "sqlc_version"),
+        options=_options(_str(obj.get("plugin_options"), "plugin_options")),
+        tables=tuple(tables),
+        queries=tuple(queries),
+    )
