@@ -8,6 +8,7 @@ shape the formatter keeps.
 
 import dataclasses
 import keyword
+import pathlib
 import re
 
 from ._request import Column, Query, Request, RequestError, Table
@@ -29,6 +30,7 @@ class Options:
     driver: str
     models: str
     emit_async: bool
+    emit_schema: bool
 
     @staticmethod
     def parse(request: Request) -> "Options":
@@ -52,9 +54,12 @@ class Options:
             raise RequestError(f"option emit_async: {emit_async!r}: want true or false")
         if emit_async == "true" and driver != "psycopg":
             raise RequestError("option emit_async: only the psycopg driver has async connections")
+        emit_schema = options.pop("emit_schema", "false")
+        if emit_schema not in ("true", "false"):
+            raise RequestError(f"option emit_schema: {emit_schema!r}: want true or false")
         if options:
             raise RequestError(f"unknown options: {', '.join(sorted(options))}")
-        return Options(driver, models, emit_async == "true")
+        return Options(driver, models, emit_async == "true", emit_schema == "true")
 
 
 def _snake(name: str) -> str:
@@ -470,6 +475,27 @@ def query_module(request: Request, options: Options, filename: str, queries: lis
     return "\n".join(lines) + "\n"
 
 
+def schema_module(request: Request) -> str:
+    """Returns the schema module: the schema files' SQL as one constant, SCHEMA.
+
+    sqlc names the schema files relative to the directory it runs in; a
+    directory stands for its .sql files in name order.
+    """
+    parts: list[str] = []
+    for name in request.schema_paths:
+        path = pathlib.Path(name)
+        files = sorted(path.glob("*.sql")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                parts.append(file.read_text(encoding="utf-8").strip())
+            except OSError as err:
+                raise RequestError(f"option emit_schema: cannot read {file}: {err}") from None
+    lines = _header(request, ", ".join(request.schema_paths))
+    lines += ['"""The schema this package was generated from."""', ""]
+    lines += [f"SCHEMA = {_string(chr(10).join(parts))}"]
+    return "\n".join(lines) + "\n"
+
+
 def generate(request: Request) -> dict[str, str]:
     """Returns the generated files by name, or raises RequestError."""
     options = Options.parse(request)
@@ -483,9 +509,11 @@ def generate(request: Request) -> dict[str, str]:
         + "\n",
         "models.py": models_module(request, options),
     }
+    if options.emit_schema:
+        files["schema.py"] = schema_module(request)
     for filename, queries in sorted(by_file.items()):
         module = _identifier(filename.removesuffix(".sql"))
-        if module == "models":
-            raise RequestError(f"query file {filename}: its module would replace models.py")
+        if module in ("models", "schema"):
+            raise RequestError(f"query file {filename}: its module would replace {module}.py")
         files[module + ".py"] = query_module(request, options, filename, queries)
     return files

@@ -63,6 +63,7 @@ class Request:
     """A whole generate request."""
 
     engine: str
+    schema_paths: tuple[str, ...]
     sqlc_version: str
     options: dict[str, str]
     tables: tuple[Table, ...]
@@ -201,6 +202,9 @@ def parse(data: bytes) -> Request:
         )
     return Request(
         engine=_str(settings.get("engine"), "settings.engine"),
+        schema_paths=tuple(
+            _str(p, "settings.schema") for p in _list(settings.get("schema"), "settings.schema")
+        ),
         sqlc_version=_str(obj.get("sqlc_version"), "sqlc_version"),
         options=_options(_str(obj.get("plugin_options"), "plugin_options")),
         tables=tuple(tables),

@@ -1,0 +1,108 @@
+"""The seam between the runner and a database engine.
+
+The runner never sees a connection or a line of SQL. It hands an engine
+operations: functions of a ``Queries`` (the generated ``Querier`` of the
+engine's db package, or an adapter in the same shape) that run inside one
+transaction. ``write`` and ``awrite`` are the two fronts of the same call, so
+no logic exists twice as a sync and an async copy.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class ClaimedRow(Protocol):
+    """A job a claim marked running: what a worker needs to run it."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def payload(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+class JobRow(Protocol):
+    """A job as GetJob reads it; result is JSON text, error is set only when failed."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def result(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class Queries(Protocol):
+    """The queries the runner runs, named as in queries/jobs.sql.
+
+    Times are text from ``jobtable.now()``. Each engine's generated Querier,
+    or an adapter over it, has exactly these methods.
+    """
+
+    def create_job(self, *, id: str, kind: str, payload: str, now: str) -> None: ...
+
+    def claim_next_job(
+        self, *, runner: str | None, now: str, max_jobs: int
+    ) -> Sequence[ClaimedRow]: ...
+
+    def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
+
+    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
+
+    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int: ...
+
+    def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int: ...
+
+    def fail_jobs_of_dead_runners(self, *, error: str | None, now: str, cutoff: str) -> int: ...
+
+    def get_job(self, *, id: str) -> JobRow | None: ...
+
+    def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int: ...
+
+    def register_runner(self, *, name: str, now: str) -> None: ...
+
+    def heartbeat_runner(self, *, now: str, name: str) -> int: ...
+
+    def delete_runner(self, *, name: str) -> None: ...
+
+    def delete_dead_runners(self, *, cutoff: str) -> int: ...
+
+
+class Engine(Protocol):
+    """One database behind the runner.
+
+    ``write`` runs an operation in a write transaction and returns once it is
+    committed (durably, unless the store was opened otherwise); an exception
+    the operation raises rolls back its writes and reaches the caller.
+    ``read`` runs an operation that only reads. Both are safe from any thread;
+    ``awrite`` and ``aread`` do the same without blocking the event loop.
+    """
+
+    def write(self, op: Callable[[Queries], T]) -> T: ...
+
+    async def awrite(self, op: Callable[[Queries], T]) -> T: ...
+
+    def read(self, op: Callable[[Queries], T]) -> T: ...
+
+    async def aread(self, op: Callable[[Queries], T]) -> T: ...
+
+    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+        """Calls wake, from any thread, when another process enqueues a job.
+
+        Returns a function that stops listening, or None when the engine
+        cannot tell (the runner then relies on polling alone).
+        """
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,60 @@
+"""The errors jobtable raises.
+
+Every error jobtable raises for a database or lifecycle problem descends
+from one root::
+
+    JobtableError
+    ├── StoreError      the store cannot be opened or used: a bad path, a file
+    │                   that is not a database, a schema newer than this
+    │                   library, a database error
+    ├── PayloadError    a payload does not fit its kind or cannot be stored
+    │                   (also a ValueError); nothing was stored
+    ├── RunnerError     a runner used out of order: register after start, a
+    │                   kind registered twice, a second start
+    ├── NotRunning      a handler published for a job that is no longer
+    │                   running under its claim
+    └── JobNotFound     no job has the id (also a LookupError)
+
+Bad arguments are the standard ``TypeError`` and ``ValueError``.
+``Failure`` is not an error of jobtable's: a handler raises it to fail its
+job with a message that is safe to store and show.
+"""
+
+
+class JobtableError(Exception):
+    """The root of every error jobtable raises."""
+
+
+class StoreError(JobtableError):
+    """The store cannot be opened or used; the message names the path and the cause."""
+
+
+class PayloadError(JobtableError, ValueError):
+    """A payload does not fit its kind or cannot be stored; nothing was stored."""
+
+
+class RunnerError(JobtableError):
+    """A runner was used out of order; the message names the kind or the call."""
+
+
+class NotRunning(JobtableError):
+    """A handler published for a job that is no longer running under its claim."""
+
+
+class JobNotFound(JobtableError, LookupError):
+    """No job has the id (the seed's ErrNotFound)."""
+
+
+class Failure(Exception):
+    """A handler error whose message is safe to show and is stored as the job's error.
+
+    Every other exception a handler raises is stored as MESSAGE_INTERNAL; its
+    text is logged, never stored.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
