@@ -1,0 +1,48 @@
+"""jobtable runs long work in the background, with a SQL table as the queue.
+
+A job is a row in the jobs table: ``Kind.enqueue`` inserts it queued, and a
+fixed pool of workers claims queued jobs oldest first, so the table itself is
+the queue and a job enqueued before a restart still runs after it.
+
+Each job kind has one handler, registered before ``Runner.start``. A handler
+takes a typed payload and returns a typed result, which the runner stores as
+JSON; it may publish partial results while it runs. Only typed data and
+``Failure`` messages are stored, so no handler error text, which may quote a
+URL, token or response body from a dependency, can reach the table or the
+API.
+"""
+
+from ._context import JobContext
+from ._errors import (
+    Failure,
+    JobNotFound,
+    JobtableError,
+    NotRunning,
+    PayloadError,
+    RunnerError,
+    StoreError,
+)
+from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job, Status
+from ._kind import Kind
+from ._runner import AsyncHandler, Runner, SyncHandler
+from ._store import Store
+
+__all__ = [
+    "MESSAGE_INTERNAL",
+    "MESSAGE_INTERRUPTED",
+    "AsyncHandler",
+    "Failure",
+    "Job",
+    "JobContext",
+    "JobNotFound",
+    "JobtableError",
+    "Kind",
+    "NotRunning",
+    "PayloadError",
+    "Runner",
+    "RunnerError",
+    "Status",
+    "Store",
+    "StoreError",
+    "SyncHandler",
+]

@@ -43,6 +43,17 @@ class JobRow(Protocol):
     def error(self) -> str | None: ...
 
 
+class RunnerRow(Protocol):
+    """A runner's registration: its name and when it started and last beat."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def started_at(self) -> str: ...
+    @property
+    def heartbeat_at(self) -> str: ...
+
+
 class Queries(Protocol):
     """The queries the runner runs, named as in queries/jobs.sql.
 
@@ -73,6 +84,8 @@ class Queries(Protocol):
     def register_runner(self, *, name: str, now: str) -> None: ...
 
     def heartbeat_runner(self, *, now: str, name: str) -> int: ...
+
+    def get_runner(self, *, name: str) -> RunnerRow | None: ...
 
     def delete_runner(self, *, name: str) -> None: ...
 

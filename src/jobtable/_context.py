@@ -1,0 +1,70 @@
+"""What a handler gets besides its payload: its job's identity, publishing, and stop."""
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+R = TypeVar("R")
+
+
+class JobContext(Generic[R]):
+    """The running job, as its handler sees it.
+
+    ``publish`` (from a plain ``def`` handler, which runs in a thread) and
+    ``apublish`` (from an ``async def`` handler) store a partial result that
+    ``get`` returns while the job runs; they raise ``NotRunning`` when the job
+    is no longer running under this claim, e.g. after its runner lost its
+    lease. ``stopping`` turns true when the runner begins to stop: a handler
+    that can stop early should check it, or wait with ``sleep``/``asleep``,
+    which return early on stop.
+    """
+
+    __slots__ = ("_apublish", "_astopping", "_publish", "_stopping", "attempt", "id", "kind")
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        kind: str,
+        attempt: int,
+        stopping: threading.Event,
+        astopping: asyncio.Event,
+        publish: Callable[[R], None],
+        apublish: Callable[[R], Awaitable[None]],
+    ) -> None:
+        self.id = id
+        """The job's id."""
+        self.kind = kind
+        """The job's kind."""
+        self.attempt = attempt
+        """How many times the job has been claimed, this claim included."""
+        self._stopping = stopping
+        self._astopping = astopping
+        self._publish = publish
+        self._apublish = apublish
+
+    @property
+    def stopping(self) -> bool:
+        """True once the runner has begun to stop."""
+        return self._stopping.is_set()
+
+    def publish(self, partial: R) -> None:
+        """Stores partial as the job's result while it runs; blocks until stored."""
+        self._publish(partial)
+
+    async def apublish(self, partial: R) -> None:
+        """Stores partial as the job's result while it runs."""
+        await self._apublish(partial)
+
+    def sleep(self, seconds: float) -> bool:
+        """Blocks for seconds, or less if the runner stops; returns whether it is stopping."""
+        return self._stopping.wait(seconds)
+
+    async def asleep(self, seconds: float) -> bool:
+        """Waits for seconds, or less if the runner stops; returns whether it is stopping."""
+        try:
+            await asyncio.wait_for(self._astopping.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True

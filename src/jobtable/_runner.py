@@ -1,0 +1,632 @@
+"""The runner: registered handlers and the pool of workers that runs their jobs."""
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import datetime
+import functools
+import inspect
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any, Generic, TypeVar, cast, overload
+
+from ._context import JobContext
+from ._engine import ClaimedRow, Queries
+from ._errors import Failure, NotRunning, RunnerError
+from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job
+from ._kind import Codec, GetJob, Kind, job_from_row
+from ._store import Store, now, timestamp
+
+P = TypeVar("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
+AsyncHandler = Callable[[JobContext[R], P], Awaitable[R]]
+"""An ``async def`` handler: it runs on the runner's event loop."""
+
+SyncHandler = Callable[[JobContext[R], P], R]
+"""A plain ``def`` handler: it runs in one of the runner's threads."""
+
+_CLAIM_BACKOFF = (0.05, 5.0)  # first and largest wait after a failed claim, in seconds
+_RECORD_TRIES = 8
+
+
+class _JobLogger(logging.LoggerAdapter[logging.Logger]):
+    """Adds the job's id and kind to every record as structured fields."""
+
+    def process(
+        self, msg: object, kwargs: MutableMapping[str, Any]
+    ) -> tuple[object, MutableMapping[str, Any]]:
+        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {})}
+        return msg, kwargs
+
+
+class _Handler(Generic[P, R]):
+    """A registered handler with its codec: runs one job from stored JSON to stored JSON."""
+
+    def __init__(
+        self, fn: AsyncHandler[R, P] | SyncHandler[R, P], codec: Codec[P, R], is_async: bool
+    ) -> None:
+        self.fn = fn
+        self.codec = codec
+        self.is_async = is_async
+
+
+def _handler_types(kind: str, handler: Callable[..., object]) -> tuple[type, type, bool]:
+    """Returns the payload type, result type and asyncness of handler, from its annotations."""
+    where = f"register {kind!r}"
+    if not callable(handler):
+        raise TypeError(f"{where}: handler is not callable")
+    try:
+        signature = inspect.signature(handler, eval_str=True)
+    except (NameError, TypeError, ValueError) as err:
+        raise TypeError(f"{where}: cannot read the handler's annotations: {err}") from err
+    params = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(params) != 2:
+        raise TypeError(
+            f"{where}: the handler must take (ctx, payload), it takes {len(params)} arguments"
+        )
+    payload_type = params[1].annotation
+    if payload_type is inspect.Parameter.empty:
+        raise TypeError(
+            f"{where}: the handler's payload parameter {params[1].name!r} has no type annotation"
+        )
+    result_type = signature.return_annotation
+    if result_type is inspect.Signature.empty:
+        raise TypeError(f"{where}: the handler has no return annotation")
+    call = getattr(handler, "__call__", None)  # noqa: B004 (an async __call__ counts)
+    is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+    return payload_type, result_type, is_async
+
+
+class Runner:
+    """Owns the job handlers and the pool of workers that runs their jobs.
+
+    A fixed pool of ``workers`` workers claims queued jobs oldest first. An
+    enqueue in this process wakes an idle worker at once; jobs enqueued by
+    other processes are found by polling every ``poll_interval`` seconds, or
+    at once where the engine can notify (PostgreSQL). Runners sharing a
+    database know each other by ``name`` and a heartbeat: a runner whose
+    heartbeat is older than ``lease`` seconds is dead, and its running jobs
+    are failed as interrupted. Finished jobs older than ``retention`` are
+    deleted (None keeps them forever).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        workers: int = 4,
+        logger: logging.Logger | None = None,
+        name: str | None = None,
+        poll_interval: float = 1.0,
+        lease: float = 30.0,
+        grace_period: float = 10.0,
+        retention: datetime.timedelta | None = datetime.timedelta(days=7),
+        max_payload_bytes: int = 1 << 20,
+    ) -> None:
+        if not isinstance(store, Store):
+            raise TypeError(f"jobtable: Runner needs a Store, got {type(store).__name__}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"jobtable: {workers!r} workers, want at least 1")
+        if logger is not None and not isinstance(logger, logging.Logger):
+            raise TypeError(f"jobtable: logger must be a logging.Logger, got {logger!r}")
+        for label, value in (("poll_interval", poll_interval), ("lease", lease)):
+            if not value > 0:
+                raise ValueError(f"jobtable: {label} must be positive, got {value!r}")
+        if grace_period < 0:
+            raise ValueError(f"jobtable: grace_period must be 0 or more, got {grace_period!r}")
+        if max_payload_bytes < 1:
+            raise ValueError(
+                f"jobtable: max_payload_bytes must be positive, got {max_payload_bytes!r}"
+            )
+        if name is not None and not name:
+            raise ValueError("jobtable: a runner name must not be empty")
+        self.store = store
+        """The store the runner's jobs live in."""
+        self.workers = workers
+        self.logger = logger if logger is not None else logging.getLogger("jobtable")
+        self.name = name or socket.gethostname()
+        """Identifies this runner among the runners that share the database.
+
+        A runner that starts fails at once the jobs an earlier runner of the same
+        name left running, so each worker process needs its own name.
+        """
+        self.poll_interval = poll_interval
+        self.lease = lease
+        self.grace_period = grace_period
+        self.retention = retention
+        self.max_payload_bytes = max_payload_bytes
+        self._handlers: dict[str, _Handler[Any, Any]] = {}
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopping = threading.Event()
+        # asyncio's events and queues bind to the loop that first waits on them:
+        # the runner's loop, once start or run_next runs.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._astopping = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._idle_changed = asyncio.Event()
+        self._queue: asyncio.Queue[ClaimedRow | None] = asyncio.Queue()
+        self._idle = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running: set[asyncio.Task[None]] = set()
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._unlisten: Callable[[], None] | None = None
+        self._grace_timer: asyncio.TimerHandle | None = None
+        self._stopped = False
+
+    def __repr__(self) -> str:
+        return f"Runner(name={self.name!r}, workers={self.workers}, kinds={sorted(self._handlers)})"
+
+    # Registration.
+
+    @overload
+    def register(self, kind: str, handler: AsyncHandler[R, P]) -> Kind[P, R]: ...
+
+    @overload
+    def register(self, kind: str, handler: SyncHandler[R, P]) -> Kind[P, R]: ...
+
+    def register(self, kind: str, handler: AsyncHandler[R, P] | SyncHandler[R, P]) -> Kind[P, R]:
+        """Makes handler the handler for kind and returns the Kind that enqueues its jobs.
+
+        P and R are the handler's payload annotation and return annotation
+        (any type pydantic can validate and dump). It must be called before
+        start, once per kind; otherwise, and for an empty kind, a missing
+        handler or a missing annotation, it raises an error naming the kind.
+        """
+        if not isinstance(kind, str) or not kind:
+            raise ValueError(f"register {kind!r}: empty kind")
+        if handler is None:
+            raise TypeError(f"register {kind!r}: no handler")
+        payload_type, result_type, is_async = _handler_types(kind, handler)
+        try:
+            codec = Codec[P, R](kind, payload_type, result_type)
+        except Exception as err:
+            raise TypeError(
+                f"register {kind!r}: pydantic cannot validate and dump its types: {err}"
+            ) from err
+        with self._lock:
+            if self._started:
+                raise RunnerError(f"register {kind!r}: runner already started")
+            if kind in self._handlers:
+                raise RunnerError(f"register {kind!r}: kind already registered")
+            self._handlers[kind] = _Handler(handler, codec, is_async)
+        return Kind(self, codec)
+
+    @property
+    def kinds(self) -> Sequence[str]:
+        """The registered kinds, sorted."""
+        return sorted(self._handlers)
+
+    # Reading jobs.
+
+    def get(self, job_id: str) -> Job:
+        """Returns the job with id; raises JobNotFound for an unknown id."""
+        return job_from_row(self.store.engine.read(GetJob(job_id)))
+
+    async def aget(self, job_id: str) -> Job:
+        """The async form of get."""
+        return job_from_row(await self.store.engine.aread(GetJob(job_id)))
+
+    # Lifecycle.
+
+    def notify_enqueued(self) -> None:
+        """Wakes an idle worker to look for a new job; safe from any thread.
+
+        Kind.enqueue calls it; it does nothing while the runner is not running.
+        """
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._wake.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._wake.set)
+
+    async def start(self) -> None:
+        """Fails the jobs that dead runners left running, then starts the workers.
+
+        Jobs of an earlier runner of this name, and of runners whose heartbeat
+        lease expired, are failed with MESSAGE_INTERRUPTED and the count is
+        logged as a warning. The workers run on the calling event loop until
+        stop; wait waits for them. A second start is an error.
+        """
+        with self._lock:
+            if self._started:
+                raise RunnerError("start: runner already started")
+            self._started = True
+        try:
+            await self.store.engine.awrite(self._begin)
+        except BaseException:
+            with self._lock:
+                self._started = False
+            raise
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        if self._stopping.is_set():
+            self._astopping.set()
+        self._idle = self.workers
+        self._threads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.workers, thread_name_prefix=f"jobtable-{self.name}"
+        )
+        self._tasks = [loop.create_task(self._produce(), name="jobtable-claimer")]
+        self._tasks += [
+            loop.create_task(self._work(), name=f"jobtable-worker-{i}") for i in range(self.workers)
+        ]
+        self._tasks.append(loop.create_task(self._maintain(), name="jobtable-heartbeat"))
+        self._unlisten = self.store.engine.listen(self.notify_enqueued)
+
+    def _begin(self, q: Queries) -> None:
+        stamp = now()
+        cutoff = self._cutoff()
+        previous = q.get_runner(name=self.name)
+        if previous is not None and previous.heartbeat_at >= cutoff:
+            self.logger.warning(
+                "a runner named %r beat at %s, within its lease: if that process still runs, "
+                "its jobs are now failed as interrupted; give each worker process its own name",
+                self.name,
+                previous.heartbeat_at,
+                extra={"runner": self.name},
+            )
+        q.register_runner(name=self.name, now=stamp)
+        own = q.fail_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
+        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
+        q.delete_dead_runners(cutoff=cutoff)
+        if own + dead:
+            self.logger.warning(
+                "failed jobs interrupted by restart",
+                extra={"count": own + dead, "runner": self.name},
+            )
+
+    def _cutoff(self) -> str:
+        return timestamp(
+            datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=self.lease)
+        )
+
+    def stop(self) -> None:
+        """Begins a graceful stop; safe from any thread and from signal handlers.
+
+        Workers claim no more jobs. Running handlers see ctx.stopping and get
+        grace_period seconds to finish, and their outcome is recorded; then the
+        ones left are cancelled and their jobs stay running, so the next start
+        fails them as interrupted. It does not wait: wait does.
+        """
+        self._stopping.set()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._begin_stop)
+
+    @property
+    def stopping(self) -> bool:
+        """True once stop was called."""
+        return self._stopping.is_set()
+
+    def _begin_stop(self) -> None:
+        self._astopping.set()
+        self._wake.set()
+        self._idle_changed.set()
+        if self._grace_timer is None and self._loop is not None:
+            self._grace_timer = self._loop.call_later(self.grace_period, self._cancel_running)
+
+    def _cancel_running(self) -> None:
+        for task in self._running:
+            task.cancel()
+
+    async def wait(self) -> None:
+        """Waits until every worker has stopped, then deregisters the runner."""
+        if not self._tasks:
+            return
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._grace_timer is not None:
+            self._grace_timer.cancel()
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+        if not self._stopped:
+            self._stopped = True
+            try:
+                await self.store.engine.awrite(_DeleteRunner(self.name))
+            except Exception:
+                self.logger.exception("deregister runner", extra={"runner": self.name})
+
+    def run(self) -> None:
+        """Starts, stops gracefully on SIGINT or SIGTERM, and waits: what a worker process calls.
+
+        A second signal cancels the handlers still running at once.
+        """
+        asyncio.run(self._run_until_signal())
+
+    async def _run_until_signal(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if self._stopping.is_set():
+                self._cancel_running()
+            self.stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        try:
+            await self.start()
+            self.logger.info("runner started", extra={"runner": self.name, "workers": self.workers})
+            await self.wait()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+        self.logger.info("runner stopped", extra={"runner": self.name})
+
+    # Claiming.
+
+    async def _produce(self) -> None:
+        """Claims jobs for idle workers until stop; the only place jobs are claimed."""
+        backoff = _CLAIM_BACKOFF[0]
+        while not self._stopping.is_set():
+            if self._idle == 0:
+                self._idle_changed.clear()
+                await self._idle_changed.wait()
+                continue
+            self._wake.clear()
+            wanted = self._idle
+            try:
+                jobs = await self._claim(wanted)
+            except Exception:
+                self.logger.exception(
+                    "claim jobs; retrying", extra={"runner": self.name, "backoff": backoff}
+                )
+                await self._wait_stop(backoff)
+                backoff = min(backoff * 2, _CLAIM_BACKOFF[1])
+                continue
+            backoff = _CLAIM_BACKOFF[0]
+            for job in jobs:
+                self._idle -= 1
+                self._queue.put_nowait(job)
+            if len(jobs) < wanted:
+                await self._wait_wake()
+        for _ in range(self.workers):
+            self._queue.put_nowait(None)
+
+    async def _claim(self, max_jobs: int) -> Sequence[ClaimedRow]:
+        rows = await self.store.engine.awrite(_Claim(self.name, max_jobs))
+        return sorted(rows, key=lambda row: row.seq)
+
+    async def _wait_wake(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+
+    async def _wait_stop(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._astopping.wait(), seconds)
+
+    async def run_next(self) -> str | None:
+        """Claims the oldest queued job and runs it to completion in the calling task.
+
+        Returns the job's id, or None when no job is queued. It uses the same
+        claim and run as the workers; tests use it to run jobs one at a time,
+        deterministically, without starting the runner.
+        """
+        if self._stopping.is_set():
+            self._astopping.set()
+        jobs = await self._claim(1)
+        if not jobs:
+            return None
+        await self._run(jobs[0])
+        return jobs[0].id
+
+    # Running.
+
+    async def _work(self) -> None:
+        while True:
+            job = await self._queue.get()
+            if job is None:
+                return
+            task = asyncio.current_task()
+            assert task is not None
+            self._running.add(task)
+            try:
+                await self._run(job)
+            except asyncio.CancelledError:
+                if not self._stopping.is_set():
+                    raise
+                # The grace period ran out: the job stays running and fails at the next start.
+                return
+            finally:
+                self._running.discard(task)
+            self._idle += 1
+            self._idle_changed.set()
+
+    async def _run(self, job: ClaimedRow) -> None:
+        """Runs a claimed job and records its outcome; the one place that decides what is stored.
+
+        Only the handler's typed result, a Failure's message or a message of
+        the runner's own reaches the table; any other exception is logged.
+        """
+        logger = _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind})
+        handler = self._handlers.get(job.kind)
+        if handler is None:
+            logger.error("no handler for job kind")
+            await self._record(job, logger, error=f"no handler for job kind {job.kind}")
+            return
+        try:
+            result = await self._call(handler, job)
+        except asyncio.CancelledError:
+            logger.warning("job cancelled by shutdown; it fails at the next start")
+            raise
+        except Exception as err:
+            if self._stopping.is_set():
+                logger.warning(
+                    "job interrupted by shutdown; it fails at the next start", exc_info=err
+                )
+                return
+            if isinstance(err, Failure):
+                await self._record(job, logger, error=str(err.message))
+            else:
+                logger.error("job failed", exc_info=err)
+                await self._record(job, logger, error=MESSAGE_INTERNAL)
+            return
+        await self._record(job, logger, result=result)
+
+    async def _call(self, handler: _Handler[P, R], job: ClaimedRow) -> str:
+        """Decodes the payload, calls the handler and returns its result as JSON."""
+        codec = handler.codec
+        payload = codec.decode_payload(job.payload)
+        engine = self.store.engine
+
+        def publish_op(partial: R) -> "_Publish":
+            return _Publish(job.id, job.attempt, codec.encode_result(partial))
+
+        def publish(partial: R) -> None:
+            engine.write(publish_op(partial))
+
+        async def apublish(partial: R) -> None:
+            await engine.awrite(publish_op(partial))
+
+        ctx = JobContext[R](
+            id=job.id,
+            kind=job.kind,
+            attempt=job.attempt,
+            stopping=self._stopping,
+            astopping=self._astopping,
+            publish=publish,
+            apublish=apublish,
+        )
+        if handler.is_async:
+            fn = cast(AsyncHandler[R, P], handler.fn)
+            result = await fn(ctx, payload)
+        else:
+            sync_fn = cast(SyncHandler[R, P], handler.fn)
+            loop = asyncio.get_running_loop()
+            call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
+            result = await loop.run_in_executor(self._threads, call)
+        return codec.encode_result(result)
+
+    async def _record(
+        self,
+        job: ClaimedRow,
+        logger: logging.LoggerAdapter[logging.Logger],
+        *,
+        result: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Stores a job's outcome, retrying a database error with backoff.
+
+        The write is fenced by the claim: a job that is no longer running
+        under this claim is left as it is, and that is logged.
+        """
+        op = _Finish(job.id, job.attempt, result=result, error=error)
+        delay = _CLAIM_BACKOFF[0]
+        for attempt in range(_RECORD_TRIES):
+            try:
+                changed = await self.store.engine.awrite(op)
+            except Exception:
+                if attempt == _RECORD_TRIES - 1:
+                    logger.exception("record job outcome; giving up, the job stays running")
+                    return
+                logger.warning("record job outcome; retrying", exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _CLAIM_BACKOFF[1])
+                continue
+            if changed != 1:
+                logger.error("record job outcome: job is not running under this claim")
+            return
+
+    # Heartbeat, crash recovery and retention.
+
+    async def _maintain(self) -> None:
+        """Renews this runner's lease, fails dead runners' jobs and prunes old ones, until stop."""
+        interval = self.lease / 3
+        while not self._stopping.is_set():
+            await self._wait_stop(interval)
+            if self._stopping.is_set():
+                return
+            try:
+                await self.store.engine.awrite(self._maintenance)
+            except Exception:
+                self.logger.exception("runner heartbeat", extra={"runner": self.name})
+
+    def _maintenance(self, q: Queries) -> None:
+        stamp = now()
+        if not q.heartbeat_runner(now=stamp, name=self.name):
+            self.logger.warning(
+                "runner lost its lease; registering again", extra={"runner": self.name}
+            )
+            q.register_runner(name=self.name, now=stamp)
+        cutoff = self._cutoff()
+        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
+        q.delete_dead_runners(cutoff=cutoff)
+        if dead:
+            self.logger.warning(
+                "failed jobs of dead runners", extra={"count": dead, "runner": self.name}
+            )
+        if self.retention is not None:
+            before = timestamp(datetime.datetime.now(datetime.UTC) - self.retention)
+            q.delete_finished_jobs(before=before, max_jobs=1000)
+
+
+class _Claim:
+    __slots__ = ("max_jobs", "runner")
+
+    def __init__(self, runner: str, max_jobs: int) -> None:
+        self.runner = runner
+        self.max_jobs = max_jobs
+
+    def __call__(self, q: Queries) -> Sequence[ClaimedRow]:
+        return q.claim_next_job(runner=self.runner, now=now(), max_jobs=self.max_jobs)
+
+
+class _Publish:
+    __slots__ = ("attempt", "job_id", "result")
+
+    def __init__(self, job_id: str, attempt: int, result: str) -> None:
+        self.job_id = job_id
+        self.attempt = attempt
+        self.result = result
+
+    def __call__(self, q: Queries) -> None:
+        changed = q.publish_job_result(
+            result=self.result, now=now(), id=self.job_id, attempt=self.attempt
+        )
+        if changed != 1:
+            raise NotRunning(f"publish result: job {self.job_id} is not running")
+
+
+class _Finish:
+    __slots__ = ("attempt", "error", "job_id", "result")
+
+    def __init__(self, job_id: str, attempt: int, *, result: str | None, error: str | None) -> None:
+        self.job_id = job_id
+        self.attempt = attempt
+        self.result = result
+        self.error = error
+
+    def __call__(self, q: Queries) -> int:
+        if self.error is not None:
+            return q.fail_job(error=self.error, now=now(), id=self.job_id, attempt=self.attempt)
+        return q.succeed_job(result=self.result, now=now(), id=self.job_id, attempt=self.attempt)
+
+
+class _DeleteRunner:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, q: Queries) -> None:
+        q.delete_runner(name=self.name)
