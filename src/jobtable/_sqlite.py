@@ -335,7 +335,7 @@ class SQLiteEngine:
         """Does what ``read`` does in a worker thread, without blocking the event loop."""
         return await asyncio.to_thread(self.read, op)
 
-    def listen(self, wake: Callable[[], None]) -> None:
+    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
         """Returns None: SQLite cannot tell one process about another's writes.
 
         The runner polls instead.
