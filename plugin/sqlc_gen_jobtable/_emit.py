@@ -12,7 +12,7 @@ import pathlib
 import re
 
 from ._request import Column, Query, Request, RequestError, Table
-from ._types import PyType, python_type
+from ._types import HELPERS, PyType, python_type
 
 _COMMANDS = (":one", ":many", ":exec", ":execrows", ":execlastid")
 _DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",)}
@@ -254,35 +254,103 @@ def _params(request: Request, query: Query, where: str) -> list[tuple[int, _Fiel
     return params
 
 
+# One lexical unit of SQL that may hold text looking like a placeholder without
+# being one: a quoted string or identifier, a dollar-quoted string or a
+# comment. Anything else is code, scanned character by character.
+_POSTGRES_OPAQUE = re.compile(
+    r"""
+    [Ee]'(?:[^'\\]|\\.|'')*'     # escape string: backslash escapes, '' quotes
+    | '(?:[^']|'')*'                 # string: '' stands for a quote
+    | "(?:[^"]|"")*"                 # quoted identifier
+    | (?P<tag>\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$)(?s:.*?)(?P=tag)   # dollar quotes
+    | --[^\n]*                      # line comment
+    | /\*(?s:.*?)\*/               # block comment
+    """,
+    re.VERBOSE,
+)
+_SQLITE_OPAQUE = re.compile(
+    r"""
+    '(?:[^']|'')*' | "(?:[^"]|"")*" | `(?:[^`]|``)*` | \[[^\]]*\]
+    | --[^\n]* | /\*(?s:.*?)\*/
+    """,
+    re.VERBOSE,
+)
+
+
+_PLACEHOLDER = re.compile(r"\$(\d+)")
+
+
+def _opaque_at(pattern: re.Pattern[str], text: str, i: int, where: str) -> int:
+    """Returns the end of the opaque unit starting at i, or i when there is none.
+
+    A unit starts only where a word does not: in a$1 or name$tag$ the $ is
+    part of the name, in name' the E prefix of an escape string cannot be.
+    """
+    if text[i] not in "'\"`[$-/Ee" or (
+        text[i] in "$Ee" and i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$")
+    ):
+        return i
+    match = pattern.match(text, i)
+    if match is not None:
+        return match.end()
+    if text[i] in "'\"`" or text.startswith("/*", i):
+        raise RequestError(f"{where}: unterminated quote or comment in the SQL")
+    return i
+
+
 def _postgres_sql(text: str, names: dict[int, str], where: str) -> str:
-    """Rewrites $N placeholders as psycopg's %(name)s, doubling literal percent signs."""
+    """Rewrites $N placeholders as psycopg's %(name)s, doubling literal percent signs.
+
+    Strings, quoted identifiers and comments keep their $N, since PostgreSQL
+    reads no placeholder there; psycopg reads % everywhere, so every literal
+    percent sign is doubled.
+    """
     out: list[str] = []
     i = 0
     while i < len(text):
-        char = text[i]
-        if char in ("'", '"'):
-            end = text.find(char, i + 1)
-            while end != -1 and text[end + 1 : end + 2] == char:
-                end = text.find(char, end + 2)
-            if end == -1:
-                raise RequestError(f"{where}: unterminated quote in the SQL")
-            out.append(text[i : end + 1].replace("%", "%%"))
-            i = end + 1
-        elif char == "$" and i + 1 < len(text) and text[i + 1].isdigit():
-            match = re.match(r"\$(\d+)", text[i:])
-            assert match is not None
+        end = _opaque_at(_POSTGRES_OPAQUE, text, i, where)
+        if end > i:
+            out.append(text[i:end].replace("%", "%%"))
+            i = end
+            continue
+        match = _PLACEHOLDER.match(text, i)
+        if match is not None and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$")):
             number = int(match.group(1))
             if number not in names:
                 raise RequestError(f"{where}: ${number} has no parameter")
             out.append(f"%({names[number]})s")
-            i += len(match.group(0))
-        elif char == "%":
-            out.append("%%")
-            i += 1
+            i = match.end()
         else:
-            out.append(char)
+            out.append("%%" if text[i] == "%" else text[i])
             i += 1
     return "".join(out)
+
+
+def _check_sqlite_placeholders(text: str, where: str) -> None:
+    """Raises RequestError when text mixes numbered and bare ? placeholders.
+
+    SQLite gives a bare ? the number after the largest one used so far, not
+    the one sqlc assigned it, so such a query would bind the wrong values.
+    """
+    numbered = bare = False
+    i = 0
+    while i < len(text):
+        end = _opaque_at(_SQLITE_OPAQUE, text, i, where)
+        if end > i:
+            i = end
+            continue
+        if text[i] == "?":
+            if text[i + 1 : i + 2].isdigit():
+                numbered = True
+            else:
+                bare = True
+        i += 1
+    if numbered and bare:
+        raise RequestError(
+            f"{where}: the SQL mixes named parameters with bare ?; SQLite would number "
+            "each ? after the largest named one and bind the wrong values: "
+            "name every parameter (@name, sqlc.arg, sqlc.narg) or none"
+        )
 
 
 @dataclasses.dataclass
@@ -324,6 +392,8 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
     text = query.text.strip()
     if options.driver == "psycopg":
         text = _postgres_sql(text, {n: f.name for n, f in params}, where)
+    else:
+        _check_sqlite_placeholders(text, where)
     constant = [f"{constant_name} = {_string(text)}"]
     types = [f.type for _, f in params]
     row_class: list[str] = []
@@ -451,6 +521,8 @@ def query_module(request: Request, options: Options, filename: str, queries: lis
     lines += _imports(stdlib, third_party, local)
     for code in codes:
         lines += ["", *code.constant]
+    for helper in sorted({h for t in types for h in t.helpers}):
+        lines += ["", "", HELPERS[helper]]
     for code in codes:
         if code.row_class:
             lines += ["", "", *code.row_class]

@@ -14,22 +14,47 @@ class PyType:
     string that turns the driver's value ``{}`` into the annotated type, for
     drivers that return another type (SQLite returns booleans as integers).
     ``encode`` likewise turns a parameter into what the driver takes.
+    ``decode_nullable`` and ``encode_nullable`` do the same for a nullable
+    value; they call a helper of ``HELPERS`` (listed in ``helpers``) instead of
+    an inline conditional, which ruff format would split over lines once a
+    name is long.
     """
 
     annotation: str
     imports: tuple[str, ...] = ()
     decode: str = "{}"
     encode: str = "{}"
+    decode_nullable: str = "{}"
+    encode_nullable: str = "{}"
+    helpers: tuple[str, ...] = ()
+
+
+# The helper functions a generated query module defines when it uses them.
+HELPERS = {
+    "_bool_or_none": (
+        "def _bool_or_none(value: int | None) -> bool | None:\n"
+        "    return None if value is None else bool(value)"
+    ),
+    "_jsonb_or_none": (
+        "def _jsonb_or_none(value: JSONValue | None) -> psycopg.types.json.Jsonb | None:\n"
+        "    return None if value is None else psycopg.types.json.Jsonb(value)"
+    ),
+}
 
 
 _INT = PyType("int")
 _STR = PyType("str")
 _FLOAT = PyType("float")
 _BYTES = PyType("bytes")
+_SQLITE_BOOL = PyType(
+    "bool", decode="bool({})", decode_nullable="_bool_or_none({})", helpers=("_bool_or_none",)
+)
 
 # SQLite accepts any spelling and derives an affinity from it; these are the
 # spellings in common use, each mapped to the type sqlite3 returns for it.
-_SQLITE = {
+# sqlc joins the words of a type name (DOUBLE PRECISION arrives as
+# DOUBLEPRECISION), so names are compared without spaces: see _sqlite_name.
+_SQLITE_SPELLINGS = {
     "integer": _INT,
     "int": _INT,
     "tinyint": _INT,
@@ -45,6 +70,7 @@ _SQLITE = {
     "character": _STR,
     "varchar": _STR,
     "varying character": _STR,
+    "character varying": _STR,
     "nchar": _STR,
     "native character": _STR,
     "nvarchar": _STR,
@@ -58,14 +84,16 @@ _SQLITE = {
     "double precision": _FLOAT,
     "float": _FLOAT,
     "blob": _BYTES,
-    "boolean": PyType("bool", decode="bool({})"),
-    "bool": PyType("bool", decode="bool({})"),
+    "boolean": _SQLITE_BOOL,
+    "bool": _SQLITE_BOOL,
 }
 
 _JSON = PyType(
     "JSONValue",
     imports=("psycopg.types.json",),
     encode="psycopg.types.json.Jsonb({})",
+    encode_nullable="_jsonb_or_none({})",
+    helpers=("_jsonb_or_none",),
 )
 
 _POSTGRES = {
@@ -115,8 +143,13 @@ _POSTGRES = {
 
 
 def _sqlite_name(name: str) -> str:
-    # Drop a length or precision, as in VARCHAR(255) or DECIMAL(10, 5).
-    return re.sub(r"\s*\(.*\)\s*$", "", name).strip().lower()
+    # Drop a length or precision, as in VARCHAR(255) or DECIMAL(10, 5), the
+    # quotes of a quoted name, and every space.
+    name = re.sub(r"\(.*\)\s*$", "", name)
+    return re.sub(r'[\s"`]+', "", name).lower()
+
+
+_SQLITE = {_sqlite_name(name): py for name, py in _SQLITE_SPELLINGS.items()}
 
 
 def python_type(engine: str, column: Column, where: str) -> PyType:
@@ -140,22 +173,26 @@ def python_type(engine: str, column: Column, where: str) -> PyType:
             f"has no exact Python type for {engine}"
         )
     result = base
-    for _ in range(max(column.array_dims, 1 if column.is_array else 0)):
+    dims = max(column.array_dims, 1 if column.is_array else 0)
+    if dims and (base.encode != "{}" or base.decode != "{}"):
+        raise RequestError(
+            f"{where}: column {column.name!r}: type {column.type_name!r}: "
+            f"arrays of {column.type_name} are not supported"
+        )
+    for _ in range(dims):
         inner = result.annotation
         if not column.not_null:
-            # Elements of a PostgreSQL array may be NULL whatever the column says.
+            # PostgreSQL cannot declare array elements NOT NULL: a nullable
+            # array column is taken to hold nullable elements, a NOT NULL one
+            # (whose elements a CHECK can keep from NULL) not.
             inner = f"{inner} | None"
-        result = PyType(
-            f"list[{inner}]",
-            result.imports,
-            encode=result.encode if result.encode == "{}" else "{}",
-        )
-    if not column.not_null:
-        decode = result.decode
-        if decode != "{}":
-            decode = "None if {} is None else " + decode
-        encode = result.encode
-        if encode != "{}":
-            encode = "None if {} is None else " + encode
-        result = PyType(f"{result.annotation} | None", result.imports, decode, encode)
-    return result
+        result = PyType(f"list[{inner}]", result.imports)
+    if column.not_null:
+        return dataclasses.replace(result, helpers=())
+    return PyType(
+        f"{result.annotation} | None",
+        result.imports,
+        decode=result.decode_nullable,
+        encode=result.encode_nullable,
+        helpers=result.helpers,
+    )
