@@ -1,0 +1,8 @@
+-- name: AddTag :exec
+INSERT INTO tags (sample_id, name) VALUES (?, ?);
+
+-- name: ListTags :many
+SELECT * FROM tags WHERE sample_id = @sample_id ORDER BY name;
+
+-- name: DeleteTags :execrows
+DELETE FROM tags WHERE sample_id = @sample_id;
