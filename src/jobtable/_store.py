@@ -1,6 +1,5 @@
 """The store: the database a runner keeps its jobs in, and the ids and times it writes."""
 
-import importlib
 import os
 import re
 import secrets
@@ -71,9 +70,8 @@ def redact_url(url: str) -> str:
 def _open_postgres(url: str, *, durable: bool) -> Engine:
     try:
         # Imported here: psycopg is an optional dependency, and SQLite users
-        # never load it. (By name until jobtable._postgres lands; then a plain
-        # `from jobtable._postgres import PostgresEngine` lets mypy check it.)
-        postgres = importlib.import_module("jobtable._postgres")
+        # never load it.
+        from jobtable._postgres import PostgresEngine
     except ModuleNotFoundError as err:
         if err.name is not None and err.name.split(".")[0] in ("psycopg", "psycopg_pool"):
             raise StoreError(
@@ -81,7 +79,7 @@ def _open_postgres(url: str, *, durable: bool) -> Engine:
                 "install jobtable[postgres]"
             ) from err
         raise
-    engine: Engine = postgres.PostgresEngine.open(url, durable=durable)
+    engine: Engine = PostgresEngine.open(url, durable=durable)
     return engine
 
 
@@ -97,9 +95,13 @@ class Store:
     """The database engine every read and write of the store goes through."""
 
     def __init__(self, engine: Engine, *, target: str) -> None:
-        """Wraps an open engine; target is what repr shows. Use ``Store.open`` instead."""
+        """Wraps an open engine; repr shows target, without any password.
+
+        Use ``Store.open`` instead.
+        """
         self.engine = engine
-        self._target = target
+        # Only the redacted form is kept, so no password lingers in the object.
+        self._target = redact_url(target) if _URL_SCHEME.match(target) else target
 
     @classmethod
     def open(
@@ -129,7 +131,7 @@ class Store:
         if isinstance(target, str) and (match := _URL_SCHEME.match(target)):
             scheme = match.group(1).lower()
             if scheme in _POSTGRES_SCHEMES:
-                return cls(_open_postgres(target, durable=durable), target=redact_url(target))
+                return cls(_open_postgres(target, durable=durable), target=target)
             if scheme != "sqlite" or not target.startswith(_SQLITE_PREFIX):
                 raise StoreError(
                     f"cannot open {redact_url(target)}: want a file path, "

@@ -1,0 +1,199 @@
+"""Store.open and the ids and times the store writes."""
+
+import importlib.util
+import re
+import string
+import sys
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import jobtable
+from jobtable._engine import JobRow, Queries
+from jobtable._errors import StoreError
+from jobtable._sqlite import SQLiteEngine
+from jobtable._store import Store, new_id, now, redact_url, timestamp
+
+TIME_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+
+
+def create(q: Queries) -> None:
+    q.create_job(id="j1", kind="thumbnail", payload="{}", now=now())
+
+
+def get(q: Queries) -> JobRow | None:
+    return q.get_job(id="j1")
+
+
+# Times.
+
+
+def test_now_is_fixed_width_utc_text() -> None:
+    text = now()
+    assert TIME_TEXT.match(text), text
+
+
+def test_now_is_the_current_time() -> None:
+    before = datetime.now(UTC)
+    text = now()
+    after = datetime.now(UTC)
+    parsed = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%z")
+    assert before <= parsed <= after
+
+
+def test_timestamp_keeps_its_width_at_whole_seconds() -> None:
+    assert timestamp(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05.000000Z"
+
+
+def test_timestamp_converts_to_utc() -> None:
+    paris = timezone(timedelta(hours=1))
+    assert timestamp(datetime(2026, 1, 2, 3, 0, tzinfo=paris)) == "2026-01-02T02:00:00.000000Z"
+
+
+def test_timestamp_text_sorts_in_time_order() -> None:
+    moments = [
+        datetime(2025, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 1, 1, tzinfo=UTC),
+        datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+        datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC),
+        datetime(2026, 1, 1, 9, 0, tzinfo=UTC),
+        datetime(2026, 1, 1, 10, 0, tzinfo=UTC),
+        datetime(2026, 10, 1, tzinfo=UTC),
+    ]
+    texts = [timestamp(moment) for moment in moments]
+    assert sorted(texts) == texts
+    assert len({len(text) for text in texts}) == 1
+
+
+def test_timestamp_refuses_a_naive_datetime() -> None:
+    with pytest.raises(ValueError, match="naive"):
+        timestamp(datetime(2026, 1, 1))
+
+
+# Ids.
+
+
+def test_new_id_is_128_bits_of_url_safe_text() -> None:
+    job_id = new_id()
+    assert len(job_id) == 22  # ceil(128 / 6) base64 characters, no padding
+    assert set(job_id) <= set(string.ascii_letters + string.digits + "-_")
+
+
+def test_new_ids_do_not_repeat() -> None:
+    ids = {new_id() for _ in range(10_000)}
+    assert len(ids) == 10_000
+
+
+# Opening.
+
+
+def test_store_is_public() -> None:
+    assert jobtable.Store is Store
+
+
+def test_open_a_path_gives_a_sqlite_store(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "app.db") as store:
+        assert isinstance(store.engine, SQLiteEngine)
+        store.engine.write(create)
+        assert store.engine.read(get) is not None
+
+
+def test_open_a_string_path(tmp_path: Path) -> None:
+    with Store.open(str(tmp_path / "app.db")) as store:
+        assert isinstance(store.engine, SQLiteEngine)
+        assert store.engine.path == tmp_path / "app.db"
+
+
+def test_open_a_relative_sqlite_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with Store.open("sqlite:///data/app.db") as store:
+        assert isinstance(store.engine, SQLiteEngine)
+        assert store.engine.path == tmp_path / "data" / "app.db"
+
+
+def test_open_an_absolute_sqlite_url(tmp_path: Path) -> None:
+    with Store.open(f"sqlite:///{tmp_path}/app.db") as store:
+        assert isinstance(store.engine, SQLiteEngine)
+        assert store.engine.path == tmp_path / "app.db"
+    assert (tmp_path / "app.db").exists()
+
+
+def test_open_passes_durable_to_the_engine(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "app.db", durable=False) as store:
+        assert isinstance(store.engine, SQLiteEngine)
+        assert store.engine.pragma("synchronous") == 1  # NORMAL
+
+
+def test_open_an_unknown_url_scheme_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match=re.escape("mysql://db.example/app")):
+        Store.open("mysql://db.example/app")
+
+
+def test_open_something_that_is_not_a_path_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="want str or a path"):
+        Store.open(42)  # type: ignore[arg-type]
+
+
+def test_open_postgres_without_psycopg_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if importlib.util.find_spec("jobtable._postgres") is None:
+        pytest.skip("the PostgreSQL engine is not written yet")
+    # A None entry makes `import psycopg` fail as if it were not installed.
+    monkeypatch.delitem(sys.modules, "jobtable._postgres", raising=False)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(StoreError, match=r"install jobtable\[postgres\]") as raised:
+        Store.open("postgresql://alice:s3cret@db.example/app")
+    assert "s3cret" not in str(raised.value)
+
+
+# Closing and showing.
+
+
+def test_leaving_the_with_block_closes_the_store(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "app.db") as store:
+        pass
+    with pytest.raises(StoreError, match="store is closed"):
+        store.engine.read(get)
+
+
+def test_close_twice_does_nothing(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "app.db")
+    store.close()
+    store.close()
+
+
+def test_repr_names_the_engine_and_the_path(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "app.db") as store:
+        text = repr(store)
+    assert "SQLiteEngine" in text
+    assert str(tmp_path / "app.db") in text
+
+
+def test_redact_url_hides_the_password() -> None:
+    shown = redact_url("postgresql://alice:s3cret@db.example:5432/app")
+    assert shown == "postgresql://alice:***@db.example:5432/app"
+
+
+def test_redact_url_hides_a_password_in_the_query() -> None:
+    shown = redact_url("postgres://db.example/app?user=alice&password=s3cret&sslmode=require")
+    assert "s3cret" not in shown
+    assert shown == "postgres://db.example/app?user=alice&password=***&sslmode=require"
+
+
+def test_redact_url_keeps_a_url_without_password() -> None:
+    url = "postgresql://alice@db.example/app"
+    assert redact_url(url) == url
+
+
+def test_repr_of_a_postgres_store_hides_the_password(tmp_path: Path) -> None:
+    # Any engine will do: what repr shows of the target is the point.
+    engine = SQLiteEngine.open(tmp_path / "app.db")
+    try:
+        store = Store(engine, target="postgresql://alice:s3cret@db.example/app")
+        assert "s3cret" not in repr(store)
+        assert "alice:***@db.example/app" in repr(store)
+    finally:
+        engine.close()
