@@ -1,0 +1,393 @@
+"""The PostgreSQL engine: many runner processes on many machines share one queue.
+
+Every operation runs in its own transaction on a pooled connection, in the
+caller's thread; the async fronts run the same call in a worker thread.
+Claims lock the rows they take (``FOR UPDATE SKIP LOCKED``), so concurrent
+workers never share a job. An insert trigger notifies the schema's channel
+when an enqueue commits, and ``listen`` turns those notifications into
+wake-ups on a dedicated connection.
+
+Every statement comes from the generated ``jobtable.db.postgres`` package,
+which nothing else imports: this module adapts it to the ``Queries`` seam and
+translates psycopg's errors to StoreError in one function.
+"""
+
+import asyncio
+import dataclasses
+import datetime
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Self, TypeVar
+
+import psycopg
+from psycopg.rows import TupleRow
+from psycopg_pool import ConnectionPool
+
+from jobtable._engine import ClaimedRow, JobRow, Queries, RunnerRow
+from jobtable._errors import StoreError
+from jobtable._store import redact_url, timestamp
+from jobtable.db.postgres import jobs, schema_version
+from jobtable.db.postgres.schema import SCHEMA
+
+T = TypeVar("T")
+_Connection = psycopg.Connection[TupleRow]
+
+SCHEMA_VERSION = 1
+"""The schema version this library writes, recorded in the jobtable_schema table.
+
+Bump it with every change to postgres/schema.sql, and add the step from the
+previous version to ``_UPGRADES``.
+"""
+
+_RECONNECT_FIRST = 0.1
+"""Seconds the listener waits before its first attempt to reconnect."""
+
+_RECONNECT_MAX = 5.0
+"""The cap on the listener's doubling wait between attempts to reconnect."""
+
+_STOP_POLL = 0.2
+"""Seconds the listener waits for a notification before it checks for stop."""
+
+_logger = logging.getLogger("jobtable.postgres")
+
+
+def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
+    # Maps version N to the step that brings a schema from N to N + 1, run in
+    # order inside the one transaction that also records the new version. A
+    # new schema gets schema.sql whole instead, which is always the latest
+    # version. There are no steps yet: version 1 is the first.
+    return {}
+
+
+_UPGRADES = _upgrade_steps()
+
+
+def _time(text: str) -> datetime.datetime:
+    """Returns the time of text from ``jobtable._store.now()``.
+
+    Raises ValueError for text without a zone: a naive time would be read in
+    the server's time zone.
+    """
+    moment = datetime.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._store.now()")
+    return moment
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RunnerRow:
+    """A runner's registration with its times as the seam's UTC text."""
+
+    name: str
+    started_at: str
+    heartbeat_at: str
+
+
+class _Queries:
+    """The generated Querier in the shape of the ``Queries`` seam.
+
+    The seam passes times as UTC text, the generated code as datetimes
+    (timestamptz); rows pass through unchanged.
+    """
+
+    def __init__(self, conn: _Connection) -> None:
+        self._q = jobs.Querier(conn)
+
+    def create_job(self, *, id: str, kind: str, payload: str, now: str) -> None:
+        self._q.create_job(id=id, kind=kind, payload=payload, now=_time(now))
+
+    def claim_next_job(
+        self, *, runner: str | None, now: str, max_jobs: int
+    ) -> Sequence[ClaimedRow]:
+        return self._q.claim_next_job(runner=runner, now=_time(now), max_jobs=max_jobs)
+
+    def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
+        return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
+
+    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
+        return self._q.succeed_job(result=result, now=_time(now), id=id, attempt=attempt)
+
+    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int:
+        return self._q.fail_job(error=error, now=_time(now), id=id, attempt=attempt)
+
+    def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int:
+        return self._q.fail_running_jobs(error=error, now=_time(now), runner=runner)
+
+    def fail_jobs_of_dead_runners(self, *, error: str | None, now: str, cutoff: str) -> int:
+        return self._q.fail_jobs_of_dead_runners(error=error, now=_time(now), cutoff=_time(cutoff))
+
+    def get_job(self, *, id: str) -> JobRow | None:
+        return self._q.get_job(id=id)
+
+    def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
+        return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
+
+    def register_runner(self, *, name: str, now: str) -> None:
+        self._q.register_runner(name=name, now=_time(now))
+
+    def heartbeat_runner(self, *, now: str, name: str) -> int:
+        return self._q.heartbeat_runner(now=_time(now), name=name)
+
+    def get_runner(self, *, name: str) -> RunnerRow | None:
+        row = self._q.get_runner(name=name)
+        if row is None:
+            return None
+        return _RunnerRow(row.name, timestamp(row.started_at), timestamp(row.heartbeat_at))
+
+    def delete_runner(self, *, name: str) -> None:
+        self._q.delete_runner(name=name)
+
+    def delete_dead_runners(self, *, cutoff: str) -> int:
+        return self._q.delete_dead_runners(cutoff=_time(cutoff))
+
+
+def _queries(conn: _Connection) -> Queries:
+    # Typed as the seam so that mypy proves _Queries satisfies it.
+    return _Queries(conn)
+
+
+def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
+    """Returns the StoreError for err; the one place psycopg's errors are translated."""
+    return StoreError(f"postgres store {where}: {doing}: {err}")
+
+
+def _apply_schema(conn: _Connection, where: str) -> None:
+    """Creates or upgrades the schema in the connection's current schema, all or nothing.
+
+    Processes opening at once take turns on an advisory lock. Raises
+    StoreError, and writes nothing, for a schema newer than this library's.
+    """
+    q = schema_version.Querier(conn)
+    with conn.transaction():
+        q.lock_schema()
+        applied = q.schema_applied()
+        if applied is None or not applied.applied:
+            conn.execute(SCHEMA)
+            q.set_schema_version(version=SCHEMA_VERSION)
+            return
+        row = q.get_schema_version()
+        if row is None:
+            raise StoreError(f"cannot open {where}: its jobtable_schema table has no row")
+        if row.version > SCHEMA_VERSION:
+            raise StoreError(
+                f"cannot open {where}: its schema version {row.version} is newer than this "
+                f"jobtable's ({SCHEMA_VERSION}); upgrade jobtable"
+            )
+        if row.version < SCHEMA_VERSION:
+            for step in range(row.version, SCHEMA_VERSION):
+                _UPGRADES[step](conn)
+            q.set_schema_version(version=SCHEMA_VERSION)
+
+
+def _disable_synchronous_commit(conn: _Connection) -> None:
+    schema_version.Querier(conn).disable_synchronous_commit()
+
+
+class PostgresEngine:
+    """A PostgreSQL database behind the runner (see ``jobtable._engine.Engine``).
+
+    The tables live in the first schema of the connection's search_path, so
+    ``?options=-csearch_path%3Dname`` in the URL gives one application, or one
+    test, its own queue. Safe to use from any thread.
+    """
+
+    def __init__(self, pool: ConnectionPool[_Connection], *, url: str, where: str) -> None:
+        """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``."""
+        self._pool = pool
+        self._url = url
+        self._where = where
+        self._lock = threading.Lock()
+        self._listeners: set[_Listener] = set()
+        self._closed = False
+
+    @classmethod
+    def open(cls, url: str, *, durable: bool = True, max_connections: int = 10) -> Self:
+        """Connects to url, creating the schema when missing or upgrading it.
+
+        Raises StoreError, naming the server (never the password) and the
+        cause, when the server cannot be reached or its schema is newer than
+        this library's; the database is then unchanged. With durable (the
+        default) a write that returned survives a server crash; without it
+        (``synchronous_commit=off``) a crash may lose the last moments' writes,
+        never corrupt the queue. At most max_connections connections are open
+        at once, plus one per ``listen``.
+        """
+        if max_connections < 1:
+            raise ValueError(f"max_connections is {max_connections}, want at least 1")
+        where = redact_url(url)
+        # The schema is applied on a connection of its own, before the pool
+        # exists, so that an unreachable server fails now with libpq's own
+        # message rather than later with a pool timeout.
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                _apply_schema(conn, where)
+        except psycopg.Error as err:
+            raise _store_error(where, "open", err) from err
+        pool: ConnectionPool[_Connection] = ConnectionPool(
+            url,
+            kwargs={"autocommit": True},
+            min_size=1,
+            max_size=max_connections,
+            configure=None if durable else _disable_synchronous_commit,
+            name="jobtable",
+            open=True,
+        )
+        return cls(pool, url=url, where=where)
+
+    def __repr__(self) -> str:
+        return f"PostgresEngine({self._where!r})"
+
+    def write(self, op: Callable[[Queries], T]) -> T:
+        """Runs op in one transaction and returns its value once committed.
+
+        An exception from op rolls back its writes and reaches the caller; a
+        database error, a lost connection included, raises StoreError and is
+        not retried (the runner retries with backoff). A connection lost
+        during the commit leaves it unknown whether op's writes were kept.
+        """
+        return self._run(op, "write")
+
+    async def awrite(self, op: Callable[[Queries], T]) -> T:
+        """Runs ``write(op)`` in a worker thread, not blocking the event loop."""
+        return await asyncio.to_thread(self._run, op, "write")
+
+    def read(self, op: Callable[[Queries], T]) -> T:
+        """Runs op, which only reads, in one transaction; errors as for ``write``."""
+        return self._run(op, "read")
+
+    async def aread(self, op: Callable[[Queries], T]) -> T:
+        """Runs ``read(op)`` in a worker thread, not blocking the event loop."""
+        return await asyncio.to_thread(self._run, op, "read")
+
+    def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Calls wake, from a daemon thread, each time a transaction that enqueued commits.
+
+        Listens on a connection of its own. It listens before returning, so
+        every enqueue committed after the return wakes; when it cannot yet,
+        it logs a warning and keeps trying in the background. A lost
+        connection is reopened with a doubling wait capped at 5 s, and wake
+        is then called once for the enqueues it may have missed. wake should
+        return quickly; an exception from it is logged. Returns the function
+        that stops listening, which closes the connection; calling it again
+        does nothing. Raises StoreError once the engine is closed.
+        """
+        listener = _Listener(self._url, self._where, wake)
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"postgres store {self._where}: the store is closed")
+            self._listeners.add(listener)
+        listener.start()
+
+        def stop() -> None:
+            with self._lock:
+                self._listeners.discard(listener)
+            listener.stop()
+
+        return stop
+
+    def close(self) -> None:
+        """Stops every listener and closes every connection; again does nothing.
+
+        Waits for the operations under way to return their connections.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            listeners = list(self._listeners)
+            self._listeners.clear()
+        for listener in listeners:
+            listener.stop()
+        self._pool.close()
+
+    def _run(self, op: Callable[[Queries], T], doing: str) -> T:
+        if self._closed:
+            raise StoreError(f"postgres store {self._where}: the store is closed")
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                return op(_queries(conn))
+        except psycopg.Error as err:
+            raise _store_error(self._where, doing, err) from err
+
+
+class _Listener:
+    """One ``PostgresEngine.listen``: a connection that LISTENs and a thread that wakes."""
+
+    def __init__(self, url: str, where: str, wake: Callable[[], None]) -> None:
+        self._url = url
+        self._where = where
+        self._wake = wake
+        self._stopping = threading.Event()
+        self._conn: _Connection | None = None
+        self._thread = threading.Thread(target=self._loop, name="jobtable-listen", daemon=True)
+
+    def start(self) -> None:
+        """Listens now if it can, then starts the thread that waits for notifications."""
+        try:
+            self._conn = self._connect()
+        except psycopg.Error as err:
+            _logger.warning(
+                "postgres store %s: cannot listen for enqueues yet, retrying: %s", self._where, err
+            )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops the thread, which closes the connection, and waits for it briefly."""
+        self._stopping.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=_RECONNECT_MAX)
+
+    def _connect(self) -> _Connection:
+        # Autocommit, so that LISTEN takes effect at once and no transaction
+        # stays open while the connection waits.
+        conn = psycopg.connect(self._url, autocommit=True)
+        try:
+            schema_version.Querier(conn).listen_for_enqueues()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _call_wake(self) -> None:
+        try:
+            self._wake()
+        except Exception:
+            _logger.exception("postgres store %s: wake failed", self._where)
+
+    def _loop(self) -> None:
+        conn = self._conn
+        delay = _RECONNECT_FIRST
+        try:
+            while not self._stopping.is_set():
+                if conn is None:
+                    try:
+                        conn = self._connect()
+                    except psycopg.Error as err:
+                        _logger.warning(
+                            "postgres store %s: cannot listen for enqueues, retrying in %.1f s: %s",
+                            self._where,
+                            delay,
+                            err,
+                        )
+                        self._stopping.wait(delay)
+                        delay = min(delay * 2, _RECONNECT_MAX)
+                        continue
+                    delay = _RECONNECT_FIRST
+                    _logger.info("postgres store %s: listening for enqueues again", self._where)
+                    # Enqueues committed while no connection listened woke no one.
+                    self._call_wake()
+                try:
+                    for _ in conn.notifies(timeout=_STOP_POLL):
+                        self._call_wake()
+                except psycopg.Error as err:
+                    _logger.warning(
+                        "postgres store %s: lost the listening connection, reconnecting: %s",
+                        self._where,
+                        err,
+                    )
+                    conn.close()
+                    conn = None
+        finally:
+            if conn is not None:
+                conn.close()
