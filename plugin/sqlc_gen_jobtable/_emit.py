@@ -16,10 +16,11 @@ from ._types import HELPERS, PyType, python_type
 
 _COMMANDS = (":one", ":many", ":exec", ":execrows", ":execlastid")
 _DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",)}
+# Two short aliases rather than one long one: each fits on a line at any line
+# length from ruff's default of 88 up, so ruff format leaves them as they are.
 _JSON_ALIAS = (
-    "JSONValue: TypeAlias = (\n"
-    '    dict[str, "JSONValue"] | list["JSONValue"] | str | int | float | bool | None\n'
-    ")"
+    "JSONScalar: TypeAlias = str | int | float | bool | None\n"
+    'JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar'
 )
 
 
@@ -363,15 +364,37 @@ class _QueryCode:
     uses_models: bool
 
 
+# The longest line the generated code keeps joined. Up to ruff's default of
+# 88 a conversion call stays on one line; past it, the call is exploded with a
+# trailing comma, which ruff format keeps at every line length: so the output
+# is formatted for any line length from 88 up.
+_LINE_LENGTH = 88
+
+
+def _item(indent: str, prefix: str, template: str, value: str) -> list[str]:
+    """Returns the lines of one argument or entry: prefix, then template applied to value."""
+    line = f"{indent}{prefix}{template.replace('{}', value)},"
+    if len(line) <= _LINE_LENGTH or not template.endswith("({})"):
+        return [line]
+    call = template.removesuffix("{})")
+    return [f"{indent}{prefix}{call}", f"{indent}    {value},", f"{indent}),"]
+
+
 def _call_args(driver: str, params: list[tuple[int, _Field]], indent: str) -> list[str]:
     if not params:
         return []
     if driver == "sqlite3":
-        if len(params) == 1:
-            return [f"{indent}({params[0][1].type.encode.replace('{}', params[0][1].name)},),"]
-        inner = [f"{indent}    {f.type.encode.replace('{}', f.name)}," for _, f in params]
+        if len(params) == 1 and params[0][1].type.encode == "{}":
+            return [f"{indent}({params[0][1].name},),"]
+        inner = [
+            line for _, f in params for line in _item(indent + "    ", "", f.type.encode, f.name)
+        ]
         return [f"{indent}(", *inner, f"{indent}),"]
-    inner = [f'{indent}    "{f.name}": {f.type.encode.replace("{}", f.name)},' for _, f in params]
+    inner = [
+        line
+        for _, f in params
+        for line in _item(indent + "    ", f'"{f.name}": ', f.type.encode, f.name)
+    ]
     return [f"{indent}{{", *inner, f"{indent}}},"]
 
 
@@ -438,9 +461,14 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
             *_call_args(options.driver, params, "            "),
             "        )",
         ]
+        # The row constructor sits at 8 spaces in :one, 12 in :many.
+        indent = "        " if query.cmd == ":one" else "            "
         construct = [f"{row_type}("]
         for i, f in enumerate(row_fields):
-            construct.append(f"    {f.name}={f.type.decode.replace('{}', f'row[{i}]')},")
+            construct += [
+                line.removeprefix(indent)
+                for line in _item(indent + "    ", f"{f.name}=", f.type.decode, f"row[{i}]")
+            ]
         construct.append(")")
         if query.cmd == ":exec":
             lines += ["        " + execute[0], *execute[1:]]

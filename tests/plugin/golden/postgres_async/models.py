@@ -9,9 +9,8 @@ import decimal
 import uuid
 from typing import TypeAlias
 
-JSONValue: TypeAlias = (
-    dict[str, "JSONValue"] | list["JSONValue"] | str | int | float | bool | None
-)
+JSONScalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

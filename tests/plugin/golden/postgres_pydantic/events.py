@@ -70,7 +70,9 @@ class Querier:
                 "id": id,
                 "kind": kind,
                 "payload": psycopg.types.json.Jsonb(payload),
-                "notification_settings_override": _jsonb_or_none(notification_settings_override),
+                "notification_settings_override": _jsonb_or_none(
+                    notification_settings_override,
+                ),
                 "happened_at": happened_at,
                 "amount": amount,
             },

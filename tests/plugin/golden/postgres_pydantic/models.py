@@ -10,9 +10,8 @@ from typing import TypeAlias
 
 import pydantic
 
-JSONValue: TypeAlias = (
-    dict[str, "JSONValue"] | list["JSONValue"] | str | int | float | bool | None
-)
+JSONScalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar
 
 
 class Event(pydantic.BaseModel):
