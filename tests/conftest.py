@@ -8,7 +8,7 @@ When it cannot be reached the test is skipped, saying how to enable it; on CI
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
@@ -61,16 +61,30 @@ def pg_server() -> str:
 
 
 @pytest.fixture
-def pg_url(pg_server: str) -> Iterator[str]:
-    """A URL whose connections use a fresh, empty schema, dropped with everything in it after."""
+def new_pg_url(pg_server: str) -> Iterator[Callable[[], str]]:
+    """Makes URLs whose connections each use a fresh, empty schema.
+
+    Every schema it made is dropped, with everything in it, after the test.
+    """
     import psycopg
     from psycopg import sql
 
-    schema = f"jobtable_test_{secrets.token_hex(6)}"
-    with psycopg.connect(pg_server, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    try:
-        yield with_search_path(pg_server, schema)
-    finally:
+    schemas: list[str] = []
+
+    def make() -> str:
+        schema = f"jobtable_test_{secrets.token_hex(6)}"
         with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        schemas.append(schema)
+        return with_search_path(pg_server, schema)
+
+    yield make
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        for schema in schemas:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def pg_url(new_pg_url: Callable[[], str]) -> str:
+    """A URL whose connections use a fresh, empty schema, dropped after the test."""
+    return new_pg_url()
