@@ -70,9 +70,7 @@ def test_golden_package_is_ruff_formatted(case: str) -> None:
 @pytest.mark.parametrize("case", CASE_NAMES)
 def test_golden_package_is_ruff_formatted_at_the_default_line_length(case: str) -> None:
     # Projects that use the plugin may keep ruff's default of 88, not our 100.
-    done = _run(
-        tool("ruff"), "format", "--check", "--isolated", "--no-cache", *_python_files(case)
-    )
+    done = _run(tool("ruff"), "format", "--check", "--isolated", "--no-cache", *_python_files(case))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
