@@ -1,0 +1,396 @@
+"""The job lifecycle as a Hypothesis state machine, on a real store of each engine.
+
+The machine enqueues jobs whose payload scripts what the handler does
+(publish partial results, then succeed, fail with a Failure, raise another
+exception, or crash: the runner stops under it and the handler raises), runs
+them one at a time through the runner's own claim-and-run path
+(``Runner.run_next``), restarts the runner, and reads jobs back. After every
+step it checks the invariants against a model:
+
+- a job only moves queued → running → succeeded or failed, and a finished
+  job never changes;
+- ``error`` is set exactly when the job failed;
+- ``result`` is the last published partial or the final result;
+- claims come in enqueue order; no job is lost, duplicated or run twice;
+- no text of a handler's exception is anywhere in the database (on SQLite,
+  in the database file and its WAL).
+
+``test_machine_finds_*`` swap in a deliberately broken step, defined here
+only, and check that the machine fails: the invariants can fail.
+"""
+
+import asyncio
+import dataclasses
+import hashlib
+import pathlib
+import secrets
+import tempfile
+from collections.abc import Callable
+from typing import Literal
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from pydantic import BaseModel
+
+import jobtable
+
+Outcome = Literal["succeed", "failure", "error", "crash"]
+RUNNER_NAME = "machine"
+
+
+class Script(BaseModel):
+    """What the handler does with this job."""
+
+    seed: int
+    publishes: list[int]
+    outcome: Outcome
+    final: int
+
+
+def secret_of(script: Script) -> str:
+    """The secret the handler puts in its exception text: never in the payload, never stored."""
+    digest = hashlib.sha256(f"secret-{script.seed}".encode()).hexdigest()[:24]
+    return f"SECRET{digest}"
+
+
+scripts = st.builds(
+    Script,
+    seed=st.integers(0, 2**31),
+    publishes=st.lists(st.integers(-1000, 1000), max_size=3),
+    outcome=st.sampled_from(["succeed", "failure", "error", "crash"]),
+    final=st.integers(-1000, 1000),
+)
+
+
+@dataclasses.dataclass
+class ModelJob:
+    """What the model expects of one job."""
+
+    id: str
+    script: Script
+    status: jobtable.Status = jobtable.Status.QUEUED
+    result: int | None = None
+    error: str | None = None
+    seen: list[jobtable.Status] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Target:
+    """A fresh database for one example: what Store.open takes, how to scan it, how to drop it."""
+
+    open_target: str
+    contains: Callable[[str], bool]
+    drop: Callable[[], None]
+
+
+def sqlite_target() -> Target:
+    """A new SQLite file in a temporary folder; contains() reads every file of the database."""
+    folder = tempfile.TemporaryDirectory(prefix="jobtable-machine-")
+    path = pathlib.Path(folder.name) / "jobs.db"
+
+    def contains(text: str) -> bool:
+        needle = text.encode()
+        return any(needle in p.read_bytes() for p in path.parent.glob("jobs.db*"))
+
+    return Target(str(path), contains, folder.cleanup)
+
+
+def postgres_target(server: str) -> Target:
+    """A new schema on the PostgreSQL server; contains() reads every row of its tables as text."""
+    import psycopg
+    from psycopg import sql
+
+    schema = f"jobtable_machine_{secrets.token_hex(6)}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    separator = "&" if "?" in server else "?"
+    url = f"{server}{separator}options=-csearch_path%3D{schema}"
+
+    def contains(text: str) -> bool:
+        with psycopg.connect(url) as conn:
+            rows = conn.execute(
+                "SELECT jobs::text FROM jobs UNION ALL SELECT runners::text FROM runners"
+            ).fetchall()
+        return any(text in row[0] for row in rows)
+
+    def drop() -> None:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+    return Target(url, contains, drop)
+
+
+class LifecycleMachine(RuleBasedStateMachine):
+    """Drives a runner and a model side by side; subclasses choose the database."""
+
+    make_target: Callable[[], Target] = staticmethod(sqlite_target)
+
+    jobs = Bundle("jobs")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.target = self.make_target()
+        self.store = jobtable.Store.open(self.target.open_target)
+        self.loop = asyncio.new_event_loop()
+        self.model: dict[str, ModelJob] = {}
+        self.order: list[str] = []  # enqueue order
+        self.runs: dict[str, int] = {}
+        self.contexts: dict[str, jobtable.JobContext[int]] = {}
+        self.crashed = False
+        self.runner, self.kind = self.new_runner()
+
+    def teardown(self) -> None:
+        self.store.close()
+        self.loop.close()
+        self.target.drop()
+
+    def new_runner(self) -> tuple[jobtable.Runner, jobtable.Kind[Script, int]]:
+        runner = jobtable.Runner(self.store, name=RUNNER_NAME, workers=1, grace_period=0)
+
+        async def handle(ctx: jobtable.JobContext[int], script: Script) -> int:
+            self.runs[ctx.id] = self.runs.get(ctx.id, 0) + 1
+            self.contexts[ctx.id] = ctx
+            for partial in script.publishes:
+                await ctx.apublish(partial)
+            if script.outcome == "failure":
+                raise jobtable.Failure(f"failure {script.final}")
+            if script.outcome == "error":
+                raise RuntimeError(f"boom {secret_of(script)}")
+            if script.outcome == "crash":
+                runner.stop()
+                raise RuntimeError(f"crash {secret_of(script)}")
+            return script.final
+
+        return runner, runner.register("script", handle)
+
+    # Steps.
+
+    @rule(target=jobs, script=scripts)
+    def enqueue(self, script: Script) -> str:
+        job_id = self.kind.enqueue(script)
+        self.add(job_id, script)
+        return job_id
+
+    @rule(batch=st.lists(scripts, min_size=1, max_size=4))
+    def enqueue_many(self, batch: list[Script]) -> None:
+        ids = self.kind.enqueue_many(batch)
+        assert len(set(ids)) == len(batch)
+        for job_id, script in zip(ids, batch, strict=True):
+            self.add(job_id, script)
+
+    def add(self, job_id: str, script: Script) -> None:
+        assert job_id not in self.model, "an id was given twice"
+        self.model[job_id] = ModelJob(job_id, script)
+        self.order.append(job_id)
+
+    def claim_and_run(self) -> str | None:
+        """The step under test: the runner's own claim and run of the oldest queued job."""
+        return self.loop.run_until_complete(self.runner.run_next())
+
+    @precondition(lambda self: not self.crashed)
+    @rule()
+    def run_next(self) -> None:
+        queued = [i for i in self.order if self.model[i].status == jobtable.Status.QUEUED]
+        ran = self.claim_and_run()
+        if not queued:
+            assert ran is None, f"claimed {ran} with no job queued"
+            return
+        assert ran == queued[0], "claims must come in enqueue order"
+        job = self.model[ran]
+        script = job.script
+        if script.publishes:
+            job.result = script.publishes[-1]
+        if script.outcome == "succeed":
+            job.status, job.result = jobtable.Status.SUCCEEDED, script.final
+        elif script.outcome == "failure":
+            job.status, job.error = jobtable.Status.FAILED, f"failure {script.final}"
+        elif script.outcome == "error":
+            job.status, job.error = jobtable.Status.FAILED, jobtable.MESSAGE_INTERNAL
+        else:
+            job.status = jobtable.Status.RUNNING
+            self.crashed = True
+
+    @rule()
+    def restart(self) -> None:
+        """A new process of the same name starts: it fails what the last one left running."""
+        runner, _ = self.new_runner()
+
+        async def start_and_stop() -> None:
+            await runner.start()
+            runner.stop()  # before any worker task runs: recovery only, no claims
+            await runner.wait()
+
+        self.loop.run_until_complete(start_and_stop())
+        for job in self.model.values():
+            if job.status == jobtable.Status.RUNNING:
+                job.status, job.error = jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED
+        self.runner, self.kind = self.new_runner()
+        self.crashed = False
+
+    @rule(job_id=jobs, partial=st.integers())
+    def publish_after_finish(self, job_id: str, partial: int) -> None:
+        """A handler's context outlives its job: publishing then is an error and changes nothing."""
+        ctx = self.contexts.get(job_id)
+        if ctx is None or self.model[job_id].status == jobtable.Status.RUNNING:
+            return
+        try:
+            self.loop.run_until_complete(ctx.apublish(partial))
+        except jobtable.NotRunning:
+            pass
+        else:
+            raise AssertionError(f"publish for finished job {job_id} was accepted")
+
+    @rule(job_id=jobs)
+    def get_typed(self, job_id: str) -> None:
+        job = self.kind.get(job_id)
+        assert job.result == self.model[job_id].result
+
+    @rule()
+    def get_unknown(self) -> None:
+        try:
+            self.store.engine.read(lambda q: q.get_job(id="no-such-job"))
+            self.runner.get("no-such-job")
+        except jobtable.JobNotFound:
+            return
+        raise AssertionError("get of an unknown id returned a job")
+
+    # Invariants, checked after every step.
+
+    @invariant()
+    def jobs_match_the_model(self) -> None:
+        for job_id, expected in self.model.items():
+            job = self.runner.get(job_id)
+            expected.seen.append(job.status)
+            assert job.id == job_id
+            assert job.kind == "script"
+            assert job.status == expected.status, (job_id, job.status, expected.status)
+            assert job.result == expected.result, (job_id, job.result, expected.result)
+            assert job.error == expected.error, (job_id, job.error, expected.error)
+            assert (job.error is not None) == (job.status == jobtable.Status.FAILED)
+            assert set(job.model_dump(mode="json")) == {"id", "kind", "status", "result", "error"}
+
+    @invariant()
+    def statuses_only_move_forward(self) -> None:
+        rank = {
+            jobtable.Status.QUEUED: 0,
+            jobtable.Status.RUNNING: 1,
+            jobtable.Status.SUCCEEDED: 2,
+            jobtable.Status.FAILED: 2,
+        }
+        for job in self.model.values():
+            for before, after in zip(job.seen, job.seen[1:], strict=False):
+                assert rank[after] >= rank[before], (job.id, job.seen)
+                if rank[before] == 2:
+                    assert after == before, f"finished job {job.id} changed: {job.seen}"
+
+    @invariant()
+    def no_job_runs_twice(self) -> None:
+        assert all(count == 1 for count in self.runs.values()), self.runs
+        assert set(self.runs) <= set(self.model)
+
+    @invariant()
+    def no_exception_text_is_stored(self) -> None:
+        for job_id in self.runs:
+            secret = secret_of(self.model[job_id].script)
+            assert not self.target.contains(secret), f"the exception text of {job_id} was stored"
+
+
+MACHINE_SETTINGS = settings(
+    max_examples=60,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+@pytest.fixture
+def machine(engine: str, request: pytest.FixtureRequest) -> type[LifecycleMachine]:
+    """The machine class for the test's engine."""
+    if engine == "sqlite":
+        return LifecycleMachine
+    server: str = request.getfixturevalue("pg_server")
+
+    class PostgresMachine(LifecycleMachine):
+        make_target = staticmethod(lambda: postgres_target(server))
+
+    return PostgresMachine
+
+
+@pytest.mark.slow
+def test_lifecycle_keeps_its_invariants(machine: type[LifecycleMachine]) -> None:
+    run_state_machine_as_test(machine, settings=MACHINE_SETTINGS)
+
+
+def broken(machine: type[LifecycleMachine], step: str) -> type[LifecycleMachine]:
+    """A machine with one step deliberately broken, defined in this test only."""
+
+    class Broken(machine):  # type: ignore[valid-type,misc]
+        def claim_and_run(self) -> str | None:
+            if step == "claim ignores enqueue order":
+                # Claims the two oldest jobs and runs the newer one.
+                claimed = self.loop.run_until_complete(self.runner._claim(2))
+                if not claimed:
+                    return None
+                job = claimed[-1]
+                self.loop.run_until_complete(self.runner._run(job))
+                if len(claimed) > 1:
+                    self.loop.run_until_complete(self.runner._run(claimed[0]))
+                return job.id
+            if step == "handler runs twice":
+                ran = super().claim_and_run()
+                if ran is not None:
+                    self.runs[ran] += 1
+                return ran
+            raise AssertionError(step)
+
+    return Broken
+
+
+def broken_leak(machine: type[LifecycleMachine]) -> type[LifecycleMachine]:
+    """A machine whose runner stores a handler's exception text, as the seed forbids."""
+
+    class Leaky(machine):  # type: ignore[valid-type,misc]
+        def claim_and_run(self) -> str | None:
+            ran = super().claim_and_run()
+            job = self.model.get(ran or "")
+            if job is not None and job.script.outcome == "error":
+                leak = f"boom {secret_of(job.script)}"
+                self.store.engine.write(
+                    lambda q: q.create_job(
+                        id=secrets.token_hex(8), kind="leak", payload=leak, now="x"
+                    )
+                )
+            return ran
+
+    return Leaky
+
+
+FIND_SETTINGS = settings(
+    max_examples=200,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", ["claim ignores enqueue order", "handler runs twice"])
+def test_machine_finds_a_broken_step(machine: type[LifecycleMachine], step: str) -> None:
+    with pytest.raises(AssertionError):
+        run_state_machine_as_test(broken(machine, step), settings=FIND_SETTINGS)
+
+
+@pytest.mark.slow
+def test_machine_finds_stored_exception_text(machine: type[LifecycleMachine]) -> None:
+    with pytest.raises(AssertionError, match="exception text"):
+        run_state_machine_as_test(broken_leak(machine), settings=FIND_SETTINGS)
