@@ -22,6 +22,10 @@ _JSON_ALIAS = (
     "JSONScalar: TypeAlias = str | int | float | bool | None\n"
     'JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar'
 )
+# pydantic cannot build a schema from a recursive TypeAlias (it recurses
+# without end) and Python 3.11 has no ``type`` statement; pydantic's own
+# JsonValue is the same type, spelled so that both pydantic and mypy take it.
+_PYDANTIC_JSON_ALIAS = "JSONValue: TypeAlias = pydantic.JsonValue"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -212,7 +216,7 @@ def models_module(request: Request, options: Options) -> str:
         {m if " " not in m else "from typing import TypeAlias" for m in stdlib}, third_party, []
     )
     if _uses_json(types):
-        lines += ["", _JSON_ALIAS]
+        lines += ["", _PYDANTIC_JSON_ALIAS if options.models == "pydantic" else _JSON_ALIAS]
     for cls in classes:
         lines += ["", "", *cls]
     return "\n".join(lines) + "\n"

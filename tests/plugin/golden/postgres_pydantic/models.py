@@ -10,8 +10,7 @@ from typing import TypeAlias
 
 import pydantic
 
-JSONScalar: TypeAlias = str | int | float | bool | None
-JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar
+JSONValue: TypeAlias = pydantic.JsonValue
 
 
 class Event(pydantic.BaseModel):
