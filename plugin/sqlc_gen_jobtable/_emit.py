@@ -273,32 +273,23 @@ _POSTGRES_OPAQUE = re.compile(
     """,
     re.VERBOSE,
 )
-_SQLITE_OPAQUE = re.compile(
-    r"""
-    '(?:[^']|'')*' | "(?:[^"]|"")*" | `(?:[^`]|``)*` | \[[^\]]*\]
-    | --[^\n]* | /\*(?s:.*?)\*/
-    """,
-    re.VERBOSE,
-)
-
-
 _PLACEHOLDER = re.compile(r"\$(\d+)")
 
 
-def _opaque_at(pattern: re.Pattern[str], text: str, i: int, where: str) -> int:
+def _opaque_at(text: str, i: int, where: str) -> int:
     """Returns the end of the opaque unit starting at i, or i when there is none.
 
     A unit starts only where a word does not: in a$1 or name$tag$ the $ is
     part of the name, in name' the E prefix of an escape string cannot be.
     """
-    if text[i] not in "'\"`[$-/Ee" or (
+    if text[i] not in "'\"$-/Ee" or (
         text[i] in "$Ee" and i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$")
     ):
         return i
-    match = pattern.match(text, i)
+    match = _POSTGRES_OPAQUE.match(text, i)
     if match is not None:
         return match.end()
-    if text[i] in "'\"`" or text.startswith("/*", i):
+    if text[i] in "'\"" or text.startswith("/*", i):
         raise RequestError(f"{where}: unterminated quote or comment in the SQL")
     return i
 
@@ -313,7 +304,7 @@ def _postgres_sql(text: str, names: dict[int, str], where: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(text):
-        end = _opaque_at(_POSTGRES_OPAQUE, text, i, where)
+        end = _opaque_at(text, i, where)
         if end > i:
             out.append(text[i:end].replace("%", "%%"))
             i = end
@@ -329,33 +320,6 @@ def _postgres_sql(text: str, names: dict[int, str], where: str) -> str:
             out.append("%%" if text[i] == "%" else text[i])
             i += 1
     return "".join(out)
-
-
-def _check_sqlite_placeholders(text: str, where: str) -> None:
-    """Raises RequestError when text mixes numbered and bare ? placeholders.
-
-    SQLite gives a bare ? the number after the largest one used so far, not
-    the one sqlc assigned it, so such a query would bind the wrong values.
-    """
-    numbered = bare = False
-    i = 0
-    while i < len(text):
-        end = _opaque_at(_SQLITE_OPAQUE, text, i, where)
-        if end > i:
-            i = end
-            continue
-        if text[i] == "?":
-            if text[i + 1 : i + 2].isdigit():
-                numbered = True
-            else:
-                bare = True
-        i += 1
-    if numbered and bare:
-        raise RequestError(
-            f"{where}: the SQL mixes named parameters with bare ?; SQLite would number "
-            "each ? after the largest named one and bind the wrong values: "
-            "name every parameter (@name, sqlc.arg, sqlc.narg) or none"
-        )
 
 
 @dataclasses.dataclass
@@ -419,8 +383,15 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
     text = query.text.strip()
     if options.driver == "psycopg":
         text = _postgres_sql(text, {n: f.name for n, f in params}, where)
-    else:
-        _check_sqlite_placeholders(text, where)
+    elif len({p.column.is_named_param for p in query.params}) > 1:
+        # sqlc then numbers the parameters in an order SQLite does not bind
+        # them in (WHERE id > @after LIMIT ? becomes WHERE id > ? LIMIT ?
+        # with limit as parameter 1), so the query would bind wrong values.
+        raise RequestError(
+            f"{where}: the SQL mixes named parameters (@name, sqlc.arg, sqlc.narg) "
+            "with bare ?, which sqlc numbers out of order on SQLite: name every "
+            "parameter or none"
+        )
     constant = [f"{constant_name} = {_string(text)}"]
     types = [f.type for _, f in params]
     row_class: list[str] = []

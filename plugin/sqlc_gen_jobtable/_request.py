@@ -26,6 +26,7 @@ class Column:
     array_dims: int
     table: str
     is_sqlc_slice: bool
+    is_named_param: bool
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -120,6 +121,7 @@ def _column(value: JSON, where: str) -> Column:
         array_dims=_int(obj.get("array_dims"), where + ".array_dims"),
         table=_str(_object(table, where + ".table").get("name"), where) if table else "",
         is_sqlc_slice=_bool(obj.get("is_sqlc_slice")),
+        is_named_param=_bool(obj.get("is_named_param")),
     )
 
 
