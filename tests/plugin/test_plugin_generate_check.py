@@ -66,7 +66,7 @@ def test_generate_check_fails_when_a_query_changes_without_regenerating(
     query_file.write_text(changed)
     done = run_sqlc(project, "diff")
     assert done.returncode != 0, "sqlc diff passed although a query changed"
-    added = [line for line in done.stdout.splitlines() if line.startswith("+")]
+    added = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("+")]
     assert any("Changed without regenerating." in line for line in added), done.stdout + done.stderr
 
 
