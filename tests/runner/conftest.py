@@ -8,7 +8,7 @@ PostgreSQL server).
 import asyncio
 import os
 import pathlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
@@ -62,3 +62,20 @@ def finished(runner: jobtable.Runner, ids: list[str]) -> Callable[[], bool]:
         )
 
     return check
+
+
+# Test modules cannot import this conftest by name reliably (pytest imports
+# every conftest.py as the module "conftest", so the last one loaded wins):
+# they take the helpers above as fixtures instead.
+
+
+@pytest.fixture(name="wait_until")
+def wait_until_fixture() -> Callable[..., Awaitable[None]]:
+    """The wait_until helper, as a fixture."""
+    return wait_until
+
+
+@pytest.fixture(name="finished")
+def finished_fixture() -> Callable[[jobtable.Runner, list[str]], Callable[[], bool]]:
+    """The finished helper, as a fixture."""
+    return finished
