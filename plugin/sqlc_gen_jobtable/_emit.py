@@ -264,12 +264,12 @@ def _params(request: Request, query: Query, where: str) -> list[tuple[int, _Fiel
 # comment. Anything else is code, scanned character by character.
 _POSTGRES_OPAQUE = re.compile(
     r"""
-    [Ee]'(?:[^'\\]|\\.|'')*'     # escape string: backslash escapes, '' quotes
-    | '(?:[^']|'')*'                 # string: '' stands for a quote
-    | "(?:[^"]|"")*"                 # quoted identifier
-    | (?P<tag>\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$)(?s:.*?)(?P=tag)   # dollar quotes
-    | --[^\n]*                      # line comment
-    | /\*(?s:.*?)\*/               # block comment
+    [Ee]'(?:[^'\\]|\\.|'')*'                                 # escape string
+    | '(?:[^']|'')*'                                         # string; '' is a quote
+    | "(?:[^"]|"")*"                                         # quoted identifier
+    | (?P<tag>\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$)(?s:.*?)(?P=tag)  # dollar quotes
+    | --[^\n]*                                               # line comment
+    | /\*(?s:.*?)\*/                                          # block comment, not nested
     """,
     re.VERBOSE,
 )
@@ -564,7 +564,12 @@ def schema_module(request: Request) -> str:
             try:
                 parts.append(file.read_text(encoding="utf-8").strip())
             except OSError as err:
-                raise RequestError(f"option emit_schema: cannot read {file}: {err}") from None
+                # sqlc gives the paths relative to sqlc.yaml but runs the plugin
+                # in its own working directory, and sends nothing to resolve them.
+                raise RequestError(
+                    f"option emit_schema: cannot read {file}: {err.strerror}; "
+                    "run sqlc from the directory of sqlc.yaml"
+                ) from None
     lines = _header(request, ", ".join(request.schema_paths))
     lines += ['"""The schema this package was generated from."""', ""]
     lines += [f"SCHEMA = {_string(chr(10).join(parts))}"]

@@ -6,8 +6,9 @@ query (or table), the column and the type, or the option.
 """
 
 import pathlib
+import subprocess
 
-from plugin_harness import run_sqlc, write_case
+from plugin_harness import run_sqlc, sqlc_env, tool, write_case
 
 SQLITE_TABLE = "CREATE TABLE t (id INTEGER NOT NULL, name TEXT NOT NULL);\n"
 POSTGRES_TABLE = "CREATE TABLE t (id int8 NOT NULL, name text NOT NULL);\n"
@@ -188,3 +189,25 @@ def test_unsupported_engine_is_refused_naming_it(tmp_path: pathlib.Path) -> None
         "-- name: GetID :one\nSELECT id FROM t;\n",
     )
     assert "'mysql'" in message
+
+
+def test_emit_schema_from_another_directory_says_where_to_run_sqlc(
+    tmp_path: pathlib.Path,
+) -> None:
+    # sqlc sends schema paths relative to sqlc.yaml and runs the plugin in its
+    # own working directory, so the plugin cannot find the schema from elsewhere.
+    case = write_case(
+        tmp_path / "case", "sqlite", SQLITE_TABLE, SQLITE_QUERY, {"emit_schema": "true"}
+    )
+    done = subprocess.run(
+        [tool("sqlc"), "generate", "-f", str(case / "sqlc.yaml")],
+        cwd=tmp_path,
+        env=sqlc_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "option emit_schema: cannot read schema.sql" in done.stderr
+    assert "run sqlc from the directory of sqlc.yaml" in done.stderr
