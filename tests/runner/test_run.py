@@ -1,0 +1,610 @@
+"""Running jobs: claim order, exactly one run per job, partial results, and what is stored.
+
+Only a handler's typed result, a Failure's message or a message of the
+runner's own reaches the table; every other exception is logged with its
+traceback and stored as MESSAGE_INTERNAL.
+"""
+
+import asyncio
+import collections
+import json
+import logging
+import pathlib
+import threading
+from collections.abc import Awaitable, Callable
+
+import pytest
+from pydantic import BaseModel
+
+import jobtable
+from jobtable._engine import Queries
+from jobtable._store import new_id, now
+
+WaitUntil = Callable[..., Awaitable[None]]
+Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
+
+SECRET = "token=hunter2-from-a-dependency"
+
+
+class Thumbnail(BaseModel):
+    photo_id: str
+    size: int
+
+
+class Progress(BaseModel):
+    done: int
+    total: int
+    url: str | None = None
+
+
+async def make_thumbnail(ctx: jobtable.JobContext[Progress], payload: Thumbnail) -> Progress:
+    return Progress(done=3, total=3, url=f"/thumbs/{payload.photo_id}")
+
+
+async def run_until_finished(
+    runner: jobtable.Runner, ids: list[str], wait_until: WaitUntil, finished: Finished
+) -> None:
+    """Starts runner, waits until every job of ids finished, then stops it."""
+    await runner.start()
+    try:
+        await wait_until(finished(runner, ids))
+    finally:
+        runner.stop()
+        await runner.wait()
+
+
+def records_of(
+    caplog: pytest.LogCaptureFixture, level: int, message: str
+) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.levelno == level and r.getMessage() == message]
+
+
+def files_containing(folder: pathlib.Path, text: str) -> list[pathlib.Path]:
+    return [path for path in folder.iterdir() if text.encode() in path.read_bytes()]
+
+
+# Claim.
+
+
+async def test_jobs_run_oldest_first_even_within_one_clock_tick(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    order: list[int] = []
+
+    async def record(ctx: jobtable.JobContext[int], payload: int) -> int:
+        order.append(payload)
+        return payload
+
+    runner = jobtable.Runner(store, workers=1)
+    numbers = runner.register("number", record)
+    # One enqueue_many stores every job with the same timestamp.
+    ids = numbers.enqueue_many(range(50))
+    ids += [numbers.enqueue(n) for n in range(50, 60)]
+    await run_until_finished(runner, ids, wait_until, finished)
+    assert order == list(range(60))
+
+
+async def test_run_next_runs_the_oldest_queued_job(store: jobtable.Store) -> None:
+    order: list[int] = []
+
+    async def record(ctx: jobtable.JobContext[int], payload: int) -> int:
+        order.append(payload)
+        return payload
+
+    runner = jobtable.Runner(store)
+    numbers = runner.register("number", record)
+    ids = numbers.enqueue_many([1, 2])
+    assert await runner.run_next() == ids[0]
+    assert runner.get(ids[0]).status is jobtable.Status.SUCCEEDED
+    assert runner.get(ids[1]).status is jobtable.Status.QUEUED
+    assert await runner.run_next() == ids[1]
+    assert await runner.run_next() is None
+    assert order == [1, 2]
+
+
+async def test_each_job_is_run_by_exactly_one_worker(
+    store: jobtable.Store, store_target: str, wait_until: WaitUntil, finished: Finished
+) -> None:
+    runs: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
+
+    async def count_async(ctx: jobtable.JobContext[int], payload: int) -> int:
+        with lock:
+            runs[ctx.id] += 1
+        await asyncio.sleep(0)
+        return payload
+
+    def count_sync(ctx: jobtable.JobContext[int], payload: int) -> int:
+        with lock:
+            runs[ctx.id] += 1
+        return payload
+
+    # Two runners, each with many workers; the second on a Store of its own,
+    # as another process would be.
+    first = jobtable.Runner(store, name="first", workers=8, poll_interval=0.05)
+    a_first = first.register("a", count_async)
+    s_first = first.register("s", count_sync)
+    with jobtable.Store.open(store_target) as other_store:
+        second = jobtable.Runner(other_store, name="second", workers=8, poll_interval=0.05)
+        second.register("a", count_async)
+        s_second = second.register("s", count_sync)
+        await first.start()
+        await second.start()
+        ids: list[str] = []
+        try:
+
+            def enqueue_from_a_thread(n: int) -> None:
+                for i in range(40):
+                    ids.append(s_second.enqueue(n * 100 + i) if i % 2 else s_first.enqueue(i))
+
+            async def enqueue_from_a_task() -> None:
+                for i in range(20):
+                    ids.extend(await a_first.aenqueue_many([i, i + 1]))
+
+            threads = [threading.Thread(target=enqueue_from_a_thread, args=(n,)) for n in range(3)]
+            for thread in threads:
+                thread.start()
+            await asyncio.gather(*(enqueue_from_a_task() for _ in range(3)))
+            for thread in threads:
+                await asyncio.to_thread(thread.join)
+            assert len(ids) == 3 * 40 + 3 * 40
+            await wait_until(finished(first, ids), limit=60)
+        finally:
+            first.stop()
+            second.stop()
+            await first.wait()
+            await second.wait()
+    assert set(runs) == set(ids)
+    assert [job_id for job_id, n in runs.items() if n != 1] == []
+    assert {first.get(i).status for i in ids} == {jobtable.Status.SUCCEEDED}
+
+
+# Publish.
+
+
+async def test_partial_results_are_visible_through_get_while_the_job_runs(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    steps = [asyncio.Event() for _ in range(4)]
+
+    async def handler(ctx: jobtable.JobContext[Progress], payload: Thumbnail) -> Progress:
+        for done, step in enumerate(steps):
+            await ctx.apublish(Progress(done=done, total=len(steps)))
+            await step.wait()
+        return Progress(done=len(steps), total=len(steps), url="/done")
+
+    runner = jobtable.Runner(store)
+    thumbnails = runner.register("thumbnail", handler)
+    job_id = thumbnails.enqueue(Thumbnail(photo_id="p1", size=1))
+    await runner.start()
+    try:
+        for done, step in enumerate(steps):
+            partial = {"done": done, "total": len(steps), "url": None}
+            await wait_until(lambda partial=partial: runner.get(job_id).result == partial)
+            job = runner.get(job_id)
+            assert (job.status, job.error) == (jobtable.Status.RUNNING, None)
+            step.set()
+        await wait_until(finished(runner, [job_id]))
+    finally:
+        for step in steps:
+            step.set()
+        runner.stop()
+        await runner.wait()
+    assert thumbnails.get(job_id).result == Progress(done=4, total=4, url="/done")
+
+
+async def test_partial_results_of_a_sync_handler_are_visible_through_get(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    steps = [threading.Event() for _ in range(3)]
+
+    def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        for done, step in enumerate(steps):
+            ctx.publish(done)
+            if not step.wait(30):
+                raise AssertionError("the test never released the handler")
+        return payload
+
+    runner = jobtable.Runner(store)
+    numbers = runner.register("number", handler)
+    job_id = numbers.enqueue(99)
+    await runner.start()
+    try:
+        for done, step in enumerate(steps):
+            await wait_until(lambda done=done: numbers.get(job_id).result == done)
+            assert numbers.get(job_id).status is jobtable.Status.RUNNING
+            step.set()
+        await wait_until(finished(runner, [job_id]))
+    finally:
+        for step in steps:
+            step.set()
+        runner.stop()
+        await runner.wait()
+    assert numbers.get(job_id).result == 99
+
+
+async def test_publish_for_a_job_that_is_no_longer_running_raises_not_running(
+    store: jobtable.Store, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    in_handler = asyncio.Event()
+    release = asyncio.Event()
+    raised: list[BaseException] = []
+
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        in_handler.set()
+        await release.wait()
+        try:
+            await ctx.apublish(1)
+        except jobtable.NotRunning as err:
+            raised.append(err)
+        return 2
+
+    runner = jobtable.Runner(store, name="worker")
+    numbers = runner.register("number", handler)
+    job_id = numbers.enqueue(0)
+    await runner.start()
+    try:
+        await wait_until(in_handler.is_set)
+        # The job's claim is taken away from outside: a fenced write of the
+        # claim's own attempt, as the row's owner would make it.
+        changed = store.engine.write(
+            lambda q: q.fail_job(error="taken away", now=now(), id=job_id, attempt=1)
+        )
+        assert changed == 1
+        release.set()
+        await wait_until(lambda: bool(raised))
+    finally:
+        release.set()
+        runner.stop()
+        await runner.wait()
+    assert isinstance(raised[0], jobtable.NotRunning)
+    assert job_id in str(raised[0])
+    # The handler's outcome is fenced too: it does not overwrite the job.
+    job = runner.get(job_id)
+    assert (job.status, job.result, job.error) == (jobtable.Status.FAILED, None, "taken away")
+
+
+async def test_publish_after_a_restart_under_the_same_name_raises_not_running_from_a_sync_handler(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    in_handler = threading.Event()
+    release = threading.Event()
+    raised: list[BaseException] = []
+
+    def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        ctx.publish(1)
+        in_handler.set()
+        if not release.wait(30):
+            raise AssertionError("the test never released the handler")
+        try:
+            ctx.publish(2)
+        except jobtable.NotRunning as err:
+            raised.append(err)
+        return 3
+
+    runner = jobtable.Runner(store, name="worker")
+    numbers = runner.register("number", handler)
+    job_id = numbers.enqueue(0)
+    await runner.start()
+    try:
+        await wait_until(in_handler.is_set)
+        # Another runner starts under the same name: it takes this one for a
+        # previous process, and fails its running job.
+        restarted = jobtable.Runner(store, name="worker")
+        await restarted.start()
+        restarted.stop()
+        await restarted.wait()
+        release.set()
+        await wait_until(lambda: bool(raised))
+    finally:
+        release.set()
+        runner.stop()
+        await runner.wait()
+    job = runner.get(job_id)
+    assert (job.status, job.result, job.error) == (
+        jobtable.Status.FAILED,
+        1,
+        jobtable.MESSAGE_INTERRUPTED,
+    )
+
+
+# Success and Get.
+
+
+async def test_the_final_result_is_stored_as_json(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    runner = jobtable.Runner(store)
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    job_id = thumbnails.enqueue(Thumbnail(photo_id="p1", size=256))
+    await run_until_finished(runner, [job_id], wait_until, finished)
+    job = runner.get(job_id)
+    assert job.status is jobtable.Status.SUCCEEDED
+    assert job.result == {"done": 3, "total": 3, "url": "/thumbs/p1"}
+    assert job.error is None
+    stored = store.engine.read(lambda q: q.get_job(id=job_id))
+    assert stored is not None
+    assert json.loads(stored.result or "") == {"done": 3, "total": 3, "url": "/thumbs/p1"}
+
+
+async def test_job_json_has_exactly_id_kind_status_result_error(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    runner = jobtable.Runner(store)
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    job_id = thumbnails.enqueue(Thumbnail(photo_id="p1", size=256))
+    assert json.loads(runner.get(job_id).model_dump_json()) == {
+        "id": job_id,
+        "kind": "thumbnail",
+        "status": "queued",
+        "result": None,
+        "error": None,
+    }
+    await run_until_finished(runner, [job_id], wait_until, finished)
+    assert json.loads(runner.get(job_id).model_dump_json()) == {
+        "id": job_id,
+        "kind": "thumbnail",
+        "status": "succeeded",
+        "result": {"done": 3, "total": 3, "url": "/thumbs/p1"},
+        "error": None,
+    }
+    assert json.loads(thumbnails.get(job_id).model_dump_json()) == json.loads(
+        runner.get(job_id).model_dump_json()
+    )
+
+
+async def test_kind_get_returns_the_result_parsed_as_the_result_type(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    runner = jobtable.Runner(store)
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    job_id = thumbnails.enqueue(Thumbnail(photo_id="p1", size=256))
+    await run_until_finished(runner, [job_id], wait_until, finished)
+    job = thumbnails.get(job_id)
+    assert isinstance(job.result, Progress)
+    assert job.result == Progress(done=3, total=3, url="/thumbs/p1")
+    assert (await thumbnails.aget(job_id)) == job
+
+
+async def test_result_is_null_until_the_first_publish(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    in_handler = asyncio.Event()
+    release = asyncio.Event()
+
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        in_handler.set()
+        await release.wait()
+        await ctx.apublish(1)
+        await ctx.asleep(3600)
+        return 2
+
+    runner = jobtable.Runner(store, grace_period=30)
+    numbers = runner.register("number", handler)
+    job_id = numbers.enqueue(0)
+    await runner.start()
+    try:
+        await wait_until(in_handler.is_set)
+        job = runner.get(job_id)
+        assert (job.status, job.result, job.error) == (jobtable.Status.RUNNING, None, None)
+        release.set()
+        await wait_until(lambda: runner.get(job_id).result == 1)
+    finally:
+        release.set()
+        runner.stop()
+        await runner.wait()
+
+
+def test_get_of_an_unknown_id_raises_job_not_found(store: jobtable.Store) -> None:
+    runner = jobtable.Runner(store)
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    with pytest.raises(jobtable.JobNotFound, match="nope"):
+        runner.get("nope")
+    with pytest.raises(jobtable.JobNotFound):
+        thumbnails.get(new_id())
+    assert issubclass(jobtable.JobNotFound, LookupError)
+
+
+async def test_aget_of_an_unknown_id_raises_job_not_found(store: jobtable.Store) -> None:
+    runner = jobtable.Runner(store)
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    with pytest.raises(jobtable.JobNotFound):
+        await runner.aget("nope")
+    with pytest.raises(jobtable.JobNotFound):
+        await thumbnails.aget("nope")
+
+
+def test_kind_get_of_a_job_of_another_kind_raises_job_not_found(store: jobtable.Store) -> None:
+    async def other(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return payload
+
+    runner = jobtable.Runner(store)
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    numbers = runner.register("number", other)
+    job_id = numbers.enqueue(1)
+    with pytest.raises(jobtable.JobNotFound, match="'number'"):
+        thumbnails.get(job_id)
+    assert runner.get(job_id).kind == "number"
+
+
+# Failure and other errors.
+
+
+async def test_a_failure_message_is_stored_as_the_jobs_error(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        await ctx.apublish(1)
+        raise jobtable.Failure("That size is too large.")
+
+    def sync_handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        raise jobtable.Failure("Not in sync.")
+
+    runner = jobtable.Runner(store)
+    ids = [
+        runner.register("number", handler).enqueue(0),
+        runner.register("sync", sync_handler).enqueue(0),
+    ]
+    await run_until_finished(runner, ids, wait_until, finished)
+    assert json.loads(runner.get(ids[0]).model_dump_json()) == {
+        "id": ids[0],
+        "kind": "number",
+        "status": "failed",
+        "result": 1,
+        "error": "That size is too large.",
+    }
+    assert runner.get(ids[1]).error == "Not in sync."
+
+
+@pytest.mark.parametrize("style", ["async", "sync"])
+async def test_any_other_exception_stores_the_internal_message_and_logs_the_traceback(
+    store: jobtable.Store,
+    engine: str,
+    tmp_path: pathlib.Path,
+    style: str,
+    wait_until: WaitUntil,
+    finished: Finished,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def async_handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        raise RuntimeError(f"GET https://api.example/?{SECRET} answered 500")
+
+    def sync_handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        raise RuntimeError(f"GET https://api.example/?{SECRET} answered 500")
+
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store)
+    numbers = runner.register("number", async_handler if style == "async" else sync_handler)
+    job_id = numbers.enqueue(0)
+    await run_until_finished(runner, [job_id], wait_until, finished)
+
+    job = runner.get(job_id)
+    assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERNAL)
+    assert SECRET not in job.model_dump_json()
+    assert SECRET not in numbers.get(job_id).model_dump_json()
+    [record] = [r for r in caplog.records if r.exc_info and SECRET in str(r.exc_info[1])]
+    assert record.levelno == logging.ERROR
+    assert record.__dict__["job_id"] == job_id
+    assert record.__dict__["kind"] == "number"
+    assert record.exc_info is not None
+    assert record.exc_info[2] is not None  # the traceback
+    if engine == "sqlite":
+        # Neither the database file nor its WAL, before or after a checkpoint.
+        assert files_containing(tmp_path, SECRET) == []
+        store.close()
+        assert files_containing(tmp_path, SECRET) == []
+
+
+async def test_a_result_that_is_not_of_the_result_type_fails_the_job_as_internal(
+    store: jobtable.Store,
+    wait_until: WaitUntil,
+    finished: Finished,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return "not a number"  # type: ignore[return-value]
+
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store)
+    job_id = runner.register("number", handler).enqueue(0)
+    await run_until_finished(runner, [job_id], wait_until, finished)
+    assert runner.get(job_id).error == jobtable.MESSAGE_INTERNAL
+    assert [r.__dict__["job_id"] for r in records_of(caplog, logging.ERROR, "job failed")] == [
+        job_id
+    ]
+
+
+async def test_publishing_a_partial_of_the_wrong_type_raises_to_the_handler(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    raised: list[Exception] = []
+
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        try:
+            await ctx.apublish("half")  # type: ignore[arg-type]
+        except Exception as err:
+            raised.append(err)
+        return 1
+
+    runner = jobtable.Runner(store)
+    job_id = runner.register("number", handler).enqueue(0)
+    await run_until_finished(runner, [job_id], wait_until, finished)
+    assert len(raised) == 1
+    job = runner.get(job_id)
+    assert (job.status, job.result) == (jobtable.Status.SUCCEEDED, 1)
+
+
+# Jobs the runner cannot run.
+
+
+async def test_a_job_of_an_unknown_kind_fails_with_no_handler_for_job_kind(
+    store: jobtable.Store,
+    wait_until: WaitUntil,
+    finished: Finished,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    # Another application registered a kind this runner does not know.
+    other = jobtable.Runner(store, name="other")
+    ghost_id = other.register("ghost", make_thumbnail).enqueue(Thumbnail(photo_id="p", size=1))
+    runner = jobtable.Runner(store)
+    runner.register("thumbnail", make_thumbnail)
+    await run_until_finished(runner, [ghost_id], wait_until, finished)
+    job = runner.get(ghost_id)
+    assert (job.status, job.error) == (jobtable.Status.FAILED, "no handler for job kind ghost")
+    [record] = records_of(caplog, logging.ERROR, "no handler for job kind")
+    assert (record.__dict__["job_id"], record.__dict__["kind"]) == (ghost_id, "ghost")
+
+
+async def test_a_stored_payload_with_an_unknown_field_fails_as_internal_and_logs_the_cause(
+    store: jobtable.Store,
+    wait_until: WaitUntil,
+    finished: Finished,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[Thumbnail] = []
+
+    async def handler(ctx: jobtable.JobContext[Progress], payload: Thumbnail) -> Progress:
+        calls.append(payload)
+        return Progress(done=1, total=1)
+
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store)
+    runner.register("thumbnail", handler)
+    job_id = new_id()
+    payload = json.dumps({"photo_id": "p1", "size": 1, "watermark": "yes"})
+
+    def create(q: Queries) -> None:
+        q.create_job(id=job_id, kind="thumbnail", payload=payload, now=now())
+
+    store.engine.write(create)
+    await run_until_finished(runner, [job_id], wait_until, finished)
+    job = runner.get(job_id)
+    assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERNAL)
+    assert calls == []
+    [record] = records_of(caplog, logging.ERROR, "job failed")
+    assert record.__dict__["job_id"] == job_id
+    assert record.exc_info is not None
+    assert "watermark" in str(record.exc_info[1])
+
+
+async def test_a_stored_payload_that_does_not_validate_fails_as_internal(
+    store: jobtable.Store,
+    wait_until: WaitUntil,
+    finished: Finished,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store)
+    runner.register("thumbnail", make_thumbnail)
+    job_id = new_id()
+
+    def create(q: Queries) -> None:
+        q.create_job(id=job_id, kind="thumbnail", payload='{"photo_id": "p1"}', now=now())
+
+    store.engine.write(create)
+    await run_until_finished(runner, [job_id], wait_until, finished)
+    assert runner.get(job_id).error == jobtable.MESSAGE_INTERNAL
+    [record] = records_of(caplog, logging.ERROR, "job failed")
+    assert record.exc_info is not None
+    assert "size" in str(record.exc_info[1])
