@@ -1,0 +1,277 @@
+"""Recovery: runners sharing a database, crashed runners, failed claims, and retention.
+
+A start fails the jobs an earlier runner of the same name left running, and a
+live runner fails those of runners whose heartbeat lease expired, but never
+the jobs of a live runner. A claim that fails is logged and retried with a
+growing wait, and the heartbeat prunes finished jobs older than retention.
+"""
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+import jobtable
+from jobtable._engine import Queries
+from jobtable._store import now, timestamp
+
+WaitUntil = Callable[..., Awaitable[None]]
+Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
+
+
+async def double(ctx: jobtable.JobContext[int], payload: int) -> int:
+    return payload * 2
+
+
+def claim_as(store: jobtable.Store, runner: str, max_jobs: int) -> list[str]:
+    """Claims queued jobs for a runner that is not running here: a crashed process."""
+
+    def claim(q: Queries) -> list[str]:
+        return [row.id for row in q.claim_next_job(runner=runner, now=now(), max_jobs=max_jobs)]
+
+    return store.engine.write(claim)
+
+
+def register_runner(store: jobtable.Store, name: str, heartbeat: datetime.datetime) -> None:
+    store.engine.write(lambda q: q.register_runner(name=name, now=timestamp(heartbeat)))
+
+
+def heartbeat_of(store: jobtable.Store, name: str) -> str | None:
+    row = store.engine.read(lambda q: q.get_runner(name=name))
+    return None if row is None else row.heartbeat_at
+
+
+async def wait_for_heartbeats(
+    store: jobtable.Store, name: str, count: int, wait_until: WaitUntil
+) -> None:
+    """Waits until runner name has renewed its lease count times (each renewal also prunes)."""
+    seen: set[str | None] = {heartbeat_of(store, name)}
+
+    def renewed() -> bool:
+        seen.add(heartbeat_of(store, name))
+        return len(seen - {None}) > count
+
+    await wait_until(renewed)
+
+
+def interrupted_warnings(caplog: pytest.LogCaptureFixture, message: str) -> list[int]:
+    return [r.__dict__["count"] for r in caplog.records if r.getMessage() == message]
+
+
+async def test_start_fails_the_jobs_a_previous_runner_of_its_name_left_running(
+    store: jobtable.Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store, name="worker")
+    numbers = runner.register("number", double)
+    numbers.enqueue_many([1, 2, 3, 4])
+    fresh = datetime.datetime.now(datetime.UTC)
+    register_runner(store, "worker", fresh)
+    register_runner(store, "other", fresh + datetime.timedelta(hours=1))
+    left_running = claim_as(store, "worker", 3)
+    of_other = claim_as(store, "other", 1)
+    await runner.start()
+    runner.stop()
+    await runner.wait()
+    for job_id in left_running:
+        job = runner.get(job_id)
+        assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
+    assert runner.get(of_other[0]).status is jobtable.Status.RUNNING
+    assert interrupted_warnings(caplog, "failed jobs interrupted by restart") == [3]
+    [warning] = [
+        r for r in caplog.records if r.getMessage() == "failed jobs interrupted by restart"
+    ]
+    assert warning.levelno == logging.WARNING
+
+
+async def test_start_with_nothing_left_running_logs_no_warning(
+    store: jobtable.Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store, name="worker")
+    await runner.start()
+    runner.stop()
+    await runner.wait()
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_live_runners_jobs_are_never_failed_by_another_runners_start(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    in_handler = asyncio.Event()
+    release = asyncio.Event()
+
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        in_handler.set()
+        await release.wait()
+        await ctx.apublish(1)
+        return 2
+
+    live = jobtable.Runner(store, name="live", lease=0.5)
+    job_id = live.register("work", handler).enqueue(0)
+    await live.start()
+    other = jobtable.Runner(store, name="other", lease=0.5)
+    try:
+        await wait_until(in_handler.is_set)
+        await other.start()
+        # Longer than a lease: the other runner's heartbeats looked at it.
+        await wait_for_heartbeats(store, "other", 4, wait_until)
+        assert live.get(job_id).status is jobtable.Status.RUNNING
+        release.set()
+        await wait_until(finished(live, [job_id]))
+    finally:
+        release.set()
+        live.stop()
+        other.stop()
+        await live.wait()
+        await other.wait()
+    job = live.get(job_id)
+    assert (job.status, job.result) == (jobtable.Status.SUCCEEDED, 2)
+
+
+async def test_a_dead_runners_jobs_are_failed_by_a_live_runner_within_the_lease(
+    store: jobtable.Store, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store, name="live", lease=0.5)
+    numbers = runner.register("number", double)
+    numbers.enqueue_many([1, 2])
+    # A runner that beat just now, claimed two jobs and died: its lease is
+    # still valid when the live runner starts.
+    register_runner(store, "dead", datetime.datetime.now(datetime.UTC))
+    left_running = claim_as(store, "dead", 2)
+    await runner.start()
+    try:
+        await wait_until(
+            lambda: all(runner.get(i).status is jobtable.Status.FAILED for i in left_running)
+        )
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert {runner.get(i).error for i in left_running} == {jobtable.MESSAGE_INTERRUPTED}
+    counts = interrupted_warnings(caplog, "failed jobs of dead runners")
+    counts += interrupted_warnings(caplog, "failed jobs interrupted by restart")
+    assert counts == [2]
+    assert heartbeat_of(store, "dead") is None
+
+
+async def test_a_runner_whose_lease_expired_long_ago_has_its_jobs_failed_at_start(
+    store: jobtable.Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store, name="live")
+    numbers = runner.register("number", double)
+    numbers.enqueue_many([1, 2, 3])
+    register_runner(
+        store, "dead", datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+    )
+    left_running = claim_as(store, "dead", 2)
+    # Claimed with no runner row at all: no live runner owns it.
+    orphan = claim_as(store, "gone", 1)
+    await runner.start()
+    runner.stop()
+    await runner.wait()
+    for job_id in [*left_running, *orphan]:
+        assert runner.get(job_id).error == jobtable.MESSAGE_INTERRUPTED
+    assert interrupted_warnings(caplog, "failed jobs interrupted by restart") == [3]
+
+
+async def test_a_failed_claim_is_logged_and_retried_with_a_growing_wait_until_it_succeeds(
+    store: jobtable.Store,
+    store_target: str,
+    wait_until: WaitUntil,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    # Polling alone would find the job only after a minute: a parked worker
+    # (the seed's claim error) would never see it within the test.
+    runner = jobtable.Runner(store, workers=2, poll_interval=60)
+    runner.register("number", double)
+    working = store.engine
+    await runner.start()
+    with jobtable.Store.open(store_target) as broken, jobtable.Store.open(store_target) as web:
+        # Every claim now goes to an engine that was closed: a real error.
+        broken.close()
+        store.engine = broken.engine
+        try:
+            runner.notify_enqueued()
+
+            def retries() -> list[logging.LogRecord]:
+                return [r for r in caplog.records if r.getMessage() == "claim jobs; retrying"]
+
+            await wait_until(lambda: len(retries()) >= 3)
+            job_id = jobtable.Runner(web, name="web").register("number", double).enqueue(21)
+        finally:
+            store.engine = working
+        try:
+            await wait_until(lambda: runner.get(job_id).status is jobtable.Status.SUCCEEDED)
+        finally:
+            runner.stop()
+            await runner.wait()
+    records = retries()
+    assert all(r.levelno == logging.ERROR and r.exc_info for r in records)
+    waits = [r.__dict__["backoff"] for r in records]
+    assert waits[:3] == sorted(waits[:3])
+    assert waits[0] < waits[2] <= 5.0
+    assert runner.get(job_id).result == 42
+
+
+async def test_the_heartbeat_prunes_finished_jobs_older_than_retention_but_never_unfinished_ones(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    release = asyncio.Event()
+
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        if payload == 0:
+            raise jobtable.Failure("Zero.")
+        if payload == 2:
+            await release.wait()
+        return payload
+
+    runner = jobtable.Runner(
+        store, name="pruner", workers=1, lease=0.3, retention=datetime.timedelta(0)
+    )
+    succeeded, failed, running, queued = runner.register("number", handler).enqueue_many(
+        [1, 0, 2, 3]
+    )
+
+    def gone(job_id: str) -> bool:
+        try:
+            runner.get(job_id)
+        except jobtable.JobNotFound:
+            return True
+        return False
+
+    await runner.start()
+    try:
+        await wait_until(lambda: gone(succeeded) and gone(failed))
+        await wait_for_heartbeats(store, "pruner", 3, wait_until)
+        assert runner.get(running).status is jobtable.Status.RUNNING
+        assert runner.get(queued).status is jobtable.Status.QUEUED
+        release.set()
+        await wait_until(lambda: gone(running) and gone(queued))
+    finally:
+        release.set()
+        runner.stop()
+        await runner.wait()
+
+
+@pytest.mark.parametrize("retention", [datetime.timedelta(hours=1), None])
+async def test_finished_jobs_younger_than_retention_are_kept(
+    store: jobtable.Store,
+    retention: datetime.timedelta | None,
+    wait_until: WaitUntil,
+    finished: Finished,
+) -> None:
+    runner = jobtable.Runner(store, name="keeper", lease=0.3, retention=retention)
+    ids = runner.register("number", double).enqueue_many([1, 2])
+    await runner.start()
+    try:
+        await wait_until(finished(runner, ids))
+        await wait_for_heartbeats(store, "keeper", 3, wait_until)
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert [runner.get(i).result for i in ids] == [2, 4]
