@@ -1,0 +1,29 @@
+"""Misuse that must fail: enqueueing a payload that is not the kind's P.
+
+Each line that must fail ends with ``# E: <error code>``.
+"""
+
+from pydantic import BaseModel
+
+import jobtable
+
+
+class Thumbnail(BaseModel):
+    photo_id: str
+    size: int
+
+
+class Archive(BaseModel):
+    paths: list[str]
+
+
+async def make_thumbnail(ctx: jobtable.JobContext[int], payload: Thumbnail) -> int:
+    return payload.size
+
+
+async def misuse(runner: jobtable.Runner) -> None:
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    thumbnails.enqueue(Archive(paths=[]))  # E: arg-type
+    thumbnails.enqueue({"photo_id": "p1", "size": 1})  # E: arg-type
+    thumbnails.enqueue_many([Archive(paths=[])])  # E: list-item
+    await thumbnails.aenqueue("p1")  # E: arg-type

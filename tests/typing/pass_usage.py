@@ -1,0 +1,107 @@
+"""Real usage of jobtable's public API: it must type-check under ``mypy --strict``.
+
+test_typing_examples.py runs mypy on this file; it is never imported.
+"""
+
+import logging
+from typing import assert_type
+
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+import jobtable
+
+
+class Thumbnail(BaseModel):
+    photo_id: str
+    size: int
+
+
+class Progress(BaseModel):
+    done: int
+    total: int
+    url: str | None = None
+
+
+class Archive(TypedDict):
+    paths: list[str]
+
+
+async def make_thumbnail(ctx: jobtable.JobContext[Progress], payload: Thumbnail) -> Progress:
+    for done in range(3):
+        await ctx.apublish(Progress(done=done, total=3))
+    if payload.size > 4096:
+        raise jobtable.Failure("That size is too large.")
+    if await ctx.asleep(0.1) or ctx.stopping:
+        return Progress(done=0, total=3)
+    return Progress(done=3, total=3, url=f"/thumbs/{payload.photo_id}")
+
+
+def make_archive(ctx: jobtable.JobContext[int], payload: Archive) -> int:
+    ctx.publish(0)
+    if ctx.sleep(0.1):
+        raise jobtable.Failure("Stopped.")
+    return len(payload["paths"])
+
+
+def count_words(ctx: jobtable.JobContext[dict[str, int]], payload: str) -> dict[str, int]:
+    return {word: len(word) for word in payload.split()}
+
+
+def setup() -> None:
+    store = jobtable.Store.open("app.db")
+    runner = jobtable.Runner(store, workers=4, logger=logging.getLogger("app"), name="web-1")
+
+    thumbnails = runner.register("thumbnail", make_thumbnail)
+    assert_type(thumbnails, jobtable.Kind[Thumbnail, Progress])
+    archives = runner.register("archive", make_archive)
+    assert_type(archives, jobtable.Kind[Archive, int])
+    words = runner.register("words", count_words)
+    assert_type(words, jobtable.Kind[str, dict[str, int]])
+
+    job_id = thumbnails.enqueue(Thumbnail(photo_id="p1", size=256))
+    assert_type(job_id, str)
+    assert_type(archives.enqueue({"paths": ["a", "b"]}), str)
+    assert_type(archives.enqueue_many([{"paths": []}]), list[str])
+    assert_type(words.enqueue("a few words"), str)
+
+    job = runner.get(job_id)
+    assert_type(job, jobtable.Job)
+    assert_type(job.status, jobtable.Status)
+    assert_type(job.error, str | None)
+    assert_type(job.model_dump_json(), str)
+
+    typed = thumbnails.get(job_id)
+    assert_type(typed, jobtable.Job[Progress])
+    assert_type(typed.result, Progress | None)
+    if typed.result is not None:
+        assert_type(typed.result.done, int)
+    assert_type(archives.get(job_id).result, int | None)
+
+    missing: jobtable.Job | None
+    try:
+        missing = runner.get("unknown")
+    except jobtable.JobNotFound:
+        missing = None
+    assert_type(missing, jobtable.Job | None)
+    store.close()
+
+
+async def serve() -> None:
+    with jobtable.Store.open("app.db") as store:
+        runner = jobtable.Runner(store)
+        thumbnails = runner.register("thumbnail", make_thumbnail)
+        job_id = await thumbnails.aenqueue(Thumbnail(photo_id="p1", size=256))
+        assert_type(await thumbnails.aenqueue_many([Thumbnail(photo_id="p2", size=1)]), list[str])
+        await runner.start()
+        assert_type(await runner.aget(job_id), jobtable.Job)
+        assert_type(await thumbnails.aget(job_id), jobtable.Job[Progress])
+        runner.stop()
+        await runner.wait()
+
+
+def work() -> None:
+    with jobtable.Store.open("app.db") as store:
+        runner = jobtable.Runner(store)
+        runner.register("thumbnail", make_thumbnail)
+        runner.run()
