@@ -58,3 +58,15 @@ class Failure(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+for _error in (
+    JobtableError,
+    StoreError,
+    PayloadError,
+    RunnerError,
+    NotRunning,
+    JobNotFound,
+    Failure,
+):
+    _error.__module__ = "jobtable"  # tracebacks name the public path
