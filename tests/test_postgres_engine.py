@@ -374,6 +374,20 @@ def test_stop_listening_closes_its_connection(pg_url: str) -> None:
         engine.close()
 
 
+def test_a_stopped_listener_is_not_woken(engine: PostgresEngine) -> None:
+    stopped: list[None] = []
+    stop = engine.listen(lambda: stopped.append(None))
+    woken = threading.Event()
+    stop_witness = engine.listen(woken.set)
+    try:
+        stop()
+        enqueue(engine, "a")
+        assert woken.wait(LIMIT)
+        assert stopped == []
+    finally:
+        stop_witness()
+
+
 @pytest.mark.parametrize(("durable", "setting"), [(True, "on"), (False, "off")])
 def test_durable_sets_synchronous_commit(pg_url: str, durable: bool, setting: str) -> None:
     engine = PostgresEngine.open(pg_url, durable=durable, max_connections=1)

@@ -269,7 +269,8 @@ class PostgresEngine:
         connection is reopened with a doubling wait capped at 5 s, and wake
         is then called once for the enqueues it may have missed. wake should
         return quickly; an exception from it is logged. Returns the function
-        that stops listening, which closes the connection; calling it again
+        that stops listening: once it returns, wake is not called again, and
+        the connection closes within a fraction of a second; calling it again
         does nothing. Raises StoreError once the engine is closed.
         """
         listener = _Listener(self._url, self._where, wake)
@@ -319,6 +320,9 @@ class _Listener:
         self._where = where
         self._wake = wake
         self._stopping = threading.Event()
+        # Held while wake runs, so stop can wait for it; reentrant, so wake
+        # itself may stop listening.
+        self._waking = threading.RLock()
         self._conn: _Connection | None = None
         self._thread = threading.Thread(target=self._loop, name="jobtable-listen", daemon=True)
 
@@ -333,10 +337,14 @@ class _Listener:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stops the thread, which closes the connection, and waits for it briefly."""
-        self._stopping.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=_RECONNECT_MAX)
+        """Stops calling wake, at once; the thread closes the connection soon after.
+
+        Waits for a wake under way to return, so wake is never called after
+        stop returns. Not joining the thread keeps stop from waiting out its
+        poll for notifications.
+        """
+        with self._waking:
+            self._stopping.set()
 
     def _connect(self) -> _Connection:
         # Autocommit, so that LISTEN takes effect at once and no transaction
@@ -350,10 +358,13 @@ class _Listener:
         return conn
 
     def _call_wake(self) -> None:
-        try:
-            self._wake()
-        except Exception:
-            _logger.exception("postgres store %s: wake failed", self._where)
+        with self._waking:
+            if self._stopping.is_set():
+                return
+            try:
+                self._wake()
+            except Exception:
+                _logger.exception("postgres store %s: wake failed", self._where)
 
     def _loop(self) -> None:
         conn = self._conn
