@@ -84,6 +84,25 @@ async def test_jobs_run_oldest_first_even_within_one_clock_tick(
     assert order == list(range(60))
 
 
+async def test_jobs_claimed_together_are_handed_to_workers_oldest_first(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    started: list[int] = []
+
+    async def record(ctx: jobtable.JobContext[int], payload: int) -> int:
+        started.append(payload)  # before the handler's first await: the order workers got them
+        await asyncio.sleep(0)
+        return payload
+
+    # With 4 idle workers, one claim takes 4 jobs at once; the database does
+    # not return them in order, so the runner must sort them.
+    runner = jobtable.Runner(store, workers=4)
+    numbers = runner.register("number", record)
+    ids = numbers.enqueue_many(range(40))
+    await run_until_finished(runner, ids, wait_until, finished)
+    assert started == list(range(40))
+
+
 async def test_run_next_runs_the_oldest_queued_job(store: jobtable.Store) -> None:
     order: list[int] = []
 
