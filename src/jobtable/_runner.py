@@ -159,6 +159,7 @@ class Runner:
         self._idle = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
+        self._recording: set[asyncio.Task[None]] = set()
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
@@ -333,6 +334,8 @@ class Runner:
         if not self._tasks:
             return
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        while self._recording:
+            await asyncio.gather(*self._recording, return_exceptions=True)
         if self._grace_timer is not None:
             self._grace_timer.cancel()
         if self._unlisten is not None:
@@ -419,29 +422,32 @@ class Runner:
         """Claims the oldest queued job and runs it to completion in the calling task.
 
         Returns the job's id, or None when no job is queued. It uses the same
-        claim and run as the workers; tests use it to run jobs one at a time,
-        deterministically, without starting the runner.
+        claim, run and record as the workers, and returns once the outcome is
+        stored; tests use it to run jobs one at a time, deterministically,
+        without starting the runner.
         """
         if self._stopping.is_set():
             self._astopping.set()
         jobs = await self._claim(1)
         if not jobs:
             return None
-        await self._run(jobs[0])
+        outcome = await self._run(jobs[0])
+        if outcome is not None:
+            await self._record(outcome)
         return jobs[0].id
 
     # Running.
 
     async def _work(self) -> None:
+        task = asyncio.current_task()
+        assert task is not None
         while True:
             job = await self._queue.get()
             if job is None:
                 return
-            task = asyncio.current_task()
-            assert task is not None
             self._running.add(task)
             try:
-                await self._run(job)
+                outcome = await self._run(job)
             except asyncio.CancelledError:
                 if not self._stopping.is_set():
                     raise
@@ -449,39 +455,47 @@ class Runner:
                 return
             finally:
                 self._running.discard(task)
+            if outcome is not None:
+                # The worker takes its next job while the outcome commits, so the
+                # outcome and the next claim share a transaction; wait waits for it.
+                recording = asyncio.create_task(self._record(outcome))
+                self._recording.add(recording)
+                recording.add_done_callback(self._recording.discard)
             self._idle += 1
             self._idle_changed.set()
 
-    async def _run(self, job: ClaimedRow) -> None:
-        """Runs a claimed job and records its outcome; the one place that decides what is stored.
+    async def _run(self, job: ClaimedRow) -> "_Finish | None":
+        """Runs a claimed job and returns the outcome to store; the one place that decides it.
 
         Only the handler's typed result, a Failure's message or a message of
         the runner's own reaches the table; any other exception is logged.
+        None means the job stays running: the handler raised after stop began.
         """
-        logger = _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind})
         handler = self._handlers.get(job.kind)
         if handler is None:
-            logger.error("no handler for job kind")
-            await self._record(job, logger, error=f"no handler for job kind {job.kind}")
-            return
+            _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind}).error(
+                "no handler for job kind"
+            )
+            return _Finish(job, error=f"no handler for job kind {job.kind}")
         try:
             result = await self._call(handler, job)
         except asyncio.CancelledError:
-            logger.warning("job cancelled by shutdown; it fails at the next start")
+            _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind}).warning(
+                "job cancelled by shutdown; it fails at the next start"
+            )
             raise
         except Exception as err:
+            logger = _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind})
             if self._stopping.is_set():
                 logger.warning(
                     "job interrupted by shutdown; it fails at the next start", exc_info=err
                 )
-                return
+                return None
             if isinstance(err, Failure):
-                await self._record(job, logger, error=str(err.message))
-            else:
-                logger.error("job failed", exc_info=err)
-                await self._record(job, logger, error=MESSAGE_INTERNAL)
-            return
-        await self._record(job, logger, result=result)
+                return _Finish(job, error=str(err.message))
+            logger.error("job failed", exc_info=err)
+            return _Finish(job, error=MESSAGE_INTERNAL)
+        return _Finish(job, result=result)
 
     async def _call(self, handler: _Handler[P, R], job: ClaimedRow) -> str:
         """Decodes the payload, calls the handler and returns its result as JSON."""
@@ -517,25 +531,18 @@ class Runner:
             result = await loop.run_in_executor(self._threads, call)
         return codec.encode_result(result)
 
-    async def _record(
-        self,
-        job: ClaimedRow,
-        logger: logging.LoggerAdapter[logging.Logger],
-        *,
-        result: str | None = None,
-        error: str | None = None,
-    ) -> None:
+    async def _record(self, outcome: "_Finish") -> None:
         """Stores a job's outcome, retrying a database error with backoff.
 
         The write is fenced by the claim: a job that is no longer running
         under this claim is left as it is, and that is logged.
         """
-        op = _Finish(job.id, job.attempt, result=result, error=error)
         delay = _CLAIM_BACKOFF[0]
         for attempt in range(_RECORD_TRIES):
             try:
-                changed = await self.store.engine.awrite(op)
+                changed = await self.store.engine.awrite(outcome)
             except Exception:
+                logger = _JobLogger(self.logger, {"job_id": outcome.job_id, "kind": outcome.kind})
                 if attempt == _RECORD_TRIES - 1:
                     logger.exception("record job outcome; giving up, the job stays running")
                     return
@@ -544,7 +551,9 @@ class Runner:
                 delay = min(delay * 2, _CLAIM_BACKOFF[1])
                 continue
             if changed != 1:
-                logger.error("record job outcome: job is not running under this claim")
+                _JobLogger(self.logger, {"job_id": outcome.job_id, "kind": outcome.kind}).error(
+                    "record job outcome: job is not running under this claim"
+                )
             return
 
     # Heartbeat, crash recovery and retention.
@@ -608,11 +617,16 @@ class _Publish:
 
 
 class _Finish:
-    __slots__ = ("attempt", "error", "job_id", "result")
+    """The write that stores a job's outcome: its result, or its error when error is set."""
 
-    def __init__(self, job_id: str, attempt: int, *, result: str | None, error: str | None) -> None:
-        self.job_id = job_id
-        self.attempt = attempt
+    __slots__ = ("attempt", "error", "job_id", "kind", "result")
+
+    def __init__(
+        self, job: ClaimedRow, *, result: str | None = None, error: str | None = None
+    ) -> None:
+        self.job_id = job.id
+        self.kind = job.kind
+        self.attempt = job.attempt
         self.result = result
         self.error = error
 

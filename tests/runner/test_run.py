@@ -627,3 +627,32 @@ async def test_a_stored_payload_that_does_not_validate_fails_as_internal(
     [record] = records_of(caplog, logging.ERROR, "job failed")
     assert record.exc_info is not None
     assert "size" in str(record.exc_info[1])
+
+
+async def test_a_handler_raising_cancelled_error_unasked_fails_its_job_and_keeps_the_worker(
+    store: jobtable.Store,
+    wait_until: WaitUntil,
+    finished: Finished,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A handler awaiting a future that something else cancelled sees
+    # CancelledError although nobody cancelled the worker: that is the
+    # handler's failure, not a shutdown.
+    async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
+        if payload == 0:
+            abandoned = asyncio.get_running_loop().create_future()
+            abandoned.cancel()
+            await abandoned
+        return payload
+
+    caplog.set_level(logging.INFO, logger="jobtable")
+    runner = jobtable.Runner(store, workers=1)
+    ids = runner.register("number", handler).enqueue_many([0, 1])
+    await run_until_finished(runner, ids, wait_until, finished)
+    assert [runner.get(i).status for i in ids] == [
+        jobtable.Status.FAILED,
+        jobtable.Status.SUCCEEDED,
+    ]
+    assert runner.get(ids[0]).error == jobtable.MESSAGE_INTERNAL
+    [record] = records_of(caplog, logging.ERROR, "job failed")
+    assert record.__dict__["job_id"] == ids[0]
