@@ -479,23 +479,35 @@ class Runner:
             return _Finish(job, error=f"no handler for job kind {job.kind}")
         try:
             result = await self._call(handler, job)
-        except asyncio.CancelledError:
-            _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind}).warning(
-                "job cancelled by shutdown; it fails at the next start"
-            )
-            raise
-        except Exception as err:
-            logger = _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind})
-            if self._stopping.is_set():
-                logger.warning(
-                    "job interrupted by shutdown; it fails at the next start", exc_info=err
+        except asyncio.CancelledError as err:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind}).warning(
+                    "job cancelled by shutdown; it fails at the next start"
                 )
-                return None
-            if isinstance(err, Failure):
-                return _Finish(job, error=str(err.message))
-            logger.error("job failed", exc_info=err)
-            return _Finish(job, error=MESSAGE_INTERNAL)
+                raise
+            # Nobody cancelled the worker: the handler awaited something that
+            # was cancelled. That is the handler's failure, not a shutdown.
+            return self._raised(job, err)
+        except Exception as err:
+            return self._raised(job, err)
         return _Finish(job, result=result)
+
+    def _raised(self, job: ClaimedRow, err: BaseException) -> "_Finish | None":
+        """The outcome of a handler that raised err.
+
+        After stop began, None: the job stays running and fails at the next
+        start. Otherwise a Failure's message, or MESSAGE_INTERNAL with err
+        logged, never stored.
+        """
+        logger = _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind})
+        if self._stopping.is_set():
+            logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
+            return None
+        if isinstance(err, Failure):
+            return _Finish(job, error=str(err.message))
+        logger.error("job failed", exc_info=err)
+        return _Finish(job, error=MESSAGE_INTERNAL)
 
     async def _call(self, handler: _Handler[P, R], job: ClaimedRow) -> str:
         """Decodes the payload, calls the handler and returns its result as JSON."""
