@@ -289,7 +289,8 @@ class Runner:
         q.delete_dead_runners(cutoff=cutoff)
         if own + dead:
             self.logger.warning(
-                "failed jobs interrupted by restart",
+                "failed %d jobs interrupted by restart",
+                own + dead,
                 extra={"count": own + dead, "runner": self.name},
             )
 
@@ -594,7 +595,9 @@ class Runner:
         q.delete_dead_runners(cutoff=cutoff)
         if dead:
             self.logger.warning(
-                "failed jobs of dead runners", extra={"count": dead, "runner": self.name}
+                "failed %d jobs of dead runners as interrupted",
+                dead,
+                extra={"count": dead, "runner": self.name},
             )
         if self.retention is not None:
             before = timestamp(datetime.datetime.now(datetime.UTC) - self.retention)

@@ -133,7 +133,7 @@ async def test_a_worker_killed_mid_job_has_its_running_jobs_failed_by_the_next_s
     counts = [
         r.__dict__["count"]
         for r in caplog.records
-        if r.getMessage() == "failed jobs interrupted by restart"
+        if r.msg == "failed %d jobs interrupted by restart"
     ]
     assert counts == [2]
     assert {runner.get(i).status for i in queued} == {jobtable.Status.SUCCEEDED}

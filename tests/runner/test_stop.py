@@ -39,9 +39,7 @@ async def restart_fails_as_interrupted(
     await stop_and_wait(restarted)
     job = restarted.get(job_id)
     assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
-    [warning] = [
-        r for r in caplog.records if r.getMessage() == "failed jobs interrupted by restart"
-    ]
+    [warning] = [r for r in caplog.records if r.msg == "failed %d jobs interrupted by restart"]
     assert warning.levelno == logging.WARNING
     assert warning.__dict__["count"] == 1
 
