@@ -545,19 +545,29 @@ class Runner:
         return codec.encode_result(result)
 
     async def _record(self, outcome: "_Finish") -> None:
-        """Stores a job's outcome, retrying a database error with backoff.
+        """Stores a job's outcome, retrying a database error with capped backoff.
 
-        The write is fenced by the claim: a job that is no longer running
-        under this claim is left as it is, and that is logged.
+        It retries until the write lands: while this runner lives it keeps
+        its lease, so no other runner would ever fail the job, and giving up
+        would leave it running forever. Only once stop has begun does it give
+        up after _RECORD_TRIES tries; the job then stays running and the next
+        start fails it as interrupted. The write is fenced by the claim: a job
+        that is no longer running under this claim is left as it is, and
+        that is logged.
         """
         delay = _CLAIM_BACKOFF[0]
-        for attempt in range(_RECORD_TRIES):
+        tries = 0
+        while True:
             try:
                 changed = await self.store.engine.awrite(outcome)
             except Exception:
+                tries += 1
                 logger = _JobLogger(self.logger, {"job_id": outcome.job_id, "kind": outcome.kind})
-                if attempt == _RECORD_TRIES - 1:
-                    logger.exception("record job outcome; giving up, the job stays running")
+                if tries >= _RECORD_TRIES and self._stopping.is_set():
+                    logger.exception(
+                        "record job outcome; giving up as the runner stops, the job stays "
+                        "running and fails at the next start"
+                    )
                     return
                 logger.warning("record job outcome; retrying", exc_info=True)
                 await asyncio.sleep(delay)
