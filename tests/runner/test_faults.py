@@ -7,7 +7,8 @@ processes, killed ones included. The parent process only enqueues and reads,
 except where a test says it runs a live runner itself.
 
 The faults: a worker killed with SIGKILL mid-job among live ones; a worker
-paused with SIGSTOP past its lease, whose late writes must be fenced; a job
+paused with SIGSTOP past its lease, whose late writes must be fenced; a
+job's outcome write refused for longer than the runner's retry backoff; a job
 enqueued in one process starting in another (NOTIFY on PostgreSQL, polling on
 SQLite); the PostgreSQL server restarted under running workers; and the
 LISTEN connection dropped.
