@@ -80,9 +80,7 @@ async def test_start_fails_the_jobs_a_previous_runner_of_its_name_left_running(
         assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
     assert runner.get(of_other[0]).status is jobtable.Status.RUNNING
     assert interrupted_warnings(caplog, "failed %d jobs interrupted by restart") == [3]
-    [warning] = [
-        r for r in caplog.records if r.msg == "failed %d jobs interrupted by restart"
-    ]
+    [warning] = [r for r in caplog.records if r.msg == "failed %d jobs interrupted by restart"]
     assert warning.levelno == logging.WARNING
     assert warning.getMessage() == "failed 3 jobs interrupted by restart"
 
