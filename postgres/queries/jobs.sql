@@ -50,6 +50,13 @@ WHERE status = 'running'
         SELECT name FROM runners WHERE heartbeat_at >= @cutoff
     ));
 
+-- name: ListRunningJobs :many
+-- ListRunningJobs lists the jobs running under runner that have not changed
+-- since before: a live runner compares them with the jobs it holds, to find a
+-- claim whose reply it never received.
+SELECT id, attempt FROM jobs
+WHERE status = 'running' AND runner = @runner AND updated_at < @before;
+
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 

@@ -43,6 +43,15 @@ class JobRow(Protocol):
     def error(self) -> str | None: ...
 
 
+class HeldRow(Protocol):
+    """A running job's id and the attempt of the claim that holds it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
 class RunnerRow(Protocol):
     """A runner's registration: its name and when it started and last beat."""
 
@@ -76,6 +85,8 @@ class Queries(Protocol):
     def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int: ...
 
     def fail_jobs_of_dead_runners(self, *, error: str | None, now: str, cutoff: str) -> int: ...
+
+    def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]: ...
 
     def get_job(self, *, id: str) -> JobRow | None: ...
 

@@ -160,6 +160,9 @@ class Runner:
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         self._recording: set[asyncio.Task[None]] = set()
+        # The jobs this runner claimed and has not recorded, by id: the
+        # heartbeat fails a job running under this name that is not here.
+        self._held: dict[str, int] = {}
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
@@ -409,6 +412,8 @@ class Runner:
 
     async def _claim(self, max_jobs: int) -> Sequence[ClaimedRow]:
         rows = await self.store.engine.awrite(_Claim(self.name, max_jobs))
+        for row in rows:
+            self._held[row.id] = row.attempt
         return sorted(rows, key=lambda row: row.seq)
 
     async def _wait_wake(self) -> None:
@@ -435,6 +440,7 @@ class Runner:
         outcome = await self._run(jobs[0])
         if outcome is not None:
             await self._record(outcome)
+        self._held.pop(jobs[0].id, None)
         return jobs[0].id
 
     # Running.
@@ -456,7 +462,9 @@ class Runner:
                 return
             finally:
                 self._running.discard(task)
-            if outcome is not None:
+            if outcome is None:
+                self._held.pop(job.id, None)
+            else:
                 # The worker takes its next job while the outcome commits, so the
                 # outcome and the next claim share a transaction; wait waits for it.
                 recording = asyncio.create_task(self._record(outcome))
@@ -555,6 +563,12 @@ class Runner:
         that is no longer running under this claim is left as it is, and
         that is logged.
         """
+        try:
+            await self._store_outcome(outcome)
+        finally:
+            self._held.pop(outcome.job_id, None)
+
+    async def _store_outcome(self, outcome: "_Finish") -> None:
         delay = _CLAIM_BACKOFF[0]
         tries = 0
         while True:
@@ -589,11 +603,13 @@ class Runner:
             if self._stopping.is_set():
                 return
             try:
-                await self.store.engine.awrite(self._maintenance)
+                await self.store.engine.awrite(
+                    functools.partial(self._maintenance, frozenset(self._held))
+                )
             except Exception:
                 self.logger.exception("runner heartbeat", extra={"runner": self.name})
 
-    def _maintenance(self, q: Queries) -> None:
+    def _maintenance(self, held: frozenset[str], q: Queries) -> None:
         stamp = now()
         if not q.heartbeat_runner(now=stamp, name=self.name):
             self.logger.warning(
@@ -608,6 +624,23 @@ class Runner:
                 "failed %d jobs of dead runners as interrupted",
                 dead,
                 extra={"count": dead, "runner": self.name},
+            )
+        # A claim can commit while its reply is lost (a connection dropped at
+        # COMMIT): the job runs under this name, but no worker has it. Once it
+        # is older than the lease and still not held, it is failed as
+        # interrupted, as a dead runner's job would be.
+        lost = [
+            row
+            for row in q.list_running_jobs(runner=self.name, before=cutoff)
+            if row.id not in held
+        ]
+        for row in lost:
+            q.fail_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
+        if lost:
+            self.logger.warning(
+                "failed %d jobs this runner claimed but never received, as interrupted",
+                len(lost),
+                extra={"count": len(lost), "runner": self.name},
             )
         if self.retention is not None:
             before = timestamp(datetime.datetime.now(datetime.UTC) - self.retention)

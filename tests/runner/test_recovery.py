@@ -274,3 +274,44 @@ async def test_finished_jobs_younger_than_retention_are_kept(
         runner.stop()
         await runner.wait()
     assert [runner.get(i).result for i in ids] == [2, 4]
+
+
+async def test_a_claim_whose_reply_was_lost_is_failed_as_interrupted_by_its_own_runner(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    runner = jobtable.Runner(store, name="worker", lease=0.5, poll_interval=60)
+    kind = runner.register("double", double)
+    [job_id] = kind.enqueue_many([1])
+    await runner.start()
+    # The claim commits under the live runner's name, but no worker of it ever
+    # sees the reply: a connection that dropped at COMMIT.
+    long_ago = timestamp(datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=10))
+    store.engine.write(lambda q: q.claim_next_job(runner="worker", now=long_ago, max_jobs=1))
+    try:
+        await wait_until(lambda: runner.get(job_id).status is jobtable.Status.FAILED)
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert runner.get(job_id).error == jobtable.MESSAGE_INTERRUPTED
+
+
+async def test_a_held_job_that_runs_longer_than_the_lease_is_not_failed(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    runner = jobtable.Runner(store, name="worker", lease=0.3)
+
+    async def slow(ctx: jobtable.JobContext[int], payload: int) -> int:
+        await asyncio.sleep(1.5)  # five leases without a publish: updated_at goes stale
+        return payload
+
+    kind = runner.register("slow", slow)
+    job_id = kind.enqueue(7)
+    await runner.start()
+    try:
+        await wait_until(lambda: runner.get(job_id).status is not jobtable.Status.QUEUED)
+        await wait_until(lambda: runner.get(job_id).status is not jobtable.Status.RUNNING)
+    finally:
+        runner.stop()
+        await runner.wait()
+    job = runner.get(job_id)
+    assert (job.status, job.result, job.error) == (jobtable.Status.SUCCEEDED, 7, None)

@@ -48,6 +48,10 @@ WHERE status = 'running'
     ))
 """
 
+LIST_RUNNING_JOBS = """SELECT id, attempt FROM jobs
+WHERE status = 'running' AND runner = %(runner)s AND updated_at < %(before)s
+"""
+
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 """
 
@@ -84,6 +88,14 @@ class ClaimNextJobRow:
     id: str
     kind: str
     payload: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListRunningJobsRow:
+    """A row that ListRunningJobs returns."""
+
+    id: str
     attempt: int
 
 
@@ -258,6 +270,31 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def list_running_jobs(
+        self,
+        *,
+        runner: str | None,
+        before: datetime.datetime,
+    ) -> list[ListRunningJobsRow]:
+        """ListRunningJobs lists the jobs running under runner that have not changed
+        since before: a live runner compares them with the jobs it holds, to find a
+        claim whose reply it never received.
+        """
+        cur = self._conn.execute(
+            LIST_RUNNING_JOBS,
+            {
+                "runner": runner,
+                "before": before,
+            },
+        )
+        return [
+            ListRunningJobsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in cur.fetchall()
+        ]
 
     def get_job(
         self,
@@ -539,6 +576,31 @@ class AsyncQuerier:
             },
         )
         return cur.rowcount
+
+    async def list_running_jobs(
+        self,
+        *,
+        runner: str | None,
+        before: datetime.datetime,
+    ) -> list[ListRunningJobsRow]:
+        """ListRunningJobs lists the jobs running under runner that have not changed
+        since before: a live runner compares them with the jobs it holds, to find a
+        claim whose reply it never received.
+        """
+        cur = await self._conn.execute(
+            LIST_RUNNING_JOBS,
+            {
+                "runner": runner,
+                "before": before,
+            },
+        )
+        return [
+            ListRunningJobsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in await cur.fetchall()
+        ]
 
     async def get_job(
         self,

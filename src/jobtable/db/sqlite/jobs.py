@@ -44,6 +44,10 @@ WHERE status = 'running'
     ))
 """
 
+LIST_RUNNING_JOBS = """SELECT id, attempt FROM jobs
+WHERE status = 'running' AND runner = ?1 AND updated_at < ?2
+"""
+
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = ?1
 """
 
@@ -80,6 +84,14 @@ class ClaimNextJobRow:
     id: str
     kind: str
     payload: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListRunningJobsRow:
+    """A row that ListRunningJobs returns."""
+
+    id: str
     attempt: int
 
 
@@ -248,6 +260,31 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def list_running_jobs(
+        self,
+        *,
+        runner: str | None,
+        before: str,
+    ) -> list[ListRunningJobsRow]:
+        """ListRunningJobs lists the jobs running under runner that have not changed
+        since before: a live runner compares them with the jobs it holds, to find a
+        claim whose reply it never received.
+        """
+        cur = self._conn.execute(
+            LIST_RUNNING_JOBS,
+            (
+                runner,
+                before,
+            ),
+        )
+        return [
+            ListRunningJobsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in cur.fetchall()
+        ]
 
     def get_job(
         self,
