@@ -24,7 +24,7 @@ import psycopg
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
-from jobtable._engine import ClaimedRow, JobRow, Queries, RunnerRow
+from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow
 from jobtable._errors import StoreError
 from jobtable._store import redact_url, timestamp
 from jobtable.db.postgres import jobs, schema_version
@@ -116,6 +116,9 @@ class _Queries:
 
     def fail_jobs_of_dead_runners(self, *, error: str | None, now: str, cutoff: str) -> int:
         return self._q.fail_jobs_of_dead_runners(error=error, now=_time(now), cutoff=_time(cutoff))
+
+    def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
+        return self._q.list_running_jobs(runner=runner, before=_time(before))
 
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)
@@ -230,6 +233,10 @@ class PostgresEngine:
             min_size=1,
             max_size=max_connections,
             configure=None if durable else _disable_synchronous_commit,
+            # A connection is checked as it leaves the pool (one empty query),
+            # so after a server restart a write gets a live connection instead
+            # of failing once for every connection the pool held.
+            check=ConnectionPool.check_connection,
             name="jobtable",
             open=True,
         )
