@@ -159,7 +159,10 @@ class Runner:
         self._idle = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
-        self._recording: set[asyncio.Task[None]] = set()
+        # Outcomes wait here for the completer, which stores each batch of
+        # them in one write.
+        self._outcomes: list[_Finish] = []
+        self._completer: asyncio.Task[None] | None = None
         # The jobs this runner claimed and has not recorded, by id: the
         # heartbeat fails a job running under this name that is not here.
         self._held: dict[str, int] = {}
@@ -338,8 +341,8 @@ class Runner:
         if not self._tasks:
             return
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        while self._recording:
-            await asyncio.gather(*self._recording, return_exceptions=True)
+        while self._completer is not None and not self._completer.done():
+            await asyncio.gather(self._completer, return_exceptions=True)
         if self._grace_timer is not None:
             self._grace_timer.cancel()
         if self._unlisten is not None:
@@ -439,7 +442,7 @@ class Runner:
             return None
         outcome = await self._run(jobs[0])
         if outcome is not None:
-            await self._record(outcome)
+            await self._record([outcome])
         self._held.pop(jobs[0].id, None)
         return jobs[0].id
 
@@ -465,11 +468,7 @@ class Runner:
             if outcome is None:
                 self._held.pop(job.id, None)
             else:
-                # The worker takes its next job while the outcome commits, so the
-                # outcome and the next claim share a transaction; wait waits for it.
-                recording = asyncio.create_task(self._record(outcome))
-                self._recording.add(recording)
-                recording.add_done_callback(self._recording.discard)
+                self._complete_later(outcome)
             self._idle += 1
             self._idle_changed.set()
 
@@ -552,46 +551,73 @@ class Runner:
             result = await loop.run_in_executor(self._threads, call)
         return codec.encode_result(result)
 
-    async def _record(self, outcome: "_Finish") -> None:
-        """Stores a job's outcome, retrying a database error with capped backoff.
+    def _complete_later(self, outcome: "_Finish") -> None:
+        """Queues a job's outcome for the completer; the worker moves on at once.
+
+        The outcome then commits with the outcomes of other workers and the
+        next claim, in one transaction (group commit); wait waits for it.
+        """
+        self._outcomes.append(outcome)
+        if self._completer is None or self._completer.done():
+            self._completer = asyncio.create_task(self._complete(), name="jobtable-completer")
+
+    async def _complete(self) -> None:
+        while self._outcomes:
+            batch, self._outcomes = self._outcomes, []
+            await self._record(batch)
+
+    async def _record(self, outcomes: "list[_Finish]") -> None:
+        """Stores jobs' outcomes in one write, retrying a database error with capped backoff.
 
         It retries until the write lands: while this runner lives it keeps
-        its lease, so no other runner would ever fail the job, and giving up
-        would leave it running forever. Only once stop has begun does it give
-        up after _RECORD_TRIES tries; the job then stays running and the next
-        start fails it as interrupted. The write is fenced by the claim: a job
-        that is no longer running under this claim is left as it is, and
-        that is logged.
+        its lease, so no other runner would ever fail the jobs, and giving up
+        would leave them running forever. Only once stop has begun does it
+        give up after _RECORD_TRIES tries; the jobs then stay running and the
+        next start fails them as interrupted. Each write is fenced by its
+        claim: a job that is no longer running under its claim is left as it
+        is, and that is logged.
         """
         try:
-            await self._store_outcome(outcome)
+            changed = await self._store_outcomes(_FinishAll(outcomes))
         finally:
-            self._held.pop(outcome.job_id, None)
+            for outcome in outcomes:
+                self._held.pop(outcome.job_id, None)
+        if changed is None:
+            return
+        for outcome, count in zip(outcomes, changed, strict=True):
+            if count != 1:
+                _JobLogger(self.logger, {"job_id": outcome.job_id, "kind": outcome.kind}).error(
+                    "record job outcome: job is not running under this claim"
+                )
 
-    async def _store_outcome(self, outcome: "_Finish") -> None:
+    async def _store_outcomes(self, op: "_FinishAll") -> list[int] | None:
+        """Returns the rows each outcome changed, or None when it gave up."""
         delay = _CLAIM_BACKOFF[0]
         tries = 0
         while True:
             try:
-                changed = await self.store.engine.awrite(outcome)
+                return await self.store.engine.awrite(op)
             except Exception:
+                if len(op.outcomes) > 1:
+                    # One bad outcome must not hold the others back: each is
+                    # retried on its own.
+                    counts: list[int] = []
+                    for outcome in op.outcomes:
+                        alone = await self._store_outcomes(_FinishAll([outcome]))
+                        counts += [1] if alone is None else alone
+                    return counts
                 tries += 1
-                logger = _JobLogger(self.logger, {"job_id": outcome.job_id, "kind": outcome.kind})
+                extra = {"jobs": [o.job_id for o in op.outcomes], "runner": self.name}
                 if tries >= _RECORD_TRIES and self._stopping.is_set():
-                    logger.exception(
-                        "record job outcome; giving up as the runner stops, the job stays "
-                        "running and fails at the next start"
+                    self.logger.exception(
+                        "record job outcomes; giving up as the runner stops, the jobs stay "
+                        "running and fail at the next start",
+                        extra=extra,
                     )
-                    return
-                logger.warning("record job outcome; retrying", exc_info=True)
+                    return None
+                self.logger.warning("record job outcomes; retrying", exc_info=True, extra=extra)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _CLAIM_BACKOFF[1])
-                continue
-            if changed != 1:
-                _JobLogger(self.logger, {"job_id": outcome.job_id, "kind": outcome.kind}).error(
-                    "record job outcome: job is not running under this claim"
-                )
-            return
 
     # Heartbeat, crash recovery and retention.
 
@@ -692,6 +718,18 @@ class _Finish:
         if self.error is not None:
             return q.fail_job(error=self.error, now=now(), id=self.job_id, attempt=self.attempt)
         return q.succeed_job(result=self.result, now=now(), id=self.job_id, attempt=self.attempt)
+
+
+class _FinishAll:
+    """The write that stores several jobs' outcomes; returns the rows each changed."""
+
+    __slots__ = ("outcomes",)
+
+    def __init__(self, outcomes: list[_Finish]) -> None:
+        self.outcomes = outcomes
+
+    def __call__(self, q: Queries) -> list[int]:
+        return [outcome(q) for outcome in self.outcomes]
 
 
 class _DeleteRunner:

@@ -499,7 +499,7 @@ async def test_an_outcome_write_refused_for_a_while_lands_once_the_database_acce
     job_id = parent.work.enqueue(0.05)
     worker = spawner.start(store_target, "w", workers=1)
     try:
-        await wait_until(lambda: "record job outcome; retrying" in worker.log(), limit=60)
+        await wait_until(lambda: "record job outcomes; retrying" in worker.log(), limit=60)
         await asyncio.sleep(refusal)
         assert parent.work.get(job_id).status is jobtable.Status.RUNNING
     finally:
