@@ -532,7 +532,7 @@ class Runner:
         async def apublish(partial: R) -> None:
             await engine.awrite(publish_op(partial))
 
-        ctx = JobContext[R](
+        ctx: JobContext[R] = JobContext(
             id=job.id,
             kind=job.kind,
             attempt=job.attempt,
@@ -542,10 +542,10 @@ class Runner:
             apublish=apublish,
         )
         if handler.is_async:
-            fn = cast(AsyncHandler[R, P], handler.fn)
+            fn = cast("AsyncHandler[R, P]", handler.fn)
             result = await fn(ctx, payload)
         else:
-            sync_fn = cast(SyncHandler[R, P], handler.fn)
+            sync_fn = cast("SyncHandler[R, P]", handler.fn)
             loop = asyncio.get_running_loop()
             call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
             result = await loop.run_in_executor(self._threads, call)
