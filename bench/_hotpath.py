@@ -1,0 +1,43 @@
+"""The hot path alone, to profile: ``python -m bench._hotpath [jobs] [workers]``.
+
+Enqueues jobs no-op jobs on a fresh SQLite file (untimed), then runs them with
+a runner of workers workers until the table says all finished, and prints the
+rate. Run it under a sampling profiler, e.g.
+``py-spy record -r 250 -f raw -o hot.txt -- python -m bench._hotpath``.
+"""
+
+import asyncio
+import sys
+import time
+
+from bench import _db
+from bench._jobs import make_runner
+from bench._suite import PAYLOADS, _wait_done
+
+
+async def _run(db: _db.Database, jobs: int, workers: int) -> float:
+    kinds = make_runner(db.store, workers=workers, name="bench-hotpath")
+    for _ in range(jobs // _db.BATCH):
+        kinds.noop.enqueue_many(PAYLOADS)
+    started = kinds.expect(jobs)
+    begin = time.perf_counter()
+    await kinds.runner.start()
+    await _wait_done(db, started)
+    elapsed = time.perf_counter() - begin
+    kinds.runner.stop()
+    await kinds.runner.wait()
+    return jobs / elapsed
+
+
+def main() -> None:
+    jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 40_000
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    db = _db.create("sqlite")
+    try:
+        print(f"{asyncio.run(_run(db, jobs, workers)):,.0f} jobs/s")
+    finally:
+        db.close()
+
+
+if __name__ == "__main__":
+    main()

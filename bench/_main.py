@@ -1,0 +1,219 @@
+"""The command line: which engines, how much work, and the tables it prints."""
+
+import argparse
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench import _db
+from bench._stats import Figure, Table, cell, fmt, machine_details, ratio
+from bench._suite import Plan, Results, log, run_engine
+
+
+def _size(count: int) -> str:
+    if count >= 1_000_000 and count % 1_000_000 == 0:
+        return f"{count // 1_000_000}M"
+    if count >= 1000 and count % 1000 == 0:
+        return f"{count // 1000}k"
+    return str(count)
+
+
+def _cost_vs(empty: Figure | None, now: Figure | None) -> str:
+    """How much more a job costs than on the empty table: empty rate / this rate."""
+    if empty is None or now is None or not now.median:
+        return "-"
+    return f"{empty.median / now.median:.2f}x"
+
+
+def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
+    """The one table of an engine's figures."""
+    name = "SQLite" if engine == "sqlite" else "PostgreSQL"
+    table = Table(
+        f"{name} {version} (durable), median of {plan.repeat} run(s) (± half the range)",
+        ["figure", "jobtable", "raw limit", "jobtable / raw", "note"],
+    )
+    g = r.get
+    raw_batch = g("raw.batch")
+    raw_step = g("raw.step")
+    raw_batch_note = "1 claim of 100; the raw limit below" + (
+        ", pipelined" if engine == "postgres" else ""
+    )
+
+    def of_step(key: str) -> str:
+        return f"{ratio(g(key), raw_step)} of raw per step"
+
+    table.add(
+        "raw: job life, 1 transaction per statement", "-", cell(raw_step), "-", "3 commits a job"
+    )
+    table.add("raw: job life, 1 transaction per job", "-", cell(g("raw.life")), "-", "")
+    table.add("raw: job life, 100 jobs per transaction", "-", cell(raw_batch), "-", raw_batch_note)
+    if g("raw.batch4") is not None:
+        table.add(
+            "raw: job life, 100 per transaction, 4 connections", "-", cell(g("raw.batch4")), "-", ""
+        )
+    for workers in (1, 4, 16):
+        key = f"e2e.{workers}"
+        table.add(
+            f"end to end, {workers} worker{'s' if workers > 1 else ''}"
+            f" ({_size(r.counts.get(key, 0))} jobs)",
+            cell(g(key)),
+            cell(raw_batch),
+            ratio(g(key), raw_batch),
+            of_step(key),
+        )
+    for procs in (1, 3):
+        key = f"proc.{procs}"
+        table.add(
+            f"end to end, {procs} process{'es' if procs > 1 else ''} x 4 workers"
+            f" ({_size(r.counts.get(key, 0))} jobs)",
+            cell(g(key)),
+            cell(raw_batch),
+            ratio(g(key), raw_batch),
+            of_step(key),
+        )
+    table.add(
+        "enqueue, 1 job a call",
+        cell(g("enq.single")),
+        cell(g("raw.insert1")),
+        ratio(g("enq.single"), g("raw.insert1")),
+        "raw: 1 insert a transaction",
+    )
+    table.add(
+        "enqueue_many, 100 jobs a call",
+        cell(g("enq.many")),
+        cell(g("raw.insert100")),
+        ratio(g("enq.many"), g("raw.insert100")),
+        "raw: 100 inserts a transaction",
+    )
+    for where, label in (("in", "in-process"), ("cross", "from another process")):
+        for q in ("p50", "p99"):
+            key = f"lat.{where}.{q}"
+            table.add(
+                f"enqueue-to-start {q}, {label}",
+                cell(g(key)),
+                cell(g(f"lat.raw.{q}")),
+                ratio(g(key), g(f"lat.raw.{q}")),
+                "raw: insert commit + claim commit"
+                + (", worker polls every 1 s" if where == "cross" and engine == "sqlite" else ""),
+            )
+    for workers in (1, 4, 16):
+        for q in ("p50", "p99", "max"):
+            key = f"lag.w{workers}.{q}"
+            table.add(
+                f"event-loop lag {q}, {workers} worker{'s' if workers > 1 else ''} under load",
+                cell(g(key)),
+                cell(g(f"lag.idle.{q}")),
+                "-",
+                "raw: the same probe on an idle loop",
+            )
+    mem_jobs = _size(plan.memory_jobs)
+    ran, raw_ran = g("mem.ran"), g("mem.raw.ran")
+    for stage, label in (
+        ("opened", "peak RSS, store open"),
+        ("enqueued", f"peak RSS, {mem_jobs} jobs enqueued"),
+        ("running", f"peak RSS, running with {mem_jobs} queued"),
+    ):
+        table.add(
+            label,
+            cell(g(f"mem.{stage}")),
+            cell(g(f"mem.raw.{stage}")),
+            ratio(g(f"mem.{stage}"), g(f"mem.raw.{stage}")),
+            (
+                f"ran {fmt(ran.median, 'jobs')} in {plan.memory_seconds:.0f} s "
+                f"(raw {fmt(raw_ran.median, 'jobs')})"
+                if stage == "running" and ran and raw_ran
+                else ""
+            ),
+        )
+    rows = [
+        ("enq.single", "raw.insert1", "enqueue, 1 a call"),
+        ("enq.many", "raw.insert100", "enqueue_many, 100 a call"),
+        ("claim.single", "raw.claim1", "claim, 1 a call"),
+        (None, "raw.claim100", "claim, 100 claims a transaction"),
+        ("e2e.4", "raw.batch", "end to end, 4 workers"),
+    ]
+    first = f"rows{plan.finished_sizes[0]}"
+    for size in plan.finished_sizes:
+        at = f"rows{size}"
+        for ours, raw, label in rows:
+            mine = g(f"{at}.{ours}") if ours else None
+            theirs = g(f"{at}.{raw}")
+            note = f"cost vs empty: raw {_cost_vs(g(f'{first}.{raw}'), theirs)}"
+            if ours:
+                note = (
+                    f"cost vs empty: jobtable {_cost_vs(g(f'{first}.{ours}'), mine)}, "
+                    + note[len("cost vs empty: ") :]
+                )
+            table.add(
+                f"{label}, {_size(size)} finished rows",
+                cell(mine),
+                cell(theirs),
+                ratio(mine, theirs),
+                note,
+            )
+    return table
+
+
+def _revision() -> str:
+    """The git commit of the code measured, and whether the work tree differed from it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src", "queries", "postgres"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return (head or "unknown") + (" with uncommitted changes to src/queries" if dirty else "")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="jobtable's benchmark: the runner beside the raw limit of its own SQL.",
+    )
+    parser.add_argument("--quick", action="store_true", help="small counts: under 2 minutes")
+    parser.add_argument("--engine", choices=["sqlite", "postgres", "all"], default="all")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per figure (3; quick: 1)")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    parser.add_argument("--pg-url", default=_db.PG_URL, help="the PostgreSQL server to use")
+    args = parser.parse_args(argv)
+    plan = Plan.make(quick=args.quick, repeat=args.repeat)
+    engines = ["sqlite", "postgres"] if args.engine == "all" else [args.engine]
+    began = time.perf_counter()
+    details = machine_details()
+    details.append(("SQLite", sqlite3.sqlite_version))
+    details.append(("jobtable", _revision()))
+    details.append(("mode", ("quick" if plan.quick else "full") + f", --repeat {plan.repeat}"))
+    out = sys.stdout
+    machine = Table("Machine", ["", ""], [[k, v] for k, v in details])
+    out.write(machine.render(args.markdown) + "\n")
+    out.flush()
+    for engine in engines:
+        log(f"{engine}: starting")
+        try:
+            db = _db.create(engine, args.pg_url)
+        except Exception as err:
+            if engine != "postgres":
+                raise
+            note = f"PostgreSQL skipped: {_db.redacted(args.pg_url)} is unreachable ({err})"
+            log(note)
+            out.write(note + "\n\n")
+            continue
+        try:
+            version = db.version()
+            results = run_engine(db, plan)
+        finally:
+            db.close()
+        table = engine_table(engine, version, plan, results)
+        table.notes += results.notes
+        out.write(table.render(args.markdown) + "\n")
+        out.flush()
+    out.write(f"Took {time.perf_counter() - began:.0f} s.\n")
