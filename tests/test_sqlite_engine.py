@@ -4,6 +4,8 @@ import asyncio
 import contextlib
 import functools
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -508,3 +510,39 @@ def test_using_a_closed_engine_is_a_store_error(engine: SQLiteEngine) -> None:
         asyncio.run(engine.awrite(create("j1")))
     with pytest.raises(StoreError, match="store is closed"):
         asyncio.run(engine.aread(get("j1")))
+
+
+# SQLite's lock bytes in the database file: other processes test the shared range.
+_SHARED_FIRST = 0x40000002
+_SHARED_SIZE = 510
+_PROBE = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, int(sys.argv[3]), int(sys.argv[2]))
+except OSError:
+    print("refused")
+else:
+    print("granted")
+"""
+
+
+def _exclusive_lock_from_another_process(path: Path) -> str:
+    probe = [sys.executable, "-c", _PROBE, str(path), str(_SHARED_FIRST), str(_SHARED_SIZE)]
+    return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_opening_a_second_store_on_a_file_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    # Closing any descriptor of a file drops every POSIX lock the process
+    # holds on it; had open() read the file itself, the first store would
+    # lose the shared lock that keeps other processes from deleting its WAL.
+    path = tmp_path / "jobs.db"
+    first = SQLiteEngine.open(path)
+    try:
+        first.read(lambda q: q.get_job(id="x"))
+        assert _exclusive_lock_from_another_process(path) == "refused"
+        second = SQLiteEngine.open(path)
+        second.close()
+        assert _exclusive_lock_from_another_process(path) == "refused"
+    finally:
+        first.close()

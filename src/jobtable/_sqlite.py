@@ -41,9 +41,6 @@ version to ``_UPGRADES``.
 MAX_BATCH = 512
 """The most operations the writer commits in one transaction."""
 
-_HEADER = b"SQLite format 3\x00"
-_HEADER_SIZE = 100
-
 
 def _upgrade_steps() -> dict[int, Callable[[sqlite3.Connection], None]]:
     # Maps version N to the step that brings a database from N to N + 1, run
@@ -115,24 +112,22 @@ def _connect(path: Path, *, create: bool, busy_timeout: float) -> sqlite3.Connec
 def _check_file(path: Path) -> bool:
     """Refuses a path that cannot hold a database; returns whether the file has content.
 
-    Reads at most the header; never writes.
+    Only asks the file system: it never opens the file. Closing any
+    descriptor of a file drops every POSIX lock this process holds on it,
+    those of SQLite's open connections included, so reading the header here
+    would break the locking of another store on the same file.
     """
     if path.is_dir():
         raise StoreError(f"cannot open {path}: it is a directory")
     if not path.parent.is_dir():
         raise StoreError(f"cannot open {path}: the folder {path.parent} does not exist")
     try:
-        with path.open("rb") as file:
-            header = file.read(_HEADER_SIZE)
+        size = path.stat().st_size
     except FileNotFoundError:
         return False
     except OSError as err:
         raise StoreError(f"cannot open {path}: {err.strerror or err}") from err
-    if not header:
-        return False
-    if len(header) < _HEADER_SIZE or not header.startswith(_HEADER):
-        raise StoreError(f"cannot open {path}: the file is not a SQLite database")
-    return True
+    return size > 0
 
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
@@ -140,7 +135,12 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
 
     Only reads.
     """
-    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    try:
+        version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as err:
+        if "not a database" in str(err):
+            raise StoreError(f"cannot open {path}: the file is not a SQLite database") from err
+        raise
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"cannot open {path}: its schema version {version} is newer than this "
