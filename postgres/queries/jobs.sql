@@ -9,16 +9,20 @@ VALUES (@id, @kind, @payload, @now, @now);
 -- first, and returns them with their new attempt. RETURNING does not keep the
 -- subquery's order: callers sort by seq.
 -- Differs from SQLite, whose single writer serializes claims: here claims run
--- concurrently, so the subquery locks the rows it picks and skips rows another
--- claim has locked; no job is claimed twice and claims do not queue behind
--- each other.
-UPDATE jobs
-SET status = 'running', runner = @runner, attempt = attempt + 1, updated_at = @now
-WHERE seq IN (
+-- concurrently, so the picked rows are locked and rows another claim has
+-- locked are skipped; no job is claimed twice and claims do not queue behind
+-- each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
+-- clause may be run more than once by the planner, and with SKIP LOCKED each
+-- run can pick other rows: one claim could then take more than max_jobs.
+WITH picked AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
 )
-RETURNING seq, id, kind, payload, attempt;
+UPDATE jobs
+SET status = 'running', runner = @runner, attempt = jobs.attempt + 1, updated_at = @now
+FROM picked
+WHERE jobs.seq = picked.seq
+RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.

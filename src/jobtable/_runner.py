@@ -389,7 +389,7 @@ class Runner:
         """Claims jobs for idle workers until stop; the only place jobs are claimed."""
         backoff = _CLAIM_BACKOFF[0]
         while not self._stopping.is_set():
-            if self._idle == 0:
+            if self._idle <= 0:
                 self._idle_changed.clear()
                 await self._idle_changed.wait()
                 continue

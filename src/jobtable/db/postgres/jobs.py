@@ -16,13 +16,15 @@ CREATE_JOB = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
 VALUES (%(id)s, %(kind)s, %(payload)s, %(now)s, %(now)s)
 """
 
-CLAIM_NEXT_JOB = """UPDATE jobs
-SET status = 'running', runner = %(runner)s, attempt = attempt + 1, updated_at = %(now)s
-WHERE seq IN (
+CLAIM_NEXT_JOB = """WITH picked AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 )
-RETURNING seq, id, kind, payload, attempt
+UPDATE jobs
+SET status = 'running', runner = %(runner)s, attempt = jobs.attempt + 1, updated_at = %(now)s
+FROM picked
+WHERE jobs.seq = picked.seq
+RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)s
@@ -148,9 +150,11 @@ class Querier:
         first, and returns them with their new attempt. RETURNING does not keep the
         subquery's order: callers sort by seq.
         Differs from SQLite, whose single writer serializes claims: here claims run
-        concurrently, so the subquery locks the rows it picks and skips rows another
-        claim has locked; no job is claimed twice and claims do not queue behind
-        each other.
+        concurrently, so the picked rows are locked and rows another claim has
+        locked are skipped; no job is claimed twice and claims do not queue behind
+        each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
+        clause may be run more than once by the planner, and with SKIP LOCKED each
+        run can pick other rows: one claim could then take more than max_jobs.
         """
         cur = self._conn.execute(
             CLAIM_NEXT_JOB,
@@ -454,9 +458,11 @@ class AsyncQuerier:
         first, and returns them with their new attempt. RETURNING does not keep the
         subquery's order: callers sort by seq.
         Differs from SQLite, whose single writer serializes claims: here claims run
-        concurrently, so the subquery locks the rows it picks and skips rows another
-        claim has locked; no job is claimed twice and claims do not queue behind
-        each other.
+        concurrently, so the picked rows are locked and rows another claim has
+        locked are skipped; no job is claimed twice and claims do not queue behind
+        each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
+        clause may be run more than once by the planner, and with SKIP LOCKED each
+        run can pick other rows: one claim could then take more than max_jobs.
         """
         cur = await self._conn.execute(
             CLAIM_NEXT_JOB,
