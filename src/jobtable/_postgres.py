@@ -13,6 +13,7 @@ translates psycopg's errors to StoreError in one function.
 """
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import datetime
 import logging
@@ -198,6 +199,12 @@ class PostgresEngine:
     def __init__(self, pool: ConnectionPool[_Connection], *, url: str, where: str) -> None:
         """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``."""
         self._pool = pool
+        # The async forms run on threads of their own, one per pooled
+        # connection: asyncio's default executor has only a few (six on two
+        # cores), which would cap the writes under way below the pool's size.
+        self._threads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=pool.max_size, thread_name_prefix="jobtable-postgres"
+        )
         self._url = url
         self._where = where
         self._lock = threading.Lock()
@@ -257,7 +264,7 @@ class PostgresEngine:
 
     async def awrite(self, op: Callable[[Queries], T]) -> T:
         """Runs ``write(op)`` in a worker thread, not blocking the event loop."""
-        return await asyncio.to_thread(self._run, op, "write")
+        return await self._in_thread(op, "write")
 
     def read(self, op: Callable[[Queries], T]) -> T:
         """Runs op, which only reads, in one transaction; errors as for ``write``."""
@@ -265,7 +272,16 @@ class PostgresEngine:
 
     async def aread(self, op: Callable[[Queries], T]) -> T:
         """Runs ``read(op)`` in a worker thread, not blocking the event loop."""
-        return await asyncio.to_thread(self._run, op, "read")
+        return await self._in_thread(op, "read")
+
+    async def _in_thread(self, op: Callable[[Queries], T], doing: str) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._threads, self._run, op, doing)
+        except RuntimeError as err:  # the executor was shut down by close
+            if self._closed:
+                raise StoreError(f"postgres store {self._where}: the store is closed") from err
+            raise
 
     def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
         """Calls wake, from a daemon thread, each time a transaction that enqueued commits.
@@ -307,6 +323,7 @@ class PostgresEngine:
             self._listeners.clear()
         for listener in listeners:
             listener.stop()
+        self._threads.shutdown(wait=True)
         self._pool.close()
 
     def _run(self, op: Callable[[Queries], T], doing: str) -> T:
