@@ -5,6 +5,7 @@ never later inside a worker.
 """
 
 import asyncio
+import datetime
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -72,10 +73,12 @@ def test_runner_with_workers_that_is_not_an_int_is_an_error(
         ("lease", -5.0),
         ("grace_period", -0.1),
         ("max_payload_bytes", 0),
+        ("retention", datetime.timedelta(0)),
+        ("retention", datetime.timedelta(days=-1)),
     ],
 )
 def test_runner_with_a_bad_number_is_an_error_naming_it(
-    store: jobtable.Store, argument: str, value: float
+    store: jobtable.Store, argument: str, value: object
 ) -> None:
     arguments: dict[str, Any] = {argument: value}
     with pytest.raises(ValueError, match=argument):
