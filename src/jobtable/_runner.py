@@ -137,7 +137,9 @@ class Runner:
         self.store = store
         """The store the runner's jobs live in."""
         self.workers = workers
+        """How many jobs the runner runs at once."""
         self.logger = logger if logger is not None else logging.getLogger("jobtable")
+        """Where the runner logs; records about a job carry its job_id and kind as fields."""
         self.name = name or socket.gethostname()
         """Identifies this runner among the runners that share the database.
 
@@ -145,10 +147,15 @@ class Runner:
         name left running, so each worker process needs its own name.
         """
         self.poll_interval = poll_interval
+        """Seconds an idle runner waits before it looks for jobs enqueued elsewhere."""
         self.lease = lease
+        """Seconds without a heartbeat after which a runner counts as dead."""
         self.grace_period = grace_period
+        """Seconds running handlers get to finish after stop, before they are cancelled."""
         self.retention = retention
+        """How long finished jobs are kept; None keeps them forever."""
         self.max_payload_bytes = max_payload_bytes
+        """The largest encoded payload enqueue accepts."""
         self._handlers: dict[str, _Handler[Any, Any]] = {}
         self._lock = threading.Lock()
         self._started = False
