@@ -128,9 +128,9 @@ class Runner:
             raise ValueError(
                 f"jobtable: max_payload_bytes must be positive, got {max_payload_bytes!r}"
             )
-        if retention is not None and retention <= datetime.timedelta(0):
+        if retention is not None and retention < datetime.timedelta(0):
             raise ValueError(
-                f"jobtable: retention must be positive or None (keep forever), got {retention!r}"
+                f"jobtable: retention must be 0 or more, or None (keep forever), got {retention!r}"
             )
         if name is not None and not name:
             raise ValueError("jobtable: a runner name must not be empty")
