@@ -14,7 +14,7 @@ import re
 from ._request import Column, Query, Request, RequestError, Table
 from ._types import HELPERS, PyType, python_type
 
-_COMMANDS = (":one", ":many", ":exec", ":execrows", ":execlastid")
+_COMMANDS = (":one", ":many", ":exec", ":execrows", ":execlastid", ":batchexec")
 _DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",)}
 # Two short aliases rather than one long one: each fits on a line at any line
 # length from ruff's default of 88 up, so ruff format leaves them as they are.
@@ -348,20 +348,25 @@ def _item(indent: str, prefix: str, template: str, value: str) -> list[str]:
     return [f"{indent}{prefix}{call}", f"{indent}    {value},", f"{indent}),"]
 
 
-def _call_args(driver: str, params: list[tuple[int, _Field]], indent: str) -> list[str]:
+def _call_args(
+    driver: str, params: list[tuple[int, _Field]], indent: str, owner: str = ""
+) -> list[str]:
+    """Returns the lines of the parameters argument; owner prefixes each value (``row.``)."""
     if not params:
         return []
     if driver == "sqlite3":
         if len(params) == 1 and params[0][1].type.encode == "{}":
-            return [f"{indent}({params[0][1].name},),"]
+            return [f"{indent}({owner}{params[0][1].name},),"]
         inner = [
-            line for _, f in params for line in _item(indent + "    ", "", f.type.encode, f.name)
+            line
+            for _, f in params
+            for line in _item(indent + "    ", "", f.type.encode, owner + f.name)
         ]
         return [f"{indent}(", *inner, f"{indent}),"]
     inner = [
         line
         for _, f in params
-        for line in _item(indent + "    ", f'"{f.name}": ', f.type.encode, f.name)
+        for line in _item(indent + "    ", f'"{f.name}": ', f.type.encode, owner + f.name)
     ]
     return [f"{indent}{{", *inner, f"{indent}}},"]
 
@@ -378,6 +383,11 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
         )
     if query.cmd in (":one", ":many") and not query.columns:
         raise RequestError(f"{where}: {query.cmd} needs a query that returns columns")
+    if query.cmd == ":batchexec" and (query.columns or not query.params):
+        raise RequestError(
+            f"{where}: :batchexec runs one statement per row of parameters: "
+            "it needs parameters and returns nothing"
+        )
     constant_name = _snake(query.name).upper()
     params = _params(request, query, where)
     text = query.text.strip()
@@ -410,7 +420,16 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
             row_class = _class_lines(
                 row_type, f"A row that {query.name} returns.", row_fields, options.models
             )
+    params_type = f"{_pascal(query.name)}Params"
+    if query.cmd == ":batchexec":
+        row_class = _class_lines(
+            params_type,
+            f"The parameters of one statement of {query.name}.",
+            [f for _, f in params],
+            options.models,
+        )
     returns = {
+        ":batchexec": "None",
         ":one": f"{row_type} | None",
         ":many": f"list[{row_type}]",
         ":exec": "None",
@@ -418,7 +437,9 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
         ":execlastid": "int",
     }[query.cmd]
     signature = ["self,"]
-    if params:
+    if query.cmd == ":batchexec":
+        signature.append(f"rows: Iterable[{params_type}],")
+    elif params:
         signature += ["*,", *[f"{f.name}: {f.type.annotation}," for _, f in params]]
     doc = _docstring(list(query.comments), "        ")
 
@@ -445,7 +466,30 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
                 for line in _item(indent + "    ", f"{f.name}=", f.type.decode, f"row[{i}]")
             ]
         construct.append(")")
-        if query.cmd == ":exec":
+        if query.cmd == ":batchexec":
+            # One call sends every row: sqlite3 loops in C, and psycopg
+            # pipelines the statements into one round trip.
+            pad = "        " if options.driver == "sqlite3" else "            "
+            each = _call_args(options.driver, params, pad + "        ", owner="row.")
+            call = [
+                f"{pad}    {constant_name},",
+                f"{pad}    [",
+                *each[:-1],
+                each[-1].removesuffix(","),
+                f"{pad}        for row in rows",
+                f"{pad}    ],",
+                f"{pad})",
+            ]
+            if options.driver == "sqlite3":
+                lines += [f"{pad}self._conn.executemany(", *call]
+            else:
+                cursor = "async with" if is_async else "with"
+                lines += [
+                    f"        {cursor} self._conn.cursor() as cur:",
+                    f"{pad}{aw}cur.executemany(",
+                    *call,
+                ]
+        elif query.cmd == ":exec":
             lines += ["        " + execute[0], *execute[1:]]
         elif query.cmd == ":execrows":
             lines += ["        cur = " + execute[0], *execute[1:], "        return cur.rowcount"]
@@ -499,6 +543,8 @@ def query_module(request: Request, options: Options, filename: str, queries: lis
         model_stdlib, model_third = _model_imports(options.models)
         stdlib |= model_stdlib
         third_party += model_third
+    if any(q.cmd == ":batchexec" for q in queries):
+        stdlib.add("from collections.abc import Iterable")
     if options.driver == "sqlite3":
         stdlib.add("sqlite3")
     else:

@@ -98,14 +98,27 @@ def test_copyfrom_command_is_refused_naming_the_query(tmp_path: pathlib.Path) ->
     assert ":copyfrom" in message
 
 
-def test_batchexec_command_is_refused_naming_the_query(tmp_path: pathlib.Path) -> None:
+def test_batchmany_command_is_refused_naming_the_query(tmp_path: pathlib.Path) -> None:
     message = _refused(
         tmp_path,
         "postgresql",
         POSTGRES_TABLE,
-        "-- name: DeleteMany :batchexec\nDELETE FROM t WHERE id = $1;\n",
+        "-- name: GetMany :batchmany\nSELECT id FROM t WHERE id = $1;\n",
     )
-    assert "query DeleteMany" in message
+    assert "query GetMany" in message
+    assert ":batchmany" in message
+
+
+def test_batchexec_that_returns_rows_is_refused_naming_the_query(
+    tmp_path: pathlib.Path,
+) -> None:
+    message = _refused(
+        tmp_path,
+        "postgresql",
+        POSTGRES_TABLE,
+        "-- name: DeleteSome :batchexec\nDELETE FROM t WHERE id = $1 RETURNING id;\n",
+    )
+    assert "query DeleteSome" in message
     assert ":batchexec" in message
 
 

@@ -348,3 +348,42 @@ def test_pydantic_row_class_and_execrows(events_querier: events.Querier) -> None
     ]
     assert events_querier.clear_overrides() == 1
     assert events_querier.clear_overrides() == 0
+
+
+def test_batchexec_converts_every_row_like_a_single_statement(
+    querier: accounts.Querier,
+) -> None:
+    first = _create(querier, _every_type("first"))
+    second = _create(querier, _only_required("second"))
+    querier.set_bios_and_settings(
+        [
+            accounts.SetBiosAndSettingsParams(bio=None, settings={"a": [1, None]}, id=first.id),
+            accounts.SetBiosAndSettingsParams(bio="set", settings=None, id=second.id),
+        ]
+    )
+    got_first = querier.get_account(id=first.id)
+    got_second = querier.get_account(id=second.id)
+    assert got_first is not None
+    assert got_second is not None
+    assert (got_first.bio, got_first.settings) == (None, {"a": [1, None]})
+    assert (got_second.bio, got_second.settings) == ("set", None)
+
+
+def test_async_batchexec_runs_every_row(server_url: str, accounts_schema: str) -> None:
+    async def run() -> list[str | None]:
+        async with await psycopg.AsyncConnection.connect(
+            server_url, autocommit=True, options=f"-csearch_path={accounts_schema}"
+        ) as conn:
+            querier = accounts.AsyncQuerier(conn)
+            created = [await _acreate(querier, _only_required(f"a{i}")) for i in range(3)]
+            await querier.set_bios_and_settings(
+                accounts.SetBiosAndSettingsParams(bio=f"bio {c.id}", settings=None, id=c.id)
+                for c in created
+            )
+            return [
+                row.bio for c in created if (row := await querier.get_account(id=c.id)) is not None
+            ]
+
+    bios = asyncio.run(run())
+    assert len(bios) == 3
+    assert all(bio is not None and bio.startswith("bio ") for bio in bios)

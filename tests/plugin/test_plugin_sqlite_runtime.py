@@ -215,3 +215,15 @@ def test_positional_parameters_bind_in_order(
         models.Tag(sample_id=row_id, name="b"),
     ]
     assert tag_querier.delete_tags(sample_id=row_id) == 2
+
+
+def test_batchexec_runs_the_statement_once_per_row_in_order(
+    querier: samples.Querier, conn: sqlite3.Connection
+) -> None:
+    tag_querier = tags.Querier(conn)
+    row_id = _insert(querier)
+    tag_querier.add_tags(
+        tags.AddTagsParams(sample_id=row_id, name=name) for name in ("c", "a", "b")
+    )
+    assert [tag.name for tag in tag_querier.list_tags(sample_id=row_id)] == ["a", "b", "c"]
+    assert [r[0] for r in conn.execute("SELECT name FROM tags ORDER BY rowid")] == ["c", "a", "b"]

@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import decimal
 import uuid
+from collections.abc import Iterable
 
 import psycopg
 import psycopg.types.json
@@ -49,6 +50,9 @@ SET_BIO = """UPDATE accounts SET bio = %(bio)s WHERE id = %(id)s
 DELETE_ACCOUNT = """DELETE FROM accounts WHERE id = %(id)s
 """
 
+SET_BIOS_AND_SETTINGS = """UPDATE accounts SET bio = %(bio)s, settings = %(settings)s WHERE id = %(id)s
+"""
+
 
 def _jsonb_or_none(value: JSONValue | None) -> psycopg.types.json.Jsonb | None:
     return None if value is None else psycopg.types.json.Jsonb(value)
@@ -77,6 +81,15 @@ class CountActiveRow:
     """A row that CountActive returns."""
 
     total: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SetBiosAndSettingsParams:
+    """The parameters of one statement of SetBiosAndSettings."""
+
+    bio: str | None
+    settings: JSONValue | None
+    id: int
 
 
 class Querier:
@@ -287,6 +300,26 @@ class Querier:
             },
         )
 
+    def set_bios_and_settings(
+        self,
+        rows: Iterable[SetBiosAndSettingsParams],
+    ) -> None:
+        """SetBiosAndSettings updates many accounts in one call; NULLs and JSON go
+        through the same conversions as in a single statement.
+        """
+        with self._conn.cursor() as cur:
+            cur.executemany(
+                SET_BIOS_AND_SETTINGS,
+                [
+                    {
+                        "bio": row.bio,
+                        "settings": _jsonb_or_none(row.settings),
+                        "id": row.id,
+                    }
+                    for row in rows
+                ],
+            )
+
 
 class AsyncQuerier:
     """Runs the queries of accounts.sql on one connection."""
@@ -495,3 +528,23 @@ class AsyncQuerier:
                 "id": id,
             },
         )
+
+    async def set_bios_and_settings(
+        self,
+        rows: Iterable[SetBiosAndSettingsParams],
+    ) -> None:
+        """SetBiosAndSettings updates many accounts in one call; NULLs and JSON go
+        through the same conversions as in a single statement.
+        """
+        async with self._conn.cursor() as cur:
+            await cur.executemany(
+                SET_BIOS_AND_SETTINGS,
+                [
+                    {
+                        "bio": row.bio,
+                        "settings": _jsonb_or_none(row.settings),
+                        "id": row.id,
+                    }
+                    for row in rows
+                ],
+            )

@@ -4,7 +4,9 @@
 # source: tags.sql
 """Queries of tags.sql."""
 
+import dataclasses
 import sqlite3
+from collections.abc import Iterable
 
 from . import models
 
@@ -16,6 +18,17 @@ LIST_TAGS = """SELECT sample_id, name FROM tags WHERE sample_id = ?1 ORDER BY na
 
 DELETE_TAGS = """DELETE FROM tags WHERE sample_id = ?1
 """
+
+ADD_TAGS = """INSERT INTO tags (sample_id, name) VALUES (?1, ?2)
+"""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddTagsParams:
+    """The parameters of one statement of AddTags."""
+
+    sample_id: int
+    name: str
 
 
 class Querier:
@@ -65,3 +78,19 @@ class Querier:
             (sample_id,),
         )
         return cur.rowcount
+
+    def add_tags(
+        self,
+        rows: Iterable[AddTagsParams],
+    ) -> None:
+        """AddTags stores many tags in one call."""
+        self._conn.executemany(
+            ADD_TAGS,
+            [
+                (
+                    row.sample_id,
+                    row.name,
+                )
+                for row in rows
+            ],
+        )

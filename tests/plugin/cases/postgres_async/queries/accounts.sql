@@ -34,3 +34,8 @@ UPDATE accounts SET bio = sqlc.narg(bio) WHERE id = sqlc.arg(id);
 
 -- name: DeleteAccount :exec
 DELETE FROM accounts WHERE id = @id;
+
+-- name: SetBiosAndSettings :batchexec
+-- SetBiosAndSettings updates many accounts in one call; NULLs and JSON go
+-- through the same conversions as in a single statement.
+UPDATE accounts SET bio = sqlc.narg(bio), settings = sqlc.narg(settings) WHERE id = @id;
