@@ -4,6 +4,11 @@
 INSERT INTO jobs (id, kind, payload, created_at, updated_at)
 VALUES (@id, @kind, @payload, @now, @now);
 
+-- name: CreateJobs :batchexec
+-- CreateJobs stores queued jobs, one statement per row, all sent at once.
+INSERT INTO jobs (id, kind, payload, created_at, updated_at)
+VALUES (@id, @kind, @payload, @now, @now);
+
 -- name: ClaimNextJob :many
 -- ClaimNextJob marks up to max_jobs queued jobs running for runner, oldest
 -- first, and returns them with their new attempt. RETURNING does not keep the

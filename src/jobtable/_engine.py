@@ -72,6 +72,10 @@ class Queries(Protocol):
 
     def create_job(self, *, id: str, kind: str, payload: str, now: str) -> None: ...
 
+    def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
+        """Stores queued jobs of kind, given as (id, payload) pairs, with CreateJobs."""
+        ...
+
     def claim_next_job(
         self, *, runner: str | None, now: str, max_jobs: int
     ) -> Sequence[ClaimedRow]: ...

@@ -202,6 +202,8 @@ class _CreateJobs:
         self.rows = rows
 
     def __call__(self, q: Queries) -> None:
-        stamp = now()
-        for job_id, payload in self.rows:
-            q.create_job(id=job_id, kind=self.kind, payload=payload, now=stamp)
+        if len(self.rows) == 1:
+            [(job_id, payload)] = self.rows
+            q.create_job(id=job_id, kind=self.kind, payload=payload, now=now())
+        else:
+            q.insert_jobs(kind=self.kind, jobs=self.rows, now=now())

@@ -29,6 +29,7 @@ from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow
 from jobtable._errors import StoreError
 from jobtable._store import redact_url, timestamp
 from jobtable.db.postgres import jobs, schema_version
+from jobtable.db.postgres.jobs import CreateJobsParams
 from jobtable.db.postgres.schema import SCHEMA
 
 T = TypeVar("T")
@@ -97,6 +98,13 @@ class _Queries:
 
     def create_job(self, *, id: str, kind: str, payload: str, now: str) -> None:
         self._q.create_job(id=id, kind=kind, payload=payload, now=_time(now))
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
+        moment = _time(now)
+        self._q.create_jobs(
+            CreateJobsParams(id=job_id, kind=kind, payload=payload, now=moment)
+            for job_id, payload in jobs
+        )
 
     def claim_next_job(
         self, *, runner: str | None, now: str, max_jobs: int

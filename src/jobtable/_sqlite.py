@@ -18,7 +18,7 @@ import queue
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
-from jobtable.db.sqlite.jobs import Querier
+from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite.schema import SCHEMA
 
 T = TypeVar("T")
@@ -180,6 +180,16 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise
 
 
+class _Queries(Querier):
+    """The generated Querier with the seam's one call that takes rows in another shape."""
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
+        self.create_jobs(
+            CreateJobsParams(id=job_id, kind=kind, payload=payload, now=now)
+            for job_id, payload in jobs
+        )
+
+
 @dataclass(slots=True)
 class _Call:
     op: Callable[[Queries], Any]
@@ -217,7 +227,7 @@ class SQLiteEngine:
         self._busy_timeout = busy_timeout
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
-        self._queries: Queries = Querier(writer)
+        self._queries: Queries = _Queries(writer)
         self._lock = threading.Lock()
         self._closed = False
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
@@ -324,7 +334,7 @@ class SQLiteEngine:
                 with _driver_errors(self._path):
                     conn.execute("BEGIN")
                     try:
-                        return op(Querier(conn))
+                        return op(_Queries(conn))
                     finally:
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")

@@ -6,6 +6,7 @@
 
 import dataclasses
 import datetime
+from collections.abc import Iterable
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -13,6 +14,10 @@ from psycopg.rows import TupleRow
 from . import models
 
 CREATE_JOB = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
+VALUES (%(id)s, %(kind)s, %(payload)s, %(now)s, %(now)s)
+"""
+
+CREATE_JOBS = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
 VALUES (%(id)s, %(kind)s, %(payload)s, %(now)s, %(now)s)
 """
 
@@ -83,6 +88,16 @@ DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < %(cutoff)s
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CreateJobsParams:
+    """The parameters of one statement of CreateJobs."""
+
+    id: str
+    kind: str
+    payload: str
+    now: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class ClaimNextJobRow:
     """A row that ClaimNextJob returns."""
 
@@ -138,6 +153,25 @@ class Querier:
                 "now": now,
             },
         )
+
+    def create_jobs(
+        self,
+        rows: Iterable[CreateJobsParams],
+    ) -> None:
+        """CreateJobs stores queued jobs, one statement per row, all sent at once."""
+        with self._conn.cursor() as cur:
+            cur.executemany(
+                CREATE_JOBS,
+                [
+                    {
+                        "id": row.id,
+                        "kind": row.kind,
+                        "payload": row.payload,
+                        "now": row.now,
+                    }
+                    for row in rows
+                ],
+            )
 
     def claim_next_job(
         self,
@@ -446,6 +480,25 @@ class AsyncQuerier:
                 "now": now,
             },
         )
+
+    async def create_jobs(
+        self,
+        rows: Iterable[CreateJobsParams],
+    ) -> None:
+        """CreateJobs stores queued jobs, one statement per row, all sent at once."""
+        async with self._conn.cursor() as cur:
+            await cur.executemany(
+                CREATE_JOBS,
+                [
+                    {
+                        "id": row.id,
+                        "kind": row.kind,
+                        "payload": row.payload,
+                        "now": row.now,
+                    }
+                    for row in rows
+                ],
+            )
 
     async def claim_next_job(
         self,

@@ -6,10 +6,15 @@
 
 import dataclasses
 import sqlite3
+from collections.abc import Iterable
 
 from . import models
 
 CREATE_JOB = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?4)
+"""
+
+CREATE_JOBS = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?4)
 """
 
@@ -77,6 +82,16 @@ DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CreateJobsParams:
+    """The parameters of one statement of CreateJobs."""
+
+    id: str
+    kind: str
+    payload: str
+    now: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class ClaimNextJobRow:
     """A row that ClaimNextJob returns."""
 
@@ -129,6 +144,24 @@ class Querier:
                 payload,
                 now,
             ),
+        )
+
+    def create_jobs(
+        self,
+        rows: Iterable[CreateJobsParams],
+    ) -> None:
+        """CreateJobs stores queued jobs, one statement per row, all sent at once."""
+        self._conn.executemany(
+            CREATE_JOBS,
+            [
+                (
+                    row.id,
+                    row.kind,
+                    row.payload,
+                    row.now,
+                )
+                for row in rows
+            ],
         )
 
     def claim_next_job(
