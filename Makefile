@@ -41,8 +41,12 @@ format: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src tests plugin/sqlc_gen_jobtable examples bench
 
+# pytest exits 5 when it collected no test: that proves nothing, so it fails
+# loudly instead of passing as an empty green.
 test: $(STAMP)
-	$(BIN)/pytest
+	@$(BIN)/pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest ran no test" >&2; exit 1; fi; \
+	exit $$status
 
 check: lint typecheck generate-check test
 
