@@ -492,16 +492,14 @@ class Runner:
         """
         handler = self._handlers.get(job.kind)
         if handler is None:
-            _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind}).error(
-                "no handler for job kind"
-            )
+            self._job_logger(job.id, job.kind).error("no handler for job kind")
             return _Finish(job, error=f"no handler for job kind {job.kind}")
         try:
             result = await self._call(handler, job)
         except asyncio.CancelledError as err:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
-                _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind}).warning(
+                self._job_logger(job.id, job.kind).warning(
                     "job cancelled by shutdown; it fails at the next start"
                 )
                 raise
@@ -519,7 +517,7 @@ class Runner:
         start. Otherwise a Failure's message, or MESSAGE_INTERNAL with err
         logged, never stored.
         """
-        logger = _JobLogger(self.logger, {"job_id": job.id, "kind": job.kind})
+        logger = self._job_logger(job.id, job.kind)
         if self._stopping.is_set():
             logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
             return None
@@ -562,6 +560,10 @@ class Runner:
             result = await loop.run_in_executor(self._threads, call)
         return codec.encode_result(result)
 
+    def _job_logger(self, job_id: str, kind: str) -> _JobLogger:
+        """The runner's logger with the job's id and kind as structured fields."""
+        return _JobLogger(self.logger, {"job_id": job_id, "kind": kind})
+
     def _complete_later(self, outcome: "_Finish") -> None:
         """Queues a job's outcome for the completer; the worker moves on at once.
 
@@ -597,7 +599,7 @@ class Runner:
             return
         for outcome, count in zip(outcomes, changed, strict=True):
             if count != 1:
-                _JobLogger(self.logger, {"job_id": outcome.job_id, "kind": outcome.kind}).error(
+                self._job_logger(outcome.job_id, outcome.kind).error(
                     "record job outcome: job is not running under this claim"
                 )
 
@@ -615,6 +617,8 @@ class Runner:
                     counts: list[int] = []
                     for outcome in op.outcomes:
                         alone = await self._store_outcomes(_FinishAll([outcome]))
+                        # One given up was logged already; 1 keeps it from
+                        # being logged again as fenced off.
                         counts += [1] if alone is None else alone
                     return counts
                 tries += 1
