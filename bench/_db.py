@@ -316,6 +316,35 @@ def _pg_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
+# The runner claims and finishes with one query on PostgreSQL, FinishAndClaimJobs;
+# the raw loops run it too, claiming with no outcomes and finishing with no claim.
+# Its rows are (finished, seq, id, kind, payload, attempt).
+
+
+def _pg_claim(max_jobs: int) -> dict[str, Any]:
+    return {
+        "ids": [],
+        "attempts": [],
+        "results": [],
+        "errors": [],
+        "runner": RUNNER,
+        "now": _pg_now(),
+        "max_jobs": max_jobs,
+    }
+
+
+def _pg_finish(rows: list[Any]) -> dict[str, Any]:
+    return {
+        "ids": [row[2] for row in rows],
+        "attempts": [row[5] for row in rows],
+        "results": [RESULT] * len(rows),
+        "errors": [None] * len(rows),
+        "runner": RUNNER,
+        "now": _pg_now(),
+        "max_jobs": 0,
+    }
+
+
 class PostgresDatabase(Database):
     engine = "postgres"
 
@@ -418,17 +447,11 @@ class PostgresDatabase(Database):
         execute = self._conn.execute
         execute("BEGIN")
         claimed = [
-            execute(
-                pg_sql.CLAIM_NEXT_JOB, {"runner": RUNNER, "now": _pg_now(), "max_jobs": 1}
-            ).fetchone()
-            for _ in range(batch)
+            execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_claim(1)).fetchone() for _ in range(batch)
         ]
         for row in claimed:
             if row is not None:
-                execute(
-                    pg_sql.SUCCEED_JOB,
-                    {"result": RESULT, "now": _pg_now(), "id": row[1], "attempt": row[4]},
-                )
+                execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_finish([row]))
         execute("COMMIT")
 
     def reconnect(self) -> None:
@@ -454,12 +477,12 @@ class PostgresDatabase(Database):
 
     def _life(self, conn: Any, count: int, mode: str) -> None:
         execute = conn.execute
-        insert, claim, succeed = pg_sql.CREATE_JOB, pg_sql.CLAIM_NEXT_JOB, pg_sql.SUCCEED_JOB
+        insert, claim = pg_sql.CREATE_JOB, pg_sql.FINISH_AND_CLAIM_JOBS
 
         def one_life() -> None:
             execute(insert, {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()})
-            row = execute(claim, {"runner": RUNNER, "now": _pg_now(), "max_jobs": 1}).fetchone()
-            execute(succeed, {"result": RESULT, "now": _pg_now(), "id": row[1], "attempt": row[4]})
+            row = execute(claim, _pg_claim(1)).fetchone()
+            execute(claim, _pg_finish([row]))
 
         if mode == "step":
             for _ in range(count):
@@ -471,8 +494,8 @@ class PostgresDatabase(Database):
                 execute("COMMIT")
         else:
             # Pipelined: the statements of a transaction go out without waiting
-            # for each reply, with one wait for the claims' rows before the
-            # successes that need them. The fastest this SQL can go.
+            # for each reply, with one wait for the claim's rows before the
+            # statement that finishes them. The fastest this SQL can go.
             for done in range(0, count, BATCH):
                 size = min(BATCH, count - done)
                 with conn.pipeline() as pipeline:
@@ -482,13 +505,9 @@ class PostgresDatabase(Database):
                             insert,
                             {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
                         )
-                    cursor = execute(claim, {"runner": RUNNER, "now": _pg_now(), "max_jobs": size})
+                    cursor = execute(claim, _pg_claim(size))
                     pipeline.sync()
-                    for row in cursor.fetchall():
-                        execute(
-                            succeed,
-                            {"result": RESULT, "now": _pg_now(), "id": row[1], "attempt": row[4]},
-                        )
+                    execute(claim, _pg_finish(cursor.fetchall()))
                     execute("COMMIT")
 
     def raw_life(self, count: int, mode: str) -> float:
@@ -546,19 +565,16 @@ class PostgresDatabase(Database):
         self._inserts(count, 1000)
         conn = self._conn
         execute = conn.execute
-        claim = pg_sql.CLAIM_NEXT_JOB
+        claim = pg_sql.FINISH_AND_CLAIM_JOBS
         start = time.perf_counter()
         for done in range(0, count, batch):
             size = min(batch, count - done)
             if batch == 1:
-                execute(claim, {"runner": RUNNER, "now": _pg_now(), "max_jobs": 1}).fetchone()
+                execute(claim, _pg_claim(1)).fetchone()
                 continue
             with conn.pipeline():
                 execute("BEGIN")
-                cursors = [
-                    execute(claim, {"runner": RUNNER, "now": _pg_now(), "max_jobs": 1})
-                    for _ in range(size)
-                ]
+                cursors = [execute(claim, _pg_claim(1)) for _ in range(size)]
                 execute("COMMIT")
             for cursor in cursors:
                 cursor.fetchone()
@@ -573,9 +589,7 @@ class PostgresDatabase(Database):
                 pg_sql.CREATE_JOB,
                 {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
             )
-            execute(
-                pg_sql.CLAIM_NEXT_JOB, {"runner": RUNNER, "now": _pg_now(), "max_jobs": 1}
-            ).fetchone()
+            execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_claim(1)).fetchone()
             samples.append(time.perf_counter() - start)
         return samples
 

@@ -5,6 +5,7 @@ generous limit, which only a broken engine reaches.
 """
 
 import asyncio
+import pathlib
 import secrets
 import threading
 import time
@@ -430,6 +431,43 @@ def test_a_connection_lost_in_the_pool_is_replaced_before_the_next_write(
         wait_until(lambda: backends(pg_url, name) == 0)
         enqueue(engine, "b")
         assert claim(engine, 3) == ["a", "b"]
+    finally:
+        engine.close()
+
+
+def test_a_one_statement_write_sends_its_statement_alone(
+    pg_url: str, tmp_path: pathlib.Path
+) -> None:
+    # libpq's trace of the one pooled connection shows every message sent:
+    # a healthy connection leaving the pool is not probed with an empty
+    # query, and an op of one statement gets no BEGIN and COMMIT.
+    engine = PostgresEngine.open(pg_url, max_connections=1)
+    trace = tmp_path / "trace"
+
+    class Claim:
+        one_statement = True
+
+        def __call__(self, q: Queries) -> object:
+            return q.claim_next_job(runner="r", now=now(), max_jobs=1)
+
+    try:
+        enqueue(engine, "a")
+        with trace.open("w") as out:
+            with engine._pool.connection() as conn:
+                conn.pgconn.trace(out.fileno())
+                conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+            try:
+                assert engine.write(Claim())
+                enqueue(engine, "b")
+            finally:
+                with engine._pool.connection() as conn:
+                    conn.pgconn.untrace()
+        sent = [line.split("\t") for line in trace.read_text().splitlines()]
+        # An empty probe would show as the query "": only enqueue's
+        # transaction sends queries of its own.
+        queries = [fields[-1].strip() for fields in sent if fields[0] == "F" and "Query" in fields]
+        assert queries == ['"BEGIN"', '"COMMIT"']
+        assert sum(1 for fields in sent if fields[0] == "F" and "Execute" in fields) == 2
     finally:
         engine.close()
 

@@ -9,25 +9,60 @@ VALUES (@id, @kind, @payload, @now, @now);
 INSERT INTO jobs (id, kind, payload, created_at, updated_at)
 VALUES (@id, @kind, @payload, @now, @now);
 
--- name: ClaimNextJob :many
--- ClaimNextJob marks up to max_jobs queued jobs running for runner, oldest
--- first, and returns them with their new attempt. RETURNING does not keep the
--- subquery's order: callers sort by seq.
--- Differs from SQLite, whose single writer serializes claims: here claims run
--- concurrently, so the picked rows are locked and rows another claim has
--- locked are skipped; no job is claimed twice and claims do not queue behind
--- each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
--- clause may be run more than once by the planner, and with SKIP LOCKED each
--- run can pick other rows: one claim could then take more than max_jobs.
-WITH picked AS MATERIALIZED (
+-- name: FinishAndClaimJobs :many
+-- FinishAndClaimJobs stores the outcomes of finished jobs and claims up to
+-- max_jobs queued jobs for runner, in one statement: on a server each
+-- statement costs a round trip and each transaction a flush to disk, and a
+-- runner's workers free their slots as they finish, so both go together.
+--
+-- Job i of the arrays (ids[i], claimed as attempts[i]) succeeds with
+-- results[i] when errors[i] is null, and otherwise fails with errors[i] and
+-- keeps the result it published; either only while it is running under that
+-- claim, as in SucceedJob and FailJob. Such a job comes back as a row with
+-- finished true and only its id; a job missing from those rows is no longer
+-- running under its claim.
+--
+-- The claim marks queued jobs running, oldest first, and returns them with
+-- finished false and their new attempt. RETURNING does not keep the pick's
+-- order: callers sort by seq. Differs from SQLite, whose single writer
+-- serializes claims: here claims run concurrently, so the picked rows are
+-- locked and rows another claim has locked are skipped; no job is claimed
+-- twice and claims do not queue behind each other. The pick is a
+-- MATERIALIZED CTE because a subquery in the WHERE clause may be run more than
+-- once by the planner, and with SKIP LOCKED each run can pick other rows: one
+-- claim could then take more than max_jobs. The finished jobs are running and
+-- the picked ones queued, so the two updates never touch the same row.
+WITH finished AS (
+    UPDATE jobs
+    SET status = CASE WHEN outcome.error IS NULL THEN 'succeeded' ELSE 'failed' END,
+        result = CASE WHEN outcome.error IS NULL THEN outcome.result ELSE jobs.result END,
+        error = outcome.error,
+        updated_at = @now
+    FROM (
+        -- Set-returning functions in one select list run in step: row i
+        -- holds element i of every array.
+        SELECT unnest(@ids::text[]) AS id,
+            unnest(@attempts::integer[]) AS attempt,
+            unnest(sqlc.narg(results)::text[]) AS result,
+            unnest(sqlc.narg(errors)::text[]) AS error
+    ) AS outcome
+    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    RETURNING jobs.id
+),
+picked AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE jobs
+    SET status = 'running', runner = @runner, attempt = jobs.attempt + 1, updated_at = @now
+    FROM picked
+    WHERE jobs.seq = picked.seq
+    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt
 )
-UPDATE jobs
-SET status = 'running', runner = @runner, attempt = jobs.attempt + 1, updated_at = @now
-FROM picked
-WHERE jobs.seq = picked.seq
-RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt;
+SELECT false AS finished, seq, id, kind, payload, attempt FROM claimed
+UNION ALL
+SELECT true, 0::bigint, id, '', '', 0 FROM finished;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.

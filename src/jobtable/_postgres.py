@@ -17,6 +17,7 @@ import concurrent.futures
 import dataclasses
 import datetime
 import logging
+import select
 import threading
 from collections.abc import Callable, Sequence
 from typing import Self, TypeVar
@@ -109,7 +110,11 @@ class _Queries:
     def claim_next_job(
         self, *, runner: str | None, now: str, max_jobs: int
     ) -> Sequence[ClaimedRow]:
-        return self._q.claim_next_job(runner=runner, now=_time(now), max_jobs=max_jobs)
+        # One query claims, with or without outcomes to store.
+        _, claimed = self.finish_and_claim_jobs(
+            ids=[], attempts=[], results=[], errors=[], runner=runner, now=now, max_jobs=max_jobs
+        )
+        return claimed
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
@@ -119,6 +124,28 @@ class _Queries:
 
     def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.fail_job(error=error, now=_time(now), id=id, attempt=attempt)
+
+    def finish_and_claim_jobs(
+        self,
+        *,
+        ids: list[str],
+        attempts: list[int],
+        results: list[str | None],
+        errors: list[str | None],
+        runner: str | None,
+        now: str,
+        max_jobs: int,
+    ) -> tuple[list[str], Sequence[ClaimedRow]]:
+        rows = self._q.finish_and_claim_jobs(
+            now=_time(now),
+            ids=ids,
+            attempts=attempts,
+            results=results,
+            errors=errors,
+            max_jobs=max_jobs,
+            runner=runner,
+        )
+        return [row.id for row in rows if row.finished], [row for row in rows if not row.finished]
 
     def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int:
         return self._q.fail_running_jobs(error=error, now=_time(now), runner=runner)
@@ -192,6 +219,22 @@ def _apply_schema(conn: _Connection, where: str) -> None:
             q.set_schema_version(version=SCHEMA_VERSION)
 
 
+def _check(conn: _Connection) -> None:
+    """Raises for a connection leaving the pool that the server has closed.
+
+    Costs a round trip only when one may be dead. An idle connection's socket
+    has nothing to read unless the server sent something: the message it sends
+    as it shuts down or ends the session, its end of file, or a notice. Only
+    then is the connection probed with an empty query, which raises for a dead
+    one. A network that dropped silently is found by the write itself.
+    """
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        ConnectionPool.check_connection(conn)
+
+
 def _disable_synchronous_commit(conn: _Connection) -> None:
     schema_version.Querier(conn).disable_synchronous_commit()
 
@@ -248,10 +291,10 @@ class PostgresEngine:
             min_size=1,
             max_size=max_connections,
             configure=None if durable else _disable_synchronous_commit,
-            # A connection is checked as it leaves the pool (one empty query),
-            # so after a server restart a write gets a live connection instead
-            # of failing once for every connection the pool held.
-            check=ConnectionPool.check_connection,
+            # A connection is checked as it leaves the pool, so after a server
+            # restart a write gets a live connection instead of failing once
+            # for every connection the pool held.
+            check=_check,
             name="jobtable",
             open=True,
         )
@@ -266,7 +309,8 @@ class PostgresEngine:
         An exception from op rolls back its writes and reaches the caller; a
         database error, a lost connection included, raises StoreError and is
         not retried (the runner retries with backoff). A connection lost
-        during the commit leaves it unknown whether op's writes were kept.
+        during the commit leaves it unknown whether op's writes were kept. An
+        op that declares ``one_statement`` runs without BEGIN and COMMIT.
         """
         return self._run(op, "write")
 
@@ -338,8 +382,13 @@ class PostgresEngine:
         if self._closed:
             raise StoreError(f"postgres store {self._where}: the store is closed")
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                return op(_queries(conn))
+            with self._pool.connection() as conn:
+                if getattr(op, "one_statement", False):
+                    # The pool's connections autocommit: the statement is its
+                    # own transaction, with no BEGIN and COMMIT round trips.
+                    return op(_queries(conn))
+                with conn.transaction():
+                    return op(_queries(conn))
         except psycopg.Error as err:
             raise _store_error(self._where, doing, err) from err
 

@@ -170,10 +170,14 @@ class Runner:
         self._idle = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
-        # Outcomes wait here for the completer, which stores each batch of
-        # them in one write.
+        # Outcomes wait here for the claimer's next claim, which stores them
+        # in the same statement, or for the completer, which stores each batch
+        # of them in one write.
         self._outcomes: list[_Finish] = []
         self._completer: asyncio.Task[None] | None = None
+        # True while the claimer waits for a free slot: a worker that finishes
+        # frees one, so its outcome can ride on the claim that follows.
+        self._claimer_waits_for_slot = False
         # The jobs this runner claimed and has not recorded, by id: the
         # heartbeat fails a job running under this name that is not here.
         self._held: dict[str, int] = {}
@@ -402,13 +406,24 @@ class Runner:
         while not self._stopping.is_set():
             if self._idle <= 0:
                 self._idle_changed.clear()
-                await self._idle_changed.wait()
+                self._claimer_waits_for_slot = True
+                try:
+                    await self._idle_changed.wait()
+                finally:
+                    self._claimer_waits_for_slot = False
                 continue
             self._wake.clear()
             wanted = self._idle
+            # The outcomes of the jobs that freed the slots commit with the
+            # claim that fills them: one statement, one commit.
+            outcomes, self._outcomes = self._outcomes, []
             try:
-                jobs = await self._claim(wanted)
+                jobs = await self._claim(wanted, outcomes)
             except Exception:
+                if outcomes:
+                    # The completer retries them on their own.
+                    self._outcomes[:0] = outcomes
+                    self._complete_soon()
                 self.logger.exception(
                     "claim jobs; retrying", extra={"runner": self.name, "backoff": backoff}
                 )
@@ -420,14 +435,25 @@ class Runner:
                 self._idle -= 1
                 self._queue.put_nowait(job)
             if len(jobs) < wanted:
+                self._complete_soon()
                 await self._wait_wake()
+        self._complete_soon()
         for _ in range(self.workers):
             self._queue.put_nowait(None)
 
-    async def _claim(self, max_jobs: int) -> Sequence[ClaimedRow]:
-        rows = await self.store.engine.awrite(_Claim(self.name, max_jobs))
+    async def _claim(
+        self, max_jobs: int, outcomes: "list[_Finish] | None" = None
+    ) -> Sequence[ClaimedRow]:
+        """Stores outcomes and claims up to max_jobs jobs, in one write.
+
+        Returns the claimed jobs, oldest first.
+        """
+        done = outcomes or []
+        changed, rows = await self.store.engine.awrite(_FinishAndClaim(done, self.name, max_jobs))
         for row in rows:
             self._held[row.id] = row.attempt
+        if done:
+            self._recorded(done, changed)
         return sorted(rows, key=lambda row: row.seq)
 
     async def _wait_wake(self) -> None:
@@ -565,13 +591,20 @@ class Runner:
         return _JobLogger(self.logger, {"job_id": job_id, "kind": kind})
 
     def _complete_later(self, outcome: "_Finish") -> None:
-        """Queues a job's outcome for the completer; the worker moves on at once.
+        """Queues a job's outcome to be stored; the worker moves on at once.
 
-        The outcome then commits with the outcomes of other workers and the
-        next claim, in one transaction (group commit); wait waits for it.
+        When the claimer waits for a free slot, the worker's own slot wakes
+        it, and the outcome commits in the claim's statement. Otherwise the
+        completer stores it at once, with the outcomes of the other workers
+        that finished meanwhile (group commit). wait waits for either.
         """
         self._outcomes.append(outcome)
-        if self._completer is None or self._completer.done():
+        if not self._claimer_waits_for_slot:
+            self._complete_soon()
+
+    def _complete_soon(self) -> None:
+        """Starts the completer, unless it is running or no outcome waits."""
+        if self._outcomes and (self._completer is None or self._completer.done()):
             self._completer = asyncio.create_task(self._complete(), name="jobtable-completer")
 
     async def _complete(self) -> None:
@@ -590,39 +623,47 @@ class Runner:
         claim: a job that is no longer running under its claim is left as it
         is, and that is logged.
         """
+        changed = None
         try:
-            changed = await self._store_outcomes(_FinishAll(outcomes))
+            changed = await self._store_outcomes(outcomes)
         finally:
-            for outcome in outcomes:
-                self._held.pop(outcome.job_id, None)
-        if changed is None:
-            return
-        for outcome, count in zip(outcomes, changed, strict=True):
-            if count != 1:
+            self._recorded(outcomes, changed)
+
+    def _recorded(self, outcomes: "list[_Finish]", changed: Sequence[str] | None) -> None:
+        """Forgets the outcomes' jobs, logging each one whose claim no longer held.
+
+        changed holds the ids of the jobs the outcomes finished; None (given
+        up, or not stored) logs nothing more.
+        """
+        stored = None if changed is None else set(changed)
+        for outcome in outcomes:
+            self._held.pop(outcome.job_id, None)
+            if stored is not None and outcome.job_id not in stored:
                 self._job_logger(outcome.job_id, outcome.kind).error(
                     "record job outcome: job is not running under this claim"
                 )
 
-    async def _store_outcomes(self, op: "_FinishAll") -> list[int] | None:
-        """Returns the rows each outcome changed, or None when it gave up."""
+    async def _store_outcomes(self, outcomes: "list[_Finish]") -> list[str] | None:
+        """Returns the ids of the jobs the outcomes finished, or None when it gave up."""
         delay = _CLAIM_BACKOFF[0]
         tries = 0
         while True:
             try:
-                return await self.store.engine.awrite(op)
+                changed, _ = await self.store.engine.awrite(_FinishAndClaim(outcomes, self.name, 0))
+                return changed
             except Exception:
-                if len(op.outcomes) > 1:
+                if len(outcomes) > 1:
                     # One bad outcome must not hold the others back: each is
                     # retried on its own.
-                    counts: list[int] = []
-                    for outcome in op.outcomes:
-                        alone = await self._store_outcomes(_FinishAll([outcome]))
-                        # One given up was logged already; 1 keeps it from
-                        # being logged again as fenced off.
-                        counts += [1] if alone is None else alone
-                    return counts
+                    ids: list[str] = []
+                    for outcome in outcomes:
+                        alone = await self._store_outcomes([outcome])
+                        # One given up was logged already; counting it as
+                        # stored keeps it from being logged again as fenced off.
+                        ids += [outcome.job_id] if alone is None else alone
+                    return ids
                 tries += 1
-                extra = {"jobs": [o.job_id for o in op.outcomes], "runner": self.name}
+                extra = {"jobs": [o.job_id for o in outcomes], "runner": self.name}
                 if tries >= _RECORD_TRIES and self._stopping.is_set():
                     self.logger.exception(
                         "record job outcomes; giving up as the runner stops, the jobs stay "
@@ -688,17 +729,6 @@ class Runner:
             q.delete_finished_jobs(before=before, max_jobs=1000)
 
 
-class _Claim:
-    __slots__ = ("max_jobs", "runner")
-
-    def __init__(self, runner: str, max_jobs: int) -> None:
-        self.runner = runner
-        self.max_jobs = max_jobs
-
-    def __call__(self, q: Queries) -> Sequence[ClaimedRow]:
-        return q.claim_next_job(runner=self.runner, now=now(), max_jobs=self.max_jobs)
-
-
 class _Publish:
     __slots__ = ("attempt", "job_id", "result")
 
@@ -716,7 +746,7 @@ class _Publish:
 
 
 class _Finish:
-    """The write that stores a job's outcome: its result, or its error when error is set."""
+    """A job's outcome: its result, or its error when error is set."""
 
     __slots__ = ("attempt", "error", "job_id", "kind", "result")
 
@@ -729,22 +759,32 @@ class _Finish:
         self.result = result
         self.error = error
 
-    def __call__(self, q: Queries) -> int:
-        if self.error is not None:
-            return q.fail_job(error=self.error, now=now(), id=self.job_id, attempt=self.attempt)
-        return q.succeed_job(result=self.result, now=now(), id=self.job_id, attempt=self.attempt)
 
+class _FinishAndClaim:
+    """The write that stores finished jobs' outcomes and claims up to max_jobs jobs.
 
-class _FinishAll:
-    """The write that stores several jobs' outcomes; returns the rows each changed."""
+    Returns the ids of the jobs it finished and the jobs it claimed.
+    """
 
-    __slots__ = ("outcomes",)
+    __slots__ = ("max_jobs", "outcomes", "runner")
+    one_statement = True
 
-    def __init__(self, outcomes: list[_Finish]) -> None:
+    def __init__(self, outcomes: list[_Finish], runner: str, max_jobs: int) -> None:
         self.outcomes = outcomes
+        self.runner = runner
+        self.max_jobs = max_jobs
 
-    def __call__(self, q: Queries) -> list[int]:
-        return [outcome(q) for outcome in self.outcomes]
+    def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
+        outcomes = self.outcomes
+        return q.finish_and_claim_jobs(
+            ids=[o.job_id for o in outcomes],
+            attempts=[o.attempt for o in outcomes],
+            results=[o.result for o in outcomes],
+            errors=[o.error for o in outcomes],
+            runner=self.runner,
+            now=now(),
+            max_jobs=self.max_jobs,
+        )
 
 
 class _DeleteRunner:

@@ -12,18 +12,21 @@ import logging
 import pathlib
 import threading
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import pytest
 from pydantic import BaseModel
 
 import jobtable
-from jobtable._engine import Queries
+from jobtable._engine import Engine, Queries
 from jobtable._store import new_id, now
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
 
 SECRET = "token=hunter2-from-a-dependency"
+
+T = TypeVar("T")
 
 
 class Thumbnail(BaseModel):
@@ -176,6 +179,80 @@ async def test_each_job_is_run_by_exactly_one_worker(
     assert set(runs) == set(ids)
     assert [job_id for job_id, n in runs.items() if n != 1] == []
     assert {first.get(i).status for i in ids} == {jobtable.Status.SUCCEEDED}
+
+
+# Storing outcomes.
+
+
+class CountingEngine:
+    """A store's real engine, counting the writes handed to it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.inner = engine
+        self.writes = 0
+
+    def write(self, op: Callable[[Queries], T]) -> T:
+        self.writes += 1
+        return self.inner.write(op)
+
+    async def awrite(self, op: Callable[[Queries], T]) -> T:
+        self.writes += 1
+        return await self.inner.awrite(op)
+
+    def read(self, op: Callable[[Queries], T]) -> T:
+        return self.inner.read(op)
+
+    async def aread(self, op: Callable[[Queries], T]) -> T:
+        return await self.inner.aread(op)
+
+    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+        return self.inner.listen(wake)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+async def test_a_jobs_outcome_commits_in_the_write_that_claims_the_next_job(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    async def double(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return 2 * payload
+
+    counting = CountingEngine(store.engine)
+    runner = jobtable.Runner(jobtable.Store(counting, target="counting"), workers=1)
+    numbers = runner.register("number", double)
+    ids = numbers.enqueue_many(range(20))
+    counting.writes = 0
+
+    await run_until_finished(runner, ids, wait_until, finished)
+
+    assert [numbers.get(i).result for i in ids] == [2 * n for n in range(20)]
+    # One write per job, storing the outcome of the job before it, plus the
+    # start, the claim that finds the queue empty and the goodbye; a write
+    # for each outcome and another for each claim would make two per job.
+    assert counting.writes <= len(ids) + 5
+
+
+async def test_a_lone_jobs_outcome_is_stored_at_once_not_with_a_later_claim(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    async def double(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return 2 * payload
+
+    # Polling an hour apart, only the outcome's own write can store it in time.
+    runner = jobtable.Runner(store, workers=2, poll_interval=3600)
+    numbers = runner.register("number", double)
+    await runner.start()
+    try:
+        for n in (1, 2):
+            job_id = numbers.enqueue(n)
+            await wait_until(
+                lambda job_id=job_id: runner.get(job_id).status is jobtable.Status.SUCCEEDED,
+                limit=10.0,
+            )
+    finally:
+        runner.stop()
+        await runner.wait()
 
 
 # Publish.

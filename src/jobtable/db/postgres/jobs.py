@@ -21,15 +21,37 @@ CREATE_JOBS = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
 VALUES (%(id)s, %(kind)s, %(payload)s, %(now)s, %(now)s)
 """
 
-CLAIM_NEXT_JOB = """WITH picked AS MATERIALIZED (
+FINISH_AND_CLAIM_JOBS = """WITH finished AS (
+    UPDATE jobs
+    SET status = CASE WHEN outcome.error IS NULL THEN 'succeeded' ELSE 'failed' END,
+        result = CASE WHEN outcome.error IS NULL THEN outcome.result ELSE jobs.result END,
+        error = outcome.error,
+        updated_at = %(now)s
+    FROM (
+        -- Set-returning functions in one select list run in step: row i
+        -- holds element i of every array.
+        SELECT unnest(%(ids)s::text[]) AS id,
+            unnest(%(attempts)s::integer[]) AS attempt,
+            unnest(%(results)s::text[]) AS result,
+            unnest(%(errors)s::text[]) AS error
+    ) AS outcome
+    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    RETURNING jobs.id
+),
+picked AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE jobs
+    SET status = 'running', runner = %(runner)s, attempt = jobs.attempt + 1, updated_at = %(now)s
+    FROM picked
+    WHERE jobs.seq = picked.seq
+    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt
 )
-UPDATE jobs
-SET status = 'running', runner = %(runner)s, attempt = jobs.attempt + 1, updated_at = %(now)s
-FROM picked
-WHERE jobs.seq = picked.seq
-RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt
+SELECT false AS finished, seq, id, kind, payload, attempt FROM claimed
+UNION ALL
+SELECT true, 0::bigint, id, '', '', 0 FROM finished
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)s
@@ -98,9 +120,10 @@ class CreateJobsParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ClaimNextJobRow:
-    """A row that ClaimNextJob returns."""
+class FinishAndClaimJobsRow:
+    """A row that FinishAndClaimJobs returns."""
 
+    finished: bool
     seq: int
     id: str
     kind: str
@@ -173,38 +196,60 @@ class Querier:
                 ],
             )
 
-    def claim_next_job(
+    def finish_and_claim_jobs(
         self,
         *,
-        runner: str | None,
         now: datetime.datetime,
+        ids: list[str],
+        attempts: list[int],
+        results: list[str | None] | None,
+        errors: list[str | None] | None,
         max_jobs: int,
-    ) -> list[ClaimNextJobRow]:
-        """ClaimNextJob marks up to max_jobs queued jobs running for runner, oldest
-        first, and returns them with their new attempt. RETURNING does not keep the
-        subquery's order: callers sort by seq.
-        Differs from SQLite, whose single writer serializes claims: here claims run
-        concurrently, so the picked rows are locked and rows another claim has
-        locked are skipped; no job is claimed twice and claims do not queue behind
-        each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
-        clause may be run more than once by the planner, and with SKIP LOCKED each
-        run can pick other rows: one claim could then take more than max_jobs.
+        runner: str | None,
+    ) -> list[FinishAndClaimJobsRow]:
+        """FinishAndClaimJobs stores the outcomes of finished jobs and claims up to
+        max_jobs queued jobs for runner, in one statement: on a server each
+        statement costs a round trip and each transaction a flush to disk, and a
+        runner's workers free their slots as they finish, so both go together.
+
+        Job i of the arrays (ids[i], claimed as attempts[i]) succeeds with
+        results[i] when errors[i] is null, and otherwise fails with errors[i] and
+        keeps the result it published; either only while it is running under that
+        claim, as in SucceedJob and FailJob. Such a job comes back as a row with
+        finished true and only its id; a job missing from those rows is no longer
+        running under its claim.
+
+        The claim marks queued jobs running, oldest first, and returns them with
+        finished false and their new attempt. RETURNING does not keep the pick's
+        order: callers sort by seq. Differs from SQLite, whose single writer
+        serializes claims: here claims run concurrently, so the picked rows are
+        locked and rows another claim has locked are skipped; no job is claimed
+        twice and claims do not queue behind each other. The pick is a
+        MATERIALIZED CTE because a subquery in the WHERE clause may be run more than
+        once by the planner, and with SKIP LOCKED each run can pick other rows: one
+        claim could then take more than max_jobs. The finished jobs are running and
+        the picked ones queued, so the two updates never touch the same row.
         """
         cur = self._conn.execute(
-            CLAIM_NEXT_JOB,
+            FINISH_AND_CLAIM_JOBS,
             {
-                "runner": runner,
                 "now": now,
+                "ids": ids,
+                "attempts": attempts,
+                "results": results,
+                "errors": errors,
                 "max_jobs": max_jobs,
+                "runner": runner,
             },
         )
         return [
-            ClaimNextJobRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                payload=row[3],
-                attempt=row[4],
+            FinishAndClaimJobsRow(
+                finished=row[0],
+                seq=row[1],
+                id=row[2],
+                kind=row[3],
+                payload=row[4],
+                attempt=row[5],
             )
             for row in cur.fetchall()
         ]
@@ -500,38 +545,60 @@ class AsyncQuerier:
                 ],
             )
 
-    async def claim_next_job(
+    async def finish_and_claim_jobs(
         self,
         *,
-        runner: str | None,
         now: datetime.datetime,
+        ids: list[str],
+        attempts: list[int],
+        results: list[str | None] | None,
+        errors: list[str | None] | None,
         max_jobs: int,
-    ) -> list[ClaimNextJobRow]:
-        """ClaimNextJob marks up to max_jobs queued jobs running for runner, oldest
-        first, and returns them with their new attempt. RETURNING does not keep the
-        subquery's order: callers sort by seq.
-        Differs from SQLite, whose single writer serializes claims: here claims run
-        concurrently, so the picked rows are locked and rows another claim has
-        locked are skipped; no job is claimed twice and claims do not queue behind
-        each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
-        clause may be run more than once by the planner, and with SKIP LOCKED each
-        run can pick other rows: one claim could then take more than max_jobs.
+        runner: str | None,
+    ) -> list[FinishAndClaimJobsRow]:
+        """FinishAndClaimJobs stores the outcomes of finished jobs and claims up to
+        max_jobs queued jobs for runner, in one statement: on a server each
+        statement costs a round trip and each transaction a flush to disk, and a
+        runner's workers free their slots as they finish, so both go together.
+
+        Job i of the arrays (ids[i], claimed as attempts[i]) succeeds with
+        results[i] when errors[i] is null, and otherwise fails with errors[i] and
+        keeps the result it published; either only while it is running under that
+        claim, as in SucceedJob and FailJob. Such a job comes back as a row with
+        finished true and only its id; a job missing from those rows is no longer
+        running under its claim.
+
+        The claim marks queued jobs running, oldest first, and returns them with
+        finished false and their new attempt. RETURNING does not keep the pick's
+        order: callers sort by seq. Differs from SQLite, whose single writer
+        serializes claims: here claims run concurrently, so the picked rows are
+        locked and rows another claim has locked are skipped; no job is claimed
+        twice and claims do not queue behind each other. The pick is a
+        MATERIALIZED CTE because a subquery in the WHERE clause may be run more than
+        once by the planner, and with SKIP LOCKED each run can pick other rows: one
+        claim could then take more than max_jobs. The finished jobs are running and
+        the picked ones queued, so the two updates never touch the same row.
         """
         cur = await self._conn.execute(
-            CLAIM_NEXT_JOB,
+            FINISH_AND_CLAIM_JOBS,
             {
-                "runner": runner,
                 "now": now,
+                "ids": ids,
+                "attempts": attempts,
+                "results": results,
+                "errors": errors,
                 "max_jobs": max_jobs,
+                "runner": runner,
             },
         )
         return [
-            ClaimNextJobRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                payload=row[3],
-                attempt=row[4],
+            FinishAndClaimJobsRow(
+                finished=row[0],
+                seq=row[1],
+                id=row[2],
+                kind=row[3],
+                payload=row[4],
+                attempt=row[5],
             )
             for row in await cur.fetchall()
         ]
