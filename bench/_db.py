@@ -128,6 +128,16 @@ class Database(abc.ABC):
         """
 
     @abc.abstractmethod
+    def raw_cycle(self, count: int, size: int) -> float:
+        """count jobs through claim and finish, size a transaction, as size workers batch.
+
+        The jobs are inserted first, untimed, as the end-to-end runs enqueue
+        them. Each transaction finishes the size jobs the one before claimed
+        and claims size more: the most a runner of size workers, all freed at
+        once, can put in one commit without claiming ahead of its workers.
+        """
+
+    @abc.abstractmethod
     def raw_start_latency(self, count: int) -> list[float]:
         """Seconds from before an insert's commit to after the claim that returns it, per job."""
 
@@ -284,6 +294,22 @@ class SQLiteDatabase(Database):
     def raw_insert(self, count: int, batch: int) -> float:
         start = time.perf_counter()
         self._inserts(count, batch)
+        return time.perf_counter() - start
+
+    def raw_cycle(self, count: int, size: int) -> float:
+        self._inserts(count, 1000)
+        execute = self._conn.execute
+        claim, succeed = sqlite_sql.CLAIM_NEXT_JOB, sqlite_sql.SUCCEED_JOB
+        start = time.perf_counter()
+        running: list[Any] = []
+        while True:
+            execute("BEGIN IMMEDIATE")
+            for _, job_id, _, _, attempt in running:
+                execute(succeed, (RESULT, utc_text(), job_id, attempt))
+            running = execute(claim, (RUNNER, utc_text(), size)).fetchall()
+            execute("COMMIT")
+            if not running:
+                break
         return time.perf_counter() - start
 
     def raw_claim(self, count: int, batch: int) -> float:
@@ -559,6 +585,21 @@ class PostgresDatabase(Database):
     def raw_insert(self, count: int, batch: int) -> float:
         start = time.perf_counter()
         self._inserts(count, batch)
+        return time.perf_counter() - start
+
+    def raw_cycle(self, count: int, size: int) -> float:
+        self._inserts(count, 1000)
+        execute = self._conn.execute
+        start = time.perf_counter()
+        running: list[Any] = []
+        while True:
+            # One statement, as the runner's claimer sends it.
+            params = _pg_finish(running)
+            params["max_jobs"] = size
+            running = execute(pg_sql.FINISH_AND_CLAIM_JOBS, params).fetchall()
+            running = [row for row in running if not row[0]]
+            if not running:
+                break
         return time.perf_counter() - start
 
     def raw_claim(self, count: int, batch: int) -> float:

@@ -54,6 +54,14 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
             "raw: job life, 100 per transaction, 4 connections", "-", cell(g("raw.batch4")), "-", ""
         )
     for workers in (1, 4, 16):
+        table.add(
+            f"raw: claim and finish, {workers} job{'s' if workers > 1 else ''} per commit",
+            "-",
+            cell(g(f"raw.cycle{workers}")),
+            "-",
+            f"the most {workers} worker{'s' if workers > 1 else ''} can batch",
+        )
+    for workers in (1, 4, 16):
         key = f"e2e.{workers}"
         table.add(
             f"end to end, {workers} worker{'s' if workers > 1 else ''}"
@@ -61,7 +69,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
             cell(g(key)),
             cell(raw_batch),
             ratio(g(key), raw_batch),
-            of_step(key),
+            f"{of_step(key)}; {ratio(g(key), g(f'raw.cycle{workers}'))} of raw claim and finish",
         )
     for procs in (1, 3):
         key = f"proc.{procs}"

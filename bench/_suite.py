@@ -401,6 +401,19 @@ def _raw_lives(db: _db.Database, plan: Plan, results: Results) -> None:
             results.add("raw.batch4", count / db.raw_life_threads(count, 4), "jobs/s")
             db.reset()
 
+    def cycles(workers: int) -> Callable[[int], float]:
+        return lambda count: db.raw_cycle(count, workers)
+
+    for workers in (1, 4, 16):
+        # What a runner of this many workers can put in one commit.
+        key = f"raw.cycle{workers}"
+        count = calibrate(cycles(workers), 200, plan.seconds / 2, high)
+        db.reset()
+        results.counts[key] = count
+        for _ in range(plan.repeat):
+            results.add(key, count / db.raw_cycle(count, workers), "jobs/s")
+            db.reset()
+
 
 def _throughput(db: _db.Database, store: jobtable.Store, plan: Plan, results: Results) -> None:
     log("idle event loop lag")
