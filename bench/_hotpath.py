@@ -1,7 +1,8 @@
-"""The hot path alone, to profile: ``python -m bench._hotpath [jobs] [workers]``.
+"""The hot path alone, to profile: ``python -m bench._hotpath [jobs] [workers] [engine]``.
 
-Enqueues jobs no-op jobs on a fresh SQLite file (untimed), then runs them with
-a runner of workers workers until the table says all finished, and prints the
+Enqueues jobs no-op jobs (untimed) on a fresh SQLite file, or with engine
+``postgres`` a fresh schema on the default server, then runs them with a
+runner of workers workers until the table says all finished, and prints the
 rate. Run it under a sampling profiler, e.g.
 ``py-spy record -r 250 -f raw -o hot.txt -- python -m bench._hotpath``.
 """
@@ -32,7 +33,7 @@ async def _run(db: _db.Database, jobs: int, workers: int) -> float:
 def main() -> None:
     jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 40_000
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-    db = _db.create("sqlite")
+    db = _db.create(sys.argv[3] if len(sys.argv) > 3 else "sqlite")
     try:
         print(f"{asyncio.run(_run(db, jobs, workers)):,.0f} jobs/s")
     finally:
