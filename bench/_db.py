@@ -347,19 +347,8 @@ def _pg_now() -> datetime.datetime:
 # Its rows are (finished, seq, id, kind, payload, attempt).
 
 
-def _pg_claim(max_jobs: int) -> dict[str, Any]:
-    return {
-        "ids": [],
-        "attempts": [],
-        "results": [],
-        "errors": [],
-        "runner": RUNNER,
-        "now": _pg_now(),
-        "max_jobs": max_jobs,
-    }
-
-
-def _pg_finish(rows: list[Any]) -> dict[str, Any]:
+def _pg_params(rows: list[Any], max_jobs: int) -> dict[str, Any]:
+    """FinishAndClaimJobs's parameters: rows (claimed rows) succeed, then max_jobs are claimed."""
     return {
         "ids": [row[2] for row in rows],
         "attempts": [row[5] for row in rows],
@@ -367,7 +356,7 @@ def _pg_finish(rows: list[Any]) -> dict[str, Any]:
         "errors": [None] * len(rows),
         "runner": RUNNER,
         "now": _pg_now(),
-        "max_jobs": 0,
+        "max_jobs": max_jobs,
     }
 
 
@@ -473,11 +462,12 @@ class PostgresDatabase(Database):
         execute = self._conn.execute
         execute("BEGIN")
         claimed = [
-            execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_claim(1)).fetchone() for _ in range(batch)
+            execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_params([], 1)).fetchone()
+            for _ in range(batch)
         ]
         for row in claimed:
             if row is not None:
-                execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_finish([row]))
+                execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_params([row], 0))
         execute("COMMIT")
 
     def reconnect(self) -> None:
@@ -507,8 +497,8 @@ class PostgresDatabase(Database):
 
         def one_life() -> None:
             execute(insert, {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()})
-            row = execute(claim, _pg_claim(1)).fetchone()
-            execute(claim, _pg_finish([row]))
+            row = execute(claim, _pg_params([], 1)).fetchone()
+            execute(claim, _pg_params([row], 0))
 
         if mode == "step":
             for _ in range(count):
@@ -531,9 +521,9 @@ class PostgresDatabase(Database):
                             insert,
                             {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
                         )
-                    cursor = execute(claim, _pg_claim(size))
+                    cursor = execute(claim, _pg_params([], size))
                     pipeline.sync()
-                    execute(claim, _pg_finish(cursor.fetchall()))
+                    execute(claim, _pg_params(cursor.fetchall(), 0))
                     execute("COMMIT")
 
     def raw_life(self, count: int, mode: str) -> float:
@@ -594,9 +584,7 @@ class PostgresDatabase(Database):
         running: list[Any] = []
         while True:
             # One statement, as the runner's claimer sends it.
-            params = _pg_finish(running)
-            params["max_jobs"] = size
-            running = execute(pg_sql.FINISH_AND_CLAIM_JOBS, params).fetchall()
+            running = execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_params(running, size)).fetchall()
             running = [row for row in running if not row[0]]
             if not running:
                 break
@@ -611,11 +599,11 @@ class PostgresDatabase(Database):
         for done in range(0, count, batch):
             size = min(batch, count - done)
             if batch == 1:
-                execute(claim, _pg_claim(1)).fetchone()
+                execute(claim, _pg_params([], 1)).fetchone()
                 continue
             with conn.pipeline():
                 execute("BEGIN")
-                cursors = [execute(claim, _pg_claim(1)) for _ in range(size)]
+                cursors = [execute(claim, _pg_params([], 1)) for _ in range(size)]
                 execute("COMMIT")
             for cursor in cursors:
                 cursor.fetchone()
@@ -630,7 +618,7 @@ class PostgresDatabase(Database):
                 pg_sql.CREATE_JOB,
                 {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
             )
-            execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_claim(1)).fetchone()
+            execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_params([], 1)).fetchone()
             samples.append(time.perf_counter() - start)
         return samples
 
