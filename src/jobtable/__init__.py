@@ -12,6 +12,7 @@ URL, token or response body from a dependency, can reach the table or the
 API.
 """
 
+from ._backoff import Backoff
 from ._context import JobContext
 from ._errors import (
     Failure,
@@ -22,15 +23,17 @@ from ._errors import (
     RunnerError,
     StoreError,
 )
+from ._handler import AsyncHandler, SyncHandler
 from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job, Status
 from ._kind import Kind
-from ._runner import AsyncHandler, Runner, SyncHandler
+from ._runner import Runner
 from ._store import Store
 
 __all__ = [
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "AsyncHandler",
+    "Backoff",
     "Failure",
     "Job",
     "JobContext",

@@ -15,7 +15,7 @@ import pytest
 
 import jobtable
 from jobtable._engine import Queries
-from jobtable._store import now, timestamp
+from jobtable._values import now, timestamp
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
@@ -29,7 +29,18 @@ def claim_as(store: jobtable.Store, runner: str, max_jobs: int) -> list[str]:
     """Claims queued jobs for a runner that is not running here: a crashed process."""
 
     def claim(q: Queries) -> list[str]:
-        return [row.id for row in q.claim_next_job(runner=runner, now=now(), max_jobs=max_jobs)]
+        return [
+            row.id
+            for row in q.finish_and_claim_jobs(
+                ids=[],
+                attempts=[],
+                results=[],
+                errors=[],
+                runner=runner,
+                now=now(),
+                max_jobs=max_jobs,
+            )[1]
+        ]
 
     return store.engine.write(claim)
 
@@ -286,7 +297,11 @@ async def test_a_claim_whose_reply_was_lost_is_failed_as_interrupted_by_its_own_
     # The claim commits under the live runner's name, but no worker of it ever
     # sees the reply: a connection that dropped at COMMIT.
     long_ago = timestamp(datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=10))
-    store.engine.write(lambda q: q.claim_next_job(runner="worker", now=long_ago, max_jobs=1))
+    store.engine.write(
+        lambda q: q.finish_and_claim_jobs(
+            ids=[], attempts=[], results=[], errors=[], runner="worker", now=long_ago, max_jobs=1
+        )[1]
+    )
     try:
         await wait_until(lambda: runner.get(job_id).status is jobtable.Status.FAILED)
     finally:
