@@ -35,7 +35,6 @@ class Completer:
         runner: str,
         logger: logging.Logger,
         stopping: threading.Event,
-        *,
         backoff: Backoff,
         give_up_after: int,
     ) -> None:

@@ -132,16 +132,10 @@ class Runner:
         self._queue: asyncio.Queue[ClaimedRow | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
-        self._executor = Executor(
-            store, self._handlers, self.logger, self._stopping, self._astopping
-        )
+        stop = (self._stopping, self._astopping)
+        self._executor = Executor(store, self._handlers, self.logger, *stop)
         self._completer = Completer(
-            store,
-            self.name,
-            self.logger,
-            self._stopping,
-            backoff=retry_backoff,
-            give_up_after=give_up_after,
+            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after
         )
         self._producer = Producer(
             store,
@@ -377,8 +371,6 @@ class Runner:
             await self._completer.record([outcome])
         self._completer.abandon(job.id)
         return job.id
-
-    # The workers.
 
     async def _work(self) -> None:
         """Runs the jobs the producer queues, one at a time, until it queues None."""
