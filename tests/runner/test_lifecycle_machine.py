@@ -365,7 +365,7 @@ def broken(machine: type[LifecycleMachine], step: str) -> type[LifecycleMachine]
 
 
 def broken_leak(machine: type[LifecycleMachine]) -> type[LifecycleMachine]:
-    """A machine whose runner stores a handler's exception text, as the seed forbids."""
+    """A machine whose runner stores a handler's exception text, which jobtable must never do."""
 
     class Leaky(LifecycleMachine):
         make_target = staticmethod(machine.make_target)

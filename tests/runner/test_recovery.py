@@ -195,8 +195,9 @@ async def test_a_failed_claim_is_logged_and_retried_with_a_growing_wait_until_it
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="jobtable")
-    # Polling alone would find the job only after a minute: a parked worker
-    # (the seed's claim error) would never see it within the test.
+    # Polling alone would find the job only after a minute: a worker parked
+    # after a claim error, as jobs.go's work loop parks until a wake, would
+    # never see it within the test.
     runner = jobtable.Runner(store, workers=2, poll_interval=60)
     runner.register("number", double)
     working = store.engine

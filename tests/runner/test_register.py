@@ -1,4 +1,4 @@
-"""Building a runner and registering handlers: what the seed's NewRunner and Register check.
+"""Building a runner and registering handlers: what NewRunner and Register in shared/reference/jobs.go check.
 
 Misuse is refused at once with an error that names the argument or the kind,
 never later inside a worker.
