@@ -1,4 +1,4 @@
-"""Building a runner and registering handlers: what NewRunner and Register in shared/reference/jobs.go check.
+"""Building a runner and registering handlers: the checks of NewRunner and Register (jobs.go).
 
 Misuse is refused at once with an error that names the argument or the kind,
 never later inside a worker.
