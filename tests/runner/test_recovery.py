@@ -7,8 +7,11 @@ growing wait, and the heartbeat prunes finished jobs older than retention.
 """
 
 import asyncio
+import contextlib
 import datetime
 import logging
+import pathlib
+import sqlite3
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -331,3 +334,64 @@ async def test_a_held_job_that_runs_longer_than_the_lease_is_not_failed(
         await runner.wait()
     job = runner.get(job_id)
     assert (job.status, job.result, job.error) == (jobtable.Status.SUCCEEDED, 7, None)
+
+
+async def test_claim_retries_wait_as_the_runners_retry_backoff_says(
+    store: jobtable.Store,
+    store_target: str,
+    wait_until: WaitUntil,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    backoff = jobtable.Backoff(0.01, 0.04)
+    runner = jobtable.Runner(store, workers=1, poll_interval=60, retry_backoff=backoff)
+    runner.register("number", double)
+    working = store.engine
+    await runner.start()
+    with jobtable.Store.open(store_target) as broken:
+        broken.close()
+        store.engine = broken.engine
+        try:
+            runner.notify_enqueued()
+
+            def retries() -> list[logging.LogRecord]:
+                return [r for r in caplog.records if r.getMessage() == "claim jobs; retrying"]
+
+            await wait_until(lambda: len(retries()) >= 5)
+        finally:
+            store.engine = working
+            runner.stop()
+            await runner.wait()
+    assert [r.__dict__["backoff"] for r in retries()[:5]] == [0.01, 0.02, 0.04, 0.04, 0.04]
+
+
+async def test_a_stopping_runner_gives_up_an_outcome_write_after_give_up_after_tries(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    path = tmp_path / "jobs.db"
+    with jobtable.Store.open(path) as store:
+        runner = jobtable.Runner(
+            store, workers=1, give_up_after=3, retry_backoff=jobtable.Backoff(0.01, 0.01)
+        )
+        running = asyncio.Event()
+
+        async def wait_for_stop(ctx: jobtable.JobContext[int], payload: int) -> int:
+            running.set()
+            await ctx.asleep(60)
+            return payload
+
+        job_id = runner.register("wait", wait_for_stop).enqueue(1)
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+            conn.execute(
+                "CREATE TRIGGER refuse_success BEFORE UPDATE OF status ON jobs "
+                "WHEN NEW.status = 'succeeded' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        await runner.start()
+        await asyncio.wait_for(running.wait(), 30)
+        runner.stop()
+        await runner.wait()
+        assert runner.get(job_id).status is jobtable.Status.RUNNING
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages.count("record job outcomes; retrying") == 2
+    assert sum(m.startswith("record job outcomes; giving up") for m in messages) == 1
