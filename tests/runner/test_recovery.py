@@ -12,7 +12,7 @@ import datetime
 import logging
 import pathlib
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
@@ -191,6 +191,23 @@ async def test_a_runner_whose_lease_expired_long_ago_has_its_jobs_failed_at_star
     assert interrupted_warnings(caplog, "failed %d jobs interrupted by restart") == [3]
 
 
+@contextlib.contextmanager
+def writes_failing(store: jobtable.Store, store_target: str) -> Iterator[None]:
+    """Points store at a closed engine of the same database: every write fails, a real error."""
+    working = store.engine
+    with jobtable.Store.open(store_target) as broken:
+        broken.close()
+        store.engine = broken.engine
+        try:
+            yield
+        finally:
+            store.engine = working
+
+
+def claim_retries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "claim jobs; retrying"]
+
+
 async def test_a_failed_claim_is_logged_and_retried_with_a_growing_wait_until_it_succeeds(
     store: jobtable.Store,
     store_target: str,
@@ -203,28 +220,18 @@ async def test_a_failed_claim_is_logged_and_retried_with_a_growing_wait_until_it
     # never see it within the test.
     runner = jobtable.Runner(store, workers=2, poll_interval=60)
     runner.register("number", double)
-    working = store.engine
     await runner.start()
-    with jobtable.Store.open(store_target) as broken, jobtable.Store.open(store_target) as web:
-        # Every claim now goes to an engine that was closed: a real error.
-        broken.close()
-        store.engine = broken.engine
-        try:
+    with jobtable.Store.open(store_target) as web:
+        with writes_failing(store, store_target):
             runner.notify_enqueued()
-
-            def retries() -> list[logging.LogRecord]:
-                return [r for r in caplog.records if r.getMessage() == "claim jobs; retrying"]
-
-            await wait_until(lambda: len(retries()) >= 3)
+            await wait_until(lambda: len(claim_retries(caplog)) >= 3)
             job_id = jobtable.Runner(web, name="web").register("number", double).enqueue(21)
-        finally:
-            store.engine = working
         try:
             await wait_until(lambda: runner.get(job_id).status is jobtable.Status.SUCCEEDED)
         finally:
             runner.stop()
             await runner.wait()
-    records = retries()
+    records = claim_retries(caplog)
     assert all(r.levelno == logging.ERROR and r.exc_info for r in records)
     waits = [r.__dict__["backoff"] for r in records]
     assert waits[:3] == sorted(waits[:3])
@@ -346,23 +353,16 @@ async def test_claim_retries_wait_as_the_runners_retry_backoff_says(
     backoff = jobtable.Backoff(0.01, 0.04)
     runner = jobtable.Runner(store, workers=1, poll_interval=60, retry_backoff=backoff)
     runner.register("number", double)
-    working = store.engine
     await runner.start()
-    with jobtable.Store.open(store_target) as broken:
-        broken.close()
-        store.engine = broken.engine
-        try:
+    try:
+        with writes_failing(store, store_target):
             runner.notify_enqueued()
-
-            def retries() -> list[logging.LogRecord]:
-                return [r for r in caplog.records if r.getMessage() == "claim jobs; retrying"]
-
-            await wait_until(lambda: len(retries()) >= 5)
-        finally:
-            store.engine = working
-            runner.stop()
-            await runner.wait()
-    assert [r.__dict__["backoff"] for r in retries()[:5]] == [0.01, 0.02, 0.04, 0.04, 0.04]
+            await wait_until(lambda: len(claim_retries(caplog)) >= 5)
+    finally:
+        runner.stop()
+        await runner.wait()
+    waits = [r.__dict__["backoff"] for r in claim_retries(caplog)[:5]]
+    assert waits == [0.01, 0.02, 0.04, 0.04, 0.04]
 
 
 async def test_a_stopping_runner_gives_up_an_outcome_write_after_give_up_after_tries(
