@@ -4,12 +4,14 @@ A job is a row in the jobs table: ``Kind.enqueue`` inserts it queued, and a
 fixed pool of workers claims queued jobs oldest first, so the table itself is
 the queue and a job enqueued before a restart still runs after it.
 
-Each job kind has one handler, registered before ``Runner.start``. A handler
-takes a typed payload and returns a typed result, which the runner stores as
-JSON; it may publish partial results while it runs. Only typed data and
-``Failure`` messages are stored, so no handler error text, which may quote a
-URL, token or response body from a dependency, can reach the table or the
-API.
+A kind, ``Kind(name, Payload, Result)``, is a declaration that a web process
+imports to enqueue and read jobs through a ``Store``, with no handler code.
+In a worker, each kind has one handler, attached with ``Runner.handler``
+(or ``Runner.register``) before ``Runner.start``. A handler takes a typed
+payload and returns a typed result, which the runner stores as JSON; it may
+publish partial results while it runs. Only typed data and ``Failure``
+messages are stored, so no handler error text, which may quote a URL, token
+or response body from a dependency, can reach the table or the API.
 """
 
 from ._backoff import Backoff
