@@ -12,6 +12,8 @@ URL, token or response body from a dependency, can reach the table or the
 API.
 """
 
+from importlib import metadata as _metadata
+
 from ._context import JobContext
 from ._errors import (
     Failure,
@@ -46,3 +48,6 @@ __all__ = [
     "StoreError",
     "SyncHandler",
 ]
+
+__version__ = _metadata.version("jobtable")
+"""The installed jobtable's version, read from its package metadata (pyproject's version)."""
