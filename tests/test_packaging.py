@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# The first test also waits for the build and the venv: minutes on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "jobtable"
