@@ -78,6 +78,7 @@ def package_files() -> set[str]:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    """One ``python -m build`` of the checkout, in an isolated build env as pip would."""
     out = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], cwd=out)
     (sdist,) = out.glob("*.tar.gz")
