@@ -114,7 +114,12 @@ class WalWatcher:
         self._thread = threading.Thread(
             target=self._loop, name=f"jobtable-sqlite-watch {wal_name}", daemon=True
         )
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError as err:  # no thread to be had: the caller owns fd still
+            os.close(self._stop_r)
+            os.close(self._stop_w)
+            raise OSError(f"cannot start the watch thread: {err}") from err
 
     @classmethod
     def start(cls, database: Path, wake: Callable[[], None]) -> "WalWatcher | None":
