@@ -50,6 +50,8 @@ _FOLDER_GONE = _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_UNMOUNT | _IN_IGNORED
 
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
 _READ_SIZE = 64 * 1024
+_PAUSE_MS = 1
+"""How long the watcher waits after a wake before it reads again, in milliseconds."""
 
 
 class _Inotify:
@@ -183,6 +185,8 @@ class WalWatcher:
             poller = select.poll()
             poller.register(self._fd, select.POLLIN)
             poller.register(self._stop_r, select.POLLIN)
+            stop_only = select.poll()
+            stop_only.register(self._stop_r, select.POLLIN)
             while not self._stopping:
                 ready = {fd for fd, _ in poller.poll()}
                 if self._stopping or self._stop_r in ready:
@@ -194,6 +198,10 @@ class WalWatcher:
                 changed, gone = self._scan(data)
                 if changed and not self._stopping:
                     self._call_wake()
+                    # The rest of this commit's writes (and any other within
+                    # the pause) merge into one queued event: one wake, not
+                    # one per write. Only a stop cuts the pause short.
+                    stop_only.poll(_PAUSE_MS)
                 if gone:
                     _logger.warning(
                         "sqlite store folder %s: the watch ended (the folder was moved, "
