@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -317,7 +318,9 @@ def test_a_moved_folder_ends_the_watch_with_a_warning(
     assert watcher is not None
     with caplog.at_level(logging.WARNING, logger="jobtable.sqlite"):
         folder.rename(tmp_path / "moved")
-        watcher._thread.join(LIMIT)
+        deadline = time.monotonic() + LIMIT
+        while watcher.running and time.monotonic() < deadline:
+            time.sleep(0.01)
     assert not watcher.running
     assert "the watch ended" in caplog.text
     watcher.stop()
