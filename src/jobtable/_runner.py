@@ -44,7 +44,8 @@ class Runner:
     A fixed pool of ``workers`` workers claims queued jobs oldest first. An
     enqueue in this process wakes an idle worker at once; jobs enqueued by
     other processes are found by polling every ``poll_interval`` seconds, or
-    at once where the engine can notify (PostgreSQL). Runners sharing a
+    at once where the engine can notify (PostgreSQL; SQLite where inotify
+    works). Runners sharing a
     database know each other by ``name`` and a heartbeat: a runner whose
     heartbeat is older than ``lease`` seconds is dead, and its running jobs
     are failed as interrupted. Finished jobs older than ``retention`` are
