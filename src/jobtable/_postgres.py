@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Self, TypeVar
 
 import psycopg
+from psycopg.abc import Buffer
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
@@ -235,8 +236,45 @@ def _check(conn: _Connection) -> None:
         ConnectionPool.check_connection(conn)
 
 
-def _disable_synchronous_commit(conn: _Connection) -> None:
-    schema_version.Querier(conn).disable_synchronous_commit()
+class _TextLoader(psycopg.adapt.Loader):
+    """Loads text as UTF-8; bytes that are not UTF-8 become lone surrogates.
+
+    The engine's connections ask for UTF-8 (so the server converts every
+    character a UTF-8 or otherwise encoded database holds), but a SQL_ASCII
+    database stores any bytes and sends them unconverted. psycopg's own
+    loader would then raise in the middle of a claim, or return bytes, and
+    one such row would stop every claim. Loaded this way the row reads, and
+    the runner refuses that row alone, as on SQLite.
+    """
+
+    def load(self, data: Buffer) -> str:
+        """Returns data decoded as UTF-8, with undecodable bytes as surrogates."""
+        return bytes(data).decode("utf-8", "surrogateescape")
+
+
+def _client_encoding(conn: _Connection) -> str:
+    """The encoding the engine's text travels in: UTF-8, whatever the URL asks.
+
+    Another client encoding would make the server refuse, for the whole
+    claim, a row with a character that encoding cannot hold. A SQL_ASCII
+    database is the exception: it sends its bytes unconverted only to a
+    SQL_ASCII client, and refuses bytes that are not UTF-8 to a UTF-8 one.
+    """
+    server = conn.info.parameter_status("server_encoding")
+    return "SQL_ASCII" if server == "SQL_ASCII" else "UTF8"
+
+
+def _configure(durable: bool) -> Callable[[_Connection], None]:
+    """Returns what prepares each new pooled connection."""
+
+    def configure(conn: _Connection) -> None:
+        q = schema_version.Querier(conn)
+        q.set_client_encoding(encoding=_client_encoding(conn))
+        conn.adapters.register_loader("text", _TextLoader)
+        if not durable:
+            q.disable_synchronous_commit()
+
+    return configure
 
 
 class PostgresEngine:
@@ -290,7 +328,7 @@ class PostgresEngine:
             kwargs={"autocommit": True},
             min_size=1,
             max_size=max_connections,
-            configure=None if durable else _disable_synchronous_commit,
+            configure=_configure(durable),
             # A connection is checked as it leaves the pool, so after a server
             # restart a write gets a live connection instead of failing once
             # for every connection the pool held.

@@ -35,6 +35,27 @@ _CLAIM_BACKOFF = (0.05, 5.0)  # first and largest wait after a failed claim, in 
 _RECORD_TRIES = 8
 
 
+def _undecodable_text(job: ClaimedRow) -> str | None:
+    """Says which text column of a claimed row is not valid text, or None when all are.
+
+    An engine hands over bytes it could not decode as lone surrogates (the
+    ``surrogateescape`` error handler), so such text does not encode back.
+    """
+    for column, text in (("kind", job.kind), ("payload", job.payload)):
+        try:
+            text.encode()
+        except UnicodeEncodeError as err:
+            return (
+                f"its {column} is not valid UTF-8 at character {err.start}: {_printable(text)[:80]}"
+            )
+    return None
+
+
+def _printable(text: str) -> str:
+    """text with every byte that could not be decoded shown as an escape (\\xff)."""
+    return text.encode(errors="surrogateescape").decode(errors="backslashreplace")
+
+
 class _JobLogger(logging.LoggerAdapter[logging.Logger]):
     """Adds the job's id and kind to every record as structured fields."""
 
@@ -516,6 +537,13 @@ class Runner:
         the runner's own reaches the table; any other exception is logged.
         None means the job stays running: the handler raised after stop began.
         """
+        undecodable = _undecodable_text(job)
+        if undecodable is not None:
+            # Nothing of the row is written back but the runner's own message.
+            self._job_logger(job.id, _printable(job.kind)).error(
+                "job row cannot be read: %s", undecodable
+            )
+            return _Finish(job, error=MESSAGE_INTERNAL)
         handler = self._handlers.get(job.kind)
         if handler is None:
             self._job_logger(job.id, job.kind).error("no handler for job kind")

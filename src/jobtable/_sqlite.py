@@ -96,17 +96,72 @@ def _driver_errors(path: Path) -> Iterator[None]:
         raise StoreError(f"sqlite store {path}: {err}") from err
 
 
-def _connect(path: Path, *, create: bool, busy_timeout: float) -> sqlite3.Connection:
+def _decode_text(data: bytes) -> str:
+    """Decodes a TEXT value; bytes that are not UTF-8 become lone surrogates.
+
+    SQLite stores whatever bytes it is given as TEXT (``CAST(X'FF' AS TEXT)``),
+    and sqlite3's own decoding raises in the middle of a fetch, which fails
+    the whole statement: one such row would stop every claim. Decoded this
+    way the row reads, and its reader can tell it apart (the text does not
+    encode to UTF-8) and refuse that row alone.
+    """
+    return data.decode("utf-8", "surrogateescape")
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that can finish every statement it started.
+
+    A statement whose rows were not all fetched stays in progress until its
+    cursor is freed; an exception raised while fetching keeps that cursor
+    alive in its traceback, and an UPDATE ... RETURNING left in progress
+    makes every later savepoint fail with "SQL statements in progress" and
+    holds the write lock against other processes. The engine calls
+    ``finish_statements`` after every operation, whatever the outcome.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cursors: list[sqlite3.Cursor] = []
+        self.text_factory = _decode_text
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        """Runs sql on a new cursor that ``finish_statements`` closes."""
+        cursor = self.cursor()
+        self._cursors.append(cursor)
+        return cursor.execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        """Runs sql once per row of parameters on a cursor that ``finish_statements`` closes."""
+        cursor = self.cursor()
+        self._cursors.append(cursor)
+        return cursor.executemany(sql, parameters)
+
+    def finish_statements(self) -> None:
+        """Closes every cursor execute made since the last call, ending its statement."""
+        cursors, self._cursors = self._cursors, []
+        for cursor in cursors:
+            cursor.close()
+
+    def close(self) -> None:
+        """Ends every statement, then closes the connection (so its files are released)."""
+        self.finish_statements()
+        super().close()
+
+
+def _connect(path: Path, *, create: bool, busy_timeout: float) -> _Connection:
     # A file: URI with mode=rw never creates a file, so opening an existing
     # database cannot leave a new empty one behind if it vanished meanwhile.
     mode = "rwc" if create else "rw"
-    return sqlite3.connect(
+    conn = sqlite3.connect(
         f"{path.as_uri()}?mode={mode}",
         uri=True,
         timeout=busy_timeout,
         isolation_level=None,
         check_same_thread=False,
+        factory=_Connection,
     )
+    assert isinstance(conn, _Connection)
+    return conn
 
 
 def _check_file(path: Path) -> bool:
@@ -241,7 +296,7 @@ class SQLiteEngine:
     def __init__(
         self,
         path: Path,
-        writer: sqlite3.Connection,
+        writer: _Connection,
         *,
         busy_timeout: float,
         readers: int,
@@ -257,7 +312,7 @@ class SQLiteEngine:
         self._closed = False
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._reader_slots = threading.BoundedSemaphore(readers)
-        self._idle_readers: list[sqlite3.Connection] = []
+        self._idle_readers: list[_Connection] = []
         self.commits = 0
         """How many transactions the writer has committed: a signal for tests."""
         self._thread = threading.Thread(
@@ -361,6 +416,7 @@ class SQLiteEngine:
                     try:
                         return op(_Queries(conn))
                     finally:
+                        conn.finish_statements()
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")
             finally:
@@ -427,7 +483,7 @@ class SQLiteEngine:
             self._calls.put(_Call(op, future))
         return future
 
-    def _borrow_reader(self) -> sqlite3.Connection:
+    def _borrow_reader(self) -> _Connection:
         with self._lock:
             if self._closed:
                 raise self._closed_error()
@@ -442,7 +498,7 @@ class SQLiteEngine:
                 raise
         return conn
 
-    def _return_reader(self, conn: sqlite3.Connection) -> None:
+    def _return_reader(self, conn: _Connection) -> None:
         with self._lock:
             if not self._closed and not conn.in_transaction:
                 self._idle_readers.append(conn)
@@ -485,7 +541,10 @@ class SQLiteEngine:
                     conn.execute("SAVEPOINT jobtable_op")
                     try:
                         with _driver_errors(self._path):
-                            value = call.op(self._queries)
+                            try:
+                                value = call.op(self._queries)
+                            finally:
+                                conn.finish_statements()
                     except BaseException as exc:
                         outcomes.append(_Outcome(call, False, exc))
                         if not conn.in_transaction:
@@ -501,6 +560,7 @@ class SQLiteEngine:
                         outcomes.append(_Outcome(call, True, value))
                 conn.execute("COMMIT")
         except BaseException as batch_error:
+            conn.finish_statements()
             with contextlib.suppress(sqlite3.Error):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

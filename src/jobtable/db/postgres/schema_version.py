@@ -31,6 +31,9 @@ LISTEN_FOR_ENQUEUES = """SELECT jobtable_listen() AS channel
 DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', false)
 """
 
+SET_CLIENT_ENCODING = """SELECT set_config('client_encoding', %(encoding)s::text, false)
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SchemaAppliedRow:
@@ -134,6 +137,19 @@ class Querier:
             DISABLE_SYNCHRONOUS_COMMIT,
         )
 
+    def set_client_encoding(
+        self,
+        *,
+        encoding: str,
+    ) -> None:
+        """SetClientEncoding sets the encoding this session's text travels in."""
+        self._conn.execute(
+            SET_CLIENT_ENCODING,
+            {
+                "encoding": encoding,
+            },
+        )
+
 
 class AsyncQuerier:
     """Runs the queries of schema_version.sql on one connection."""
@@ -214,4 +230,17 @@ class AsyncQuerier:
         """
         await self._conn.execute(
             DISABLE_SYNCHRONOUS_COMMIT,
+        )
+
+    async def set_client_encoding(
+        self,
+        *,
+        encoding: str,
+    ) -> None:
+        """SetClientEncoding sets the encoding this session's text travels in."""
+        await self._conn.execute(
+            SET_CLIENT_ENCODING,
+            {
+                "encoding": encoding,
+            },
         )
