@@ -152,8 +152,12 @@ class _Queries:
     def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int:
         return self._q.fail_running_jobs(error=error, now=_time(now), runner=runner)
 
-    def fail_jobs_of_dead_runners(self, *, error: str | None, now: str, cutoff: str) -> int:
-        return self._q.fail_jobs_of_dead_runners(error=error, now=_time(now), cutoff=_time(cutoff))
+    def fail_jobs_of_dead_runners(
+        self, *, error: str | None, now: str, runner: str | None, cutoff: str
+    ) -> int:
+        return self._q.fail_jobs_of_dead_runners(
+            error=error, now=_time(now), runner=runner, cutoff=_time(cutoff)
+        )
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
         return self._q.list_running_jobs(runner=runner, before=_time(before))
@@ -179,8 +183,8 @@ class _Queries:
     def delete_runner(self, *, name: str) -> None:
         self._q.delete_runner(name=name)
 
-    def delete_dead_runners(self, *, cutoff: str) -> int:
-        return self._q.delete_dead_runners(cutoff=_time(cutoff))
+    def delete_dead_runners(self, *, cutoff: str, name: str) -> int:
+        return self._q.delete_dead_runners(cutoff=_time(cutoff), name=name)
 
 
 def _queries(conn: _Connection) -> Queries:

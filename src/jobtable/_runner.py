@@ -314,8 +314,7 @@ class Runner:
         self._unlisten = self.store.engine.listen(self.notify_enqueued)
 
     def _begin(self, q: Queries) -> None:
-        stamp = now()
-        cutoff = self._cutoff()
+        stamp, cutoff, _ = self._times()
         previous = q.get_runner(name=self.name)
         if previous is not None and previous.heartbeat_at >= cutoff:
             self.logger.warning(
@@ -327,8 +326,7 @@ class Runner:
             )
         q.register_runner(name=self.name, now=stamp)
         own = q.fail_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
+        dead = self._fail_dead_runners(q, stamp, cutoff)
         if own + dead:
             self.logger.warning(
                 "failed %d jobs interrupted by restart",
@@ -336,10 +334,28 @@ class Runner:
                 extra={"count": own + dead, "runner": self.name},
             )
 
-    def _cutoff(self) -> str:
-        return timestamp(
-            datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=self.lease)
+    def _times(self) -> tuple[str, str, str | None]:
+        """Now, the lease's cutoff and the retention's, as text, from one reading of the clock.
+
+        Every time one write uses comes from one reading: a write that waits
+        (for a lock, a connection) between two readings would compare a
+        heartbeat it wrote before the wait with a cutoff taken after it.
+        """
+        moment = datetime.datetime.now(datetime.UTC)
+        cutoff = timestamp(moment - datetime.timedelta(seconds=self.lease))
+        retention = None if self.retention is None else timestamp(moment - self.retention)
+        return timestamp(moment), cutoff, retention
+
+    def _fail_dead_runners(self, q: Queries, stamp: str, cutoff: str) -> int:
+        """Fails the running jobs of runners that beat before cutoff and forgets those runners.
+
+        Never this runner's own: it is alive. Returns how many jobs it failed.
+        """
+        dead = q.fail_jobs_of_dead_runners(
+            error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff, runner=self.name
         )
+        q.delete_dead_runners(cutoff=cutoff, name=self.name)
+        return dead
 
     def stop(self) -> None:
         """Begins a graceful stop; safe from any thread and from signal handlers.
@@ -720,15 +736,20 @@ class Runner:
                 self.logger.exception("runner heartbeat", extra={"runner": self.name})
 
     def _maintenance(self, held: frozenset[str], q: Queries) -> None:
-        stamp = now()
+        """One heartbeat: renews the lease, fails stale jobs and prunes."""
+        stamp, cutoff, retention = self._times()
         if not q.heartbeat_runner(now=stamp, name=self.name):
             self.logger.warning(
                 "runner lost its lease; registering again", extra={"runner": self.name}
             )
             q.register_runner(name=self.name, now=stamp)
-        cutoff = self._cutoff()
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
+        self._fail_stale(held, q, stamp, cutoff)
+        if retention is not None:
+            q.delete_finished_jobs(before=retention, max_jobs=1000)
+
+    def _fail_stale(self, held: frozenset[str], q: Queries, stamp: str, cutoff: str) -> None:
+        """Fails dead runners' jobs, and the claims older than cutoff it never received."""
+        dead = self._fail_dead_runners(q, stamp, cutoff)
         if dead:
             self.logger.warning(
                 "failed %d jobs of dead runners as interrupted",
@@ -752,9 +773,6 @@ class Runner:
                 len(lost),
                 extra={"count": len(lost), "runner": self.name},
             )
-        if self.retention is not None:
-            before = timestamp(datetime.datetime.now(datetime.UTC) - self.retention)
-            q.delete_finished_jobs(before=before, max_jobs=1000)
 
 
 class _Publish:
