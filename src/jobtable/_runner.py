@@ -11,9 +11,11 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Generic, TypeVar, cast, overload
 
+from ._contact import StoreContact
 from ._context import JobContext
 from ._engine import ClaimedRow, Queries
 from ._errors import Failure, NotRunning, RunnerError
@@ -206,6 +208,10 @@ class Runner:
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        # Peers are judged dead only after a lease of this runner's own
+        # writes landing promptly; a maintenance step slower than its
+        # interval counts as delayed.
+        self._contact = StoreContact(lease, slow_after=lease / 3)
 
     def __repr__(self) -> str:
         return f"Runner(name={self.name!r}, workers={self.workers}, kinds={sorted(self._handlers)})"
@@ -293,7 +299,9 @@ class Runner:
                 raise RunnerError("start: runner already started")
             self._started = True
         try:
+            started = time.monotonic()
             await self.store.engine.awrite(self._begin)
+            self._contact.landed(started, time.monotonic())
         except BaseException:
             with self._lock:
                 self._started = False
@@ -457,6 +465,7 @@ class Runner:
             try:
                 jobs = await self._claim(wanted, outcomes)
             except Exception:
+                self._contact.failed()
                 if outcomes:
                     # The completer retries them on their own.
                     self._outcomes[:0] = outcomes
@@ -696,6 +705,7 @@ class Runner:
                 changed, _ = await self.store.engine.awrite(_FinishAndClaim(outcomes, self.name, 0))
                 return changed
             except Exception:
+                self._contact.failed()
                 if len(outcomes) > 1:
                     # One bad outcome must not hold the others back: each is
                     # retried on its own.
@@ -728,22 +738,35 @@ class Runner:
             await self._wait_stop(interval)
             if self._stopping.is_set():
                 return
+            started = time.monotonic()
             try:
                 await self.store.engine.awrite(
-                    functools.partial(self._maintenance, frozenset(self._held))
+                    functools.partial(self._maintenance, frozenset(self._held), started)
                 )
             except Exception:
+                self._contact.failed()
                 self.logger.exception("runner heartbeat", extra={"runner": self.name})
+            else:
+                self._contact.landed(started, time.monotonic())
 
-    def _maintenance(self, held: frozenset[str], q: Queries) -> None:
-        """One heartbeat: renews the lease, fails stale jobs and prunes."""
+    def _maintenance(self, held: frozenset[str], started: float, q: Queries) -> None:
+        """One heartbeat, asked for at started: renews the lease, fails stale jobs, prunes.
+
+        Stale jobs are failed only once this runner's own writes have landed
+        promptly for a lease, and this one did not wait long to start (see
+        StoreContact): until then a stale heartbeat may be a peer that could
+        not reach the store either, and a stale claim of its own may be one
+        whose reply is still on its way.
+        """
+        judge = self._contact.may_judge(started, time.monotonic())
         stamp, cutoff, retention = self._times()
         if not q.heartbeat_runner(now=stamp, name=self.name):
             self.logger.warning(
                 "runner lost its lease; registering again", extra={"runner": self.name}
             )
             q.register_runner(name=self.name, now=stamp)
-        self._fail_stale(held, q, stamp, cutoff)
+        if judge:
+            self._fail_stale(held, q, stamp, cutoff)
         if retention is not None:
             q.delete_finished_jobs(before=retention, max_jobs=1000)
 
