@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 from ._contact import StoreContact
 from ._context import JobContext
 from ._engine import ClaimedRow, Queries
-from ._errors import Failure, NotRunning, RunnerError
+from ._errors import Failure, NotRunning, RunnerError, StoreError
 from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job
 from ._kind import Codec, GetJob, Kind, job_from_row
 from ._store import Store, now, timestamp
@@ -609,16 +609,16 @@ class Runner:
         """Decodes the payload, calls the handler and returns its result as JSON."""
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
-        engine = self.store.engine
 
         def publish_op(partial: R) -> "_Publish":
-            return _Publish(job.id, job.attempt, codec.encode_result(partial))
+            return _Publish(job, codec.encode_result(partial))
 
         def publish(partial: R) -> None:
-            engine.write(publish_op(partial))
+            self._publish(publish_op(partial))
 
         async def apublish(partial: R) -> None:
-            await engine.awrite(publish_op(partial))
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._threads, self._publish, publish_op(partial))
 
         ctx: JobContext[R] = JobContext(
             id=job.id,
@@ -638,6 +638,31 @@ class Runner:
             call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
             result = await loop.run_in_executor(self._threads, call)
         return codec.encode_result(result)
+
+    def _publish(self, op: "_Publish") -> None:
+        """Stores a partial result; retries a store error with capped backoff for up to a lease.
+
+        A publish is fenced by its claim and stores the same value again, so
+        a retry is safe, and a dropped connection (a server restart) costs
+        the handler a short wait instead of an exception that would fail its
+        job. Unlike an outcome, it is not retried for ever: after a lease of
+        failures, or once stop began, the StoreError reaches the handler.
+        NotRunning is never retried.
+        """
+        delay = _CLAIM_BACKOFF[0]
+        give_up_at = time.monotonic() + self.lease
+        while True:
+            try:
+                self.store.engine.write(op)
+                return
+            except StoreError:
+                if self._stopping.is_set() or time.monotonic() + delay > give_up_at:
+                    raise
+                self._job_logger(op.job_id, op.kind).warning(
+                    "publish job result; retrying", exc_info=True
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, _CLAIM_BACKOFF[1])
 
     def _job_logger(self, job_id: str, kind: str) -> _JobLogger:
         """The runner's logger with the job's id and kind as structured fields."""
@@ -799,11 +824,12 @@ class Runner:
 
 
 class _Publish:
-    __slots__ = ("attempt", "job_id", "result")
+    __slots__ = ("attempt", "job_id", "kind", "result")
 
-    def __init__(self, job_id: str, attempt: int, result: str) -> None:
-        self.job_id = job_id
-        self.attempt = attempt
+    def __init__(self, job: ClaimedRow, result: str) -> None:
+        self.job_id = job.id
+        self.kind = job.kind
+        self.attempt = job.attempt
         self.result = result
 
     def __call__(self, q: Queries) -> None:

@@ -279,3 +279,70 @@ async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
         assert job_id
     drained = [r for r in caplog.records if "replacing every pooled one" in r.getMessage()]
     assert drained
+
+
+@contextlib.contextmanager
+def sqlite_locked(path: pathlib.Path) -> Iterator[None]:
+    """Holds SQLite's write lock on path: every write of the store fails meanwhile."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            holder.execute("ROLLBACK")
+
+
+@contextlib.contextmanager
+def postgres_locked(url: str) -> Iterator[None]:
+    """Holds the jobs table locked: every write waits, and fails after the URL's lock_timeout."""
+    import psycopg
+
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            holder.rollback()
+
+
+@contextlib.contextmanager
+def store_held(engine: str, store_target: str) -> Iterator[None]:
+    """Holds the store's write lock (SQLite) or its jobs table (PostgreSQL)."""
+    with (
+        sqlite_locked(pathlib.Path(store_target))
+        if engine == "sqlite"
+        else postgres_locked(store_target)
+    ):
+        yield
+
+
+async def test_a_publish_that_fails_for_a_moment_is_retried_and_the_job_goes_on(
+    engine: str, store_target: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    # Writes fail after 50 ms of waiting for the lock the test holds.
+    target = store_target.replace("options=-c", "options=-clock_timeout%3D50%20-c")
+    holding = threading.Event()
+
+    def work(ctx: jobtable.JobContext[int], payload: int) -> int:
+        ctx.publish(1)
+        holding.wait(30)
+        # The store refuses writes for a moment: the publish waits it out.
+        ctx.publish(2)
+        return 3
+
+    def retried() -> bool:
+        return any("publish job result; retrying" in r.msg for r in caplog.records)
+
+    with jobtable.Store.open(target, busy_timeout=0.05) as store:
+        runner = jobtable.Runner(store, name="r", lease=30)
+        kind = runner.register("work", work)
+        job_id = kind.enqueue(0)
+        task = asyncio.create_task(runner.run_next())
+        await wait_until(lambda: kind.get(job_id).result == 1)
+        with store_held(engine, store_target):
+            holding.set()
+            await wait_until(retried)
+        assert await task == job_id
+        job = kind.get(job_id)
+        assert (job.status, job.result) == (jobtable.Status.SUCCEEDED, 3)
