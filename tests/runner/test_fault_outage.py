@@ -137,25 +137,49 @@ def report(engine: str, how: str, figures: Figures) -> None:
     )
 
 
+@contextlib.contextmanager
+def sqlite_locked(path: pathlib.Path) -> Iterator[None]:
+    """Holds SQLite's write lock on path: every write of the store fails meanwhile."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            holder.execute("ROLLBACK")
+
+
+@contextlib.contextmanager
+def postgres_locked(url: str, tables: str = "jobs") -> Iterator[None]:
+    """Holds tables locked: every write waits, and fails after the URL's lock_timeout if any."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url) as holder:
+        holder.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(sql.SQL(tables)))
+        try:
+            yield
+        finally:
+            holder.rollback()
+
+
+@contextlib.asynccontextmanager
+async def during(hold: contextlib.AbstractContextManager[None]) -> AsyncIterator[None]:
+    """hold, as an async context manager."""
+    with hold:
+        yield
+
+
 async def test_sqlite_an_outage_longer_than_the_lease_fails_no_live_runners_job(
     tmp_path: pathlib.Path, wait_until: WaitUntil
 ) -> None:
     path = tmp_path / "jobs.db"
     jobtable.Store.open(path).close()
 
-    @contextlib.asynccontextmanager
-    async def locked_out() -> AsyncIterator[None]:
-        # Every write fails, as on a full disk: the runners wait 50 ms for the
-        # lock, then give up.
-        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
-            holder.execute("BEGIN EXCLUSIVE")
-            try:
-                yield
-            finally:
-                holder.execute("ROLLBACK")
-
+    # Every write fails, as on a full disk: the runners wait 50 ms for the lock.
     figures = await live_runners_through_an_outage(
-        lambda: jobtable.Store.open(path, busy_timeout=0.05), locked_out, wait_until
+        lambda: jobtable.Store.open(path, busy_timeout=0.05),
+        lambda: during(sqlite_locked(path)),
+        wait_until,
     )
     report("sqlite", "writes failing", figures)
     assert figures.live_jobs_failed == 0
@@ -164,20 +188,11 @@ async def test_sqlite_an_outage_longer_than_the_lease_fails_no_live_runners_job(
 async def test_postgres_tables_locked_longer_than_the_lease_fail_no_live_runners_job(
     pg_url: str, wait_until: WaitUntil
 ) -> None:
-    import psycopg
-
-    @contextlib.asynccontextmanager
-    async def locked() -> AsyncIterator[None]:
-        # Every write waits: the heartbeats land late, all at once.
-        with psycopg.connect(pg_url) as holder:
-            holder.execute("LOCK TABLE runners, jobs IN ACCESS EXCLUSIVE MODE")
-            try:
-                yield
-            finally:
-                holder.rollback()
-
+    # Every write waits: the heartbeats land late, all at once.
     figures = await live_runners_through_an_outage(
-        lambda: jobtable.Store.open(pg_url), locked, wait_until
+        lambda: jobtable.Store.open(pg_url),
+        lambda: during(postgres_locked(pg_url, "runners, jobs")),
+        wait_until,
     )
     report("postgres", "tables locked", figures)
     assert figures.live_jobs_failed == 0
@@ -279,30 +294,6 @@ async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
         assert job_id
     drained = [r for r in caplog.records if "replacing every pooled one" in r.getMessage()]
     assert drained
-
-
-@contextlib.contextmanager
-def sqlite_locked(path: pathlib.Path) -> Iterator[None]:
-    """Holds SQLite's write lock on path: every write of the store fails meanwhile."""
-    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
-        holder.execute("BEGIN EXCLUSIVE")
-        try:
-            yield
-        finally:
-            holder.execute("ROLLBACK")
-
-
-@contextlib.contextmanager
-def postgres_locked(url: str) -> Iterator[None]:
-    """Holds the jobs table locked: every write waits, and fails after the URL's lock_timeout."""
-    import psycopg
-
-    with psycopg.connect(url) as holder:
-        holder.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
-        try:
-            yield
-        finally:
-            holder.rollback()
 
 
 @contextlib.contextmanager
