@@ -1,4 +1,8 @@
-"""Maps each engine's declared column types to exact Python types."""
+"""Maps each engine's declared column types to exact Python types.
+
+Annotations that name a model (an enum class, a type alias) spell it
+``models.Name``; the models module itself drops the prefix.
+"""
 
 import dataclasses
 import re
@@ -17,7 +21,8 @@ class PyType:
     ``decode_nullable`` and ``encode_nullable`` do the same for a nullable
     value; they call a helper of ``HELPERS`` (listed in ``helpers``) instead of
     an inline conditional, which ruff format would split over lines once a
-    name is long.
+    name is long. ``aliases`` are the type aliases of ``ALIASES`` that the
+    models module defines for the annotation.
     """
 
     annotation: str
@@ -27,17 +32,121 @@ class PyType:
     decode_nullable: str = "{}"
     encode_nullable: str = "{}"
     helpers: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
 
 
-# The helper functions a generated query module defines when it uses them.
+# The helper functions a generated query module defines when its code calls
+# them, each as ruff format writes it.
+_HELPER_SOURCE = r"""
+def _bool_or_none(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _jsonb_or_none(value: JSONValue | None) -> psycopg.types.json.Jsonb | None:
+    return None if value is None else psycopg.types.json.Jsonb(value)
+
+
+def _jsonb_list(
+    values: list[JSONValue] | list[JSONValue | None] | None,
+) -> list[psycopg.types.json.Jsonb | None] | None:
+    if values is None:
+        return None
+    return [None if v is None else psycopg.types.json.Jsonb(v) for v in values]
+
+
+def _or_none(convert: Callable[[_V], _T], value: _V | None) -> _T | None:
+    return None if value is None else convert(value)
+
+
+def _pg_array(value: object) -> list[str | None]:
+    # psycopg returns an array of a type it does not know in its text form,
+    # {a,"b c",NULL}, and as a list once the type is registered.
+    if isinstance(value, list):
+        return [None if v is None else str(v) for v in value]
+    if not isinstance(value, str) or value[:1] != "{" or value[-1:] != "}":
+        raise TypeError(f"not a one-dimensional array: {value!r}")
+    items: list[str | None] = []
+    for quoted, bare in re.findall(r'"((?:[^"\\]|\\.)*)"|([^,{}]+)', value[1:-1]):
+        if bare:
+            items.append(None if bare == "NULL" else bare)
+        else:
+            items.append(re.sub(r"\\(.)", r"\1", quoted))
+    return items
+
+
+def _not_null(value: str | None) -> str:
+    if value is None:
+        raise TypeError("NULL in an array declared without NULLs")
+    return value
+
+
+def _enums(kind: Callable[[str], _T], value: object) -> list[_T]:
+    return [kind(_not_null(v)) for v in _pg_array(value)]
+
+
+def _enums_or_none(kind: Callable[[str], _T], value: object) -> list[_T | None] | None:
+    if value is None:
+        return None
+    return [None if v is None else kind(v) for v in _pg_array(value)]
+
+
+def _hstore(value: object) -> dict[str, str | None]:
+    # psycopg returns hstore in its text form unless register_hstore ran.
+    if isinstance(value, dict):
+        return {str(k): None if v is None else str(v) for k, v in value.items()}
+    if not isinstance(value, str):
+        raise TypeError(f"not an hstore: {value!r}")
+    quoted = r'"((?:[^"\\]|\\.)*)"'
+    out: dict[str, str | None] = {}
+    for key, val in re.findall(quoted + r"\s*=>\s*(NULL|" + quoted + ")", value):
+        text = None if val == "NULL" else re.sub(r"\\(.)", r"\1", val[1:-1])
+        out[re.sub(r"\\(.)", r"\1", key)] = text
+    return out
+
+
+def _hstore_text(value: dict[str, str | None]) -> str:
+    def quote(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    pairs = [quote(k) + "=>" + ("NULL" if v is None else quote(v)) for k, v in value.items()]
+    return ", ".join(pairs)
+
+
+def _decimal(value: float | str) -> decimal.Decimal:
+    # SQLite stores a NUMERIC as an integer or a float where it can.
+    return decimal.Decimal(str(value))
+
+
+def _decimal_text(value: decimal.Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _marks(count: int) -> str:
+    # sqlc.slice: one placeholder per value; NULL, which IN matches to nothing, for none.
+    return ", ".join("?" * count) or "NULL"
+"""
 HELPERS = {
-    "_bool_or_none": (
-        "def _bool_or_none(value: int | None) -> bool | None:\n"
-        "    return None if value is None else bool(value)"
-    ),
-    "_jsonb_or_none": (
-        "def _jsonb_or_none(value: JSONValue | None) -> psycopg.types.json.Jsonb | None:\n"
-        "    return None if value is None else psycopg.types.json.Jsonb(value)"
+    block.split("(", 1)[0].removeprefix("def "): block.strip()
+    for block in _HELPER_SOURCE.strip().split("\n\n\ndef ")
+    for block in ["def " + block.removeprefix("def ")]
+}
+
+# What each helper needs besides itself: other helpers, modules, type variables.
+HELPER_NEEDS = {
+    "_enums": ("_pg_array", "_not_null"),
+    "_enums_or_none": ("_pg_array",),
+}
+
+# Type aliases the models module defines when some annotation uses them.
+ALIASES = {
+    "JSONValue": "",  # spelled by the models module, which knows its mode
+    "Inet": (
+        "Inet: TypeAlias = (\n"
+        "    ipaddress.IPv4Address\n"
+        "    | ipaddress.IPv6Address\n"
+        "    | ipaddress.IPv4Interface\n"
+        "    | ipaddress.IPv6Interface\n"
+        ")"
     ),
 }
 
@@ -48,6 +157,15 @@ _FLOAT = PyType("float")
 _BYTES = PyType("bytes")
 _SQLITE_BOOL = PyType(
     "bool", decode="bool({})", decode_nullable="_bool_or_none({})", helpers=("_bool_or_none",)
+)
+_SQLITE_DECIMAL = PyType(
+    "decimal.Decimal",
+    ("decimal",),
+    decode="_decimal({})",
+    encode="str({})",
+    decode_nullable="_or_none(_decimal, {})",
+    encode_nullable="_decimal_text({})",
+    helpers=("_decimal", "_decimal_text", "_or_none"),
 )
 
 # SQLite accepts any spelling and derives an affinity from it; these are the
@@ -86,6 +204,8 @@ _SQLITE_SPELLINGS = {
     "blob": _BYTES,
     "boolean": _SQLITE_BOOL,
     "bool": _SQLITE_BOOL,
+    "numeric": _SQLITE_DECIMAL,
+    "decimal": _SQLITE_DECIMAL,
 }
 
 _JSON = PyType(
@@ -94,7 +214,28 @@ _JSON = PyType(
     encode="psycopg.types.json.Jsonb({})",
     encode_nullable="_jsonb_or_none({})",
     helpers=("_jsonb_or_none",),
+    aliases=("JSONValue",),
 )
+_HSTORE = PyType(
+    "dict[str, str | None]",
+    decode="_hstore({})",
+    encode="_hstore_text({})",
+    decode_nullable="_or_none(_hstore, {})",
+    encode_nullable="_or_none(_hstore_text, {})",
+    helpers=("_hstore", "_hstore_text", "_or_none"),
+)
+
+
+def _range(element: str, imports: tuple[str, ...] = ()) -> PyType:
+    return PyType(f"psycopg.types.range.Range[{element}]", ("psycopg.types.range", *imports))
+
+
+def _multirange(element: str, imports: tuple[str, ...] = ()) -> PyType:
+    return PyType(
+        f"psycopg.types.multirange.Multirange[{element}]",
+        ("psycopg.types.multirange", *imports),
+    )
+
 
 _POSTGRES = {
     "smallint": _INT,
@@ -139,7 +280,32 @@ _POSTGRES = {
     "time": PyType("datetime.time", ("datetime",)),
     "timetz": PyType("datetime.time", ("datetime",)),
     "interval": PyType("datetime.timedelta", ("datetime",)),
+    "inet": PyType("models.Inet", ("ipaddress",), aliases=("Inet",)),
+    "cidr": PyType("ipaddress.IPv4Network | ipaddress.IPv6Network", ("ipaddress",)),
+    "int4range": _range("int"),
+    "int8range": _range("int"),
+    "numrange": _range("decimal.Decimal", ("decimal",)),
+    "daterange": _range("datetime.date", ("datetime",)),
+    "tsrange": _range("datetime.datetime", ("datetime",)),
+    "tstzrange": _range("datetime.datetime", ("datetime",)),
+    "int4multirange": _multirange("int"),
+    "int8multirange": _multirange("int"),
+    "nummultirange": _multirange("decimal.Decimal", ("decimal",)),
+    "datemultirange": _multirange("datetime.date", ("datetime",)),
+    "tsmultirange": _multirange("datetime.datetime", ("datetime",)),
+    "tstzmultirange": _multirange("datetime.datetime", ("datetime",)),
+    "hstore": _HSTORE,
 }
+
+# Element types whose arrays need a conversion of their own.
+_JSON_ARRAY = PyType(
+    "JSONValue",
+    imports=("psycopg.types.json",),
+    encode="_jsonb_list({})",
+    encode_nullable="_jsonb_list({})",
+    helpers=("_jsonb_list",),
+    aliases=("JSONValue",),
+)
 
 
 def _sqlite_name(name: str) -> str:
@@ -152,47 +318,164 @@ def _sqlite_name(name: str) -> str:
 _SQLITE = {_sqlite_name(name): py for name, py in _SQLITE_SPELLINGS.items()}
 
 
-def python_type(engine: str, column: Column, where: str) -> PyType:
-    """Returns the Python type of column, None allowed when it is nullable.
+@dataclasses.dataclass(frozen=True, slots=True)
+class Override:
+    """One entry of the overrides option: a db_type or a column mapped to a Python type.
 
-    Raises RequestError naming where (the query or table), the column and the
-    type when the type has no exact Python type.
+    ``column`` is ``table.column`` or ``schema.table.column``; a db_type
+    override applies to NOT NULL columns only unless ``nullable`` is set, as
+    in sqlc's own overrides. ``annotation`` is the type as the code spells it,
+    ``module`` the module to import for it (empty for a builtin).
     """
+
+    db_type: str
+    column: str
+    annotation: str
+    module: str
+    nullable: bool
+
+
+def _normal(engine: str, name: str) -> str:
     if engine == "sqlite":
-        base = _SQLITE.get(_sqlite_name(column.type_name))
-        if column.is_array or column.array_dims:
-            raise RequestError(f"{where}: column {column.name!r}: SQLite has no arrays")
-    elif engine == "postgresql":
-        name = column.type_name.lower().removeprefix("pg_catalog.")
-        base = _POSTGRES.get(name)
-    else:
-        raise RequestError(f"engine {engine!r} is not supported: want sqlite or postgresql")
-    if base is None:
-        raise RequestError(
-            f"{where}: column {column.name!r}: type {column.type_name!r} "
-            f"has no exact Python type for {engine}"
+        return _sqlite_name(name)
+    return name.lower().removeprefix("pg_catalog.")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TypeMap:
+    """The types of one request: its engine, its enum classes and the overrides.
+
+    ``enums`` maps (schema, name) of each enum, the default schema as "", to
+    its class name in the models module.
+    """
+
+    engine: str
+    default_schema: str
+    enums: dict[tuple[str, str], str]
+    overrides: tuple[Override, ...]
+
+    def _schema(self, schema: str) -> str:
+        return "" if schema in (self.default_schema, "public", "main") else schema
+
+    def _override(self, column: Column, owner: str) -> PyType | None:
+        type_name = _normal(self.engine, column.type_name)
+        table = self._schema(column.table_schema) + "." + (owner or column.table)
+        name = column.original_name or column.name
+        for override in self.overrides:
+            if override.column:
+                spec = override.column if override.column.count(".") == 2 else "." + override.column
+                if spec.lower() != f"{table}.{name}".lower():
+                    continue
+            elif override.db_type != type_name or (not column.not_null and not override.nullable):
+                continue
+            imports = (override.module,) if override.module else ()
+            return PyType(override.annotation, imports)
+        return None
+
+    def _enum(self, column: Column) -> str | None:
+        name = column.type_name.lower()
+        schema = self._schema(column.type_schema)
+        if "." in name and not schema:
+            schema, name = name.split(".", 1)
+            schema = self._schema(schema)
+        return self.enums.get((schema, name))
+
+    def python_type(self, column: Column, where: str, owner: str = "") -> PyType:
+        """Returns the Python type of column, None allowed when it is nullable.
+
+        owner names the table of a table column. Raises RequestError naming
+        where (the query or table), the column and the type when the type has
+        no exact Python type.
+        """
+        engine = self.engine
+        dims = max(column.array_dims, 1 if column.is_array else 0)
+        base = self._override(column, owner)
+        enum = None if base is not None else self._enum(column)
+        if base is not None:
+            pass
+        elif engine == "sqlite":
+            base = _SQLITE.get(_sqlite_name(column.type_name))
+            if dims:
+                raise RequestError(f"{where}: column {column.name!r}: SQLite has no arrays")
+            if base is None and column.type_name.lower() == "any":
+                raise RequestError(
+                    f"{where}: column {column.name!r}: sqlc infers no type for this "
+                    "expression (SQLite's max(), min(), coalesce(), ifnull() and the like "
+                    "return any type): CAST it, as in CAST(max(x) AS INTEGER) AS x, or map "
+                    "it with an override"
+                )
+        elif engine == "postgresql":
+            if enum is not None:
+                base = PyType(
+                    f"models.{enum}",
+                    decode=f"models.{enum}({{}})",
+                    decode_nullable=f"_or_none(models.{enum}, {{}})",
+                    helpers=("_or_none",),
+                )
+                if dims > 1:
+                    raise RequestError(
+                        f"{where}: column {column.name!r}: arrays of enum {column.type_name} "
+                        "of more than one dimension are not supported"
+                    )
+                if dims:
+                    inner = f"models.{enum}"
+                    if column.not_null:
+                        return PyType(
+                            f"list[{inner}]",
+                            decode=f"_enums(models.{enum}, {{}})",
+                            helpers=("_enums",),
+                        )
+                    return PyType(
+                        f"list[{inner} | None] | None",
+                        decode=f"_enums_or_none(models.{enum}, {{}})",
+                        helpers=("_enums_or_none",),
+                    )
+            else:
+                base = _POSTGRES.get(_normal(engine, column.type_name))
+                if base is _JSON and dims == 1:
+                    base = _JSON_ARRAY
+                    inner = "JSONValue" if column.not_null else "JSONValue | None"
+                    listed = f"list[{inner}]" + ("" if column.not_null else " | None")
+                    return dataclasses.replace(base, annotation=listed)
+        else:
+            raise RequestError(f"engine {engine!r} is not supported: want sqlite or postgresql")
+        if base is None:
+            if not column.type_name and column.embed_table:
+                raise RequestError(
+                    f"{where}: column {column.name!r}: sqlc.embed is not supported here"
+                )
+            if not column.type_name:
+                raise RequestError(
+                    f"{where}: column {column.name!r}: sqlc infers no type for it: "
+                    "CAST it in the SQL, or map it with an override"
+                )
+            raise RequestError(
+                f"{where}: column {column.name!r}: type {column.type_name!r} "
+                f"has no exact Python type for {engine}: map it with an override "
+                "(db_type or column) to a Python type"
+            )
+        result = base
+        if dims and (base.encode != "{}" or base.decode != "{}"):
+            raise RequestError(
+                f"{where}: column {column.name!r}: type {column.type_name!r}: "
+                f"arrays of {column.type_name} are not supported: map the column "
+                "with an override"
+            )
+        for _ in range(dims):
+            inner = result.annotation
+            if not column.not_null:
+                # PostgreSQL cannot declare array elements NOT NULL: a nullable
+                # array column is taken to hold nullable elements, a NOT NULL one
+                # (whose elements a CHECK can keep from NULL) not.
+                inner = f"{inner} | None"
+            result = PyType(f"list[{inner}]", result.imports, aliases=result.aliases)
+        if column.not_null:
+            return result
+        return PyType(
+            f"{result.annotation} | None",
+            result.imports,
+            decode=result.decode_nullable,
+            encode=result.encode_nullable,
+            helpers=result.helpers,
+            aliases=result.aliases,
         )
-    result = base
-    dims = max(column.array_dims, 1 if column.is_array else 0)
-    if dims and (base.encode != "{}" or base.decode != "{}"):
-        raise RequestError(
-            f"{where}: column {column.name!r}: type {column.type_name!r}: "
-            f"arrays of {column.type_name} are not supported"
-        )
-    for _ in range(dims):
-        inner = result.annotation
-        if not column.not_null:
-            # PostgreSQL cannot declare array elements NOT NULL: a nullable
-            # array column is taken to hold nullable elements, a NOT NULL one
-            # (whose elements a CHECK can keep from NULL) not.
-            inner = f"{inner} | None"
-        result = PyType(f"list[{inner}]", result.imports)
-    if column.not_null:
-        return dataclasses.replace(result, helpers=())
-    return PyType(
-        f"{result.annotation} | None",
-        result.imports,
-        decode=result.decode_nullable,
-        encode=result.encode_nullable,
-        helpers=result.helpers,
-    )

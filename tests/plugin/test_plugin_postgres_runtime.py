@@ -239,7 +239,7 @@ def test_one_returns_none_when_no_row_matches(querier: accounts.Querier) -> None
 def test_one_with_an_aggregate_counts(querier: accounts.Querier) -> None:
     _create(querier, _every_type("a"))
     _create(querier, _only_required("b"))
-    assert querier.count_active(active=True) == accounts.CountActiveRow(total=1)
+    assert querier.count_active(active=True) == 1
 
 
 def test_many_with_a_null_parameter_matches_null(querier: accounts.Querier) -> None:
@@ -288,9 +288,7 @@ def test_async_querier_round_trips_every_type(server_url: str, accounts_schema: 
 
 
 def test_async_querier_runs_every_command(server_url: str, accounts_schema: str) -> None:
-    async def run() -> tuple[
-        int, list[accounts.ListAccountsByBioRow], int, accounts.CountActiveRow | None, bool
-    ]:
+    async def run() -> tuple[int, list[accounts.ListAccountsByBioRow], int, int | None, bool]:
         async with await psycopg.AsyncConnection.connect(
             server_url, autocommit=True, options=f"-csearch_path={accounts_schema}"
         ) as conn:
@@ -305,7 +303,7 @@ def test_async_querier_runs_every_command(server_url: str, accounts_schema: str)
 
     created_id, listed, changed, counted, gone = asyncio.run(run())
     assert listed == [accounts.ListAccountsByBioRow(id=created_id, handle="async", bio=None)]
-    assert (changed, counted, gone) == (1, accounts.CountActiveRow(total=1), True)
+    assert (changed, counted, gone) == (1, 1, True)
 
 
 def test_pydantic_models_validate_every_type(events_querier: events.Querier) -> None:
