@@ -156,9 +156,17 @@ class _Names:
     def _rename(self, qualified: str) -> str:
         return self.options.rename.get(qualified, "")
 
-    def field(self, sql_name: str) -> str:
-        """Returns the Python name of a column or parameter."""
-        return self.options.rename.get(sql_name) or naming.identifier(sql_name)
+    def field(self, column: Column, owner: str = "") -> str:
+        """Returns the Python name of a column or parameter: renamed by table.column."""
+        table = owner or column.table
+        name = column.original_name or column.name
+        keys = [f"{table}.{name}"]
+        if column.table_schema:
+            keys.insert(0, f"{column.table_schema}.{table}.{name}")
+        for key in keys:
+            if table and key in self.options.rename and column.name == name:
+                return self.options.rename[key]
+        return naming.identifier(column.name)
 
 
 class _Context:
@@ -198,7 +206,7 @@ class _Context:
                 name = naming.identifier(naming.snake(cls))
                 field = _Field(name, PyType(f"models.{cls}"), cls, tuple(inner))
             else:
-                name = self.names.field(column.name)
+                name = self.names.field(column, owner)
                 py = self.types.python_type(column, where, owner)
                 field = _Field(name, py, alias=column.name)
             base, n = field.name, 2
@@ -317,7 +325,7 @@ def _params(ctx: _Context, query: Query, where: str) -> list[tuple[int, _Field]]
     seen: set[str] = set()
     for param in sorted(query.params, key=lambda p: p.number):
         column = param.column
-        name = ctx.names.field(column.name) if column.name else f"p{param.number}"
+        name = ctx.names.field(column) if column.name else f"p{param.number}"
         while name in seen:
             name = f"{name}_{param.number}"
         seen.add(name)
@@ -573,17 +581,30 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
 
     def method(is_async: bool) -> list[str]:
         aw = "await " if is_async else ""
+        statement = constant_name
+        expand: list[str] = []
+        for i, name in enumerate(slice_params):
+            # Each sqlc.slice becomes one placeholder per value, at call time.
+            source = constant_name if i == 0 else "_sql"
+            marker = f'"/*SLICE:{name}*/?"'
+            line = f"        _sql = {source}.replace({marker}, _marks(len({name})))"
+            if len(line) <= _LINE_LENGTH:
+                expand.append(line)
+            else:
+                expand += [
+                    f"        _sql = {source}.replace(",
+                    f"            {marker},",
+                    f"            _marks(len({name})),",
+                    "        )",
+                ]
+            statement = "_sql"
         lines = [
             f"    {'async ' if is_async else ''}def {method_name}(",
             *[f"        {s}" for s in signature],
             f"    ) -> {returns}:",
             *doc,
         ]
-        statement = constant_name
-        if slice_params:
-            statement = constant_name + "".join(
-                f'.replace("/*SLICE:{name}*/?", _marks(len({name})))' for name in slice_params
-            )
+        lines += expand
         if slice_params:
             inner: list[str] = []
             for _, f in arg_order:
@@ -591,7 +612,10 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
                     inner.append(f"                *{f.name},")
                 else:
                     inner += _item("                ", "", f.type.encode, f.name)
-            args = ["            (", *inner, "            ),"]
+            if len(inner) == 1:
+                args = [f"            ({inner[0].strip()}),"]
+            else:
+                args = ["            (", *inner, "            ),"]
         else:
             args = _call_args(options.driver, arg_order, "            ")
         execute = [
@@ -670,11 +694,17 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
                     "                if row is None:",
                     "                    results.append(None)",
                     "                else:",
-                    "                    results.append(",
-                    f"                        {build[0]}",
-                    *[f"                        {b}" for b in build[1:]],
-                    "                    )",
                 ]
+                joined = f"                    results.append({build[0]})"
+                if len(build) == 1 and len(joined) <= _LINE_LENGTH:
+                    lines.append(joined)
+                else:
+                    lines += [
+                        "                    results.append(",
+                        f"                        {build[0]}",
+                        *[f"                        {b}" for b in build[1:]],
+                        "                    )",
+                    ]
             else:
                 lines += [
                     "                results.append(",

@@ -110,7 +110,6 @@ _UNCOUNTABLE = frozenset(
         "software",
         "hardware",
         "feedback",
-        "settings",
         "analytics",
         "physics",
         "mathematics",

@@ -105,11 +105,14 @@ def _hstore(value: object) -> dict[str, str | None]:
 
 
 def _hstore_text(value: dict[str, str | None]) -> str:
-    def quote(text: str) -> str:
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    pairs = [quote(k) + "=>" + ("NULL" if v is None else quote(v)) for k, v in value.items()]
+    pairs = [_hstore_value(k) + "=>" + _hstore_value(v) for k, v in value.items()]
     return ", ".join(pairs)
+
+
+def _hstore_value(value: str | None) -> str:
+    if value is None:
+        return "NULL"
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _decimal(value: float | str) -> decimal.Decimal:
@@ -135,6 +138,7 @@ HELPERS = {
 HELPER_NEEDS = {
     "_enums": ("_pg_array", "_not_null"),
     "_enums_or_none": ("_pg_array",),
+    "_hstore_text": ("_hstore_value",),
 }
 
 # Type aliases the models module defines when some annotation uses them.
@@ -363,8 +367,11 @@ class TypeMap:
         name = column.original_name or column.name
         for override in self.overrides:
             if override.column:
-                spec = override.column if override.column.count(".") == 2 else "." + override.column
-                if spec.lower() != f"{table}.{name}".lower():
+                # table.column matches the table in any schema.
+                target = f"{table}.{name}".lower()
+                if override.column.count(".") == 1:
+                    target = target.split(".", 1)[1]
+                if override.column.lower() != target:
                     continue
             elif override.db_type != type_name or (not column.not_null and not override.nullable):
                 continue
@@ -440,6 +447,12 @@ class TypeMap:
         else:
             raise RequestError(f"engine {engine!r} is not supported: want sqlite or postgresql")
         if base is None:
+            if column.type_name.lower() == "any":
+                raise RequestError(
+                    f"{where}: column {column.name!r}: sqlc infers no type for this "
+                    "expression: CAST it, as in CAST(x || y AS text) AS x, or map it "
+                    "with an override"
+                )
             if not column.type_name and column.embed_table:
                 raise RequestError(
                     f"{where}: column {column.name!r}: sqlc.embed is not supported here"

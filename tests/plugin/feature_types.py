@@ -1,0 +1,13 @@
+"""Types the overrides of the golden cases map columns to.
+
+They are NewTypes of what the driver returns, so values pass through the
+driver unchanged and the annotation still names the application's type.
+"""
+
+from typing import NewType
+
+Email = NewType("Email", str)
+"""An email address, as the citext override of postgres_features types it."""
+
+Sku = NewType("Sku", str)
+"""A stock keeping unit, as the column override of the golden cases types it."""
