@@ -98,8 +98,8 @@ def _hstore(value: object) -> dict[str, str | None]:
         raise TypeError(f"not an hstore: {value!r}")
     quoted = r'"((?:[^"\\]|\\.)*)"'
     out: dict[str, str | None] = {}
-    for key, val in re.findall(quoted + r"\s*=>\s*(NULL|" + quoted + ")", value):
-        text = None if val == "NULL" else re.sub(r"\\(.)", r"\1", val[1:-1])
+    for key, null, val in re.findall(quoted + r"\s*=>\s*(?:(NULL)|" + quoted + ")", value):
+        text = None if null else re.sub(r"\\(.)", r"\1", val)
         out[re.sub(r"\\(.)", r"\1", key)] = text
     return out
 
@@ -125,8 +125,9 @@ def _decimal_text(value: decimal.Decimal | None) -> str | None:
 
 
 def _marks(count: int) -> str:
-    # sqlc.slice: one placeholder per value; NULL, which IN matches to nothing, for none.
-    return ", ".join("?" * count) or "NULL"
+    # sqlc.slice: one placeholder per value; for none, an empty set, which
+    # IN matches to nothing and NOT IN to everything.
+    return ", ".join("?" * count) or "SELECT NULL WHERE 0"
 """
 HELPERS = {
     block.split("(", 1)[0].removeprefix("def "): block.strip()

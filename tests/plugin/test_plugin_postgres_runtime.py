@@ -20,8 +20,9 @@ import psycopg
 import pytest
 from plugin_harness import CASES
 from postgres_async import accounts, models, schema
-from postgres_pydantic import events
+from postgres_pydantic import events, settings
 from postgres_pydantic import models as pydantic_models
+from runtime_types import check_row
 
 pytestmark = pytest.mark.postgres
 
@@ -346,6 +347,32 @@ def test_pydantic_row_class_and_execrows(events_querier: events.Querier) -> None
     ]
     assert events_querier.clear_overrides() == 1
     assert events_querier.clear_overrides() == 0
+
+
+def test_pydantic_fields_named_like_basemodel_attributes_are_aliased(
+    server_url: str, events_schema: str
+) -> None:
+    with _connect(server_url, events_schema) as conn:
+        q = settings.Querier(conn)
+        row = q.put_setting(
+            id=1,
+            json={"a": 1},
+            schema="s",
+            copy=None,
+            model_config=7,
+            level=pydantic_models.Level.WARN,
+        )
+        assert row is not None
+        check_row(row)
+        assert (row.json_, row.schema_, row.copy_, row.model_config_) == ({"a": 1}, "s", None, 7)
+        assert row.level is pydantic_models.Level.WARN
+        # The SQL names stay the fields' aliases, and BaseModel keeps its methods.
+        assert row.model_dump(by_alias=True)["json"] == {"a": 1}
+        assert row.model_copy() == row
+        levels = [pydantic_models.Level.WARN, pydantic_models.Level.DEBUG]
+        assert q.settings_at_levels(levels=levels) == [
+            settings.SettingsAtLevelsRow(id=1, level=pydantic_models.Level.WARN)
+        ]
 
 
 def test_batchexec_converts_every_row_like_a_single_statement(

@@ -77,8 +77,8 @@ def _hstore(value: object) -> dict[str, str | None]:
         raise TypeError(f"not an hstore: {value!r}")
     quoted = r'"((?:[^"\\]|\\.)*)"'
     out: dict[str, str | None] = {}
-    for key, val in re.findall(quoted + r"\s*=>\s*(NULL|" + quoted + ")", value):
-        text = None if val == "NULL" else re.sub(r"\\(.)", r"\1", val[1:-1])
+    for key, null, val in re.findall(quoted + r"\s*=>\s*(?:(NULL)|" + quoted + ")", value):
+        text = None if null else re.sub(r"\\(.)", r"\1", val)
         out[re.sub(r"\\(.)", r"\1", key)] = text
     return out
 

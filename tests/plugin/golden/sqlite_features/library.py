@@ -82,8 +82,9 @@ def _decimal_text(value: decimal.Decimal | None) -> str | None:
 
 
 def _marks(count: int) -> str:
-    # sqlc.slice: one placeholder per value; NULL, which IN matches to nothing, for none.
-    return ", ".join("?" * count) or "NULL"
+    # sqlc.slice: one placeholder per value; for none, an empty set, which
+    # IN matches to nothing and NOT IN to everything.
+    return ", ".join("?" * count) or "SELECT NULL WHERE 0"
 
 
 def _or_none(convert: Callable[[_V], _T], value: _V | None) -> _T | None:
