@@ -172,6 +172,13 @@ def _options(raw: str) -> dict[str, JSON]:
 
 def parse(data: bytes) -> Request:
     """Returns the request sqlc sent, or raises RequestError."""
+    if not data.lstrip().startswith(b"{"):
+        # Without format: json, sqlc sends (and wants back) protobuf.
+        raise RequestError(
+            "sqlc sent its request as protobuf: set format: json under the plugin's "
+            "process in sqlc.yaml (plugins: - name: ... process: cmd: sqlc-gen-jobtable, "
+            "format: json)"
+        )
     try:
         root = cast(JSON, json.loads(data))
     except ValueError as err:

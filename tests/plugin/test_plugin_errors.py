@@ -283,3 +283,12 @@ def test_emit_schema_from_another_directory_says_where_to_run_sqlc(
     assert done.returncode != 0
     assert "option emit_schema: cannot read schema.sql" in done.stderr
     assert "run sqlc from the directory of sqlc.yaml" in done.stderr
+
+
+def test_a_plugin_entry_without_format_json_is_refused_saying_so(tmp_path: pathlib.Path) -> None:
+    case = write_case(tmp_path / "case", "sqlite", SQLITE_TABLE, SQLITE_QUERY, {})
+    yaml = (case / "sqlc.yaml").read_text()
+    (case / "sqlc.yaml").write_text(yaml.replace("      format: json\n", ""))
+    done = run_sqlc(case, "generate")
+    assert done.returncode != 0
+    assert "set format: json" in done.stderr
