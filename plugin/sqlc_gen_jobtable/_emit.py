@@ -241,7 +241,8 @@ def _class_lines(
         for f in fields:
             if f in renamed:
                 lines.append(
-                    f"    {f.name}_: {f.type.annotation} = pydantic.Field(alias={_quote(f.name)})"
+                    f"    {f.name}_: {f.type.annotation} = "
+                    f"pydantic.Field(alias={text.hold(_quote(f.alias or f.name))})"
                 )
             else:
                 lines.append(f"    {f.name}: {f.type.annotation}")
@@ -336,7 +337,7 @@ def _params(ctx: _Context, query: Query, where: str) -> list[tuple[int, _Field]]
                     f"{where}: parameter {column.name!r}: sqlc.slice of {column.type_name} "
                     "is not supported: its values need a conversion"
                 )
-            py = PyType(f"list[{py.annotation}]", py.imports, aliases=py.aliases)
+            py = PyType(f"list[{py.annotation}]", aliases=py.aliases)
         ctx.aliases.update(py.aliases)
         params.append((param.number, _Field(name, py)))
     return params
@@ -573,7 +574,7 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
     names.add(method_name)
     is_pg = options.driver == "psycopg"
 
-    def decoded(indent: str, is_async: bool) -> list[str]:
+    def decoded(indent: str) -> list[str]:
         """Returns the expression lines that build one result from row, the first unindented."""
         if value is not None:
             return [value.type.decode.replace("{}", "row[0]")]
@@ -687,7 +688,7 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
                 f"            {aw}cur.executemany({constant_name}, params, returning=True)",
                 "            while True:",
             ]
-            build = decoded("                    ", is_async)
+            build = decoded("                        ")
             if query.cmd == ":batchone":
                 lines += [
                     f"                row = {aw}cur.fetchone()",
@@ -743,7 +744,7 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
                 "        return cur.lastrowid",
             ]
         elif query.cmd == ":one":
-            build = decoded("        ", is_async)
+            build = decoded("        ")
             lines += [
                 "        cur = " + execute[0],
                 *execute[1:],
@@ -760,7 +761,7 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
             else:
                 lines += ["        return " + build[0], *[f"        {c}" for c in build[1:]]]
         else:
-            build = decoded("            ", is_async)
+            build = decoded("            ")
             lines += ["        cur = " + execute[0], *execute[1:]]
             fetch = f"for row in {aw}cur.fetchall()"
             if value is not None and len(f"        return [{build[0]} {fetch}]") <= _LINE_LENGTH:

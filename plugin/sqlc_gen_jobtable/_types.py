@@ -14,24 +14,23 @@ from ._request import Column, RequestError
 class PyType:
     """A Python type as the generated code spells it.
 
-    ``imports`` are the modules the annotation needs; ``decode`` is a format
-    string that turns the driver's value ``{}`` into the annotated type, for
-    drivers that return another type (SQLite returns booleans as integers).
+    ``decode`` is a format string that turns the driver's value ``{}`` into
+    the annotated type, for drivers that return another type (SQLite returns
+    booleans as integers).
     ``encode`` likewise turns a parameter into what the driver takes.
     ``decode_nullable`` and ``encode_nullable`` do the same for a nullable
-    value; they call a helper of ``HELPERS`` (listed in ``helpers``) instead of
-    an inline conditional, which ruff format would split over lines once a
-    name is long. ``aliases`` are the type aliases of ``ALIASES`` that the
-    models module defines for the annotation.
+    value; they call a helper of ``HELPERS`` instead of an inline
+    conditional, which ruff format would split over lines once a name is
+    long (the module defines the helpers its code calls). ``aliases`` are the
+    type aliases of ``ALIASES`` that the models module defines for the
+    annotation.
     """
 
     annotation: str
-    imports: tuple[str, ...] = ()
     decode: str = "{}"
     encode: str = "{}"
     decode_nullable: str = "{}"
     encode_nullable: str = "{}"
-    helpers: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
 
 
@@ -80,11 +79,14 @@ def _not_null(value: str | None) -> str:
     return value
 
 
-def _enums(kind: Callable[[str], _T], value: object) -> list[_T]:
+def _text_array(kind: Callable[[str], _T], value: object) -> list[_T]:
     return [kind(_not_null(v)) for v in _pg_array(value)]
 
 
-def _enums_or_none(kind: Callable[[str], _T], value: object) -> list[_T | None] | None:
+def _text_array_or_none(
+    kind: Callable[[str], _T],
+    value: object,
+) -> list[_T | None] | None:
     if value is None:
         return None
     return [None if v is None else kind(v) for v in _pg_array(value)]
@@ -98,7 +100,8 @@ def _hstore(value: object) -> dict[str, str | None]:
         raise TypeError(f"not an hstore: {value!r}")
     quoted = r'"((?:[^"\\]|\\.)*)"'
     out: dict[str, str | None] = {}
-    for key, null, val in re.findall(quoted + r"\s*=>\s*(?:(NULL)|" + quoted + ")", value):
+    pair = quoted + r"\s*=>\s*(?:(NULL)|" + quoted + ")"
+    for key, null, val in re.findall(pair, value):
         text = None if null else re.sub(r"\\(.)", r"\1", val)
         out[re.sub(r"\\(.)", r"\1", key)] = text
     return out
@@ -137,8 +140,8 @@ HELPERS = {
 
 # What each helper needs besides itself: other helpers, modules, type variables.
 HELPER_NEEDS = {
-    "_enums": ("_pg_array", "_not_null"),
-    "_enums_or_none": ("_pg_array",),
+    "_text_array": ("_pg_array", "_not_null"),
+    "_text_array_or_none": ("_pg_array",),
     "_hstore_text": ("_hstore_value",),
 }
 
@@ -160,17 +163,13 @@ _INT = PyType("int")
 _STR = PyType("str")
 _FLOAT = PyType("float")
 _BYTES = PyType("bytes")
-_SQLITE_BOOL = PyType(
-    "bool", decode="bool({})", decode_nullable="_bool_or_none({})", helpers=("_bool_or_none",)
-)
+_SQLITE_BOOL = PyType("bool", decode="bool({})", decode_nullable="_bool_or_none({})")
 _SQLITE_DECIMAL = PyType(
     "decimal.Decimal",
-    ("decimal",),
     decode="_decimal({})",
     encode="str({})",
     decode_nullable="_or_none(_decimal, {})",
     encode_nullable="_decimal_text({})",
-    helpers=("_decimal", "_decimal_text", "_or_none"),
 )
 
 # SQLite accepts any spelling and derives an affinity from it; these are the
@@ -215,10 +214,8 @@ _SQLITE_SPELLINGS = {
 
 _JSON = PyType(
     "JSONValue",
-    imports=("psycopg.types.json",),
     encode="psycopg.types.json.Jsonb({})",
     encode_nullable="_jsonb_or_none({})",
-    helpers=("_jsonb_or_none",),
     aliases=("JSONValue",),
 )
 _HSTORE = PyType(
@@ -227,19 +224,15 @@ _HSTORE = PyType(
     encode="_hstore_text({})",
     decode_nullable="_or_none(_hstore, {})",
     encode_nullable="_or_none(_hstore_text, {})",
-    helpers=("_hstore", "_hstore_text", "_or_none"),
 )
 
 
-def _range(element: str, imports: tuple[str, ...] = ()) -> PyType:
-    return PyType(f"psycopg.types.range.Range[{element}]", ("psycopg.types.range", *imports))
+def _range(element: str) -> PyType:
+    return PyType(f"psycopg.types.range.Range[{element}]")
 
 
-def _multirange(element: str, imports: tuple[str, ...] = ()) -> PyType:
-    return PyType(
-        f"psycopg.types.multirange.Multirange[{element}]",
-        ("psycopg.types.multirange", *imports),
-    )
+def _multirange(element: str) -> PyType:
+    return PyType(f"psycopg.types.multirange.Multirange[{element}]")
 
 
 _POSTGRES = {
@@ -271,44 +264,88 @@ _POSTGRES = {
     "float4": _FLOAT,
     "float8": _FLOAT,
     "double precision": _FLOAT,
-    "numeric": PyType("decimal.Decimal", ("decimal",)),
-    "decimal": PyType("decimal.Decimal", ("decimal",)),
+    "numeric": PyType("decimal.Decimal"),
+    "decimal": PyType("decimal.Decimal"),
     "bytea": _BYTES,
-    "uuid": PyType("uuid.UUID", ("uuid",)),
+    "uuid": PyType("uuid.UUID"),
     "json": _JSON,
     "jsonb": _JSON,
-    "timestamp": PyType("datetime.datetime", ("datetime",)),
-    "timestamp without time zone": PyType("datetime.datetime", ("datetime",)),
-    "timestamptz": PyType("datetime.datetime", ("datetime",)),
-    "timestamp with time zone": PyType("datetime.datetime", ("datetime",)),
-    "date": PyType("datetime.date", ("datetime",)),
-    "time": PyType("datetime.time", ("datetime",)),
-    "timetz": PyType("datetime.time", ("datetime",)),
-    "interval": PyType("datetime.timedelta", ("datetime",)),
-    "inet": PyType("models.Inet", ("ipaddress",), aliases=("Inet",)),
-    "cidr": PyType("ipaddress.IPv4Network | ipaddress.IPv6Network", ("ipaddress",)),
+    "timestamp": PyType("datetime.datetime"),
+    "timestamp without time zone": PyType("datetime.datetime"),
+    "timestamptz": PyType("datetime.datetime"),
+    "timestamp with time zone": PyType("datetime.datetime"),
+    "date": PyType("datetime.date"),
+    "time": PyType("datetime.time"),
+    "timetz": PyType("datetime.time"),
+    "interval": PyType("datetime.timedelta"),
+    "inet": PyType("models.Inet", aliases=("Inet",)),
+    "cidr": PyType("ipaddress.IPv4Network | ipaddress.IPv6Network"),
     "int4range": _range("int"),
     "int8range": _range("int"),
-    "numrange": _range("decimal.Decimal", ("decimal",)),
-    "daterange": _range("datetime.date", ("datetime",)),
-    "tsrange": _range("datetime.datetime", ("datetime",)),
-    "tstzrange": _range("datetime.datetime", ("datetime",)),
+    "numrange": _range("decimal.Decimal"),
+    "daterange": _range("datetime.date"),
+    "tsrange": _range("datetime.datetime"),
+    "tstzrange": _range("datetime.datetime"),
     "int4multirange": _multirange("int"),
     "int8multirange": _multirange("int"),
-    "nummultirange": _multirange("decimal.Decimal", ("decimal",)),
-    "datemultirange": _multirange("datetime.date", ("datetime",)),
-    "tsmultirange": _multirange("datetime.datetime", ("datetime",)),
-    "tstzmultirange": _multirange("datetime.datetime", ("datetime",)),
+    "nummultirange": _multirange("decimal.Decimal"),
+    "datemultirange": _multirange("datetime.date"),
+    "tsmultirange": _multirange("datetime.datetime"),
+    "tstzmultirange": _multirange("datetime.datetime"),
     "hstore": _HSTORE,
 }
+# Types psycopg has no loader for: it returns their text form, a str, and
+# lists of them for their arrays; a str parameter goes as an untyped literal
+# that the server casts to the column's type.
+_POSTGRES.update(
+    dict.fromkeys(
+        [
+            "money",
+            "xml",
+            "tsvector",
+            "tsquery",
+            "macaddr",
+            "macaddr8",
+            "bit",
+            "varbit",
+            "bit varying",
+            "point",
+            "line",
+            "lseg",
+            "box",
+            "path",
+            "polygon",
+            "circle",
+            "jsonpath",
+            "pg_lsn",
+            "regclass",
+            "regtype",
+            "regproc",
+            "regprocedure",
+            "regnamespace",
+            "regrole",
+            "regconfig",
+            "xid",
+            "xid8",
+            "cid",
+            "tid",
+            "aclitem",
+            "ltree",
+            "lquery",
+            "ltxtquery",
+        ],
+        _STR,
+    )
+)
+
+# Types of extensions that psycopg returns as text, and their arrays too.
+_EXTENSION_TEXT = frozenset({"citext", "ltree", "lquery", "ltxtquery"})
 
 # Element types whose arrays need a conversion of their own.
 _JSON_ARRAY = PyType(
     "JSONValue",
-    imports=("psycopg.types.json",),
     encode="_jsonb_list({})",
     encode_nullable="_jsonb_list({})",
-    helpers=("_jsonb_list",),
     aliases=("JSONValue",),
 )
 
@@ -376,8 +413,7 @@ class TypeMap:
                     continue
             elif override.db_type != type_name or (not column.not_null and not override.nullable):
                 continue
-            imports = (override.module,) if override.module else ()
-            return PyType(override.annotation, imports)
+            return PyType(override.annotation)
         return None
 
     def _enum(self, column: Column) -> str | None:
@@ -387,6 +423,20 @@ class TypeMap:
             schema, name = name.split(".", 1)
             schema = self._schema(schema)
         return self.enums.get((schema, name))
+
+    def _text_array(self, column: Column, element: str, dims: int, where: str) -> PyType:
+        """Returns the type of an array that psycopg may return in its text form."""
+        if dims > 1 or "[" in element:
+            raise RequestError(
+                f"{where}: column {column.name!r}: arrays of {column.type_name} "
+                f"as {element} are not supported: only one-dimensional arrays of a "
+                "type that takes a str"
+            )
+        if column.not_null:
+            return PyType(f"list[{element}]", decode=f"_text_array({element}, {{}})")
+        return PyType(
+            f"list[{element} | None] | None", decode=f"_text_array_or_none({element}, {{}})"
+        )
 
     def python_type(self, column: Column, where: str, owner: str = "") -> PyType:
         """Returns the Python type of column, None allowed when it is nullable.
@@ -398,9 +448,13 @@ class TypeMap:
         engine = self.engine
         dims = max(column.array_dims, 1 if column.is_array else 0)
         base = self._override(column, owner)
-        enum = None if base is not None else self._enum(column)
+        enum_type = self._enum(column)
+        enum = None if base is not None else enum_type
         if base is not None:
-            pass
+            if dims and (enum_type or _normal(engine, column.type_name) in _EXTENSION_TEXT):
+                # psycopg returns these arrays in their text form until the
+                # type is registered: the override's type gets each element.
+                return self._text_array(column, base.annotation, dims, where)
         elif engine == "sqlite":
             base = _SQLITE.get(_sqlite_name(column.type_name))
             if dims:
@@ -418,28 +472,15 @@ class TypeMap:
                     f"models.{enum}",
                     decode=f"models.{enum}({{}})",
                     decode_nullable=f"_or_none(models.{enum}, {{}})",
-                    helpers=("_or_none",),
                 )
-                if dims > 1:
-                    raise RequestError(
-                        f"{where}: column {column.name!r}: arrays of enum {column.type_name} "
-                        "of more than one dimension are not supported"
-                    )
                 if dims:
-                    inner = f"models.{enum}"
-                    if column.not_null:
-                        return PyType(
-                            f"list[{inner}]",
-                            decode=f"_enums(models.{enum}, {{}})",
-                            helpers=("_enums",),
-                        )
-                    return PyType(
-                        f"list[{inner} | None] | None",
-                        decode=f"_enums_or_none(models.{enum}, {{}})",
-                        helpers=("_enums_or_none",),
-                    )
+                    return self._text_array(column, f"models.{enum}", dims, where)
             else:
                 base = _POSTGRES.get(_normal(engine, column.type_name))
+                if _normal(engine, column.type_name) in _EXTENSION_TEXT and dims:
+                    # psycopg knows no array type of an extension's type: it
+                    # returns the array's text form.
+                    return self._text_array(column, "str", dims, where)
                 if base is _JSON and dims == 1:
                     base = _JSON_ARRAY
                     inner = "JSONValue" if column.not_null else "JSONValue | None"
@@ -482,14 +523,12 @@ class TypeMap:
                 # array column is taken to hold nullable elements, a NOT NULL one
                 # (whose elements a CHECK can keep from NULL) not.
                 inner = f"{inner} | None"
-            result = PyType(f"list[{inner}]", result.imports, aliases=result.aliases)
+            result = PyType(f"list[{inner}]", aliases=result.aliases)
         if column.not_null:
             return result
         return PyType(
             f"{result.annotation} | None",
-            result.imports,
             decode=result.decode_nullable,
             encode=result.encode_nullable,
-            helpers=result.helpers,
             aliases=result.aliases,
         )

@@ -37,12 +37,13 @@ def test_unknown_type_of_a_table_column_names_table_column_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        "CREATE TABLE docs (id int8 NOT NULL, words tsvector);\n",
+        "CREATE TYPE pair AS (a int4, b int4);\n"
+        "CREATE TABLE docs (id int8 NOT NULL, words pair);\n",
         "-- name: CountDocs :one\nSELECT count(*) FROM docs;\n",
     )
     assert "table docs" in message
     assert "'words'" in message
-    assert "'tsvector'" in message
+    assert "'pair'" in message
     assert "override" in message
 
 
@@ -52,12 +53,12 @@ def test_unknown_type_of_a_result_column_names_query_column_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        POSTGRES_TABLE,
-        "-- name: GetWords :one\nSELECT 'a b'::tsvector AS words FROM t;\n",
+        "CREATE TYPE pair AS (a int4, b int4);\n" + POSTGRES_TABLE,
+        "-- name: GetWords :one\nSELECT '(1,2)'::pair AS words FROM t;\n",
     )
     assert "query GetWords" in message
     assert "'words'" in message
-    assert "'tsvector'" in message
+    assert "'pair'" in message
 
 
 def test_unknown_type_of_a_parameter_names_query_parameter_and_type(
@@ -66,13 +67,13 @@ def test_unknown_type_of_a_parameter_names_query_parameter_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        POSTGRES_TABLE,
-        "-- name: CountNear :one\nSELECT count(*) FROM t WHERE @near::tsquery IS NOT NULL;\n",
+        "CREATE TYPE pair AS (a int4, b int4);\n" + POSTGRES_TABLE,
+        "-- name: CountNear :one\nSELECT count(*) FROM t WHERE @near::pair IS NOT NULL;\n",
     )
     assert "query CountNear" in message
     assert "parameter" in message
     assert "'near'" in message
-    assert "'tsquery'" in message
+    assert "'pair'" in message
 
 
 def test_a_sqlite_type_without_an_exact_python_type_is_refused(tmp_path: pathlib.Path) -> None:

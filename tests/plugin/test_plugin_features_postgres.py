@@ -18,10 +18,10 @@ import psycopg
 import psycopg.types.multirange
 import psycopg.types.range
 import pytest
+from feature_types import Email
 from plugin_harness import GOLDEN
 from postgres_features import models, other, people, schema
 from runtime_types import check, check_row
-from test_plugin_postgres_runtime import SERVER_URL
 
 pytestmark = pytest.mark.postgres
 assert (GOLDEN / "postgres_features").is_dir()
@@ -30,12 +30,12 @@ Conn = psycopg.Connection[psycopg.rows.TupleRow]
 
 
 @pytest.fixture(scope="module")
-def database_url() -> Iterator[str]:
+def database_url(server_url: str) -> Iterator[str]:
     name = f"plugin_features_{secrets.token_hex(6)}"
-    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+    with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
         try:
-            url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
+            url = psycopg.conninfo.make_conninfo(server_url, dbname=name)
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute(schema.SCHEMA.encode())
             yield url
@@ -194,6 +194,8 @@ def test_network_range_hstore_and_array_types_round_trip(conn: Conn) -> None:
         maybe_docs=[None, {"x": 1.5}],
         flags=[True, False],
         hosts=[ipaddress.ip_address("::1"), None],
+        tags=[Email("A b"), Email('q"uote'), Email("{x}")],
+        maybe_tags=[None, Email("NULL"), Email("")],
     )
     q.add_kinds(**{f: getattr(sent, f) for f in sent.__dataclass_fields__})
     got = q.get_kinds(id=1)
@@ -262,3 +264,33 @@ async def test_async_querier_runs_the_new_commands(database_url: str) -> None:
         assert await q.pet_names([people.PetNamesParams(id=pet.id)]) == ["x"]
         check(await q.count_pets(), int | None)
         await conn.rollback()
+
+
+def test_types_without_a_psycopg_loader_round_trip_as_text(conn: Conn) -> None:
+    q = other.Querier(conn)
+    conn.execute("SET lc_monetary TO 'C'")
+    q.add_text_forms(
+        id=1,
+        cash="12.5",
+        doc="<a>1</a>",
+        words="b a",
+        mac="08:00:2b:01:02:03",
+        bits="101",
+        spot="(1,2)",
+        boxes=["(1,2),(3,4)"],
+        lsn=None,
+    )
+    row = q.get_text_forms(id=1)
+    assert row is not None
+    check_row(row)
+    assert row == models.TextForm(
+        id=1,
+        cash="$12.50",
+        doc="<a>1</a>",
+        words="'a' 'b'",
+        mac="08:00:2b:01:02:03",
+        bits="101",
+        spot="(1,2)",
+        boxes=["(3,4),(1,2)"],
+        lsn=None,
+    )

@@ -18,7 +18,6 @@ import types
 import psycopg
 import pytest
 from plugin_harness import HERE, ROOT, run_sqlc, tool, write_case
-from test_plugin_postgres_runtime import SERVER_URL
 
 # "_" is left out: a name of no letters becomes a made-up one, not an escape.
 WORDS = [*keyword.kwlist, *(w for w in keyword.softkwlist if w != "_")]
@@ -107,15 +106,15 @@ def test_keywords_on_sqlite(tmp_path: pathlib.Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_keywords_on_postgresql(tmp_path: pathlib.Path) -> None:
+def test_keywords_on_postgresql(tmp_path: pathlib.Path, server_url: str) -> None:
     module = _generate(tmp_path, "postgresql", "kw_postgres")
     schema = importlib.import_module("kw_postgres.schema")
     name = f"plugin_kw_{secrets.token_hex(6)}"
-    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+    with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {name}")
         try:
             with psycopg.connect(
-                SERVER_URL, autocommit=True, options=f"-csearch_path={name}"
+                server_url, autocommit=True, options=f"-csearch_path={name}"
             ) as conn:
                 conn.execute(schema.SCHEMA.encode())
                 _run_every_query(module, module.Querier(conn))

@@ -46,3 +46,17 @@ def test_class_name_of_a_table(table: str, cls: str) -> None:
 )
 def test_method_name_of_a_query(query: str, method: str) -> None:
     assert _naming.method(query) == method
+
+
+def test_every_helper_is_formatted_for_the_default_line_length() -> None:
+    # A helper is pasted into generated modules as it is: a line past 88
+    # would make the output unformatted for ruff's default.
+    from sqlc_gen_jobtable._types import ALIASES, HELPERS
+
+    long = [
+        f"{name}: {line}"
+        for name, source in [*HELPERS.items(), *ALIASES.items()]
+        for line in source.splitlines()
+        if len(line) > 88
+    ]
+    assert not long, "\n".join(long)

@@ -11,7 +11,6 @@ import asyncio
 import dataclasses
 import datetime
 import decimal
-import os
 import secrets
 import uuid
 from collections.abc import Iterator
@@ -26,26 +25,8 @@ from runtime_types import check_row
 
 pytestmark = pytest.mark.postgres
 
-SERVER_URL = (
-    os.environ.get("JOBTABLE_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
-)
 NAIVE = datetime.datetime(2024, 2, 29, 23, 59, 58, 123456)
 AWARE = datetime.datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=datetime.UTC)
-
-
-@pytest.fixture(scope="module")
-def server_url() -> str:
-    try:
-        with psycopg.connect(SERVER_URL, connect_timeout=5):
-            return SERVER_URL
-    except psycopg.Error as err:
-        message = (
-            f"PostgreSQL is not reachable ({err}); start it on 127.0.0.1:5432 "
-            "(trust auth, database test) or set JOBTABLE_TEST_POSTGRES_URL"
-        )
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set, so PostgreSQL tests may not be skipped: {message}")
-    pytest.skip(message)
 
 
 def _schema_fixture(server_url: str, schema_sql: str) -> Iterator[str]:

@@ -61,7 +61,9 @@ CREATE TABLE kinds (
     docs jsonb[] NOT NULL,
     maybe_docs json[],
     flags bool[] NOT NULL,
-    hosts inet[]
+    hosts inet[],
+    tags citext[] NOT NULL,
+    maybe_tags citext[]
 );
 
 -- Names that are keywords, builtins, or the modules of their types.
@@ -74,3 +76,17 @@ CREATE TABLE "none" (
     "list" int4 NOT NULL,
     decimal numeric NOT NULL
 )
+;
+
+-- Types psycopg returns in their text form.
+CREATE TABLE text_forms (
+    id int8 PRIMARY KEY,
+    cash money NOT NULL,
+    doc xml,
+    words tsvector NOT NULL,
+    mac macaddr NOT NULL,
+    bits bit(3) NOT NULL,
+    spot point NOT NULL,
+    boxes box[],
+    lsn pg_lsn
+);

@@ -70,6 +70,8 @@ class Kind:
     maybe_docs: list[JSONValue | None] | None
     flags: list[bool]
     hosts: list[Inet | None] | None
+    tags: list[feature_types.Email]
+    maybe_tags: list[feature_types.Email | None] | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -129,6 +131,21 @@ class Status:
 
     id: int
     status: StatusKind
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextForm:
+    """A row of the text_forms table."""
+
+    id: int
+    cash: str
+    doc: str | None
+    words: str
+    mac: str
+    bits: str
+    spot: str
+    boxes: list[str | None] | None
+    lsn: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

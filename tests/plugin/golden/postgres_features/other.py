@@ -48,11 +48,11 @@ GET_SHELF = """SELECT id, label FROM shelf WHERE id = %(id)s
 
 ADD_KINDS = """INSERT INTO kinds (
     id, host, maybe_host, net, span, big_span, amounts, days, moments, spans,
-    attrs, maybe_attrs, docs, maybe_docs, flags, hosts
-) VALUES (%(id)s, %(host)s, %(maybe_host)s, %(net)s, %(span)s, %(big_span)s, %(amounts)s, %(days)s, %(moments)s, %(spans)s, %(attrs)s, %(maybe_attrs)s, %(docs)s, %(maybe_docs)s, %(flags)s, %(hosts)s)
+    attrs, maybe_attrs, docs, maybe_docs, flags, hosts, tags, maybe_tags
+) VALUES (%(id)s, %(host)s, %(maybe_host)s, %(net)s, %(span)s, %(big_span)s, %(amounts)s, %(days)s, %(moments)s, %(spans)s, %(attrs)s, %(maybe_attrs)s, %(docs)s, %(maybe_docs)s, %(flags)s, %(hosts)s, %(tags)s, %(maybe_tags)s)
 """
 
-GET_KINDS = """SELECT id, host, maybe_host, net, span, big_span, amounts, days, moments, spans, attrs, maybe_attrs, docs, maybe_docs, flags, hosts FROM kinds WHERE id = %(id)s
+GET_KINDS = """SELECT id, host, maybe_host, net, span, big_span, amounts, days, moments, spans, attrs, maybe_attrs, docs, maybe_docs, flags, hosts, tags, maybe_tags FROM kinds WHERE id = %(id)s
 """
 
 ADD_NONE = """INSERT INTO "none" ("class", "in", uuid, datetime, models, "list", decimal)
@@ -63,6 +63,13 @@ GET_NONE = """SELECT class, "in", uuid, datetime, models, list, decimal FROM "no
 """
 
 DEL = """DELETE FROM "none" WHERE uuid = %(uuid)s AND datetime < %(datetime)s AND models = %(models)s
+"""
+
+ADD_TEXT_FORMS = """INSERT INTO text_forms (id, cash, doc, words, mac, bits, spot, boxes, lsn)
+VALUES (%(id)s, %(cash)s, %(doc)s, %(words)s, %(mac)s, %(bits)s, %(spot)s, %(boxes)s, %(lsn)s)
+"""
+
+GET_TEXT_FORMS = """SELECT id, cash, doc, words, mac, bits, spot, boxes, lsn FROM text_forms WHERE id = %(id)s
 """
 
 _T = TypeVar("_T")
@@ -77,7 +84,8 @@ def _hstore(value: object) -> dict[str, str | None]:
         raise TypeError(f"not an hstore: {value!r}")
     quoted = r'"((?:[^"\\]|\\.)*)"'
     out: dict[str, str | None] = {}
-    for key, null, val in re.findall(quoted + r"\s*=>\s*(?:(NULL)|" + quoted + ")", value):
+    pair = quoted + r"\s*=>\s*(?:(NULL)|" + quoted + ")"
+    for key, null, val in re.findall(pair, value):
         text = None if null else re.sub(r"\\(.)", r"\1", val)
         out[re.sub(r"\\(.)", r"\1", key)] = text
     return out
@@ -102,8 +110,43 @@ def _jsonb_list(
     return [None if v is None else psycopg.types.json.Jsonb(v) for v in values]
 
 
+def _not_null(value: str | None) -> str:
+    if value is None:
+        raise TypeError("NULL in an array declared without NULLs")
+    return value
+
+
 def _or_none(convert: Callable[[_V], _T], value: _V | None) -> _T | None:
     return None if value is None else convert(value)
+
+
+def _pg_array(value: object) -> list[str | None]:
+    # psycopg returns an array of a type it does not know in its text form,
+    # {a,"b c",NULL}, and as a list once the type is registered.
+    if isinstance(value, list):
+        return [None if v is None else str(v) for v in value]
+    if not isinstance(value, str) or value[:1] != "{" or value[-1:] != "}":
+        raise TypeError(f"not a one-dimensional array: {value!r}")
+    items: list[str | None] = []
+    for quoted, bare in re.findall(r'"((?:[^"\\]|\\.)*)"|([^,{}]+)', value[1:-1]):
+        if bare:
+            items.append(None if bare == "NULL" else bare)
+        else:
+            items.append(re.sub(r"\\(.)", r"\1", quoted))
+    return items
+
+
+def _text_array(kind: Callable[[str], _T], value: object) -> list[_T]:
+    return [kind(_not_null(v)) for v in _pg_array(value)]
+
+
+def _text_array_or_none(
+    kind: Callable[[str], _T],
+    value: object,
+) -> list[_T | None] | None:
+    if value is None:
+        return None
+    return [None if v is None else kind(v) for v in _pg_array(value)]
 
 
 class Querier:
@@ -260,6 +303,8 @@ class Querier:
         maybe_docs: list[JSONValue | None] | None,
         flags: list[bool],
         hosts: list[_models.Inet | None] | None,
+        tags: list[feature_types.Email],
+        maybe_tags: list[feature_types.Email | None] | None,
     ) -> None:
         self._conn.execute(
             ADD_KINDS,
@@ -280,6 +325,8 @@ class Querier:
                 "maybe_docs": _jsonb_list(maybe_docs),
                 "flags": flags,
                 "hosts": hosts,
+                "tags": tags,
+                "maybe_tags": maybe_tags,
             },
         )
 
@@ -314,6 +361,8 @@ class Querier:
             maybe_docs=row[13],
             flags=row[14],
             hosts=row[15],
+            tags=_text_array(feature_types.Email, row[16]),
+            maybe_tags=_text_array_or_none(feature_types.Email, row[17]),
         )
 
     def add_none(
@@ -380,6 +429,60 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def add_text_forms(
+        self,
+        *,
+        id: int,
+        cash: str,
+        doc: str | None,
+        words: str,
+        mac: str,
+        bits: str,
+        spot: str,
+        boxes: list[str | None] | None,
+        lsn: str | None,
+    ) -> None:
+        self._conn.execute(
+            ADD_TEXT_FORMS,
+            {
+                "id": id,
+                "cash": cash,
+                "doc": doc,
+                "words": words,
+                "mac": mac,
+                "bits": bits,
+                "spot": spot,
+                "boxes": boxes,
+                "lsn": lsn,
+            },
+        )
+
+    def get_text_forms(
+        self,
+        *,
+        id: int,
+    ) -> _models.TextForm | None:
+        cur = self._conn.execute(
+            GET_TEXT_FORMS,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return _models.TextForm(
+            id=row[0],
+            cash=row[1],
+            doc=row[2],
+            words=row[3],
+            mac=row[4],
+            bits=row[5],
+            spot=row[6],
+            boxes=row[7],
+            lsn=row[8],
+        )
 
 
 class AsyncQuerier:
@@ -536,6 +639,8 @@ class AsyncQuerier:
         maybe_docs: list[JSONValue | None] | None,
         flags: list[bool],
         hosts: list[_models.Inet | None] | None,
+        tags: list[feature_types.Email],
+        maybe_tags: list[feature_types.Email | None] | None,
     ) -> None:
         await self._conn.execute(
             ADD_KINDS,
@@ -556,6 +661,8 @@ class AsyncQuerier:
                 "maybe_docs": _jsonb_list(maybe_docs),
                 "flags": flags,
                 "hosts": hosts,
+                "tags": tags,
+                "maybe_tags": maybe_tags,
             },
         )
 
@@ -590,6 +697,8 @@ class AsyncQuerier:
             maybe_docs=row[13],
             flags=row[14],
             hosts=row[15],
+            tags=_text_array(feature_types.Email, row[16]),
+            maybe_tags=_text_array_or_none(feature_types.Email, row[17]),
         )
 
     async def add_none(
@@ -656,3 +765,57 @@ class AsyncQuerier:
             },
         )
         return cur.rowcount
+
+    async def add_text_forms(
+        self,
+        *,
+        id: int,
+        cash: str,
+        doc: str | None,
+        words: str,
+        mac: str,
+        bits: str,
+        spot: str,
+        boxes: list[str | None] | None,
+        lsn: str | None,
+    ) -> None:
+        await self._conn.execute(
+            ADD_TEXT_FORMS,
+            {
+                "id": id,
+                "cash": cash,
+                "doc": doc,
+                "words": words,
+                "mac": mac,
+                "bits": bits,
+                "spot": spot,
+                "boxes": boxes,
+                "lsn": lsn,
+            },
+        )
+
+    async def get_text_forms(
+        self,
+        *,
+        id: int,
+    ) -> _models.TextForm | None:
+        cur = await self._conn.execute(
+            GET_TEXT_FORMS,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return _models.TextForm(
+            id=row[0],
+            cash=row[1],
+            doc=row[2],
+            words=row[3],
+            mac=row[4],
+            bits=row[5],
+            spot=row[6],
+            boxes=row[7],
+            lsn=row[8],
+        )

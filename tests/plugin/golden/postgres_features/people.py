@@ -71,18 +71,11 @@ IN = """SELECT count(*) FROM people WHERE name = %(name)s
 LIST = """SELECT name FROM people ORDER BY id
 """
 
+PETS_BY_ID = """SELECT id, owner_id, name FROM pets WHERE id = %(id)s
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
-
-
-def _enums(kind: Callable[[str], _T], value: object) -> list[_T]:
-    return [kind(_not_null(v)) for v in _pg_array(value)]
-
-
-def _enums_or_none(kind: Callable[[str], _T], value: object) -> list[_T | None] | None:
-    if value is None:
-        return None
-    return [None if v is None else kind(v) for v in _pg_array(value)]
 
 
 def _not_null(value: str | None) -> str:
@@ -109,6 +102,19 @@ def _pg_array(value: object) -> list[str | None]:
         else:
             items.append(re.sub(r"\\(.)", r"\1", quoted))
     return items
+
+
+def _text_array(kind: Callable[[str], _T], value: object) -> list[_T]:
+    return [kind(_not_null(v)) for v in _pg_array(value)]
+
+
+def _text_array_or_none(
+    kind: Callable[[str], _T],
+    value: object,
+) -> list[_T | None] | None:
+    if value is None:
+        return None
+    return [None if v is None else kind(v) for v in _pg_array(value)]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -206,6 +212,13 @@ class PercentWithParamRow:
     rest: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PetsByIdParams:
+    """The parameters of one statement of PetsById."""
+
+    id: int
+
+
 class Querier:
     """Runs the queries of people.sql on one connection."""
 
@@ -240,8 +253,8 @@ class Querier:
             id=row[0],
             name=row[1],
             mood=models.Mood(row[2]),
-            past_moods=_enums(models.Mood, row[3]),
-            maybe_moods=_enums_or_none(models.Mood, row[4]),
+            past_moods=_text_array(models.Mood, row[3]),
+            maybe_moods=_text_array_or_none(models.Mood, row[4]),
             maybe_mood=_or_none(models.Mood, row[5]),
             email=row[6],
         )
@@ -264,8 +277,8 @@ class Querier:
             id=row[0],
             name=row[1],
             mood=models.Mood(row[2]),
-            past_moods=_enums(models.Mood, row[3]),
-            maybe_moods=_enums_or_none(models.Mood, row[4]),
+            past_moods=_text_array(models.Mood, row[3]),
+            maybe_moods=_text_array_or_none(models.Mood, row[4]),
             maybe_mood=_or_none(models.Mood, row[5]),
             email=row[6],
         )
@@ -324,8 +337,8 @@ class Querier:
                 id=row[0],
                 name=row[1],
                 mood=models.Mood(row[2]),
-                past_moods=_enums(models.Mood, row[3]),
-                maybe_moods=_enums_or_none(models.Mood, row[4]),
+                past_moods=_text_array(models.Mood, row[3]),
+                maybe_moods=_text_array_or_none(models.Mood, row[4]),
                 maybe_mood=_or_none(models.Mood, row[5]),
                 email=row[6],
                 id_2=row[7],
@@ -347,8 +360,8 @@ class Querier:
                     id=row[0],
                     name=row[1],
                     mood=models.Mood(row[2]),
-                    past_moods=_enums(models.Mood, row[3]),
-                    maybe_moods=_enums_or_none(models.Mood, row[4]),
+                    past_moods=_text_array(models.Mood, row[3]),
+                    maybe_moods=_text_array_or_none(models.Mood, row[4]),
                     maybe_mood=_or_none(models.Mood, row[5]),
                     email=row[6],
                 ),
@@ -535,6 +548,37 @@ class Querier:
         )
         return [row[0] for row in cur.fetchall()]
 
+    def pets_by_id(
+        self,
+        rows: Iterable[PetsByIdParams],
+    ) -> list[models.Pet | None]:
+        params = [
+            {
+                "id": row.id,
+            }
+            for row in rows
+        ]
+        results: list[models.Pet | None] = []
+        if not params:
+            return results
+        with self._conn.cursor() as cur:
+            cur.executemany(PETS_BY_ID, params, returning=True)
+            while True:
+                row = cur.fetchone()
+                if row is None:
+                    results.append(None)
+                else:
+                    results.append(
+                        models.Pet(
+                            id=row[0],
+                            owner_id=row[1],
+                            name=row[2],
+                        )
+                    )
+                if not cur.nextset():
+                    break
+        return results
+
 
 class AsyncQuerier:
     """Runs the queries of people.sql on one connection."""
@@ -570,8 +614,8 @@ class AsyncQuerier:
             id=row[0],
             name=row[1],
             mood=models.Mood(row[2]),
-            past_moods=_enums(models.Mood, row[3]),
-            maybe_moods=_enums_or_none(models.Mood, row[4]),
+            past_moods=_text_array(models.Mood, row[3]),
+            maybe_moods=_text_array_or_none(models.Mood, row[4]),
             maybe_mood=_or_none(models.Mood, row[5]),
             email=row[6],
         )
@@ -594,8 +638,8 @@ class AsyncQuerier:
             id=row[0],
             name=row[1],
             mood=models.Mood(row[2]),
-            past_moods=_enums(models.Mood, row[3]),
-            maybe_moods=_enums_or_none(models.Mood, row[4]),
+            past_moods=_text_array(models.Mood, row[3]),
+            maybe_moods=_text_array_or_none(models.Mood, row[4]),
             maybe_mood=_or_none(models.Mood, row[5]),
             email=row[6],
         )
@@ -654,8 +698,8 @@ class AsyncQuerier:
                 id=row[0],
                 name=row[1],
                 mood=models.Mood(row[2]),
-                past_moods=_enums(models.Mood, row[3]),
-                maybe_moods=_enums_or_none(models.Mood, row[4]),
+                past_moods=_text_array(models.Mood, row[3]),
+                maybe_moods=_text_array_or_none(models.Mood, row[4]),
                 maybe_mood=_or_none(models.Mood, row[5]),
                 email=row[6],
                 id_2=row[7],
@@ -677,8 +721,8 @@ class AsyncQuerier:
                     id=row[0],
                     name=row[1],
                     mood=models.Mood(row[2]),
-                    past_moods=_enums(models.Mood, row[3]),
-                    maybe_moods=_enums_or_none(models.Mood, row[4]),
+                    past_moods=_text_array(models.Mood, row[3]),
+                    maybe_moods=_text_array_or_none(models.Mood, row[4]),
                     maybe_mood=_or_none(models.Mood, row[5]),
                     email=row[6],
                 ),
@@ -864,3 +908,34 @@ class AsyncQuerier:
             LIST,
         )
         return [row[0] for row in await cur.fetchall()]
+
+    async def pets_by_id(
+        self,
+        rows: Iterable[PetsByIdParams],
+    ) -> list[models.Pet | None]:
+        params = [
+            {
+                "id": row.id,
+            }
+            for row in rows
+        ]
+        results: list[models.Pet | None] = []
+        if not params:
+            return results
+        async with self._conn.cursor() as cur:
+            await cur.executemany(PETS_BY_ID, params, returning=True)
+            while True:
+                row = await cur.fetchone()
+                if row is None:
+                    results.append(None)
+                else:
+                    results.append(
+                        models.Pet(
+                            id=row[0],
+                            owner_id=row[1],
+                            name=row[2],
+                        )
+                    )
+                if not cur.nextset():
+                    break
+        return results

@@ -25,8 +25,8 @@ SELECT * FROM shelf WHERE id = $1;
 -- name: AddKinds :exec
 INSERT INTO kinds (
     id, host, maybe_host, net, span, big_span, amounts, days, moments, spans,
-    attrs, maybe_attrs, docs, maybe_docs, flags, hosts
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16);
+    attrs, maybe_attrs, docs, maybe_docs, flags, hosts, tags, maybe_tags
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18);
 
 -- name: GetKinds :one
 SELECT * FROM kinds WHERE id = $1;
@@ -40,3 +40,10 @@ SELECT * FROM "none" WHERE "class" = $1;
 
 -- name: Del :execrows
 DELETE FROM "none" WHERE uuid = $1 AND datetime < $2 AND models = $3;
+
+-- name: AddTextForms :exec
+INSERT INTO text_forms (id, cash, doc, words, mac, bits, spot, boxes, lsn)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: GetTextForms :one
+SELECT * FROM text_forms WHERE id = $1;

@@ -54,3 +54,6 @@ SELECT count(*) FROM people WHERE name = $1;
 
 -- name: List :many
 SELECT name FROM people ORDER BY id;
+
+-- name: PetsById :batchone
+SELECT id, owner_id, name FROM pets WHERE id = $1;
