@@ -179,6 +179,7 @@ class _Context:
             default_schema=request.default_schema,
             enums=self.names.enums,
             overrides=options.overrides,
+            composites=frozenset(request.composites),
         )
         self.override_modules = tuple(sorted({o.module for o in options.overrides if o.module}))
         self.aliases: set[str] = set()
@@ -906,9 +907,13 @@ def generate(request: Request) -> dict[str, str]:
         files["schema.py"] = _schema_module(request)
     errors: list[str] = []
     for filename, queries in sorted(by_file.items()):
-        module = naming.identifier(filename.removesuffix(".sql"))
-        if module in ("models", "schema"):
+        module = naming.identifier(pathlib.PurePath(filename).name.removesuffix(".sql"))
+        if module == "models" or (module == "schema" and options.emit_schema):
             raise RequestError(f"query file {filename}: its module would replace {module}.py")
+        if module + ".py" in files:
+            raise RequestError(
+                f"query file {filename}: another query file also makes the module {module}.py"
+            )
         try:
             files[module + ".py"] = _query_module(ctx, filename, queries)
         except RequestError as err:

@@ -88,6 +88,7 @@ class Request:
     queries: tuple[Query, ...]
     enums: tuple[Enum, ...] = ()
     default_schema: str = ""
+    composites: tuple[tuple[str, str], ...] = ()
 
 
 JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
@@ -189,6 +190,7 @@ def parse(data: bytes) -> Request:
     default_schema = _str(catalog.get("default_schema"), "catalog.default_schema")
     tables: list[Table] = []
     enums: list[Enum] = []
+    composites: list[tuple[str, str]] = []
     for i, schema_value in enumerate(_list(catalog.get("schemas"), "catalog.schemas")):
         schema = _object(schema_value, f"catalog.schemas[{i}]")
         name = _str(schema.get("name"), "schema.name")
@@ -196,6 +198,9 @@ def parse(data: bytes) -> Request:
             continue
         # Names in the default schema go unqualified, as sqlc writes them.
         schema_name = "" if name == default_schema else name
+        for j, composite in enumerate(_list(schema.get("composite_types"), f"{name}.types")):
+            where = f"catalog.schemas[{i}].composite_types[{j}]"
+            composites.append((schema_name, _str(_object(composite, where).get("name"), where)))
         for j, enum_value in enumerate(_list(schema.get("enums"), f"{name}.enums")):
             where = f"catalog.schemas[{i}].enums[{j}]"
             enum = _object(enum_value, where)
@@ -270,4 +275,5 @@ def parse(data: bytes) -> Request:
         queries=tuple(queries),
         enums=tuple(enums),
         default_schema=default_schema,
+        composites=tuple(composites),
     )

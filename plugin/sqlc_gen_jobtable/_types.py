@@ -201,6 +201,8 @@ _SQLITE_SPELLINGS = {
     "datetime": _STR,
     "timestamp": _STR,
     "date": _STR,
+    "time": _STR,
+    "uuid": _STR,
     "real": _FLOAT,
     "double": _FLOAT,
     "double precision": _FLOAT,
@@ -360,6 +362,26 @@ def _sqlite_name(name: str) -> str:
 _SQLITE = {_sqlite_name(name): py for name, py in _SQLITE_SPELLINGS.items()}
 
 
+def _sqlite_affinity(name: str) -> PyType | None:
+    """Returns the type of a spelling not listed, by SQLite's rules of affinity.
+
+    A name holding INT has INTEGER affinity; CHAR, CLOB or TEXT, TEXT; BLOB,
+    BLOB; REAL, FLOA or DOUB, REAL (checked in that order, as SQLite does).
+    Anything else has NUMERIC affinity, whose values may be integers, floats
+    or text: no one type, so None.
+    """
+    upper = name.upper()
+    if "INT" in upper:
+        return _INT
+    if any(word in upper for word in ("CHAR", "CLOB", "TEXT")):
+        return _STR
+    if "BLOB" in upper:
+        return _BYTES
+    if any(word in upper for word in ("REAL", "FLOA", "DOUB")):
+        return _FLOAT
+    return None
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Override:
     """One entry of the overrides option: a db_type or a column mapped to a Python type.
@@ -388,13 +410,16 @@ class TypeMap:
     """The types of one request: its engine, its enum classes and the overrides.
 
     ``enums`` maps (schema, name) of each enum, the default schema as "", to
-    its class name in the models module.
+    its class name in the models module; ``composites`` likewise names the
+    composite types, which psycopg returns in their text form, a str, until
+    they are registered.
     """
 
     engine: str
     default_schema: str
     enums: dict[tuple[str, str], str]
     overrides: tuple[Override, ...]
+    composites: frozenset[tuple[str, str]] = frozenset()
 
     def _schema(self, schema: str) -> str:
         return "" if schema in (self.default_schema, "public", "main") else schema
@@ -416,13 +441,20 @@ class TypeMap:
             return PyType(override.annotation)
         return None
 
-    def _enum(self, column: Column) -> str | None:
+    def _qualified(self, column: Column) -> tuple[str, str]:
         name = column.type_name.lower()
         schema = self._schema(column.type_schema)
         if "." in name and not schema:
             schema, name = name.split(".", 1)
             schema = self._schema(schema)
-        return self.enums.get((schema, name))
+        return schema, name
+
+    def _enum(self, column: Column) -> str | None:
+        return self.enums.get(self._qualified(column))
+
+    def _composite(self, column: Column) -> bool:
+        schema, name = self._qualified(column)
+        return (schema, name) in {(s, n.lower()) for s, n in self.composites}
 
     def _text_array(self, column: Column, element: str, dims: int, where: str) -> PyType:
         """Returns the type of an array that psycopg may return in its text form."""
@@ -451,14 +483,23 @@ class TypeMap:
         enum_type = self._enum(column)
         enum = None if base is not None else enum_type
         if base is not None:
-            if dims and (enum_type or _normal(engine, column.type_name) in _EXTENSION_TEXT):
+            text_form = enum_type or self._composite(column)
+            if dims and (text_form or _normal(engine, column.type_name) in _EXTENSION_TEXT):
                 # psycopg returns these arrays in their text form until the
                 # type is registered: the override's type gets each element.
                 return self._text_array(column, base.annotation, dims, where)
         elif engine == "sqlite":
             base = _SQLITE.get(_sqlite_name(column.type_name))
+            if base is None and column.type_name.lower() != "any":
+                base = _sqlite_affinity(column.type_name)
             if dims:
                 raise RequestError(f"{where}: column {column.name!r}: SQLite has no arrays")
+            if base is None and column.type_name.lower() == "any" and owner:
+                raise RequestError(
+                    f"{where}: column {column.name!r} is declared without a type, so "
+                    "SQLite stores values of any type in it: declare one, or map it "
+                    "with an override by column"
+                )
             if base is None and column.type_name.lower() == "any":
                 raise RequestError(
                     f"{where}: column {column.name!r}: sqlc infers no type for this "
@@ -475,6 +516,10 @@ class TypeMap:
                 )
                 if dims:
                     return self._text_array(column, f"models.{enum}", dims, where)
+            elif self._composite(column):
+                base = _STR
+                if dims:
+                    return self._text_array(column, "str", dims, where)
             else:
                 base = _POSTGRES.get(_normal(engine, column.type_name))
                 if _normal(engine, column.type_name) in _EXTENSION_TEXT and dims:

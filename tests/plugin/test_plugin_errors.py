@@ -37,7 +37,7 @@ def test_unknown_type_of_a_table_column_names_table_column_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        "CREATE TYPE pair AS (a int4, b int4);\n"
+        "CREATE DOMAIN pair AS int4 CHECK (VALUE > 0);\n"
         "CREATE TABLE docs (id int8 NOT NULL, words pair);\n",
         "-- name: CountDocs :one\nSELECT count(*) FROM docs;\n",
     )
@@ -53,7 +53,7 @@ def test_unknown_type_of_a_result_column_names_query_column_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        "CREATE TYPE pair AS (a int4, b int4);\n" + POSTGRES_TABLE,
+        "CREATE DOMAIN pair AS int4 CHECK (VALUE > 0);\n" + POSTGRES_TABLE,
         "-- name: GetWords :one\nSELECT '(1,2)'::pair AS words FROM t;\n",
     )
     assert "query GetWords" in message
@@ -67,7 +67,7 @@ def test_unknown_type_of_a_parameter_names_query_parameter_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        "CREATE TYPE pair AS (a int4, b int4);\n" + POSTGRES_TABLE,
+        "CREATE DOMAIN pair AS int4 CHECK (VALUE > 0);\n" + POSTGRES_TABLE,
         "-- name: CountNear :one\nSELECT count(*) FROM t WHERE @near::pair IS NOT NULL;\n",
     )
     assert "query CountNear" in message
@@ -293,3 +293,13 @@ def test_a_plugin_entry_without_format_json_is_refused_saying_so(tmp_path: pathl
     done = run_sqlc(case, "generate")
     assert done.returncode != 0
     assert "set format: json" in done.stderr
+
+
+def test_a_sqlite_column_without_a_type_is_refused_saying_so(tmp_path: pathlib.Path) -> None:
+    message = _refused(
+        tmp_path,
+        "sqlite",
+        "CREATE TABLE t (id INTEGER NOT NULL, name TEXT NOT NULL, anything);\n",
+        SQLITE_QUERY,
+    )
+    assert "table t: column 'anything' is declared without a type" in message

@@ -279,6 +279,8 @@ def test_types_without_a_psycopg_loader_round_trip_as_text(conn: Conn) -> None:
         spot="(1,2)",
         boxes=["(1,2),(3,4)"],
         lsn=None,
+        duo='(1,"a b")',
+        duos=["(2,x)", None],
     )
     row = q.get_text_forms(id=1)
     assert row is not None
@@ -293,4 +295,6 @@ def test_types_without_a_psycopg_loader_round_trip_as_text(conn: Conn) -> None:
         spot="(1,2)",
         boxes=["(3,4),(1,2)"],
         lsn=None,
+        duo='(1,"a b")',
+        duos=["(2,x)", None],
     )

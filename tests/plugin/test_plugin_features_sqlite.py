@@ -112,3 +112,12 @@ def test_keyword_and_module_names_round_trip(q: library.Querier) -> None:
 
 def test_percent_signs_reach_sqlite_as_written(q: library.Querier) -> None:
     assert q.percent() == library.PercentRow(text="100%", rest=1)
+
+
+def test_spellings_typed_by_affinity_round_trip(q: library.Querier) -> None:
+    q.add_spelling(small=7, code="c", note=None, ratio=0.5, ref="0b9e", at="12:00", raw=b"\x00")
+    [row] = q.get_spellings()
+    check_row(row)
+    assert row == models.Spellings(
+        id=1, small=7, code="c", note=None, ratio=0.5, ref="0b9e", at="12:00", raw=b"\x00"
+    )

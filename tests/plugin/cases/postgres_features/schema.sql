@@ -79,6 +79,8 @@ CREATE TABLE "none" (
 ;
 
 -- Types psycopg returns in their text form.
+CREATE TYPE pair AS (a int4, b text);
+
 CREATE TABLE text_forms (
     id int8 PRIMARY KEY,
     cash money NOT NULL,
@@ -88,5 +90,7 @@ CREATE TABLE text_forms (
     bits bit(3) NOT NULL,
     spot point NOT NULL,
     boxes box[],
-    lsn pg_lsn
+    lsn pg_lsn,
+    duo pair NOT NULL,
+    duos pair[]
 );

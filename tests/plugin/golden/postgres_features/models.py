@@ -146,6 +146,8 @@ class TextForm:
     spot: str
     boxes: list[str | None] | None
     lsn: str | None
+    duo: str
+    duos: list[str | None] | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

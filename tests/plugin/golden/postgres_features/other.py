@@ -65,11 +65,11 @@ GET_NONE = """SELECT class, "in", uuid, datetime, models, list, decimal FROM "no
 DEL = """DELETE FROM "none" WHERE uuid = %(uuid)s AND datetime < %(datetime)s AND models = %(models)s
 """
 
-ADD_TEXT_FORMS = """INSERT INTO text_forms (id, cash, doc, words, mac, bits, spot, boxes, lsn)
-VALUES (%(id)s, %(cash)s, %(doc)s, %(words)s, %(mac)s, %(bits)s, %(spot)s, %(boxes)s, %(lsn)s)
+ADD_TEXT_FORMS = """INSERT INTO text_forms (id, cash, doc, words, mac, bits, spot, boxes, lsn, duo, duos)
+VALUES (%(id)s, %(cash)s, %(doc)s, %(words)s, %(mac)s, %(bits)s, %(spot)s, %(boxes)s, %(lsn)s, %(duo)s, %(duos)s)
 """
 
-GET_TEXT_FORMS = """SELECT id, cash, doc, words, mac, bits, spot, boxes, lsn FROM text_forms WHERE id = %(id)s
+GET_TEXT_FORMS = """SELECT id, cash, doc, words, mac, bits, spot, boxes, lsn, duo, duos FROM text_forms WHERE id = %(id)s
 """
 
 _T = TypeVar("_T")
@@ -442,6 +442,8 @@ class Querier:
         spot: str,
         boxes: list[str | None] | None,
         lsn: str | None,
+        duo: str,
+        duos: list[str | None] | None,
     ) -> None:
         self._conn.execute(
             ADD_TEXT_FORMS,
@@ -455,6 +457,8 @@ class Querier:
                 "spot": spot,
                 "boxes": boxes,
                 "lsn": lsn,
+                "duo": duo,
+                "duos": duos,
             },
         )
 
@@ -482,6 +486,8 @@ class Querier:
             spot=row[6],
             boxes=row[7],
             lsn=row[8],
+            duo=row[9],
+            duos=_text_array_or_none(str, row[10]),
         )
 
 
@@ -778,6 +784,8 @@ class AsyncQuerier:
         spot: str,
         boxes: list[str | None] | None,
         lsn: str | None,
+        duo: str,
+        duos: list[str | None] | None,
     ) -> None:
         await self._conn.execute(
             ADD_TEXT_FORMS,
@@ -791,6 +799,8 @@ class AsyncQuerier:
                 "spot": spot,
                 "boxes": boxes,
                 "lsn": lsn,
+                "duo": duo,
+                "duos": duos,
             },
         )
 
@@ -818,4 +828,6 @@ class AsyncQuerier:
             spot=row[6],
             boxes=row[7],
             lsn=row[8],
+            duo=row[9],
+            duos=_text_array_or_none(str, row[10]),
         )

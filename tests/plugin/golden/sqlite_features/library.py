@@ -68,6 +68,12 @@ GET_CLASS = """SELECT def, None, sqlite3, dataclasses, models, str, lambda FROM 
 PERCENT = """SELECT '100%' AS text, 7 % 2 AS rest
 """
 
+ADD_SPELLING = """INSERT INTO spellings (small, code, note, ratio, ref, at, raw) VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+GET_SPELLINGS = """SELECT id, small, code, note, ratio, ref, at, raw FROM spellings ORDER BY id
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -420,3 +426,47 @@ class Querier:
             text=row[0],
             rest=row[1],
         )
+
+    def add_spelling(
+        self,
+        *,
+        small: int,
+        code: str,
+        note: str | None,
+        ratio: float,
+        ref: str,
+        at: str | None,
+        raw: bytes | None,
+    ) -> None:
+        self._conn.execute(
+            ADD_SPELLING,
+            (
+                small,
+                code,
+                note,
+                ratio,
+                ref,
+                at,
+                raw,
+            ),
+        )
+
+    def get_spellings(
+        self,
+    ) -> list[_models.Spellings]:
+        cur = self._conn.execute(
+            GET_SPELLINGS,
+        )
+        return [
+            _models.Spellings(
+                id=row[0],
+                small=row[1],
+                code=row[2],
+                note=row[3],
+                ratio=row[4],
+                ref=row[5],
+                at=row[6],
+                raw=row[7],
+            )
+            for row in cur.fetchall()
+        ]

@@ -41,3 +41,17 @@ class Class:
     models: str
     str_: str | None
     lambda_: bool
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
+class Spellings:
+    """A row of the spellings table."""
+
+    id: int
+    small: int
+    code: str
+    note: str | None
+    ratio: float
+    ref: str
+    at: str | None
+    raw: bytes | None

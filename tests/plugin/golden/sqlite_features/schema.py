@@ -30,5 +30,16 @@ CREATE TABLE "class" (
     "lambda" BOOLEAN NOT NULL
 );
 -- a comment after the last statement
-;
+
+-- Spellings outside the list, typed by SQLite's rules of affinity.
+CREATE TABLE spellings (
+    id INTEGER PRIMARY KEY,
+    small UNSIGNED SMALLINT NOT NULL,
+    code VARCHAR2(10) NOT NULL,
+    note TINYTEXT,
+    ratio DOUBLE PRECISION NOT NULL,
+    ref UUID NOT NULL,
+    at TIME,
+    raw LONGBLOB
+);
 """

@@ -42,8 +42,8 @@ SELECT * FROM "none" WHERE "class" = $1;
 DELETE FROM "none" WHERE uuid = $1 AND datetime < $2 AND models = $3;
 
 -- name: AddTextForms :exec
-INSERT INTO text_forms (id, cash, doc, words, mac, bits, spot, boxes, lsn)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+INSERT INTO text_forms (id, cash, doc, words, mac, bits, spot, boxes, lsn, duo, duos)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: GetTextForms :one
 SELECT * FROM text_forms WHERE id = $1;

@@ -52,3 +52,9 @@ SELECT * FROM "class" WHERE "def" = ?;
 
 -- name: Percent :one
 SELECT '100%' AS text, 7 % 2 AS rest;
+
+-- name: AddSpelling :exec
+INSERT INTO spellings (small, code, note, ratio, ref, at, raw) VALUES (?, ?, ?, ?, ?, ?, ?);
+
+-- name: GetSpellings :many
+SELECT * FROM spellings ORDER BY id;
