@@ -30,12 +30,12 @@ Conn = psycopg.Connection[psycopg.rows.TupleRow]
 
 
 @pytest.fixture(scope="module")
-def database_url(server_url: str) -> Iterator[str]:
+def database_url(pg_server: str) -> Iterator[str]:
     name = f"plugin_features_{secrets.token_hex(6)}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
+    with psycopg.connect(pg_server, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
         try:
-            url = psycopg.conninfo.make_conninfo(server_url, dbname=name)
+            url = psycopg.conninfo.make_conninfo(pg_server, dbname=name)
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute(schema.SCHEMA.encode())
             yield url

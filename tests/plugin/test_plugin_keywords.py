@@ -106,15 +106,15 @@ def test_keywords_on_sqlite(tmp_path: pathlib.Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.postgres
-def test_keywords_on_postgresql(tmp_path: pathlib.Path, server_url: str) -> None:
+def test_keywords_on_postgresql(tmp_path: pathlib.Path, pg_server: str) -> None:
     module = _generate(tmp_path, "postgresql", "kw_postgres")
     schema = importlib.import_module("kw_postgres.schema")
     name = f"plugin_kw_{secrets.token_hex(6)}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
+    with psycopg.connect(pg_server, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {name}")
         try:
             with psycopg.connect(
-                server_url, autocommit=True, options=f"-csearch_path={name}"
+                pg_server, autocommit=True, options=f"-csearch_path={name}"
             ) as conn:
                 conn.execute(schema.SCHEMA.encode())
                 _run_every_query(module, module.Querier(conn))

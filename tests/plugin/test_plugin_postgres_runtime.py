@@ -29,6 +29,12 @@ NAIVE = datetime.datetime(2024, 2, 29, 23, 59, 58, 123456)
 AWARE = datetime.datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=datetime.UTC)
 
 
+@pytest.fixture(scope="module")
+def server_url(pg_server: str) -> str:
+    """The server's URL (tests/conftest.py skips, or fails on CI, when it is down)."""
+    return pg_server
+
+
 def _schema_fixture(server_url: str, schema_sql: str) -> Iterator[str]:
     name = f"plugin_test_{secrets.token_hex(6)}"
     with psycopg.connect(server_url, autocommit=True) as admin:
