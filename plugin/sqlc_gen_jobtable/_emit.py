@@ -361,24 +361,30 @@ def _item(indent: str, prefix: str, template: str, value: str) -> list[str]:
 
 
 def _call_args(
-    driver: str, params: list[tuple[int, _Field]], indent: str, owner: str = ""
+    driver: str, params: list[tuple[int, _Field]], indent: str, owner: str = "", models: str = ""
 ) -> list[str]:
-    """Returns the lines of the parameters argument; owner prefixes each value (``row.``)."""
+    """Returns the lines of the parameters argument.
+
+    owner prefixes each value (``row.``), which then names an attribute of a
+    params class of the models mode.
+    """
     if not params:
         return []
+
+    def value(f: _Field) -> str:
+        return owner + (_attr(f, models) if owner else f.name)
+
     if driver == "sqlite3":
         if len(params) == 1 and params[0][1].type.encode == "{}":
-            return [f"{indent}({owner}{params[0][1].name},),"]
+            return [f"{indent}({value(params[0][1])},),"]
         inner = [
-            line
-            for _, f in params
-            for line in _item(indent + "    ", "", f.type.encode, owner + f.name)
+            line for _, f in params for line in _item(indent + "    ", "", f.type.encode, value(f))
         ]
         return [f"{indent}(", *inner, f"{indent}),"]
     inner = [
         line
         for _, f in params
-        for line in _item(indent + "    ", f'"{f.name}": ', f.type.encode, owner + f.name)
+        for line in _item(indent + "    ", f'"{f.name}": ', f.type.encode, value(f))
     ]
     return [f"{indent}{{", *inner, f"{indent}}},"]
 
@@ -630,7 +636,9 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
             # One call sends every row: sqlite3 loops in C, and psycopg
             # pipelines the statements into one round trip.
             pad = "        " if not is_pg else "            "
-            each = _call_args(options.driver, params, pad + "        ", owner="row.")
+            each = _call_args(
+                options.driver, params, pad + "        ", owner="row.", models=options.models
+            )
             call = [
                 f"{pad}    {constant_name},",
                 f"{pad}    [",
@@ -654,7 +662,9 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
                 ]
         elif query.cmd == ":copyfrom":
             cursor = "async with" if is_async else "with"
-            each = _call_args("sqlite3", params, "                    ", owner="row.")
+            each = _call_args(
+                "sqlite3", params, "                    ", owner="row.", models=options.models
+            )
             if len(each) == 1:
                 each = [
                     "                    (",
@@ -674,7 +684,9 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
             ]
         elif query.cmd in (":batchone", ":batchmany"):
             cursor = "async with" if is_async else "with"
-            each = _call_args(options.driver, params, "            ", owner="row.")
+            each = _call_args(
+                options.driver, params, "            ", owner="row.", models=options.models
+            )
             item = f"{row_type} | None" if query.cmd == ":batchone" else f"list[{row_type}]"
             lines += [
                 "        params = [",

@@ -332,6 +332,8 @@ _POSTGRES.update(
             "cid",
             "tid",
             "aclitem",
+            "int2vector",
+            "oidvector",
             "ltree",
             "lquery",
             "ltxtquery",

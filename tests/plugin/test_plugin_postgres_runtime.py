@@ -360,6 +360,13 @@ def test_pydantic_fields_named_like_basemodel_attributes_are_aliased(
         assert q.settings_at_levels(levels=levels) == [
             settings.SettingsAtLevelsRow(id=1, level=pydantic_models.Level.WARN)
         ]
+        q.set_schemas([settings.SetSchemasParams(schema_="t", json_=[2], id=1)])
+        assert q.get_setting(id=1) == row.model_copy(update={"schema_": "t", "json_": [2]})
+        again = q.put_setting(
+            id=2, json=None, schema="u", copy="c", model_config=0, level=pydantic_models.Level.INFO
+        )
+        assert again is not None
+        assert again.copy_ == "c"
 
 
 def test_batchexec_converts_every_row_like_a_single_statement(

@@ -4,6 +4,8 @@
 # source: settings.sql
 """Queries of settings.sql."""
 
+from collections.abc import Iterable
+
 import psycopg
 import psycopg.types.json
 import pydantic
@@ -20,6 +22,12 @@ RETURNING id, json, schema, copy, model_config, level
 SETTINGS_AT_LEVELS = """SELECT id, level FROM settings WHERE level = ANY(%(levels)s::level[]) ORDER BY id
 """
 
+SET_SCHEMAS = """UPDATE settings SET schema = %(schema)s, json = %(json)s WHERE id = %(id)s
+"""
+
+GET_SETTING = """SELECT id, json, schema, copy, model_config, level FROM settings WHERE id = %(id)s
+"""
+
 
 class SettingsAtLevelsRow(pydantic.BaseModel):
     """A row that SettingsAtLevels returns."""
@@ -28,6 +36,16 @@ class SettingsAtLevelsRow(pydantic.BaseModel):
 
     id: int
     level: models.Level
+
+
+class SetSchemasParams(pydantic.BaseModel):
+    """The parameters of one statement of SetSchemas."""
+
+    model_config = pydantic.ConfigDict(frozen=True, populate_by_name=True)
+
+    schema_: str = pydantic.Field(alias="schema")
+    json_: JSONValue = pydantic.Field(alias="json")
+    id: int
 
 
 class Querier:
@@ -88,3 +106,43 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def set_schemas(
+        self,
+        rows: Iterable[SetSchemasParams],
+    ) -> None:
+        with self._conn.cursor() as cur:
+            cur.executemany(
+                SET_SCHEMAS,
+                [
+                    {
+                        "schema": row.schema_,
+                        "json": psycopg.types.json.Jsonb(row.json_),
+                        "id": row.id,
+                    }
+                    for row in rows
+                ],
+            )
+
+    def get_setting(
+        self,
+        *,
+        id: int,
+    ) -> models.Setting | None:
+        cur = self._conn.execute(
+            GET_SETTING,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return models.Setting(
+            id=row[0],
+            json_=row[1],
+            schema_=row[2],
+            copy_=row[3],
+            model_config_=row[4],
+            level=models.Level(row[5]),
+        )

@@ -6,3 +6,9 @@ RETURNING *;
 
 -- name: SettingsAtLevels :many
 SELECT id, level FROM settings WHERE level = ANY(@levels::level[]) ORDER BY id;
+
+-- name: SetSchemas :batchexec
+UPDATE settings SET schema = @schema, json = @json WHERE id = @id;
+
+-- name: GetSetting :one
+SELECT * FROM settings WHERE id = $1;
