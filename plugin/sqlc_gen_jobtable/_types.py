@@ -507,7 +507,8 @@ class TypeMap:
                     f"{where}: column {column.name!r}: sqlc infers no type for this "
                     "expression (SQLite's max(), min(), coalesce(), ifnull() and the like "
                     "return any type): CAST it, as in CAST(max(x) AS INTEGER) AS x, or map "
-                    "it with an override"
+                    "sqlc's type any with an override (db_type: any, py_type: ..., "
+                    "nullable: true)"
                 )
         elif engine == "postgresql":
             if enum is not None:
@@ -539,8 +540,8 @@ class TypeMap:
             if column.type_name.lower() == "any":
                 raise RequestError(
                     f"{where}: column {column.name!r}: sqlc infers no type for this "
-                    "expression: CAST it, as in CAST(x || y AS text) AS x, or map it "
-                    "with an override"
+                    "expression: CAST it, as in CAST(x || y AS text) AS x, or map sqlc's "
+                    "type any with an override (db_type: any, py_type: ..., nullable: true)"
                 )
             if not column.type_name and column.embed_table:
                 raise RequestError(

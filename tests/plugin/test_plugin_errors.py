@@ -167,7 +167,7 @@ def test_sqlite_expression_without_a_type_names_query_and_column_and_suggests_ca
     assert "'top'" in message
     assert "sqlc infers no type" in message
     assert "CAST(max(x) AS INTEGER)" in message
-    assert "override" in message
+    assert "override (db_type: any" in message
 
 
 def test_every_refused_query_is_named_in_one_run(tmp_path: pathlib.Path) -> None:

@@ -121,3 +121,11 @@ def test_spellings_typed_by_affinity_round_trip(q: library.Querier) -> None:
     assert row == models.Spellings(
         id=1, small=7, code="c", note=None, ratio=0.5, ref="0b9e", at="12:00", raw=b"\x00"
     )
+
+
+def test_an_override_of_any_types_expressions_sqlc_cannot(q: library.Querier) -> None:
+    assert q.extremes() == library.ExtremesRow(top=None, lowest=0)
+    _author(q, "zed")
+    row = q.extremes()
+    check_row(row)
+    assert row == library.ExtremesRow(top=4.5, lowest="zed")

@@ -74,6 +74,9 @@ ADD_SPELLING = """INSERT INTO spellings (small, code, note, ratio, ref, at, raw)
 GET_SPELLINGS = """SELECT id, small, code, note, ratio, ref, at, raw FROM spellings ORDER BY id
 """
 
+EXTREMES = """SELECT max(rating) AS top, ifnull(min(name), 0) AS lowest FROM authors
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -139,6 +142,14 @@ class PercentRow:
 
     text: str
     rest: int
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
+class ExtremesRow:
+    """A row that Extremes returns."""
+
+    top: feature_types.SQLiteValue | None
+    lowest: feature_types.SQLiteValue | None
 
 
 class Querier:
@@ -470,3 +481,18 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def extremes(
+        self,
+    ) -> ExtremesRow | None:
+        """Extremes has columns sqlc types as any, mapped by the db_type override."""
+        cur = self._conn.execute(
+            EXTREMES,
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return ExtremesRow(
+            top=row[0],
+            lowest=row[1],
+        )

@@ -58,3 +58,7 @@ INSERT INTO spellings (small, code, note, ratio, ref, at, raw) VALUES (?, ?, ?, 
 
 -- name: GetSpellings :many
 SELECT * FROM spellings ORDER BY id;
+
+-- name: Extremes :one
+-- Extremes has columns sqlc types as any, mapped by the db_type override.
+SELECT max(rating) AS top, ifnull(min(name), 0) AS lowest FROM authors;
