@@ -129,3 +129,10 @@ def test_an_override_of_any_types_expressions_sqlc_cannot(q: library.Querier) ->
     row = q.extremes()
     check_row(row)
     assert row == library.ExtremesRow(top=4.5, lowest="zed")
+
+
+def test_bare_placeholders_around_a_slice_bind_in_order(q: library.Querier) -> None:
+    author = _author(q)
+    ids = [_book(q, author, n) for n in "abcd"]
+    assert q.bare_around_slice(name="b", ids=ids, limit=2) == ["a", "c"]
+    assert q.bare_around_slice(name="b", ids=[], limit=2) == []

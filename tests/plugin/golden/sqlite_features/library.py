@@ -77,6 +77,9 @@ GET_SPELLINGS = """SELECT id, small, code, note, ratio, ref, at, raw FROM spelli
 EXTREMES = """SELECT max(rating) AS top, ifnull(min(name), 0) AS lowest FROM authors
 """
 
+BARE_AROUND_SLICE = """SELECT name FROM books WHERE name <> ? AND id IN (/*SLICE:ids*/?) ORDER BY id LIMIT ?
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -496,3 +499,22 @@ class Querier:
             top=row[0],
             lowest=row[1],
         )
+
+    def bare_around_slice(
+        self,
+        *,
+        name: str,
+        limit: int,
+        ids: list[int],
+    ) -> list[str]:
+        """BareAroundSlice has bare placeholders, which sqlc numbers before the slice."""
+        _sql = BARE_AROUND_SLICE.replace("/*SLICE:ids*/?", _marks(len(ids)))
+        cur = self._conn.execute(
+            _sql,
+            (
+                name,
+                *ids,
+                limit,
+            ),
+        )
+        return [row[0] for row in cur.fetchall()]

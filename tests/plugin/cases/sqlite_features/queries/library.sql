@@ -62,3 +62,7 @@ SELECT * FROM spellings ORDER BY id;
 -- name: Extremes :one
 -- Extremes has columns sqlc types as any, mapped by the db_type override.
 SELECT max(rating) AS top, ifnull(min(name), 0) AS lowest FROM authors;
+
+-- name: BareAroundSlice :many
+-- BareAroundSlice has bare placeholders, which sqlc numbers before the slice.
+SELECT name FROM books WHERE name <> ? AND id IN (sqlc.slice(ids)) ORDER BY id LIMIT ?;
