@@ -9,6 +9,7 @@ imported under a private alias (``import uuid as _uuid``) instead.
 """
 
 import re
+import sys
 
 # Modules the generated code may refer to: the standard library's first, then
 # the third-party ones, longest first so that a dotted name wins.
@@ -68,9 +69,7 @@ def assemble(
     whether the module may import its package's models.
     """
     code = "\n".join(body)
-    stdlib_modules = [m for m in STDLIB if m not in extra_modules]
-    third_modules = [*THIRD_PARTY, *sorted(set(extra_modules) - set(STDLIB))]
-    all_modules = [*stdlib_modules, *third_modules, *[m for m in extra_modules if m in STDLIB]]
+    all_modules = [*STDLIB, *THIRD_PARTY, *sorted(set(extra_modules) - set(STDLIB))]
     used = _refs(code, all_modules)
     uses_models = local and bool(_refs(code, ["models"]))
     aliases: dict[str, str] = {}
@@ -95,9 +94,13 @@ def assemble(
 
     std_from = {_FROM[n] for n in names if not _FROM[n].startswith("psycopg")}
     third_from = {_FROM[n] for n in names if _FROM[n].startswith("psycopg")}
-    std = sorted(line(m) for m in used if m in STDLIB) + from_lines(std_from)
+
+    def is_stdlib(module: str) -> bool:
+        return module.split(".", 1)[0] in sys.stdlib_module_names
+
+    std = sorted(line(m) for m in used if is_stdlib(m)) + from_lines(std_from)
     third = sorted(
-        (line(m) for m in used if m not in STDLIB), key=lambda s: s.split(" ")[1]
+        (line(m) for m in used if not is_stdlib(m)), key=lambda s: s.split(" ")[1]
     ) + from_lines(third_from)
     loc: list[str] = []
     if uses_models:
