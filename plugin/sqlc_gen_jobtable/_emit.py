@@ -191,8 +191,14 @@ class _Context:
                 return table
         return None
 
-    def fields(self, columns: tuple[Column, ...], where: str, owner: str = "") -> list[_Field]:
-        """Returns the fields of columns; a repeated name gets _2, _3 as sqlc-gen-go does."""
+    def fields(
+        self, columns: tuple[Column, ...], where: str, owner: str = "", outer: bool = False
+    ) -> list[_Field]:
+        """Returns the fields of columns; a repeated name gets _2, _3 as sqlc-gen-go does.
+
+        outer tells that the query has an outer join, so an embedded table may
+        be missing from a row: its field is then optional.
+        """
         fields: list[_Field] = []
         seen: set[str] = set()
         for column in columns:
@@ -205,7 +211,8 @@ class _Context:
                 cls = self.names.tables[(table.schema, table.name)]
                 inner = self.fields(table.columns, f"table {table.name}", owner=table.name)
                 name = naming.identifier(naming.snake(cls))
-                field = _Field(name, PyType(f"models.{cls}"), cls, tuple(inner))
+                annotation = f"models.{cls}" + (" | None" if outer else "")
+                field = _Field(name, PyType(annotation), cls, tuple(inner))
             else:
                 name = self.names.field(column, owner)
                 py = self.types.python_type(column, where, owner)
@@ -400,7 +407,16 @@ def _construct(
             inner = _construct(
                 f"models.{f.embed}", list(f.embed_fields), indent + "    ", models, i
             )
-            lines.append(f"    {_attr(f, models)}={inner[0]}")
+            if f.type.annotation.endswith("| None"):
+                # Every column NULL: the outer join found no row of the table.
+                stop = i + len(f.embed_fields)
+                lines += [
+                    f"    {_attr(f, models)}=None",
+                    f"    if _all_null(row[{i}:{stop}])",
+                    f"    else {inner[0]}",
+                ]
+            else:
+                lines.append(f"    {_attr(f, models)}={inner[0]}")
             lines += [f"    {line}" for line in inner[1:-1]]
             lines.append("    ),")
             i += len(f.embed_fields)
@@ -465,6 +481,11 @@ def _check_command(ctx: _Context, query: Query, where: str) -> None:
         raise RequestError(f"{where}: sqlc.slice cannot be used in a {query.cmd} query on SQLite")
 
 
+# An outer join may leave the tables of one side out of a row; found in the
+# text as a whole, so a false find only makes an embedded field optional.
+_OUTER_JOIN = re.compile(r"\b(LEFT|RIGHT|FULL)\s+(OUTER\s+)?JOIN\b", re.IGNORECASE)
+
+
 _COPY = re.compile(
     r"\s*INSERT\s+INTO\s+(?P<table>[\w.\"]+)\s*\((?P<columns>[^)]*)\)\s*VALUES\s*"
     r"\((?P<values>\s*\$\d+\s*(?:,\s*\$\d+\s*)*)\)\s*;?\s*",
@@ -525,7 +546,8 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
     value: _Field | None = None
     returns_rows = query.cmd in (":one", ":many", ":batchone", ":batchmany")
     if returns_rows:
-        row_fields = ctx.fields(query.columns, where)
+        outer = bool(_OUTER_JOIN.search(query.text))
+        row_fields = ctx.fields(query.columns, where, outer=outer)
         names |= {f.name for f in row_fields}
         table = _table_for(ctx, query)
         single = len(row_fields) == 1 and not row_fields[0].embed

@@ -127,6 +127,10 @@ def _decimal_text(value: decimal.Decimal | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _all_null(values: tuple[object, ...]) -> bool:
+    return all(v is None for v in values)
+
+
 def _marks(count: int) -> str:
     # sqlc.slice: one placeholder per value; for none, an empty set, which
     # IN matches to nothing and NOT IN to everything.

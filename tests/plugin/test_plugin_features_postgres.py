@@ -298,3 +298,14 @@ def test_types_without_a_psycopg_loader_round_trip_as_text(conn: Conn) -> None:
         duo='(1,"a b")',
         duos=["(2,x)", None],
     )
+
+
+def test_an_embed_on_the_outer_side_of_a_join_is_none_when_missing(conn: Conn) -> None:
+    q = people.Querier(conn)
+    ann = _person(q, "ann", models.Mood.HAPPY)
+    bob = _person(q, "bob", models.Mood.SAD)
+    q.add_pet(owner_id=ann.id, name="rex")
+    rows = q.people_with_pets()
+    for row in rows:
+        check_row(row)
+    assert [(r.person, r.pet and r.pet.name) for r in rows] == [(ann, "rex"), (bob, None)]

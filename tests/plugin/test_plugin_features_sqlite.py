@@ -136,3 +136,16 @@ def test_bare_placeholders_around_a_slice_bind_in_order(q: library.Querier) -> N
     ids = [_book(q, author, n) for n in "abcd"]
     assert q.bare_around_slice(name="b", ids=ids, limit=2) == ["a", "c"]
     assert q.bare_around_slice(name="b", ids=[], limit=2) == []
+
+
+def test_an_embed_on_the_outer_side_of_a_join_is_none_when_missing(q: library.Querier) -> None:
+    ann = _author(q, "ann")
+    bob = _author(q, "bob")
+    _book(q, ann, "a")
+    rows = q.authors_with_books()
+    for row in rows:
+        check_row(row)
+    assert [(r.authors and r.authors.id, r.books and r.books.name) for r in rows] == [
+        (ann, "a"),
+        (bob, None),
+    ]

@@ -74,8 +74,16 @@ LIST = """SELECT name FROM people ORDER BY id
 PETS_BY_ID = """SELECT id, owner_id, name FROM pets WHERE id = %(id)s
 """
 
+PEOPLE_WITH_PETS = """SELECT people.id, people.name, people.mood, people.past_moods, people.maybe_moods, people.maybe_mood, people.email, pets.id, pets.owner_id, pets.name FROM people LEFT JOIN pets ON pets.owner_id = people.id
+ORDER BY people.id, pets.id
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
+
+
+def _all_null(values: tuple[object, ...]) -> bool:
+    return all(v is None for v in values)
 
 
 def _not_null(value: str | None) -> str:
@@ -217,6 +225,14 @@ class PetsByIdParams:
     """The parameters of one statement of PetsById."""
 
     id: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PeopleWithPetsRow:
+    """A row that PeopleWithPets returns."""
+
+    person: models.Person | None
+    pet: models.Pet | None
 
 
 class Querier:
@@ -579,6 +595,37 @@ class Querier:
                     break
         return results
 
+    def people_with_pets(
+        self,
+    ) -> list[PeopleWithPetsRow]:
+        """PeopleWithPets embeds the outer side of a join: a person without pets has no pet."""
+        cur = self._conn.execute(
+            PEOPLE_WITH_PETS,
+        )
+        return [
+            PeopleWithPetsRow(
+                person=None
+                if _all_null(row[0:7])
+                else models.Person(
+                    id=row[0],
+                    name=row[1],
+                    mood=models.Mood(row[2]),
+                    past_moods=_text_array(models.Mood, row[3]),
+                    maybe_moods=_text_array_or_none(models.Mood, row[4]),
+                    maybe_mood=_or_none(models.Mood, row[5]),
+                    email=row[6],
+                ),
+                pet=None
+                if _all_null(row[7:10])
+                else models.Pet(
+                    id=row[7],
+                    owner_id=row[8],
+                    name=row[9],
+                ),
+            )
+            for row in cur.fetchall()
+        ]
+
 
 class AsyncQuerier:
     """Runs the queries of people.sql on one connection."""
@@ -939,3 +986,34 @@ class AsyncQuerier:
                 if not cur.nextset():
                     break
         return results
+
+    async def people_with_pets(
+        self,
+    ) -> list[PeopleWithPetsRow]:
+        """PeopleWithPets embeds the outer side of a join: a person without pets has no pet."""
+        cur = await self._conn.execute(
+            PEOPLE_WITH_PETS,
+        )
+        return [
+            PeopleWithPetsRow(
+                person=None
+                if _all_null(row[0:7])
+                else models.Person(
+                    id=row[0],
+                    name=row[1],
+                    mood=models.Mood(row[2]),
+                    past_moods=_text_array(models.Mood, row[3]),
+                    maybe_moods=_text_array_or_none(models.Mood, row[4]),
+                    maybe_mood=_or_none(models.Mood, row[5]),
+                    email=row[6],
+                ),
+                pet=None
+                if _all_null(row[7:10])
+                else models.Pet(
+                    id=row[7],
+                    owner_id=row[8],
+                    name=row[9],
+                ),
+            )
+            for row in await cur.fetchall()
+        ]

@@ -80,8 +80,16 @@ EXTREMES = """SELECT max(rating) AS top, ifnull(min(name), 0) AS lowest FROM aut
 BARE_AROUND_SLICE = """SELECT name FROM books WHERE name <> ? AND id IN (/*SLICE:ids*/?) ORDER BY id LIMIT ?
 """
 
+AUTHORS_WITH_BOOKS = """SELECT authors.id, authors.name, authors.rating, authors.price, books.id, books.author_id, books.name, books.isbn, books.sku FROM authors LEFT OUTER JOIN books ON books.author_id = authors.id
+ORDER BY authors.id, books.id
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
+
+
+def _all_null(values: tuple[object, ...]) -> bool:
+    return all(v is None for v in values)
 
 
 def _decimal(value: float | str) -> decimal.Decimal:
@@ -153,6 +161,14 @@ class ExtremesRow:
 
     top: feature_types.SQLiteValue | None
     lowest: feature_types.SQLiteValue | None
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
+class AuthorsWithBooksRow:
+    """A row that AuthorsWithBooks returns."""
+
+    authors: _models.Authors | None
+    books: _models.Books | None
 
 
 class Querier:
@@ -518,3 +534,32 @@ class Querier:
             ),
         )
         return [row[0] for row in cur.fetchall()]
+
+    def authors_with_books(
+        self,
+    ) -> list[AuthorsWithBooksRow]:
+        cur = self._conn.execute(
+            AUTHORS_WITH_BOOKS,
+        )
+        return [
+            AuthorsWithBooksRow(
+                authors=None
+                if _all_null(row[0:4])
+                else _models.Authors(
+                    id=row[0],
+                    name=row[1],
+                    rating=_or_none(_decimal, row[2]),
+                    price=_decimal(row[3]),
+                ),
+                books=None
+                if _all_null(row[4:9])
+                else _models.Books(
+                    id=row[4],
+                    author_id=row[5],
+                    name=row[6],
+                    code=row[7],
+                    sku=row[8],
+                ),
+            )
+            for row in cur.fetchall()
+        ]

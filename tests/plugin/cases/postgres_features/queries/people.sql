@@ -57,3 +57,8 @@ SELECT name FROM people ORDER BY id;
 
 -- name: PetsById :batchone
 SELECT id, owner_id, name FROM pets WHERE id = $1;
+
+-- name: PeopleWithPets :many
+-- PeopleWithPets embeds the outer side of a join: a person without pets has no pet.
+SELECT sqlc.embed(people), sqlc.embed(pets) FROM people LEFT JOIN pets ON pets.owner_id = people.id
+ORDER BY people.id, pets.id;

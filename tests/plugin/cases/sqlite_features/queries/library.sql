@@ -66,3 +66,7 @@ SELECT max(rating) AS top, ifnull(min(name), 0) AS lowest FROM authors;
 -- name: BareAroundSlice :many
 -- BareAroundSlice has bare placeholders, which sqlc numbers before the slice.
 SELECT name FROM books WHERE name <> ? AND id IN (sqlc.slice(ids)) ORDER BY id LIMIT ?;
+
+-- name: AuthorsWithBooks :many
+SELECT sqlc.embed(authors), sqlc.embed(books) FROM authors LEFT OUTER JOIN books ON books.author_id = authors.id
+ORDER BY authors.id, books.id;
