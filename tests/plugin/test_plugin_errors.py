@@ -303,3 +303,28 @@ def test_a_sqlite_column_without_a_type_is_refused_saying_so(tmp_path: pathlib.P
         SQLITE_QUERY,
     )
     assert "table t: column 'anything' is declared without a type" in message
+
+
+def test_two_query_files_making_one_module_are_refused(tmp_path: pathlib.Path) -> None:
+    case = write_case(tmp_path / "case", "sqlite", SQLITE_TABLE, SQLITE_QUERY, {})
+    (case / "queries" / "q-.sql").write_text("-- name: Other :one\nSELECT id FROM t;\n")
+    done = run_sqlc(case, "generate")
+    assert done.returncode != 0
+    assert "also makes the module q.py" in done.stderr
+
+
+def test_a_query_file_named_schema_is_refused_only_beside_emit_schema(
+    tmp_path: pathlib.Path,
+) -> None:
+    for emit_schema, refused in (("false", False), ("true", True)):
+        case = write_case(
+            tmp_path / emit_schema, "sqlite", SQLITE_TABLE, "", {"emit_schema": emit_schema}
+        )
+        (case / "queries" / "q.sql").unlink()
+        (case / "queries" / "schema.sql").write_text(SQLITE_QUERY)
+        done = run_sqlc(case, "generate")
+        assert (done.returncode != 0) == refused, done.stderr
+        if refused:
+            assert "query file schema.sql: its module would replace schema.py" in done.stderr
+        else:
+            assert (case / "out" / "schema.py").read_text().count("def get_name(") == 1
