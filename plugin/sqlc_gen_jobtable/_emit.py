@@ -340,12 +340,11 @@ def _params(ctx: _Context, query: Query, where: str) -> list[tuple[int, _Field]]
         seen.add(name)
         py = ctx.types.python_type(column, f"{where}: parameter")
         if column.is_sqlc_slice:
+            # A list, each value converted as a single one would be.
+            encode = "{}"
             if py.encode != "{}":
-                raise RequestError(
-                    f"{where}: parameter {column.name!r}: sqlc.slice of {column.type_name} "
-                    "is not supported: its values need a conversion"
-                )
-            py = PyType(f"list[{py.annotation}]", aliases=py.aliases)
+                encode = "[" + py.encode.replace("{}", "v") + " for v in {}]"
+            py = PyType(f"list[{py.annotation}]", encode=encode, aliases=py.aliases)
         ctx.aliases.update(py.aliases)
         params.append((param.number, _Field(name, py)))
     return params
@@ -639,7 +638,7 @@ def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
             inner: list[str] = []
             for _, f in arg_order:
                 if f.name in slice_params:
-                    inner.append(f"                *{f.name},")
+                    inner.append(f"                *{f.type.encode.replace('{}', f.name)},")
                 else:
                     inner += _item("                ", "", f.type.encode, f.name)
             if len(inner) == 1:

@@ -142,18 +142,6 @@ def test_sqlite_query_mixing_named_and_bare_placeholders_is_refused(
     assert "bare ?" in message
 
 
-def test_sqlc_slice_of_values_that_need_a_conversion_is_refused(tmp_path: pathlib.Path) -> None:
-    message = _refused(
-        tmp_path,
-        "postgresql",
-        "CREATE TABLE t (id int8 NOT NULL, doc jsonb NOT NULL);\n",
-        "-- name: GetMany :many\nSELECT id FROM t WHERE doc = ANY(sqlc.slice(docs));\n",
-    )
-    assert "query GetMany" in message
-    assert "'docs'" in message
-    assert "sqlc.slice of jsonb" in message
-
-
 def test_sqlite_expression_without_a_type_names_query_and_column_and_suggests_cast(
     tmp_path: pathlib.Path,
 ) -> None:

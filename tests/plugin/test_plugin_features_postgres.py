@@ -309,3 +309,30 @@ def test_an_embed_on_the_outer_side_of_a_join_is_none_when_missing(conn: Conn) -
     for row in rows:
         check_row(row)
     assert [(r.person, r.pet and r.pet.name) for r in rows] == [(ann, "rex"), (bob, None)]
+
+
+def test_a_list_of_json_values_is_a_parameter(conn: Conn) -> None:
+    q = other.Querier(conn)
+    Range = psycopg.types.range.Range
+    q.add_kinds(
+        id=7,
+        host=ipaddress.ip_address("10.0.0.1"),
+        maybe_host=None,
+        net=ipaddress.ip_network("10.0.0.0/8"),
+        span=Range(1, 2),
+        big_span=None,
+        amounts=None,
+        days=None,
+        moments=None,
+        spans=None,
+        attrs={},
+        maybe_attrs=None,
+        docs=[{"k": 1}],
+        maybe_docs=None,
+        flags=[],
+        hosts=None,
+        tags=[],
+        maybe_tags=None,
+    )
+    assert q.kinds_with_docs(docs=[{"k": 1}, [2]]) == [7]
+    assert q.kinds_with_docs(docs=[{"k": 2}]) == []

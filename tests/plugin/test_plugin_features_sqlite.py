@@ -149,3 +149,13 @@ def test_an_embed_on_the_outer_side_of_a_join_is_none_when_missing(q: library.Qu
         (ann, "a"),
         (bob, None),
     ]
+
+
+def test_a_slice_of_decimals_converts_each_value(q: library.Querier) -> None:
+    _author(q, "ann")
+    q.add_author(name="bob", rating=None, price=decimal.Decimal("3"))
+    assert q.authors_priced_at(prices=[decimal.Decimal("9.99"), decimal.Decimal("3.00")]) == [
+        "ann",
+        "bob",
+    ]
+    assert q.authors_priced_at(prices=[decimal.Decimal("1")]) == []

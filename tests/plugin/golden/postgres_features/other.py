@@ -72,6 +72,9 @@ VALUES (%(id)s, %(cash)s, %(doc)s, %(words)s, %(mac)s, %(bits)s, %(spot)s, %(box
 GET_TEXT_FORMS = """SELECT id, cash, doc, words, mac, bits, spot, boxes, lsn, duo, duos FROM text_forms WHERE id = %(id)s
 """
 
+KINDS_WITH_DOCS = """SELECT id FROM kinds WHERE docs[1] = ANY(%(docs)s::jsonb[]) ORDER BY id
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -490,6 +493,19 @@ class Querier:
             duos=_text_array_or_none(str, row[10]),
         )
 
+    def kinds_with_docs(
+        self,
+        *,
+        docs: list[JSONValue],
+    ) -> list[int]:
+        cur = self._conn.execute(
+            KINDS_WITH_DOCS,
+            {
+                "docs": _jsonb_list(docs),
+            },
+        )
+        return [row[0] for row in cur.fetchall()]
+
 
 class AsyncQuerier:
     """Runs the queries of other.sql on one connection."""
@@ -831,3 +847,16 @@ class AsyncQuerier:
             duo=row[9],
             duos=_text_array_or_none(str, row[10]),
         )
+
+    async def kinds_with_docs(
+        self,
+        *,
+        docs: list[JSONValue],
+    ) -> list[int]:
+        cur = await self._conn.execute(
+            KINDS_WITH_DOCS,
+            {
+                "docs": _jsonb_list(docs),
+            },
+        )
+        return [row[0] for row in await cur.fetchall()]

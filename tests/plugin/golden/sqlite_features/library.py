@@ -84,6 +84,9 @@ AUTHORS_WITH_BOOKS = """SELECT authors.id, authors.name, authors.rating, authors
 ORDER BY authors.id, books.id
 """
 
+AUTHORS_PRICED_AT = """SELECT name FROM authors WHERE price IN (/*SLICE:prices*/?) ORDER BY id
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -563,3 +566,15 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def authors_priced_at(
+        self,
+        *,
+        prices: list[decimal.Decimal],
+    ) -> list[str]:
+        _sql = AUTHORS_PRICED_AT.replace("/*SLICE:prices*/?", _marks(len(prices)))
+        cur = self._conn.execute(
+            _sql,
+            (*[str(v) for v in prices],),
+        )
+        return [row[0] for row in cur.fetchall()]

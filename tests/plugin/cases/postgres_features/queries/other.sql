@@ -47,3 +47,6 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: GetTextForms :one
 SELECT * FROM text_forms WHERE id = $1;
+
+-- name: KindsWithDocs :many
+SELECT id FROM kinds WHERE docs[1] = ANY(sqlc.slice(docs)::jsonb[]) ORDER BY id;

@@ -70,3 +70,6 @@ SELECT name FROM books WHERE name <> ? AND id IN (sqlc.slice(ids)) ORDER BY id L
 -- name: AuthorsWithBooks :many
 SELECT sqlc.embed(authors), sqlc.embed(books) FROM authors LEFT OUTER JOIN books ON books.author_id = authors.id
 ORDER BY authors.id, books.id;
+
+-- name: AuthorsPricedAt :many
+SELECT name FROM authors WHERE price IN (sqlc.slice(prices)) ORDER BY id;
