@@ -299,6 +299,10 @@ _POSTGRES = {
     "tsmultirange": _multirange("datetime.datetime"),
     "tstzmultirange": _multirange("datetime.datetime"),
     "hstore": _HSTORE,
+    # psycopg parses a record into a tuple of its fields' text forms.
+    "record": PyType("tuple[str | None, ...]"),
+    # A function that returns nothing: psycopg returns an empty string.
+    "void": _STR,
 }
 # Types psycopg has no loader for: it returns their text form, a str, and
 # lists of them for their arrays; a str parameter goes as an untyped literal

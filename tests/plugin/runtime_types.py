@@ -57,6 +57,13 @@ def check(value: object, annotation: object, where: str = "value") -> None:
         for i, item in enumerate(value):
             check(item, args[0], f"{where}[{i}]")
         return
+    if origin is tuple:
+        assert isinstance(value, tuple), f"{where}: {value!r} is not a tuple"
+        items = args[:1] * len(value) if args[-1:] == (...,) else args
+        assert len(items) == len(value), f"{where}: {value!r} has the wrong length"
+        for i, (item, arg) in enumerate(zip(value, items, strict=True)):
+            check(item, arg, f"{where}[{i}]")
+        return
     if origin is dict:
         assert isinstance(value, dict), f"{where}: {value!r} is not a dict"
         for key, item in value.items():

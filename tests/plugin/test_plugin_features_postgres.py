@@ -336,3 +336,14 @@ def test_a_list_of_json_values_is_a_parameter(conn: Conn) -> None:
     )
     assert q.kinds_with_docs(docs=[{"k": 1}, [2]]) == [7]
     assert q.kinds_with_docs(docs=[{"k": 2}]) == []
+
+
+def test_void_and_record_results_are_what_psycopg_returns(conn: Conn) -> None:
+    q = other.Querier(conn)
+    locked = q.lock_for(pg_advisory_xact_lock=42)
+    assert locked is not None
+    check_row(locked)
+    assert locked == other.LockForRow(locked="", kinds=0)
+    rec = q.pair_of(a=3)
+    check(rec, tuple[str | None, ...] | None)
+    assert rec == ("3", "x y", None)

@@ -4,6 +4,7 @@
 # source: other.sql
 """Queries of other.sql."""
 
+import dataclasses
 import datetime as _datetime
 import decimal as _decimal
 import ipaddress
@@ -73,6 +74,12 @@ GET_TEXT_FORMS = """SELECT id, cash, doc, words, mac, bits, spot, boxes, lsn, du
 """
 
 KINDS_WITH_DOCS = """SELECT id FROM kinds WHERE docs[1] = ANY(%(docs)s::jsonb[]) ORDER BY id
+"""
+
+LOCK_FOR = """SELECT pg_advisory_xact_lock(%(pg_advisory_xact_lock)s) AS locked, count(*) AS kinds FROM kinds
+"""
+
+PAIR_OF = """SELECT pair_of(%(a)s) AS rec
 """
 
 _T = TypeVar("_T")
@@ -150,6 +157,14 @@ def _text_array_or_none(
     if value is None:
         return None
     return [None if v is None else kind(v) for v in _pg_array(value)]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LockForRow:
+    """A row that LockFor returns."""
+
+    locked: str
+    kinds: int
 
 
 class Querier:
@@ -506,6 +521,42 @@ class Querier:
         )
         return [row[0] for row in cur.fetchall()]
 
+    def lock_for(
+        self,
+        *,
+        pg_advisory_xact_lock: int,
+    ) -> LockForRow | None:
+        cur = self._conn.execute(
+            LOCK_FOR,
+            {
+                "pg_advisory_xact_lock": pg_advisory_xact_lock,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return LockForRow(
+            locked=row[0],
+            kinds=row[1],
+        )
+
+    def pair_of(
+        self,
+        *,
+        a: int,
+    ) -> tuple[str | None, ...] | None:
+        cur = self._conn.execute(
+            PAIR_OF,
+            {
+                "a": a,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        _value: tuple[str | None, ...] = row[0]
+        return _value
+
 
 class AsyncQuerier:
     """Runs the queries of other.sql on one connection."""
@@ -860,3 +911,39 @@ class AsyncQuerier:
             },
         )
         return [row[0] for row in await cur.fetchall()]
+
+    async def lock_for(
+        self,
+        *,
+        pg_advisory_xact_lock: int,
+    ) -> LockForRow | None:
+        cur = await self._conn.execute(
+            LOCK_FOR,
+            {
+                "pg_advisory_xact_lock": pg_advisory_xact_lock,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return LockForRow(
+            locked=row[0],
+            kinds=row[1],
+        )
+
+    async def pair_of(
+        self,
+        *,
+        a: int,
+    ) -> tuple[str | None, ...] | None:
+        cur = await self._conn.execute(
+            PAIR_OF,
+            {
+                "a": a,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        _value: tuple[str | None, ...] = row[0]
+        return _value

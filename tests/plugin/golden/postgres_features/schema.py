@@ -100,4 +100,6 @@ CREATE TABLE text_forms (
     duo pair NOT NULL,
     duos pair[]
 );
+
+CREATE FUNCTION pair_of(a int4) RETURNS record AS $$ SELECT a, 'x y'::text, NULL::text $$ LANGUAGE sql;
 """

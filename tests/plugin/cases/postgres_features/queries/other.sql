@@ -50,3 +50,9 @@ SELECT * FROM text_forms WHERE id = $1;
 
 -- name: KindsWithDocs :many
 SELECT id FROM kinds WHERE docs[1] = ANY(sqlc.slice(docs)::jsonb[]) ORDER BY id;
+
+-- name: LockFor :one
+SELECT pg_advisory_xact_lock($1) AS locked, count(*) AS kinds FROM kinds;
+
+-- name: PairOf :one
+SELECT pair_of($1) AS rec;
