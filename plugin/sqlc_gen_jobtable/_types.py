@@ -513,7 +513,7 @@ class TypeMap:
             if base is None and column.type_name.lower() == "any":
                 raise RequestError(
                     f"{where}: column {column.name!r}: sqlc infers no type for this "
-                    "expression (SQLite's max(), min(), coalesce(), ifnull() and the like "
+                    "expression (SQLite's max(), min(), ifnull(), datetime() and the like "
                     "return any type): CAST it, as in CAST(max(x) AS INTEGER) AS x, or map "
                     "sqlc's type any with an override (db_type: any, py_type: ..., "
                     "nullable: true)"
