@@ -174,7 +174,10 @@ class Pool:
             conn.close()
 
     def close(self) -> None:
-        """Closes every idle connection; one in use is closed when it comes back."""
+        """Closes the pool: idle connections now, one in use as it comes back.
+
+        ``connection`` raises StoreError afterwards.
+        """
         with self._lock:
             self._closed = True
         self.drain()
