@@ -533,24 +533,14 @@ class PostgresDatabase(Database):
 
     def raw_life_threads(self, count: int, connections: int) -> float:
         conns = [self._connect() for _ in range(connections)]
-        share = count // connections
-        barrier = threading.Barrier(connections + 1)
-
-        def work(conn: Any) -> None:
-            barrier.wait()
-            self._life(conn, share, "batch")
-
-        threads = [threading.Thread(target=work, args=(conn,)) for conn in conns]
-        for thread in threads:
-            thread.start()
-        barrier.wait()
-        start = time.perf_counter()
-        for thread in threads:
-            thread.join()
-        elapsed = time.perf_counter() - start
-        for conn in conns:
-            conn.close()
-        return elapsed * count / (share * connections)
+        try:
+            elapsed = run_threads(
+                connections, lambda i, share: self._life(conns[i], share, "batch"), count
+            )
+        finally:
+            for conn in conns:
+                conn.close()
+        return elapsed * count / (count // connections * connections)
 
     def _inserts(self, count: int, batch: int) -> None:
         conn = self._conn
@@ -639,6 +629,37 @@ def attach(engine: str, target: str) -> Database:
     if engine == "sqlite":
         return SQLiteDatabase(store, Path(target), None)
     return PostgresDatabase(store, target)
+
+
+def run_threads(threads: int, work: Callable[[int, int], None], count: int) -> float:
+    """Seconds for threads threads to run work(index, share) at once, share = count // threads.
+
+    The clock runs from a barrier every thread has reached, started untimed
+    before it, until the last one returns; the first error a thread raised
+    is raised here.
+    """
+    share = count // threads
+    barrier = threading.Barrier(threads + 1)
+    errors: list[BaseException] = []
+
+    def body(index: int) -> None:
+        barrier.wait()
+        try:
+            work(index, share)
+        except BaseException as err:
+            errors.append(err)
+
+    pool = [threading.Thread(target=body, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    barrier.wait()
+    begin = time.perf_counter()
+    for thread in pool:
+        thread.join()
+    elapsed = time.perf_counter() - begin
+    if errors:
+        raise errors[0]
+    return elapsed
 
 
 def timed(fn: Callable[[], object]) -> float:
