@@ -275,20 +275,9 @@ class _PgDatabase:
         self.conn.execute(sql)
 
     def close(self) -> None:
-        import psycopg
-
         with contextlib.suppress(Exception):
             self.conn.close()
-        # Tries for a while: other test suites restart the shared server at times.
-        for attempt in range(30):
-            try:
-                with psycopg.connect(self._server, autocommit=True, connect_timeout=5) as admin:
-                    admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-                return
-            except psycopg.OperationalError:
-                if attempt == 29:
-                    raise
-                time.sleep(1)
+        _db.drop_anew(self._server, f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
 class _OnPostgres(Queue):
