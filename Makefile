@@ -69,3 +69,10 @@ bench-peers: $(BENCH_STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+
+# The sdist and the wheel people install, in dist/ (tests/test_packaging.py
+# checks what they hold and installs the wheel into a fresh venv).
+.PHONY: dist
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build

@@ -1,6 +1,6 @@
 -- The SQLite schema of jobtable. Store.open applies it to a new database and
--- records its version in PRAGMA user_version; bump that version (in the store)
--- with every change here.
+-- records its version in PRAGMA user_version; bump SCHEMA_VERSION (in
+-- src/jobtable/_sqlite_file.py) with every change here.
 
 -- jobs holds one row per job: the table itself is the queue.
 CREATE TABLE jobs (

@@ -2,8 +2,11 @@
 
 It shows, in a few seconds:
 
+- the two kinds declared with ``jobtable.Kind(name, Payload, Result)``, as a
+  module shared by a web process and the workers would declare them;
 - ``Store.open`` on a SQLite file (``demo.db`` in a new temporary directory,
-  or the path given as the first argument), and a ``Runner`` with 3 workers;
+  or the path given as the first argument), and a ``Runner`` with 3 workers
+  that attaches a handler to each kind with ``runner.handler(kind)``;
 - an ``async def`` handler ("resize") that publishes a typed partial result,
   ``Progress(done, total)``, after each step, and waits with ``ctx.asleep``;
 - a plain ``def`` handler ("audit"), run in a thread, that fails some inputs
@@ -11,9 +14,9 @@ It shows, in a few seconds:
   and, for one input, raises an ordinary exception whose text holds a fake
   secret: only "internal error" is stored, the traceback goes to the log
   (stderr), and the secret never reaches the database file;
-- ``enqueue_many`` and ``enqueue`` before the runner starts (the jobs wait for
-  it), and ``aenqueue`` while it runs;
-- a live table of every job, read with ``Kind.aget``: redrawn in place on a
+- ``enqueue_many`` and ``enqueue`` through the store before the runner starts
+  (the jobs wait for it), and ``aenqueue`` while it runs;
+- a live table of every job, read with ``kind.aget(store, id)``: redrawn in place on a
   terminal, one line per change otherwise (e.g. ``make demo | cat``);
 - each job's ``model_dump_json()``, a summary, and a graceful stop.
 
@@ -77,6 +80,10 @@ class Verdict(BaseModel):
 
     approved: bool
     note: str
+
+
+resizes = jobtable.Kind("resize", Photo, Progress)
+audits = jobtable.Kind("audit", Invoice, Verdict)
 
 
 async def resize(ctx: jobtable.JobContext[Progress], photo: Photo) -> Progress:
@@ -265,8 +272,8 @@ class ShortFormatter(logging.Formatter):
 
 
 async def watch(
+    store: jobtable.Store,
     runner: jobtable.Runner,
-    resizes: jobtable.Kind[Photo, Progress],
     tracked: list[tuple[str, jobtable.Kind[Any, Any]]],
     table: Table,
 ) -> list[jobtable.Job[Any]]:
@@ -277,11 +284,11 @@ async def watch(
     await runner.start()
     try:
         # A job enqueued while the runner runs wakes an idle worker at once.
-        late = await resizes.aenqueue(Photo(name="late", steps=4))
+        late = await resizes.aenqueue(store, Photo(name="late", steps=4))
         tracked.append((late, resizes))
         deadline = time.monotonic() + TIMEOUT_SECONDS
         while True:
-            jobs = [await kind.aget(job_id) for job_id, kind in tracked]
+            jobs = [await kind.aget(store, job_id) for job_id, kind in tracked]
             table.draw(jobs)
             if all(job.status in FINISHED for job in jobs) or time.monotonic() > deadline:
                 return jobs
@@ -308,13 +315,13 @@ def main(argv: Sequence[str]) -> int:
     print("log: stderr, WARNING and above")
     with jobtable.Store.open(path) as store:
         runner = jobtable.Runner(store, workers=3)
-        resizes = runner.register("resize", resize)
-        audits = runner.register("audit", audit)
+        runner.handler(resizes)(resize)
+        runner.handler(audits)(audit)
 
         # Enqueued before start: the jobs wait in the table for the workers.
         tracked: list[tuple[str, jobtable.Kind[Any, Any]]] = []
         photos = [Photo(name=name, steps=steps) for name, steps in [("beach", 6), ("cat", 3)]]
-        tracked += [(job_id, resizes) for job_id in resizes.enqueue_many(photos)]
+        tracked += [(job_id, resizes) for job_id in resizes.enqueue_many(store, photos)]
         invoices = [
             Invoice(number=1001, customer="Acme", amount_cents=12_500),
             Invoice(number=1002, customer="", amount_cents=9_900),
@@ -322,22 +329,22 @@ def main(argv: Sequence[str]) -> int:
             Invoice(number=1004, customer="Initech", amount_cents=31_415),
             Invoice(number=1005, customer="Umbrella", amount_cents=7_000),
         ]
-        tracked += [(audits.enqueue(invoice), audits) for invoice in invoices]
-        tracked += [(resizes.enqueue(Photo(name="mountain", steps=8)), resizes)]
+        tracked += [(audits.enqueue(store, invoice), audits) for invoice in invoices]
+        tracked += [(resizes.enqueue(store, Photo(name="mountain", steps=8)), resizes)]
 
         with table:
             try:
-                jobs = asyncio.run(watch(runner, resizes, tracked, table))
+                jobs = asyncio.run(watch(store, runner, tracked, table))
             except KeyboardInterrupt:
-                table.draw([kind.get(job_id) for job_id, kind in tracked])
+                table.draw([kind.get(store, job_id) for job_id, kind in tracked])
                 print(
                     "\ninterrupted: the runner stopped; jobs still running fail at the next start"
                 )
                 return 130
 
-        print("\njobs as an API would return them (runner.get(id).model_dump_json()):")
+        print("\njobs as an API would return them (store.get(id).model_dump_json()):")
         for job_id, _ in tracked:
-            print(runner.get(job_id).model_dump_json())
+            print(store.get(job_id).model_dump_json())
     succeeded = sum(job.status is jobtable.Status.SUCCEEDED for job in jobs)
     failed = sum(job.status is jobtable.Status.FAILED for job in jobs)
     unfinished = len(jobs) - succeeded - failed

@@ -16,10 +16,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from jobtable._engine import Engine, Queries
+from jobtable._engine import Engine, Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._postgres import SCHEMA_VERSION, PostgresEngine
-from jobtable._store import now
+from jobtable._values import now
 
 LIMIT = 10.0
 """Seconds a test waits for background work before it fails."""
@@ -63,7 +63,11 @@ def enqueue(engine: Engine, *ids: str) -> None:
 
 def claim(engine: Engine, max_jobs: int, runner: str = "r") -> list[str]:
     """Claims up to max_jobs jobs for runner and returns their ids, oldest first."""
-    rows = engine.write(lambda q: q.claim_next_job(runner=runner, now=now(), max_jobs=max_jobs))
+    rows = engine.write(
+        lambda q: q.finish_and_claim_jobs(
+            ids=[], attempts=[], results=[], errors=[], runner=runner, now=now(), max_jobs=max_jobs
+        )[1]
+    )
     return [row.id for row in sorted(rows, key=lambda row: row.seq)]
 
 
@@ -168,7 +172,11 @@ def test_claim_marks_jobs_running_for_the_runner_with_a_new_attempt(
     engine: PostgresEngine,
 ) -> None:
     enqueue(engine, "a")
-    rows = engine.write(lambda q: q.claim_next_job(runner="r1", now=now(), max_jobs=1))
+    rows = engine.write(
+        lambda q: q.finish_and_claim_jobs(
+            ids=[], attempts=[], results=[], errors=[], runner="r1", now=now(), max_jobs=1
+        )[1]
+    )
     assert [(row.id, row.kind, row.payload, row.attempt) for row in rows] == [("a", "k", "{}", 1)]
     job = engine.read(lambda q: q.get_job(id="a"))
     assert job is not None
@@ -211,7 +219,12 @@ def test_claim_skips_jobs_another_claim_holds(engine: PostgresEngine) -> None:
     first: list[str] = []
 
     def hold(q: Queries) -> None:
-        first.extend(row.id for row in q.claim_next_job(runner="r1", now=now(), max_jobs=1))
+        first.extend(
+            row.id
+            for row in q.finish_and_claim_jobs(
+                ids=[], attempts=[], results=[], errors=[], runner="r1", now=now(), max_jobs=1
+            )[1]
+        )
         held.set()
         release.wait(LIMIT)
 
@@ -444,11 +457,11 @@ def test_a_one_statement_write_sends_its_statement_alone(
     engine = PostgresEngine.open(pg_url, max_connections=1)
     trace = tmp_path / "trace"
 
-    class Claim:
-        one_statement = True
-
+    class Claim(Statement[object]):
         def __call__(self, q: Queries) -> object:
-            return q.claim_next_job(runner="r", now=now(), max_jobs=1)
+            return q.finish_and_claim_jobs(
+                ids=[], attempts=[], results=[], errors=[], runner="r", now=now(), max_jobs=1
+            )[1]
 
     try:
         enqueue(engine, "a")

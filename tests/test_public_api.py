@@ -18,6 +18,7 @@ EXPECTED = {
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "AsyncHandler",
+    "Backoff",
     "Failure",
     "Job",
     "JobContext",

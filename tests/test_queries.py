@@ -6,7 +6,7 @@ the PostgreSQL server) and reads what it wrote back through GetJob.
 
 import jobtable
 from jobtable._engine import JobRow, Queries
-from jobtable._store import now
+from jobtable._values import now
 
 
 def enqueue(store: jobtable.Store, *ids: str) -> None:

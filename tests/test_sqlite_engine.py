@@ -15,8 +15,9 @@ import pytest
 
 from jobtable._engine import JobRow, Queries
 from jobtable._errors import StoreError
-from jobtable._sqlite import SCHEMA_VERSION, SQLiteEngine
-from jobtable._store import new_id, now
+from jobtable._sqlite import SQLiteEngine
+from jobtable._sqlite_file import SCHEMA_VERSION
+from jobtable._values import new_id, now
 
 P = ParamSpec("P")
 

@@ -13,7 +13,8 @@ import jobtable
 from jobtable._engine import JobRow, Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite import SQLiteEngine
-from jobtable._store import Store, new_id, now, redact_url, timestamp
+from jobtable._store import Store
+from jobtable._values import new_id, now, redact_url, timestamp
 
 TIME_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 

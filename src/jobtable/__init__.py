@@ -4,14 +4,19 @@ A job is a row in the jobs table: ``Kind.enqueue`` inserts it queued, and a
 fixed pool of workers claims queued jobs oldest first, so the table itself is
 the queue and a job enqueued before a restart still runs after it.
 
-Each job kind has one handler, registered before ``Runner.start``. A handler
-takes a typed payload and returns a typed result, which the runner stores as
-JSON; it may publish partial results while it runs. Only typed data and
-``Failure`` messages are stored, so no handler error text, which may quote a
-URL, token or response body from a dependency, can reach the table or the
-API.
+A kind, ``Kind(name, Payload, Result)``, is a declaration that a web process
+imports to enqueue and read jobs through a ``Store``, with no handler code.
+In a worker, each kind has one handler, attached with ``Runner.handler``
+(or ``Runner.register``) before ``Runner.start``. A handler takes a typed
+payload and returns a typed result, which the runner stores as JSON; it may
+publish partial results while it runs. Only typed data and ``Failure``
+messages are stored, so no handler error text, which may quote a URL, token
+or response body from a dependency, can reach the table or the API.
 """
 
+from importlib import metadata as _metadata
+
+from ._backoff import Backoff
 from ._context import JobContext
 from ._errors import (
     Failure,
@@ -22,15 +27,17 @@ from ._errors import (
     RunnerError,
     StoreError,
 )
+from ._handler import AsyncHandler, SyncHandler
 from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job, Status
 from ._kind import Kind
-from ._runner import AsyncHandler, Runner, SyncHandler
+from ._runner import Runner
 from ._store import Store
 
 __all__ = [
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "AsyncHandler",
+    "Backoff",
     "Failure",
     "Job",
     "JobContext",
@@ -46,3 +53,6 @@ __all__ = [
     "StoreError",
     "SyncHandler",
 ]
+
+__version__ = _metadata.version("jobtable")
+"""The installed jobtable's version, read from its package metadata (pyproject's version)."""

@@ -6,16 +6,16 @@ engine's db package, or an adapter in the same shape) that run inside one
 transaction. ``write`` and ``awrite`` are the two fronts of the same call, so
 no logic exists twice as a sync and an async copy.
 
-An operation that runs exactly one statement may say so with a true class
-attribute ``one_statement``; an engine may then skip the transaction's BEGIN
-and COMMIT, since a lone statement is atomic and durable on its own. On a
-server that saves two of the three round trips a claim costs. The runner's
+An operation that runs exactly one statement may say so by being a
+``Statement``; an engine may then skip the transaction's BEGIN and COMMIT,
+since a lone statement is atomic and durable on its own. On a server that
+saves two of the three round trips a claim costs. The runner's
 hot path is such a statement: ``finish_and_claim_jobs`` stores the outcomes of
 the jobs that just finished and claims jobs for the workers they freed.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -73,8 +73,9 @@ class RunnerRow(Protocol):
 class Queries(Protocol):
     """The queries the runner runs, named as in queries/jobs.sql.
 
-    Times are text from ``jobtable.now()``. Each engine's generated Querier,
-    or an adapter over it, has exactly these methods.
+    Times are UTC text from ``jobtable._values.now()``, which sorts in time
+    order. Each engine's generated Querier, or an adapter over it, has
+    exactly these methods.
     """
 
     def create_job(self, *, id: str, kind: str, payload: str, now: str) -> None: ...
@@ -82,10 +83,6 @@ class Queries(Protocol):
     def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
         """Stores queued jobs of kind, given as (id, payload) pairs, with CreateJobs."""
         ...
-
-    def claim_next_job(
-        self, *, runner: str | None, now: str, max_jobs: int
-    ) -> Sequence[ClaimedRow]: ...
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
 
@@ -104,7 +101,10 @@ class Queries(Protocol):
         now: str,
         max_jobs: int,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        """Stores finished jobs' outcomes, then claims as claim_next_job does.
+        """Stores finished jobs' outcomes, then claims up to max_jobs queued jobs for runner.
+
+        The claim marks the oldest queued jobs running, one attempt more, and
+        returns them in any order (callers sort by seq).
 
         Job i succeeds with results[i] when errors[i] is None, and otherwise
         fails with errors[i], keeping the result it published; either only
@@ -135,6 +135,19 @@ class Queries(Protocol):
     def delete_dead_runners(self, *, cutoff: str) -> int: ...
 
 
+class Statement(Generic[T]):
+    """An operation that runs exactly one statement.
+
+    A lone statement is atomic and durable on its own, so an engine may run
+    it without BEGIN and COMMIT. Subclasses define ``__call__``.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, q: Queries) -> T:
+        raise NotImplementedError
+
+
 class Engine(Protocol):
     """One database behind the runner.
 
@@ -143,6 +156,7 @@ class Engine(Protocol):
     the operation raises rolls back its writes and reaches the caller.
     ``read`` runs an operation that only reads. Both are safe from any thread;
     ``awrite`` and ``aread`` do the same without blocking the event loop.
+    An operation that is a ``Statement`` may run without BEGIN and COMMIT.
     """
 
     def write(self, op: Callable[[Queries], T]) -> T: ...

@@ -42,7 +42,7 @@ class NotRunning(JobtableError):
 
 
 class JobNotFound(JobtableError, LookupError):
-    """No job has the id (the seed's ErrNotFound)."""
+    """No job has the id; Kind.get also raises it for a job of another kind."""
 
 
 class Failure(Exception):

@@ -3,8 +3,11 @@
 import enum
 from typing import Generic
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, JsonValue
 from typing_extensions import TypeVar
+
+from ._engine import JobRow
 
 ResultT = TypeVar("ResultT", default=JsonValue)
 
@@ -34,7 +37,8 @@ class Job(BaseModel, Generic[ResultT]):
     handler publishes one. ``error`` is set only on a failed job. ``Job`` alone
     holds the result as plain JSON data; ``Job[R]``, from ``Kind.get``, holds
     it parsed as the kind's result type. ``model_dump_json()`` gives exactly
-    the seed's shape: id, kind, status, result, error.
+    the shape of the Job struct in shared/reference/jobs.go: id, kind,
+    status, result, error.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -44,3 +48,14 @@ class Job(BaseModel, Generic[ResultT]):
     status: Status
     result: ResultT | None
     error: str | None
+
+
+def job_from_row(row: JobRow) -> Job:
+    """Returns the API's Job for a row, its result as plain JSON data."""
+    return Job(
+        id=row.id,
+        kind=row.kind,
+        status=Status(row.status),
+        result=None if row.result is None else pydantic_core.from_json(row.result),
+        error=row.error,
+    )

@@ -1,133 +1,58 @@
-"""A registered job kind: its payload and result types, and how they are stored."""
+"""A job kind: a declaration of its name, payload type and result type, shared by all processes.
 
-import json
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar
+A web process imports the declarations to enqueue and read jobs through a
+store; a worker attaches a handler to each. Nothing here imports handler
+code or the runner.
+"""
 
-import pydantic
-import pydantic_core
+import copy
+from collections.abc import Iterable
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
-from ._engine import JobRow, Queries
-from ._errors import JobNotFound, PayloadError
+from ._codec import Codec
+from ._engine import JobRow
+from ._errors import JobNotFound
 from ._job import Job, Status
-from ._store import new_id, now
-
-if TYPE_CHECKING:
-    from ._runner import Runner
+from ._ops import CreateJobs, GetJob
+from ._store import Store
+from ._values import new_id
 
 P = TypeVar("P")
 R = TypeVar("R")
 
 
-def _unknown_field(stored: object, known: object, path: str) -> str | None:
-    """Returns the path of the first key of stored that known lacks, if any."""
-    if isinstance(stored, dict) and isinstance(known, dict):
-        for key, value in stored.items():
-            if key not in known:
-                return f"{path}.{key}" if path else str(key)
-            found = _unknown_field(value, known[key], f"{path}.{key}" if path else str(key))
-            if found:
-                return found
-    elif isinstance(stored, list) and isinstance(known, list):
-        for i, (a, b) in enumerate(zip(stored, known, strict=False)):
-            found = _unknown_field(a, b, f"{path}[{i}]")
-            if found:
-                return found
-    return None
+class _Binding(NamedTuple):
+    """Where a bound kind's jobs go: its runner's store, under the runner's payload limit."""
 
-
-class Codec(Generic[P, R]):
-    """Turns a kind's payloads and results into stored JSON and back.
-
-    Only data of the declared types is ever encoded, so nothing but typed
-    data reaches the table.
-    """
-
-    def __init__(self, kind: str, payload_type: type[P], result_type: type[R]) -> None:
-        self.kind = kind
-        self.payload_type = payload_type
-        self.result_type = result_type
-        self._payload = pydantic.TypeAdapter[P](payload_type)
-        self._result = pydantic.TypeAdapter[R](result_type)
-
-    def encode_payload(self, payload: P, limit: int) -> str:
-        """Returns payload as JSON; raises PayloadError when it is not a P or too large."""
-        try:
-            data = self._payload.dump_json(payload, by_alias=True, warnings="error")
-            self._payload.validate_json(data)
-        except (pydantic.ValidationError, pydantic_core.PydanticSerializationError) as err:
-            raise PayloadError(
-                f"enqueue {self.kind!r}: payload is not a valid "
-                f"{getattr(self.payload_type, '__name__', self.payload_type)}: {err}"
-            ) from err
-        if len(data) > limit:
-            raise PayloadError(
-                f"enqueue {self.kind!r}: payload is {len(data)} bytes, over the limit of {limit}"
-            )
-        return data.decode()
-
-    def decode_payload(self, text: str) -> P:
-        """Returns the stored payload as a P.
-
-        A field the type does not know is an error, not silently dropped: the
-        payload was written by other code than this handler expects.
-        """
-        value = self._payload.validate_json(text)
-        if self._payload.dump_json(value, by_alias=True) == text.encode():
-            # What encode_payload wrote comes back the same: no field is unknown.
-            return value
-        unknown = _unknown_field(
-            json.loads(text), self._payload.dump_python(value, mode="json", by_alias=True), ""
-        )
-        if unknown:
-            raise ValueError(f"payload of {self.kind!r} has an unknown field {unknown!r}")
-        return value
-
-    def encode_result(self, result: R) -> str:
-        """Returns result as JSON; raises when it is not an R."""
-        return self._result.dump_json(result, warnings="error").decode()
-
-    def decode_result(self, text: str) -> R:
-        """Returns a stored result as an R."""
-        return self._result.validate_json(text)
-
-
-class GetJob:
-    """The read of one job; raises JobNotFound when no job has the id."""
-
-    __slots__ = ("job_id",)
-
-    def __init__(self, job_id: str) -> None:
-        self.job_id = job_id
-
-    def __call__(self, q: Queries) -> JobRow:
-        row = q.get_job(id=self.job_id)
-        if row is None:
-            raise JobNotFound(f"job {self.job_id!r} not found")
-        return row
-
-
-def job_from_row(row: JobRow) -> Job:
-    """Returns the API's Job for a row, its result as plain JSON data."""
-    return Job(
-        id=row.id,
-        kind=row.kind,
-        status=Status(row.status),
-        result=None if row.result is None else pydantic_core.from_json(row.result),
-        error=row.error,
-    )
+    store: Store
+    max_payload_bytes: int
 
 
 class Kind(Generic[P, R]):
-    """Enqueues and reads jobs of one registered kind.
+    """A job kind: its name, as stored in each of its jobs, its payload type P and result type R.
 
-    ``Runner.register`` returns it; P is the payload type and R the result
-    type, both taken from the handler's annotations.
+    ``Kind(name, P, R)`` declares it, in a module that the web process and
+    the workers both import and that holds no handler code; a worker attaches
+    a handler with ``Runner.handler``. Every method takes the store first:
+    ``kind.enqueue(store, payload)``, ``kind.get(store, job_id)``. The Kind
+    that ``Runner.register`` returns is bound to its runner, and its methods
+    also take no store: ``kind.enqueue(payload)`` enqueues into the runner's
+    store under the runner's payload limit.
+
+    P and R are any types pydantic can validate and dump; a kind whose types
+    it cannot raises TypeError naming the kind.
     """
 
-    def __init__(self, runner: "Runner", codec: Codec[P, R]) -> None:
-        self._runner = runner
-        self._codec = codec
+    def __init__(self, name: str, payload_type: type[P], result_type: type[R]) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Kind {name!r}: empty kind")
+        try:
+            self._codec = Codec[P, R](name, payload_type, result_type)
+        except Exception as err:
+            raise TypeError(
+                f"Kind {name!r}: pydantic cannot validate and dump its types: {err}"
+            ) from err
+        self._binding: _Binding | None = None
 
     @property
     def name(self) -> str:
@@ -137,39 +62,90 @@ class Kind(Generic[P, R]):
     def __repr__(self) -> str:
         return f"Kind({self.name!r})"
 
-    def _create(self, payloads: Iterable[P]) -> tuple[list[str], "_CreateJobs"]:
-        limit = self._runner.max_payload_bytes
-        rows = [(new_id(), self._codec.encode_payload(p, limit)) for p in payloads]
-        return [job_id for job_id, _ in rows], _CreateJobs(self.name, rows)
+    def _bind(self, store: Store, max_payload_bytes: int) -> "Kind[P, R]":
+        """Returns a copy of this kind bound to store, whose methods also work without one."""
+        bound = copy.copy(self)
+        bound._binding = _Binding(store, max_payload_bytes)
+        return bound
 
-    def enqueue(self, payload: P) -> str:
+    def _where(self, verb: str, args: tuple[Any, ...]) -> tuple[_Binding, Any]:
+        """Returns the store and limit of a call with args, and the call's one other argument."""
+        if len(args) == 2:
+            store, value = args
+            if not isinstance(store, Store):
+                raise TypeError(
+                    f"{verb} {self.name!r}: want a Store first, got {type(store).__name__}"
+                )
+            return _Binding(store, store.max_payload_bytes), value
+        if len(args) != 1:
+            raise TypeError(f"{verb} {self.name!r}: takes (store, ...), got {len(args)} arguments")
+        if self._binding is None:
+            raise TypeError(
+                f"{verb} {self.name!r}: the kind is not bound to a runner; "
+                f"pass the store first: kind.{verb}(store, ...)"
+            )
+        return self._binding, args[0]
+
+    def _create(self, binding: _Binding, payloads: Iterable[P]) -> tuple[list[str], CreateJobs]:
+        limit = binding.max_payload_bytes
+        rows = [(new_id(), self._codec.encode_payload(p, limit)) for p in payloads]
+        return [job_id for job_id, _ in rows], CreateJobs(self.name, rows)
+
+    @overload
+    def enqueue(self, store: Store, payload: P, /) -> str: ...
+    @overload
+    def enqueue(self, payload: P, /) -> str: ...
+    def enqueue(self, *args: Any) -> str:
         """Stores a queued job with payload and returns its id once committed.
 
         Raises PayloadError, storing nothing, when payload is not a P, cannot
-        be encoded, or is over the runner's size limit. A job enqueued before
-        the runner starts waits for it.
+        be encoded, or is over the size limit (the store's, or the runner's
+        for a bound kind). A job waits in the table until a runner with a
+        handler for the kind claims it.
         """
-        return self.enqueue_many([payload])[0]
+        binding, payload = self._where("enqueue", args)
+        return self._enqueue_many(binding, [payload])[0]
 
-    async def aenqueue(self, payload: P) -> str:
+    @overload
+    async def aenqueue(self, store: Store, payload: P, /) -> str: ...
+    @overload
+    async def aenqueue(self, payload: P, /) -> str: ...
+    async def aenqueue(self, *args: Any) -> str:
         """The async form of enqueue."""
-        return (await self.aenqueue_many([payload]))[0]
+        binding, payload = self._where("enqueue", args)
+        return (await self._aenqueue_many(binding, [payload]))[0]
 
-    def enqueue_many(self, payloads: Iterable[P]) -> list[str]:
+    @overload
+    def enqueue_many(self, store: Store, payloads: Iterable[P], /) -> list[str]: ...
+    @overload
+    def enqueue_many(self, payloads: Iterable[P], /) -> list[str]: ...
+    def enqueue_many(self, *args: Any) -> list[str]:
         """Stores a queued job per payload in one transaction and returns their ids in order.
 
         Either every job is stored or, on any error, none is.
         """
-        ids, op = self._create(payloads)
-        self._runner.store.engine.write(op)
-        self._runner.notify_enqueued()
+        binding, payloads = self._where("enqueue_many", args)
+        return self._enqueue_many(binding, payloads)
+
+    @overload
+    async def aenqueue_many(self, store: Store, payloads: Iterable[P], /) -> list[str]: ...
+    @overload
+    async def aenqueue_many(self, payloads: Iterable[P], /) -> list[str]: ...
+    async def aenqueue_many(self, *args: Any) -> list[str]:
+        """The async form of enqueue_many."""
+        binding, payloads = self._where("enqueue_many", args)
+        return await self._aenqueue_many(binding, payloads)
+
+    def _enqueue_many(self, binding: _Binding, payloads: Iterable[P]) -> list[str]:
+        ids, op = self._create(binding, payloads)
+        binding.store.engine.write(op)
+        binding.store._enqueued()
         return ids
 
-    async def aenqueue_many(self, payloads: Iterable[P]) -> list[str]:
-        """The async form of enqueue_many."""
-        ids, op = self._create(payloads)
-        await self._runner.store.engine.awrite(op)
-        self._runner.notify_enqueued()
+    async def _aenqueue_many(self, binding: _Binding, payloads: Iterable[P]) -> list[str]:
+        ids, op = self._create(binding, payloads)
+        await binding.store.engine.awrite(op)
+        binding.store._enqueued()
         return ids
 
     def _typed(self, row: JobRow) -> Job[R]:
@@ -183,30 +159,23 @@ class Kind(Generic[P, R]):
             error=row.error,
         )
 
-    def get(self, job_id: str) -> Job[R]:
+    @overload
+    def get(self, store: Store, job_id: str, /) -> Job[R]: ...
+    @overload
+    def get(self, job_id: str, /) -> Job[R]: ...
+    def get(self, *args: Any) -> Job[R]:
         """Returns the job with its result parsed as R.
 
         Raises JobNotFound for an unknown id or a job of another kind.
         """
-        return self._typed(self._runner.store.engine.read(GetJob(job_id)))
+        binding, job_id = self._where("get", args)
+        return self._typed(binding.store.engine.read(GetJob(job_id)))
 
-    async def aget(self, job_id: str) -> Job[R]:
+    @overload
+    async def aget(self, store: Store, job_id: str, /) -> Job[R]: ...
+    @overload
+    async def aget(self, job_id: str, /) -> Job[R]: ...
+    async def aget(self, *args: Any) -> Job[R]:
         """The async form of get."""
-        return self._typed(await self._runner.store.engine.aread(GetJob(job_id)))
-
-
-class _CreateJobs:
-    """The write that stores jobs of one kind, all queued, in one transaction."""
-
-    __slots__ = ("kind", "rows")
-
-    def __init__(self, kind: str, rows: Sequence[tuple[str, str]]) -> None:
-        self.kind = kind
-        self.rows = rows
-
-    def __call__(self, q: Queries) -> None:
-        if len(self.rows) == 1:
-            [(job_id, payload)] = self.rows
-            q.create_job(id=job_id, kind=self.kind, payload=payload, now=now())
-        else:
-            q.insert_jobs(kind=self.kind, jobs=self.rows, now=now())
+        binding, job_id = self._where("get", args)
+        return self._typed(await binding.store.engine.aread(GetJob(job_id)))

@@ -16,7 +16,6 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import datetime
-import logging
 import select
 import threading
 from collections.abc import Callable, Sequence
@@ -26,9 +25,11 @@ import psycopg
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
-from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow
+from jobtable._backoff import Backoff
+from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow, Statement
 from jobtable._errors import StoreError
-from jobtable._store import redact_url, timestamp
+from jobtable._postgres_listener import RECONNECT, Listener
+from jobtable._values import redact_url, timestamp
 from jobtable.db.postgres import jobs, schema_version
 from jobtable.db.postgres.jobs import CreateJobsParams
 from jobtable.db.postgres.schema import SCHEMA
@@ -43,17 +44,6 @@ Bump it with every change to postgres/schema.sql, and add the step from the
 previous version to ``_UPGRADES``.
 """
 
-_RECONNECT_FIRST = 0.1
-"""Seconds the listener waits before its first attempt to reconnect."""
-
-_RECONNECT_MAX = 5.0
-"""The cap on the listener's doubling wait between attempts to reconnect."""
-
-_STOP_POLL = 0.2
-"""Seconds the listener waits for a notification before it checks for stop."""
-
-_logger = logging.getLogger("jobtable.postgres")
-
 
 def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
     # Maps version N to the step that brings a schema from N to N + 1, run in
@@ -67,14 +57,14 @@ _UPGRADES = _upgrade_steps()
 
 
 def _time(text: str) -> datetime.datetime:
-    """Returns the time of text from ``jobtable._store.now()``.
+    """Returns the time of text from ``jobtable._values.now()``.
 
     Raises ValueError for text without a zone: a naive time would be read in
     the server's time zone.
     """
     moment = datetime.datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._store.now()")
+        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
     return moment
 
 
@@ -91,7 +81,8 @@ class _Queries:
     """The generated Querier in the shape of the ``Queries`` seam.
 
     The seam passes times as UTC text, the generated code as datetimes
-    (timestamptz); rows pass through unchanged.
+    (timestamptz): times are converted both ways. The generated rows have
+    the seam's row shapes, so rows without times are returned as they are.
     """
 
     def __init__(self, conn: _Connection) -> None:
@@ -106,15 +97,6 @@ class _Queries:
             CreateJobsParams(id=job_id, kind=kind, payload=payload, now=moment)
             for job_id, payload in jobs
         )
-
-    def claim_next_job(
-        self, *, runner: str | None, now: str, max_jobs: int
-    ) -> Sequence[ClaimedRow]:
-        # One query claims, with or without outcomes to store.
-        _, claimed = self.finish_and_claim_jobs(
-            ids=[], attempts=[], results=[], errors=[], runner=runner, now=now, max_jobs=max_jobs
-        )
-        return claimed
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
@@ -239,6 +221,10 @@ def _disable_synchronous_commit(conn: _Connection) -> None:
     schema_version.Querier(conn).disable_synchronous_commit()
 
 
+def _listen_for_enqueues(conn: _Connection) -> None:
+    schema_version.Querier(conn).listen_for_enqueues()
+
+
 class PostgresEngine:
     """A PostgreSQL database behind the runner (see ``jobtable._engine.Engine``).
 
@@ -247,9 +233,17 @@ class PostgresEngine:
     test, its own queue. Safe to use from any thread.
     """
 
-    def __init__(self, pool: ConnectionPool[_Connection], *, url: str, where: str) -> None:
+    def __init__(
+        self,
+        pool: ConnectionPool[_Connection],
+        *,
+        url: str,
+        where: str,
+        reconnect: Backoff = RECONNECT,
+    ) -> None:
         """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``."""
         self._pool = pool
+        self._reconnect = reconnect
         # The async forms run on threads of their own, one per pooled
         # connection: asyncio's default executor has only a few (six on two
         # cores), which would cap the writes under way below the pool's size.
@@ -259,11 +253,18 @@ class PostgresEngine:
         self._url = url
         self._where = where
         self._lock = threading.Lock()
-        self._listeners: set[_Listener] = set()
+        self._listeners: set[Listener] = set()
         self._closed = False
 
     @classmethod
-    def open(cls, url: str, *, durable: bool = True, max_connections: int = 10) -> Self:
+    def open(
+        cls,
+        url: str,
+        *,
+        durable: bool = True,
+        max_connections: int = 10,
+        reconnect: Backoff = RECONNECT,
+    ) -> Self:
         """Connects to url, creating the schema when missing or upgrading it.
 
         Raises StoreError, naming the server (never the password) and the
@@ -272,7 +273,8 @@ class PostgresEngine:
         default) a write that returned survives a server crash; without it
         (``synchronous_commit=off``) a crash may lose the last moments' writes,
         never corrupt the queue. At most max_connections connections are open
-        at once, plus one per ``listen``.
+        at once, plus one per ``listen``. reconnect is how long a listener
+        waits between attempts to reopen its lost connection.
         """
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
@@ -298,7 +300,7 @@ class PostgresEngine:
             name="jobtable",
             open=True,
         )
-        return cls(pool, url=url, where=where)
+        return cls(pool, url=url, where=where, reconnect=reconnect)
 
     def __repr__(self) -> str:
         return f"PostgresEngine({self._where!r})"
@@ -310,7 +312,7 @@ class PostgresEngine:
         database error, a lost connection included, raises StoreError and is
         not retried (the runner retries with backoff). A connection lost
         during the commit leaves it unknown whether op's writes were kept. An
-        op that declares ``one_statement`` runs without BEGIN and COMMIT.
+        op that is a ``Statement`` runs without BEGIN and COMMIT.
         """
         return self._run(op, "write")
 
@@ -341,14 +343,17 @@ class PostgresEngine:
         Listens on a connection of its own. It listens before returning, so
         every enqueue committed after the return wakes; when it cannot yet,
         it logs a warning and keeps trying in the background. A lost
-        connection is reopened with a doubling wait capped at 5 s, and wake
+        connection is reopened with the engine's reconnect backoff (a doubling
+        wait capped at 5 s by default), and wake
         is then called once for the enqueues it may have missed. wake should
         return quickly; an exception from it is logged. Returns the function
         that stops listening: once it returns, wake is not called again, and
         the connection closes within a fraction of a second; calling it again
         does nothing. Raises StoreError once the engine is closed.
         """
-        listener = _Listener(self._url, self._where, wake)
+        listener = Listener(
+            self._url, self._where, wake, listen=_listen_for_enqueues, reconnect=self._reconnect
+        )
         with self._lock:
             if self._closed:
                 raise StoreError(f"postgres store {self._where}: the store is closed")
@@ -382,8 +387,9 @@ class PostgresEngine:
         if self._closed:
             raise StoreError(f"postgres store {self._where}: the store is closed")
         try:
+            one_statement = isinstance(op, Statement)
             with self._pool.connection() as conn:
-                if getattr(op, "one_statement", False):
+                if one_statement:
                     # The pool's connections autocommit: the statement is its
                     # own transaction, with no BEGIN and COMMIT round trips.
                     return op(_queries(conn))
@@ -391,95 +397,3 @@ class PostgresEngine:
                     return op(_queries(conn))
         except psycopg.Error as err:
             raise _store_error(self._where, doing, err) from err
-
-
-class _Listener:
-    """One ``PostgresEngine.listen``: a connection that LISTENs and a thread that wakes."""
-
-    def __init__(self, url: str, where: str, wake: Callable[[], None]) -> None:
-        self._url = url
-        self._where = where
-        self._wake = wake
-        self._stopping = threading.Event()
-        # Held while wake runs, so stop can wait for it; reentrant, so wake
-        # itself may stop listening.
-        self._waking = threading.RLock()
-        self._conn: _Connection | None = None
-        self._thread = threading.Thread(target=self._loop, name="jobtable-listen", daemon=True)
-
-    def start(self) -> None:
-        """Listens now if it can, then starts the thread that waits for notifications."""
-        try:
-            self._conn = self._connect()
-        except psycopg.Error as err:
-            _logger.warning(
-                "postgres store %s: cannot listen for enqueues yet, retrying: %s", self._where, err
-            )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stops calling wake, at once; the thread closes the connection soon after.
-
-        Waits for a wake under way to return, so wake is never called after
-        stop returns. Not joining the thread keeps stop from waiting out its
-        poll for notifications.
-        """
-        with self._waking:
-            self._stopping.set()
-
-    def _connect(self) -> _Connection:
-        # Autocommit, so that LISTEN takes effect at once and no transaction
-        # stays open while the connection waits.
-        conn = psycopg.connect(self._url, autocommit=True)
-        try:
-            schema_version.Querier(conn).listen_for_enqueues()
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _call_wake(self) -> None:
-        with self._waking:
-            if self._stopping.is_set():
-                return
-            try:
-                self._wake()
-            except Exception:
-                _logger.exception("postgres store %s: wake failed", self._where)
-
-    def _loop(self) -> None:
-        conn = self._conn
-        delay = _RECONNECT_FIRST
-        try:
-            while not self._stopping.is_set():
-                if conn is None:
-                    try:
-                        conn = self._connect()
-                    except psycopg.Error as err:
-                        _logger.warning(
-                            "postgres store %s: cannot listen for enqueues, retrying in %.1f s: %s",
-                            self._where,
-                            delay,
-                            err,
-                        )
-                        self._stopping.wait(delay)
-                        delay = min(delay * 2, _RECONNECT_MAX)
-                        continue
-                    delay = _RECONNECT_FIRST
-                    _logger.info("postgres store %s: listening for enqueues again", self._where)
-                    # Enqueues committed while no connection listened woke no one.
-                    self._call_wake()
-                try:
-                    for _ in conn.notifies(timeout=_STOP_POLL):
-                        self._call_wake()
-                except psycopg.Error as err:
-                    _logger.warning(
-                        "postgres store %s: lost the listening connection, reconnecting: %s",
-                        self._where,
-                        err,
-                    )
-                    conn.close()
-                    conn = None
-        finally:
-            if conn is not None:
-                conn.close()

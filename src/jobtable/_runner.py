@@ -1,90 +1,41 @@
-"""The runner: registered handlers and the pool of workers that runs their jobs."""
+"""The runner: a worker process's handlers, and the services that run their jobs.
+
+It wires four services, each owning its own state, with explicit hand-offs:
+the producer claims jobs for free worker slots and puts them on a queue; a
+worker takes one, the executor runs it and decides its outcome, and the
+worker hands the outcome to the completer (which stores it with the next
+claim, or at once) and its slot back to the producer; maintenance renews
+the runner's lease, fails the jobs of dead runners and prunes old jobs.
+"""
 
 import asyncio
-import concurrent.futures
 import contextlib
-import contextvars
 import datetime
-import functools
-import inspect
 import logging
 import signal
 import socket
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any, Generic, TypeVar, cast, overload
+from collections.abc import Callable, Sequence
+from typing import TypeVar, overload
 
-from ._context import JobContext
-from ._engine import ClaimedRow, Queries
-from ._errors import Failure, NotRunning, RunnerError
-from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job
-from ._kind import Codec, GetJob, Kind, job_from_row
-from ._store import Store, now, timestamp
+from ._backoff import Backoff
+from ._completer import Completer
+from ._engine import ClaimedRow
+from ._errors import RunnerError
+from ._executor import Executor
+from ._handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
+from ._job import Job
+from ._kind import Kind
+from ._maintenance import Maintenance
+from ._ops import DeleteRunner
+from ._producer import Producer
+from ._store import Store
 
 P = TypeVar("P")
 R = TypeVar("R")
-T = TypeVar("T")
 
-AsyncHandler = Callable[[JobContext[R], P], Awaitable[R]]
-"""An ``async def`` handler: it runs on the runner's event loop."""
-
-SyncHandler = Callable[[JobContext[R], P], R]
-"""A plain ``def`` handler: it runs in one of the runner's threads."""
-
-_CLAIM_BACKOFF = (0.05, 5.0)  # first and largest wait after a failed claim, in seconds
-_RECORD_TRIES = 8
-
-
-class _JobLogger(logging.LoggerAdapter[logging.Logger]):
-    """Adds the job's id and kind to every record as structured fields."""
-
-    def process(
-        self, msg: object, kwargs: MutableMapping[str, Any]
-    ) -> tuple[object, MutableMapping[str, Any]]:
-        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {})}
-        return msg, kwargs
-
-
-class _Handler(Generic[P, R]):
-    """A registered handler with its codec: runs one job from stored JSON to stored JSON."""
-
-    def __init__(
-        self, fn: AsyncHandler[R, P] | SyncHandler[R, P], codec: Codec[P, R], is_async: bool
-    ) -> None:
-        self.fn = fn
-        self.codec = codec
-        self.is_async = is_async
-
-
-def _handler_types(kind: str, handler: Callable[..., object]) -> tuple[type, type, bool]:
-    """Returns the payload type, result type and asyncness of handler, from its annotations."""
-    where = f"register {kind!r}"
-    if not callable(handler):
-        raise TypeError(f"{where}: handler is not callable")
-    try:
-        signature = inspect.signature(handler, eval_str=True)
-    except (NameError, TypeError, ValueError) as err:
-        raise TypeError(f"{where}: cannot read the handler's annotations: {err}") from err
-    params = [
-        p
-        for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    if len(params) != 2:
-        raise TypeError(
-            f"{where}: the handler must take (ctx, payload), it takes {len(params)} arguments"
-        )
-    payload_type = params[1].annotation
-    if payload_type is inspect.Parameter.empty:
-        raise TypeError(
-            f"{where}: the handler's payload parameter {params[1].name!r} has no type annotation"
-        )
-    result_type = signature.return_annotation
-    if result_type is inspect.Signature.empty:
-        raise TypeError(f"{where}: the handler has no return annotation")
-    call = getattr(handler, "__call__", None)  # noqa: B004 (an async __call__ counts)
-    is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
-    return payload_type, result_type, is_async
+RETRY = Backoff(0.05, 5.0)
+"""The default wait between retries of a failed claim or outcome write."""
 
 
 class Runner:
@@ -97,7 +48,9 @@ class Runner:
     database know each other by ``name`` and a heartbeat: a runner whose
     heartbeat is older than ``lease`` seconds is dead, and its running jobs
     are failed as interrupted. Finished jobs older than ``retention`` are
-    deleted (None keeps them forever).
+    deleted (None keeps them forever). A failed claim or outcome write is
+    retried after ``retry_backoff``; once stop has begun, an outcome write
+    gives up after ``give_up_after`` tries.
     """
 
     def __init__(
@@ -112,6 +65,8 @@ class Runner:
         grace_period: float = 10.0,
         retention: datetime.timedelta | None = datetime.timedelta(days=7),
         max_payload_bytes: int = 1 << 20,
+        retry_backoff: Backoff = RETRY,
+        give_up_after: int = 8,
     ) -> None:
         if not isinstance(store, Store):
             raise TypeError(f"jobtable: Runner needs a Store, got {type(store).__name__}")
@@ -134,6 +89,14 @@ class Runner:
             )
         if name is not None and not name:
             raise ValueError("jobtable: a runner name must not be empty")
+        if not isinstance(retry_backoff, Backoff):
+            raise TypeError(f"jobtable: retry_backoff must be a Backoff, got {retry_backoff!r}")
+        if (
+            isinstance(give_up_after, bool)
+            or not isinstance(give_up_after, int)
+            or give_up_after < 1
+        ):
+            raise ValueError(f"jobtable: give_up_after must be at least 1, got {give_up_after!r}")
         self.store = store
         """The store the runner's jobs live in."""
         self.workers = workers
@@ -155,41 +118,67 @@ class Runner:
         self.retention = retention
         """How long finished jobs are kept; None keeps them forever."""
         self.max_payload_bytes = max_payload_bytes
-        """The largest encoded payload enqueue accepts."""
-        self._handlers: dict[str, _Handler[Any, Any]] = {}
-        self._lock = threading.Lock()
-        self._started = False
+        """The largest encoded payload the kinds ``register`` returns accept."""
+        self.retry_backoff = retry_backoff
+        """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
+        self.give_up_after = give_up_after
+        """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
+        self._handlers = Handlers()
         self._stopping = threading.Event()
         # asyncio's events and queues bind to the loop that first waits on them:
         # the runner's loop, once start or run_next runs.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._astopping = asyncio.Event()
-        self._wake = asyncio.Event()
-        self._idle_changed = asyncio.Event()
         self._queue: asyncio.Queue[ClaimedRow | None] = asyncio.Queue()
-        self._idle = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
-        # Outcomes wait here for the claimer's next claim, which stores them
-        # in the same statement, or for the completer, which stores each batch
-        # of them in one write.
-        self._outcomes: list[_Finish] = []
-        self._completer: asyncio.Task[None] | None = None
-        # True while the claimer waits for a free slot: a worker that finishes
-        # frees one, so its outcome can ride on the claim that follows.
-        self._claimer_waits_for_slot = False
-        # The jobs this runner claimed and has not recorded, by id: the
-        # heartbeat fails a job running under this name that is not here.
-        self._held: dict[str, int] = {}
-        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        stop = (self._stopping, self._astopping)
+        self._executor = Executor(store, self._handlers, self.logger, *stop)
+        self._completer = Completer(
+            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after
+        )
+        self._producer = Producer(
+            store,
+            self.name,
+            self.logger,
+            self._completer,
+            poll_interval=poll_interval,
+            backoff=retry_backoff,
+            stopping=self._stopping,
+            astopping=self._astopping,
+        )
+        self._maintenance = Maintenance(
+            store,
+            self.name,
+            self.logger,
+            lease=lease,
+            retention=retention,
+            held=self._completer.held,
+            stopping=self._stopping,
+            astopping=self._astopping,
+        )
+        self._unwatch: Callable[[], None] | None = None
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
         self._stopped = False
 
     def __repr__(self) -> str:
-        return f"Runner(name={self.name!r}, workers={self.workers}, kinds={sorted(self._handlers)})"
+        return f"Runner(name={self.name!r}, workers={self.workers}, kinds={list(self.kinds)})"
 
-    # Registration.
+    # Handlers.
+
+    def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
+        """Returns a decorator that makes the function it decorates the handler of kind's jobs.
+
+        The function takes ``(ctx: JobContext[R], payload: P)`` and returns an
+        R, where P and R are kind's types; mypy rejects one whose annotations
+        do not match. It must be attached before start, once per kind;
+        otherwise it raises an error naming the kind. The decorated function
+        is returned unchanged.
+        """
+        if not isinstance(kind, Kind):
+            raise TypeError(f"handler: want a jobtable.Kind, got {type(kind).__name__}")
+        return Attach(self._handlers, kind)
 
     @overload
     def register(self, kind: str, handler: AsyncHandler[R, P]) -> Kind[P, R]: ...
@@ -201,50 +190,44 @@ class Runner:
         """Makes handler the handler for kind and returns the Kind that enqueues its jobs.
 
         P and R are the handler's payload annotation and return annotation
-        (any type pydantic can validate and dump). It must be called before
-        start, once per kind; otherwise, and for an empty kind, a missing
-        handler or a missing annotation, it raises an error naming the kind.
+        (any type pydantic can validate and dump). The Kind is bound to this
+        runner: its methods also work without a store, through the runner's
+        store. It must be called before start, once per kind; otherwise, and
+        for an empty kind, a missing handler or a missing annotation, it
+        raises an error naming the kind.
         """
+        where = f"register {kind!r}"
         if not isinstance(kind, str) or not kind:
-            raise ValueError(f"register {kind!r}: empty kind")
+            raise ValueError(f"{where}: empty kind")
         if handler is None:
-            raise TypeError(f"register {kind!r}: no handler")
-        payload_type, result_type, is_async = _handler_types(kind, handler)
-        try:
-            codec = Codec[P, R](kind, payload_type, result_type)
-        except Exception as err:
-            raise TypeError(
-                f"register {kind!r}: pydantic cannot validate and dump its types: {err}"
-            ) from err
-        with self._lock:
-            if self._started:
-                raise RunnerError(f"register {kind!r}: runner already started")
-            if kind in self._handlers:
-                raise RunnerError(f"register {kind!r}: kind already registered")
-            self._handlers[kind] = _Handler(handler, codec, is_async)
-        return Kind(self, codec)
+            raise TypeError(f"{where}: no handler")
+        payload_type, result_type = annotated_types(where, handler)
+        declared = Kind[P, R](kind, payload_type, result_type)
+        self._handlers.attach(where, declared, handler)
+        return declared._bind(self.store, self.max_payload_bytes)
 
     @property
     def kinds(self) -> Sequence[str]:
-        """The registered kinds, sorted."""
-        return sorted(self._handlers)
+        """The kinds that have a handler, sorted."""
+        return self._handlers.kinds()
 
     # Reading jobs.
 
     def get(self, job_id: str) -> Job:
-        """Returns the job with id; raises JobNotFound for an unknown id."""
-        return job_from_row(self.store.engine.read(GetJob(job_id)))
+        """Returns the job with id; raises JobNotFound for an unknown id (see ``Store.get``)."""
+        return self.store.get(job_id)
 
     async def aget(self, job_id: str) -> Job:
         """The async form of get."""
-        return job_from_row(await self.store.engine.aread(GetJob(job_id)))
+        return await self.store.aget(job_id)
 
     # Lifecycle.
 
     def notify_enqueued(self) -> None:
         """Wakes an idle worker to look for a new job; safe from any thread.
 
-        Kind.enqueue calls it; it does nothing while the runner is not running.
+        Every enqueue through the runner's store calls it; it does nothing
+        while the runner is not running.
         """
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -254,10 +237,10 @@ class Runner:
         except RuntimeError:
             running = None
         if running is loop:
-            self._wake.set()
+            self._producer.wake()
         else:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(self._wake.set)
+                loop.call_soon_threadsafe(self._producer.wake)
 
     async def start(self) -> None:
         """Fails the jobs that dead runners left running, then starts the workers.
@@ -267,58 +250,29 @@ class Runner:
         logged as a warning. The workers run on the calling event loop until
         stop; wait waits for them. A second start is an error.
         """
-        with self._lock:
-            if self._started:
-                raise RunnerError("start: runner already started")
-            self._started = True
+        if not self._handlers.close():
+            raise RunnerError("start: runner already started")
         try:
-            await self.store.engine.awrite(self._begin)
+            await self._maintenance.begin()
         except BaseException:
-            with self._lock:
-                self._started = False
+            self._handlers.reopen()
             raise
         loop = asyncio.get_running_loop()
         self._loop = loop
         if self._stopping.is_set():
             self._astopping.set()
-        self._idle = self.workers
-        self._threads = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.workers, thread_name_prefix=f"jobtable-{self.name}"
-        )
-        self._tasks = [loop.create_task(self._produce(), name="jobtable-claimer")]
+        self._executor.start(self.workers, f"jobtable-{self.name}")
+        self._tasks = [
+            loop.create_task(
+                self._producer.run(self.workers, self._queue), name="jobtable-producer"
+            )
+        ]
         self._tasks += [
             loop.create_task(self._work(), name=f"jobtable-worker-{i}") for i in range(self.workers)
         ]
-        self._tasks.append(loop.create_task(self._maintain(), name="jobtable-heartbeat"))
+        self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
+        self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
         self._unlisten = self.store.engine.listen(self.notify_enqueued)
-
-    def _begin(self, q: Queries) -> None:
-        stamp = now()
-        cutoff = self._cutoff()
-        previous = q.get_runner(name=self.name)
-        if previous is not None and previous.heartbeat_at >= cutoff:
-            self.logger.warning(
-                "a runner named %r beat at %s, within its lease: if that process still runs, "
-                "its jobs are now failed as interrupted; give each worker process its own name",
-                self.name,
-                previous.heartbeat_at,
-                extra={"runner": self.name},
-            )
-        q.register_runner(name=self.name, now=stamp)
-        own = q.fail_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
-        if own + dead:
-            self.logger.warning(
-                "failed %d jobs interrupted by restart",
-                own + dead,
-                extra={"count": own + dead, "runner": self.name},
-            )
-
-    def _cutoff(self) -> str:
-        return timestamp(
-            datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=self.lease)
-        )
 
     def stop(self) -> None:
         """Begins a graceful stop; safe from any thread and from signal handlers.
@@ -342,8 +296,7 @@ class Runner:
 
     def _begin_stop(self) -> None:
         self._astopping.set()
-        self._wake.set()
-        self._idle_changed.set()
+        self._producer.stop()
         if self._grace_timer is None and self._loop is not None:
             self._grace_timer = self._loop.call_later(self.grace_period, self._cancel_running)
 
@@ -356,19 +309,20 @@ class Runner:
         if not self._tasks:
             return
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        while self._completer is not None and not self._completer.done():
-            await asyncio.gather(self._completer, return_exceptions=True)
+        await self._completer.drain()
         if self._grace_timer is not None:
             self._grace_timer.cancel()
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         if self._unlisten is not None:
             self._unlisten()
             self._unlisten = None
-        if self._threads is not None:
-            self._threads.shutdown(wait=False, cancel_futures=True)
+        self._executor.close()
         if not self._stopped:
             self._stopped = True
             try:
-                await self.store.engine.awrite(_DeleteRunner(self.name))
+                await self.store.engine.awrite(DeleteRunner(self.name))
             except Exception:
                 self.logger.exception("deregister runner", extra={"runner": self.name})
 
@@ -398,94 +352,28 @@ class Runner:
                 loop.remove_signal_handler(sig)
         self.logger.info("runner stopped", extra={"runner": self.name})
 
-    # Claiming.
-
-    async def _produce(self) -> None:
-        """Claims jobs for idle workers until stop; the only place jobs are claimed."""
-        backoff = _CLAIM_BACKOFF[0]
-        while not self._stopping.is_set():
-            if self._idle <= 0:
-                self._idle_changed.clear()
-                self._claimer_waits_for_slot = True
-                try:
-                    await self._idle_changed.wait()
-                finally:
-                    self._claimer_waits_for_slot = False
-                continue
-            self._wake.clear()
-            wanted = self._idle
-            # The outcomes of the jobs that freed the slots commit with the
-            # claim that fills them: one statement, one commit.
-            outcomes, self._outcomes = self._outcomes, []
-            try:
-                jobs = await self._claim(wanted, outcomes)
-            except Exception:
-                if outcomes:
-                    # The completer retries them on their own.
-                    self._outcomes[:0] = outcomes
-                    self._complete_soon()
-                self.logger.exception(
-                    "claim jobs; retrying", extra={"runner": self.name, "backoff": backoff}
-                )
-                await self._wait_stop(backoff)
-                backoff = min(backoff * 2, _CLAIM_BACKOFF[1])
-                continue
-            backoff = _CLAIM_BACKOFF[0]
-            for job in jobs:
-                self._idle -= 1
-                self._queue.put_nowait(job)
-            if len(jobs) < wanted:
-                self._complete_soon()
-                await self._wait_wake()
-        self._complete_soon()
-        for _ in range(self.workers):
-            self._queue.put_nowait(None)
-
-    async def _claim(
-        self, max_jobs: int, outcomes: "list[_Finish] | None" = None
-    ) -> Sequence[ClaimedRow]:
-        """Stores outcomes and claims up to max_jobs jobs, in one write.
-
-        Returns the claimed jobs, oldest first.
-        """
-        done = outcomes or []
-        changed, rows = await self.store.engine.awrite(_FinishAndClaim(done, self.name, max_jobs))
-        for row in rows:
-            self._held[row.id] = row.attempt
-        if done:
-            self._recorded(done, changed)
-        return sorted(rows, key=lambda row: row.seq)
-
-    async def _wait_wake(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self.poll_interval)
-
-    async def _wait_stop(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._astopping.wait(), seconds)
-
     async def run_next(self) -> str | None:
         """Claims the oldest queued job and runs it to completion in the calling task.
 
-        Returns the job's id, or None when no job is queued. It uses the same
-        claim, run and record as the workers, and returns once the outcome is
-        stored; tests use it to run jobs one at a time, deterministically,
-        without starting the runner.
+        Returns the job's id, or None when no job is queued. It claims, runs
+        and records through the same producer, executor and completer as the
+        workers, and returns once the outcome is stored; tests use it to run
+        jobs one at a time, deterministically, without starting the runner.
         """
         if self._stopping.is_set():
             self._astopping.set()
-        jobs = await self._claim(1)
+        jobs = await self._producer.claim(1)
         if not jobs:
             return None
-        outcome = await self._run(jobs[0])
+        job = jobs[0]
+        outcome = await self._executor.run(job)
         if outcome is not None:
-            await self._record([outcome])
-        self._held.pop(jobs[0].id, None)
-        return jobs[0].id
-
-    # Running.
+            await self._completer.record([outcome])
+        self._completer.abandon(job.id)
+        return job.id
 
     async def _work(self) -> None:
+        """Runs the jobs the producer queues, one at a time, until it queues None."""
         task = asyncio.current_task()
         assert task is not None
         while True:
@@ -494,7 +382,7 @@ class Runner:
                 return
             self._running.add(task)
             try:
-                outcome = await self._run(job)
+                outcome = await self._executor.run(job)
             except asyncio.CancelledError:
                 if not self._stopping.is_set():
                     raise
@@ -503,295 +391,7 @@ class Runner:
             finally:
                 self._running.discard(task)
             if outcome is None:
-                self._held.pop(job.id, None)
+                self._completer.abandon(job.id)
             else:
-                self._complete_later(outcome)
-            self._idle += 1
-            self._idle_changed.set()
-
-    async def _run(self, job: ClaimedRow) -> "_Finish | None":
-        """Runs a claimed job and returns the outcome to store; the one place that decides it.
-
-        Only the handler's typed result, a Failure's message or a message of
-        the runner's own reaches the table; any other exception is logged.
-        None means the job stays running: the handler raised after stop began.
-        """
-        handler = self._handlers.get(job.kind)
-        if handler is None:
-            self._job_logger(job.id, job.kind).error("no handler for job kind")
-            return _Finish(job, error=f"no handler for job kind {job.kind}")
-        try:
-            result = await self._call(handler, job)
-        except asyncio.CancelledError as err:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                self._job_logger(job.id, job.kind).warning(
-                    "job cancelled by shutdown; it fails at the next start"
-                )
-                raise
-            # Nobody cancelled the worker: the handler awaited something that
-            # was cancelled. That is the handler's failure, not a shutdown.
-            return self._raised(job, err)
-        except Exception as err:
-            return self._raised(job, err)
-        return _Finish(job, result=result)
-
-    def _raised(self, job: ClaimedRow, err: BaseException) -> "_Finish | None":
-        """The outcome of a handler that raised err.
-
-        After stop began, None: the job stays running and fails at the next
-        start. Otherwise a Failure's message, or MESSAGE_INTERNAL with err
-        logged, never stored.
-        """
-        logger = self._job_logger(job.id, job.kind)
-        if self._stopping.is_set():
-            logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
-            return None
-        if isinstance(err, Failure):
-            return _Finish(job, error=str(err.message))
-        logger.error("job failed", exc_info=err)
-        return _Finish(job, error=MESSAGE_INTERNAL)
-
-    async def _call(self, handler: _Handler[P, R], job: ClaimedRow) -> str:
-        """Decodes the payload, calls the handler and returns its result as JSON."""
-        codec = handler.codec
-        payload = codec.decode_payload(job.payload)
-        engine = self.store.engine
-
-        def publish_op(partial: R) -> "_Publish":
-            return _Publish(job.id, job.attempt, codec.encode_result(partial))
-
-        def publish(partial: R) -> None:
-            engine.write(publish_op(partial))
-
-        async def apublish(partial: R) -> None:
-            await engine.awrite(publish_op(partial))
-
-        ctx: JobContext[R] = JobContext(
-            id=job.id,
-            kind=job.kind,
-            attempt=job.attempt,
-            stopping=self._stopping,
-            astopping=self._astopping,
-            publish=publish,
-            apublish=apublish,
-        )
-        if handler.is_async:
-            fn = cast("AsyncHandler[R, P]", handler.fn)
-            result = await fn(ctx, payload)
-        else:
-            sync_fn = cast("SyncHandler[R, P]", handler.fn)
-            loop = asyncio.get_running_loop()
-            call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
-            result = await loop.run_in_executor(self._threads, call)
-        return codec.encode_result(result)
-
-    def _job_logger(self, job_id: str, kind: str) -> _JobLogger:
-        """The runner's logger with the job's id and kind as structured fields."""
-        return _JobLogger(self.logger, {"job_id": job_id, "kind": kind})
-
-    def _complete_later(self, outcome: "_Finish") -> None:
-        """Queues a job's outcome to be stored; the worker moves on at once.
-
-        When the claimer waits for a free slot, the worker's own slot wakes
-        it, and the outcome commits in the claim's statement. Otherwise the
-        completer stores it at once, with the outcomes of the other workers
-        that finished meanwhile (group commit). wait waits for either.
-        """
-        self._outcomes.append(outcome)
-        if not self._claimer_waits_for_slot:
-            self._complete_soon()
-
-    def _complete_soon(self) -> None:
-        """Starts the completer, unless it is running or no outcome waits."""
-        if self._outcomes and (self._completer is None or self._completer.done()):
-            self._completer = asyncio.create_task(self._complete(), name="jobtable-completer")
-
-    async def _complete(self) -> None:
-        while self._outcomes:
-            batch, self._outcomes = self._outcomes, []
-            await self._record(batch)
-
-    async def _record(self, outcomes: "list[_Finish]") -> None:
-        """Stores jobs' outcomes in one write, retrying a database error with capped backoff.
-
-        It retries until the write lands: while this runner lives it keeps
-        its lease, so no other runner would ever fail the jobs, and giving up
-        would leave them running forever. Only once stop has begun does it
-        give up after _RECORD_TRIES tries; the jobs then stay running and the
-        next start fails them as interrupted. Each write is fenced by its
-        claim: a job that is no longer running under its claim is left as it
-        is, and that is logged.
-        """
-        changed = None
-        try:
-            changed = await self._store_outcomes(outcomes)
-        finally:
-            self._recorded(outcomes, changed)
-
-    def _recorded(self, outcomes: "list[_Finish]", changed: Sequence[str] | None) -> None:
-        """Forgets the outcomes' jobs, logging each one whose claim no longer held.
-
-        changed holds the ids of the jobs the outcomes finished; None (given
-        up, or not stored) logs nothing more.
-        """
-        stored = None if changed is None else set(changed)
-        for outcome in outcomes:
-            self._held.pop(outcome.job_id, None)
-            if stored is not None and outcome.job_id not in stored:
-                self._job_logger(outcome.job_id, outcome.kind).error(
-                    "record job outcome: job is not running under this claim"
-                )
-
-    async def _store_outcomes(self, outcomes: "list[_Finish]") -> list[str] | None:
-        """Returns the ids of the jobs the outcomes finished, or None when it gave up."""
-        delay = _CLAIM_BACKOFF[0]
-        tries = 0
-        while True:
-            try:
-                changed, _ = await self.store.engine.awrite(_FinishAndClaim(outcomes, self.name, 0))
-                return changed
-            except Exception:
-                if len(outcomes) > 1:
-                    # One bad outcome must not hold the others back: each is
-                    # retried on its own.
-                    ids: list[str] = []
-                    for outcome in outcomes:
-                        alone = await self._store_outcomes([outcome])
-                        # One given up was logged already; counting it as
-                        # stored keeps it from being logged again as fenced off.
-                        ids += [outcome.job_id] if alone is None else alone
-                    return ids
-                tries += 1
-                extra = {"jobs": [o.job_id for o in outcomes], "runner": self.name}
-                if tries >= _RECORD_TRIES and self._stopping.is_set():
-                    self.logger.exception(
-                        "record job outcomes; giving up as the runner stops, the jobs stay "
-                        "running and fail at the next start",
-                        extra=extra,
-                    )
-                    return None
-                self.logger.warning("record job outcomes; retrying", exc_info=True, extra=extra)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, _CLAIM_BACKOFF[1])
-
-    # Heartbeat, crash recovery and retention.
-
-    async def _maintain(self) -> None:
-        """Renews this runner's lease, fails dead runners' jobs and prunes old ones, until stop."""
-        interval = self.lease / 3
-        while not self._stopping.is_set():
-            await self._wait_stop(interval)
-            if self._stopping.is_set():
-                return
-            try:
-                await self.store.engine.awrite(
-                    functools.partial(self._maintenance, frozenset(self._held))
-                )
-            except Exception:
-                self.logger.exception("runner heartbeat", extra={"runner": self.name})
-
-    def _maintenance(self, held: frozenset[str], q: Queries) -> None:
-        stamp = now()
-        if not q.heartbeat_runner(now=stamp, name=self.name):
-            self.logger.warning(
-                "runner lost its lease; registering again", extra={"runner": self.name}
-            )
-            q.register_runner(name=self.name, now=stamp)
-        cutoff = self._cutoff()
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
-        if dead:
-            self.logger.warning(
-                "failed %d jobs of dead runners as interrupted",
-                dead,
-                extra={"count": dead, "runner": self.name},
-            )
-        # A claim can commit while its reply is lost (a connection dropped at
-        # COMMIT): the job runs under this name, but no worker has it. Once it
-        # is older than the lease and still not held, it is failed as
-        # interrupted, as a dead runner's job would be.
-        lost = [
-            row
-            for row in q.list_running_jobs(runner=self.name, before=cutoff)
-            if row.id not in held
-        ]
-        for row in lost:
-            q.fail_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
-        if lost:
-            self.logger.warning(
-                "failed %d jobs this runner claimed but never received, as interrupted",
-                len(lost),
-                extra={"count": len(lost), "runner": self.name},
-            )
-        if self.retention is not None:
-            before = timestamp(datetime.datetime.now(datetime.UTC) - self.retention)
-            q.delete_finished_jobs(before=before, max_jobs=1000)
-
-
-class _Publish:
-    __slots__ = ("attempt", "job_id", "result")
-
-    def __init__(self, job_id: str, attempt: int, result: str) -> None:
-        self.job_id = job_id
-        self.attempt = attempt
-        self.result = result
-
-    def __call__(self, q: Queries) -> None:
-        changed = q.publish_job_result(
-            result=self.result, now=now(), id=self.job_id, attempt=self.attempt
-        )
-        if changed != 1:
-            raise NotRunning(f"publish result: job {self.job_id} is not running")
-
-
-class _Finish:
-    """A job's outcome: its result, or its error when error is set."""
-
-    __slots__ = ("attempt", "error", "job_id", "kind", "result")
-
-    def __init__(
-        self, job: ClaimedRow, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        self.job_id = job.id
-        self.kind = job.kind
-        self.attempt = job.attempt
-        self.result = result
-        self.error = error
-
-
-class _FinishAndClaim:
-    """The write that stores finished jobs' outcomes and claims up to max_jobs jobs.
-
-    Returns the ids of the jobs it finished and the jobs it claimed.
-    """
-
-    __slots__ = ("max_jobs", "outcomes", "runner")
-    one_statement = True
-
-    def __init__(self, outcomes: list[_Finish], runner: str, max_jobs: int) -> None:
-        self.outcomes = outcomes
-        self.runner = runner
-        self.max_jobs = max_jobs
-
-    def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
-        outcomes = self.outcomes
-        return q.finish_and_claim_jobs(
-            ids=[o.job_id for o in outcomes],
-            attempts=[o.attempt for o in outcomes],
-            results=[o.result for o in outcomes],
-            errors=[o.error for o in outcomes],
-            runner=self.runner,
-            now=now(),
-            max_jobs=self.max_jobs,
-        )
-
-
-class _DeleteRunner:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __call__(self, q: Queries) -> None:
-        q.delete_runner(name=self.name)
+                self._completer.add(outcome, claim_follows=self._producer.waits_for_slot)
+            self._producer.freed()

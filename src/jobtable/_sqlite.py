@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import os
 import queue
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -26,62 +25,23 @@ from typing import Any, TypeVar
 
 from jobtable._engine import ClaimedRow, Queries
 from jobtable._errors import StoreError
+from jobtable._sqlite_file import (
+    SCHEMA_VERSION,
+    SQLiteSchema,
+    check_file,
+    check_schema,
+    connect,
+    migrate,
+)
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite.schema import SCHEMA
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
-"""The schema version this library writes, recorded in ``PRAGMA user_version``.
-
-Bump it with every change to schema.sql, and add the step from the previous
-version to ``_UPGRADES``.
-"""
-
 MAX_BATCH = 512
 """The most operations the writer commits in one transaction."""
 
-
-def _upgrade_steps() -> dict[int, Callable[[sqlite3.Connection], None]]:
-    # Maps version N to the step that brings a database from N to N + 1, run
-    # in order inside the one transaction that also records the new version.
-    # A new database gets schema.sql whole instead, which is always the latest
-    # version. There are no steps yet: version 1 is the first.
-    return {}
-
-
-_UPGRADES = _upgrade_steps()
-
-
-def _split_statements(script: str) -> list[str]:
-    """Returns the statements of script, each with the comments above it."""
-    statements: list[str] = []
-    pending = ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            statements.append(pending)
-            pending = ""
-    leftover = [
-        ln for ln in pending.splitlines() if ln.strip() and not ln.lstrip().startswith("--")
-    ]
-    if leftover:
-        raise ValueError(f"schema ends with an incomplete statement: {leftover[0]!r}")
-    return statements
-
-
-_SCHEMA_STATEMENTS = _split_statements(SCHEMA)
-
-_CREATE_NAME = re.compile(
-    r"^\s*CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-# The names schema.sql creates: a database that already has any of them and
-# no jobtable version was not made by jobtable, and is refused.
-_SCHEMA_NAMES = frozenset(
-    name.lower() for statement in _SCHEMA_STATEMENTS for name in _CREATE_NAME.findall(statement)
-)
+_SCHEMA = SQLiteSchema(SCHEMA)
 
 
 @contextlib.contextmanager
@@ -94,90 +54,6 @@ def _driver_errors(path: Path) -> Iterator[None]:
         yield
     except sqlite3.Error as err:
         raise StoreError(f"sqlite store {path}: {err}") from err
-
-
-def _connect(path: Path, *, create: bool, busy_timeout: float) -> sqlite3.Connection:
-    # A file: URI with mode=rw never creates a file, so opening an existing
-    # database cannot leave a new empty one behind if it vanished meanwhile.
-    mode = "rwc" if create else "rw"
-    return sqlite3.connect(
-        f"{path.as_uri()}?mode={mode}",
-        uri=True,
-        timeout=busy_timeout,
-        isolation_level=None,
-        check_same_thread=False,
-    )
-
-
-def _check_file(path: Path) -> bool:
-    """Refuses a path that cannot hold a database; returns whether the file has content.
-
-    Only asks the file system: it never opens the file. Closing any
-    descriptor of a file drops every POSIX lock this process holds on it,
-    those of SQLite's open connections included, so reading the header here
-    would break the locking of another store on the same file.
-    """
-    if path.is_dir():
-        raise StoreError(f"cannot open {path}: it is a directory")
-    if not path.parent.is_dir():
-        raise StoreError(f"cannot open {path}: the folder {path.parent} does not exist")
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return False
-    except OSError as err:
-        raise StoreError(f"cannot open {path}: {err.strerror or err}") from err
-    return size > 0
-
-
-def _check_schema(conn: sqlite3.Connection, path: Path) -> int:
-    """Returns the database's jobtable schema version; refuses one jobtable cannot use.
-
-    Only reads.
-    """
-    try:
-        version: int = conn.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as err:
-        if "not a database" in str(err):
-            raise StoreError(f"cannot open {path}: the file is not a SQLite database") from err
-        raise
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"cannot open {path}: its schema version {version} is newer than this "
-            f"jobtable's ({SCHEMA_VERSION}); upgrade jobtable"
-        )
-    if version == 0:
-        rows = conn.execute("SELECT type, name FROM sqlite_schema").fetchall()
-        for kind, name in rows:
-            if str(name).lower() in _SCHEMA_NAMES:
-                raise StoreError(
-                    f"cannot open {path}: it already has a {kind} named {name} "
-                    "that jobtable did not create"
-                )
-    return version
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Brings the schema to SCHEMA_VERSION in one transaction: all of it or none."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        # Checked again under the write lock: another process may have
-        # created or upgraded the schema since the first look.
-        version = _check_schema(conn, path)
-        if version == 0:
-            for statement in _SCHEMA_STATEMENTS:
-                conn.execute(statement)
-        else:
-            for step in range(version, SCHEMA_VERSION):
-                _UPGRADES[step](conn)
-        if version != SCHEMA_VERSION:
-            # A PRAGMA takes no parameters; the value is our own integer.
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 class _Queries(Querier):
@@ -295,13 +171,13 @@ class SQLiteEngine:
         if os.fspath(path) in ("", ":memory:"):
             raise StoreError(f"cannot open {path!r}: jobtable needs a database file")
         resolved = Path(path).absolute()
-        has_content = _check_file(resolved)
+        has_content = check_file(resolved)
         with _driver_errors(resolved):
-            conn = _connect(resolved, create=not has_content, busy_timeout=busy_timeout)
+            conn = connect(resolved, create=not has_content, busy_timeout=busy_timeout)
             try:
                 # Refuse before anything that writes (journal mode, schema),
                 # so a refused file is left byte for byte as it was.
-                version = _check_schema(conn, resolved)
+                version = check_schema(_SCHEMA, conn, resolved)
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError(
@@ -310,7 +186,7 @@ class SQLiteEngine:
                 conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000):d}")
                 conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
                 if version != SCHEMA_VERSION:
-                    _migrate(conn, resolved)
+                    migrate(_SCHEMA, conn, resolved)
             except BaseException:
                 conn.close()
                 raise
@@ -434,7 +310,7 @@ class SQLiteEngine:
             if self._idle_readers:
                 return self._idle_readers.pop()
         with _driver_errors(self._path):
-            conn = _connect(self._path, create=False, busy_timeout=self._busy_timeout)
+            conn = connect(self._path, create=False, busy_timeout=self._busy_timeout)
             try:
                 conn.execute("PRAGMA query_only = ON")
             except BaseException:

@@ -1,70 +1,22 @@
-"""The store: the database a runner keeps its jobs in, and the ids and times it writes."""
+"""The store: the database jobs live in, which enqueuers and runners share."""
 
 import os
 import re
-import secrets
-from datetime import UTC, datetime
+import threading
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from jobtable._engine import Engine
 from jobtable._errors import StoreError
+from jobtable._job import Job, job_from_row
+from jobtable._ops import GetJob
 from jobtable._sqlite import SQLiteEngine
-
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+from jobtable._values import redact_url
 
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _SQLITE_PREFIX = "sqlite:///"
 _POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
-
-
-def timestamp(moment: datetime) -> str:
-    """Returns an aware datetime as UTC text ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
-
-    The text has a fixed width, so comparing two texts compares the times.
-    Raises ValueError for a naive datetime.
-    """
-    if moment.tzinfo is None:
-        raise ValueError(f"timestamp({moment!r}): a naive datetime has no time zone")
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
-
-
-def now() -> str:
-    """Returns the current UTC time as text that sorts in time order (see timestamp).
-
-    It follows the wall clock, which may step back; the order of the queue
-    comes from the enqueue sequence, never from these times.
-    """
-    return timestamp(datetime.now(UTC))
-
-
-def new_id() -> str:
-    """Returns a new job id: 128 random bits as 22 URL-safe characters.
-
-    Ids appear in URLs, so they come from ``secrets`` and cannot be guessed.
-    """
-    return secrets.token_urlsafe(16)
-
-
-def redact_url(url: str) -> str:
-    """Returns url with any password replaced by ``***``, safe to log or show."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:***@{host}"
-    query = parts.query
-    if query:
-        # libpq also takes the password as a query parameter.
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(key == "password" for key, _ in pairs):
-            query = urlencode(
-                [(key, "***" if key == "password" else value) for key, value in pairs],
-                safe="*",
-            )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _open_postgres(url: str, *, durable: bool) -> Engine:
@@ -84,24 +36,42 @@ def _open_postgres(url: str, *, durable: bool) -> Engine:
 
 
 class Store:
-    """The database a runner keeps its jobs in: a SQLite file or a PostgreSQL server.
+    """The database jobs live in: a SQLite file or a PostgreSQL server.
 
     A store opened once is shared by every runner and enqueuer of the process
-    and is safe to use from any thread. Close it when done, or use it as a
-    context manager; a closed store raises StoreError.
+    and is safe to use from any thread. A web process that only enqueues and
+    reads jobs needs a store and its kinds' declarations, no runner. Close it
+    when done, or use it as a context manager; a closed store raises
+    StoreError.
     """
 
     engine: Engine
-    """The database engine every read and write of the store goes through."""
+    """The database engine every read and write of the store goes through.
 
-    def __init__(self, engine: Engine, *, target: str) -> None:
+    Its type is the ``Engine`` protocol of ``jobtable._engine`` (write, read,
+    their async forms, listen, close), which takes operations of that
+    module's ``Queries``: a stable seam for tests and tools, not part of the
+    application API.
+    """
+
+    max_payload_bytes: int
+    """The largest encoded payload an enqueue through the store accepts."""
+
+    def __init__(self, engine: Engine, *, target: str, max_payload_bytes: int = 1 << 20) -> None:
         """Wraps an open engine; repr shows target, without any password.
 
         Use ``Store.open`` instead.
         """
+        if max_payload_bytes < 1:
+            raise ValueError(
+                f"jobtable: max_payload_bytes must be positive, got {max_payload_bytes!r}"
+            )
         self.engine = engine
+        self.max_payload_bytes = max_payload_bytes
         # Only the redacted form is kept, so no password lingers in the object.
         self._target = redact_url(target) if _URL_SCHEME.match(target) else target
+        self._lock = threading.Lock()
+        self._wakes: list[Callable[[], None]] = []
 
     @classmethod
     def open(
@@ -111,6 +81,7 @@ class Store:
         durable: bool = True,
         busy_timeout: float = 5.0,
         readers: int = 4,
+        max_payload_bytes: int = 1 << 20,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -124,14 +95,16 @@ class Store:
         loss. Without it, a power loss may lose the last writes but never
         corrupts the database. busy_timeout (SQLite, in seconds) is how long a
         write waits for another process's lock; readers (SQLite) is how many
-        reads may run at once.
+        reads may run at once. max_payload_bytes is the largest encoded
+        payload an enqueue through the store accepts (1 MiB by default).
         """
         if not isinstance(target, str | os.PathLike):
             raise TypeError(f"Store.open: target is {type(target).__name__}, want str or a path")
         if isinstance(target, str) and (match := _URL_SCHEME.match(target)):
             scheme = match.group(1).lower()
             if scheme in _POSTGRES_SCHEMES:
-                return cls(_open_postgres(target, durable=durable), target=target)
+                engine = _open_postgres(target, durable=durable)
+                return cls(engine, target=target, max_payload_bytes=max_payload_bytes)
             if scheme != "sqlite" or not target.startswith(_SQLITE_PREFIX):
                 raise StoreError(
                     f"cannot open {redact_url(target)}: want a file path, "
@@ -141,7 +114,43 @@ class Store:
         sqlite = SQLiteEngine.open(
             target, durable=durable, busy_timeout=busy_timeout, readers=readers
         )
-        return cls(sqlite, target=str(sqlite.path))
+        return cls(sqlite, target=str(sqlite.path), max_payload_bytes=max_payload_bytes)
+
+    def get(self, job_id: str) -> Job:
+        """Returns the job with id, its result as plain JSON data.
+
+        Raises JobNotFound for an unknown id. ``job.model_dump_json()`` is the
+        job as an API returns it.
+        """
+        return job_from_row(self.engine.read(GetJob(job_id)))
+
+    async def aget(self, job_id: str) -> Job:
+        """The async form of get."""
+        return job_from_row(await self.engine.aread(GetJob(job_id)))
+
+    def _watch_enqueues(self, wake: Callable[[], None]) -> Callable[[], None]:
+        """Calls wake after each enqueue through this store commits; returns what stops it.
+
+        A runner uses it to wake an idle worker at once for a job enqueued in
+        its own process. wake runs in the enqueuing thread and must return
+        quickly; stopping twice does nothing.
+        """
+        with self._lock:
+            self._wakes.append(wake)
+
+        def stop() -> None:
+            with self._lock:
+                if wake in self._wakes:
+                    self._wakes.remove(wake)
+
+        return stop
+
+    def _enqueued(self) -> None:
+        """Calls every wake given to _watch_enqueues: an enqueue through the store committed."""
+        with self._lock:
+            wakes = list(self._wakes)
+        for wake in wakes:
+            wake()
 
     def close(self) -> None:
         """Finishes the writes under way and closes the database; again does nothing."""

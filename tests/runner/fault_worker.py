@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--lease", type=float, default=30.0)
     parser.add_argument("--poll", type=float, default=0.05)
+    parser.add_argument("--retry-cap", type=float, default=5.0)
     parser.add_argument("--publish", action="store_true")
     parser.add_argument("--hold", action="store_true")
     parser.add_argument("--gate", type=pathlib.Path)
@@ -95,6 +96,7 @@ def main() -> None:
             workers=args.workers,
             lease=args.lease,
             poll_interval=args.poll,
+            retry_backoff=jobtable.Backoff(min(0.05, args.retry_cap), args.retry_cap),
         )
         runner.register("work", work)
         runner.register("stamp", stamp)

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 import jobtable
 from jobtable._engine import Queries
-from jobtable._store import now
+from jobtable._values import now
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
@@ -47,7 +47,19 @@ def queued_jobs(store: jobtable.Store) -> int:
     counted: list[int] = []
 
     def count(q: Queries) -> None:
-        counted.append(len(q.claim_next_job(runner=None, now=now(), max_jobs=100_000)))
+        counted.append(
+            len(
+                q.finish_and_claim_jobs(
+                    ids=[],
+                    attempts=[],
+                    results=[],
+                    errors=[],
+                    runner=None,
+                    now=now(),
+                    max_jobs=100_000,
+                )[1]
+            )
+        )
         raise _Rollback
 
     with pytest.raises(_Rollback):
@@ -86,9 +98,9 @@ def test_enqueue_of_a_payload_of_the_wrong_type_is_a_payload_error_and_stores_no
     runner = jobtable.Runner(store)
     thumbnails = runner.register("thumbnail", make_thumbnail)
     with pytest.raises(jobtable.PayloadError, match="'thumbnail'"):
-        thumbnails.enqueue(Blob(data=1))  # type: ignore[arg-type]
+        thumbnails.enqueue(Blob(data=1))  # type: ignore[call-overload]
     with pytest.raises(jobtable.PayloadError, match="'thumbnail'"):
-        thumbnails.enqueue({"photo_id": "p1", "size": 1})  # type: ignore[arg-type]
+        thumbnails.enqueue({"photo_id": "p1", "size": 1})  # type: ignore[call-overload]
     assert queued_jobs(store) == 0
 
 

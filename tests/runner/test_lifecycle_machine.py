@@ -42,7 +42,7 @@ from hypothesis.stateful import (
 from pydantic import BaseModel
 
 import jobtable
-from jobtable._store import now
+from jobtable._values import now
 
 Outcome = Literal["succeed", "failure", "error", "crash"]
 RUNNER_NAME = "machine"
@@ -346,13 +346,13 @@ def broken(machine: type[LifecycleMachine], step: str) -> type[LifecycleMachine]
         def claim_and_run(self) -> str | None:
             if step == "claim ignores enqueue order":
                 # Claims the two oldest jobs and runs the newer one.
-                claimed = self.loop.run_until_complete(self.runner._claim(2))
+                claimed = self.loop.run_until_complete(self.runner._producer.claim(2))
                 if not claimed:
                     return None
                 job = claimed[-1]
-                self.loop.run_until_complete(self.runner._run(job))
+                self.loop.run_until_complete(self.runner._executor.run(job))
                 if len(claimed) > 1:
-                    self.loop.run_until_complete(self.runner._run(claimed[0]))
+                    self.loop.run_until_complete(self.runner._executor.run(claimed[0]))
                 return job.id
             if step == "handler runs twice":
                 ran = super().claim_and_run()
@@ -365,7 +365,7 @@ def broken(machine: type[LifecycleMachine], step: str) -> type[LifecycleMachine]
 
 
 def broken_leak(machine: type[LifecycleMachine]) -> type[LifecycleMachine]:
-    """A machine whose runner stores a handler's exception text, as the seed forbids."""
+    """A machine whose runner stores a handler's exception text, which jobtable must never do."""
 
     class Leaky(LifecycleMachine):
         make_target = staticmethod(machine.make_target)

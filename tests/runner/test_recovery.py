@@ -7,15 +7,18 @@ growing wait, and the heartbeat prunes finished jobs older than retention.
 """
 
 import asyncio
+import contextlib
 import datetime
 import logging
-from collections.abc import Awaitable, Callable
+import pathlib
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
 import jobtable
 from jobtable._engine import Queries
-from jobtable._store import now, timestamp
+from jobtable._values import now, timestamp
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
@@ -29,7 +32,18 @@ def claim_as(store: jobtable.Store, runner: str, max_jobs: int) -> list[str]:
     """Claims queued jobs for a runner that is not running here: a crashed process."""
 
     def claim(q: Queries) -> list[str]:
-        return [row.id for row in q.claim_next_job(runner=runner, now=now(), max_jobs=max_jobs)]
+        return [
+            row.id
+            for row in q.finish_and_claim_jobs(
+                ids=[],
+                attempts=[],
+                results=[],
+                errors=[],
+                runner=runner,
+                now=now(),
+                max_jobs=max_jobs,
+            )[1]
+        ]
 
     return store.engine.write(claim)
 
@@ -177,6 +191,23 @@ async def test_a_runner_whose_lease_expired_long_ago_has_its_jobs_failed_at_star
     assert interrupted_warnings(caplog, "failed %d jobs interrupted by restart") == [3]
 
 
+@contextlib.contextmanager
+def writes_failing(store: jobtable.Store, store_target: str) -> Iterator[None]:
+    """Points store at a closed engine of the same database: every write fails, a real error."""
+    working = store.engine
+    with jobtable.Store.open(store_target) as broken:
+        broken.close()
+        store.engine = broken.engine
+        try:
+            yield
+        finally:
+            store.engine = working
+
+
+def claim_retries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "claim jobs; retrying"]
+
+
 async def test_a_failed_claim_is_logged_and_retried_with_a_growing_wait_until_it_succeeds(
     store: jobtable.Store,
     store_target: str,
@@ -184,32 +215,23 @@ async def test_a_failed_claim_is_logged_and_retried_with_a_growing_wait_until_it
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="jobtable")
-    # Polling alone would find the job only after a minute: a parked worker
-    # (the seed's claim error) would never see it within the test.
+    # Polling alone would find the job only after a minute: a worker parked
+    # after a claim error, as jobs.go's work loop parks until a wake, would
+    # never see it within the test.
     runner = jobtable.Runner(store, workers=2, poll_interval=60)
     runner.register("number", double)
-    working = store.engine
     await runner.start()
-    with jobtable.Store.open(store_target) as broken, jobtable.Store.open(store_target) as web:
-        # Every claim now goes to an engine that was closed: a real error.
-        broken.close()
-        store.engine = broken.engine
-        try:
+    with jobtable.Store.open(store_target) as web:
+        with writes_failing(store, store_target):
             runner.notify_enqueued()
-
-            def retries() -> list[logging.LogRecord]:
-                return [r for r in caplog.records if r.getMessage() == "claim jobs; retrying"]
-
-            await wait_until(lambda: len(retries()) >= 3)
+            await wait_until(lambda: len(claim_retries(caplog)) >= 3)
             job_id = jobtable.Runner(web, name="web").register("number", double).enqueue(21)
-        finally:
-            store.engine = working
         try:
             await wait_until(lambda: runner.get(job_id).status is jobtable.Status.SUCCEEDED)
         finally:
             runner.stop()
             await runner.wait()
-    records = retries()
+    records = claim_retries(caplog)
     assert all(r.levelno == logging.ERROR and r.exc_info for r in records)
     waits = [r.__dict__["backoff"] for r in records]
     assert waits[:3] == sorted(waits[:3])
@@ -286,7 +308,11 @@ async def test_a_claim_whose_reply_was_lost_is_failed_as_interrupted_by_its_own_
     # The claim commits under the live runner's name, but no worker of it ever
     # sees the reply: a connection that dropped at COMMIT.
     long_ago = timestamp(datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=10))
-    store.engine.write(lambda q: q.claim_next_job(runner="worker", now=long_ago, max_jobs=1))
+    store.engine.write(
+        lambda q: q.finish_and_claim_jobs(
+            ids=[], attempts=[], results=[], errors=[], runner="worker", now=long_ago, max_jobs=1
+        )[1]
+    )
     try:
         await wait_until(lambda: runner.get(job_id).status is jobtable.Status.FAILED)
     finally:
@@ -315,3 +341,57 @@ async def test_a_held_job_that_runs_longer_than_the_lease_is_not_failed(
         await runner.wait()
     job = runner.get(job_id)
     assert (job.status, job.result, job.error) == (jobtable.Status.SUCCEEDED, 7, None)
+
+
+async def test_claim_retries_wait_as_the_runners_retry_backoff_says(
+    store: jobtable.Store,
+    store_target: str,
+    wait_until: WaitUntil,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    backoff = jobtable.Backoff(0.01, 0.04)
+    runner = jobtable.Runner(store, workers=1, poll_interval=60, retry_backoff=backoff)
+    runner.register("number", double)
+    await runner.start()
+    try:
+        with writes_failing(store, store_target):
+            runner.notify_enqueued()
+            await wait_until(lambda: len(claim_retries(caplog)) >= 5)
+    finally:
+        runner.stop()
+        await runner.wait()
+    waits = [r.__dict__["backoff"] for r in claim_retries(caplog)[:5]]
+    assert waits == [0.01, 0.02, 0.04, 0.04, 0.04]
+
+
+async def test_a_stopping_runner_gives_up_an_outcome_write_after_give_up_after_tries(
+    tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    path = tmp_path / "jobs.db"
+    with jobtable.Store.open(path) as store:
+        runner = jobtable.Runner(
+            store, workers=1, give_up_after=3, retry_backoff=jobtable.Backoff(0.01, 0.01)
+        )
+        running = asyncio.Event()
+
+        async def wait_for_stop(ctx: jobtable.JobContext[int], payload: int) -> int:
+            running.set()
+            await ctx.asleep(60)
+            return payload
+
+        job_id = runner.register("wait", wait_for_stop).enqueue(1)
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+            conn.execute(
+                "CREATE TRIGGER refuse_success BEFORE UPDATE OF status ON jobs "
+                "WHEN NEW.status = 'succeeded' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        await runner.start()
+        await asyncio.wait_for(running.wait(), 30)
+        runner.stop()
+        await runner.wait()
+        assert runner.get(job_id).status is jobtable.Status.RUNNING
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages.count("record job outcomes; retrying") == 2
+    assert sum(m.startswith("record job outcomes; giving up") for m in messages) == 1

@@ -1,4 +1,4 @@
-"""Building a runner and registering handlers: what the seed's NewRunner and Register check.
+"""Building a runner and registering handlers: the checks of NewRunner and Register (jobs.go).
 
 Misuse is refused at once with an error that names the argument or the kind,
 never later inside a worker.
@@ -273,3 +273,25 @@ async def test_a_sync_handler_publishes_while_the_event_loop_keeps_running(
         await runner.wait()
     assert thumbnails.get(job_id).status is jobtable.Status.SUCCEEDED
     assert thumbnails.get(job_id).result == Progress(done=2, total=2)
+
+
+@pytest.mark.parametrize(("first", "cap"), [(0, 1.0), (-0.1, 1.0), (2.0, 1.0)])
+def test_a_backoff_needs_a_positive_first_wait_no_longer_than_its_cap(
+    first: float, cap: float
+) -> None:
+    with pytest.raises(ValueError, match=r"want 0 < first <= cap"):
+        jobtable.Backoff(first, cap)
+
+
+def test_a_backoff_doubles_up_to_its_cap() -> None:
+    backoff = jobtable.Backoff(0.1, 0.3)
+    assert [backoff.after(0.1), backoff.after(0.2)] == [0.2, 0.3]
+
+
+def test_runner_retry_settings_are_checked(store: jobtable.Store) -> None:
+    with pytest.raises(TypeError, match="retry_backoff must be a Backoff"):
+        jobtable.Runner(store, retry_backoff=(0.1, 1.0))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="give_up_after must be at least 1"):
+        jobtable.Runner(store, give_up_after=0)
+    runner = jobtable.Runner(store)
+    assert (runner.retry_backoff, runner.give_up_after) == (jobtable.Backoff(0.05, 5.0), 8)

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 import jobtable
 from jobtable._engine import Engine, Queries
-from jobtable._store import new_id, now
+from jobtable._values import new_id, now
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]

@@ -23,7 +23,7 @@ async def make_thumbnail(ctx: jobtable.JobContext[int], payload: Thumbnail) -> i
 
 async def misuse(runner: jobtable.Runner) -> None:
     thumbnails = runner.register("thumbnail", make_thumbnail)
-    thumbnails.enqueue(Archive(paths=[]))  # E: arg-type
-    thumbnails.enqueue({"photo_id": "p1", "size": 1})  # E: arg-type
+    thumbnails.enqueue(Archive(paths=[]))  # E: call-overload
+    thumbnails.enqueue({"photo_id": "p1", "size": 1})  # E: call-overload
     thumbnails.enqueue_many([Archive(paths=[])])  # E: list-item
-    await thumbnails.aenqueue("p1")  # E: arg-type
+    await thumbnails.aenqueue("p1")  # E: call-overload

@@ -105,3 +105,41 @@ def work() -> None:
         runner = jobtable.Runner(store)
         runner.register("thumbnail", make_thumbnail)
         runner.run()
+
+
+# The declaration form: a module both processes import declares the kinds.
+thumbnail = jobtable.Kind("thumbnail", Thumbnail, Progress)
+archive = jobtable.Kind("archive", Archive, int)
+
+
+def web(store: jobtable.Store) -> None:
+    assert_type(thumbnail, jobtable.Kind[Thumbnail, Progress])
+    job_id = thumbnail.enqueue(store, Thumbnail(photo_id="p1", size=256))
+    assert_type(job_id, str)
+    assert_type(archive.enqueue_many(store, [{"paths": ["a"]}]), list[str])
+    assert_type(thumbnail.get(store, job_id), jobtable.Job[Progress])
+    assert_type(thumbnail.get(store, job_id).result, Progress | None)
+    assert_type(store.get(job_id), jobtable.Job)
+
+
+async def aweb(store: jobtable.Store) -> None:
+    job_id = await thumbnail.aenqueue(store, Thumbnail(photo_id="p1", size=256))
+    assert_type(await archive.aenqueue_many(store, [{"paths": []}]), list[str])
+    assert_type(await thumbnail.aget(store, job_id), jobtable.Job[Progress])
+    assert_type(await store.aget(job_id), jobtable.Job)
+
+
+def worker(store: jobtable.Store) -> None:
+    runner = jobtable.Runner(store, workers=4, retry_backoff=jobtable.Backoff(0.01, 0.1))
+
+    @runner.handler(thumbnail)
+    async def thumbnail_handler(ctx: jobtable.JobContext[Progress], payload: Thumbnail) -> Progress:
+        await ctx.apublish(Progress(done=0, total=1))
+        return Progress(done=1, total=1)
+
+    @runner.handler(archive)
+    def archive_handler(ctx: jobtable.JobContext[int], payload: Archive) -> int:
+        return len(payload["paths"])
+
+    runner.handler(jobtable.Kind("words", str, dict))(count_words)
+    runner.run()

@@ -1,0 +1,138 @@
+"""The executor: runs one claimed job and decides its outcome.
+
+It is the one place that decides what text is stored for a job: the
+handler's typed result, a Failure's message, or a message of the runner's
+own. Any other exception text is logged, never stored.
+"""
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import logging
+import threading
+from typing import TypeVar, cast
+
+from ._context import JobContext
+from ._engine import ClaimedRow
+from ._errors import Failure
+from ._handler import AsyncHandler, Handler, Handlers, SyncHandler
+from ._job import MESSAGE_INTERNAL
+from ._job_logger import JobLogger
+from ._ops import Finish, Publish
+from ._store import Store
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+class Executor:
+    """Runs claimed jobs with their kinds' handlers and returns their outcomes.
+
+    Plain ``def`` handlers run on threads of its own once started, so that
+    they never block the event loop; before that, on the loop's default
+    executor.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        handlers: Handlers,
+        logger: logging.Logger,
+        stopping: threading.Event,
+        astopping: asyncio.Event,
+    ) -> None:
+        self._store = store
+        self._handlers = handlers
+        self._logger = logger
+        self._stopping = stopping
+        self._astopping = astopping
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def start(self, threads: int, name: str) -> None:
+        """Opens the threads plain ``def`` handlers run on."""
+        self._threads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=threads, thread_name_prefix=name
+        )
+
+    def close(self) -> None:
+        """Lets go of the threads; a handler still running in one finishes unobserved."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+
+    async def run(self, job: ClaimedRow) -> Finish | None:
+        """Runs a claimed job and returns the outcome to store.
+
+        Only the handler's typed result, a Failure's message or a message of
+        the runner's own reaches the table; any other exception is logged.
+        None means the job stays running: the handler raised after stop began.
+        """
+        handler = self._handlers.get(job.kind)
+        if handler is None:
+            JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
+            return Finish(job, error=f"no handler for job kind {job.kind}")
+        try:
+            result = await self._call(handler, job)
+        except asyncio.CancelledError as err:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                JobLogger(self._logger, job.id, job.kind).warning(
+                    "job cancelled by shutdown; it fails at the next start"
+                )
+                raise
+            # Nobody cancelled the worker: the handler awaited something that
+            # was cancelled. That is the handler's failure, not a shutdown.
+            return self._raised(job, err)
+        except Exception as err:
+            return self._raised(job, err)
+        return Finish(job, result=result)
+
+    def _raised(self, job: ClaimedRow, err: BaseException) -> Finish | None:
+        """The outcome of a handler that raised err.
+
+        After stop began, None: the job stays running and fails at the next
+        start. Otherwise a Failure's message, or MESSAGE_INTERNAL with err
+        logged, never stored.
+        """
+        logger = JobLogger(self._logger, job.id, job.kind)
+        if self._stopping.is_set():
+            logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
+            return None
+        if isinstance(err, Failure):
+            return Finish(job, error=str(err.message))
+        logger.error("job failed", exc_info=err)
+        return Finish(job, error=MESSAGE_INTERNAL)
+
+    async def _call(self, handler: Handler[P, R], job: ClaimedRow) -> str:
+        """Decodes the payload, calls the handler and returns its result as JSON."""
+        codec = handler.codec
+        payload = codec.decode_payload(job.payload)
+        engine = self._store.engine
+
+        def publish_op(partial: R) -> Publish:
+            return Publish(job.id, job.attempt, codec.encode_result(partial))
+
+        def publish(partial: R) -> None:
+            engine.write(publish_op(partial))
+
+        async def apublish(partial: R) -> None:
+            await engine.awrite(publish_op(partial))
+
+        ctx: JobContext[R] = JobContext(
+            id=job.id,
+            kind=job.kind,
+            attempt=job.attempt,
+            stopping=self._stopping,
+            astopping=self._astopping,
+            publish=publish,
+            apublish=apublish,
+        )
+        if handler.is_async:
+            fn = cast("AsyncHandler[R, P]", handler.fn)
+            result = await fn(ctx, payload)
+        else:
+            sync_fn = cast("SyncHandler[R, P]", handler.fn)
+            loop = asyncio.get_running_loop()
+            call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
+            result = await loop.run_in_executor(self._threads, call)
+        return codec.encode_result(result)

@@ -1,0 +1,130 @@
+"""The producer: claims queued jobs for the runner's free worker slots."""
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Sequence
+
+from ._backoff import Backoff
+from ._completer import Completer
+from ._engine import ClaimedRow
+from ._ops import Finish, FinishAndClaim
+from ._store import Store
+
+
+class Producer:
+    """Fills free worker slots with claimed jobs, oldest first, until stop.
+
+    It hands each claimed job to the workers' queue, and then, at stop, one
+    None per worker. A claim also stores the outcomes the completer holds for
+    it, so a worker's outcome commits in the statement that claims the job
+    filling its slot. A failed claim is retried with capped backoff, its
+    outcomes handed back to the completer. It looks for jobs again when woken
+    (an enqueue), when a slot frees, or every poll_interval seconds.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        runner: str,
+        logger: logging.Logger,
+        completer: Completer,
+        *,
+        poll_interval: float,
+        backoff: Backoff,
+        stopping: threading.Event,
+        astopping: asyncio.Event,
+    ) -> None:
+        self._store = store
+        self._runner = runner
+        self._logger = logger
+        self._completer = completer
+        self._poll_interval = poll_interval
+        self._backoff = backoff
+        self._stopping = stopping
+        self._astopping = astopping
+        self._wake = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._free = 0
+        # True while the producer waits for a free slot: a worker that
+        # finishes frees one, so its outcome can ride on the claim that follows.
+        self._waits_for_slot = False
+
+    @property
+    def waits_for_slot(self) -> bool:
+        """True while every slot is busy and the producer waits for one to free."""
+        return self._waits_for_slot
+
+    def wake(self) -> None:
+        """Makes the producer look for jobs now; call it on the event loop."""
+        self._wake.set()
+
+    def freed(self) -> None:
+        """A worker finished its job and its slot is free; call it on the event loop."""
+        self._free += 1
+        self._slot_freed.set()
+
+    def stop(self) -> None:
+        """Ends run soon: it claims nothing more; call it on the event loop."""
+        self._wake.set()
+        self._slot_freed.set()
+
+    async def claim(self, max_jobs: int, outcomes: Sequence[Finish] = ()) -> Sequence[ClaimedRow]:
+        """Stores outcomes and claims up to max_jobs jobs, in one write.
+
+        Returns the claimed jobs, oldest first; the completer holds them
+        until their outcomes are recorded.
+        """
+        changed, rows = await self._store.engine.awrite(
+            FinishAndClaim(outcomes, self._runner, max_jobs)
+        )
+        self._completer.claimed(rows)
+        if outcomes:
+            self._completer.recorded(outcomes, changed)
+        return sorted(rows, key=lambda row: row.seq)
+
+    async def run(self, slots: int, queue: "asyncio.Queue[ClaimedRow | None]") -> None:
+        """Claims jobs for slots workers, putting them on queue, until stop."""
+        self._free = slots
+        backoff = self._backoff.first
+        while not self._stopping.is_set():
+            if self._free <= 0:
+                self._slot_freed.clear()
+                self._waits_for_slot = True
+                try:
+                    await self._slot_freed.wait()
+                finally:
+                    self._waits_for_slot = False
+                continue
+            self._wake.clear()
+            wanted = self._free
+            # The outcomes of the jobs that freed the slots commit with the
+            # claim that fills them: one statement, one commit.
+            outcomes = self._completer.take()
+            try:
+                jobs = await self.claim(wanted, outcomes)
+            except Exception:
+                if outcomes:
+                    # The completer retries them on their own.
+                    self._completer.give_back(outcomes)
+                self._logger.exception(
+                    "claim jobs; retrying", extra={"runner": self._runner, "backoff": backoff}
+                )
+                await self._wait(self._astopping, backoff)
+                backoff = self._backoff.after(backoff)
+                continue
+            backoff = self._backoff.first
+            for job in jobs:
+                self._free -= 1
+                queue.put_nowait(job)
+            if len(jobs) < wanted:
+                self._completer.flush()
+                await self._wait(self._wake, self._poll_interval)
+        self._completer.flush()
+        for _ in range(slots):
+            queue.put_nowait(None)
+
+    async def _wait(self, event: asyncio.Event, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)

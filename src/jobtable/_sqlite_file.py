@@ -1,0 +1,153 @@
+"""A SQLite file as jobtable opens it: the path checked, connected, its schema made current.
+
+The schema is checked, created or upgraded in one transaction.
+"""
+
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from jobtable._errors import StoreError
+
+SCHEMA_VERSION = 1
+"""The schema version this library writes, recorded in ``PRAGMA user_version``.
+
+Bump it with every change to schema.sql, and add the step from the previous
+version to ``_UPGRADES``.
+"""
+
+
+def _upgrade_steps() -> dict[int, Callable[[sqlite3.Connection], None]]:
+    # Maps version N to the step that brings a database from N to N + 1, run
+    # in order inside the one transaction that also records the new version.
+    # A new database gets schema.sql whole instead, which is always the latest
+    # version. There are no steps yet: version 1 is the first.
+    return {}
+
+
+_UPGRADES = _upgrade_steps()
+
+
+def _split_statements(script: str) -> list[str]:
+    """Returns the statements of script, each with the comments above it."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending)
+            pending = ""
+    leftover = [
+        ln for ln in pending.splitlines() if ln.strip() and not ln.lstrip().startswith("--")
+    ]
+    if leftover:
+        raise ValueError(f"schema ends with an incomplete statement: {leftover[0]!r}")
+    return statements
+
+
+_CREATE_NAME = re.compile(
+    r"^\s*CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+class SQLiteSchema:
+    """schema.sql as statements, with the names it creates.
+
+    A database that already has any of those names and no jobtable version
+    was not made by jobtable, and is refused.
+    """
+
+    def __init__(self, script: str) -> None:
+        self.statements = _split_statements(script)
+        self.names = frozenset(
+            name.lower()
+            for statement in self.statements
+            for name in _CREATE_NAME.findall(statement)
+        )
+
+
+def check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> int:
+    """Returns the database's jobtable schema version; refuses one jobtable cannot use.
+
+    Only reads.
+    """
+    try:
+        version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as err:
+        if "not a database" in str(err):
+            raise StoreError(f"cannot open {path}: the file is not a SQLite database") from err
+        raise
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"cannot open {path}: its schema version {version} is newer than this "
+            f"jobtable's ({SCHEMA_VERSION}); upgrade jobtable"
+        )
+    if version == 0:
+        rows = conn.execute("SELECT type, name FROM sqlite_schema").fetchall()
+        for kind, name in rows:
+            if str(name).lower() in schema.names:
+                raise StoreError(
+                    f"cannot open {path}: it already has a {kind} named {name} "
+                    "that jobtable did not create"
+                )
+    return version
+
+
+def migrate(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> None:
+    """Brings the schema to SCHEMA_VERSION in one transaction: all of it or none."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Checked again under the write lock: another process may have
+        # created or upgraded the schema since the first look.
+        version = check_schema(schema, conn, path)
+        if version == 0:
+            for statement in schema.statements:
+                conn.execute(statement)
+        else:
+            for step in range(version, SCHEMA_VERSION):
+                _UPGRADES[step](conn)
+        if version != SCHEMA_VERSION:
+            # A PRAGMA takes no parameters; the value is our own integer.
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def connect(path: Path, *, create: bool, busy_timeout: float) -> sqlite3.Connection:
+    """Connects to the database at path, creating the file only with create."""
+    # A file: URI with mode=rw never creates a file, so opening an existing
+    # database cannot leave a new empty one behind if it vanished meanwhile.
+    mode = "rwc" if create else "rw"
+    return sqlite3.connect(
+        f"{path.as_uri()}?mode={mode}",
+        uri=True,
+        timeout=busy_timeout,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+
+
+def check_file(path: Path) -> bool:
+    """Refuses a path that cannot hold a database; returns whether the file has content.
+
+    Only asks the file system: it never opens the file. Closing any
+    descriptor of a file drops every POSIX lock this process holds on it,
+    those of SQLite's open connections included, so reading the header here
+    would break the locking of another store on the same file.
+    """
+    if path.is_dir():
+        raise StoreError(f"cannot open {path}: it is a directory")
+    if not path.parent.is_dir():
+        raise StoreError(f"cannot open {path}: the folder {path.parent} does not exist")
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        raise StoreError(f"cannot open {path}: {err.strerror or err}") from err
+    return size > 0
