@@ -49,6 +49,8 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
     payload = Ping()
     engine = db.store.engine
     kind = kinds.noop
+    binding = kind._binding  # a kind registered on a runner is bound to its store
+    assert binding is not None
 
     def create_job(q: Any) -> None:
         q.create_job(id=_db.new_id(), kind=_db.KIND, payload=_db.PAYLOAD, now=_db.utc_text())
@@ -93,7 +95,7 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
     steps += [
         ("engine.write(CreateJob)", lambda: engine.write(create_job)),
         ("engine.write(nothing)", lambda: engine.write(lambda q: None)),
-        ("encode + id + time (Kind._create)", lambda: kind._create([payload])),
+        ("encode + id (Kind._create)", lambda: kind._create(binding, [payload])),
         ("Kind.enqueue", lambda: kind.enqueue(payload)),
     ]
     return steps
