@@ -487,7 +487,9 @@ def compare(engine: str, pg_url: str, jobs: int, rounds: int) -> Table:
         for make in makers:
             try:
                 queues.append(make())
-            except ImportError as err:
+            except ModuleNotFoundError as err:
+                if err.name is None or err.name.split(".")[0] not in PEER_PACKAGES:
+                    raise
                 notes.append(
                     f"left out: {err} (install the bench extra: pip install -e '.[bench]')"
                 )
