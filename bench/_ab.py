@@ -4,11 +4,12 @@ BEFORE and AFTER are git revisions (AFTER defaults to the work tree). Each
 one's ``src`` is exported to a temporary folder, and each round runs one
 child process per version, alternately, on the same workload as the peers
 comparison (``bench._peers``): enqueue N one a call, drain them with 1
-worker, end to end, then enqueue N 100 a call and drain them with 4 workers;
-and beside them, in the same child, the raw one-insert transaction and the
-raw claim-and-finish cycles of 1 and 4 jobs a commit, so each figure also
-has its ratio to the raw SQL measured next to it. The benchmark's own code
-is the work tree's for both.
+worker, end to end, then enqueue N 100 a call and drain them with 4 workers,
+then enqueue N one a call from 8 and 32 threads and from 32 async tasks
+(their ratio is to the one caller); and beside them, in the same child,
+the raw one-insert transaction and the raw claim-and-finish cycles of 1 and
+4 jobs a commit, so each figure also has its ratio to the raw SQL measured
+next to it. The benchmark's own code is the work tree's for both.
 
 ``python -m bench._ab BEFORE [AFTER] --engine postgres --jobs 2000 --rounds 3``
 """
@@ -23,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import _db
+from bench import _db, _suite
 from bench._stats import Table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +34,11 @@ ROWS = [
     ("drain.1", "drain, 1 worker", "raw.cycle1"),
     ("e2e.1", "end to end, 1 worker", None),
     ("drain.4", "drain, 4 workers", "raw.cycle4"),
+    ("threads.8", "enqueue, 1 job a call, 8 threads (vs one caller)", "enqueue.1"),
+    ("threads.32", "enqueue, 1 job a call, 32 threads (vs one caller)", "enqueue.1"),
+    ("tasks.32", "aenqueue, 32 async tasks (vs one caller)", "enqueue.1"),
 ]
+"""Each figure: key, label, and what its ratio is to (raw SQL, or the one caller)."""
 
 
 def child(engine: str, jobs: int) -> dict[str, float]:
@@ -59,6 +64,11 @@ def child(engine: str, jobs: int) -> dict[str, float]:
         queue.clear()
         out["raw.cycle4"] = jobs / db.raw_cycle(jobs, 4)
         db.reset()
+        for threads in (8, 32):
+            out[f"threads.{threads}"] = jobs / queue.enqueue_threads(jobs, threads)
+            queue.clear()
+        out["tasks.32"] = jobs / _suite.enqueue_tasks(db.store, jobs, 32)
+        queue.clear()
     finally:
         queue.close()
     return out
@@ -127,13 +137,14 @@ def main() -> None:
     for key, label, raw in ROWS:
         b, a = median("before", key), median("after", key)
         rb, ra = median("before", raw), median("after", raw)
+        shown = "{:.2f}x" if raw == "enqueue.1" else "{:.0%}"
         table.add(
             label,
             f"{b:,.0f}" if b else "-",
             f"{a:,.0f}" if a else "-",
             f"{a / b:.2f}x" if a and b else "-",
-            f"{b / rb:.0%}" if b and rb else "-",
-            f"{a / ra:.0%}" if a and ra else "-",
+            shown.format(b / rb) if b and rb else "-",
+            shown.format(a / ra) if a and ra else "-",
         )
     print(table.render(markdown=True))
 
