@@ -41,11 +41,11 @@ ROWS = [
 """Each figure: key, label, and what its ratio is to (raw SQL, or the one caller)."""
 
 
-def child(engine: str, jobs: int) -> dict[str, float]:
+def child(engine: str, jobs: int, *, durable: bool = True) -> dict[str, float]:
     """One round of one version, in this process: jobs per second by figure."""
     from bench._peers import Jobtable
 
-    queue = Jobtable(engine, _db.PG_URL)
+    queue = Jobtable(engine, _db.PG_URL, durable=durable)
     out: dict[str, float] = {}
     try:
         db = queue.db
@@ -91,10 +91,15 @@ def main() -> None:
     parser.add_argument("--engine", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--normal",
+        action="store_true",
+        help="SQLite with synchronous=NORMAL on both sides: no fsync, the CPU's costs alone",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.engine, args.jobs)))
+        print(json.dumps(child(args.engine, args.jobs, durable=not args.normal)))
         return
     temp = Path(tempfile.mkdtemp(prefix="jobtable-ab-"))
     try:
@@ -112,6 +117,7 @@ def main() -> None:
                     [
                         *(sys.executable, "-m", "bench._ab", args.before, "--child"),
                         *("--engine", args.engine, "--jobs", str(args.jobs)),
+                        *(["--normal"] if args.normal else []),
                     ],
                     cwd=ROOT,
                     env=env,
@@ -125,7 +131,8 @@ def main() -> None:
         shutil.rmtree(temp, ignore_errors=True)
     after = args.after or "work tree"
     table = Table(
-        f"{args.engine}: {args.before} vs {after}, {args.jobs} jobs, "
+        f"{args.engine}{', synchronous=NORMAL' if args.normal else ''}: "
+        f"{args.before} vs {after}, {args.jobs} jobs, "
         f"median of {args.rounds} interleaved round(s), jobs/s",
         ["figure", "before", "after", "after / before", "before / raw", "after / raw"],
     )

@@ -24,13 +24,10 @@ differences between lines are the layers' costs:
 
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import jobtable
 from bench import _db
 from bench._jobs import Ping, make_runner
 from jobtable.db.postgres import jobs as pg_sql
@@ -113,11 +110,7 @@ def main() -> None:
     synchronous = "FULL"
     if engine == "sqlite-normal":
         # Both sides without a sync per commit: what is left is the CPU's cost.
-        folder = Path(tempfile.mkdtemp(prefix="jobtable-bench-"))
-        path = folder / "bench.db"
-        db: _db.Database = _db.SQLiteDatabase(
-            jobtable.Store.open(path, durable=False), path, folder
-        )
+        db: _db.Database = _db.SQLiteDatabase.create(durable=False)
         synchronous = "NORMAL"
     else:
         db = _db.create(engine)

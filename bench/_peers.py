@@ -104,10 +104,12 @@ class Queue(abc.ABC):
 class Jobtable(Queue):
     """jobtable on a fresh SQLite file or PostgreSQL schema, as ``make bench`` uses."""
 
-    def __init__(self, engine: str, pg_url: str) -> None:
+    def __init__(self, engine: str, pg_url: str, *, durable: bool = True) -> None:
         self.engine = engine
         self.label = "jobtable"
-        self.db = _db.create(engine, pg_url)
+        self.db: _db.Database = (
+            _db.create(engine, pg_url) if durable else _db.SQLiteDatabase.create(durable=False)
+        )
         self.kinds = make_runner(self.db.store, workers=1, name="bench-peers-enqueuer")
 
     def enqueue_one(self, count: int) -> float:
