@@ -14,7 +14,6 @@ SAVEPOINT, COMMIT); every query of the runner comes from the generated
 
 import asyncio
 import os
-import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,6 +29,8 @@ from jobtable._sqlite_file import (
     connect,
     migrate,
 )
+from jobtable._sqlite_text import Connection
+from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
 from jobtable._sqlite_writer import driver_errors as _driver_errors
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
@@ -89,13 +90,16 @@ class SQLiteEngine:
     def __init__(
         self,
         path: Path,
-        writer: sqlite3.Connection,
+        writer: Connection,
         *,
         busy_timeout: float,
         readers: int,
+        watch: bool = True,
     ) -> None:
         """Takes over an open, migrated writer connection; use ``open`` instead."""
         self._path = path
+        self._watch = watch
+        self._watchers: set[WalWatcher] = set()
         self._busy_timeout = busy_timeout
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
@@ -104,7 +108,7 @@ class SQLiteEngine:
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)
-        self._idle_readers: list[sqlite3.Connection] = []
+        self._idle_readers: list[Connection] = []
 
     @classmethod
     def open(
@@ -114,6 +118,7 @@ class SQLiteEngine:
         durable: bool = True,
         busy_timeout: float = 5.0,
         readers: int = 4,
+        watch: bool = True,
     ) -> "SQLiteEngine":
         """Opens the database at path, creating it or its schema when missing.
 
@@ -127,7 +132,8 @@ class SQLiteEngine:
         Without it (synchronous=NORMAL), a power loss may lose the last
         committed writes, but never corrupts the database; a crash of the
         process alone loses nothing. busy_timeout is how long, in seconds, to
-        wait for another process's write lock.
+        wait for another process's write lock. Without watch, ``listen``
+        returns None, so runners find other processes' jobs by polling alone.
         """
         if busy_timeout < 0:
             raise ValueError(f"busy_timeout is {busy_timeout}, want at least 0")
@@ -155,7 +161,7 @@ class SQLiteEngine:
             except BaseException:
                 conn.close()
                 raise
-        return cls(resolved, conn, busy_timeout=busy_timeout, readers=readers)
+        return cls(resolved, conn, busy_timeout=busy_timeout, readers=readers, watch=watch)
 
     @property
     def path(self) -> Path:
@@ -202,7 +208,7 @@ class SQLiteEngine:
                 with _driver_errors(self._path):
                     conn.execute("BEGIN")
                     try:
-                        return op(_Queries(conn))
+                        return conn.run(op, _Queries(conn))
                     finally:
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")
@@ -214,11 +220,36 @@ class SQLiteEngine:
         return await asyncio.to_thread(self.read, op)
 
     def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
-        """Returns None: SQLite cannot tell one process about another's writes.
+        """Calls wake, from a thread of its own, after each commit to the file (``WalWatcher``).
 
-        The runner polls instead.
+        Other processes' commits wake, and so, needlessly, do this process's
+        own. The watch is set before it returns. Returns the function that
+        stops listening: once it returns, wake is not called again and the
+        watch is closed; calling it again does nothing. Returns None where
+        the file system cannot tell (no inotify) or the engine was opened
+        without watch: the runner then polls alone. Raises StoreError once
+        the engine is closed.
         """
-        return None
+        self._check_open()
+        if not self._watch:
+            return None
+        watcher = WalWatcher.start(self._path, wake)
+        if watcher is None:
+            return None
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._watchers.add(watcher)
+        if closed:
+            watcher.stop()
+            raise self._closed_error()
+
+        def stop() -> None:
+            with self._lock:
+                self._watchers.discard(watcher)
+            watcher.stop()
+
+        return stop
 
     def pragma(self, name: str) -> object:
         """Returns PRAGMA name as the writer connection sees it: a diagnostic.
@@ -235,7 +266,7 @@ class SQLiteEngine:
         return self.write(read_pragma)
 
     def close(self) -> None:
-        """Finishes the writes already queued, then closes every connection.
+        """Stops every listener, finishes the writes already queued, then closes every connection.
 
         Calling it again does nothing. Any later use raises StoreError.
         """
@@ -244,6 +275,9 @@ class SQLiteEngine:
             if self._closed:
                 return
             self._closed = True
+            watchers, self._watchers = self._watchers, set()
+        for watcher in watchers:
+            watcher.stop()
         self._writer.close()
         with self._lock:
             idle, self._idle_readers = self._idle_readers, []
@@ -257,7 +291,7 @@ class SQLiteEngine:
         if self._closed:
             raise self._closed_error()
 
-    def _borrow_reader(self) -> sqlite3.Connection:
+    def _borrow_reader(self) -> Connection:
         with self._lock:
             if self._closed:
                 raise self._closed_error()
@@ -272,7 +306,7 @@ class SQLiteEngine:
                 raise
         return conn
 
-    def _return_reader(self, conn: sqlite3.Connection) -> None:
+    def _return_reader(self, conn: Connection) -> None:
         with self._lock:
             if not self._closed and not conn.in_transaction:
                 self._idle_readers.append(conn)

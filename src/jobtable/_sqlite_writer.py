@@ -34,6 +34,7 @@ from typing import Any, TypeVar, cast
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
+from jobtable._sqlite_text import Connection
 
 T = TypeVar("T")
 
@@ -76,7 +77,7 @@ class Writer:
     is given only after COMMIT.
     """
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, queries: Queries) -> None:
+    def __init__(self, path: Path, conn: Connection, queries: Queries) -> None:
         """Takes over conn, an open writer connection, and starts the writer thread."""
         self.path = path
         self.connection = conn
@@ -230,13 +231,15 @@ class Writer:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     with driver_errors(self.path):
-                        value = call.op(self._queries)
+                        value = conn.run(call.op, self._queries)
                 except BaseException:
+                    conn.finish_statements()
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
         except BaseException as err:
+            conn.finish_statements()
             with contextlib.suppress(sqlite3.Error):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -255,7 +258,7 @@ class Writer:
                     conn.execute("SAVEPOINT jobtable_op")
                     try:
                         with driver_errors(self.path):
-                            value = call.op(self._queries)
+                            value = conn.run(call.op, self._queries)
                     except BaseException as exc:
                         outcomes.append(_Outcome(call, False, exc))
                         if not conn.in_transaction:
@@ -271,6 +274,7 @@ class Writer:
                         outcomes.append(_Outcome(call, True, value))
                 conn.execute("COMMIT")
         except BaseException as batch_error:
+            conn.finish_statements()
             with contextlib.suppress(sqlite3.Error):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
