@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 GENERATED := src/jobtable/db
 
-.PHONY: all check generate generate-check lint format typecheck test demo bench clean
+.PHONY: all check generate generate-check lint format typecheck test demo bench bench-peers clean
 
 all: check
 
@@ -55,6 +55,17 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# jobtable beside huey, procrastinate and pgqueuer on one workload: installs
+# the bench extra (pinned peers and profilers) into the venv first.
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e '.[postgres,dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench-peers: $(BENCH_STAMP)
+	$(BIN)/python -m bench --peers
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

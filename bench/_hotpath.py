@@ -3,7 +3,8 @@
 Enqueues jobs no-op jobs (untimed) on a fresh SQLite file, or with engine
 ``postgres`` a fresh schema on the default server, then runs them with a
 runner of workers workers until the table says all finished, and prints the
-rate. Run it under a sampling profiler, e.g.
+rate. With workers 0 it enqueues the jobs one a call instead (timed) and
+runs none: the single caller's enqueue. Run it under a sampling profiler, e.g.
 ``py-spy record -r 250 -f raw -o hot.txt -- python -m bench._hotpath``.
 """
 
@@ -12,7 +13,7 @@ import sys
 import time
 
 from bench import _db
-from bench._jobs import make_runner
+from bench._jobs import Ping, make_runner
 from bench._suite import PAYLOADS, _wait_done
 
 
@@ -30,12 +31,22 @@ async def _run(db: _db.Database, jobs: int, workers: int) -> float:
     return jobs / elapsed
 
 
+def _enqueue(db: _db.Database, jobs: int) -> float:
+    kinds = make_runner(db.store, workers=1, name="bench-hotpath")
+    enqueue, payload = kinds.noop.enqueue, Ping()
+    begin = time.perf_counter()
+    for _ in range(jobs):
+        enqueue(payload)
+    return jobs / (time.perf_counter() - begin)
+
+
 def main() -> None:
     jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 40_000
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     db = _db.create(sys.argv[3] if len(sys.argv) > 3 else "sqlite")
     try:
-        print(f"{asyncio.run(_run(db, jobs, workers)):,.0f} jobs/s")
+        rate = _enqueue(db, jobs) if workers == 0 else asyncio.run(_run(db, jobs, workers))
+        print(f"{rate:,.0f} jobs/s")
     finally:
         db.close()
 

@@ -10,7 +10,15 @@ from pathlib import Path
 
 from bench import _db
 from bench._stats import Figure, Table, cell, fmt, machine_details, ratio
-from bench._suite import SECTIONS, Plan, Results, log, run_engine
+from bench._suite import (
+    CONCURRENT_TASKS,
+    CONCURRENT_THREADS,
+    SECTIONS,
+    Plan,
+    Results,
+    log,
+    run_engine,
+)
 
 
 def _size(count: int) -> str:
@@ -26,6 +34,71 @@ def _cost_vs(empty: Figure | None, now: Figure | None) -> str:
     if empty is None or now is None or not now.median:
         return "-"
     return f"{empty.median / now.median:.2f}x"
+
+
+_CONCURRENT = [
+    *((f"enq.threads{n}", f"{n} threads at once") for n in CONCURRENT_THREADS),
+    (f"enq.tasks{CONCURRENT_TASKS}", f"{CONCURRENT_TASKS} async tasks at once"),
+]
+"""The concurrent-enqueuer figures: key and label."""
+
+
+def _factor(ours: Figure | None, base: Figure | None) -> str:
+    """ours / base of the medians as a factor, or '-'."""
+    if ours is None or base is None or not ours.values or not base.values or not base.median:
+        return "-"
+    return f"{ours.median / base.median:.2f}x"
+
+
+def _verdict(value: float | None, want: float) -> str:
+    if value is None:
+        return "not measured"
+    return "yes" if value >= want else "no"
+
+
+def _of(ours: Figure | None, base: Figure | None) -> float | None:
+    if ours is None or base is None or not ours.values or not base.values or not base.median:
+        return None
+    return ours.median / base.median
+
+
+def targets_table(engine: str, r: Results) -> Table:
+    """Issue 18's targets: each figure as a ratio to what it is measured against, in this run."""
+    name = "SQLite" if engine == "sqlite" else "PostgreSQL"
+    table = Table(f"{name}: per-job cost targets", ["target", "figure", "ratio", "met?"])
+    g = r.get
+    rows: list[tuple[str, Figure | None, Figure | None, float, str]] = [
+        (
+            "enqueue, 1 a call, >= 90% of a raw one-insert transaction",
+            g("enq.single"),
+            g("raw.insert1"),
+            0.9,
+            "%",
+        ),
+        (
+            "1 worker, >= 80% of the raw claim-and-finish cycle of 1 job a commit",
+            g("e2e.1"),
+            g("raw.cycle1"),
+            0.8,
+            "%",
+        ),
+        (
+            "4 workers, >= 80% of the raw claim-and-finish cycle of 4 jobs a commit",
+            g("e2e.4"),
+            g("raw.cycle4"),
+            0.8,
+            "%",
+        ),
+    ]
+    for key, label in _CONCURRENT:
+        rows.append((f"enqueue from {label}, >= 3x one caller", g(key), g("enq.single"), 3.0, "x"))
+    for label, ours, base, want, unit in rows:
+        value = _of(ours, base)
+        shown = (
+            "-" if value is None else (f"{value * 100:.0f}%" if unit == "%" else f"{value:.2f}x")
+        )
+        table.add(label, f"{cell(ours)} / {cell(base)}", shown, _verdict(value, want))
+    return table
 
 
 def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
@@ -96,6 +169,15 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
         ratio(g("enq.many"), g("raw.insert100")),
         "raw: 100 inserts a transaction",
     )
+    single = g("enq.single")
+    for key, label in _CONCURRENT:
+        table.add(
+            f"enqueue, 1 job a call, {label}",
+            cell(g(key)),
+            "-",
+            "-",
+            f"{_factor(g(key), single)} one caller",
+        )
     cross_note = {"sqlite": "worker woken by inotify on the WAL", "postgres": "LISTEN/NOTIFY"}
     for where, label, note in (
         ("in", "in-process", ""),
@@ -215,11 +297,33 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     parser.add_argument("--pg-url", default=_db.PG_URL, help="the PostgreSQL server to use")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="instead: jobtable beside huey, procrastinate and pgqueuer (needs the bench extra)",
+    )
     args = parser.parse_args(argv)
     plan = dataclasses.replace(
         Plan.make(quick=args.quick, repeat=args.repeat), only=tuple(args.only)
     )
     engines = ["sqlite", "postgres"] if args.engine == "all" else [args.engine]
+    if args.peers:
+        from bench import _peers
+
+        began = time.perf_counter()
+        details = [*machine_details(), ("jobtable", _revision())]
+        sys.stdout.write(
+            Table("Machine", ["", ""], [[k, v] for k, v in details]).render(args.markdown)
+        )
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        sys.stdout.write(
+            _peers.main(
+                engines, args.pg_url, quick=args.quick, rounds=args.repeat, markdown=args.markdown
+            )
+        )
+        sys.stdout.write(f"Took {time.perf_counter() - began:.0f} s.\n")
+        return
     began = time.perf_counter()
     details = machine_details()
     details.append(("SQLite", sqlite3.sqlite_version))
@@ -250,5 +354,6 @@ def main(argv: list[str] | None = None) -> None:
         table = engine_table(engine, version, plan, results)
         table.notes += results.notes
         out.write(table.render(args.markdown) + "\n")
+        out.write(targets_table(engine, results).render(args.markdown) + "\n")
         out.flush()
     out.write(f"Took {time.perf_counter() - began:.0f} s.\n")

@@ -24,6 +24,11 @@ DEADLINE = 600.0
 
 PAYLOADS = [Ping() for _ in range(_db.BATCH)]
 
+CONCURRENT_THREADS = (8, 32)
+"""Thread counts of the concurrent-enqueuer figures."""
+CONCURRENT_TASKS = 32
+"""Asyncio tasks of the concurrent-enqueuer figure."""
+
 
 @dataclasses.dataclass
 class Plan:
@@ -35,6 +40,8 @@ class Plan:
     """Target duration of one throughput run."""
     latency_jobs: int
     single_calls: int
+    concurrent_calls: int
+    """Enqueue calls of a concurrent-enqueuer figure, shared by its threads or tasks."""
     batched_jobs: int
     finished_sizes: list[int]
     memory_jobs: int
@@ -48,10 +55,20 @@ class Plan:
     def make(cls, *, quick: bool, repeat: int | None) -> "Plan":
         if quick:
             return cls(
-                True, repeat or 1, 0.5, 100, 200, 2_000, [0, 10_000, 100_000], 10_000, 2.0, 3.0
+                True, repeat or 1, 0.5, 100, 200, 640, 2_000, [0, 10_000, 100_000], 10_000, 2.0, 3.0
             )
         return cls(
-            False, repeat or 3, 2.0, 300, 500, 10_000, [0, 100_000, 1_000_000], 100_000, 8.0, 10.0
+            False,
+            repeat or 3,
+            2.0,
+            300,
+            1_000,
+            3_200,
+            10_000,
+            [0, 100_000, 1_000_000],
+            100_000,
+            8.0,
+            10.0,
         )
 
 
@@ -328,6 +345,46 @@ def enqueue_batched(store: jobtable.Store, count: int) -> float:
     return time.perf_counter() - begin
 
 
+def enqueue_threads(store: jobtable.Store, count: int, threads: int) -> float:
+    """Seconds for count enqueues, one job a call, from threads threads at once.
+
+    This is how a web app enqueues: each request in a thread of its own.
+    Returns the time for the count actually enqueued (a multiple of threads).
+    """
+    kinds = make_runner(store, workers=1, name="bench-enqueuer")
+    enqueue = kinds.noop.enqueue
+    payload = Ping()
+
+    def work(share: int) -> None:
+        for _ in range(share):
+            enqueue(payload)
+
+    return (
+        _db.run_threads(threads, lambda _, share: work(share), count)
+        * count
+        / (count // threads * threads)
+    )
+
+
+async def _enqueue_tasks(kinds: Any, count: int, tasks: int) -> float:
+    payload = Ping()
+    share = count // tasks
+
+    async def work() -> None:
+        for _ in range(share):
+            await kinds.noop.aenqueue(payload)
+
+    begin = time.perf_counter()
+    await asyncio.gather(*(work() for _ in range(tasks)))
+    return (time.perf_counter() - begin) * count / (share * tasks)
+
+
+def enqueue_tasks(store: jobtable.Store, count: int, tasks: int) -> float:
+    """Seconds for count aenqueue calls, one job each, from tasks asyncio tasks at once."""
+    kinds = make_runner(store, workers=1, name="bench-enqueuer")
+    return asyncio.run(_enqueue_tasks(kinds, count, tasks))
+
+
 def claim_single(store: jobtable.Store, count: int) -> float:
     """Seconds for count claims of one job each, each its own engine.write; jobs enqueued first."""
     enqueue_batched(store, count)
@@ -513,6 +570,19 @@ def _enqueue(db: _db.Database, store: jobtable.Store, plan: Plan, results: Resul
         results.add("enq.many", batched / enqueue_batched(store, batched), "jobs/s")
         db.reset()
         results.add("raw.insert100", batched / db.raw_insert(batched, _db.BATCH), "jobs/s")
+        db.reset()
+    log("concurrent enqueuers: 8 and 32 threads, 32 async tasks, one job a call")
+    many = plan.concurrent_calls
+    for _ in range(plan.repeat):
+        for threads in CONCURRENT_THREADS:
+            rate = many / enqueue_threads(store, many, threads)
+            results.add(f"enq.threads{threads}", rate, "jobs/s")
+            db.reset()
+        results.add(
+            f"enq.tasks{CONCURRENT_TASKS}",
+            many / enqueue_tasks(store, many, CONCURRENT_TASKS),
+            "jobs/s",
+        )
         db.reset()
 
 

@@ -18,6 +18,7 @@ from psycopg import sql
 
 from jobtable._engine import Engine, Queries, Statement
 from jobtable._errors import StoreError
+from jobtable._ops import create_jobs
 from jobtable._postgres import SCHEMA_VERSION, PostgresEngine
 from jobtable._values import now
 
@@ -448,6 +449,32 @@ def test_a_connection_lost_in_the_pool_is_replaced_before_the_next_write(
         engine.close()
 
 
+def traced(
+    engine: PostgresEngine, path: pathlib.Path, run: Callable[[], object]
+) -> list[list[str]]:
+    """The messages libpq sent on the engine's one pooled connection while run ran."""
+    with path.open("w") as out:
+        with engine._pool.connection() as conn:
+            conn.pgconn.trace(out.fileno())
+            conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            run()
+        finally:
+            with engine._pool.connection() as conn:
+                conn.pgconn.untrace()
+    return [line.split("\t") for line in path.read_text().splitlines()]
+
+
+def sent_queries(sent: list[list[str]]) -> list[str]:
+    """The simple queries (BEGIN, COMMIT, an empty probe shows as "") among messages sent."""
+    return [fields[-1].strip() for fields in sent if fields[0] == "F" and "Query" in fields]
+
+
+def executes(sent: list[list[str]]) -> int:
+    """How many prepared statements the messages sent ran."""
+    return sum(1 for fields in sent if fields[0] == "F" and "Execute" in fields)
+
+
 def test_a_one_statement_write_sends_its_statement_alone(
     pg_url: str, tmp_path: pathlib.Path
 ) -> None:
@@ -455,7 +482,6 @@ def test_a_one_statement_write_sends_its_statement_alone(
     # a healthy connection leaving the pool is not probed with an empty
     # query, and an op of one statement gets no BEGIN and COMMIT.
     engine = PostgresEngine.open(pg_url, max_connections=1)
-    trace = tmp_path / "trace"
 
     class Claim(Statement[object]):
         def __call__(self, q: Queries) -> object:
@@ -463,24 +489,35 @@ def test_a_one_statement_write_sends_its_statement_alone(
                 ids=[], attempts=[], results=[], errors=[], runner="r", now=now(), max_jobs=1
             )[1]
 
+    def claim_then_enqueue() -> None:
+        assert engine.write(Claim())
+        enqueue(engine, "b")
+
     try:
         enqueue(engine, "a")
-        with trace.open("w") as out:
-            with engine._pool.connection() as conn:
-                conn.pgconn.trace(out.fileno())
-                conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
-            try:
-                assert engine.write(Claim())
-                enqueue(engine, "b")
-            finally:
-                with engine._pool.connection() as conn:
-                    conn.pgconn.untrace()
-        sent = [line.split("\t") for line in trace.read_text().splitlines()]
-        # An empty probe would show as the query "": only enqueue's
-        # transaction sends queries of its own.
-        queries = [fields[-1].strip() for fields in sent if fields[0] == "F" and "Query" in fields]
-        assert queries == ['"BEGIN"', '"COMMIT"']
-        assert sum(1 for fields in sent if fields[0] == "F" and "Execute" in fields) == 2
+        sent = traced(engine, tmp_path / "trace", claim_then_enqueue)
+        # Only enqueue's transaction sends queries of its own.
+        assert sent_queries(sent) == ['"BEGIN"', '"COMMIT"']
+        assert executes(sent) == 2
+    finally:
+        engine.close()
+
+
+def test_a_lone_enqueue_is_one_statement_and_several_share_a_transaction(
+    pg_url: str, tmp_path: pathlib.Path
+) -> None:
+    engine = PostgresEngine.open(pg_url, max_connections=1)
+    try:
+        sent = traced(
+            engine, tmp_path / "one", lambda: engine.write(create_jobs("k", [("a", "{}")]))
+        )
+        assert sent_queries(sent) == []  # one INSERT, no BEGIN and COMMIT round trips
+        assert executes(sent) == 1
+        two = create_jobs("k", [("b", "{}"), ("c", "{}")])
+        sent = traced(engine, tmp_path / "two", lambda: engine.write(two))
+        assert sent_queries(sent) == ['"BEGIN"', '"COMMIT"']  # both or neither
+        rows = engine.read(lambda q: [q.get_job(id=i) for i in "abc"])
+        assert [None if row is None else row.status for row in rows] == ["queued"] * 3
     finally:
         engine.close()
 

@@ -40,6 +40,16 @@ def create(job_id: str, kind: str = "thumbnail") -> Callable[[Queries], None]:
     return op
 
 
+def create_then_raise(err: BaseException) -> Callable[[Queries], None]:
+    """An op that stores the job "bad", then raises err: its write must be rolled back."""
+
+    def op(q: Queries) -> None:
+        q.create_job(id="bad", kind="thumbnail", payload="{}", now=now())
+        raise err
+
+    return op
+
+
 def get(job_id: str) -> Callable[[Queries], JobRow | None]:
     def op(q: Queries) -> JobRow | None:
         return q.get_job(id=job_id)
@@ -317,6 +327,155 @@ def test_writes_from_eight_threads_at_once_all_land(engine: SQLiteEngine) -> Non
     assert errors == []
     assert all(exists(engine, job_id) for mine in ids for job_id in mine)
     assert engine.commits <= 8 * 25
+
+
+def wait_for_queued(engine: SQLiteEngine, count: int) -> None:
+    """Waits until count writes wait for the writer (a look at the engine's queue)."""
+    for _ in range(int(WAIT * 1000)):
+        if engine._writer.pending >= count:
+            return
+        threading.Event().wait(0.001)
+    raise TimeoutError(f"{engine._writer.pending} writes queued, want {count}")
+
+
+class Leader:
+    """A synchronous write, in a thread of its own, that holds the writer until released."""
+
+    def __init__(self, engine: SQLiteEngine, op: Callable[[Queries], object] | None = None) -> None:
+        self.gate = Gate()
+        self.op = op
+        self.raised: BaseException | None = None
+        self.ran_in: threading.Thread | None = None
+
+        def hold(q: Queries) -> object:
+            self.ran_in = threading.current_thread()
+            self.gate(q)
+            return None if self.op is None else self.op(q)
+
+        def lead() -> None:
+            try:
+                engine.write(hold)
+            except BaseException as err:
+                self.raised = err
+
+        self.thread = threading.Thread(target=lead)
+        self.thread.start()
+        assert self.gate.entered.wait(WAIT)
+
+    def finish(self) -> None:
+        self.gate.release.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+
+
+def start_writers(
+    engine: SQLiteEngine, ops: list[Callable[[Queries], object]]
+) -> Callable[[], list[object]]:
+    """Starts a thread per op calling engine.write.
+
+    Returns the function that joins them and gives each one's result or exception.
+    """
+    results: list[object] = [None] * len(ops)
+
+    def write(i: int) -> None:
+        try:
+            results[i] = engine.write(ops[i])
+        except BaseException as err:
+            results[i] = err
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(len(ops))]
+    for thread in threads:
+        thread.start()
+
+    def join() -> list[object]:
+        for thread in threads:
+            thread.join(WAIT)
+        assert not any(thread.is_alive() for thread in threads)
+        return results
+
+    return join
+
+
+def test_a_write_that_finds_the_writer_idle_runs_in_the_calling_thread(
+    engine: SQLiteEngine,
+) -> None:
+    ran_in: list[threading.Thread] = []
+
+    def op(q: Queries) -> None:
+        ran_in.append(threading.current_thread())
+        q.create_job(id="j1", kind="thumbnail", payload="{}", now=now())
+
+    engine.write(op)
+    assert ran_in == [threading.current_thread()]  # no hop to the writer thread and back
+    assert exists(engine, "j1")
+
+
+def test_writes_from_many_threads_behind_a_leader_all_commit_in_one_transaction(
+    engine: SQLiteEngine,
+) -> None:
+    before = engine.commits
+    leader = Leader(engine)
+    join = start_writers(engine, [create(f"j{n}") for n in range(31)])
+    wait_for_queued(engine, 31)
+    leader.finish()
+    assert join() == [None] * 31
+    assert leader.raised is None
+    assert leader.ran_in is leader.thread
+    assert engine.commits - before == 2  # the leader's, then the 31 queued behind it in one
+    assert all(exists(engine, f"j{n}") for n in range(31))
+
+
+def test_a_failing_leader_does_not_lose_the_writes_queued_behind_it(
+    engine: SQLiteEngine,
+) -> None:
+    boom = ValueError("the leader's own failure")
+    leader = Leader(engine, create_then_raise(boom))
+    join = start_writers(engine, [create(f"j{n}") for n in range(5)])
+    wait_for_queued(engine, 5)
+    leader.finish()
+    assert leader.raised is boom
+    assert join() == [None] * 5
+    assert not exists(engine, "bad")
+    assert all(exists(engine, f"j{n}") for n in range(5))
+    engine.write(create("after"))  # the writer went idle in working order
+    assert exists(engine, "after")
+
+
+def test_a_failing_write_among_those_queued_behind_a_leader_is_rolled_back_alone(
+    engine: SQLiteEngine,
+) -> None:
+    boom = ValueError("not this one")
+    leader = Leader(engine)
+    join = start_writers(engine, [create("a"), create_then_raise(boom), create("b")])
+    wait_for_queued(engine, 3)
+    before = engine.commits
+    leader.finish()
+    assert join() == [None, boom, None]
+    assert engine.commits - before == 2  # the leader's, then the three in one
+    assert exists(engine, "a")
+    assert exists(engine, "b")
+    assert not exists(engine, "bad")
+
+
+def test_close_waits_for_a_write_under_way_in_another_thread(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    engine = SQLiteEngine.open(path)
+    leader = Leader(engine, create("j1"))
+    closing = threading.Thread(target=engine.close)
+    closing.start()
+    for _ in range(int(WAIT * 1000)):  # until close has begun: it refuses new writes
+        if engine._writer.closed:
+            break
+        threading.Event().wait(0.001)
+    assert closing.is_alive()  # it waits for the leader
+    leader.finish()
+    closing.join(WAIT)
+    assert not closing.is_alive()
+    assert leader.raised is None
+    with pytest.raises(StoreError, match="closed"):
+        engine.write(create("j2"))
+    with opened(path) as reopened:
+        assert exists(reopened, "j1")
 
 
 @in_event_loop

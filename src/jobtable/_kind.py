@@ -13,7 +13,7 @@ from ._codec import Codec
 from ._engine import JobRow
 from ._errors import JobNotFound
 from ._job import Job, Status
-from ._ops import CreateJobs, GetJob
+from ._ops import CreateJobs, GetJob, create_jobs
 from ._store import Store
 from ._values import new_id
 
@@ -89,7 +89,7 @@ class Kind(Generic[P, R]):
     def _create(self, binding: _Binding, payloads: Iterable[P]) -> tuple[list[str], CreateJobs]:
         limit = binding.max_payload_bytes
         rows = [(new_id(), self._codec.encode_payload(p, limit)) for p in payloads]
-        return [job_id for job_id, _ in rows], CreateJobs(self.name, rows)
+        return [job_id for job_id, _ in rows], create_jobs(self.name, rows)
 
     @overload
     def enqueue(self, store: Store, payload: P, /) -> str: ...

@@ -1,9 +1,10 @@
-"""The SQLite engine: one database file, one writer thread, a pool of readers.
+"""The SQLite engine: one database file, one writer connection, a pool of readers.
 
-Every write goes through one thread that owns the only writer connection, so
-writes never contend inside the process, and the writer commits every
-operation already waiting in one transaction (group commit): under load, many
-writes cost one fsync. Reads run in the caller's thread on pooled read-only
+Every write goes through the one writer connection (``jobtable._sqlite_writer``),
+so writes never contend inside the process, and whoever holds it commits
+every operation already waiting in one transaction (group commit): under
+load, many writes cost one fsync. An uncontended synchronous write commits in
+its caller's thread. Reads run in the caller's thread on pooled read-only
 connections, which WAL mode lets proceed while the writer commits.
 
 The only SQL here is engine plumbing that sqlc cannot express (PRAGMA, BEGIN,
@@ -12,16 +13,11 @@ SAVEPOINT, COMMIT); every query of the runner comes from the generated
 """
 
 import asyncio
-import contextlib
 import os
-import queue
-import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from jobtable._engine import ClaimedRow, Queries
 from jobtable._errors import StoreError
@@ -35,27 +31,14 @@ from jobtable._sqlite_file import (
 )
 from jobtable._sqlite_text import Connection
 from jobtable._sqlite_watch import WalWatcher
+from jobtable._sqlite_writer import Writer
+from jobtable._sqlite_writer import driver_errors as _driver_errors
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite.schema import SCHEMA
 
 T = TypeVar("T")
 
-MAX_BATCH = 512
-"""The most operations the writer commits in one transaction."""
-
 _SCHEMA = SQLiteSchema(SCHEMA)
-
-
-@contextlib.contextmanager
-def _driver_errors(path: Path) -> Iterator[None]:
-    """Turns a sqlite3 error into a StoreError naming path; lets every other exception by.
-
-    This is the one place a driver error is translated.
-    """
-    try:
-        yield
-    except sqlite3.Error as err:
-        raise StoreError(f"sqlite store {path}: {err}") from err
 
 
 class _Queries(Querier):
@@ -93,23 +76,11 @@ class _Queries(Querier):
         return finished, self.claim_next_job(runner=runner, now=now, max_jobs=max_jobs)
 
 
-@dataclass(slots=True)
-class _Call:
-    op: Callable[[Queries], Any]
-    future: Future[Any]
-
-
-@dataclass(slots=True)
-class _Outcome:
-    call: _Call
-    ok: bool
-    value: Any
-
-
 class SQLiteEngine:
     """A SQLite database file behind the runner (see ``jobtable._engine.Engine``).
 
-    Writes run on one writer thread, grouped into shared transactions; reads
+    Writes go through one writer connection, grouped into shared
+    transactions (see ``jobtable._sqlite_writer``); reads
     run in the caller's thread on up to ``readers`` pooled connections. All
     methods are safe from any thread. A sqlite3 error becomes a StoreError
     naming the file; any other exception an operation raises reaches its
@@ -129,22 +100,15 @@ class SQLiteEngine:
         self._path = path
         self._watch = watch
         self._watchers: set[WalWatcher] = set()
-        self._writer = writer
         self._busy_timeout = busy_timeout
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
-        self._queries: Queries = _Queries(writer)
+        queries: Queries = _Queries(writer)
+        self._writer = Writer(path, writer, queries)
         self._lock = threading.Lock()
         self._closed = False
-        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._reader_slots = threading.BoundedSemaphore(readers)
         self._idle_readers: list[Connection] = []
-        self.commits = 0
-        """How many transactions the writer has committed: a signal for tests."""
-        self._thread = threading.Thread(
-            target=self._write_loop, name=f"jobtable-sqlite-writer {path.name}", daemon=True
-        )
-        self._thread.start()
 
     @classmethod
     def open(
@@ -207,27 +171,29 @@ class SQLiteEngine:
     def __repr__(self) -> str:
         return f"SQLiteEngine({str(self._path)!r})"
 
+    @property
+    def commits(self) -> int:
+        """How many transactions the writer has committed: a signal for tests."""
+        return self._writer.commits
+
     def write(self, op: Callable[[Queries], T]) -> T:
         """Runs op in a write transaction and returns its result once committed.
 
         op shares its transaction with the other writes waiting at the time,
         inside its own savepoint: if op raises, its writes alone are rolled
-        back and the exception reaches this caller. Must not be called from
+        back and the exception reaches this caller. When no other write is
+        under way, op runs in the calling thread. Must not be called from
         inside a write operation.
         """
-        if threading.current_thread() is self._thread:
-            raise StoreError(
-                f"sqlite store {self._path}: write called from inside a write operation"
-            )
-        return self._submit(op).result()
+        return self._writer.write(op)
 
     async def awrite(self, op: Callable[[Queries], T]) -> T:
-        """Does what ``write`` does without blocking the event loop.
+        """Does what ``write`` does without blocking the event loop: op runs in another thread.
 
         Cancelling the caller before op starts means op never runs; once it
         has started it still commits.
         """
-        return await asyncio.wrap_future(self._submit(op))
+        return cast("T", await asyncio.wrap_future(self._writer.submit(op)))
 
     def read(self, op: Callable[[Queries], T]) -> T:
         """Runs op on a read-only connection, in one snapshot, in the calling thread.
@@ -294,7 +260,7 @@ class SQLiteEngine:
             raise ValueError(f"pragma {name!r}: not a pragma name")
 
         def read_pragma(_: Queries) -> object:
-            row = self._writer.execute(f"PRAGMA {name}").fetchone()
+            row = self._writer.connection.execute(f"PRAGMA {name}").fetchone()
             return None if row is None else row[0]
 
         return self.write(read_pragma)
@@ -304,19 +270,15 @@ class SQLiteEngine:
 
         Calling it again does nothing. Any later use raises StoreError.
         """
+        self._writer.refuse_in_op("close")
         with self._lock:
             if self._closed:
                 return
-            if threading.current_thread() is self._thread:
-                raise StoreError(
-                    f"sqlite store {self._path}: close called from inside a write operation"
-                )
             self._closed = True
-            self._calls.put(None)
             watchers, self._watchers = self._watchers, set()
         for watcher in watchers:
             watcher.stop()
-        self._thread.join()
+        self._writer.close()
         with self._lock:
             idle, self._idle_readers = self._idle_readers, []
         for conn in idle:
@@ -328,15 +290,6 @@ class SQLiteEngine:
     def _check_open(self) -> None:
         if self._closed:
             raise self._closed_error()
-
-    def _submit(self, op: Callable[[Queries], T]) -> "Future[T]":
-        future: Future[T] = Future()
-        # Under the lock so no call lands behind the stop marker close() puts.
-        with self._lock:
-            if self._closed:
-                raise self._closed_error()
-            self._calls.put(_Call(op, future))
-        return future
 
     def _borrow_reader(self) -> Connection:
         with self._lock:
@@ -359,73 +312,3 @@ class SQLiteEngine:
                 self._idle_readers.append(conn)
                 return
         conn.close()
-
-    def _write_loop(self) -> None:
-        try:
-            stopping = False
-            while not stopping:
-                first = self._calls.get()
-                if first is None:
-                    break
-                batch = [first]
-                # Take what is already waiting, never wait for more: a lone
-                # write commits at once.
-                while len(batch) < MAX_BATCH:
-                    try:
-                        call = self._calls.get_nowait()
-                    except queue.Empty:
-                        break
-                    if call is None:
-                        stopping = True
-                        break
-                    batch.append(call)
-                self._commit_batch(batch)
-        finally:
-            self._writer.close()
-
-    def _commit_batch(self, batch: list[_Call]) -> None:
-        calls = [call for call in batch if call.future.set_running_or_notify_cancel()]
-        if not calls:
-            return
-        conn = self._writer
-        outcomes: list[_Outcome] = []
-        try:
-            with _driver_errors(self._path):
-                conn.execute("BEGIN IMMEDIATE")
-                for call in calls:
-                    conn.execute("SAVEPOINT jobtable_op")
-                    try:
-                        with _driver_errors(self._path):
-                            value = conn.run(call.op, self._queries)
-                    except BaseException as exc:
-                        outcomes.append(_Outcome(call, False, exc))
-                        if not conn.in_transaction:
-                            # SQLite rolled back the whole transaction (a
-                            # full disk, an I/O error): the batch is lost.
-                            raise StoreError(
-                                f"sqlite store {self._path}: the transaction was rolled back: {exc}"
-                            ) from exc
-                        conn.execute("ROLLBACK TO jobtable_op")
-                        conn.execute("RELEASE jobtable_op")
-                    else:
-                        conn.execute("RELEASE jobtable_op")
-                        outcomes.append(_Outcome(call, True, value))
-                conn.execute("COMMIT")
-        except BaseException as batch_error:
-            conn.finish_statements()
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            # An op that raised keeps its own exception; every other op of the
-            # batch had writes that were not committed, and gets the cause.
-            failed = {id(o.call): o.value for o in outcomes if not o.ok}
-            for call in calls:
-                call.future.set_exception(failed.get(id(call), batch_error))
-            return
-        self.commits += 1
-        # Only now, after COMMIT: no caller sees a result before it is stored.
-        for outcome in outcomes:
-            if outcome.ok:
-                outcome.call.future.set_result(outcome.value)
-            else:
-                outcome.call.future.set_exception(outcome.value)

@@ -1,0 +1,160 @@
+"""Two versions of jobtable interleaved in one sitting: ``python -m bench._ab BEFORE [AFTER]``.
+
+BEFORE and AFTER are git revisions (AFTER defaults to the work tree). Each
+one's ``src`` is exported to a temporary folder, and each round runs one
+child process per version, alternately, on the same workload as the peers
+comparison (``bench._peers``): enqueue N one a call, drain them with 1
+worker, end to end, then enqueue N 100 a call and drain them with 4 workers,
+then enqueue N one a call from 8 and 32 threads and from 32 async tasks
+(their ratio is to the one caller); and beside them, in the same child,
+the raw one-insert transaction and the raw claim-and-finish cycles of 1 and
+4 jobs a commit, so each figure also has its ratio to the raw SQL measured
+next to it. The benchmark's own code is the work tree's for both.
+
+``python -m bench._ab BEFORE [AFTER] --engine postgres --jobs 2000 --rounds 3``
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench import _db, _suite
+from bench._stats import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+ROWS = [
+    ("enqueue.1", "enqueue, 1 job a call", "raw.insert1"),
+    ("drain.1", "drain, 1 worker", "raw.cycle1"),
+    ("e2e.1", "end to end, 1 worker", None),
+    ("drain.4", "drain, 4 workers", "raw.cycle4"),
+    ("threads.8", "enqueue, 1 job a call, 8 threads (vs one caller)", "enqueue.1"),
+    ("threads.32", "enqueue, 1 job a call, 32 threads (vs one caller)", "enqueue.1"),
+    ("tasks.32", "aenqueue, 32 async tasks (vs one caller)", "enqueue.1"),
+]
+"""Each figure: key, label, and what its ratio is to (raw SQL, or the one caller)."""
+
+
+def child(engine: str, jobs: int, *, durable: bool = True) -> dict[str, float]:
+    """One round of one version, in this process: jobs per second by figure."""
+    from bench._peers import Jobtable
+
+    queue = Jobtable(engine, _db.PG_URL, durable=durable)
+    out: dict[str, float] = {}
+    try:
+        db = queue.db
+        out["raw.insert1"] = jobs / db.raw_insert(jobs, 1)
+        db.reset()
+        one = queue.enqueue_one(jobs)
+        drained = queue.drain(jobs, 1)
+        out["enqueue.1"] = jobs / one
+        out["drain.1"] = jobs / drained
+        out["e2e.1"] = jobs / (one + drained)
+        queue.clear()
+        out["raw.cycle1"] = jobs / db.raw_cycle(jobs, 1)
+        db.reset()
+        queue.enqueue_batch(jobs)
+        out["drain.4"] = jobs / queue.drain(jobs, 4)
+        queue.clear()
+        out["raw.cycle4"] = jobs / db.raw_cycle(jobs, 4)
+        db.reset()
+        for threads in (8, 32):
+            out[f"threads.{threads}"] = jobs / queue.enqueue_threads(jobs, threads)
+            queue.clear()
+        out["tasks.32"] = jobs / _suite.enqueue_tasks(db.store, jobs, 32)
+        queue.clear()
+    finally:
+        queue.close()
+    return out
+
+
+def _export(revision: str, into: Path) -> Path:
+    """The src folder of revision, exported under into."""
+    archive = subprocess.run(
+        ["git", "archive", revision, "src"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench._ab")
+    parser.add_argument("before")
+    parser.add_argument("after", nargs="?", default=None, help="default: the work tree")
+    parser.add_argument("--engine", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--normal",
+        action="store_true",
+        help="SQLite with synchronous=NORMAL on both sides: no fsync, the CPU's costs alone",
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.engine, args.jobs, durable=not args.normal)))
+        return
+    temp = Path(tempfile.mkdtemp(prefix="jobtable-ab-"))
+    try:
+        versions = {"before": _export(args.before, temp / "before")}
+        if args.after is None:
+            versions["after"] = ROOT / "src"
+        else:
+            versions["after"] = _export(args.after, temp / "after")
+        found: dict[str, dict[str, list[float]]] = {name: {} for name in versions}
+        for number in range(args.rounds):
+            for name, src in versions.items():
+                print(f"  round {number + 1}: {name}", file=sys.stderr, flush=True)
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT)])}
+                line = subprocess.run(
+                    [
+                        *(sys.executable, "-m", "bench._ab", args.before, "--child"),
+                        *("--engine", args.engine, "--jobs", str(args.jobs)),
+                        *(["--normal"] if args.normal else []),
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.strip()
+                for key, value in json.loads(line).items():
+                    found[name].setdefault(key, []).append(value)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    after = args.after or "work tree"
+    table = Table(
+        f"{args.engine}{', synchronous=NORMAL' if args.normal else ''}: "
+        f"{args.before} vs {after}, {args.jobs} jobs, "
+        f"median of {args.rounds} interleaved round(s), jobs/s",
+        ["figure", "before", "after", "after / before", "before / raw", "after / raw"],
+    )
+
+    def median(name: str, key: str | None) -> float | None:
+        values = found[name].get(key or "")
+        return statistics.median(values) if values else None
+
+    for key, label, raw in ROWS:
+        b, a = median("before", key), median("after", key)
+        rb, ra = median("before", raw), median("after", raw)
+        shown = "{:.2f}x" if raw == "enqueue.1" else "{:.0%}"
+        table.add(
+            label,
+            f"{b:,.0f}" if b else "-",
+            f"{a:,.0f}" if a else "-",
+            f"{a / b:.2f}x" if a and b else "-",
+            shown.format(b / rb) if b and rb else "-",
+            shown.format(a / ra) if a and ra else "-",
+        )
+    print(table.render(markdown=True))
+
+
+if __name__ == "__main__":
+    main()
