@@ -26,6 +26,7 @@ EXPECTED = {
     "Kind",
     "NotRunning",
     "PayloadError",
+    "ResultError",
     "Runner",
     "RunnerError",
     "Status",

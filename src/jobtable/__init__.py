@@ -19,6 +19,7 @@ from ._errors import (
     JobtableError,
     NotRunning,
     PayloadError,
+    ResultError,
     RunnerError,
     StoreError,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "Kind",
     "NotRunning",
     "PayloadError",
+    "ResultError",
     "Runner",
     "RunnerError",
     "Status",

@@ -187,8 +187,15 @@ def _queries(conn: _Connection) -> Queries:
 
 
 def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
-    """Returns the StoreError for err; the one place psycopg's errors are translated."""
-    return StoreError(f"postgres store {where}: {doing}: {err}")
+    """Returns the StoreError for err; the one place psycopg's errors are translated.
+
+    An OperationalError (a lost connection, a server shutting down, a
+    deadlock, a full disk, a pool timeout) or an InterfaceError is transient:
+    the same call may succeed later. Any other (bad data, a constraint, a
+    statement the server refuses) is not.
+    """
+    transient = isinstance(err, psycopg.OperationalError | psycopg.InterfaceError)
+    return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
 
 
 def _apply_schema(conn: _Connection, where: str) -> None:

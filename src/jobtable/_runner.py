@@ -1,13 +1,13 @@
 """The runner: registered handlers and the pool of workers that runs their jobs."""
 
 import asyncio
-import concurrent.futures
 import contextlib
 import contextvars
 import datetime
 import functools
 import inspect
 import logging
+import os
 import signal
 import socket
 import threading
@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Generic, TypeVar, cast, overload
 
 from ._context import JobContext
+from ._daemon_pool import DaemonPool
 from ._engine import ClaimedRow, Queries
-from ._errors import Failure, NotRunning, RunnerError
+from ._errors import Failure, NotRunning, ResultError, RunnerError, StoreError
 from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job
-from ._kind import Codec, GetJob, Kind, job_from_row
-from ._store import Store, now, timestamp
+from ._kind import Codec, GetJob, Kind, ResultTooLarge, job_from_row
+from ._store import Store, now, storable, timestamp, unstorable
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -112,6 +113,7 @@ class Runner:
         grace_period: float = 10.0,
         retention: datetime.timedelta | None = datetime.timedelta(days=7),
         max_payload_bytes: int = 1 << 20,
+        max_result_bytes: int = 1 << 20,
     ) -> None:
         if not isinstance(store, Store):
             raise TypeError(f"jobtable: Runner needs a Store, got {type(store).__name__}")
@@ -124,27 +126,37 @@ class Runner:
                 raise ValueError(f"jobtable: {label} must be positive, got {value!r}")
         if grace_period < 0:
             raise ValueError(f"jobtable: grace_period must be 0 or more, got {grace_period!r}")
-        if max_payload_bytes < 1:
-            raise ValueError(
-                f"jobtable: max_payload_bytes must be positive, got {max_payload_bytes!r}"
-            )
+        for label, limit in (
+            ("max_payload_bytes", max_payload_bytes),
+            ("max_result_bytes", max_result_bytes),
+        ):
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValueError(f"jobtable: {label} must be a positive int, got {limit!r}")
         if retention is not None and retention < datetime.timedelta(0):
             raise ValueError(
                 f"jobtable: retention must be 0 or more, or None (keep forever), got {retention!r}"
             )
-        if name is not None and not name:
-            raise ValueError("jobtable: a runner name must not be empty")
+        if name is not None:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"jobtable: a runner name must be a non-empty str, got {name!r}")
+            if why := unstorable(name):
+                raise ValueError(f"jobtable: runner name {name!r} cannot be stored: {why}")
         self.store = store
         """The store the runner's jobs live in."""
         self.workers = workers
         """How many jobs the runner runs at once."""
         self.logger = logger if logger is not None else logging.getLogger("jobtable")
         """Where the runner logs; records about a job carry its job_id and kind as fields."""
-        self.name = name or socket.gethostname()
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}"
         """Identifies this runner among the runners that share the database.
 
-        A runner that starts fails at once the jobs an earlier runner of the same
-        name left running, so each worker process needs its own name.
+        A runner that starts fails at once the jobs an earlier runner of the
+        same name left running, so each worker process needs its own name. The
+        default, host name and process id, differs in every process (so
+        ``uvicorn --workers N`` gets N names); a restarted process then gets a
+        new name, and its predecessor's jobs are failed as interrupted once
+        that runner's lease expires. A stable name given per process slot
+        fails them at once on restart instead.
         """
         self.poll_interval = poll_interval
         """Seconds an idle runner waits before it looks for jobs enqueued elsewhere."""
@@ -156,6 +168,12 @@ class Runner:
         """How long finished jobs are kept; None keeps them forever."""
         self.max_payload_bytes = max_payload_bytes
         """The largest encoded payload enqueue accepts."""
+        self.max_result_bytes = max_result_bytes
+        """The largest encoded result or partial result a handler may store.
+
+        An oversized publish raises ResultTooLarge (a ResultError) at the call;
+        an oversized final result fails the job with a message saying so.
+        """
         self._handlers: dict[str, _Handler[Any, Any]] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -181,10 +199,13 @@ class Runner:
         # The jobs this runner claimed and has not recorded, by id: the
         # heartbeat fails a job running under this name that is not here.
         self._held: dict[str, int] = {}
-        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._threads: DaemonPool | None = None
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
         self._stopped = False
+        # Set once the runner gives up on the handlers still running (the
+        # grace period ended): their publishes then raise NotRunning.
+        self._abandoned = False
 
     def __repr__(self) -> str:
         return f"Runner(name={self.name!r}, workers={self.workers}, kinds={sorted(self._handlers)})"
@@ -207,6 +228,8 @@ class Runner:
         """
         if not isinstance(kind, str) or not kind:
             raise ValueError(f"register {kind!r}: empty kind")
+        if why := unstorable(kind):
+            raise ValueError(f"register {kind!r}: the kind name cannot be stored: {why}")
         if handler is None:
             raise TypeError(f"register {kind!r}: no handler")
         payload_type, result_type, is_async = _handler_types(kind, handler)
@@ -265,9 +288,15 @@ class Runner:
         Jobs of an earlier runner of this name, and of runners whose heartbeat
         lease expired, are failed with MESSAGE_INTERRUPTED and the count is
         logged as a warning. The workers run on the calling event loop until
-        stop; wait waits for them. A second start is an error.
+        stop; wait waits for them. A second start, and a start after stop
+        (even a stop before any start), raise RunnerError.
         """
         with self._lock:
+            if self._stopping.is_set():
+                raise RunnerError(
+                    "start: the runner was stopped; a stopped runner never starts again, "
+                    "make a new Runner"
+                )
             if self._started:
                 raise RunnerError("start: runner already started")
             self._started = True
@@ -282,9 +311,7 @@ class Runner:
         if self._stopping.is_set():
             self._astopping.set()
         self._idle = self.workers
-        self._threads = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.workers, thread_name_prefix=f"jobtable-{self.name}"
-        )
+        self._threads = DaemonPool(self.workers, thread_name_prefix=f"jobtable-{self.name}")
         self._tasks = [loop.create_task(self._produce(), name="jobtable-claimer")]
         self._tasks += [
             loop.create_task(self._work(), name=f"jobtable-worker-{i}") for i in range(self.workers)
@@ -348,6 +375,7 @@ class Runner:
             self._grace_timer = self._loop.call_later(self.grace_period, self._cancel_running)
 
     def _cancel_running(self) -> None:
+        self._abandoned = True
         for task in self._running:
             task.cancel()
 
@@ -356,6 +384,7 @@ class Runner:
         if not self._tasks:
             return
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._abandoned = True
         while self._completer is not None and not self._completer.done():
             await asyncio.gather(self._completer, return_exceptions=True)
         if self._grace_timer is not None:
@@ -534,7 +563,15 @@ class Runner:
             return self._raised(job, err)
         except Exception as err:
             return self._raised(job, err)
-        return _Finish(job, result=result)
+        try:
+            return _Finish(job, result=handler.codec.encode_result(result, self.max_result_bytes))
+        except ResultTooLarge as err:
+            self._job_logger(job.id, job.kind).error("job failed: %s", err)
+            return _Finish(job, error=str(err))
+        except ResultError as err:
+            # The cause may quote the value: logged, never stored.
+            self._job_logger(job.id, job.kind).error("job failed", exc_info=err)
+            return _Finish(job, error=MESSAGE_INTERNAL)
 
     def _raised(self, job: ClaimedRow, err: BaseException) -> "_Finish | None":
         """The outcome of a handler that raised err.
@@ -548,18 +585,26 @@ class Runner:
             logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
             return None
         if isinstance(err, Failure):
-            return _Finish(job, error=str(err.message))
+            return _Finish(job, error=storable(str(err.message)))
         logger.error("job failed", exc_info=err)
         return _Finish(job, error=MESSAGE_INTERNAL)
 
-    async def _call(self, handler: _Handler[P, R], job: ClaimedRow) -> str:
-        """Decodes the payload, calls the handler and returns its result as JSON."""
+    async def _call(self, handler: _Handler[P, R], job: ClaimedRow) -> R:
+        """Decodes the payload, calls the handler and returns what it returned."""
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
         engine = self.store.engine
 
         def publish_op(partial: R) -> "_Publish":
-            return _Publish(job.id, job.attempt, codec.encode_result(partial))
+            if self._abandoned:
+                # The runner stopped waiting for this handler (its grace
+                # period ended): the job is left running for the next start,
+                # and a late write must not make it look alive.
+                raise NotRunning(
+                    f"publish result: job {job.id} was left running when the runner stopped"
+                )
+            encoded = codec.encode_result(partial, self.max_result_bytes)
+            return _Publish(job.id, job.attempt, encoded)
 
         def publish(partial: R) -> None:
             engine.write(publish_op(partial))
@@ -584,7 +629,7 @@ class Runner:
             loop = asyncio.get_running_loop()
             call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
             result = await loop.run_in_executor(self._threads, call)
-        return codec.encode_result(result)
+        return result
 
     def _job_logger(self, job_id: str, kind: str) -> _JobLogger:
         """The runner's logger with the job's id and kind as structured fields."""
@@ -615,10 +660,15 @@ class Runner:
     async def _record(self, outcomes: "list[_Finish]") -> None:
         """Stores jobs' outcomes in one write, retrying a database error with capped backoff.
 
-        It retries until the write lands: while this runner lives it keeps
-        its lease, so no other runner would ever fail the jobs, and giving up
-        would leave them running forever. Only once stop has begun does it
-        give up after _RECORD_TRIES tries; the jobs then stay running and the
+        It retries a transient error (StoreError.transient: a lost
+        connection, a lock) until the write lands: while this runner lives it
+        keeps its lease, so no other runner would ever fail the jobs, and
+        giving up would leave them running forever. An outcome the database
+        refuses for good (a data or constraint error) is replaced once by
+        MESSAGE_INTERNAL, the cause logged; if even that is refused, the job
+        is failed as interrupted once its claim is older than the lease.
+        Only once stop has begun does it give up on a transient error after
+        _RECORD_TRIES tries; the jobs then stay running and the
         next start fails them as interrupted. Each write is fenced by its
         claim: a job that is no longer running under its claim is left as it
         is, and that is logged.
@@ -651,7 +701,7 @@ class Runner:
             try:
                 changed, _ = await self.store.engine.awrite(_FinishAndClaim(outcomes, self.name, 0))
                 return changed
-            except Exception:
+            except Exception as err:
                 if len(outcomes) > 1:
                     # One bad outcome must not hold the others back: each is
                     # retried on its own.
@@ -664,6 +714,24 @@ class Runner:
                     return ids
                 tries += 1
                 extra = {"jobs": [o.job_id for o in outcomes], "runner": self.name}
+                if not (isinstance(err, StoreError) and err.transient):
+                    # The database refused this outcome itself (a data or
+                    # constraint error): the same write would fail for ever.
+                    [outcome] = outcomes
+                    if outcome.error == MESSAGE_INTERNAL:
+                        self.logger.exception(
+                            "record job outcome: the database refused it; giving up, the job "
+                            "fails as interrupted once its claim is older than the lease",
+                            extra=extra,
+                        )
+                        return None
+                    self._job_logger(outcome.job_id, outcome.kind).error(
+                        "record job outcome: the database refused it; failing the job with "
+                        "the internal message",
+                        exc_info=True,
+                    )
+                    outcomes = [outcome.refused()]
+                    continue
                 if tries >= _RECORD_TRIES and self._stopping.is_set():
                     self.logger.exception(
                         "record job outcomes; giving up as the runner stops, the jobs stay "
@@ -758,6 +826,13 @@ class _Finish:
         self.attempt = job.attempt
         self.result = result
         self.error = error
+
+    def refused(self) -> "_Finish":
+        """The outcome that replaces this one when the database refused it: MESSAGE_INTERNAL."""
+        finish = _Finish.__new__(_Finish)
+        finish.job_id, finish.kind, finish.attempt = self.job_id, self.kind, self.attempt
+        finish.result, finish.error = None, MESSAGE_INTERNAL
+        return finish
 
 
 class _FinishAndClaim:

@@ -84,16 +84,37 @@ _SCHEMA_NAMES = frozenset(
 )
 
 
+_TRANSIENT_CODES = frozenset(
+    getattr(sqlite3, name)
+    for name in (
+        "SQLITE_BUSY",
+        "SQLITE_LOCKED",
+        "SQLITE_NOMEM",
+        "SQLITE_IOERR",
+        "SQLITE_FULL",
+        "SQLITE_CANTOPEN",
+        "SQLITE_PROTOCOL",
+        "SQLITE_INTERRUPT",
+    )
+)
+"""SQLite's primary result codes that a later retry of the same call may not get."""
+
+
 @contextlib.contextmanager
 def _driver_errors(path: Path) -> Iterator[None]:
     """Turns a sqlite3 error into a StoreError naming path; lets every other exception by.
 
-    This is the one place a driver error is translated.
+    This is the one place a driver error is translated, and classified: a
+    busy or locked database, an I/O error, a full disk or a file that cannot
+    be opened now is transient (the same call may succeed later); any other
+    error (a constraint, bad data, a bad statement) is not.
     """
     try:
         yield
     except sqlite3.Error as err:
-        raise StoreError(f"sqlite store {path}: {err}") from err
+        code = getattr(err, "sqlite_errorcode", None)
+        transient = code is not None and code & 0xFF in _TRANSIENT_CODES
+        raise StoreError(f"sqlite store {path}: {err}", transient=transient) from err
 
 
 def _connect(path: Path, *, create: bool, busy_timeout: float) -> sqlite3.Connection:
@@ -492,7 +513,9 @@ class SQLiteEngine:
                             # SQLite rolled back the whole transaction (a
                             # full disk, an I/O error): the batch is lost.
                             raise StoreError(
-                                f"sqlite store {self._path}: the transaction was rolled back: {exc}"
+                                f"sqlite store {self._path}: the transaction was rolled back: "
+                                f"{exc}",
+                                transient=True,
                             ) from exc
                         conn.execute("ROLLBACK TO jobtable_op")
                         conn.execute("RELEASE jobtable_op")

@@ -47,6 +47,35 @@ def new_id() -> str:
     return secrets.token_urlsafe(16)
 
 
+def unstorable(text: str) -> str | None:
+    """Returns why text cannot be stored as it is in both engines' text columns, or None.
+
+    PostgreSQL text cannot hold NUL, and neither engine can encode a lone
+    surrogate (a str that is not valid Unicode) as UTF-8. SQLite could hold
+    the first; refusing it on both keeps the engines alike.
+    """
+    if "\x00" in text:
+        return "it contains a NUL character"
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "it contains a lone surrogate, which is not valid Unicode"
+    return None
+
+
+def storable(text: str) -> str:
+    """Returns text with what unstorable refuses escaped, as Python writes it in a literal.
+
+    NUL becomes ``\\x00`` and a lone surrogate ``\\udXXX``. It is the one
+    escape for text the runner stores rather than refuses (a Failure's
+    message), the same on every engine.
+    """
+    if unstorable(text) is None:
+        return text
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
+
+
 def redact_url(url: str) -> str:
     """Returns url with any password replaced by ``***``, safe to log or show."""
     parts = urlsplit(url)
