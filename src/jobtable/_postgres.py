@@ -14,21 +14,24 @@ translates psycopg's errors to StoreError in one function.
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import datetime
 import logging
+import os
 import select
 import threading
 from collections.abc import Callable, Sequence
 from typing import Self, TypeVar
 
 import psycopg
+from psycopg import conninfo
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
 from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow
 from jobtable._errors import StoreError
-from jobtable._store import redact_url, timestamp
+from jobtable._store import redact_url, scrub, timestamp
 from jobtable.db.postgres import jobs, schema_version
 from jobtable.db.postgres.jobs import CreateJobsParams
 from jobtable.db.postgres.schema import SCHEMA
@@ -41,6 +44,13 @@ SCHEMA_VERSION = 1
 
 Bump it with every change to postgres/schema.sql, and add the step from the
 previous version to ``_UPGRADES``.
+"""
+
+CONNECT_TIMEOUT = 10
+"""Seconds a connection may take to open, unless the URL or PGCONNECT_TIMEOUT sets connect_timeout.
+
+Without one, libpq waits for the operating system's TCP timeout (minutes)
+on a host that accepts the connection and never answers.
 """
 
 _RECONNECT_FIRST = 0.1
@@ -186,6 +196,21 @@ def _queries(conn: _Connection) -> Queries:
     return _Queries(conn)
 
 
+def _with_connect_timeout(url: str, where: str) -> str:
+    """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
+
+    Raises StoreError, naming the URL without its password, for a URL libpq
+    cannot parse.
+    """
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except psycopg.Error as err:
+        raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
+    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
+        return url
+    return conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT)
+
+
 def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
     """Returns the StoreError for err; the one place psycopg's errors are translated.
 
@@ -205,6 +230,9 @@ def _apply_schema(conn: _Connection, where: str) -> None:
     StoreError, and writes nothing, for a schema newer than this library's.
     """
     q = schema_version.Querier(conn)
+    # Another process may create it at the same moment.
+    with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
+        q.create_search_path_schema()
     with conn.transaction():
         q.lock_schema()
         applied = q.schema_applied()
@@ -215,6 +243,11 @@ def _apply_schema(conn: _Connection, where: str) -> None:
         row = q.get_schema_version()
         if row is None:
             raise StoreError(f"cannot open {where}: its jobtable_schema table has no row")
+        if not isinstance(row.version, int) or row.version < 1:
+            raise StoreError(
+                f"cannot open {where}: its schema version {row.version!r} is not one jobtable "
+                "ever wrote; the database is left as it is"
+            )
         if row.version > SCHEMA_VERSION:
             raise StoreError(
                 f"cannot open {where}: its schema version {row.version} is newer than this "
@@ -274,8 +307,12 @@ class PostgresEngine:
         """Connects to url, creating the schema when missing or upgrading it.
 
         Raises StoreError, naming the server (never the password) and the
-        cause, when the server cannot be reached or its schema is newer than
-        this library's; the database is then unchanged. With durable (the
+        cause, for a malformed URL, when the server cannot be reached within
+        the connect timeout (CONNECT_TIMEOUT, 10 s, unless the URL's
+        ``connect_timeout`` or PGCONNECT_TIMEOUT sets another), or when its
+        schema version is newer than this library's or unknown; the database is
+        then unchanged. The first schema of the search_path is created when it
+        does not exist. With durable (the
         default) a write that returned survives a server crash; without it
         (``synchronous_commit=off``) a crash may lose the last moments' writes,
         never corrupt the queue. At most max_connections connections are open
@@ -284,6 +321,7 @@ class PostgresEngine:
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
         where = redact_url(url)
+        url = _with_connect_timeout(url, where)
         # The schema is applied on a connection of its own, before the pool
         # exists, so that an unreachable server fails now with libpq's own
         # message rather than later with a pool timeout.

@@ -76,9 +76,34 @@ def storable(text: str) -> str:
     return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
 
 
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):([^@]*)@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*")
+
+
+def _passwords(url: str) -> list[str]:
+    found = [m.group(2) for m in [_USERINFO_PASSWORD.match(url)] if m and m.group(2)]
+    return found + [m.group(0).split("=", 1)[1] for m in _QUERY_PASSWORD.finditer(url)]
+
+
+def scrub(text: str, url: str) -> str:
+    """Returns text, which may quote url (a driver's error does), without url's password."""
+    text = text.replace(url, redact_url(url))
+    for password in _passwords(url):
+        if password:
+            text = text.replace(password, "***")
+    return text
+
+
 def redact_url(url: str) -> str:
-    """Returns url with any password replaced by ``***``, safe to log or show."""
-    parts = urlsplit(url)
+    """Returns url with any password replaced by ``***``, safe to log or show.
+
+    A URL too malformed to parse is redacted by pattern instead; this never raises.
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a bad port raises only when read)
+    except ValueError:
+        return _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", url))
     netloc = parts.netloc
     if parts.password is not None:
         userinfo, _, host = netloc.rpartition("@")
