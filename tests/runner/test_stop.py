@@ -320,13 +320,16 @@ async def test_wait_before_start_returns_at_once(store: jobtable.Store) -> None:
 
 
 async def test_stop_before_start_runs_no_job(store: jobtable.Store) -> None:
+    """The start says so (test_stop_signals.py) instead of silently doing nothing."""
+
     async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
         return payload
 
     runner = jobtable.Runner(store)
     job_id = runner.register("work", handler).enqueue(1)
     runner.stop()
-    await runner.start()
+    with pytest.raises(jobtable.RunnerError, match="the runner was stopped"):
+        await runner.start()
     await stop_and_wait(runner)
     assert runner.get(job_id).status is jobtable.Status.QUEUED
 
