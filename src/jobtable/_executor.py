@@ -6,21 +6,23 @@ own. Any other exception text is logged, never stored.
 """
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import logging
 import threading
 from typing import TypeVar, cast
 
+from ._codec import ResultTooLarge
 from ._context import JobContext
+from ._daemon_pool import DaemonPool
 from ._engine import ClaimedRow
-from ._errors import Failure
+from ._errors import Failure, NotRunning, ResultError
 from ._handler import AsyncHandler, Handler, Handlers, SyncHandler
 from ._job import MESSAGE_INTERNAL
 from ._job_logger import JobLogger
 from ._ops import Finish, Publish
 from ._store import Store
+from ._values import storable
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -29,9 +31,10 @@ R = TypeVar("R")
 class Executor:
     """Runs claimed jobs with their kinds' handlers and returns their outcomes.
 
-    Plain ``def`` handlers run on threads of its own once started, so that
-    they never block the event loop; before that, on the loop's default
-    executor.
+    Plain ``def`` handlers run on daemon threads of its own once started
+    (``DaemonPool``), so that they never block the event loop nor hold the
+    process open at exit; before that, on the loop's default executor. A
+    result or partial result over max_result_bytes is refused.
     """
 
     def __init__(
@@ -41,19 +44,30 @@ class Executor:
         logger: logging.Logger,
         stopping: threading.Event,
         astopping: asyncio.Event,
+        max_result_bytes: int,
     ) -> None:
         self._store = store
         self._handlers = handlers
         self._logger = logger
         self._stopping = stopping
         self._astopping = astopping
-        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._max_result_bytes = max_result_bytes
+        self._threads: DaemonPool | None = None
+        # Set once the runner gives up on the handlers still running (the
+        # grace period ended): their publishes then raise NotRunning.
+        self._abandoned = False
 
     def start(self, threads: int, name: str) -> None:
         """Opens the threads plain ``def`` handlers run on."""
-        self._threads = concurrent.futures.ThreadPoolExecutor(
-            max_workers=threads, thread_name_prefix=name
-        )
+        self._threads = DaemonPool(threads, thread_name_prefix=name)
+
+    def abandon(self) -> None:
+        """Gives up on the handlers still running: from now on their publishes raise NotRunning.
+
+        Their jobs stay running for the next start to fail as interrupted, and
+        a late write must not make them look alive.
+        """
+        self._abandoned = True
 
     def close(self) -> None:
         """Lets go of the threads; a handler still running in one finishes unobserved."""
@@ -85,7 +99,15 @@ class Executor:
             return self._raised(job, err)
         except Exception as err:
             return self._raised(job, err)
-        return Finish(job, result=result)
+        try:
+            return Finish(job, result=handler.codec.encode_result(result, self._max_result_bytes))
+        except ResultTooLarge as err:
+            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
+            return Finish(job, error=str(err))
+        except ResultError as err:
+            # The cause may quote the value: logged, never stored.
+            JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
+            return Finish(job, error=MESSAGE_INTERNAL)
 
     def _raised(self, job: ClaimedRow, err: BaseException) -> Finish | None:
         """The outcome of a handler that raised err.
@@ -99,18 +121,26 @@ class Executor:
             logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
             return None
         if isinstance(err, Failure):
-            return Finish(job, error=str(err.message))
+            return Finish(job, error=storable(str(err.message)))
         logger.error("job failed", exc_info=err)
         return Finish(job, error=MESSAGE_INTERNAL)
 
-    async def _call(self, handler: Handler[P, R], job: ClaimedRow) -> str:
-        """Decodes the payload, calls the handler and returns its result as JSON."""
+    async def _call(self, handler: Handler[P, R], job: ClaimedRow) -> R:
+        """Decodes the payload, calls the handler and returns what it returned."""
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
         engine = self._store.engine
 
         def publish_op(partial: R) -> Publish:
-            return Publish(job.id, job.attempt, codec.encode_result(partial))
+            if self._abandoned:
+                # The runner stopped waiting for this handler (its grace
+                # period ended): the job is left running for the next start,
+                # and a late write must not make it look alive.
+                raise NotRunning(
+                    f"publish result: job {job.id} was left running when the runner stopped"
+                )
+            encoded = codec.encode_result(partial, self._max_result_bytes)
+            return Publish(job.id, job.attempt, encoded)
 
         def publish(partial: R) -> None:
             engine.write(publish_op(partial))
@@ -135,4 +165,4 @@ class Executor:
             loop = asyncio.get_running_loop()
             call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
             result = await loop.run_in_executor(self._threads, call)
-        return codec.encode_result(result)
+        return result

@@ -17,7 +17,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from jobtable._engine import ClaimedRow, Queries
 from jobtable._errors import StoreError
+from jobtable._sqlite_errors import driver_errors
 from jobtable._sqlite_file import (
     SCHEMA_VERSION,
     SQLiteSchema,
@@ -43,18 +44,6 @@ MAX_BATCH = 512
 """The most operations the writer commits in one transaction."""
 
 _SCHEMA = SQLiteSchema(SCHEMA)
-
-
-@contextlib.contextmanager
-def _driver_errors(path: Path) -> Iterator[None]:
-    """Turns a sqlite3 error into a StoreError naming path; lets every other exception by.
-
-    This is the one place a driver error is translated.
-    """
-    try:
-        yield
-    except sqlite3.Error as err:
-        raise StoreError(f"sqlite store {path}: {err}") from err
 
 
 class _Queries(Querier):
@@ -158,10 +147,12 @@ class SQLiteEngine:
         """Opens the database at path, creating it or its schema when missing.
 
         Refuses, with a StoreError naming the path, a directory, a path in a
-        missing folder, a file that is not a SQLite database, a schema newer
-        than this library, and a database that already has a table of
-        jobtable's name that jobtable did not create; a refused file is left
-        as it was. A database with other tables gets jobtable's tables added.
+        missing folder, a read-only file or folder (by its permission bits,
+        even for root), a file that is not a SQLite database, a schema newer
+        than this library or of a version it never wrote, and a database
+        that already has a table of jobtable's name that jobtable did not
+        create; a refused file is left as it was. A database with other
+        tables gets jobtable's tables added.
 
         With durable, a write that returned is on disk (synchronous=FULL).
         Without it (synchronous=NORMAL), a power loss may lose the last
@@ -178,7 +169,7 @@ class SQLiteEngine:
             raise StoreError(f"cannot open {path!r}: jobtable needs a database file")
         resolved = Path(path).absolute()
         has_content = check_file(resolved)
-        with _driver_errors(resolved):
+        with driver_errors(resolved):
             conn = connect(resolved, create=not has_content, busy_timeout=busy_timeout)
             try:
                 # Refuse before anything that writes (journal mode, schema),
@@ -238,7 +229,7 @@ class SQLiteEngine:
         with self._reader_slots:
             conn = self._borrow_reader()
             try:
-                with _driver_errors(self._path):
+                with driver_errors(self._path):
                     conn.execute("BEGIN")
                     try:
                         return op(_Queries(conn))
@@ -343,7 +334,7 @@ class SQLiteEngine:
                 raise self._closed_error()
             if self._idle_readers:
                 return self._idle_readers.pop()
-        with _driver_errors(self._path):
+        with driver_errors(self._path):
             conn = connect(self._path, create=False, busy_timeout=self._busy_timeout)
             try:
                 conn.execute("PRAGMA query_only = ON")
@@ -389,12 +380,12 @@ class SQLiteEngine:
         conn = self._writer
         outcomes: list[_Outcome] = []
         try:
-            with _driver_errors(self._path):
+            with driver_errors(self._path):
                 conn.execute("BEGIN IMMEDIATE")
                 for call in calls:
                     conn.execute("SAVEPOINT jobtable_op")
                     try:
-                        with _driver_errors(self._path):
+                        with driver_errors(self._path):
                             value = call.op(self._queries)
                     except BaseException as exc:
                         outcomes.append(_Outcome(call, False, exc))
@@ -402,7 +393,9 @@ class SQLiteEngine:
                             # SQLite rolled back the whole transaction (a
                             # full disk, an I/O error): the batch is lost.
                             raise StoreError(
-                                f"sqlite store {self._path}: the transaction was rolled back: {exc}"
+                                f"sqlite store {self._path}: the transaction was rolled back: "
+                                f"{exc}",
+                                transient=True,
                             ) from exc
                         conn.execute("ROLLBACK TO jobtable_op")
                         conn.execute("RELEASE jobtable_op")
