@@ -27,6 +27,10 @@ SELECT jobtable_listen() AS channel;
 -- reach the disk: a crash may lose the last moments' writes, never corrupt.
 SELECT set_config('synchronous_commit', 'off', false);
 
+-- name: SetClientEncoding :exec
+-- SetClientEncoding sets the encoding this session's text travels in.
+SELECT set_config('client_encoding', @encoding::text, false);
+
 -- name: CreateSearchPathSchema :exec
 -- CreateSearchPathSchema creates the first schema of the search_path when it
 -- does not exist (current_schema() is then null), so that a URL naming a

@@ -10,13 +10,15 @@ import contextvars
 import functools
 import logging
 import threading
+import time
 from typing import TypeVar, cast
 
+from ._backoff import Backoff
 from ._codec import ResultTooLarge
 from ._context import JobContext
 from ._daemon_pool import DaemonPool
 from ._engine import ClaimedRow
-from ._errors import Failure, NotRunning, ResultError
+from ._errors import Failure, NotRunning, ResultError, StoreError
 from ._handler import AsyncHandler, Handler, Handlers, SyncHandler
 from ._job import MESSAGE_INTERNAL
 from ._job_logger import JobLogger
@@ -28,13 +30,36 @@ P = TypeVar("P")
 R = TypeVar("R")
 
 
+def _undecodable_text(job: ClaimedRow) -> str | None:
+    """Says which text column of a claimed row is not valid text, or None when all are.
+
+    An engine hands over bytes it could not decode as lone surrogates (the
+    ``surrogateescape`` error handler), so such text does not encode back.
+    """
+    for column, text in (("kind", job.kind), ("payload", job.payload)):
+        try:
+            text.encode()
+        except UnicodeEncodeError as err:
+            return (
+                f"its {column} is not valid UTF-8 at character {err.start}: {_printable(text)[:80]}"
+            )
+    return None
+
+
+def _printable(text: str) -> str:
+    """text with every byte that could not be decoded shown as an escape (\\xff)."""
+    return text.encode(errors="surrogateescape").decode(errors="backslashreplace")
+
+
 class Executor:
     """Runs claimed jobs with their kinds' handlers and returns their outcomes.
 
     Plain ``def`` handlers run on daemon threads of its own once started
     (``DaemonPool``), so that they never block the event loop nor hold the
     process open at exit; before that, on the loop's default executor. A
-    result or partial result over max_result_bytes is refused.
+    publish that meets a transient store error is retried after backoff for
+    up to lease seconds, never once stop began. A result or partial result
+    over max_result_bytes is refused.
     """
 
     def __init__(
@@ -44,11 +69,15 @@ class Executor:
         logger: logging.Logger,
         stopping: threading.Event,
         astopping: asyncio.Event,
+        lease: float,
+        backoff: Backoff,
         max_result_bytes: int,
     ) -> None:
         self._store = store
         self._handlers = handlers
         self._logger = logger
+        self._lease = lease
+        self._backoff = backoff
         self._stopping = stopping
         self._astopping = astopping
         self._max_result_bytes = max_result_bytes
@@ -80,7 +109,15 @@ class Executor:
         Only the handler's typed result, a Failure's message or a message of
         the runner's own reaches the table; any other exception is logged.
         None means the job stays running: the handler raised after stop began.
+        A row whose text cannot be read fails alone with MESSAGE_INTERNAL.
         """
+        undecodable = _undecodable_text(job)
+        if undecodable is not None:
+            # Nothing of the row is written back but the runner's own message.
+            JobLogger(self._logger, job.id, _printable(job.kind)).error(
+                "job row cannot be read: %s", undecodable
+            )
+            return Finish(job, error=MESSAGE_INTERNAL)
         handler = self._handlers.get(job.kind)
         if handler is None:
             JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
@@ -129,7 +166,6 @@ class Executor:
         """Decodes the payload, calls the handler and returns what it returned."""
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
-        engine = self._store.engine
 
         def publish_op(partial: R) -> Publish:
             if self._abandoned:
@@ -139,14 +175,14 @@ class Executor:
                 raise NotRunning(
                     f"publish result: job {job.id} was left running when the runner stopped"
                 )
-            encoded = codec.encode_result(partial, self._max_result_bytes)
-            return Publish(job.id, job.attempt, encoded)
+            return Publish(job, codec.encode_result(partial, self._max_result_bytes))
 
         def publish(partial: R) -> None:
-            engine.write(publish_op(partial))
+            self._publish(publish_op(partial))
 
         async def apublish(partial: R) -> None:
-            await engine.awrite(publish_op(partial))
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._threads, self._publish, publish_op(partial))
 
         ctx: JobContext[R] = JobContext(
             id=job.id,
@@ -166,3 +202,33 @@ class Executor:
             call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
             result = await loop.run_in_executor(self._threads, call)
         return result
+
+    def _publish(self, op: Publish) -> None:
+        """Stores a partial result; retries a transient store error with backoff for up to a lease.
+
+        A publish is fenced by its claim and stores the same value again, so
+        a retry is safe, and a dropped connection (a server restart) costs
+        the handler a short wait instead of an exception that would fail its
+        job. Unlike an outcome, it is not retried for ever: after a lease of
+        failures, or once stop began, the StoreError reaches the handler, as
+        a StoreError that is not transient does at once. NotRunning is never
+        retried.
+        """
+        delay = self._backoff.first
+        give_up_at = time.monotonic() + self._lease
+        while True:
+            try:
+                self._store.engine.write(op)
+                return
+            except StoreError as err:
+                if (
+                    not err.transient
+                    or self._stopping.is_set()
+                    or time.monotonic() + delay > give_up_at
+                ):
+                    raise
+                JobLogger(self._logger, op.job_id, op.kind).warning(
+                    "publish job result; retrying", exc_info=True
+                )
+            time.sleep(delay)
+            delay = self._backoff.after(delay)

@@ -19,6 +19,7 @@ from typing import TypeVar, overload
 
 from ._backoff import Backoff
 from ._completer import Completer
+from ._contact import StoreContact
 from ._engine import ClaimedRow
 from ._errors import RunnerError
 from ._executor import Executor
@@ -107,34 +108,33 @@ class Runner:
         self.max_payload_bytes = max_payload_bytes
         """The largest encoded payload the kinds ``register`` returns accept."""
         self.max_result_bytes = max_result_bytes
-        """The largest encoded result or partial result a handler may store.
-
-        An oversized publish raises ResultError at the call; an oversized
-        final result fails the job with a message saying so.
-        """
+        """The largest encoded result or partial result; a bigger publish raises, a result fails."""
         self.retry_backoff = retry_backoff
         """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
         self.give_up_after = give_up_after
         """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
         self._handlers = Handlers()
         self._stopping = threading.Event()
-        # asyncio's events and queues bind to the loop that first waits on them:
-        # the runner's loop, once start or run_next runs.
+        # asyncio's events and queues bind to the first loop that waits: start's or run_next's.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._astopping = asyncio.Event()
         self._queue: asyncio.Queue[ClaimedRow | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         stop = (self._stopping, self._astopping)
-        self._executor = Executor(store, self._handlers, self.logger, *stop, max_result_bytes)
+        self._executor = Executor(
+            store, self._handlers, self.logger, *stop, lease, retry_backoff, max_result_bytes
+        )
+        contact = StoreContact.of_runner(lease)
         self._completer = Completer(
-            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after
+            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after, contact
         )
         self._producer = Producer(
             store,
             self.name,
             self.logger,
             self._completer,
+            contact,
             poll_interval=poll_interval,
             backoff=retry_backoff,
             stopping=self._stopping,
@@ -147,6 +147,7 @@ class Runner:
             lease=lease,
             retention=retention,
             held=self._completer.held,
+            contact=contact,
             stopping=self._stopping,
             astopping=self._astopping,
         )

@@ -1,5 +1,8 @@
 """An outcome the database refuses for good fails the job, instead of being retried for ever.
 
+A publish it refuses for good raises in the handler at once: retrying is for
+transient errors.
+
 A trigger the test adds makes the real database refuse a job's success with
 a non-transient error (a constraint abort on SQLite, a raised exception on
 PostgreSQL), as a check or a data error would. Transient errors, which the
@@ -38,6 +41,21 @@ REFUSE_ANY_FINISH = {
         "$$ BEGIN RAISE EXCEPTION 'finish refused'; END $$",
         "CREATE TRIGGER refuse_finish BEFORE UPDATE ON jobs FOR EACH ROW "
         "WHEN (NEW.status IN ('succeeded', 'failed')) EXECUTE FUNCTION refuse_finish()",
+    ],
+}
+
+REFUSE_PUBLISH = {
+    "sqlite": [
+        "CREATE TRIGGER refuse_publish BEFORE UPDATE OF result ON jobs "
+        "WHEN NEW.status = 'running' AND NEW.result IS NOT OLD.result "
+        "BEGIN SELECT RAISE(ABORT, 'publish refused'); END"
+    ],
+    "postgres": [
+        "CREATE FUNCTION refuse_publish() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'publish refused'; END $$",
+        "CREATE TRIGGER refuse_publish BEFORE UPDATE ON jobs FOR EACH ROW "
+        "WHEN (NEW.status = 'running' AND NEW.result IS DISTINCT FROM OLD.result) "
+        "EXECUTE FUNCTION refuse_publish()",
     ],
 }
 
@@ -90,3 +108,26 @@ async def test_an_outcome_refused_even_as_internal_is_given_up_not_retried_for_e
     assert await runner.run_next() == job_id
     assert runner.get(job_id).status is jobtable.Status.RUNNING
     assert [r for r in caplog.records if "giving up" in r.getMessage()]
+
+
+async def test_a_publish_the_database_refuses_for_good_raises_at_once_and_is_not_retried(
+    engine: str, store: jobtable.Store, store_target: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    execute(engine, store_target, REFUSE_PUBLISH[engine])
+    raised: list[jobtable.StoreError] = []
+
+    def publish_then_finish(ctx: jobtable.JobContext[str], payload: int) -> str:
+        try:
+            ctx.publish("half")
+        except jobtable.StoreError as err:
+            raised.append(err)
+        return "done"
+
+    runner = jobtable.Runner(store)
+    job_id = runner.register("work", publish_then_finish).enqueue(0)
+    assert await runner.run_next() == job_id
+    assert [err.transient for err in raised] == [False]
+    assert not [r for r in caplog.records if "publish job result; retrying" in r.getMessage()]
+    job = runner.get(job_id)
+    assert (job.status, job.result) == (jobtable.Status.SUCCEEDED, "done")

@@ -31,6 +31,9 @@ LISTEN_FOR_ENQUEUES = """SELECT jobtable_listen() AS channel
 DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', false)
 """
 
+SET_CLIENT_ENCODING = """SELECT set_config('client_encoding', %(encoding)s::text, false)
+"""
+
 CREATE_SEARCH_PATH_SCHEMA = """DO $$
 DECLARE
     first text := trim(split_part(current_setting('search_path'), ',', 1));
@@ -148,6 +151,19 @@ class Querier:
         """
         self._conn.execute(
             DISABLE_SYNCHRONOUS_COMMIT,
+        )
+
+    def set_client_encoding(
+        self,
+        *,
+        encoding: str,
+    ) -> None:
+        """SetClientEncoding sets the encoding this session's text travels in."""
+        self._conn.execute(
+            SET_CLIENT_ENCODING,
+            {
+                "encoding": encoding,
+            },
         )
 
     def create_search_path_schema(
