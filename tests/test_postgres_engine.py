@@ -19,7 +19,8 @@ from psycopg import sql
 from jobtable._engine import Engine, Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._ops import create_jobs
-from jobtable._postgres import SCHEMA_VERSION, PostgresEngine
+from jobtable._postgres import PostgresEngine
+from jobtable._postgres_schema import SCHEMA_VERSION
 from jobtable._values import now
 
 LIMIT = 10.0

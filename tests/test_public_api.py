@@ -27,6 +27,7 @@ EXPECTED = {
     "Kind",
     "NotRunning",
     "PayloadError",
+    "ResultError",
     "Runner",
     "RunnerError",
     "Status",

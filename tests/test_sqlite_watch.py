@@ -111,10 +111,10 @@ def enqueuer(path: Path) -> Iterator[Enqueuer]:
 
 
 class Pings:
-    """A runner polling hourly, with the ping kind, and the ids its handler saw start."""
+    """A runner polling hourly (or every poll_interval), with the ping kind, and the ids it ran."""
 
-    def __init__(self, store: jobtable.Store) -> None:
-        self.runner = jobtable.Runner(store, name="worker", poll_interval=HOUR)
+    def __init__(self, store: jobtable.Store, poll_interval: float = HOUR) -> None:
+        self.runner = jobtable.Runner(store, name="worker", poll_interval=poll_interval)
         self.started: set[str] = set()
         self._changed = asyncio.Event()
         self.runner.register("ping", self._ping)
@@ -337,8 +337,8 @@ async def test_without_watch_the_runner_finds_other_processes_jobs_by_polling(
     assert engine.listen(lambda: None) is None
     before = len(_watch_threads())
     with jobtable.Store(engine, target=str(path)) as store:
-        pings = Pings(store)
-        pings.runner.poll_interval = 0.05
+        # Given at construction: the producer takes it then, not from the attribute later.
+        pings = Pings(store, poll_interval=0.05)
         async with pings.running():
             assert len(_watch_threads()) == before
             await pings.wait_started(await enqueuer.aask("enqueue"))

@@ -30,3 +30,23 @@ SELECT set_config('synchronous_commit', 'off', false);
 -- name: SetClientEncoding :exec
 -- SetClientEncoding sets the encoding this session's text travels in.
 SELECT set_config('client_encoding', @encoding::text, false);
+
+-- name: CreateSearchPathSchema :exec
+-- CreateSearchPathSchema creates the first schema of the search_path when it
+-- does not exist (current_schema() is then null), so that a URL naming a
+-- schema of its own needs no CREATE SCHEMA beforehand. "$user" stands for the
+-- session's user; parse_ident unquotes a quoted name and folds an unquoted one.
+DO $$
+DECLARE
+    first text := trim(split_part(current_setting('search_path'), ',', 1));
+BEGIN
+    IF current_schema() IS NULL AND first <> '' THEN
+        IF first IN ('$user', '"$user"') THEN
+            first := current_user;
+        ELSE
+            first := (parse_ident(first))[1];
+        END IF;
+        EXECUTE 'CREATE SCHEMA IF NOT EXISTS ' || quote_ident(first);
+    END IF;
+END
+$$;

@@ -24,6 +24,7 @@ from ._errors import (
     JobtableError,
     NotRunning,
     PayloadError,
+    ResultError,
     RunnerError,
     StoreError,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "Kind",
     "NotRunning",
     "PayloadError",
+    "ResultError",
     "Runner",
     "RunnerError",
     "Status",

@@ -1,15 +1,17 @@
 """How a kind's payloads and results become stored JSON and back."""
 
 import json
+import math
 from typing import Generic, TypeVar
 
 import pydantic
 import pydantic_core
 
-from ._errors import PayloadError
+from ._errors import PayloadError, ResultError
 
 P = TypeVar("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 def _unknown_field(stored: object, known: object, path: str) -> str | None:
@@ -29,11 +31,32 @@ def _unknown_field(stored: object, known: object, path: str) -> str | None:
     return None
 
 
+def _non_finite(value: object) -> bool:
+    """Tells whether value, as pydantic dumps it in python mode, holds a NaN or an infinity."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_non_finite(v) for v in value)
+    return False
+
+
+class _Invalid(Exception):
+    """A value that is not valid data of its type; the message says why, quoting no data."""
+
+
+class ResultTooLarge(ResultError):
+    """A result over the runner's max_result_bytes; its message quotes no data, so it is stored."""
+
+
 class Codec(Generic[P, R]):
     """Turns a kind's payloads and results into stored JSON and back.
 
-    Only data of the declared types is ever encoded, so nothing but typed
-    data reaches the table.
+    Only data of the declared types is ever encoded, and payloads and results
+    are checked alike: the value must be of the type, dump to JSON that
+    validates back as the type, hold no NaN or infinity (JSON has none, and
+    pydantic would store null for them), and fit the size limit.
     """
 
     def __init__(self, kind: str, payload_type: type[P], result_type: type[R]) -> None:
@@ -43,16 +66,28 @@ class Codec(Generic[P, R]):
         self._payload = pydantic.TypeAdapter[P](payload_type)
         self._result = pydantic.TypeAdapter[R](result_type)
 
+    @staticmethod
+    def _encode(adapter: "pydantic.TypeAdapter[T]", value: T) -> bytes:
+        """Returns value as JSON; raises _Invalid, chained to the cause, when it is not valid."""
+        try:
+            data = adapter.dump_json(value, by_alias=True, warnings="error")
+            adapter.validate_json(data)
+        except (pydantic.ValidationError, pydantic_core.PydanticSerializationError) as err:
+            raise _Invalid(str(err)) from err
+        # pydantic dumps NaN and infinities as null, which a type that allows
+        # None would read back as None: a changed value, not the one given.
+        if b"null" in data and _non_finite(adapter.dump_python(value, mode="python")):
+            raise _Invalid("it holds a float NaN or infinity, which JSON cannot store")
+        return data
+
     def encode_payload(self, payload: P, limit: int) -> str:
         """Returns payload as JSON; raises PayloadError when it is not a P or too large."""
         try:
-            data = self._payload.dump_json(payload, by_alias=True, warnings="error")
-            self._payload.validate_json(data)
-        except (pydantic.ValidationError, pydantic_core.PydanticSerializationError) as err:
+            data = self._encode(self._payload, payload)
+        except _Invalid as err:
             raise PayloadError(
-                f"enqueue {self.kind!r}: payload is not a valid "
-                f"{getattr(self.payload_type, '__name__', self.payload_type)}: {err}"
-            ) from err
+                f"enqueue {self.kind!r}: payload is not a valid {_name(self.payload_type)}: {err}"
+            ) from err.__cause__
         if len(data) > limit:
             raise PayloadError(
                 f"enqueue {self.kind!r}: payload is {len(data)} bytes, over the limit of {limit}"
@@ -76,10 +111,39 @@ class Codec(Generic[P, R]):
             raise ValueError(f"payload of {self.kind!r} has an unknown field {unknown!r}")
         return value
 
-    def encode_result(self, result: R) -> str:
-        """Returns result as JSON; raises when it is not an R."""
-        return self._result.dump_json(result, warnings="error").decode()
+    def encode_result(self, result: R, limit: int) -> str:
+        """Returns result as JSON, as strictly checked as a payload.
 
-    def decode_result(self, text: str) -> R:
-        """Returns a stored result as an R."""
-        return self._result.validate_json(text)
+        Raises ResultError when it is not a valid R (its message may quote the
+        value: log it, never store it), and ResultTooLarge, whose message
+        quotes nothing, when its JSON is over limit bytes.
+        """
+        try:
+            data = self._encode(self._result, result)
+        except _Invalid as err:
+            raise ResultError(
+                f"job kind {self.kind!r}: result is not a valid {_name(self.result_type)}: {err}"
+            ) from err.__cause__
+        if len(data) > limit:
+            raise ResultTooLarge(
+                f"result is {len(data)} bytes, over the limit of {limit} (max_result_bytes)"
+            )
+        return data.decode()
+
+    def decode_result(self, text: str, job_id: str) -> R:
+        """Returns a stored result as an R.
+
+        Raises ResultError naming the job and the kind when it no longer
+        validates as R (the type changed since it was stored).
+        """
+        try:
+            return self._result.validate_json(text)
+        except pydantic.ValidationError as err:
+            raise ResultError(
+                f"job {job_id!r} of kind {self.kind!r}: its stored result is not a valid "
+                f"{_name(self.result_type)}: {err}"
+            ) from err
+
+
+def _name(t: object) -> str:
+    return str(getattr(t, "__name__", t))

@@ -13,21 +13,27 @@ from collections.abc import Sequence
 from ._backoff import Backoff
 from ._contact import StoreContact
 from ._engine import ClaimedRow
+from ._errors import StoreError
+from ._job import MESSAGE_INTERNAL
 from ._job_logger import JobLogger
 from ._ops import Finish, FinishAndClaim
 from ._store import Store
 
 
 class Completer:
-    """Stores jobs' outcomes, retrying a database error with capped backoff.
+    """Stores jobs' outcomes, retrying a transient database error with capped backoff.
 
-    While the runner lives it retries until the write lands: the runner
-    keeps its lease, so no other runner would ever fail the jobs, and giving
-    up would leave them running forever. Only once stop has begun does it
-    give up after give_up_after tries; the jobs then stay running and the
-    next start fails them as interrupted. Each write is fenced by its claim:
-    a job that is no longer running under its claim is left as it is, and
-    that is logged. A failed write is recorded in contact.
+    While the runner lives it retries a transient error (StoreError.transient:
+    a lost connection, a lock) until the write lands: the runner keeps its
+    lease, so no other runner would ever fail the jobs, and giving up would
+    leave them running forever. An outcome the database refuses for good (a
+    data or constraint error) is replaced once by MESSAGE_INTERNAL, the cause
+    logged; if even that is refused, the job is failed as interrupted once
+    its claim is older than the lease. Only once stop has begun does it give
+    up on a transient error after give_up_after tries; the jobs then stay
+    running and the next start fails them as interrupted. Each write is
+    fenced by its claim: a job that is no longer running under its claim is
+    left as it is, and that is logged. A failed write is recorded in contact.
     """
 
     def __init__(
@@ -138,7 +144,7 @@ class Completer:
                     FinishAndClaim(outcomes, self._runner, 0)
                 )
                 return changed
-            except Exception:
+            except Exception as err:
                 self._contact.failed()
                 if len(outcomes) > 1:
                     # One bad outcome must not hold the others back: each is
@@ -152,6 +158,24 @@ class Completer:
                     return ids
                 tries += 1
                 extra = {"jobs": [o.job_id for o in outcomes], "runner": self._runner}
+                if not (isinstance(err, StoreError) and err.transient):
+                    # The database refused this outcome itself (a data or
+                    # constraint error): the same write would fail for ever.
+                    [outcome] = outcomes
+                    if outcome.error == MESSAGE_INTERNAL:
+                        self._logger.exception(
+                            "record job outcome: the database refused it; giving up, the job "
+                            "fails as interrupted once its claim is older than the lease",
+                            extra=extra,
+                        )
+                        return None
+                    JobLogger(self._logger, outcome.job_id, outcome.kind).error(
+                        "record job outcome: the database refused it; failing the job with "
+                        "the internal message",
+                        exc_info=True,
+                    )
+                    outcomes = [outcome.refused()]
+                    continue
                 if tries >= self._give_up_after and self._stopping.is_set():
                     self._logger.exception(
                         "record job outcomes; giving up as the runner stops, the jobs stay "

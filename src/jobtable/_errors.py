@@ -9,8 +9,12 @@ from one root::
     │                   library, a database error
     ├── PayloadError    a payload does not fit its kind or cannot be stored
     │                   (also a ValueError); nothing was stored
+    ├── ResultError     a handler's result or partial result does not fit its
+    │                   kind or is over the size limit, or a stored result no
+    │                   longer does (also a ValueError)
     ├── RunnerError     a runner used out of order: register after start, a
-    │                   kind registered twice, a second start
+    │                   kind registered twice, a second start, a start after
+    │                   stop
     ├── NotRunning      a handler published for a job that is no longer
     │                   running under its claim
     └── JobNotFound     no job has the id (also a LookupError)
@@ -26,11 +30,28 @@ class JobtableError(Exception):
 
 
 class StoreError(JobtableError):
-    """The store cannot be opened or used; the message names the path and the cause."""
+    """The store cannot be opened or used; the message names the path and the cause.
+
+    transient is true when the same call may succeed if retried (a lost
+    connection, a lock held too long, a full disk); false when the database
+    refused the data or the statement itself, which no retry changes.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class PayloadError(JobtableError, ValueError):
     """A payload does not fit its kind or cannot be stored; nothing was stored."""
+
+
+class ResultError(JobtableError, ValueError):
+    """A result does not fit its kind or its size limit; the message names the kind.
+
+    Raised by publish, storing nothing, and by Kind.get for a stored result
+    that no longer validates as the kind's result type (naming the job too).
+    """
 
 
 class RunnerError(JobtableError):
@@ -64,6 +85,7 @@ for _error in (
     JobtableError,
     StoreError,
     PayloadError,
+    ResultError,
     RunnerError,
     NotRunning,
     JobNotFound,

@@ -6,7 +6,6 @@ own. Any other exception text is logged, never stored.
 """
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import logging
@@ -15,14 +14,17 @@ import time
 from typing import TypeVar, cast
 
 from ._backoff import Backoff
+from ._codec import ResultTooLarge
 from ._context import JobContext
+from ._daemon_pool import DaemonPool
 from ._engine import ClaimedRow
-from ._errors import Failure, StoreError
+from ._errors import Failure, NotRunning, ResultError, StoreError
 from ._handler import AsyncHandler, Handler, Handlers, SyncHandler
 from ._job import MESSAGE_INTERNAL
 from ._job_logger import JobLogger
 from ._ops import Finish, Publish
 from ._store import Store
+from ._values import storable
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -52,10 +54,12 @@ def _printable(text: str) -> str:
 class Executor:
     """Runs claimed jobs with their kinds' handlers and returns their outcomes.
 
-    Plain ``def`` handlers run on threads of its own once started, so that
-    they never block the event loop; before that, on the loop's default
-    executor. A publish that meets a store error is retried after backoff
-    for up to lease seconds, never once stop began.
+    Plain ``def`` handlers run on daemon threads of its own once started
+    (``DaemonPool``), so that they never block the event loop nor hold the
+    process open at exit; before that, on the loop's default executor. A
+    publish that meets a transient store error is retried after backoff for
+    up to lease seconds, never once stop began. A result or partial result
+    over max_result_bytes is refused.
     """
 
     def __init__(
@@ -67,6 +71,7 @@ class Executor:
         astopping: asyncio.Event,
         lease: float,
         backoff: Backoff,
+        max_result_bytes: int,
     ) -> None:
         self._store = store
         self._handlers = handlers
@@ -75,13 +80,23 @@ class Executor:
         self._backoff = backoff
         self._stopping = stopping
         self._astopping = astopping
-        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._max_result_bytes = max_result_bytes
+        self._threads: DaemonPool | None = None
+        # Set once the runner gives up on the handlers still running (the
+        # grace period ended): their publishes then raise NotRunning.
+        self._abandoned = False
 
     def start(self, threads: int, name: str) -> None:
         """Opens the threads plain ``def`` handlers run on."""
-        self._threads = concurrent.futures.ThreadPoolExecutor(
-            max_workers=threads, thread_name_prefix=name
-        )
+        self._threads = DaemonPool(threads, thread_name_prefix=name)
+
+    def abandon(self) -> None:
+        """Gives up on the handlers still running: from now on their publishes raise NotRunning.
+
+        Their jobs stay running for the next start to fail as interrupted, and
+        a late write must not make them look alive.
+        """
+        self._abandoned = True
 
     def close(self) -> None:
         """Lets go of the threads; a handler still running in one finishes unobserved."""
@@ -121,7 +136,15 @@ class Executor:
             return self._raised(job, err)
         except Exception as err:
             return self._raised(job, err)
-        return Finish(job, result=result)
+        try:
+            return Finish(job, result=handler.codec.encode_result(result, self._max_result_bytes))
+        except ResultTooLarge as err:
+            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
+            return Finish(job, error=str(err))
+        except ResultError as err:
+            # The cause may quote the value: logged, never stored.
+            JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
+            return Finish(job, error=MESSAGE_INTERNAL)
 
     def _raised(self, job: ClaimedRow, err: BaseException) -> Finish | None:
         """The outcome of a handler that raised err.
@@ -135,17 +158,24 @@ class Executor:
             logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
             return None
         if isinstance(err, Failure):
-            return Finish(job, error=str(err.message))
+            return Finish(job, error=storable(str(err.message)))
         logger.error("job failed", exc_info=err)
         return Finish(job, error=MESSAGE_INTERNAL)
 
-    async def _call(self, handler: Handler[P, R], job: ClaimedRow) -> str:
-        """Decodes the payload, calls the handler and returns its result as JSON."""
+    async def _call(self, handler: Handler[P, R], job: ClaimedRow) -> R:
+        """Decodes the payload, calls the handler and returns what it returned."""
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
 
         def publish_op(partial: R) -> Publish:
-            return Publish(job, codec.encode_result(partial))
+            if self._abandoned:
+                # The runner stopped waiting for this handler (its grace
+                # period ended): the job is left running for the next start,
+                # and a late write must not make it look alive.
+                raise NotRunning(
+                    f"publish result: job {job.id} was left running when the runner stopped"
+                )
+            return Publish(job, codec.encode_result(partial, self._max_result_bytes))
 
         def publish(partial: R) -> None:
             self._publish(publish_op(partial))
@@ -171,17 +201,18 @@ class Executor:
             loop = asyncio.get_running_loop()
             call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
             result = await loop.run_in_executor(self._threads, call)
-        return codec.encode_result(result)
+        return result
 
     def _publish(self, op: Publish) -> None:
-        """Stores a partial result; retries a store error with capped backoff for up to a lease.
+        """Stores a partial result; retries a transient store error with backoff for up to a lease.
 
         A publish is fenced by its claim and stores the same value again, so
         a retry is safe, and a dropped connection (a server restart) costs
         the handler a short wait instead of an exception that would fail its
         job. Unlike an outcome, it is not retried for ever: after a lease of
-        failures, or once stop began, the StoreError reaches the handler.
-        NotRunning is never retried.
+        failures, or once stop began, the StoreError reaches the handler, as
+        a StoreError that is not transient does at once. NotRunning is never
+        retried.
         """
         delay = self._backoff.first
         give_up_at = time.monotonic() + self._lease
@@ -189,8 +220,12 @@ class Executor:
             try:
                 self._store.engine.write(op)
                 return
-            except StoreError:
-                if self._stopping.is_set() or time.monotonic() + delay > give_up_at:
+            except StoreError as err:
+                if (
+                    not err.transient
+                    or self._stopping.is_set()
+                    or time.monotonic() + delay > give_up_at
+                ):
                     raise
                 JobLogger(self._logger, op.job_id, op.kind).warning(
                     "publish job result; retrying", exc_info=True

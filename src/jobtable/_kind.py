@@ -15,7 +15,7 @@ from ._errors import JobNotFound
 from ._job import Job, Status
 from ._ops import CreateJobs, GetJob, create_jobs
 from ._store import Store
-from ._values import new_id
+from ._values import new_id, unstorable
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -46,6 +46,8 @@ class Kind(Generic[P, R]):
     def __init__(self, name: str, payload_type: type[P], result_type: type[R]) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Kind {name!r}: empty kind")
+        if why := unstorable(name):
+            raise ValueError(f"Kind {name!r}: the kind name cannot be stored: {why}")
         try:
             self._codec = Codec[P, R](name, payload_type, result_type)
         except Exception as err:
@@ -155,7 +157,7 @@ class Kind(Generic[P, R]):
             id=row.id,
             kind=row.kind,
             status=Status(row.status),
-            result=None if row.result is None else self._codec.decode_result(row.result),
+            result=None if row.result is None else self._codec.decode_result(row.result, row.id),
             error=row.error,
         )
 
@@ -166,7 +168,9 @@ class Kind(Generic[P, R]):
     def get(self, *args: Any) -> Job[R]:
         """Returns the job with its result parsed as R.
 
-        Raises JobNotFound for an unknown id or a job of another kind.
+        Raises JobNotFound for an unknown id or a job of another kind,
+        TypeError for an id that is not a str, and ResultError, naming the job
+        and the kind, for a stored result that no longer validates as R.
         """
         binding, job_id = self._where("get", args)
         return self._typed(binding.store.engine.read(GetJob(job_id)))

@@ -14,8 +14,8 @@ from typing import NamedTuple
 from ._contact import StoreContact
 from ._engine import ClaimedRow, JobRow, Queries, Statement
 from ._errors import JobNotFound, NotRunning
-from ._job import MESSAGE_INTERRUPTED
-from ._values import now, timestamp
+from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED
+from ._values import now, timestamp, unstorable
 
 
 def _times(
@@ -47,15 +47,22 @@ def _fail_dead_runners(q: Queries, name: str, stamp: str, cutoff: str) -> int:
 
 
 class GetJob:
-    """The read of one job; raises JobNotFound when no job has the id."""
+    """The read of one job; raises JobNotFound when no job has the id.
+
+    Raises TypeError at once for an id that is not a str. A str that no
+    engine can store as text (a NUL, a lone surrogate) is no job's id: it is
+    JobNotFound without a query, so every engine answers alike.
+    """
 
     __slots__ = ("job_id",)
 
     def __init__(self, job_id: str) -> None:
+        if not isinstance(job_id, str):
+            raise TypeError(f"job id is {type(job_id).__name__}, want str")
         self.job_id = job_id
 
     def __call__(self, q: Queries) -> JobRow:
-        row = q.get_job(id=self.job_id)
+        row = None if unstorable(self.job_id) else q.get_job(id=self.job_id)
         if row is None:
             raise JobNotFound(f"job {self.job_id!r} not found")
         return row
@@ -125,6 +132,13 @@ class Finish:
         self.attempt = job.attempt
         self.result = result
         self.error = error
+
+    def refused(self) -> "Finish":
+        """The outcome that replaces this one when the database refused it: MESSAGE_INTERNAL."""
+        finish = Finish.__new__(Finish)
+        finish.job_id, finish.kind, finish.attempt = self.job_id, self.kind, self.attempt
+        finish.result, finish.error = None, MESSAGE_INTERNAL
+        return finish
 
 
 class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):

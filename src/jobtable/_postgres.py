@@ -16,11 +16,13 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import datetime
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Self, TypeVar
 
 import psycopg
+from psycopg import conninfo
 from psycopg.rows import TupleRow
 
 from jobtable._backoff import Backoff
@@ -28,7 +30,8 @@ from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow, St
 from jobtable._errors import StoreError
 from jobtable._postgres_listener import RECONNECT, Listener
 from jobtable._postgres_pool import Pool, TextLoader, client_encoding
-from jobtable._values import redact_url, timestamp
+from jobtable._postgres_schema import apply_schema
+from jobtable._values import redact_url, scrub, timestamp
 from jobtable.db.postgres import jobs, schema_version
 from jobtable.db.postgres.jobs import CreateJobsParams
 from jobtable.db.postgres.schema import SCHEMA
@@ -36,23 +39,12 @@ from jobtable.db.postgres.schema import SCHEMA
 T = TypeVar("T")
 _Connection = psycopg.Connection[TupleRow]
 
-SCHEMA_VERSION = 1
-"""The schema version this library writes, recorded in the jobtable_schema table.
+CONNECT_TIMEOUT = 10
+"""Seconds a connection may take to open, unless the URL or PGCONNECT_TIMEOUT sets connect_timeout.
 
-Bump it with every change to postgres/schema.sql, and add the step from the
-previous version to ``_UPGRADES``.
+Without one, libpq waits for the operating system's TCP timeout (minutes)
+on a host that accepts the connection and never answers.
 """
-
-
-def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
-    # Maps version N to the step that brings a schema from N to N + 1, run in
-    # order inside the one transaction that also records the new version. A
-    # new schema gets schema.sql whole instead, which is always the latest
-    # version. There are no steps yet: version 1 is the first.
-    return {}
-
-
-_UPGRADES = _upgrade_steps()
 
 
 def _time(text: str) -> datetime.datetime:
@@ -171,37 +163,31 @@ def _queries(conn: _Connection) -> Queries:
     return _Queries(conn)
 
 
-def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
-    """Returns the StoreError for err; the one place psycopg's errors are translated."""
-    return StoreError(f"postgres store {where}: {doing}: {err}")
+def _with_connect_timeout(url: str, where: str) -> str:
+    """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
 
-
-def _apply_schema(conn: _Connection, where: str) -> None:
-    """Creates or upgrades the schema in the connection's current schema, all or nothing.
-
-    Processes opening at once take turns on an advisory lock. Raises
-    StoreError, and writes nothing, for a schema newer than this library's.
+    Raises StoreError, naming the URL without its password, for a URL libpq
+    cannot parse.
     """
-    q = schema_version.Querier(conn)
-    with conn.transaction():
-        q.lock_schema()
-        applied = q.schema_applied()
-        if applied is None or not applied.applied:
-            conn.execute(SCHEMA)
-            q.set_schema_version(version=SCHEMA_VERSION)
-            return
-        row = q.get_schema_version()
-        if row is None:
-            raise StoreError(f"cannot open {where}: its jobtable_schema table has no row")
-        if row.version > SCHEMA_VERSION:
-            raise StoreError(
-                f"cannot open {where}: its schema version {row.version} is newer than this "
-                f"jobtable's ({SCHEMA_VERSION}); upgrade jobtable"
-            )
-        if row.version < SCHEMA_VERSION:
-            for step in range(row.version, SCHEMA_VERSION):
-                _UPGRADES[step](conn)
-            q.set_schema_version(version=SCHEMA_VERSION)
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except psycopg.Error as err:
+        raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
+    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
+        return url
+    return conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT)
+
+
+def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
+    """Returns the StoreError for err; the one place psycopg's errors are translated.
+
+    An OperationalError (a lost connection, a server shutting down, a
+    deadlock, a full disk, a pool timeout) or an InterfaceError is transient:
+    the same call may succeed later. Any other (bad data, a constraint, a
+    statement the server refuses) is not.
+    """
+    transient = isinstance(err, psycopg.OperationalError | psycopg.InterfaceError)
+    return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
 
 
 def _configure(durable: bool) -> Callable[[_Connection], None]:
@@ -268,8 +254,12 @@ class PostgresEngine:
         """Connects to url, creating the schema when missing or upgrading it.
 
         Raises StoreError, naming the server (never the password) and the
-        cause, when the server cannot be reached or its schema is newer than
-        this library's; the database is then unchanged. With durable (the
+        cause, for a malformed URL, when the server cannot be reached within
+        the connect timeout (CONNECT_TIMEOUT, 10 s, unless the URL's
+        ``connect_timeout`` or PGCONNECT_TIMEOUT sets another), or when its
+        schema version is newer than this library's or unknown; the database
+        is then unchanged. The first schema of the search_path is created
+        when it does not exist. With durable (the
         default) a write that returned survives a server crash; without it
         (``synchronous_commit=off``) a crash may lose the last moments' writes,
         never corrupt the queue. At most max_connections connections are open
@@ -281,12 +271,13 @@ class PostgresEngine:
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
         where = redact_url(url)
+        url = _with_connect_timeout(url, where)
         # The schema is applied on a connection of its own, before the pool
         # exists, so that an unreachable server fails now with libpq's own
         # message.
         try:
             with psycopg.connect(url, autocommit=True) as conn:
-                _apply_schema(conn, where)
+                apply_schema(conn, schema_version.Querier(conn), SCHEMA, where)
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
         pool = Pool(url, where, max_size=max_connections, configure=_configure(durable))

@@ -13,7 +13,6 @@ import contextlib
 import datetime
 import logging
 import signal
-import socket
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar, overload
@@ -30,13 +29,11 @@ from ._kind import Kind
 from ._maintenance import Maintenance
 from ._ops import DeleteRunner
 from ._producer import Producer
+from ._runner_settings import RETRY, check_settings, runner_name
 from ._store import Store
 
 P = TypeVar("P")
 R = TypeVar("R")
-
-RETRY = Backoff(0.05, 5.0)
-"""The default wait between retries of a failed claim or outcome write."""
 
 
 class Runner:
@@ -49,9 +46,10 @@ class Runner:
     works). Runners sharing a database know each other by ``name`` and a
     heartbeat: a runner whose heartbeat is older than ``lease`` seconds is
     dead, and its running jobs are failed as interrupted. Finished jobs
-    older than ``retention`` are deleted (None keeps them forever). A failed
-    claim or outcome write is retried after ``retry_backoff``; once stop has
-    begun, an outcome write gives up after ``give_up_after`` tries.
+    older than ``retention`` are deleted (None keeps them forever). A
+    result over ``max_result_bytes`` fails its job. A failed claim or
+    outcome write is retried after ``retry_backoff``; once stop has begun,
+    an outcome write gives up after ``give_up_after`` tries.
     """
 
     def __init__(
@@ -66,49 +64,38 @@ class Runner:
         grace_period: float = 10.0,
         retention: datetime.timedelta | None = datetime.timedelta(days=7),
         max_payload_bytes: int = 1 << 20,
+        max_result_bytes: int = 1 << 20,
         retry_backoff: Backoff = RETRY,
         give_up_after: int = 8,
     ) -> None:
-        if not isinstance(store, Store):
-            raise TypeError(f"jobtable: Runner needs a Store, got {type(store).__name__}")
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"jobtable: {workers!r} workers, want at least 1")
-        if logger is not None and not isinstance(logger, logging.Logger):
-            raise TypeError(f"jobtable: logger must be a logging.Logger, got {logger!r}")
-        for label, value in (("poll_interval", poll_interval), ("lease", lease)):
-            if not value > 0:
-                raise ValueError(f"jobtable: {label} must be positive, got {value!r}")
-        if grace_period < 0:
-            raise ValueError(f"jobtable: grace_period must be 0 or more, got {grace_period!r}")
-        if max_payload_bytes < 1:
-            raise ValueError(
-                f"jobtable: max_payload_bytes must be positive, got {max_payload_bytes!r}"
-            )
-        if retention is not None and retention < datetime.timedelta(0):
-            raise ValueError(
-                f"jobtable: retention must be 0 or more, or None (keep forever), got {retention!r}"
-            )
-        if name is not None and not name:
-            raise ValueError("jobtable: a runner name must not be empty")
-        if not isinstance(retry_backoff, Backoff):
-            raise TypeError(f"jobtable: retry_backoff must be a Backoff, got {retry_backoff!r}")
-        if (
-            isinstance(give_up_after, bool)
-            or not isinstance(give_up_after, int)
-            or give_up_after < 1
-        ):
-            raise ValueError(f"jobtable: give_up_after must be at least 1, got {give_up_after!r}")
+        check_settings(
+            store=store,
+            workers=workers,
+            logger=logger,
+            poll_interval=poll_interval,
+            lease=lease,
+            grace_period=grace_period,
+            retention=retention,
+            max_payload_bytes=max_payload_bytes,
+            max_result_bytes=max_result_bytes,
+            retry_backoff=retry_backoff,
+            give_up_after=give_up_after,
+        )
         self.store = store
         """The store the runner's jobs live in."""
         self.workers = workers
         """How many jobs the runner runs at once."""
         self.logger = logger if logger is not None else logging.getLogger("jobtable")
         """Where the runner logs; records about a job carry its job_id and kind as fields."""
-        self.name = name or socket.gethostname()
+        self.name = runner_name(name)
         """Identifies this runner among the runners that share the database.
 
-        A runner that starts fails at once the jobs an earlier runner of the same
-        name left running, so each worker process needs its own name.
+        A runner that starts fails at once the jobs an earlier runner of the
+        same name left running, so each worker process needs its own name. The
+        default, host name and process id, differs per process (``uvicorn
+        --workers N`` gets N names); a restarted process gets a new one, and
+        its predecessor's jobs fail as interrupted once that lease expires. A
+        stable name per process slot fails them at once on restart instead.
         """
         self.poll_interval = poll_interval
         """Seconds an idle runner waits before it looks for jobs enqueued elsewhere."""
@@ -120,6 +107,8 @@ class Runner:
         """How long finished jobs are kept; None keeps them forever."""
         self.max_payload_bytes = max_payload_bytes
         """The largest encoded payload the kinds ``register`` returns accept."""
+        self.max_result_bytes = max_result_bytes
+        """The largest encoded result or partial result; a bigger publish raises, a result fails."""
         self.retry_backoff = retry_backoff
         """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
         self.give_up_after = give_up_after
@@ -133,7 +122,9 @@ class Runner:
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         stop = (self._stopping, self._astopping)
-        self._executor = Executor(store, self._handlers, self.logger, *stop, lease, retry_backoff)
+        self._executor = Executor(
+            store, self._handlers, self.logger, *stop, lease, retry_backoff, max_result_bytes
+        )
         contact = StoreContact.of_runner(lease)
         self._completer = Completer(
             store, self.name, self.logger, self._stopping, retry_backoff, give_up_after, contact
@@ -251,8 +242,14 @@ class Runner:
         Jobs of an earlier runner of this name, and of runners whose heartbeat
         lease expired, are failed with MESSAGE_INTERRUPTED and the count is
         logged as a warning. The workers run on the calling event loop until
-        stop; wait waits for them. A second start is an error.
+        stop; wait waits for them. A second start, and a start after stop
+        (even a stop before any start), raise RunnerError.
         """
+        if self._stopping.is_set():
+            raise RunnerError(
+                "start: the runner was stopped; a stopped runner never starts again, "
+                "make a new Runner"
+            )
         if not self._handlers.close():
             raise RunnerError("start: runner already started")
         try:
@@ -304,6 +301,7 @@ class Runner:
             self._grace_timer = self._loop.call_later(self.grace_period, self._cancel_running)
 
     def _cancel_running(self) -> None:
+        self._executor.abandon()
         for task in self._running:
             task.cancel()
 
@@ -312,6 +310,7 @@ class Runner:
         if not self._tasks:
             return
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._executor.abandon()
         await self._completer.drain()
         if self._grace_timer is not None:
             self._grace_timer.cancel()

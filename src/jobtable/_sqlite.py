@@ -21,6 +21,7 @@ from typing import TypeVar, cast
 
 from jobtable._engine import ClaimedRow, Queries
 from jobtable._errors import StoreError
+from jobtable._sqlite_errors import driver_errors
 from jobtable._sqlite_file import (
     SCHEMA_VERSION,
     SQLiteSchema,
@@ -32,7 +33,6 @@ from jobtable._sqlite_file import (
 from jobtable._sqlite_text import Connection
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
-from jobtable._sqlite_writer import driver_errors as _driver_errors
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite.schema import SCHEMA
 
@@ -123,10 +123,12 @@ class SQLiteEngine:
         """Opens the database at path, creating it or its schema when missing.
 
         Refuses, with a StoreError naming the path, a directory, a path in a
-        missing folder, a file that is not a SQLite database, a schema newer
-        than this library, and a database that already has a table of
-        jobtable's name that jobtable did not create; a refused file is left
-        as it was. A database with other tables gets jobtable's tables added.
+        missing folder, a read-only file or folder (by its permission bits,
+        even for root), a file that is not a SQLite database, a schema newer
+        than this library or of a version it never wrote, and a database
+        that already has a table of jobtable's name that jobtable did not
+        create; a refused file is left as it was. A database with other
+        tables gets jobtable's tables added.
 
         With durable, a write that returned is on disk (synchronous=FULL).
         Without it (synchronous=NORMAL), a power loss may lose the last
@@ -143,7 +145,7 @@ class SQLiteEngine:
             raise StoreError(f"cannot open {path!r}: jobtable needs a database file")
         resolved = Path(path).absolute()
         has_content = check_file(resolved)
-        with _driver_errors(resolved):
+        with driver_errors(resolved):
             conn = connect(resolved, create=not has_content, busy_timeout=busy_timeout)
             try:
                 # Refuse before anything that writes (journal mode, schema),
@@ -205,7 +207,7 @@ class SQLiteEngine:
         with self._reader_slots:
             conn = self._borrow_reader()
             try:
-                with _driver_errors(self._path):
+                with driver_errors(self._path):
                     conn.execute("BEGIN")
                     try:
                         return conn.run(op, _Queries(conn))
@@ -297,7 +299,7 @@ class SQLiteEngine:
                 raise self._closed_error()
             if self._idle_readers:
                 return self._idle_readers.pop()
-        with _driver_errors(self._path):
+        with driver_errors(self._path):
             conn = connect(self._path, create=False, busy_timeout=self._busy_timeout)
             try:
                 conn.execute("PRAGMA query_only = ON")

@@ -3,8 +3,10 @@
 The schema is checked, created or upgraded in one transaction.
 """
 
+import os
 import re
 import sqlite3
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,6 +87,11 @@ def check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> 
             f"cannot open {path}: its schema version {version} is newer than this "
             f"jobtable's ({SCHEMA_VERSION}); upgrade jobtable"
         )
+    if version < 0 or any(step not in _UPGRADES for step in range(max(version, 1), SCHEMA_VERSION)):
+        raise StoreError(
+            f"cannot open {path}: its schema version {version} (PRAGMA user_version) is not "
+            "one jobtable ever wrote; the file is left as it is"
+        )
     if version == 0:
         rows = conn.execute("SELECT type, name FROM sqlite_schema").fetchall()
         for kind, name in rows:
@@ -152,10 +159,28 @@ def check_file(path: Path) -> bool:
         raise StoreError(f"cannot open {path}: it is a directory")
     if not path.parent.is_dir():
         raise StoreError(f"cannot open {path}: the folder {path.parent} does not exist")
+    if _read_only(path.parent):
+        raise StoreError(
+            f"cannot open {path}: the folder {path.parent} is read-only, and SQLite's "
+            "write-ahead log needs files beside the database"
+        )
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except FileNotFoundError:
         return False
     except OSError as err:
         raise StoreError(f"cannot open {path}: {err.strerror or err}") from err
-    return size > 0
+    if _read_only(path, info.st_mode):
+        raise StoreError(f"cannot open {path}: the file is read-only")
+    return info.st_size > 0
+
+
+def _read_only(path: Path, mode: int | None = None) -> bool:
+    """Tells whether path is meant to be read-only: no write permission bit, or none for us.
+
+    The bits count even for root, whom the operating system lets write
+    anyway: a database its owner made read-only is not written by jobtable.
+    """
+    if mode is None:
+        mode = path.stat().st_mode
+    return not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK)

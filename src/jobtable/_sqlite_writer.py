@@ -26,7 +26,7 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,24 +34,13 @@ from typing import Any, TypeVar, cast
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
+from jobtable._sqlite_errors import driver_errors
 from jobtable._sqlite_text import Connection
 
 T = TypeVar("T")
 
 MAX_BATCH = 512
 """The most operations the writer commits in one transaction."""
-
-
-@contextlib.contextmanager
-def driver_errors(path: Path) -> Iterator[None]:
-    """Turns a sqlite3 error into a StoreError naming path; lets every other exception by.
-
-    This is the one place a driver error is translated.
-    """
-    try:
-        yield
-    except sqlite3.Error as err:
-        raise StoreError(f"sqlite store {path}: {err}") from err
 
 
 @dataclass(slots=True)
@@ -265,7 +254,8 @@ class Writer:
                             # SQLite rolled back the whole transaction (a
                             # full disk, an I/O error): the batch is lost.
                             raise StoreError(
-                                f"sqlite store {self.path}: the transaction was rolled back: {exc}"
+                                f"sqlite store {self.path}: the transaction was rolled back: {exc}",
+                                transient=True,
                             ) from exc
                         conn.execute("ROLLBACK TO jobtable_op")
                         conn.execute("RELEASE jobtable_op")

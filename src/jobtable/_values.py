@@ -1,8 +1,9 @@
-"""The values jobtable writes and shows: times as sortable text, job ids, redacted URLs.
+"""The values jobtable writes and shows: sortable times, job ids, storable text, redacted URLs.
 
 A leaf: it imports nothing of jobtable, so every other module may use it.
 """
 
+import re
 import secrets
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -38,9 +39,63 @@ def new_id() -> str:
     return secrets.token_urlsafe(16)
 
 
+def unstorable(text: str) -> str | None:
+    """Returns why text cannot be stored as it is in both engines' text columns, or None.
+
+    PostgreSQL text cannot hold NUL, and neither engine can encode a lone
+    surrogate (a str that is not valid Unicode) as UTF-8. SQLite could hold
+    the first; refusing it on both keeps the engines alike.
+    """
+    if "\x00" in text:
+        return "it contains a NUL character"
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "it contains a lone surrogate, which is not valid Unicode"
+    return None
+
+
+def storable(text: str) -> str:
+    """Returns text with what unstorable refuses escaped, as Python writes it in a literal.
+
+    NUL becomes ``\\x00`` and a lone surrogate ``\\udXXX``. It is the one
+    escape for text the runner stores rather than refuses (a Failure's
+    message), the same on every engine.
+    """
+    if unstorable(text) is None:
+        return text
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
+
+
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):([^@]*)@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*")
+
+
+def _passwords(url: str) -> list[str]:
+    found = [m.group(2) for m in [_USERINFO_PASSWORD.match(url)] if m and m.group(2)]
+    return found + [m.group(0).split("=", 1)[1] for m in _QUERY_PASSWORD.finditer(url)]
+
+
+def scrub(text: str, url: str) -> str:
+    """Returns text, which may quote url (a driver's error does), without url's password."""
+    text = text.replace(url, redact_url(url))
+    for password in _passwords(url):
+        if password:
+            text = text.replace(password, "***")
+    return text
+
+
 def redact_url(url: str) -> str:
-    """Returns url with any password replaced by ``***``, safe to log or show."""
-    parts = urlsplit(url)
+    """Returns url with any password replaced by ``***``, safe to log or show.
+
+    A URL too malformed to parse is redacted by pattern instead; this never raises.
+    """
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a bad port raises only when read)
+    except ValueError:
+        return _QUERY_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", url))
     netloc = parts.netloc
     if parts.password is not None:
         userinfo, _, host = netloc.rpartition("@")

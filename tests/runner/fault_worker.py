@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--lease", type=float, default=30.0)
     parser.add_argument("--poll", type=float, default=0.05)
     parser.add_argument("--retry-cap", type=float, default=5.0)
+    parser.add_argument("--busy-timeout", type=float, default=5.0)
     parser.add_argument("--publish", action="store_true")
     parser.add_argument("--hold", action="store_true")
     parser.add_argument("--gate", type=pathlib.Path)
@@ -89,7 +90,7 @@ def main() -> None:
         _log.info("fence %s: returning late result", ctx.id)
         return "late result"
 
-    with jobtable.Store.open(args.target) as store:
+    with jobtable.Store.open(args.target, busy_timeout=args.busy_timeout) as store:
         runner = jobtable.Runner(
             store,
             name=name,

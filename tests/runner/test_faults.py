@@ -460,23 +460,15 @@ async def test_a_paused_worker_that_resumes_after_its_job_was_failed_cannot_writ
 
 # 2b. An outcome write refused for longer than the runner's retry backoff.
 
-_REFUSE_SUCCESS = {
-    "sqlite": (
-        "CREATE TRIGGER fault_refuse_success BEFORE UPDATE OF status ON jobs "
-        "WHEN NEW.status = 'succeeded' "
-        "BEGIN SELECT RAISE(ABORT, 'fault test: success refused'); END",
-    ),
-    "postgres": (
-        "CREATE FUNCTION fault_refuse_success() RETURNS trigger LANGUAGE plpgsql AS "
-        "$$ BEGIN RAISE EXCEPTION 'fault test: success refused'; END $$",
-        "CREATE TRIGGER fault_refuse_success BEFORE UPDATE ON jobs FOR EACH ROW "
-        "WHEN (NEW.status = 'succeeded') EXECUTE FUNCTION fault_refuse_success()",
-    ),
-}
-_ALLOW_SUCCESS = {
-    "sqlite": ("DROP TRIGGER fault_refuse_success",),
-    "postgres": ("DROP TRIGGER fault_refuse_success ON jobs",),
-}
+# A transient refusal: a serialization failure (SQLSTATE 40001), which the
+# runner classifies as worth retrying, as it does a lost connection.
+_REFUSE_SUCCESS = (
+    "CREATE FUNCTION fault_refuse_success() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'fault test: success refused' USING ERRCODE = '40001'; END $$",
+    "CREATE TRIGGER fault_refuse_success BEFORE UPDATE ON jobs FOR EACH ROW "
+    "WHEN (NEW.status = 'succeeded') EXECUTE FUNCTION fault_refuse_success()",
+)
+_ALLOW_SUCCESS = ("DROP TRIGGER fault_refuse_success ON jobs",)
 
 
 async def test_an_outcome_write_refused_for_a_while_lands_once_the_database_accepts_it(
@@ -488,29 +480,46 @@ async def test_an_outcome_write_refused_for_a_while_lands_once_the_database_acce
 ) -> None:
     """The database refuses a job's success for a while (an outage, a failover), then accepts it.
 
-    The job must not stay running forever under a live runner, which keeps
-    its lease and so is never failed by a peer: the runner keeps retrying
-    the outcome, well past the tries a stopping runner gives up after, and
-    stores it once the database takes writes again. A short retry backoff
-    makes the many tries quick.
+    The refusal is transient, as an outage's errors are: on SQLite another
+    connection holds the write lock (SQLITE_BUSY), on PostgreSQL a trigger
+    raises a serialization failure. The job must not stay running forever
+    under a live runner, which keeps its lease and so is never failed by a
+    peer: the runner keeps retrying the outcome, well past the tries a
+    stopping runner gives up after, and stores it once the database takes
+    writes again. A short retry backoff (and, on SQLite, a short busy
+    timeout) makes the many tries quick.
     """
     began = time.monotonic()
     retries = 12  # more than give_up_after (8)
     parent = client(store)
-    execute(store_target, *_REFUSE_SUCCESS[engine])
-    job_id = parent.work.enqueue(0.05)
-    worker = spawner.start(store_target, "w", workers=1, extra=["--retry-cap", "0.05"])
+    quick = ["--retry-cap", "0.05", "--busy-timeout", "0.05"]
+    lock: sqlite3.Connection | None = None
+    if engine == "postgres":
+        execute(store_target, *_REFUSE_SUCCESS)
+        job_id = parent.work.enqueue(0.05)
+        worker = spawner.start(store_target, "w", workers=1, extra=quick)
+    else:
+        # Long enough for the lock to be taken while the handler still runs.
+        job_id = parent.work.enqueue(3.0)
+        worker = spawner.start(store_target, "w", workers=1, extra=quick)
+        await wait_until(lambda: parent.work.get(job_id).status is jobtable.Status.RUNNING)
+        lock = sqlite3.connect(store_target, timeout=60, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
     try:
         await wait_until(
             lambda: worker.log().count("record job outcomes; retrying") >= retries, limit=60
         )
         assert parent.work.get(job_id).status is jobtable.Status.RUNNING
     finally:
-        execute(store_target, *_ALLOW_SUCCESS[engine])
+        if lock is None:
+            execute(store_target, *_ALLOW_SUCCESS)
+        else:
+            lock.execute("ROLLBACK")
+            lock.close()
     allowed = time.monotonic()
     await wait_until(
         lambda: parent.work.get(job_id).status is not jobtable.Status.RUNNING,
-        limit=15,
+        limit=30,
         interval=0.05,
     )
     job = parent.work.get(job_id)

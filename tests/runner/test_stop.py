@@ -297,7 +297,8 @@ async def test_a_second_start_is_a_runner_error(store: jobtable.Store) -> None:
             await runner.start()
     finally:
         await stop_and_wait(runner)
-    with pytest.raises(jobtable.RunnerError, match="already started"):
+    # After stop, the error says why: the runner was stopped (test_stop_signals.py).
+    with pytest.raises(jobtable.RunnerError, match="the runner was stopped"):
         await runner.start()
 
 
@@ -319,13 +320,16 @@ async def test_wait_before_start_returns_at_once(store: jobtable.Store) -> None:
 
 
 async def test_stop_before_start_runs_no_job(store: jobtable.Store) -> None:
+    """The start says so (test_stop_signals.py) instead of silently doing nothing."""
+
     async def handler(ctx: jobtable.JobContext[int], payload: int) -> int:
         return payload
 
     runner = jobtable.Runner(store)
     job_id = runner.register("work", handler).enqueue(1)
     runner.stop()
-    await runner.start()
+    with pytest.raises(jobtable.RunnerError, match="the runner was stopped"):
+        await runner.start()
     await stop_and_wait(runner)
     assert runner.get(job_id).status is jobtable.Status.QUEUED
 

@@ -34,6 +34,22 @@ DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', f
 SET_CLIENT_ENCODING = """SELECT set_config('client_encoding', %(encoding)s::text, false)
 """
 
+CREATE_SEARCH_PATH_SCHEMA = """DO $$
+DECLARE
+    first text := trim(split_part(current_setting('search_path'), ',', 1));
+BEGIN
+    IF current_schema() IS NULL AND first <> '' THEN
+        IF first IN ('$user', '"$user"') THEN
+            first := current_user;
+        ELSE
+            first := (parse_ident(first))[1];
+        END IF;
+        EXECUTE 'CREATE SCHEMA IF NOT EXISTS ' || quote_ident(first);
+    END IF;
+END
+$$
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SchemaAppliedRow:
@@ -148,4 +164,16 @@ class Querier:
             {
                 "encoding": encoding,
             },
+        )
+
+    def create_search_path_schema(
+        self,
+    ) -> None:
+        """CreateSearchPathSchema creates the first schema of the search_path when it
+        does not exist (current_schema() is then null), so that a URL naming a
+        schema of its own needs no CREATE SCHEMA beforehand. "$user" stands for the
+        session's user; parse_ident unquotes a quoted name and folds an unquoted one.
+        """
+        self._conn.execute(
+            CREATE_SEARCH_PATH_SCHEMA,
         )

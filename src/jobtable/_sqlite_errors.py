@@ -1,0 +1,40 @@
+"""The SQLite engine's one translation of sqlite3's errors into StoreError, classified."""
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from jobtable._errors import StoreError
+
+_TRANSIENT_CODES = frozenset(
+    getattr(sqlite3, name)
+    for name in (
+        "SQLITE_BUSY",
+        "SQLITE_LOCKED",
+        "SQLITE_NOMEM",
+        "SQLITE_IOERR",
+        "SQLITE_FULL",
+        "SQLITE_CANTOPEN",
+        "SQLITE_PROTOCOL",
+        "SQLITE_INTERRUPT",
+    )
+)
+"""SQLite's primary result codes that a later retry of the same call may not get."""
+
+
+@contextlib.contextmanager
+def driver_errors(path: Path) -> Iterator[None]:
+    """Turns a sqlite3 error into a StoreError naming path; lets every other exception by.
+
+    This is the one place a driver error is translated, and classified: a
+    busy or locked database, an I/O error, a full disk or a file that cannot
+    be opened now is transient (the same call may succeed later); any other
+    error (a constraint, bad data, a bad statement) is not.
+    """
+    try:
+        yield
+    except sqlite3.Error as err:
+        code = getattr(err, "sqlite_errorcode", None)
+        transient = code is not None and code & 0xFF in _TRANSIENT_CODES
+        raise StoreError(f"sqlite store {path}: {err}", transient=transient) from err
