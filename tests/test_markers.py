@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [
     "tests/test_queries.py",
+    "tests/test_engine_conformance.py",
     "tests/test_postgres_engine.py",
     "tests/test_sqlite_engine.py",
     "tests/runner/test_lifecycle_machine.py",
