@@ -1,15 +1,30 @@
 """The tests' one way to the engine seam: a store's engine, and operations on Queries.
 
 Every test that goes below the public API reaches the engine through
-``engine_of`` and claims through ``claim``, so a change to how a store holds
-its engine, or to which query claims, is made here once.
+``engine_of``, claims through ``claim``, and takes the clock helpers
+(``now``, ``timestamp``, ``new_id``) from here, so a change to how a store
+holds its engine, to which query claims, or to where those helpers live is
+made here once.
 """
 
 from collections.abc import Callable, Sequence
 
 import jobtable
 from jobtable._engine import ClaimedRow, Engine, JobRow, Queries
-from jobtable._store import now
+from jobtable._store import new_id, now, timestamp
+
+__all__ = [
+    "claim",
+    "claim_rows",
+    "create",
+    "engine_of",
+    "enqueue",
+    "exists",
+    "get",
+    "new_id",
+    "now",
+    "timestamp",
+]
 
 
 def engine_of(store: jobtable.Store) -> Engine:

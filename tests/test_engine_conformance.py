@@ -19,11 +19,10 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
-from seam import claim, claim_rows, create, enqueue, exists, get
+from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
 from jobtable._engine import Engine, Queries
 from jobtable._errors import StoreError
-from jobtable._store import new_id, now
 
 T = TypeVar("T")
 

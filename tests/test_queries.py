@@ -4,11 +4,10 @@ Each test runs once per engine (a SQLite file, and a schema of its own on
 the PostgreSQL server) and reads what it wrote back through GetJob.
 """
 
-from seam import engine_of
+from seam import engine_of, now
 
 import jobtable
 from jobtable._engine import JobRow, Queries
-from jobtable._store import now
 
 
 def enqueue(store: jobtable.Store, *ids: str) -> None:

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any, ParamSpec
 
 import pytest
-from seam import create, exists
+from seam import create, exists, now
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite import SQLiteEngine
-from jobtable._store import now
 
 P = ParamSpec("P")
 

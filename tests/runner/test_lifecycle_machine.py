@@ -30,7 +30,8 @@ from typing import Literal
 
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from finding import FIND_SETTINGS
+from hypothesis import HealthCheck, settings
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -383,18 +384,6 @@ def broken_leak(machine: type[LifecycleMachine]) -> type[LifecycleMachine]:
             return ran
 
     return Leaky
-
-
-# Finding is enough: no shrinking, which would only slow the proof down.
-FIND_SETTINGS = settings(
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    report_multiple_bugs=False,
-    max_examples=200,
-    stateful_step_count=25,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-)
 
 
 @pytest.mark.slow
