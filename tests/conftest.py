@@ -10,7 +10,9 @@ import asyncio
 import os
 import pathlib
 import secrets
+import subprocess
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pg_cluster
@@ -61,6 +63,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if needs_postgres(item):
             item.add_marker(pytest.mark.postgres)
+
+
+# A test that starts a process must carry the ``slow`` marker: ``make
+# test-fast`` runs ``-m "not postgres and not slow"`` as the tests that need
+# no process, and this keeps the marker true. While a test runs (fixtures of
+# any scope included), a process it starts without the marker fails it.
+_RUNNING: list[pytest.Item] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Notes which test runs, for the process check below."""
+    _RUNNING.append(item)
+    try:
+        return (yield)
+    finally:
+        _RUNNING.pop()
+
+
+class _CheckedPopen(subprocess.Popen[Any]):
+    """subprocess.Popen, refused to a running test that is not marked slow."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if _RUNNING and _RUNNING[-1].get_closest_marker("slow") is None:
+            raise AssertionError(f"{_RUNNING[-1].nodeid} starts a process: mark it slow")
+        super().__init__(*args, **kwargs)
+
+
+subprocess.Popen = _CheckedPopen  # type: ignore[misc]
 
 
 @pytest.fixture(scope="session")

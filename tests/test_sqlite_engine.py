@@ -387,6 +387,7 @@ def _exclusive_lock_from_another_process(path: Path) -> str:
     return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_opening_a_second_store_on_a_file_keeps_the_first_ones_locks(tmp_path: Path) -> None:
     # Closing any descriptor of a file drops every POSIX lock the process
     # holds on it; had open() read the file itself, the first store would
