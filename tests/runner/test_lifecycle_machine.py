@@ -385,7 +385,7 @@ DRAIN_LIMIT = 30.0
 """Seconds the hot path gets to finish its queue: only a broken runner reaches it."""
 
 # PostgreSQL examples cost a schema each (about 1.5 s), so it runs fewer.
-EXAMPLES = {"sqlite": 100, "postgres": 25}
+EXAMPLES = {"sqlite": 60, "postgres": 20}
 MACHINE_SETTINGS = settings(
     max_examples=100,
     stateful_step_count=25,
