@@ -71,6 +71,7 @@ class Cluster:
     bindir: pathlib.Path
     folder: pathlib.Path
     port: int
+    max_connections: int = 50
 
     @property
     def datadir(self) -> pathlib.Path:
@@ -117,7 +118,7 @@ class Cluster:
         """Starts the server and waits until it accepts connections."""
         options = (
             f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-            " -c max_connections=50"
+            f" -c max_connections={self.max_connections}"
         )
         self.run(
             "pg_ctl", "start", "-D", str(self.datadir), "-l", str(self.log), "-w",
@@ -147,7 +148,7 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def throwaway_cluster() -> Iterator[Cluster]:
+def throwaway_cluster(max_connections: int = 50) -> Iterator[Cluster]:
     """A new, started cluster; stopped (immediately) and removed, folder and all, on exit.
 
     Raises RuntimeError, with the server's log, when it cannot be made or started.
@@ -161,7 +162,7 @@ def throwaway_cluster() -> Iterator[Cluster]:
     try:
         if os.geteuid() == 0:
             shutil.chown(folder, user=SERVER_USER, group=None)
-        cluster = Cluster(bindir, folder, free_port())
+        cluster = Cluster(bindir, folder, free_port(), max_connections)
         cluster.run(
             "initdb", "-D", str(cluster.datadir), "-U", "postgres", "-A", "trust",
             "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",

@@ -4,7 +4,7 @@ Collected in a child pytest, so the proof covers the real hook and ``-m``
 together. It names its own files: they hold tests that take the PostgreSQL
 fixtures directly, ones parametrized by engine (the PostgreSQL case reaching
 the server only through ``request.getfixturevalue``), and SQLite-only ones.
-Two child runs, one per side of the marker, keep it cheap.
+Two child runs at once, one per side of the marker, keep it cheap.
 """
 
 import pathlib
@@ -24,19 +24,25 @@ FILES = [
 ]
 
 
-def collected(*options: str) -> set[str]:
-    """The node ids a child pytest collects from FILES with options."""
+def collected(*selections: str) -> list[set[str]]:
+    """The node ids child pytests collect from FILES, one child per -m selection, in parallel."""
     command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    done = subprocess.run(
-        [*command, *options, *FILES],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {line for line in done.stdout.splitlines() if "::" in line}
+    children = [
+        subprocess.Popen(
+            [*command, "-m", selection, *FILES],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for selection in selections
+    ]
+    ids = []
+    for child in children:
+        out, _ = child.communicate(timeout=120)
+        assert child.returncode == 0, out
+        ids.append({line for line in out.splitlines() if "::" in line})
+    return ids
 
 
 def uses_postgres(node_id: str) -> bool:
@@ -45,8 +51,7 @@ def uses_postgres(node_id: str) -> bool:
 
 
 def test_not_postgres_collects_no_postgres_test() -> None:
-    without = collected("-m", "not postgres")
-    only = collected("-m", "postgres")
+    without, only = collected("not postgres", "postgres")
 
     assert without.isdisjoint(only)
     assert any("[postgres" in node for node in only), "-m postgres selects the [postgres] cases"
