@@ -209,12 +209,19 @@ async def wait_until(
 
 
 def finished(runner: jobtable.Runner, ids: list[str]) -> Callable[[], bool]:
-    """Returns a check that every job of ids has succeeded or failed."""
+    """Returns a check that every job of ids has succeeded or failed.
+
+    A finished job never changes, so each call reads only the jobs not yet
+    seen finished: the check's reads block the event loop, and reading all
+    of ids on every poll would starve the very workers it waits for.
+    """
+    pending = list(reversed(ids))
 
     def check() -> bool:
-        return all(
-            runner.get(i).status in (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED) for i in ids
-        )
+        done = (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED)
+        while pending and runner.get(pending[-1]).status in done:
+            pending.pop()
+        return not pending
 
     return check
 
