@@ -111,10 +111,10 @@ def enqueuer(path: Path) -> Iterator[Enqueuer]:
 
 
 class Pings:
-    """A runner polling hourly, with the ping kind, and the ids its handler saw start."""
+    """A runner polling hourly (or every poll_interval s), with the ping kind, and what it ran."""
 
-    def __init__(self, store: jobtable.Store) -> None:
-        self.runner = jobtable.Runner(store, name="worker", poll_interval=HOUR)
+    def __init__(self, store: jobtable.Store, poll_interval: float = HOUR) -> None:
+        self.runner = jobtable.Runner(store, name="worker", poll_interval=poll_interval)
         self.started: set[str] = set()
         self._changed = asyncio.Event()
         self.runner.register("ping", self._ping)
@@ -171,6 +171,7 @@ def _watch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("jobtable-sqlite-watch")]
 
 
+@pytest.mark.slow
 async def test_a_job_from_another_process_starts_without_waiting_for_the_poll(
     path: Path, enqueuer: Enqueuer
 ) -> None:
@@ -180,6 +181,7 @@ async def test_a_job_from_another_process_starts_without_waiting_for_the_poll(
                 await pings.wait_started(await enqueuer.aask("enqueue"))
 
 
+@pytest.mark.slow
 async def test_the_watch_survives_a_checkpoint_that_truncates_the_wal(
     path: Path, enqueuer: Enqueuer
 ) -> None:
@@ -237,6 +239,7 @@ else:
 """
 
 
+@pytest.mark.slow
 def test_listening_neither_opens_the_database_nor_drops_its_locks(path: Path) -> None:
     # Closing any descriptor of a file drops every POSIX lock the process
     # holds on it: the watch must hold none of the database's.
@@ -330,6 +333,7 @@ def test_a_moved_folder_ends_the_watch_with_a_warning(
     assert watcher.fileno == -1
 
 
+@pytest.mark.slow
 async def test_without_watch_the_runner_finds_other_processes_jobs_by_polling(
     path: Path, enqueuer: Enqueuer
 ) -> None:
@@ -337,8 +341,9 @@ async def test_without_watch_the_runner_finds_other_processes_jobs_by_polling(
     assert engine.listen(lambda: None) is None
     before = len(_watch_threads())
     with jobtable.Store(engine, target=str(path)) as store:
-        pings = Pings(store)
-        pings.runner.poll_interval = 0.05
+        # The poll interval is a constructor argument: the runner's producer
+        # reads it once, so setting runner.poll_interval later changes nothing.
+        pings = Pings(store, poll_interval=0.05)
         async with pings.running():
             assert len(_watch_threads()) == before
             await pings.wait_started(await enqueuer.aask("enqueue"))
