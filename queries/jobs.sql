@@ -42,12 +42,13 @@ WHERE status = 'running' AND runner = @runner;
 
 -- name: FailJobsOfDeadRunners :execrows
 -- FailJobsOfDeadRunners fails the running jobs of every runner whose
--- heartbeat is older than cutoff, or that no longer has a row.
+-- heartbeat is older than cutoff, or that no longer has a row; never those of
+-- runner, the runner that asks, which is alive.
 UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
 WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
+    AND (runner IS NULL OR (runner <> @runner AND runner NOT IN (
         SELECT name FROM runners WHERE heartbeat_at >= @cutoff
-    ));
+    )));
 
 -- name: ListRunningJobs :many
 -- ListRunningJobs lists the jobs running under runner that have not changed
@@ -86,5 +87,6 @@ SELECT name, started_at, heartbeat_at FROM runners WHERE name = @name;
 DELETE FROM runners WHERE name = @name;
 
 -- name: DeleteDeadRunners :execrows
--- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff.
-DELETE FROM runners WHERE heartbeat_at < @cutoff;
+-- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
+-- never name, the runner that asks.
+DELETE FROM runners WHERE heartbeat_at < @cutoff AND name <> @name;

@@ -237,12 +237,23 @@ class DifferentialMachine(RuleBasedStateMachine):
         else:
             self.both(lambda q: q.register_runner(name=runner, now=moment))
 
-    @rule(lease=st.integers(0, 6), error=st.sampled_from(["interrupted", None]))
-    def rescue_dead_runners(self, lease: int, error: str | None) -> None:
-        """What maintenance does: fail the jobs of runners silent for lease seconds, drop them."""
+    @rule(
+        lease=st.integers(0, 6),
+        error=st.sampled_from(["interrupted", None]),
+        asker=st.sampled_from(RUNNERS),
+    )
+    def rescue_dead_runners(self, lease: int, error: str | None, asker: str) -> None:
+        """What asker's maintenance does: fail the jobs of runners silent for lease s, drop them.
+
+        Neither statement touches asker itself, which is alive.
+        """
         cutoff, moment = self.at(-lease), self.at()
-        self.both(lambda q: q.fail_jobs_of_dead_runners(error=error, now=moment, cutoff=cutoff))
-        self.both(lambda q: q.delete_dead_runners(cutoff=cutoff))
+        self.both(
+            lambda q: q.fail_jobs_of_dead_runners(
+                error=error, now=moment, runner=asker, cutoff=cutoff
+            )
+        )
+        self.both(lambda q: q.delete_dead_runners(cutoff=cutoff, name=asker))
 
     @rule(runner=st.sampled_from([*RUNNERS, None]), error=st.sampled_from(["interrupted", None]))
     def fail_running(self, runner: str | None, error: str | None) -> None:

@@ -87,12 +87,19 @@ WHERE status = 'running' AND runner = @runner;
 
 -- name: FailJobsOfDeadRunners :execrows
 -- FailJobsOfDeadRunners fails the running jobs of every runner whose
--- heartbeat is older than cutoff, or that no longer has a row.
+-- heartbeat is older than cutoff, or that no longer has a row; never those of
+-- runner, the runner that asks, which is alive. It skips rows another
+-- transaction holds (their runner is finishing them, or another runner's
+-- maintenance fails them), so two runners' maintenance never deadlock.
 UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
-WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
-        SELECT name FROM runners WHERE heartbeat_at >= @cutoff
-    ));
+WHERE seq IN (
+    SELECT stale.seq FROM jobs AS stale
+    WHERE stale.status = 'running'
+        AND (stale.runner IS NULL OR (stale.runner <> @runner AND stale.runner NOT IN (
+            SELECT name FROM runners WHERE heartbeat_at >= @cutoff
+        )))
+    FOR UPDATE OF stale SKIP LOCKED
+);
 
 -- name: ListRunningJobs :many
 -- ListRunningJobs lists the jobs running under runner that have not changed
@@ -106,11 +113,12 @@ SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 
 -- name: DeleteFinishedJobs :execrows
 -- DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
--- oldest first.
+-- oldest first, skipping rows another runner's maintenance is deleting.
 DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
     WHERE finished.status IN ('succeeded', 'failed') AND finished.updated_at < @before
     ORDER BY finished.updated_at LIMIT @max_jobs
+    FOR UPDATE SKIP LOCKED
 );
 
 -- name: RegisterRunner :exec
@@ -131,5 +139,12 @@ SELECT name, started_at, heartbeat_at FROM runners WHERE name = @name;
 DELETE FROM runners WHERE name = @name;
 
 -- name: DeleteDeadRunners :execrows
--- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff.
-DELETE FROM runners WHERE heartbeat_at < @cutoff;
+-- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
+-- never name, the runner that asks. It skips rows another transaction holds:
+-- a runner renewing its lease holds its own row, and two runners deleting
+-- each other's rows would deadlock.
+DELETE FROM runners WHERE name IN (
+    SELECT stale.name FROM runners AS stale
+    WHERE stale.heartbeat_at < @cutoff AND stale.name <> @name
+    FOR UPDATE SKIP LOCKED
+);

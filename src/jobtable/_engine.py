@@ -116,7 +116,11 @@ class Queries(Protocol):
 
     def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int: ...
 
-    def fail_jobs_of_dead_runners(self, *, error: str | None, now: str, cutoff: str) -> int: ...
+    def fail_jobs_of_dead_runners(
+        self, *, error: str | None, now: str, runner: str | None, cutoff: str
+    ) -> int:
+        """Fails the running jobs of runners that beat before cutoff, never runner's own."""
+        ...
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]: ...
 
@@ -132,7 +136,9 @@ class Queries(Protocol):
 
     def delete_runner(self, *, name: str) -> None: ...
 
-    def delete_dead_runners(self, *, cutoff: str) -> int: ...
+    def delete_dead_runners(self, *, cutoff: str, name: str) -> int:
+        """Forgets the runners that beat before cutoff, never the one named name."""
+        ...
 
 
 class Statement(Generic[T]):

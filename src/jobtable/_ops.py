@@ -1,22 +1,49 @@
 """The operations jobtable hands an engine: each a function of ``Queries`` run in one transaction.
 
 Each is a small object holding its parameters, so that a write can be
-retried, logged or batched as a value. Their times come from ``now()`` as
-they run, inside the transaction.
+retried, logged or batched as a value. Their times come from the clock as
+they run, inside the transaction; every time one write uses comes from one
+reading of it.
 """
 
 import datetime
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ._contact import StoreContact
 from ._engine import ClaimedRow, JobRow, Queries, Statement
 from ._errors import JobNotFound, NotRunning
 from ._job import MESSAGE_INTERRUPTED
 from ._values import now, timestamp
 
 
-def _ago(delta: datetime.timedelta) -> str:
-    return timestamp(datetime.datetime.now(datetime.UTC) - delta)
+def _times(
+    lease: datetime.timedelta, retention: datetime.timedelta | None = None
+) -> tuple[str, str, str | None]:
+    """Now, the lease's cutoff and the retention's, as text, from one reading of the clock.
+
+    Every time one write uses comes from one reading: a write that waits
+    (for a lock, a connection) between two readings would compare a
+    heartbeat it wrote before the wait with a cutoff taken after it.
+    """
+    moment = datetime.datetime.now(datetime.UTC)
+    cutoff = timestamp(moment - lease)
+    pruned = None if retention is None else timestamp(moment - retention)
+    return timestamp(moment), cutoff, pruned
+
+
+def _fail_dead_runners(q: Queries, name: str, stamp: str, cutoff: str) -> int:
+    """Fails the running jobs of runners that beat before cutoff and forgets those runners.
+
+    Never those of the runner named name, which asks: it is alive. Returns
+    how many jobs it failed.
+    """
+    dead = q.fail_jobs_of_dead_runners(
+        error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff, runner=name
+    )
+    q.delete_dead_runners(cutoff=cutoff, name=name)
+    return dead
 
 
 class GetJob:
@@ -54,11 +81,12 @@ class CreateJobs:
 class Publish:
     """The write of a running job's partial result; raises NotRunning when its claim is gone."""
 
-    __slots__ = ("attempt", "job_id", "result")
+    __slots__ = ("attempt", "job_id", "kind", "result")
 
-    def __init__(self, job_id: str, attempt: int, result: str) -> None:
-        self.job_id = job_id
-        self.attempt = attempt
+    def __init__(self, job: ClaimedRow, result: str) -> None:
+        self.job_id = job.id
+        self.kind = job.kind
+        self.attempt = job.attempt
         self.result = result
 
     def __call__(self, q: Queries) -> None:
@@ -133,16 +161,14 @@ class StartRunner:
         self.lease = lease
 
     def __call__(self, q: Queries) -> Started:
-        stamp = now()
-        cutoff = _ago(self.lease)
+        stamp, cutoff, _ = _times(self.lease)
         previous = q.get_runner(name=self.name)
         namesake = None
         if previous is not None and previous.heartbeat_at >= cutoff:
             namesake = previous.heartbeat_at
         q.register_runner(name=self.name, now=stamp)
         own = q.fail_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
+        dead = _fail_dead_runners(q, self.name, stamp, cutoff)
         return Started(namesake, own + dead)
 
 
@@ -158,14 +184,19 @@ class Maintained(NamedTuple):
 
 
 class Maintain:
-    """The write that renews a runner's lease, fails dead runners' jobs and prunes old ones.
+    """The write that renews a runner's lease, fails stale jobs and prunes old ones.
 
     held is the ids of the jobs the runner's workers have. A runner whose
     heartbeat is older than lease is dead; finished jobs older than
-    retention are deleted, a thousand at a time (None keeps them).
+    retention are deleted, a thousand at a time (None keeps them). The write
+    was asked for at started, on contact's clock: stale jobs are failed only
+    when contact says this runner may judge (see ``StoreContact``), since
+    until then a stale heartbeat may be a peer that could not reach the store
+    either, and a stale claim of its own may be one whose reply is still on
+    its way.
     """
 
-    __slots__ = ("held", "lease", "name", "retention")
+    __slots__ = ("contact", "held", "lease", "name", "retention", "started")
 
     def __init__(
         self,
@@ -173,20 +204,34 @@ class Maintain:
         held: frozenset[str],
         lease: datetime.timedelta,
         retention: datetime.timedelta | None,
+        *,
+        contact: StoreContact,
+        started: float,
     ) -> None:
         self.name = name
         self.held = held
         self.lease = lease
         self.retention = retention
+        self.contact = contact
+        self.started = started
 
     def __call__(self, q: Queries) -> Maintained:
-        stamp = now()
+        judge = self.contact.may_judge(self.started, time.monotonic())
+        stamp, cutoff, pruned = _times(self.lease, self.retention)
         lost_lease = not q.heartbeat_runner(now=stamp, name=self.name)
         if lost_lease:
             q.register_runner(name=self.name, now=stamp)
-        cutoff = _ago(self.lease)
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
+        dead, lost = self._fail_stale(q, stamp, cutoff) if judge else (0, 0)
+        if pruned is not None:
+            q.delete_finished_jobs(before=pruned, max_jobs=1000)
+        return Maintained(lost_lease, dead, lost)
+
+    def _fail_stale(self, q: Queries, stamp: str, cutoff: str) -> tuple[int, int]:
+        """Fails dead runners' jobs, and the claims older than cutoff it never received.
+
+        Returns how many of each it failed.
+        """
+        dead = _fail_dead_runners(q, self.name, stamp, cutoff)
         # A claim can commit while its reply is lost (a connection dropped at
         # COMMIT): the job runs under this name, but no worker has it. Once it
         # is older than the lease and still not held, it is failed as
@@ -198,9 +243,7 @@ class Maintain:
         ]
         for row in lost:
             q.fail_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
-        if self.retention is not None:
-            q.delete_finished_jobs(before=_ago(self.retention), max_jobs=1000)
-        return Maintained(lost_lease, dead, len(lost))
+        return dead, len(lost)
 
 
 class DeleteRunner:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from ._backoff import Backoff
 from ._completer import Completer
+from ._contact import StoreContact
 from ._engine import ClaimedRow
 from ._ops import Finish, FinishAndClaim
 from ._store import Store
@@ -20,8 +21,9 @@ class Producer:
     None per worker. A claim also stores the outcomes the completer holds for
     it, so a worker's outcome commits in the statement that claims the job
     filling its slot. A failed claim is retried with capped backoff, its
-    outcomes handed back to the completer. It looks for jobs again when woken
-    (an enqueue), when a slot frees, or every poll_interval seconds.
+    outcomes handed back to the completer, and recorded in contact. It
+    looks for jobs again when woken (an enqueue), when a slot frees, or
+    every poll_interval seconds.
     """
 
     def __init__(
@@ -30,6 +32,7 @@ class Producer:
         runner: str,
         logger: logging.Logger,
         completer: Completer,
+        contact: StoreContact,
         *,
         poll_interval: float,
         backoff: Backoff,
@@ -40,6 +43,7 @@ class Producer:
         self._runner = runner
         self._logger = logger
         self._completer = completer
+        self._contact = contact
         self._poll_interval = poll_interval
         self._backoff = backoff
         self._stopping = stopping
@@ -105,6 +109,7 @@ class Producer:
             try:
                 jobs = await self.claim(wanted, outcomes)
             except Exception:
+                self._contact.failed()
                 if outcomes:
                     # The completer retries them on their own.
                     self._completer.give_back(outcomes)

@@ -20,6 +20,7 @@ from typing import TypeVar, overload
 
 from ._backoff import Backoff
 from ._completer import Completer
+from ._contact import StoreContact
 from ._engine import ClaimedRow
 from ._errors import RunnerError
 from ._executor import Executor
@@ -45,13 +46,12 @@ class Runner:
     enqueue in this process wakes an idle worker at once; jobs enqueued by
     other processes are found by polling every ``poll_interval`` seconds, or
     at once where the engine can notify (PostgreSQL; SQLite where inotify
-    works). Runners sharing a
-    database know each other by ``name`` and a heartbeat: a runner whose
-    heartbeat is older than ``lease`` seconds is dead, and its running jobs
-    are failed as interrupted. Finished jobs older than ``retention`` are
-    deleted (None keeps them forever). A failed claim or outcome write is
-    retried after ``retry_backoff``; once stop has begun, an outcome write
-    gives up after ``give_up_after`` tries.
+    works). Runners sharing a database know each other by ``name`` and a
+    heartbeat: a runner whose heartbeat is older than ``lease`` seconds is
+    dead, and its running jobs are failed as interrupted. Finished jobs
+    older than ``retention`` are deleted (None keeps them forever). A failed
+    claim or outcome write is retried after ``retry_backoff``; once stop has
+    begun, an outcome write gives up after ``give_up_after`` tries.
     """
 
     def __init__(
@@ -126,23 +126,24 @@ class Runner:
         """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
         self._handlers = Handlers()
         self._stopping = threading.Event()
-        # asyncio's events and queues bind to the loop that first waits on them:
-        # the runner's loop, once start or run_next runs.
+        # asyncio's events and queues bind to the first loop that waits: start's or run_next's.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._astopping = asyncio.Event()
         self._queue: asyncio.Queue[ClaimedRow | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         stop = (self._stopping, self._astopping)
-        self._executor = Executor(store, self._handlers, self.logger, *stop)
+        self._executor = Executor(store, self._handlers, self.logger, *stop, lease, retry_backoff)
+        contact = StoreContact.of_runner(lease)
         self._completer = Completer(
-            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after
+            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after, contact
         )
         self._producer = Producer(
             store,
             self.name,
             self.logger,
             self._completer,
+            contact,
             poll_interval=poll_interval,
             backoff=retry_backoff,
             stopping=self._stopping,
@@ -155,6 +156,7 @@ class Runner:
             lease=lease,
             retention=retention,
             held=self._completer.held,
+            contact=contact,
             stopping=self._stopping,
             astopping=self._astopping,
         )

@@ -1,7 +1,8 @@
 """The generated package jobtable.db is imported only by the engine adapters.
 
 Python has no ``internal/``: this test is what keeps the generated code behind
-``jobtable/_sqlite.py`` and ``jobtable/_postgres.py``. It reads every module's
+``jobtable/_sqlite.py`` (with its Queries adapter, ``_sqlite_queries.py``) and
+``jobtable/_postgres.py``. It reads every module's
 imports with ``ast`` (absolute, relative, and ``from jobtable import db``
 forms) and needs none of the modules to exist or import cleanly.
 """
@@ -14,7 +15,7 @@ from plugin_harness import ROOT
 
 PACKAGE = "jobtable"
 GENERATED = "jobtable.db"
-ADAPTERS = frozenset({"_sqlite.py", "_postgres.py"})
+ADAPTERS = frozenset({"_sqlite.py", "_sqlite_queries.py", "_postgres.py"})
 
 
 def _module_name(package_root: pathlib.Path, path: pathlib.Path) -> str:

@@ -71,10 +71,14 @@ WHERE status = 'running' AND runner = %(runner)s
 """
 
 FAIL_JOBS_OF_DEAD_RUNNERS = """UPDATE jobs SET status = 'failed', error = %(error)s, updated_at = %(now)s
-WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
-        SELECT name FROM runners WHERE heartbeat_at >= %(cutoff)s
-    ))
+WHERE seq IN (
+    SELECT stale.seq FROM jobs AS stale
+    WHERE stale.status = 'running'
+        AND (stale.runner IS NULL OR (stale.runner <> %(runner)s AND stale.runner NOT IN (
+            SELECT name FROM runners WHERE heartbeat_at >= %(cutoff)s
+        )))
+    FOR UPDATE OF stale SKIP LOCKED
+)
 """
 
 LIST_RUNNING_JOBS = """SELECT id, attempt FROM jobs
@@ -88,6 +92,7 @@ DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
     WHERE finished.status IN ('succeeded', 'failed') AND finished.updated_at < %(before)s
     ORDER BY finished.updated_at LIMIT %(max_jobs)s
+    FOR UPDATE SKIP LOCKED
 )
 """
 
@@ -105,7 +110,11 @@ GET_RUNNER = """SELECT name, started_at, heartbeat_at FROM runners WHERE name = 
 DELETE_RUNNER = """DELETE FROM runners WHERE name = %(name)s
 """
 
-DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < %(cutoff)s
+DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE name IN (
+    SELECT stale.name FROM runners AS stale
+    WHERE stale.heartbeat_at < %(cutoff)s AND stale.name <> %(name)s
+    FOR UPDATE SKIP LOCKED
+)
 """
 
 
@@ -339,16 +348,21 @@ class Querier:
         *,
         error: str | None,
         now: datetime.datetime,
+        runner: str | None,
         cutoff: datetime.datetime,
     ) -> int:
         """FailJobsOfDeadRunners fails the running jobs of every runner whose
-        heartbeat is older than cutoff, or that no longer has a row.
+        heartbeat is older than cutoff, or that no longer has a row; never those of
+        runner, the runner that asks, which is alive. It skips rows another
+        transaction holds (their runner is finishing them, or another runner's
+        maintenance fails them), so two runners' maintenance never deadlock.
         """
         cur = self._conn.execute(
             FAIL_JOBS_OF_DEAD_RUNNERS,
             {
                 "error": error,
                 "now": now,
+                "runner": runner,
                 "cutoff": cutoff,
             },
         )
@@ -408,7 +422,7 @@ class Querier:
         max_jobs: int,
     ) -> int:
         """DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
-        oldest first.
+        oldest first, skipping rows another runner's maintenance is deleting.
         """
         cur = self._conn.execute(
             DELETE_FINISHED_JOBS,
@@ -488,12 +502,18 @@ class Querier:
         self,
         *,
         cutoff: datetime.datetime,
+        name: str,
     ) -> int:
-        """DeleteDeadRunners forgets runners whose heartbeat is older than cutoff."""
+        """DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
+        never name, the runner that asks. It skips rows another transaction holds:
+        a runner renewing its lease holds its own row, and two runners deleting
+        each other's rows would deadlock.
+        """
         cur = self._conn.execute(
             DELETE_DEAD_RUNNERS,
             {
                 "cutoff": cutoff,
+                "name": name,
             },
         )
         return cur.rowcount

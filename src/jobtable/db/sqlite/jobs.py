@@ -44,9 +44,9 @@ WHERE status = 'running' AND runner = ?3
 
 FAIL_JOBS_OF_DEAD_RUNNERS = """UPDATE jobs SET status = 'failed', error = ?1, updated_at = ?2
 WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
-        SELECT name FROM runners WHERE heartbeat_at >= ?3
-    ))
+    AND (runner IS NULL OR (runner <> ?3 AND runner NOT IN (
+        SELECT name FROM runners WHERE heartbeat_at >= ?4
+    )))
 """
 
 LIST_RUNNING_JOBS = """SELECT id, attempt FROM jobs
@@ -77,7 +77,7 @@ GET_RUNNER = """SELECT name, started_at, heartbeat_at FROM runners WHERE name = 
 DELETE_RUNNER = """DELETE FROM runners WHERE name = ?1
 """
 
-DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1
+DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1 AND name <> ?2
 """
 
 
@@ -279,16 +279,19 @@ class Querier:
         *,
         error: str | None,
         now: str,
+        runner: str | None,
         cutoff: str,
     ) -> int:
         """FailJobsOfDeadRunners fails the running jobs of every runner whose
-        heartbeat is older than cutoff, or that no longer has a row.
+        heartbeat is older than cutoff, or that no longer has a row; never those of
+        runner, the runner that asks, which is alive.
         """
         cur = self._conn.execute(
             FAIL_JOBS_OF_DEAD_RUNNERS,
             (
                 error,
                 now,
+                runner,
                 cutoff,
             ),
         )
@@ -422,10 +425,16 @@ class Querier:
         self,
         *,
         cutoff: str,
+        name: str,
     ) -> int:
-        """DeleteDeadRunners forgets runners whose heartbeat is older than cutoff."""
+        """DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
+        never name, the runner that asks.
+        """
         cur = self._conn.execute(
             DELETE_DEAD_RUNNERS,
-            (cutoff,),
+            (
+                cutoff,
+                name,
+            ),
         )
         return cur.rowcount
