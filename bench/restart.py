@@ -8,6 +8,7 @@ first claim after it, that succeed. The shared server is never touched.
 
     .venv/bin/python -m bench.restart            # 1, 4 and 16 writers, 3 rounds each
     .venv/bin/python -m bench.restart 4 --rounds 5
+    .venv/bin/python -m bench.restart 1 --down 3 10   # also: server stopped 3 s, 10 s
 """
 
 import argparse
@@ -58,14 +59,18 @@ def cluster() -> Iterator[tuple[str, Path]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _restart(data: Path) -> None:
+def _ctl(data: Path, *args: str, port: int | None = None) -> None:
+    """Runs pg_ctl with args on the cluster in data, on port (read from postmaster.pid if None)."""
     root = data.parent
-    port = _port_of(data)
+    port = _port_of(data) if port is None else port
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
     _as_postgres(
-        _bin("pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "-m",
-        "fast", "restart",
+        _bin("pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", *args
     )  # fmt: skip
+
+
+def _restart(data: Path) -> None:
+    _ctl(data, "-m", "fast", "restart")
 
 
 def _port_of(data: Path) -> int:
@@ -120,11 +125,44 @@ def one_round(url: str, data: Path, writers: int) -> tuple[float, float]:
         return enqueued_at - ready_at, time.monotonic() - ready_at
 
 
+def down_round(url: str, data: Path, down: float) -> float:
+    """Seconds from server ready to the first enqueue after the server was down for down seconds.
+
+    One writer keeps trying to enqueue (every 10 ms, as in one_round) from
+    the moment the server stops, so its connection attempts fail throughout.
+    """
+    with jobtable.Store.open(url) as store:
+        kind = jobtable.Runner(store, name="bench-restart").register("noop", _noop)
+        kind.enqueue(0)
+        port = _port_of(data)
+        _ctl(data, "-m", "fast", "stop")
+        landed: list[float] = []
+
+        def write() -> None:
+            _until_it_lands(lambda: kind.enqueue(0))
+            landed.append(time.monotonic())
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        time.sleep(down)
+        _ctl(data, "start", port=port)
+        ready_at = time.monotonic()
+        thread.join()
+        return landed[0] - ready_at
+
+
 def main() -> None:
     """Prints the restart-to-first-write times for each number of writers."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("writers", nargs="*", type=int, default=[1, 4, 16])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--down",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also stop the server for each of these seconds while a writer keeps trying",
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root: the cluster runs as the postgres user (runuser)")
@@ -135,6 +173,9 @@ def main() -> None:
             enq = " ".join(f"{e:6.2f}" for e, _ in rounds)
             cla = " ".join(f"{c:6.2f}" for _, c in rounds)
             print(f"{writers:7d}  {enq:34s} {cla}", flush=True)
+        for down in args.down:
+            after = " ".join(f"{down_round(url, data, down):6.2f}" for _ in range(args.rounds))
+            print(f"down {down:g} s, one writer trying throughout: first enqueue {after}")
 
 
 if __name__ == "__main__":

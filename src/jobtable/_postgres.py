@@ -22,13 +22,12 @@ from typing import Self, TypeVar
 
 import psycopg
 from psycopg.rows import TupleRow
-from psycopg_pool import ConnectionPool
 
 from jobtable._backoff import Backoff
 from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow, Statement
 from jobtable._errors import StoreError
 from jobtable._postgres_listener import RECONNECT, Listener
-from jobtable._postgres_pool import TextLoader, client_encoding, connection
+from jobtable._postgres_pool import Pool, TextLoader, client_encoding
 from jobtable._values import redact_url, timestamp
 from jobtable.db.postgres import jobs, schema_version
 from jobtable.db.postgres.jobs import CreateJobsParams
@@ -236,7 +235,7 @@ class PostgresEngine:
 
     def __init__(
         self,
-        pool: ConnectionPool[_Connection],
+        pool: Pool,
         *,
         url: str,
         where: str,
@@ -274,31 +273,23 @@ class PostgresEngine:
         default) a write that returned survives a server crash; without it
         (``synchronous_commit=off``) a crash may lose the last moments' writes,
         never corrupt the queue. At most max_connections connections are open
-        at once, plus one per ``listen``. reconnect is how long a listener
-        waits between attempts to reopen its lost connection.
+        at once, plus one per ``listen``; each is opened by the write that
+        needs it (see ``Pool``), so once an unreachable server is back the
+        next write connects at once. reconnect is how long a listener waits
+        between attempts to reopen its lost connection.
         """
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
         where = redact_url(url)
         # The schema is applied on a connection of its own, before the pool
         # exists, so that an unreachable server fails now with libpq's own
-        # message rather than later with a pool timeout.
+        # message.
         try:
             with psycopg.connect(url, autocommit=True) as conn:
                 _apply_schema(conn, where)
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
-        pool: ConnectionPool[_Connection] = ConnectionPool(
-            url,
-            kwargs={"autocommit": True},
-            min_size=1,
-            max_size=max_connections,
-            configure=_configure(durable),
-            # No check here: connection() checks each connection as it leaves
-            # the pool, and drains the pool at the first dead one.
-            name="jobtable",
-            open=True,
-        )
+        pool = Pool(url, where, max_size=max_connections, configure=_configure(durable))
         return cls(pool, url=url, where=where, reconnect=reconnect)
 
     def __repr__(self) -> str:
@@ -308,8 +299,9 @@ class PostgresEngine:
         """Runs op in one transaction and returns its value once committed.
 
         An exception from op rolls back its writes and reaches the caller; a
-        database error, a lost connection included, raises StoreError and is
-        not retried (the runner retries with backoff). A connection lost
+        database error, a lost connection or an unreachable server included,
+        raises StoreError at once and is not retried (the runner retries with
+        backoff). A connection lost
         during the commit leaves it unknown whether op's writes were kept. An
         op that is a ``Statement`` runs without BEGIN and COMMIT.
         """
@@ -369,7 +361,8 @@ class PostgresEngine:
     def close(self) -> None:
         """Stops every listener and closes every connection; again does nothing.
 
-        Waits for the operations under way to return their connections.
+        Waits for the async operations under way; a connection another thread
+        still uses is closed as it comes back.
         """
         with self._lock:
             if self._closed:
@@ -387,7 +380,7 @@ class PostgresEngine:
             raise StoreError(f"postgres store {self._where}: the store is closed")
         try:
             one_statement = isinstance(op, Statement)
-            with connection(self._pool, self._where) as conn:
+            with self._pool.connection() as conn:
                 if one_statement:
                     # The pool's connections autocommit: the statement is its
                     # own transaction, with no BEGIN and COMMIT round trips.

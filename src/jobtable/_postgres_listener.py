@@ -8,6 +8,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._backoff import Backoff
+from jobtable._postgres_pool import connect
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -71,13 +72,7 @@ class Listener:
     def _connect(self) -> _Connection:
         # Autocommit, so that LISTEN takes effect at once and no transaction
         # stays open while the connection waits.
-        conn = psycopg.connect(self._url, autocommit=True)
-        try:
-            self._listen(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return connect(self._url, self._listen)
 
     def _call_wake(self) -> None:
         with self._waking:

@@ -1,25 +1,35 @@
-"""The PostgreSQL engine's pooled connections: how they read text, and how dead ones go.
+"""The PostgreSQL engine's pooled connections: how they read text, how they come and go.
 
 Each new connection reads every stored text (UTF-8, with bytes that are not
 UTF-8 as lone surrogates; see ``TextLoader`` and ``client_encoding``), so one
-bad row cannot stop a claim. After a server restart every pooled connection
-is dead: the first one found dead drains the pool, so a write waits for one
-fresh connection, not behind the dead ones.
+bad row cannot stop a claim. Connections are opened on demand, by the write
+that needs one, in its own thread: there is no background reconnect to wait
+for. After a server restart every pooled connection is dead: the first one
+found dead drains the pool, so a write opens one fresh connection instead of
+going through the dead ones.
 """
 
+import collections
 import contextlib
 import logging
 import select
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 
 import psycopg
 from psycopg.abc import Buffer
+from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
-from psycopg_pool import ConnectionPool
+
+from jobtable._errors import StoreError
 
 _Connection = psycopg.Connection[TupleRow]
 
 _logger = logging.getLogger("jobtable.postgres")
+
+MAX_IDLE = 600.0
+"""Seconds an idle connection is kept before the pool closes it."""
 
 
 def dead(conn: _Connection) -> bool:
@@ -37,37 +47,140 @@ def dead(conn: _Connection) -> bool:
     if not readable:
         return False
     try:
-        ConnectionPool.check_connection(conn)
+        conn.execute("")
     except psycopg.Error:
         return True
     return False
 
 
-@contextlib.contextmanager
-def connection(pool: ConnectionPool[_Connection], where: str) -> Iterator[_Connection]:
-    """A pooled connection that was alive as it left the pool, returned to it after.
-
-    After a server restart every pooled connection is dead. psycopg_pool's
-    own check would discard them one at a time, waiting 1, 2, 4, 8 s
-    between them, while the fresh connections queue behind the dead ones
-    (past its 30 s timeout with six or more). So the first connection found
-    dead drains the pool: every idle one is closed and replaced at once, and
-    one in use is replaced when it comes back; the caller then gets a fresh
-    one as soon as it is connected.
-    """
-    conn = pool.getconn()
-    if dead(conn):
-        _logger.info(
-            "postgres store %s: found a dead connection, replacing every pooled one", where
-        )
-        pool.putconn(conn)
-        pool.drain()
-        conn = pool.getconn()
+def connect(url: str, prepare: Callable[[_Connection], None]) -> _Connection:
+    """A new autocommit connection to url, prepared by prepare; closed again if prepare raises."""
+    conn = psycopg.connect(url, autocommit=True)
     try:
-        with conn:
+        prepare(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class Pool:
+    """At most max_size autocommit connections to url, opened when a caller needs one.
+
+    ``connection`` hands out an idle connection that was alive as it left
+    the pool, or, when none is idle, connects in the caller's thread: a
+    server that cannot be reached raises psycopg's error to that caller at
+    once, and the next call tries afresh. So a write after an outage waits
+    for nothing but its own connection attempt, and how often to try again
+    is the caller's choice (the runner's ``retry_backoff`` and heartbeat).
+    configure prepares each new connection. A caller finding all max_size
+    connections in use waits up to timeout seconds for one, then gets
+    StoreError. Idle connections unused for ``MAX_IDLE`` seconds are closed.
+    Safe to use from any thread.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        where: str,
+        *,
+        max_size: int,
+        configure: Callable[[_Connection], None],
+        timeout: float = 30.0,
+    ) -> None:
+        self.max_size = max_size
+        """How many connections may be open at once."""
+        self._url = url
+        self._where = where
+        self._configure = configure
+        self._timeout = timeout
+        self._slots = threading.BoundedSemaphore(max_size)
+        self._lock = threading.Lock()
+        # Idle connections with the drain generation they were opened in and
+        # when they were returned, the most recently returned last.
+        self._idle: collections.deque[tuple[_Connection, int, float]] = collections.deque()
+        self._generation = 0
+        self._closed = False
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[_Connection]:
+        """A connection alive as it left the pool; returned to the pool after, unless broken."""
+        if not self._slots.acquire(timeout=self._timeout):
+            raise StoreError(
+                f"postgres store {self._where}: all {self.max_size} connections stayed in use "
+                f"for {self._timeout:g} s"
+            )
+        try:
+            conn, generation = self._take()
+        except BaseException:
+            self._slots.release()
+            raise
+        try:
             yield conn
-    finally:
-        pool.putconn(conn)
+        finally:
+            self._give_back(conn, generation)
+            self._slots.release()
+
+    def _take(self) -> tuple[_Connection, int]:
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise StoreError(f"postgres store {self._where}: the store is closed")
+                stale = self._expire(time.monotonic())
+                entry = self._idle.pop() if self._idle else None
+                generation = self._generation
+            for old in stale:
+                old.close()
+            if entry is None:
+                return self._connect(), generation
+            conn, _, _ = entry
+            if not dead(conn):
+                return conn, generation
+            _logger.info(
+                "postgres store %s: found a dead connection, replacing every pooled one",
+                self._where,
+            )
+            conn.close()
+            self.drain()
+
+    def _expire(self, moment: float) -> list[_Connection]:
+        # Called with the lock held: takes out the idle connections unused
+        # for MAX_IDLE, the least recently returned being first.
+        stale = []
+        while self._idle and moment - self._idle[0][2] > MAX_IDLE:
+            stale.append(self._idle.popleft()[0])
+        return stale
+
+    def _connect(self) -> _Connection:
+        return connect(self._url, self._configure)
+
+    def _give_back(self, conn: _Connection, generation: int) -> None:
+        # A connection that broke, was left inside a transaction, or was
+        # opened before a drain is closed rather than kept.
+        keep = not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
+        with self._lock:
+            if keep and not self._closed and generation == self._generation:
+                self._idle.append((conn, generation, time.monotonic()))
+                return
+        conn.close()
+
+    def drain(self) -> None:
+        """Closes every idle connection; one in use is closed when it comes back."""
+        with self._lock:
+            self._generation += 1
+            idle = [conn for conn, _, _ in self._idle]
+            self._idle.clear()
+        for conn in idle:
+            conn.close()
+
+    def close(self) -> None:
+        """Closes the pool: idle connections now, one in use as it comes back.
+
+        ``connection`` raises StoreError afterwards.
+        """
+        with self._lock:
+            self._closed = True
+        self.drain()
 
 
 class TextLoader(psycopg.adapt.Loader):

@@ -221,10 +221,6 @@ async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
     throwaway_pg: pg_cluster.Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="jobtable")
-
-    async def noop(ctx: jobtable.JobContext[None], payload: int) -> None:
-        return None
-
     with jobtable.Store.open(throwaway_pg.url) as store:
         runner = jobtable.Runner(store, name="r")
         kind = runner.register("noop", noop)
@@ -242,14 +238,43 @@ async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
         for thread in threads:
             thread.join()
         throwaway_pg.restart("fast")
-        # Every pooled connection is dead now. psycopg_pool's own check would
-        # discard them one at a time, 1, 2, 4, 8, 16 s apart: past its 30 s
-        # timeout. The first one found dead drains the pool instead.
+        # Every pooled connection is dead now. Checking them one at a time
+        # would cost a probe each; the first one found dead drains the pool.
         job_id = kind.enqueue(1)
         assert await runner.run_next() is not None
         assert job_id
     drained = [r for r in caplog.records if "replacing every pooled one" in r.getMessage()]
     assert drained
+
+
+@pytest.mark.slow
+def test_postgres_writes_during_an_outage_fail_at_once_and_the_first_after_it_connects(
+    throwaway_pg: pg_cluster.Cluster,
+) -> None:
+    with jobtable.Store.open(throwaway_pg.url) as store:
+        kind = jobtable.Runner(store, name="r").register("noop", noop)
+        kind.enqueue(0)
+        throwaway_pg.stop("fast")
+        try:
+            # Each write while the server is down tries to connect itself and
+            # fails with libpq's own error, at once. psycopg_pool would have
+            # queued it behind its background reconnect, which backs off 1, 2,
+            # 4, 8 s, uncapped, and raised a pool timeout after 30 s.
+            for _ in range(3):
+                with pytest.raises(jobtable.StoreError, match="Connection refused"):
+                    kind.enqueue(1)
+                time.sleep(0.5)
+        finally:
+            throwaway_pg.start()
+        # The first write once the server is back connects on its own try,
+        # with no reconnect schedule left from the outage to wait for.
+        job_id = kind.enqueue(2)
+        assert kind.get(job_id).status is jobtable.Status.QUEUED
+
+
+async def noop(ctx: jobtable.JobContext[None], payload: int) -> None:
+    """A handler that does nothing."""
+    return None
 
 
 @contextlib.contextmanager
