@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 GENERATED := src/jobtable/db
 
-.PHONY: all check generate generate-check lint format typecheck test demo bench bench-peers clean
+.PHONY: all check generate generate-check lint format typecheck test test-fast demo bench bench-peers clean
 
 all: check
 
@@ -41,12 +41,24 @@ format: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src tests plugin/sqlc_gen_jobtable examples bench
 
+# Tests run in parallel on pytest-xdist workers. Most of the suite waits on
+# PostgreSQL, child processes and timers, so more workers than cores pay.
+TEST_WORKERS ?= 4
+
 # pytest exits 5 when it collected no test: that proves nothing, so it fails
 # loudly instead of passing as an empty green.
-test: $(STAMP)
-	@$(BIN)/pytest; status=$$?; \
-	if [ $$status -eq 5 ]; then echo "make test: pytest ran no test" >&2; exit 1; fi; \
+define run_pytest
+	@$(BIN)/pytest -n $(TEST_WORKERS) $(1); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make $@: pytest ran no test" >&2; exit 1; fi; \
 	exit $$status
+endef
+
+test: $(STAMP)
+	$(call run_pytest,)
+
+# The tests that need neither PostgreSQL nor a child process.
+test-fast: $(STAMP)
+	$(call run_pytest,-m "not postgres and not slow")
 
 check: lint typecheck generate-check test
 

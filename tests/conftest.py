@@ -10,9 +10,12 @@ import asyncio
 import os
 import pathlib
 import secrets
+import subprocess
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import pg_cluster
 import pytest
 
 import jobtable
@@ -34,11 +37,61 @@ def with_search_path(url: str, schema: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
+POSTGRES_FIXTURES = frozenset({"pg_server", "throwaway_pg"})
+"""Fixtures that need PostgreSQL: the shared test server, or its binaries for a cluster."""
+
+
+def needs_postgres(item: pytest.Item) -> bool:
+    """Whether item uses PostgreSQL: by a fixture it requests, or by its engine parameter.
+
+    Fixtures reached only through ``request.getfixturevalue`` (``store_target``
+    asks for ``pg_url`` that way) are not in ``fixturenames`` at collection
+    time, so the engine parameter is looked at too.
+    """
+    if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("engine") == "postgres"
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks every test that uses a PostgreSQL server, so ``-m "not postgres"`` leaves it out."""
+    """Marks every test that uses PostgreSQL, so ``-m "not postgres"`` leaves it out.
+
+    It runs first, before ``-m`` deselects by the markers it added.
+    """
     for item in items:
-        if "pg_server" in getattr(item, "fixturenames", ()):
+        if needs_postgres(item):
             item.add_marker(pytest.mark.postgres)
+
+
+# A test that starts a process must carry the ``slow`` marker: ``make
+# test-fast`` runs ``-m "not postgres and not slow"`` as the tests that need
+# no process, and this keeps the marker true. While a test runs (fixtures of
+# any scope included), a process it starts without the marker fails it.
+_RUNNING: list[pytest.Item] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Notes which test runs, for the process check below."""
+    _RUNNING.append(item)
+    try:
+        return (yield)
+    finally:
+        _RUNNING.pop()
+
+
+class _CheckedPopen(subprocess.Popen[Any]):
+    """subprocess.Popen, refused to a running test that is not marked slow."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if _RUNNING and _RUNNING[-1].get_closest_marker("slow") is None:
+            raise AssertionError(f"{_RUNNING[-1].nodeid} starts a process: mark it slow")
+        super().__init__(*args, **kwargs)
+
+
+subprocess.Popen = _CheckedPopen  # type: ignore[misc]
 
 
 @pytest.fixture(scope="session")
@@ -93,14 +146,30 @@ def pg_url(new_pg_url: Callable[[], str]) -> str:
     return new_pg_url()
 
 
-# The runner's suite is a conformance suite:
+@pytest.fixture
+def throwaway_pg() -> Iterator[pg_cluster.Cluster]:
+    """A PostgreSQL cluster of the test's own, started; stopped and removed after the test.
+
+    For tests that stop or restart a server: the shared one is never stopped.
+    Skips (fails on CI) when this machine cannot run one.
+    """
+    reason = pg_cluster.cannot_run()
+    if reason is not None:
+        message = f"cannot make a throwaway PostgreSQL cluster: {reason}"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, so this test may not be skipped: {message}")
+        pytest.skip(message)
+    with pg_cluster.throwaway_cluster() as cluster:
+        yield cluster
+
+
 # Fixtures of the runner's tests: one real store per test, on every engine.
 #
 # The runner's suite is a conformance suite: each test that takes ``store``
 # runs once per engine (a SQLite file, and a schema of its own on the
 # PostgreSQL server).
 
-ENGINES = ["sqlite", "postgres"]
+ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(params=ENGINES)
@@ -140,12 +209,19 @@ async def wait_until(
 
 
 def finished(runner: jobtable.Runner, ids: list[str]) -> Callable[[], bool]:
-    """Returns a check that every job of ids has succeeded or failed."""
+    """Returns a check that every job of ids has succeeded or failed.
+
+    A finished job never changes, so each call reads only the jobs not yet
+    seen finished: the check's reads block the event loop, and reading all
+    of ids on every poll would starve the very workers it waits for.
+    """
+    pending = list(reversed(ids))
 
     def check() -> bool:
-        return all(
-            runner.get(i).status in (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED) for i in ids
-        )
+        done = (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED)
+        while pending and runner.get(pending[-1]).status in done:
+            pending.pop()
+        return not pending
 
     return check
 

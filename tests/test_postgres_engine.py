@@ -1,10 +1,13 @@
-"""The PostgreSQL engine on a real server: each test has a schema of its own.
+"""What only the PostgreSQL engine does, on a real server: each test has a schema of its own.
+
+What every engine does is in test_engine_conformance.py: this file holds
+PostgreSQL's own claims under concurrency (SKIP LOCKED), LISTEN/NOTIFY, its
+pool and its connection settings.
 
 Nothing here sleeps to wait: background work is awaited on events with a
 generous limit, which only a broken engine reaches.
 """
 
-import asyncio
 import pathlib
 import secrets
 import threading
@@ -15,13 +18,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 import pytest
 from psycopg import sql
+from seam import claim, claim_rows, enqueue
 
 from jobtable._engine import Engine, Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._ops import create_jobs
 from jobtable._postgres import PostgresEngine
-from jobtable._postgres_schema import SCHEMA_VERSION
-from jobtable._values import now
 
 LIMIT = 10.0
 """Seconds a test waits for background work before it fails."""
@@ -46,31 +48,18 @@ def with_query(url: str, **params: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
+def with_port(url: str, port: int) -> str:
+    """Returns url with its port set to port (1: nothing listens there)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition(":")[0] if parts.port is not None else parts.netloc
+    return urlunsplit(parts._replace(netloc=f"{host}:{port}"))
+
+
 def with_password(url: str, password: str) -> str:
     """Returns url with password in it (trust auth ignores it)."""
     parts = urlsplit(url)
     user, _, host = parts.netloc.rpartition("@")
     return urlunsplit(parts._replace(netloc=f"{user}:{password}@{host}"))
-
-
-def enqueue(engine: Engine, *ids: str) -> None:
-    """Enqueues one job per id, each in its own transaction, in the order given."""
-    for id in ids:
-
-        def create(q: Queries, id: str = id) -> None:
-            q.create_job(id=id, kind="k", payload="{}", now=now())
-
-        engine.write(create)
-
-
-def claim(engine: Engine, max_jobs: int, runner: str = "r") -> list[str]:
-    """Claims up to max_jobs jobs for runner and returns their ids, oldest first."""
-    rows = engine.write(
-        lambda q: q.finish_and_claim_jobs(
-            ids=[], attempts=[], results=[], errors=[], runner=runner, now=now(), max_jobs=max_jobs
-        )[1]
-    )
-    return [row.id for row in sorted(rows, key=lambda row: row.seq)]
 
 
 def scalar(url: str, query: sql.SQL | sql.Composed) -> object:
@@ -107,113 +96,6 @@ def listeners(url: str, application_name: str) -> int:
     return backends(url, application_name, "%jobtable_listen()%")
 
 
-def test_open_creates_the_schema_and_records_its_version(
-    engine: PostgresEngine, pg_url: str
-) -> None:
-    assert scalar(pg_url, sql.SQL("SELECT version FROM jobtable_schema")) == SCHEMA_VERSION
-
-
-def test_concurrent_first_opens_apply_the_schema_once(pg_url: str) -> None:
-    start = threading.Barrier(4)
-    outcomes: list[BaseException | PostgresEngine] = []
-
-    def open_engine() -> None:
-        start.wait(LIMIT)
-        try:
-            outcomes.append(PostgresEngine.open(pg_url))
-        except BaseException as err:
-            outcomes.append(err)
-
-    threads = [threading.Thread(target=open_engine) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(LIMIT)
-    engines = [o for o in outcomes if isinstance(o, PostgresEngine)]
-    for opened in engines:
-        opened.close()
-    assert len(engines) == 4, outcomes
-    assert scalar(pg_url, sql.SQL("SELECT count(*) FROM jobtable_schema")) == 1
-
-
-def test_reopen_keeps_the_jobs(pg_url: str) -> None:
-    first = PostgresEngine.open(pg_url)
-    enqueue(first, "a")
-    first.close()
-    second = PostgresEngine.open(pg_url)
-    try:
-        job = second.read(lambda q: q.get_job(id="a"))
-        assert job is not None
-        assert job.status == "queued"
-    finally:
-        second.close()
-
-
-def test_newer_schema_version_is_refused_and_left_unchanged(pg_url: str) -> None:
-    first = PostgresEngine.open(pg_url)
-    enqueue(first, "a")
-    first.close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE jobtable_schema SET version = %s", (SCHEMA_VERSION + 1,))
-
-    with pytest.raises(StoreError, match="newer than this jobtable"):
-        PostgresEngine.open(pg_url)
-
-    assert scalar(pg_url, sql.SQL("SELECT version FROM jobtable_schema")) == SCHEMA_VERSION + 1
-    assert scalar(pg_url, sql.SQL("SELECT string_agg(id, ',') FROM jobs")) == "a"
-
-
-def test_claim_takes_the_oldest_jobs_first(engine: PostgresEngine) -> None:
-    enqueue(engine, "c", "a", "b")
-    assert claim(engine, 2) == ["c", "a"]
-    assert claim(engine, 2) == ["b"]
-    assert claim(engine, 2) == []
-
-
-def test_claim_marks_jobs_running_for_the_runner_with_a_new_attempt(
-    engine: PostgresEngine,
-) -> None:
-    enqueue(engine, "a")
-    rows = engine.write(
-        lambda q: q.finish_and_claim_jobs(
-            ids=[], attempts=[], results=[], errors=[], runner="r1", now=now(), max_jobs=1
-        )[1]
-    )
-    assert [(row.id, row.kind, row.payload, row.attempt) for row in rows] == [("a", "k", "{}", 1)]
-    job = engine.read(lambda q: q.get_job(id="a"))
-    assert job is not None
-    assert job.status == "running"
-
-
-def test_concurrent_claims_never_give_a_job_twice(pg_url: str) -> None:
-    engine = PostgresEngine.open(pg_url, max_connections=8)
-    try:
-        ids = [f"job{n:03}" for n in range(200)]
-
-        def create_all(q: Queries) -> None:
-            for id in ids:
-                q.create_job(id=id, kind="k", payload="{}", now=now())
-
-        engine.write(create_all)
-        start = threading.Barrier(8)
-        claimed: list[list[str]] = [[] for _ in range(8)]
-
-        def work(mine: list[str]) -> None:
-            start.wait(LIMIT)
-            while batch := claim(engine, 3):
-                mine.extend(batch)
-
-        threads = [threading.Thread(target=work, args=(mine,)) for mine in claimed]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(LIMIT)
-        every = [id for mine in claimed for id in mine]
-        assert sorted(every) == ids
-    finally:
-        engine.close()
-
-
 def test_claim_skips_jobs_another_claim_holds(engine: PostgresEngine) -> None:
     enqueue(engine, "a", "b")
     held = threading.Event()
@@ -221,12 +103,7 @@ def test_claim_skips_jobs_another_claim_holds(engine: PostgresEngine) -> None:
     first: list[str] = []
 
     def hold(q: Queries) -> None:
-        first.extend(
-            row.id
-            for row in q.finish_and_claim_jobs(
-                ids=[], attempts=[], results=[], errors=[], runner="r1", now=now(), max_jobs=1
-            )[1]
-        )
+        first.extend(row.id for row in claim_rows(q, 1, "r1"))
         held.set()
         release.wait(LIMIT)
 
@@ -239,84 +116,6 @@ def test_claim_skips_jobs_another_claim_holds(engine: PostgresEngine) -> None:
         release.set()
         holder.join(LIMIT)
     assert first == ["a"]
-
-
-def test_writes_of_a_stale_attempt_change_nothing(engine: PostgresEngine) -> None:
-    enqueue(engine, "a")
-    claim(engine, 1)
-    stale = 0
-
-    def write_stale(q: Queries) -> list[int]:
-        return [
-            q.publish_job_result(result='"stale"', now=now(), id="a", attempt=stale),
-            q.succeed_job(result='"stale"', now=now(), id="a", attempt=stale),
-            q.fail_job(error="stale", now=now(), id="a", attempt=stale),
-        ]
-
-    assert engine.write(write_stale) == [0, 0, 0]
-    job = engine.read(lambda q: q.get_job(id="a"))
-    assert job is not None
-    assert (job.status, job.result, job.error) == ("running", None, None)
-
-
-def test_writes_of_the_current_attempt_are_stored(engine: PostgresEngine) -> None:
-    enqueue(engine, "a")
-    claim(engine, 1)
-    published = engine.write(
-        lambda q: q.publish_job_result(result='{"done": 1}', now=now(), id="a", attempt=1)
-    )
-    partial = engine.read(lambda q: q.get_job(id="a"))
-    succeeded = engine.write(lambda q: q.succeed_job(result="[2]", now=now(), id="a", attempt=1))
-    final = engine.read(lambda q: q.get_job(id="a"))
-    assert (published, succeeded) == (1, 1)
-    assert partial is not None
-    assert (partial.status, partial.result) == ("running", '{"done": 1}')
-    assert final is not None
-    assert (final.status, final.result, final.error) == ("succeeded", "[2]", None)
-
-
-def test_times_round_trip_as_utc_text(engine: PostgresEngine) -> None:
-    moment = "2024-02-29T23:59:58.123456Z"
-    engine.write(lambda q: q.register_runner(name="r", now=moment))
-    runner = engine.read(lambda q: q.get_runner(name="r"))
-    assert runner is not None
-    assert (runner.started_at, runner.heartbeat_at) == (moment, moment)
-
-
-def test_an_exception_from_the_op_rolls_back_and_reaches_the_caller(
-    engine: PostgresEngine,
-) -> None:
-    def enqueue_then_raise(q: Queries) -> None:
-        q.create_job(id="a", kind="k", payload="{}", now=now())
-        raise LookupError("op failed")
-
-    with pytest.raises(LookupError, match="op failed"):
-        engine.write(enqueue_then_raise)
-    assert engine.read(lambda q: q.get_job(id="a")) is None
-
-
-async def test_async_fronts_run_the_same_operations(engine: PostgresEngine) -> None:
-    await engine.awrite(lambda q: q.create_job(id="a", kind="k", payload="{}", now=now()))
-    job = await engine.aread(lambda q: q.get_job(id="a"))
-    assert job is not None
-    assert job.status == "queued"
-
-
-async def test_async_fronts_do_not_block_the_event_loop(engine: PostgresEngine) -> None:
-    held = asyncio.Event()
-    release = threading.Event()
-    loop = asyncio.get_running_loop()
-
-    def hold(_: Queries) -> None:
-        loop.call_soon_threadsafe(held.set)
-        release.wait(LIMIT)
-
-    write = asyncio.create_task(engine.awrite(hold))
-    try:
-        await asyncio.wait_for(held.wait(), LIMIT)
-    finally:
-        release.set()
-    await write
 
 
 def test_listen_wakes_when_another_connection_enqueues(engine: PostgresEngine, pg_url: str) -> None:
@@ -417,17 +216,10 @@ def test_durable_sets_synchronous_commit(pg_url: str, durable: bool, setting: st
 
 
 def test_an_unreachable_server_raises_store_error(pg_server: str) -> None:
-    url = with_query(pg_server.replace(":5432", ":1"), connect_timeout="5")
+    url = with_query(with_port(pg_server, 1), connect_timeout="5")
     with pytest.raises(StoreError, match="open") as raised:
         PostgresEngine.open(url)
     assert isinstance(raised.value.__cause__, psycopg.OperationalError)
-
-
-def test_a_database_error_raises_store_error(engine: PostgresEngine) -> None:
-    enqueue(engine, "a")
-    with pytest.raises(StoreError, match="duplicate key") as raised:
-        enqueue(engine, "a")
-    assert isinstance(raised.value.__cause__, psycopg.errors.UniqueViolation)
 
 
 def test_a_connection_lost_in_the_pool_is_replaced_before_the_next_write(
@@ -486,9 +278,7 @@ def test_a_one_statement_write_sends_its_statement_alone(
 
     class Claim(Statement[object]):
         def __call__(self, q: Queries) -> object:
-            return q.finish_and_claim_jobs(
-                ids=[], attempts=[], results=[], errors=[], runner="r", now=now(), max_jobs=1
-            )[1]
+            return claim_rows(q, 1, "r")
 
     def claim_then_enqueue() -> None:
         assert engine.write(Claim())
@@ -523,12 +313,9 @@ def test_a_lone_enqueue_is_one_statement_and_several_share_a_transaction(
         engine.close()
 
 
-def test_a_closed_engine_raises_store_error(pg_url: str) -> None:
+def test_listening_on_a_closed_engine_raises_store_error(pg_url: str) -> None:
     engine = PostgresEngine.open(pg_url)
     engine.close()
-    engine.close()
-    with pytest.raises(StoreError, match="closed"):
-        enqueue(engine, "a")
     with pytest.raises(StoreError, match="closed"):
         engine.listen(lambda: None)
 
@@ -536,7 +323,7 @@ def test_a_closed_engine_raises_store_error(pg_url: str) -> None:
 def test_repr_and_errors_never_show_the_password(pg_url: str) -> None:
     engine = PostgresEngine.open(with_password(pg_url, "hunter2"))
     engine.close()
-    unreachable = with_password(pg_url.replace(":5432", ":1"), "hunter2")
+    unreachable = with_password(with_port(pg_url, 1), "hunter2")
     with pytest.raises(StoreError) as raised:
         PostgresEngine.open(unreachable)
     assert "hunter2" not in repr(engine)

@@ -4,9 +4,10 @@ Each test runs once per engine (a SQLite file, and a schema of its own on
 the PostgreSQL server) and reads what it wrote back through GetJob.
 """
 
+from seam import engine_of, now
+
 import jobtable
 from jobtable._engine import JobRow, Queries
-from jobtable._values import now
 
 
 def enqueue(store: jobtable.Store, *ids: str) -> None:
@@ -16,11 +17,11 @@ def enqueue(store: jobtable.Store, *ids: str) -> None:
         for job_id in ids:
             q.create_job(id=job_id, kind="k", payload="{}", now=now())
 
-    store.engine.write(create)
+    engine_of(store).write(create)
 
 
 def get(store: jobtable.Store, job_id: str) -> JobRow:
-    row = store.engine.read(lambda q: q.get_job(id=job_id))
+    row = engine_of(store).read(lambda q: q.get_job(id=job_id))
     assert row is not None
     return row
 
@@ -34,7 +35,7 @@ def finish_and_claim(
 
     Returns the ids it finished, sorted, and the ids it claimed, oldest first.
     """
-    finished, claimed = store.engine.write(
+    finished, claimed = engine_of(store).write(
         lambda q: q.finish_and_claim_jobs(
             ids=[o[0] for o in outcomes],
             attempts=[o[1] for o in outcomes],
@@ -53,7 +54,7 @@ def test_finish_and_claim_stores_each_outcome_under_its_claim_and_claims_the_old
 ) -> None:
     enqueue(store, "a", "b", "c", "d", "e")
     assert finish_and_claim(store, [], 3) == ([], ["a", "b", "c"])
-    published = store.engine.write(
+    published = engine_of(store).write(
         lambda q: q.publish_job_result(result='"partial"', now=now(), id="b", attempt=1)
     )
     assert published == 1

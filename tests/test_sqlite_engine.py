@@ -1,4 +1,9 @@
-"""The SQLite engine, on real database files."""
+"""What only the SQLite engine does, on real database files.
+
+What every engine does is in test_engine_conformance.py: this file holds
+SQLite's own rules for opening a file, its writer thread and shared
+transactions, its reader pool, its WAL and its locks.
+"""
 
 import asyncio
 import contextlib
@@ -12,12 +17,11 @@ from pathlib import Path
 from typing import Any, ParamSpec
 
 import pytest
+from seam import create, exists, now
 
-from jobtable._engine import JobRow, Queries
+from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite import SQLiteEngine
-from jobtable._sqlite_file import SCHEMA_VERSION
-from jobtable._values import new_id, now
 
 P = ParamSpec("P")
 
@@ -33,13 +37,6 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-def create(job_id: str, kind: str = "thumbnail") -> Callable[[Queries], None]:
-    def op(q: Queries) -> None:
-        q.create_job(id=job_id, kind=kind, payload="{}", now=now())
-
-    return op
-
-
 def create_then_raise(err: BaseException) -> Callable[[Queries], None]:
     """An op that stores the job "bad", then raises err: its write must be rolled back."""
 
@@ -48,17 +45,6 @@ def create_then_raise(err: BaseException) -> Callable[[Queries], None]:
         raise err
 
     return op
-
-
-def get(job_id: str) -> Callable[[Queries], JobRow | None]:
-    def op(q: Queries) -> JobRow | None:
-        return q.get_job(id=job_id)
-
-    return op
-
-
-def exists(engine: SQLiteEngine, job_id: str) -> bool:
-    return engine.read(get(job_id)) is not None
 
 
 def make_database(path: Path, *statements: str) -> None:
@@ -172,18 +158,6 @@ def test_short_file_that_is_not_sqlite_is_refused_and_left_unchanged(tmp_path: P
     assert snapshot(tmp_path) == before
 
 
-def test_newer_schema_version_is_refused_and_left_unchanged(tmp_path: Path) -> None:
-    path = tmp_path / "future.db"
-    make_database(
-        path, "CREATE TABLE notes (body TEXT)", f"PRAGMA user_version = {SCHEMA_VERSION + 1}"
-    )
-    before = snapshot(tmp_path)
-    with pytest.raises(StoreError, match="newer than this jobtable") as raised:
-        SQLiteEngine.open(path)
-    assert str(path) in str(raised.value)
-    assert snapshot(tmp_path) == before
-
-
 @pytest.mark.parametrize(
     ("statement", "name"),
     [
@@ -218,37 +192,12 @@ def test_memory_database_is_refused(tmp_path: Path) -> None:
 # Opening: what is created and kept.
 
 
-def test_new_file_gets_the_schema_and_its_version(tmp_path: Path) -> None:
-    path = tmp_path / "app.db"
-    SQLiteEngine.open(path).close()
-    conn = sqlite3.connect(path)
-    try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        tables = {
-            row[0] for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
-        }
-    finally:
-        conn.close()
-    assert {"jobs", "runners"} <= tables
-
-
 def test_empty_file_gets_the_schema(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
     path.touch()
     with opened(path) as engine:
         engine.write(create("j1"))
         assert exists(engine, "j1")
-
-
-def test_reopening_keeps_the_data(tmp_path: Path) -> None:
-    path = tmp_path / "app.db"
-    with opened(path) as engine:
-        engine.write(create("j1"))
-    with opened(path) as engine:
-        row = engine.read(get("j1"))
-    assert row is not None
-    assert row.kind == "thumbnail"
-    assert row.status == "queued"
 
 
 def test_reopening_a_current_database_does_not_write_to_it(tmp_path: Path) -> None:
@@ -293,40 +242,6 @@ def test_non_durable_store_syncs_normally(tmp_path: Path) -> None:
 
 
 # Writing.
-
-
-def test_write_returns_the_result_of_its_op(engine: SQLiteEngine) -> None:
-    engine.write(create("j1"))
-    assert engine.write(get("j1")) is not None
-    assert engine.write(get("unknown")) is None
-
-
-def test_a_write_that_returned_is_visible_to_a_read(engine: SQLiteEngine) -> None:
-    engine.write(create("j1"))
-    assert exists(engine, "j1")
-
-
-def test_writes_from_eight_threads_at_once_all_land(engine: SQLiteEngine) -> None:
-    start = threading.Barrier(8, timeout=WAIT)
-    ids = [[new_id() for _ in range(25)] for _ in range(8)]
-    errors: list[BaseException] = []
-
-    def writer(mine: list[str]) -> None:
-        try:
-            start.wait()
-            for job_id in mine:
-                engine.write(create(job_id))
-        except BaseException as err:
-            errors.append(err)
-
-    threads = [threading.Thread(target=writer, args=(mine,)) for mine in ids]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(WAIT)
-    assert errors == []
-    assert all(exists(engine, job_id) for mine in ids for job_id in mine)
-    assert engine.commits <= 8 * 25
 
 
 def wait_for_queued(engine: SQLiteEngine, count: int) -> None:
@@ -522,29 +437,6 @@ async def test_a_driver_error_in_a_batch_is_a_store_error_for_its_op_alone(
     assert exists(engine, "b")
 
 
-def test_an_exception_from_a_write_op_reaches_the_caller_unchanged(engine: SQLiteEngine) -> None:
-    class Oops(Exception):
-        pass
-
-    oops = Oops()
-
-    def fail(q: Queries) -> None:
-        q.create_job(id="j1", kind="thumbnail", payload="{}", now=now())
-        raise oops
-
-    with pytest.raises(Oops) as raised:
-        engine.write(fail)
-    assert raised.value is oops
-    assert not exists(engine, "j1")
-
-
-def test_a_driver_error_from_a_write_is_a_store_error_from_it(engine: SQLiteEngine) -> None:
-    engine.write(create("j1"))
-    with pytest.raises(StoreError, match="UNIQUE constraint failed") as raised:
-        engine.write(create("j1"))
-    assert isinstance(raised.value.__cause__, sqlite3.IntegrityError)
-
-
 def test_write_from_inside_a_write_op_is_refused(engine: SQLiteEngine) -> None:
     def nested(q: Queries) -> None:
         engine.write(create("inner"))
@@ -596,27 +488,6 @@ def test_reads_from_more_threads_than_readers_all_complete(tmp_path: Path) -> No
     assert found == [True] * 160
 
 
-def test_an_exception_from_a_read_op_reaches_the_caller_unchanged(engine: SQLiteEngine) -> None:
-    oops = LookupError("mine")
-
-    def fail(q: Queries) -> None:
-        raise oops
-
-    with pytest.raises(LookupError) as raised:
-        engine.read(fail)
-    assert raised.value is oops
-    engine.write(create("j1"))
-    assert exists(engine, "j1")  # the reader went back to the pool in working order
-
-
-@in_event_loop
-async def test_awrite_and_aread_work_from_asyncio(engine: SQLiteEngine) -> None:
-    await engine.awrite(create("j1"))
-    row = await engine.aread(get("j1"))
-    assert row is not None
-    assert row.id == "j1"
-
-
 # Closing.
 
 
@@ -641,11 +512,6 @@ def test_close_finishes_the_writes_already_queued(tmp_path: Path) -> None:
         assert all(exists(reopened, f"j{n}") for n in range(10))
 
 
-def test_close_twice_does_nothing(engine: SQLiteEngine) -> None:
-    engine.close()
-    engine.close()
-
-
 def test_close_closes_every_connection(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
     with opened(path) as engine:
@@ -654,18 +520,6 @@ def test_close_closes_every_connection(tmp_path: Path) -> None:
         assert (tmp_path / "app.db-wal").exists()
     # The last connection to close checkpoints and removes the WAL files.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
-
-
-def test_using_a_closed_engine_is_a_store_error(engine: SQLiteEngine) -> None:
-    engine.close()
-    with pytest.raises(StoreError, match="store is closed"):
-        engine.write(create("j1"))
-    with pytest.raises(StoreError, match="store is closed"):
-        engine.read(get("j1"))
-    with pytest.raises(StoreError, match="store is closed"):
-        asyncio.run(engine.awrite(create("j1")))
-    with pytest.raises(StoreError, match="store is closed"):
-        asyncio.run(engine.aread(get("j1")))
 
 
 # SQLite's lock bytes in the database file: other processes test the shared range.
@@ -688,6 +542,7 @@ def _exclusive_lock_from_another_process(path: Path) -> str:
     return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_opening_a_second_store_on_a_file_keeps_the_first_ones_locks(tmp_path: Path) -> None:
     # Closing any descriptor of a file drops every POSIX lock the process
     # holds on it; had open() read the file itself, the first store would

@@ -171,6 +171,7 @@ def _watch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("jobtable-sqlite-watch")]
 
 
+@pytest.mark.slow
 async def test_a_job_from_another_process_starts_without_waiting_for_the_poll(
     path: Path, enqueuer: Enqueuer
 ) -> None:
@@ -180,6 +181,7 @@ async def test_a_job_from_another_process_starts_without_waiting_for_the_poll(
                 await pings.wait_started(await enqueuer.aask("enqueue"))
 
 
+@pytest.mark.slow
 async def test_the_watch_survives_a_checkpoint_that_truncates_the_wal(
     path: Path, enqueuer: Enqueuer
 ) -> None:
@@ -237,6 +239,7 @@ else:
 """
 
 
+@pytest.mark.slow
 def test_listening_neither_opens_the_database_nor_drops_its_locks(path: Path) -> None:
     # Closing any descriptor of a file drops every POSIX lock the process
     # holds on it: the watch must hold none of the database's.
@@ -330,6 +333,7 @@ def test_a_moved_folder_ends_the_watch_with_a_warning(
     assert watcher.fileno == -1
 
 
+@pytest.mark.slow
 async def test_without_watch_the_runner_finds_other_processes_jobs_by_polling(
     path: Path, enqueuer: Enqueuer
 ) -> None:

@@ -99,9 +99,14 @@ class Executor:
         self._abandoned = True
 
     def close(self) -> None:
-        """Lets go of the threads; a handler still running in one finishes unobserved."""
+        """Lets go of the threads; a handler still running in one finishes unobserved.
+
+        A context that outlives its runner still publishes (and is refused with
+        NotRunning): with no threads of its own, its write runs on the loop's.
+        """
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None
 
     async def run(self, job: ClaimedRow) -> Finish | None:
         """Runs a claimed job and returns the outcome to store.

@@ -8,7 +8,10 @@ query (or table), the column and the type, or the option.
 import pathlib
 import subprocess
 
+import pytest
 from plugin_harness import run_sqlc, sqlc_env, tool, write_case
+
+pytestmark = pytest.mark.slow  # every test here runs sqlc
 
 SQLITE_TABLE = "CREATE TABLE t (id INTEGER NOT NULL, name TEXT NOT NULL);\n"
 POSTGRES_TABLE = "CREATE TABLE t (id int8 NOT NULL, name text NOT NULL);\n"

@@ -16,6 +16,8 @@ import shutil
 import pytest
 from plugin_harness import ROOT, read_tree, run_sqlc
 
+pytestmark = pytest.mark.slow  # every test here runs sqlc
+
 INPUTS = ["sqlc.yaml", "schema.sql", "queries", "postgres", "plugin"]
 GENERATED = pathlib.Path("src/jobtable/db")
 

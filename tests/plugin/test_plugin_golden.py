@@ -51,6 +51,7 @@ def test_every_golden_directory_has_a_case() -> None:
     assert not stale, f"golden directories without a case: {stale}"
 
 
+@pytest.mark.slow
 def test_generates_exactly_the_golden_file_names(case: str, generated: dict[str, bytes]) -> None:
     golden = read_tree(GOLDEN / case)
     assert sorted(generated) == sorted(golden), (
@@ -59,6 +60,7 @@ def test_generates_exactly_the_golden_file_names(case: str, generated: dict[str,
     )
 
 
+@pytest.mark.slow
 def test_generates_the_golden_bytes(case: str, generated: dict[str, bytes]) -> None:
     golden = read_tree(GOLDEN / case)
     differing = [
@@ -77,6 +79,7 @@ def test_generates_the_golden_bytes(case: str, generated: dict[str, bytes]) -> N
     assert not differing, f"differs from the golden (UPDATE_GOLDEN=1 to accept):\n{diff}"
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic(
     case: str, generated: dict[str, bytes], tmp_path: pathlib.Path
 ) -> None:

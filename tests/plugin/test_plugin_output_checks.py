@@ -33,6 +33,7 @@ def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     return tmp_path_factory.mktemp("mypy_cache")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASE_NAMES)
 def test_golden_package_passes_mypy_strict(case: str, mypy_cache: pathlib.Path) -> None:
     done = _run(
@@ -46,6 +47,7 @@ def test_golden_package_passes_mypy_strict(case: str, mypy_cache: pathlib.Path) 
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASE_NAMES)
 def test_golden_package_passes_ruff_check(case: str) -> None:
     # Generated SQL constants run past the line length; the project ignores
@@ -62,6 +64,7 @@ def test_golden_package_passes_ruff_check(case: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASE_NAMES)
 def test_golden_package_is_ruff_formatted(case: str) -> None:
     done = _run(
@@ -70,6 +73,7 @@ def test_golden_package_is_ruff_formatted(case: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASE_NAMES)
 def test_golden_package_is_ruff_formatted_at_the_default_line_length(case: str) -> None:
     # Projects that use the plugin may keep ruff's default of 88, not our 100.

@@ -15,6 +15,9 @@ import sys
 import pytest
 from plugin_harness import HERE, ROOT, run_sqlc, tool, write_case
 
+# sqlc, ruff and mypy run as processes.
+pytestmark = pytest.mark.slow
+
 CASES = {
     "small_empty_sqlite": (
         "sqlite",

@@ -7,8 +7,8 @@ peers dead only after its own writes have landed promptly for a whole lease
 while a runner that really died still has its jobs failed afterwards.
 
 The PostgreSQL server restarts here are of a throwaway cluster of the test's
-own (initdb into a temporary folder as the postgres user, on a free port),
-never of the shared server.
+own (the ``throwaway_pg`` fixture: initdb into a temporary folder, on a free
+port), never of the shared server.
 """
 
 import asyncio
@@ -16,16 +16,13 @@ import contextlib
 import dataclasses
 import logging
 import pathlib
-import shutil
-import socket
 import sqlite3
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 
+import pg_cluster
 import pytest
 
 import jobtable
@@ -200,74 +197,31 @@ async def test_postgres_tables_locked_longer_than_the_lease_fail_no_live_runners
     assert figures.live_jobs_failed == 0
 
 
-class Cluster:
-    """A throwaway PostgreSQL cluster in a temporary folder, run as the postgres user."""
-
-    def __init__(self) -> None:
-        found = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
-        if not found or shutil.which("runuser") is None:
-            pytest.skip("a throwaway cluster needs PostgreSQL's binaries and runuser")
-        self._bin = found[-1].parent
-        self._root = pathlib.Path(tempfile.mkdtemp(prefix="jobtable-test-pg-"))
-        shutil.chown(self._root, "postgres")
-        self._data = self._root / "data"
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-        self._options = f"-p {port} -k {self._root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run("initdb", "-D", str(self._data), "-A", "trust", "-U", "postgres", "--no-sync")
-
-    def _run(self, tool: str, *args: str) -> None:
-        command = ["runuser", "-u", "postgres", "--", str(self._bin / tool), *args]
-        subprocess.run(command, check=True, capture_output=True, timeout=120)
-
-    def ctl(self, *args: str) -> None:
-        """Runs pg_ctl on the cluster with args (start, stop, restart ...); waits for it."""
-        log = str(self._root / "log")
-        self._run("pg_ctl", "-D", str(self._data), "-l", log, "-o", self._options, "-w", *args)
-
-    def remove(self) -> None:
-        """Stops the cluster at once and removes its folder."""
-        with contextlib.suppress(subprocess.CalledProcessError):
-            self.ctl("-m", "immediate", "stop")
-        shutil.rmtree(self._root, ignore_errors=True)
-
-
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    """A running throwaway cluster, removed after the test."""
-    made = Cluster()
-    try:
-        made.ctl("start")
-        yield made
-    finally:
-        made.remove()
-
-
+@pytest.mark.slow
 async def test_postgres_a_server_down_longer_than_the_lease_fails_no_live_runners_job(
-    cluster: Cluster, wait_until: WaitUntil
+    throwaway_pg: pg_cluster.Cluster, wait_until: WaitUntil
 ) -> None:
     @contextlib.asynccontextmanager
     async def down() -> AsyncIterator[None]:
-        await asyncio.to_thread(cluster.ctl, "-m", "fast", "stop")
+        await asyncio.to_thread(throwaway_pg.stop, "fast")
         try:
             yield
         finally:
-            await asyncio.to_thread(cluster.ctl, "start")
+            await asyncio.to_thread(throwaway_pg.start)
 
     figures = await live_runners_through_an_outage(
-        lambda: jobtable.Store.open(cluster.url), down, wait_until
+        lambda: jobtable.Store.open(throwaway_pg.url), down, wait_until
     )
     report("postgres", "server stopped", figures)
     assert figures.live_jobs_failed == 0
 
 
+@pytest.mark.slow
 async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
-    cluster: Cluster, caplog: pytest.LogCaptureFixture
+    throwaway_pg: pg_cluster.Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="jobtable")
-    with jobtable.Store.open(cluster.url) as store:
+    with jobtable.Store.open(throwaway_pg.url) as store:
         runner = jobtable.Runner(store, name="r")
         kind = runner.register("noop", noop)
         # Ten writers at once fill the pool (ten connections), then rest.
@@ -283,7 +237,7 @@ async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
             thread.start()
         for thread in threads:
             thread.join()
-        cluster.ctl("-m", "fast", "restart")
+        throwaway_pg.restart("fast")
         # Every pooled connection is dead now. Checking them one at a time
         # would cost a probe each; the first one found dead drains the pool.
         job_id = kind.enqueue(1)
@@ -293,13 +247,14 @@ async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
     assert drained
 
 
+@pytest.mark.slow
 def test_postgres_writes_during_an_outage_fail_at_once_and_the_first_after_it_connects(
-    cluster: Cluster,
+    throwaway_pg: pg_cluster.Cluster,
 ) -> None:
-    with jobtable.Store.open(cluster.url) as store:
+    with jobtable.Store.open(throwaway_pg.url) as store:
         kind = jobtable.Runner(store, name="r").register("noop", noop)
         kind.enqueue(0)
-        cluster.ctl("-m", "fast", "stop")
+        throwaway_pg.stop("fast")
         try:
             # Each write while the server is down tries to connect itself and
             # fails with libpq's own error, at once. psycopg_pool would have
@@ -310,7 +265,7 @@ def test_postgres_writes_during_an_outage_fail_at_once_and_the_first_after_it_co
                     kind.enqueue(1)
                 time.sleep(0.5)
         finally:
-            cluster.ctl("start")
+            throwaway_pg.start()
         # The first write once the server is back connects on its own try,
         # with no reconnect schedule left from the outage to wait for.
         job_id = kind.enqueue(2)

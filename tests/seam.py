@@ -1,0 +1,83 @@
+"""The tests' one way to the engine seam: a store's engine, and operations on Queries.
+
+Every test that goes below the public API reaches the engine through
+``engine_of``, claims through ``claim``, and takes the clock helpers
+(``now``, ``timestamp``, ``new_id``) from here, so a change to how a store
+holds its engine, to which query claims, or to where those helpers live is
+made here once.
+"""
+
+from collections.abc import Callable, Sequence
+
+import jobtable
+from jobtable._engine import ClaimedRow, Engine, JobRow, Queries
+from jobtable._values import new_id, now, timestamp
+
+__all__ = [
+    "claim",
+    "claim_rows",
+    "create",
+    "engine_of",
+    "enqueue",
+    "exists",
+    "get",
+    "new_id",
+    "now",
+    "timestamp",
+]
+
+
+def engine_of(store: jobtable.Store) -> Engine:
+    """The engine every read and write of store goes through."""
+    return store.engine
+
+
+def create(job_id: str, kind: str = "k", *, at: str | None = None) -> Callable[[Queries], None]:
+    """An operation that stores a queued job of kind with payload {} (at the time at, or now)."""
+
+    def op(q: Queries) -> None:
+        q.create_job(id=job_id, kind=kind, payload="{}", now=at or now())
+
+    return op
+
+
+def get(job_id: str) -> Callable[[Queries], JobRow | None]:
+    """An operation that reads the job job_id, or None."""
+
+    def op(q: Queries) -> JobRow | None:
+        return q.get_job(id=job_id)
+
+    return op
+
+
+def exists(engine: Engine, job_id: str) -> bool:
+    """Whether engine stores the job job_id."""
+    return engine.read(get(job_id)) is not None
+
+
+def enqueue(engine: Engine, *ids: str) -> None:
+    """Stores one queued job per id, each in its own transaction, in the order given."""
+    for job_id in ids:
+        engine.write(create(job_id))
+
+
+def claim_rows(
+    q: Queries, max_jobs: int, runner: str | None = "r", *, at: str | None = None
+) -> Sequence[ClaimedRow]:
+    """Claims up to max_jobs queued jobs for runner: FinishAndClaimJobs with no outcomes."""
+    _, claimed = q.finish_and_claim_jobs(
+        ids=[],
+        attempts=[],
+        results=[],
+        errors=[],
+        runner=runner,
+        now=at or now(),
+        max_jobs=max_jobs,
+    )
+    return claimed
+
+
+def claim(engine: Engine, max_jobs: int, runner: str = "r") -> list[str]:
+    """Claims up to max_jobs jobs for runner in one write; returns their ids, oldest first."""
+    rows = engine.write(lambda q: claim_rows(q, max_jobs, runner))
+    return [row.id for row in sorted(rows, key=lambda row: row.seq)]

@@ -1,0 +1,432 @@
+"""What every engine must do: one suite, run on each engine (a SQLite file, a PostgreSQL schema).
+
+Each test takes ``kit`` or ``opened`` and so runs once per engine of
+conftest's ``ENGINES``; a new engine passes this suite before the runner may
+use it. What only one engine has (SQLite's writer thread, locks and WAL;
+PostgreSQL's pool, LISTEN and server) is tested beside it, in
+test_sqlite_engine.py and test_postgres_engine.py.
+
+Nothing here sleeps to wait: background work is awaited on events with a
+generous limit, which only a broken engine reaches.
+"""
+
+import asyncio
+import dataclasses
+import pathlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import pytest
+from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
+
+from jobtable._engine import Engine, Queries
+from jobtable._errors import StoreError
+
+T = TypeVar("T")
+
+LIMIT = 10.0
+"""Seconds a test waits for background work before it fails; never a timing claim."""
+
+
+@dataclasses.dataclass
+class Kit:
+    """One engine under test: how to open it on the test's database, and to look under it.
+
+    ``stored`` returns everything the database holds, to compare before and
+    after; ``version`` and ``set_version`` read and write the recorded schema
+    version behind the engine's back; ``duplicate`` is the driver's error for
+    a duplicate id and a pattern of its message.
+    """
+
+    name: str
+    current_version: int
+    open: Callable[[], Engine]
+    open_wide: Callable[[int], Engine]
+    version: Callable[[], int]
+    set_version: Callable[[int], None]
+    stored: Callable[[], object]
+    duplicate: tuple[type[BaseException], str]
+
+
+def sqlite_kit(path: pathlib.Path) -> Kit:
+    from jobtable._sqlite import SQLiteEngine
+    from jobtable._sqlite_file import SCHEMA_VERSION
+
+    def query(statement: str) -> int:
+        conn = sqlite3.connect(path)
+        try:
+            value: int = conn.execute(statement).fetchone()[0]
+            conn.commit()
+        finally:
+            conn.close()
+        return value
+
+    def set_version(version: int) -> None:
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute(f"PRAGMA user_version = {version:d}")
+        finally:
+            conn.close()
+
+    def stored() -> object:
+        return {
+            str(file.relative_to(path.parent)): file.read_bytes()
+            for file in sorted(path.parent.rglob("*"))
+            if file.is_file()
+        }
+
+    return Kit(
+        name="sqlite",
+        current_version=SCHEMA_VERSION,
+        open=lambda: SQLiteEngine.open(path),
+        open_wide=lambda threads: SQLiteEngine.open(path, readers=threads),
+        version=lambda: query("PRAGMA user_version"),
+        set_version=set_version,
+        stored=stored,
+        duplicate=(sqlite3.IntegrityError, "UNIQUE constraint failed"),
+    )
+
+
+def postgres_kit(url: str) -> Kit:
+    import psycopg
+
+    from jobtable._postgres import PostgresEngine
+    from jobtable._postgres_schema import SCHEMA_VERSION
+
+    def version() -> int:
+        with psycopg.connect(url, autocommit=True) as conn:
+            rows = conn.execute("SELECT version FROM jobtable_schema").fetchall()
+        assert len(rows) == 1, f"the schema version is recorded once, not {rows}"
+        value: int = rows[0][0]
+        return value
+
+    def set_version(version: int) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE jobtable_schema SET version = %s", (version,))
+
+    def stored() -> object:
+        with psycopg.connect(url, autocommit=True) as conn:
+            return conn.execute(
+                "SELECT 'schema', version::text FROM jobtable_schema"
+                " UNION ALL SELECT 'job', jobs::text FROM jobs"
+                " UNION ALL SELECT 'runner', runners::text FROM runners ORDER BY 1, 2"
+            ).fetchall()
+
+    return Kit(
+        name="postgres",
+        current_version=SCHEMA_VERSION,
+        open=lambda: PostgresEngine.open(url),
+        open_wide=lambda threads: PostgresEngine.open(url, max_connections=threads),
+        version=version,
+        set_version=set_version,
+        stored=stored,
+        duplicate=(psycopg.errors.UniqueViolation, "duplicate key"),
+    )
+
+
+def in_threads(work: Callable[[T], None], each: list[T]) -> None:
+    """Runs work(item) for every item of each, in a thread per item; returns when all ended."""
+    threads = [threading.Thread(target=work, args=(item,)) for item in each]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(LIMIT)
+
+
+@pytest.fixture
+def kit(engine: str, store_target: str) -> Kit:
+    """The engine under test, on a fresh database of the test's own."""
+    if engine == "sqlite":
+        return sqlite_kit(pathlib.Path(store_target))
+    return postgres_kit(store_target)
+
+
+@pytest.fixture
+def opened(kit: Kit) -> Iterator[Engine]:
+    """The engine under test, open on its fresh database; closed after the test."""
+    engine = kit.open()
+    yield engine
+    engine.close()
+
+
+# Opening.
+
+
+def test_open_creates_the_schema_and_records_its_version(opened: Engine, kit: Kit) -> None:
+    assert kit.version() == kit.current_version
+    opened.write(create("j1"))
+    assert exists(opened, "j1")
+
+
+def test_concurrent_first_opens_apply_the_schema_once(kit: Kit) -> None:
+    start = threading.Barrier(4)
+    outcomes: list[BaseException | Engine] = []
+
+    def open_engine() -> None:
+        start.wait(LIMIT)
+        try:
+            outcomes.append(kit.open())
+        except BaseException as err:
+            outcomes.append(err)
+
+    in_threads(lambda _: open_engine(), list(range(4)))
+    engines = [o for o in outcomes if not isinstance(o, BaseException)]
+    try:
+        assert len(engines) == 4, outcomes
+        engines[0].write(create("j1"))
+        assert all(exists(engine, "j1") for engine in engines)
+    finally:
+        for engine in engines:
+            engine.close()
+    assert kit.version() == kit.current_version
+
+
+def test_reopening_keeps_the_jobs(kit: Kit) -> None:
+    first = kit.open()
+    first.write(create("j1", "thumbnail"))
+    first.close()
+    second = kit.open()
+    try:
+        row = second.read(get("j1"))
+    finally:
+        second.close()
+    assert row is not None
+    assert (row.id, row.kind, row.status) == ("j1", "thumbnail", "queued")
+
+
+def test_newer_schema_version_is_refused_and_left_unchanged(kit: Kit) -> None:
+    first = kit.open()
+    first.write(create("j1"))
+    first.close()
+    kit.set_version(kit.current_version + 1)
+    before = kit.stored()
+
+    with pytest.raises(StoreError, match="newer than this jobtable"):
+        kit.open()
+
+    assert kit.stored() == before
+    assert kit.version() == kit.current_version + 1
+
+
+# Writing and reading.
+
+
+def test_write_returns_the_result_of_its_op(opened: Engine) -> None:
+    opened.write(create("j1"))
+    row = opened.write(get("j1"))
+    assert row is not None
+    assert row.id == "j1"
+    assert opened.write(get("unknown")) is None
+
+
+def test_a_write_that_returned_is_visible_to_a_read(opened: Engine) -> None:
+    opened.write(create("j1"))
+    assert exists(opened, "j1")
+
+
+def test_writes_from_eight_threads_at_once_all_land(kit: Kit) -> None:
+    engine = kit.open_wide(8)
+    try:
+        start = threading.Barrier(8, timeout=LIMIT)
+        ids = [[new_id() for _ in range(25)] for _ in range(8)]
+        errors: list[BaseException] = []
+
+        def writer(mine: list[str]) -> None:
+            try:
+                start.wait()
+                for job_id in mine:
+                    engine.write(create(job_id))
+            except BaseException as err:
+                errors.append(err)
+
+        in_threads(writer, ids)
+        assert errors == []
+        assert all(exists(engine, job_id) for mine in ids for job_id in mine)
+    finally:
+        engine.close()
+
+
+def test_an_exception_from_a_write_op_rolls_back_and_reaches_the_caller_unchanged(
+    opened: Engine,
+) -> None:
+    class Oops(Exception):
+        pass
+
+    oops = Oops("op failed")
+
+    def create_then_raise(q: Queries) -> None:
+        q.create_job(id="j1", kind="k", payload="{}", now=now())
+        raise oops
+
+    with pytest.raises(Oops) as raised:
+        opened.write(create_then_raise)
+    assert raised.value is oops
+    assert not exists(opened, "j1")
+
+
+def test_a_driver_error_from_a_write_is_a_store_error_from_it(opened: Engine, kit: Kit) -> None:
+    cause, message = kit.duplicate
+    opened.write(create("j1"))
+    with pytest.raises(StoreError, match=message) as raised:
+        opened.write(create("j1"))
+    assert isinstance(raised.value.__cause__, cause)
+    opened.write(create("j2"))
+    assert exists(opened, "j2")  # the engine works on after the error
+
+
+def test_an_exception_from_a_read_op_reaches_the_caller_unchanged(opened: Engine) -> None:
+    oops = LookupError("mine")
+
+    def fail(q: Queries) -> None:
+        raise oops
+
+    with pytest.raises(LookupError) as raised:
+        opened.read(fail)
+    assert raised.value is oops
+    opened.write(create("j1"))
+    assert exists(opened, "j1")  # the connection went back in working order
+
+
+async def test_async_fronts_run_the_same_operations(opened: Engine) -> None:
+    await opened.awrite(create("j1"))
+    row = await opened.aread(get("j1"))
+    assert row is not None
+    assert (row.id, row.status) == ("j1", "queued")
+
+
+async def test_async_fronts_do_not_block_the_event_loop(opened: Engine) -> None:
+    held = asyncio.Event()
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    def hold(_: Queries) -> None:
+        loop.call_soon_threadsafe(held.set)
+        release.wait(LIMIT)
+
+    write = asyncio.create_task(opened.awrite(hold))
+    try:
+        # The event loop runs on while the op is held: it sees the op start.
+        await asyncio.wait_for(held.wait(), LIMIT)
+    finally:
+        release.set()
+    await write
+
+
+def test_times_round_trip_as_utc_text(opened: Engine) -> None:
+    moment = "2024-02-29T23:59:58.123456Z"
+    opened.write(lambda q: q.register_runner(name="r", now=moment))
+    runner = opened.read(lambda q: q.get_runner(name="r"))
+    assert runner is not None
+    assert (runner.name, runner.started_at, runner.heartbeat_at) == ("r", moment, moment)
+
+
+# Claiming and finishing.
+
+
+def test_claim_takes_the_oldest_jobs_first(opened: Engine) -> None:
+    enqueue(opened, "c", "a", "b")
+    assert claim(opened, 2) == ["c", "a"]
+    assert claim(opened, 2) == ["b"]
+    assert claim(opened, 2) == []
+
+
+def test_claim_marks_jobs_running_for_the_runner_with_a_new_attempt(opened: Engine) -> None:
+    enqueue(opened, "a")
+    rows = opened.write(lambda q: claim_rows(q, 1, "r1"))
+    assert [(row.id, row.kind, row.payload, row.attempt) for row in rows] == [("a", "k", "{}", 1)]
+    job = opened.read(get("a"))
+    assert job is not None
+    assert job.status == "running"
+
+
+def test_concurrent_claims_never_give_a_job_twice(kit: Kit) -> None:
+    engine = kit.open_wide(8)
+    try:
+        ids = [f"job{n:03}" for n in range(200)]
+
+        def create_all(q: Queries) -> None:
+            for job_id in ids:
+                q.create_job(id=job_id, kind="k", payload="{}", now=now())
+
+        engine.write(create_all)
+        start = threading.Barrier(8)
+        claimed: list[list[str]] = [[] for _ in range(8)]
+
+        def work(mine: list[str]) -> None:
+            start.wait(LIMIT)
+            while batch := claim(engine, 3):
+                mine.extend(batch)
+
+        in_threads(work, claimed)
+        assert sorted(job_id for mine in claimed for job_id in mine) == ids
+    finally:
+        engine.close()
+
+
+def test_writes_of_a_stale_attempt_change_nothing(opened: Engine) -> None:
+    enqueue(opened, "a")
+    claim(opened, 1)
+    stale = 0
+
+    def write_stale(q: Queries) -> list[int]:
+        return [
+            q.publish_job_result(result='"stale"', now=now(), id="a", attempt=stale),
+            q.succeed_job(result='"stale"', now=now(), id="a", attempt=stale),
+            q.fail_job(error="stale", now=now(), id="a", attempt=stale),
+        ]
+
+    assert opened.write(write_stale) == [0, 0, 0]
+    job = opened.read(get("a"))
+    assert job is not None
+    assert (job.status, job.result, job.error) == ("running", None, None)
+
+
+def test_writes_of_the_current_attempt_are_stored(opened: Engine) -> None:
+    enqueue(opened, "a")
+    claim(opened, 1)
+    published = opened.write(
+        lambda q: q.publish_job_result(result='{"done": 1}', now=now(), id="a", attempt=1)
+    )
+    partial = opened.read(get("a"))
+    succeeded = opened.write(lambda q: q.succeed_job(result="[2]", now=now(), id="a", attempt=1))
+    final = opened.read(get("a"))
+    assert (published, succeeded) == (1, 1)
+    assert partial is not None
+    assert (partial.status, partial.result) == ("running", '{"done": 1}')
+    assert final is not None
+    assert (final.status, final.result, final.error) == ("succeeded", "[2]", None)
+
+
+# Closing.
+
+
+def test_close_twice_does_nothing(kit: Kit) -> None:
+    engine = kit.open()
+    engine.write(create("j1"))
+    engine.close()
+    engine.close()
+    reopened = kit.open()
+    try:
+        assert exists(reopened, "j1")
+    finally:
+        reopened.close()
+
+
+def test_using_a_closed_engine_is_a_store_error(opened: Engine) -> None:
+    opened.close()
+    with pytest.raises(StoreError, match="store is closed"):
+        opened.write(create("j1"))
+    with pytest.raises(StoreError, match="store is closed"):
+        opened.read(get("j1"))
+    with pytest.raises(StoreError, match="store is closed"):
+        asyncio.run(opened.awrite(create("j1")))
+    with pytest.raises(StoreError, match="store is closed"):
+        asyncio.run(opened.aread(get("j1")))
+
+
+def test_the_kit_names_the_engine_it_opens(opened: Engine, kit: Kit) -> None:
+    # A guard on the suite itself: each parametrized run really opens its engine.
+    expected = {"sqlite": "SQLiteEngine", "postgres": "PostgresEngine"}[kit.name]
+    assert type(opened).__name__ == expected
