@@ -307,10 +307,8 @@ def claim_single(store: jobtable.Store, count: int) -> float:
     for _ in range(count):
         write(
             lambda q: q.finish_and_claim_jobs(
-                ids=[],
-                attempts=[],
-                results=[],
-                errors=[],
+                outcomes=[],
+                queue="default",
                 runner="bench",
                 now=_db.utc_text(),
                 max_jobs=1,

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from jobtable._engine import Engine, Queries, Statement
+from jobtable._engine import Engine, NewJob, Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._postgres import SCHEMA_VERSION, PostgresEngine
 from jobtable._values import now
@@ -56,7 +56,7 @@ def enqueue(engine: Engine, *ids: str) -> None:
     for id in ids:
 
         def create(q: Queries, id: str = id) -> None:
-            q.create_job(id=id, kind="k", payload="{}", now=now())
+            q.insert_jobs(kind="k", jobs=[NewJob(id, "{}", now())], now=now())
 
         engine.write(create)
 
@@ -65,7 +65,7 @@ def claim(engine: Engine, max_jobs: int, runner: str = "r") -> list[str]:
     """Claims up to max_jobs jobs for runner and returns their ids, oldest first."""
     rows = engine.write(
         lambda q: q.finish_and_claim_jobs(
-            ids=[], attempts=[], results=[], errors=[], runner=runner, now=now(), max_jobs=max_jobs
+            outcomes=[], queue="default", runner=runner, now=now(), max_jobs=max_jobs
         )[1]
     )
     return [row.id for row in sorted(rows, key=lambda row: row.seq)]
@@ -174,7 +174,7 @@ def test_claim_marks_jobs_running_for_the_runner_with_a_new_attempt(
     enqueue(engine, "a")
     rows = engine.write(
         lambda q: q.finish_and_claim_jobs(
-            ids=[], attempts=[], results=[], errors=[], runner="r1", now=now(), max_jobs=1
+            outcomes=[], queue="default", runner="r1", now=now(), max_jobs=1
         )[1]
     )
     assert [(row.id, row.kind, row.payload, row.attempt) for row in rows] == [("a", "k", "{}", 1)]
@@ -190,7 +190,7 @@ def test_concurrent_claims_never_give_a_job_twice(pg_url: str) -> None:
 
         def create_all(q: Queries) -> None:
             for id in ids:
-                q.create_job(id=id, kind="k", payload="{}", now=now())
+                q.insert_jobs(kind="k", jobs=[NewJob(id, "{}", now())], now=now())
 
         engine.write(create_all)
         start = threading.Barrier(8)
@@ -222,7 +222,7 @@ def test_claim_skips_jobs_another_claim_holds(engine: PostgresEngine) -> None:
         first.extend(
             row.id
             for row in q.finish_and_claim_jobs(
-                ids=[], attempts=[], results=[], errors=[], runner="r1", now=now(), max_jobs=1
+                outcomes=[], queue="default", runner="r1", now=now(), max_jobs=1
             )[1]
         )
         held.set()
@@ -275,17 +275,28 @@ def test_writes_of_the_current_attempt_are_stored(engine: PostgresEngine) -> Non
 
 def test_times_round_trip_as_utc_text(engine: PostgresEngine) -> None:
     moment = "2024-02-29T23:59:58.123456Z"
-    engine.write(lambda q: q.register_runner(name="r", now=moment))
-    runner = engine.read(lambda q: q.get_runner(name="r"))
+    engine.write(lambda q: q.insert_jobs(kind="k", jobs=[NewJob("a", "{}", moment)], now=moment))
+    record = engine.read(lambda q: q.get_job_record(id="a"))
+    assert record is not None
+    assert (record.run_at, record.created_at) == (moment, moment)
+
+
+def test_heartbeats_are_the_servers_time_not_the_runners(engine: PostgresEngine) -> None:
+    # A runner whose clock is a year behind still registers as alive: the
+    # lease is measured on the server's clock alone.
+    skewed = "2024-02-29T23:59:58.123456Z"
+    engine.write(lambda q: q.register_runner(name="r", now=skewed))
+    runner = engine.read(lambda q: q.get_runner(name="r", now=skewed, lease=30.0))
     assert runner is not None
-    assert (runner.started_at, runner.heartbeat_at) == (moment, moment)
+    assert runner.heartbeat_at != skewed
+    assert runner.alive
 
 
 def test_an_exception_from_the_op_rolls_back_and_reaches_the_caller(
     engine: PostgresEngine,
 ) -> None:
     def enqueue_then_raise(q: Queries) -> None:
-        q.create_job(id="a", kind="k", payload="{}", now=now())
+        q.insert_jobs(kind="k", jobs=[NewJob("a", "{}", now())], now=now())
         raise LookupError("op failed")
 
     with pytest.raises(LookupError, match="op failed"):
@@ -294,7 +305,9 @@ def test_an_exception_from_the_op_rolls_back_and_reaches_the_caller(
 
 
 async def test_async_fronts_run_the_same_operations(engine: PostgresEngine) -> None:
-    await engine.awrite(lambda q: q.create_job(id="a", kind="k", payload="{}", now=now()))
+    await engine.awrite(
+        lambda q: q.insert_jobs(kind="k", jobs=[NewJob("a", "{}", now())], now=now())
+    )
     job = await engine.aread(lambda q: q.get_job(id="a"))
     assert job is not None
     assert job.status == "queued"
@@ -460,7 +473,7 @@ def test_a_one_statement_write_sends_its_statement_alone(
     class Claim(Statement[object]):
         def __call__(self, q: Queries) -> object:
             return q.finish_and_claim_jobs(
-                ids=[], attempts=[], results=[], errors=[], runner="r", now=now(), max_jobs=1
+                outcomes=[], queue="default", runner="r", now=now(), max_jobs=1
             )[1]
 
     try:

@@ -13,7 +13,7 @@ from typing import Any, ParamSpec
 
 import pytest
 
-from jobtable._engine import JobRow, Queries
+from jobtable._engine import JobRow, NewJob, Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite import SQLiteEngine
 from jobtable._sqlite_file import SCHEMA_VERSION
@@ -35,7 +35,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 def create(job_id: str, kind: str = "thumbnail") -> Callable[[Queries], None]:
     def op(q: Queries) -> None:
-        q.create_job(id=job_id, kind=kind, payload="{}", now=now())
+        q.insert_jobs(kind=kind, jobs=[NewJob(job_id, "{}", now())], now=now())
 
     return op
 
@@ -333,7 +333,7 @@ async def test_a_failing_op_in_a_batch_is_rolled_back_alone(engine: SQLiteEngine
     boom = ValueError("not this one")
 
     def create_then_fail(q: Queries) -> None:
-        q.create_job(id="bad", kind="thumbnail", payload="{}", now=now())
+        q.insert_jobs(kind="thumbnail", jobs=[NewJob("bad", "{}", now())], now=now())
         raise boom
 
     before = engine.commits
@@ -370,7 +370,7 @@ def test_an_exception_from_a_write_op_reaches_the_caller_unchanged(engine: SQLit
     oops = Oops()
 
     def fail(q: Queries) -> None:
-        q.create_job(id="j1", kind="thumbnail", payload="{}", now=now())
+        q.insert_jobs(kind="thumbnail", jobs=[NewJob("j1", "{}", now())], now=now())
         raise oops
 
     with pytest.raises(Oops) as raised:

@@ -1,13 +1,16 @@
-"""The executor: runs one claimed job and decides its outcome.
+"""The executor: runs one attempt of a claimed job and decides its outcome.
 
 It is the one place that decides what text is stored for a job: the
 handler's typed result, a Failure's message, or a message of the runner's
-own. Any other exception text is logged, never stored.
+own. Any other exception text is logged, never stored. It also decides
+whether a failed attempt is retried: while attempts remain, after the
+kind's retry backoff.
 """
 
 import asyncio
 import concurrent.futures
 import contextvars
+import datetime
 import functools
 import logging
 import threading
@@ -15,15 +18,29 @@ from typing import TypeVar, cast
 
 from ._context import JobContext
 from ._engine import ClaimedRow
-from ._errors import Failure
+from ._errors import Failure, Retry
 from ._handler import AsyncHandler, Handler, Handlers, SyncHandler
-from ._job import MESSAGE_INTERNAL
+from ._job import MESSAGE_INTERNAL, MESSAGE_TIMED_OUT
 from ._job_logger import JobLogger
 from ._ops import Finish, Publish
+from ._options import DEFAULT_RETRY, RetryPolicy
 from ._store import Store
+from ._values import timestamp
 
 P = TypeVar("P")
 R = TypeVar("R")
+
+
+class _Attempt:
+    """An attempt under way: what ends it early, and why it ended."""
+
+    __slots__ = ("attempt", "cancel_requested", "cancelled", "scope")
+
+    def __init__(self, attempt: int) -> None:
+        self.attempt = attempt
+        self.cancelled = threading.Event()
+        self.cancel_requested = False
+        self.scope: asyncio.Timeout | None = None
 
 
 class Executor:
@@ -31,7 +48,7 @@ class Executor:
 
     Plain ``def`` handlers run on threads of its own once started, so that
     they never block the event loop; before that, on the loop's default
-    executor.
+    executor. ``cancel`` ends a running attempt early, for a cancel request.
     """
 
     def __init__(
@@ -48,11 +65,16 @@ class Executor:
         self._stopping = stopping
         self._astopping = astopping
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._attempts: dict[str, _Attempt] = {}
 
     def start(self, threads: int, name: str) -> None:
-        """Opens the threads plain ``def`` handlers run on."""
+        """Opens the threads plain ``def`` handlers run on.
+
+        Twice as many as the workers: a thread whose attempt timed out or was
+        cancelled runs on until its handler returns, while its worker moves on.
+        """
         self._threads = concurrent.futures.ThreadPoolExecutor(
-            max_workers=threads, thread_name_prefix=name
+            max_workers=2 * threads, thread_name_prefix=name
         )
 
     def close(self) -> None:
@@ -60,8 +82,27 @@ class Executor:
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
 
+    def busy(self) -> bool:
+        """True while any attempt runs."""
+        return bool(self._attempts)
+
+    def cancel(self, job_id: str, attempt: int) -> bool:
+        """Ends the running attempt of job_id, if it is attempt: its job ends cancelled.
+
+        An async handler is cancelled; a plain one sees ``ctx.cancelled``.
+        Returns whether such an attempt was running here. Call it on the loop.
+        """
+        running = self._attempts.get(job_id)
+        if running is None or running.attempt != attempt or running.cancel_requested:
+            return False
+        running.cancel_requested = True
+        running.cancelled.set()
+        if running.scope is not None:
+            running.scope.reschedule(asyncio.get_running_loop().time())
+        return True
+
     async def run(self, job: ClaimedRow) -> Finish | None:
-        """Runs a claimed job and returns the outcome to store.
+        """Runs one attempt of a claimed job and returns the outcome to store.
 
         Only the handler's typed result, a Failure's message or a message of
         the runner's own reaches the table; any other exception is logged.
@@ -70,47 +111,86 @@ class Executor:
         handler = self._handlers.get(job.kind)
         if handler is None:
             JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
-            return Finish(job, error=f"no handler for job kind {job.kind}")
+            return self._failed(job, f"no handler for job kind {job.kind}", DEFAULT_RETRY)
+        running = _Attempt(job.attempt)
+        self._attempts[job.id] = running
+        loop = asyncio.get_running_loop()
+        when = None if job.timeout is None else loop.time() + job.timeout
         try:
-            result = await self._call(handler, job)
+            async with asyncio.timeout_at(when) as scope:
+                running.scope = scope
+                result = await self._call(handler, job, running)
+        except TimeoutError as err:
+            if not scope.expired():
+                return self._raised(job, err, handler.retry)
+            running.cancelled.set()
+            logger = JobLogger(self._logger, job.id, job.kind)
+            if running.cancel_requested:
+                logger.warning("job cancelled on request")
+                return Finish.cancelled(job)
+            logger.error("job timed out after %s s", job.timeout)
+            return self._failed(job, MESSAGE_TIMED_OUT, handler.retry)
         except asyncio.CancelledError as err:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 JobLogger(self._logger, job.id, job.kind).warning(
-                    "job cancelled by shutdown; it fails at the next start"
+                    "job cancelled by shutdown; it is interrupted at the next start"
                 )
                 raise
             # Nobody cancelled the worker: the handler awaited something that
             # was cancelled. That is the handler's failure, not a shutdown.
-            return self._raised(job, err)
+            return self._raised(job, err, handler.retry)
         except Exception as err:
-            return self._raised(job, err)
-        return Finish(job, result=result)
+            return self._raised(job, err, handler.retry)
+        finally:
+            running.scope = None
+            self._attempts.pop(job.id, None)
+        return Finish.succeeded(job, result)
 
-    def _raised(self, job: ClaimedRow, err: BaseException) -> Finish | None:
+    def _failed(self, job: ClaimedRow, error: str, retry: RetryPolicy) -> Finish:
+        """The attempt failed with error: retried after retry's wait while attempts remain."""
+        if job.attempt >= job.max_attempts:
+            return Finish.failed(job, error)
+        try:
+            wait = retry(job.attempt)
+            if not isinstance(wait, datetime.timedelta) or wait < datetime.timedelta(0):
+                raise TypeError(f"want a timedelta of 0 or more, got {wait!r}")
+        except Exception:
+            JobLogger(self._logger, job.id, job.kind).exception(
+                "the kind's retry policy failed; using the default backoff"
+            )
+            wait = DEFAULT_RETRY(job.attempt)
+        return Finish.failed(job, error, timestamp(self._store.clock() + wait))
+
+    def _raised(self, job: ClaimedRow, err: BaseException, retry: RetryPolicy) -> Finish | None:
         """The outcome of a handler that raised err.
 
-        After stop began, None: the job stays running and fails at the next
-        start. Otherwise a Failure's message, or MESSAGE_INTERNAL with err
-        logged, never stored.
+        After stop began, None: the job stays running and is interrupted at
+        the next start. Otherwise a Retry's later attempt, a Failure's message
+        (final), or MESSAGE_INTERNAL with err logged, never stored.
         """
         logger = JobLogger(self._logger, job.id, job.kind)
         if self._stopping.is_set():
-            logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
+            logger.warning(
+                "job interrupted by shutdown; it is interrupted at the next start", exc_info=err
+            )
             return None
+        if isinstance(err, Retry):
+            return Finish.snoozed(job, timestamp(self._store.clock() + err.after))
         if isinstance(err, Failure):
-            return Finish(job, error=str(err.message))
+            return Finish.failed(job, str(err.message))
         logger.error("job failed", exc_info=err)
-        return Finish(job, error=MESSAGE_INTERNAL)
+        return self._failed(job, MESSAGE_INTERNAL, retry)
 
-    async def _call(self, handler: Handler[P, R], job: ClaimedRow) -> str:
+    async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: _Attempt) -> str:
         """Decodes the payload, calls the handler and returns its result as JSON."""
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
-        engine = self._store.engine
+        store = self._store
+        engine = store.engine
 
         def publish_op(partial: R) -> Publish:
-            return Publish(job.id, job.attempt, codec.encode_result(partial))
+            return Publish(job.id, job.attempt, codec.encode_result(partial), store.now())
 
         def publish(partial: R) -> None:
             engine.write(publish_op(partial))
@@ -126,6 +206,7 @@ class Executor:
             astopping=self._astopping,
             publish=publish,
             apublish=apublish,
+            cancelled=running.cancelled,
         )
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)

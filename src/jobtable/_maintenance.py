@@ -45,7 +45,7 @@ class Maintenance:
     async def begin(self) -> None:
         """Registers the runner and fails the jobs it and dead runners left running."""
         started = await self._store.engine.awrite(
-            StartRunner(self._runner, datetime.timedelta(seconds=self._lease))
+            StartRunner(self._runner, datetime.timedelta(seconds=self._lease), self._store.now())
         )
         extra = {"runner": self._runner}
         if started.live_namesake is not None:
@@ -79,7 +79,7 @@ class Maintenance:
     async def _round(self) -> None:
         lease = datetime.timedelta(seconds=self._lease)
         done = await self._store.engine.awrite(
-            Maintain(self._runner, self._held(), lease, self._retention)
+            Maintain(self._runner, self._held(), lease, self._retention, self._store.now())
         )
         extra = {"runner": self._runner}
         if done.lost_lease:

@@ -1,22 +1,23 @@
 """The operations jobtable hands an engine: each a function of ``Queries`` run in one transaction.
 
 Each is a small object holding its parameters, so that a write can be
-retried, logged or batched as a value. Their times come from ``now()`` as
-they run, inside the transaction.
+retried, logged or batched as a value. Their times are the ``now`` text
+their caller took from the store's clock as it built them.
 """
 
+import dataclasses
 import datetime
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ._engine import ClaimedRow, JobRow, Queries, Statement
+from ._engine import ClaimedRow, CountRow, JobRow, NewJob, Outcome, Queries, RecordRow, Statement
 from ._errors import JobNotFound, NotRunning
-from ._job import MESSAGE_INTERRUPTED
-from ._values import now, timestamp
+from ._job import MESSAGE_INTERRUPTED, CancelResult
+from ._values import timestamp
 
 
-def _ago(delta: datetime.timedelta) -> str:
-    return timestamp(datetime.datetime.now(datetime.UTC) - delta)
+def _before(now: str, delta: datetime.timedelta) -> str:
+    return timestamp(datetime.datetime.fromisoformat(now) - delta)
 
 
 class GetJob:
@@ -34,79 +35,174 @@ class GetJob:
         return row
 
 
+class GetJobRecord:
+    """The read of one job's whole record; raises JobNotFound when no job has the id."""
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+
+    def __call__(self, q: Queries) -> RecordRow:
+        row = q.get_job_record(id=self.job_id)
+        if row is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return row
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobs:
+    """The read of a page of job records, newest first, below seq before."""
+
+    before: int
+    status: str | None
+    kind: str | None
+    queue: str | None
+    limit: int
+
+    def __call__(self, q: Queries) -> Sequence[RecordRow]:
+        return q.list_jobs(
+            before=self.before,
+            status=self.status,
+            kind=self.kind,
+            queue=self.queue,
+            max_jobs=self.limit,
+        )
+
+
+def count_jobs(q: Queries) -> Sequence[CountRow]:
+    """The read of how many jobs each queue has in each status."""
+    return q.count_jobs()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NextRunAt:
+    """The read of the earliest run_at among the queued jobs of queue (None: none queued)."""
+
+    queue: str
+
+    def __call__(self, q: Queries) -> str | None:
+        return q.next_run_at(queue=self.queue)
+
+
 class CreateJobs:
     """The write that stores jobs of one kind, all queued, in one transaction."""
 
-    __slots__ = ("kind", "rows")
+    __slots__ = ("jobs", "kind", "now")
 
-    def __init__(self, kind: str, rows: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         self.kind = kind
-        self.rows = rows
+        self.jobs = jobs
+        self.now = now
 
     def __call__(self, q: Queries) -> None:
-        if len(self.rows) == 1:
-            [(job_id, payload)] = self.rows
-            q.create_job(id=job_id, kind=self.kind, payload=payload, now=now())
-        else:
-            q.insert_jobs(kind=self.kind, jobs=self.rows, now=now())
+        if self.jobs:
+            q.insert_jobs(kind=self.kind, jobs=self.jobs, now=self.now)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelJob:
+    """The write that cancels a queued job, or asks the runner of a running one to cancel it."""
+
+    job_id: str
+    now: str
+
+    def __call__(self, q: Queries) -> CancelResult:
+        if q.cancel_queued_job(now=self.now, id=self.job_id):
+            return CancelResult.CANCELLED
+        if q.request_cancel(now=self.now, id=self.job_id):
+            return CancelResult.REQUESTED
+        if q.get_job(id=self.job_id) is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return CancelResult.FINISHED
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListCancelRequests:
+    """The read of the jobs running under runner whose cancel was requested, with attempts."""
+
+    runner: str
+
+    def __call__(self, q: Queries) -> dict[str, int]:
+        return {row.id: row.attempt for row in q.list_cancel_requests(runner=self.runner)}
 
 
 class Publish:
     """The write of a running job's partial result; raises NotRunning when its claim is gone."""
 
-    __slots__ = ("attempt", "job_id", "result")
+    __slots__ = ("attempt", "job_id", "now", "result")
 
-    def __init__(self, job_id: str, attempt: int, result: str) -> None:
+    def __init__(self, job_id: str, attempt: int, result: str, now: str) -> None:
         self.job_id = job_id
         self.attempt = attempt
         self.result = result
+        self.now = now
 
     def __call__(self, q: Queries) -> None:
         changed = q.publish_job_result(
-            result=self.result, now=now(), id=self.job_id, attempt=self.attempt
+            result=self.result, now=self.now, id=self.job_id, attempt=self.attempt
         )
         if changed != 1:
             raise NotRunning(f"publish result: job {self.job_id} is not running")
 
 
-class Finish:
-    """A job's outcome: its result, or its error when error is set."""
+class Finish(NamedTuple):
+    """How one attempt of a job of kind ends; the completer stores it (see ``Outcome``)."""
 
-    __slots__ = ("attempt", "error", "job_id", "kind", "result")
+    outcome: Outcome
+    kind: str
 
-    def __init__(
-        self, job: ClaimedRow, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        self.job_id = job.id
-        self.kind = job.kind
-        self.attempt = job.attempt
-        self.result = result
-        self.error = error
+    @property
+    def job_id(self) -> str:
+        """The job's id."""
+        return self.outcome.id
+
+    @classmethod
+    def succeeded(cls, job: ClaimedRow, result: str) -> "Finish":
+        """The attempt succeeded with result."""
+        return cls(Outcome(job.id, job.attempt, "succeeded", result, None, None), job.kind)
+
+    @classmethod
+    def failed(cls, job: ClaimedRow, error: str, retry_at: str | None = None) -> "Finish":
+        """The attempt failed with error: finally, or to be retried from retry_at on."""
+        state = "failed" if retry_at is None else "queued"
+        return cls(Outcome(job.id, job.attempt, state, None, error, retry_at), job.kind)
+
+    @classmethod
+    def snoozed(cls, job: ClaimedRow, run_at: str) -> "Finish":
+        """The handler asked for a later attempt, from run_at on."""
+        return cls(Outcome(job.id, job.attempt, "queued", None, None, run_at), job.kind)
+
+    @classmethod
+    def cancelled(cls, job: ClaimedRow) -> "Finish":
+        """The job's cancel was requested and its handler stopped."""
+        return cls(Outcome(job.id, job.attempt, "cancelled", None, None, None), job.kind)
 
 
 class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
-    """The write that stores finished jobs' outcomes and claims up to max_jobs jobs.
+    """The write that stores finished attempts' outcomes and claims up to max_jobs jobs of queue.
 
     Returns the ids of the jobs it finished and the jobs it claimed. With no
     outcomes it is a plain claim; with max_jobs 0, a plain record.
     """
 
-    __slots__ = ("max_jobs", "outcomes", "runner")
+    __slots__ = ("max_jobs", "now", "outcomes", "queue", "runner")
 
-    def __init__(self, outcomes: Sequence[Finish], runner: str, max_jobs: int) -> None:
+    def __init__(
+        self, outcomes: Sequence[Finish], runner: str, queue: str, max_jobs: int, now: str
+    ) -> None:
         self.outcomes = outcomes
         self.runner = runner
+        self.queue = queue
         self.max_jobs = max_jobs
+        self.now = now
 
     def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
-        outcomes = self.outcomes
         return q.finish_and_claim_jobs(
-            ids=[o.job_id for o in outcomes],
-            attempts=[o.attempt for o in outcomes],
-            results=[o.result for o in outcomes],
-            errors=[o.error for o in outcomes],
+            outcomes=[f.outcome for f in self.outcomes],
             runner=self.runner,
-            now=now(),
+            queue=self.queue,
+            now=self.now,
             max_jobs=self.max_jobs,
         )
 
@@ -117,32 +213,34 @@ class Started(NamedTuple):
     live_namesake: str | None
     """The heartbeat of an earlier runner of this name that was still within its lease."""
     interrupted: int
-    """How many running jobs, of the earlier runner and of dead runners, it failed."""
+    """How many running jobs, of the earlier runner and of dead runners, it interrupted."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class StartRunner:
-    """The write that registers a runner and fails the jobs it and dead runners left running.
+    """The write that registers a runner and interrupts the jobs it and dead runners left running.
 
-    A runner whose heartbeat is older than lease is dead.
+    A runner whose heartbeat is older than lease is dead. An interrupted job
+    goes back to its queue while attempts remain, and fails as interrupted
+    after its last.
     """
 
-    __slots__ = ("lease", "name")
-
-    def __init__(self, name: str, lease: datetime.timedelta) -> None:
-        self.name = name
-        self.lease = lease
+    name: str
+    lease: datetime.timedelta
+    now: str
 
     def __call__(self, q: Queries) -> Started:
-        stamp = now()
-        cutoff = _ago(self.lease)
-        previous = q.get_runner(name=self.name)
+        lease = self.lease.total_seconds()
+        previous = q.get_runner(name=self.name, now=self.now, lease=lease)
         namesake = None
-        if previous is not None and previous.heartbeat_at >= cutoff:
+        if previous is not None and previous.alive:
             namesake = previous.heartbeat_at
-        q.register_runner(name=self.name, now=stamp)
-        own = q.fail_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
+        q.register_runner(name=self.name, now=self.now)
+        own = q.interrupt_running_jobs(error=MESSAGE_INTERRUPTED, now=self.now, runner=self.name)
+        dead = q.interrupt_jobs_of_dead_runners(
+            error=MESSAGE_INTERRUPTED, now=self.now, lease=lease
+        )
+        q.delete_dead_runners(now=self.now, lease=lease)
         return Started(namesake, own + dead)
 
 
@@ -152,54 +250,48 @@ class Maintained(NamedTuple):
     lost_lease: bool
     """The runner's registration was gone (its lease expired), so it registered again."""
     dead: int
-    """How many running jobs of dead runners it failed as interrupted."""
+    """How many running jobs of dead runners it interrupted."""
     lost: int
-    """How many jobs this runner claimed but never received that it failed as interrupted."""
+    """How many jobs this runner claimed but never received that it interrupted."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class Maintain:
-    """The write that renews a runner's lease, fails dead runners' jobs and prunes old ones.
+    """The write that renews a runner's lease, interrupts dead runners' jobs and prunes old ones.
 
     held is the ids of the jobs the runner's workers have. A runner whose
     heartbeat is older than lease is dead; finished jobs older than
     retention are deleted, a thousand at a time (None keeps them).
     """
 
-    __slots__ = ("held", "lease", "name", "retention")
-
-    def __init__(
-        self,
-        name: str,
-        held: frozenset[str],
-        lease: datetime.timedelta,
-        retention: datetime.timedelta | None,
-    ) -> None:
-        self.name = name
-        self.held = held
-        self.lease = lease
-        self.retention = retention
+    name: str
+    held: frozenset[str]
+    lease: datetime.timedelta
+    retention: datetime.timedelta | None
+    now: str
 
     def __call__(self, q: Queries) -> Maintained:
-        stamp = now()
+        stamp = self.now
+        lease = self.lease.total_seconds()
         lost_lease = not q.heartbeat_runner(now=stamp, name=self.name)
         if lost_lease:
             q.register_runner(name=self.name, now=stamp)
-        cutoff = _ago(self.lease)
-        dead = q.fail_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff)
-        q.delete_dead_runners(cutoff=cutoff)
+        dead = q.interrupt_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, lease=lease)
+        q.delete_dead_runners(now=stamp, lease=lease)
         # A claim can commit while its reply is lost (a connection dropped at
         # COMMIT): the job runs under this name, but no worker has it. Once it
-        # is older than the lease and still not held, it is failed as
-        # interrupted, as a dead runner's job would be.
+        # is older than the lease and still not held, it is interrupted, as a
+        # dead runner's job would be. Its claim was stamped by this runner's
+        # own clock, so the runner's clock measures its age.
         lost = [
             row
-            for row in q.list_running_jobs(runner=self.name, before=cutoff)
+            for row in q.list_running_jobs(runner=self.name, before=_before(stamp, self.lease))
             if row.id not in self.held
         ]
         for row in lost:
-            q.fail_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
+            q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
         if self.retention is not None:
-            q.delete_finished_jobs(before=_ago(self.retention), max_jobs=1000)
+            q.delete_finished_jobs(before=_before(stamp, self.retention), max_jobs=1000)
         return Maintained(lost_lease, dead, len(lost))
 
 

@@ -17,13 +17,13 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from jobtable._engine import ClaimedRow, Queries
+from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite_file import (
     SCHEMA_VERSION,
@@ -33,7 +33,7 @@ from jobtable._sqlite_file import (
     connect,
     migrate,
 )
-from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
+from jobtable._sqlite_queries import Queries as _Queries
 from jobtable.db.sqlite.schema import SCHEMA
 
 T = TypeVar("T")
@@ -54,41 +54,6 @@ def _driver_errors(path: Path) -> Iterator[None]:
         yield
     except sqlite3.Error as err:
         raise StoreError(f"sqlite store {path}: {err}") from err
-
-
-class _Queries(Querier):
-    """The generated Querier with the seam's calls that take several rows at once."""
-
-    def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
-        self.create_jobs(
-            CreateJobsParams(id=job_id, kind=kind, payload=payload, now=now)
-            for job_id, payload in jobs
-        )
-
-    def finish_and_claim_jobs(
-        self,
-        *,
-        ids: list[str],
-        attempts: list[int],
-        results: list[str | None],
-        errors: list[str | None],
-        runner: str | None,
-        now: str,
-        max_jobs: int,
-    ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        # A statement per job costs no round trip here: they all share the
-        # writer's transaction.
-        finished: list[str] = []
-        for job_id, attempt, result, error in zip(ids, attempts, results, errors, strict=True):
-            if error is None:
-                count = self.succeed_job(result=result, now=now, id=job_id, attempt=attempt)
-            else:
-                count = self.fail_job(error=error, now=now, id=job_id, attempt=attempt)
-            if count:
-                finished.append(job_id)
-        if max_jobs <= 0:
-            return finished, []
-        return finished, self.claim_next_job(runner=runner, now=now, max_jobs=max_jobs)
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ import shutil
 import pytest
 from plugin_harness import ROOT, read_tree, run_sqlc
 
-INPUTS = ["sqlc.yaml", "schema.sql", "queries", "postgres", "plugin"]
+INPUTS = ["sqlc.yaml", "schema.sql", "queries", "postgres", "upgrades", "plugin"]
 GENERATED = pathlib.Path("src/jobtable/db")
 
 

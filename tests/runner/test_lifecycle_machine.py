@@ -42,6 +42,7 @@ from hypothesis.stateful import (
 from pydantic import BaseModel
 
 import jobtable
+from jobtable._engine import NewJob
 from jobtable._values import now
 
 Outcome = Literal["succeed", "failure", "error", "crash"]
@@ -346,7 +347,7 @@ def broken(machine: type[LifecycleMachine], step: str) -> type[LifecycleMachine]
         def claim_and_run(self) -> str | None:
             if step == "claim ignores enqueue order":
                 # Claims the two oldest jobs and runs the newer one.
-                claimed = self.loop.run_until_complete(self.runner._producer.claim(2))
+                claimed = self.loop.run_until_complete(self.runner._producers[0].claim(2))
                 if not claimed:
                     return None
                 job = claimed[-1]
@@ -376,8 +377,8 @@ def broken_leak(machine: type[LifecycleMachine]) -> type[LifecycleMachine]:
             if job is not None and job.script.outcome == "error":
                 leak = f"boom {secret_of(job.script)}"
                 self.store.engine.write(
-                    lambda q: q.create_job(
-                        id=secrets.token_hex(8), kind="leak", payload=leak, now=now()
+                    lambda q: q.insert_jobs(
+                        kind="leak", jobs=[NewJob(secrets.token_hex(8), leak, now())], now=now()
                     )
                 )
             return ran
