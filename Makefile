@@ -58,3 +58,10 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+
+# The sdist and the wheel people install, in dist/ (tests/test_packaging.py
+# checks what they hold and installs the wheel into a fresh venv).
+.PHONY: dist
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build

@@ -4,7 +4,10 @@ Modes:
 
 - ``worker``: opens the store, registers the benchmark's kinds on a runner of
   its own name, prints ``ready``, waits for a line on stdin, starts the
-  runner, prints ``started``, and stops and exits at the next line (or EOF).
+  runner, prints ``started``, answers each ``cpu`` line with the CPU seconds
+  the process has used so far, and stops and exits at any other line (or
+  EOF). With ``"watch": false`` a SQLite store is opened without its
+  cross-process watch, so the runner finds other processes' jobs by polling.
 - ``memory``: enqueues ``jobs`` queued jobs with enqueue_many, then runs them
   for up to ``seconds``, and prints its peak RSS (``resource.getrusage``) at
   each stage as one JSON line.
@@ -22,6 +25,13 @@ from typing import Any
 import jobtable
 from bench import _db
 from bench._jobs import Ping, make_runner
+from jobtable._sqlite import SQLiteEngine
+
+
+def cpu_seconds() -> float:
+    """The CPU time this process has used so far, user and system, its threads included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss_mib() -> float:
@@ -33,13 +43,20 @@ async def _serve(kinds_runner: jobtable.Runner) -> None:
     loop = asyncio.get_running_loop()
     await kinds_runner.start()
     print("started", flush=True)
-    await loop.run_in_executor(None, sys.stdin.readline)
+    while (await loop.run_in_executor(None, sys.stdin.readline)).strip() == "cpu":
+        print(f"{cpu_seconds():.6f}", flush=True)
     kinds_runner.stop()
     await kinds_runner.wait()
 
 
+def _open(target: str, *, watch: bool) -> jobtable.Store:
+    if watch or target.startswith(("postgresql:", "postgres:")):
+        return jobtable.Store.open(target)
+    return jobtable.Store(SQLiteEngine.open(target, watch=False), target=target)
+
+
 def worker(args: dict[str, Any]) -> None:
-    store = jobtable.Store.open(args["target"])
+    store = _open(args["target"], watch=args.get("watch", True))
     kinds = make_runner(
         store, workers=args["workers"], name=args["name"], poll_interval=args["poll_interval"]
     )

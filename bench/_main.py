@@ -1,6 +1,7 @@
 """The command line: which engines, how much work, and the tables it prints."""
 
 import argparse
+import dataclasses
 import sqlite3
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from bench import _db
 from bench._stats import Figure, Table, cell, fmt, machine_details, ratio
-from bench._suite import Plan, Results, log, run_engine
+from bench._suite import SECTIONS, Plan, Results, log, run_engine
 
 
 def _size(count: int) -> str:
@@ -95,16 +96,31 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
         ratio(g("enq.many"), g("raw.insert100")),
         "raw: 100 inserts a transaction",
     )
-    for where, label in (("in", "in-process"), ("cross", "from another process")):
+    cross_note = {"sqlite": "worker woken by inotify on the WAL", "postgres": "LISTEN/NOTIFY"}
+    for where, label, note in (
+        ("in", "in-process", ""),
+        ("cross", "from another process", cross_note[engine]),
+        ("poll", "from another process, polling only", "worker polls every 1 s (watch=False)"),
+    ):
         for q in ("p50", "p99"):
             key = f"lat.{where}.{q}"
+            if g(key) is None:
+                continue
             table.add(
                 f"enqueue-to-start {q}, {label}",
                 cell(g(key)),
                 cell(g(f"lat.raw.{q}")),
                 ratio(g(key), g(f"lat.raw.{q}")),
-                "raw: insert commit + claim commit"
-                + (", worker polls every 1 s" if where == "cross" and engine == "sqlite" else ""),
+                "raw: insert commit + claim commit" + (f"; {note}" if note else ""),
+            )
+    for where, label in (("cross", ""), ("poll", ", polling only")):
+        if g(f"idle.{where}") is not None:
+            table.add(
+                f"CPU of an idle worker process{label}",
+                cell(g(f"idle.{where}")),
+                "-",
+                "-",
+                f"CPU time over {plan.idle_seconds:.0f} s with no job, 4 workers, poll every 1 s",
             )
     for workers in (1, 4, 16):
         for q in ("p50", "p99", "max"):
@@ -190,16 +206,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="small counts: under 2 minutes")
     parser.add_argument("--engine", choices=["sqlite", "postgres", "all"], default="all")
     parser.add_argument("--repeat", type=int, default=None, help="runs per figure (3; quick: 1)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=SECTIONS,
+        default=[],
+        help="run only this section (again for more); the other rows show -",
+    )
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     parser.add_argument("--pg-url", default=_db.PG_URL, help="the PostgreSQL server to use")
     args = parser.parse_args(argv)
-    plan = Plan.make(quick=args.quick, repeat=args.repeat)
+    plan = dataclasses.replace(
+        Plan.make(quick=args.quick, repeat=args.repeat), only=tuple(args.only)
+    )
     engines = ["sqlite", "postgres"] if args.engine == "all" else [args.engine]
     began = time.perf_counter()
     details = machine_details()
     details.append(("SQLite", sqlite3.sqlite_version))
     details.append(("jobtable", _revision()))
     details.append(("mode", ("quick" if plan.quick else "full") + f", --repeat {plan.repeat}"))
+    if plan.only:
+        details.append(("only", ", ".join(plan.only)))
     out = sys.stdout
     machine = Table("Machine", ["", ""], [[k, v] for k, v in details])
     out.write(machine.render(args.markdown) + "\n")

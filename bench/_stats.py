@@ -46,6 +46,8 @@ def fmt(value: float, unit: str) -> str:
         return f"{value:.2f} ms" if value < 10 else f"{value:.0f} ms"
     if unit == "µs":
         return f"{value:.1f} µs" if value < 100 else f"{value:,.0f} µs"
+    if unit == "% CPU":
+        return f"{value:.2f} % CPU"
     if unit == "MiB":
         return f"{value:.0f} MiB"
     return f"{value:,.0f} {unit}"

@@ -39,12 +39,20 @@ class Plan:
     finished_sizes: list[int]
     memory_jobs: int
     memory_seconds: float
+    idle_seconds: float
+    """How long a worker process sits idle while its CPU time is measured."""
+    only: tuple[str, ...] = ()
+    """The SECTIONS to run; empty for all."""
 
     @classmethod
     def make(cls, *, quick: bool, repeat: int | None) -> "Plan":
         if quick:
-            return cls(True, repeat or 1, 0.5, 100, 200, 2_000, [0, 10_000, 100_000], 10_000, 2.0)
-        return cls(False, repeat or 3, 2.0, 300, 500, 10_000, [0, 100_000, 1_000_000], 100_000, 8.0)
+            return cls(
+                True, repeat or 1, 0.5, 100, 200, 2_000, [0, 10_000, 100_000], 10_000, 2.0, 3.0
+            )
+        return cls(
+            False, repeat or 3, 2.0, 300, 500, 10_000, [0, 100_000, 1_000_000], 100_000, 8.0, 10.0
+        )
 
 
 class Results:
@@ -258,13 +266,34 @@ def latency_inproc(db: _db.Database, store: jobtable.Store, count: int) -> list[
         db.reset()
 
 
-def latency_cross(db: _db.Database, store: jobtable.Store, count: int) -> list[float]:
-    """Milliseconds from before enqueue in this process to the start in a worker process."""
-    (child,) = _workers(db, 1)
+@dataclasses.dataclass
+class Cross:
+    """What latency_cross measured: the latencies, and the worker's idle CPU."""
+
+    samples: list[float]
+    """Milliseconds from before enqueue in this process to the start in the worker."""
+    idle_cpu: float
+    """The idle worker process's CPU time, before any job, in percent of its wall time."""
+
+
+def latency_cross(
+    db: _db.Database, store: jobtable.Store, count: int, *, watch: bool, idle: float
+) -> Cross:
+    """Enqueues count jobs here for a worker process, after idle seconds of nothing.
+
+    Without watch, a SQLite worker finds the jobs by polling every second.
+    """
+    (child,) = _workers(db, 1, watch=watch)
     try:
         child.expect("ready")
         child.send("go")
         child.expect("started")
+        child.send("cpu")
+        used = float(child.expect(""))
+        begin = time.perf_counter()
+        time.sleep(idle)
+        child.send("cpu")
+        idle_cpu = (float(child.expect("")) - used) * 100 / (time.perf_counter() - begin)
         kinds = make_runner(store, workers=1, name="bench-enqueuer")
         rng = random.Random(7)
         for _ in range(count):
@@ -275,7 +304,7 @@ def latency_cross(db: _db.Database, store: jobtable.Store, count: int) -> list[f
         child.finish()
     samples = [float(r) * 1000 for r in db.results("latency")]
     db.reset()
-    return samples
+    return Cross(samples, idle_cpu)
 
 
 # Enqueue and claim through the library, one call at a time.
@@ -351,6 +380,18 @@ def calibrate(measure: Callable[[int], float], probe: int, seconds: float, high:
     return _rounded(probe / max(elapsed, 1e-6) * seconds, _db.BATCH, high)
 
 
+SECTIONS = (
+    "raw limits",
+    "end to end",
+    "worker processes",
+    "enqueue",
+    "latency",
+    "memory",
+    "finished rows",
+)
+"""The measurements run_engine makes, in order."""
+
+
 def run_engine(db: _db.Database, plan: Plan) -> Results:
     """Every measurement of one engine, repeated as plan says."""
     results = Results()
@@ -365,6 +406,8 @@ def run_engine(db: _db.Database, plan: Plan) -> Results:
         ("finished rows", lambda: _finished_rows(db, store, plan, results)),
     ]
     for name, section in sections:
+        if plan.only and name not in plan.only:
+            continue
         try:
             section()
         except Exception as err:  # e.g. the server restarted: keep the other figures
@@ -482,9 +525,12 @@ def _latency(db: _db.Database, store: jobtable.Store, plan: Plan, results: Resul
         db.reset()
         results.add("lat.raw.p50", percentile(raw, 50), "ms")
         results.add("lat.raw.p99", percentile(raw, 99), "ms")
-        samples = latency_cross(db, store, count)
-        results.add("lat.cross.p50", percentile(samples, 50), "ms")
-        results.add("lat.cross.p99", percentile(samples, 99), "ms")
+        ways = [("cross", True)] + ([("poll", False)] if db.engine == "sqlite" else [])
+        for key, watch in ways:
+            cross = latency_cross(db, store, count, watch=watch, idle=plan.idle_seconds)
+            results.add(f"lat.{key}.p50", percentile(cross.samples, 50), "ms")
+            results.add(f"lat.{key}.p99", percentile(cross.samples, 99), "ms")
+            results.add(f"idle.{key}", cross.idle_cpu, "% CPU")
 
 
 def _memory(db: _db.Database, plan: Plan, results: Results) -> None:

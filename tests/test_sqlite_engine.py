@@ -458,10 +458,6 @@ async def test_awrite_and_aread_work_from_asyncio(engine: SQLiteEngine) -> None:
     assert row.id == "j1"
 
 
-def test_listen_returns_none(engine: SQLiteEngine) -> None:
-    assert engine.listen(lambda: None) is None
-
-
 # Closing.
 
 

@@ -14,6 +14,8 @@ messages are stored, so no handler error text, which may quote a URL, token
 or response body from a dependency, can reach the table or the API.
 """
 
+from importlib import metadata as _metadata
+
 from ._backoff import Backoff
 from ._context import JobContext
 from ._errors import (
@@ -70,3 +72,6 @@ __all__ = [
     "StoreError",
     "SyncHandler",
 ]
+
+__version__ = _metadata.version("jobtable")
+"""The installed jobtable's version, read from its package metadata (pyproject's version)."""

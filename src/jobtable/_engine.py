@@ -291,6 +291,9 @@ class Engine(Protocol):
     def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
         """Calls wake, from any thread, when another process enqueues a job.
 
+        It may call wake more often (SQLite: after any commit to the file);
+        an extra wake costs the runner one claim that finds nothing.
+
         Returns a function that stops listening, or None when the engine
         cannot tell (the runner then relies on polling alone).
         """

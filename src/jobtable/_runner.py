@@ -48,13 +48,12 @@ class Runner:
     shorthand for ``{"default": n}``, 4 by default) has a fixed pool of
     workers of its own, so a flood of one queue never starves another. A
     queue's workers claim its ready jobs lowest priority first, oldest first
-    within one. An
-    enqueue in this process wakes an idle worker at once; jobs enqueued by
-    other processes are found by polling every ``poll_interval`` seconds, or
-    at once where the engine can notify (PostgreSQL). Runners sharing a
-    database know each other by ``name`` and a heartbeat: a runner whose
-    heartbeat is older than ``lease`` seconds is dead, and its running jobs
-    are failed as interrupted. Finished jobs older than ``retention`` are
+    within one. An enqueue in this process wakes an idle worker at once; jobs
+    enqueued by other processes are found by polling every ``poll_interval``
+    seconds, or at once where the engine can notify (PostgreSQL; SQLite where
+    inotify works). Runners sharing a database know each other by ``name``
+    and a heartbeat: a runner whose heartbeat is older than ``lease`` seconds
+    is dead, and its running jobs are interrupted. Finished jobs older than ``retention`` are
     deleted (None keeps them forever). A failed claim or outcome write is
     retried after ``retry_backoff``; once stop has begun, an outcome write
     gives up after ``give_up_after`` tries.

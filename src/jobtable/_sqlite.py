@@ -34,6 +34,7 @@ from jobtable._sqlite_file import (
     migrate,
 )
 from jobtable._sqlite_queries import Queries as _Queries
+from jobtable._sqlite_watch import WalWatcher
 from jobtable.db.sqlite.schema import SCHEMA
 
 T = TypeVar("T")
@@ -86,9 +87,12 @@ class SQLiteEngine:
         *,
         busy_timeout: float,
         readers: int,
+        watch: bool = True,
     ) -> None:
         """Takes over an open, migrated writer connection; use ``open`` instead."""
         self._path = path
+        self._watch = watch
+        self._watchers: set[WalWatcher] = set()
         self._writer = writer
         self._busy_timeout = busy_timeout
         # The writer's Querier, and the proof (for mypy) that the generated
@@ -114,6 +118,7 @@ class SQLiteEngine:
         durable: bool = True,
         busy_timeout: float = 5.0,
         readers: int = 4,
+        watch: bool = True,
     ) -> "SQLiteEngine":
         """Opens the database at path, creating it or its schema when missing.
 
@@ -127,7 +132,8 @@ class SQLiteEngine:
         Without it (synchronous=NORMAL), a power loss may lose the last
         committed writes, but never corrupts the database; a crash of the
         process alone loses nothing. busy_timeout is how long, in seconds, to
-        wait for another process's write lock.
+        wait for another process's write lock. Without watch, ``listen``
+        returns None, so runners find other processes' jobs by polling alone.
         """
         if busy_timeout < 0:
             raise ValueError(f"busy_timeout is {busy_timeout}, want at least 0")
@@ -155,7 +161,7 @@ class SQLiteEngine:
             except BaseException:
                 conn.close()
                 raise
-        return cls(resolved, conn, busy_timeout=busy_timeout, readers=readers)
+        return cls(resolved, conn, busy_timeout=busy_timeout, readers=readers, watch=watch)
 
     @property
     def path(self) -> Path:
@@ -212,11 +218,36 @@ class SQLiteEngine:
         return await asyncio.to_thread(self.read, op)
 
     def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
-        """Returns None: SQLite cannot tell one process about another's writes.
+        """Calls wake, from a thread of its own, after each commit to the file (``WalWatcher``).
 
-        The runner polls instead.
+        Other processes' commits wake, and so, needlessly, do this process's
+        own. The watch is set before it returns. Returns the function that
+        stops listening: once it returns, wake is not called again and the
+        watch is closed; calling it again does nothing. Returns None where
+        the file system cannot tell (no inotify) or the engine was opened
+        without watch: the runner then polls alone. Raises StoreError once
+        the engine is closed.
         """
-        return None
+        self._check_open()
+        if not self._watch:
+            return None
+        watcher = WalWatcher.start(self._path, wake)
+        if watcher is None:
+            return None
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._watchers.add(watcher)
+        if closed:
+            watcher.stop()
+            raise self._closed_error()
+
+        def stop() -> None:
+            with self._lock:
+                self._watchers.discard(watcher)
+            watcher.stop()
+
+        return stop
 
     def pragma(self, name: str) -> object:
         """Returns PRAGMA name as the writer connection sees it: a diagnostic.
@@ -233,7 +264,7 @@ class SQLiteEngine:
         return self.write(read_pragma)
 
     def close(self) -> None:
-        """Finishes the writes already queued, then closes every connection.
+        """Stops every listener, finishes the writes already queued, then closes every connection.
 
         Calling it again does nothing. Any later use raises StoreError.
         """
@@ -246,6 +277,9 @@ class SQLiteEngine:
                 )
             self._closed = True
             self._calls.put(None)
+            watchers, self._watchers = self._watchers, set()
+        for watcher in watchers:
+            watcher.stop()
         self._thread.join()
         with self._lock:
             idle, self._idle_readers = self._idle_readers, []
