@@ -84,10 +84,10 @@ def test_a_bad_option_is_refused_naming_it_and_stores_nothing(
 
 
 def test_a_bad_default_is_refused_at_declaration_naming_the_option() -> None:
-    with pytest.raises(ValueError, match="'k'.*max_attempts"):
+    with pytest.raises(ValueError, match=r"'k'.*max_attempts"):
         jobtable.Kind("k", int, int, max_attempts=0)
     with pytest.raises(TypeError, match="retry"):
-        jobtable.Kind("k", int, int, retry=5)  # type: ignore[call-overload]
+        jobtable.Kind("k", int, int, retry=5)  # type: ignore[arg-type]
 
 
 def test_options_are_stored_and_an_enqueue_overrides_the_kinds(
