@@ -41,7 +41,12 @@ CREATE TABLE jobs (
     -- cancel_requested is set by a cancel of the running job: the runner that
     -- holds it cancels its handler.
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    -- run_at is the earliest time the job may be claimed.
+    -- run_at is the earliest time the job may be claimed. scheduled is set
+    -- while a queued job's run_at was later than the time it was queued: the
+    -- claim reads only unscheduled rows, and a runner stages a scheduled job
+    -- (clears scheduled) once its run_at has come, so scheduled jobs cost the
+    -- claim nothing however many wait.
+    scheduled INTEGER NOT NULL DEFAULT 0,
     run_at TEXT NOT NULL,
     created_at TEXT NOT NULL,
     -- started_at is the last claim's time; finished_at is set when the job
@@ -51,10 +56,14 @@ CREATE TABLE jobs (
     updated_at TEXT NOT NULL
 );
 
--- A claim reads only queued rows of its queue, in priority and enqueue order,
--- skipping the rows whose run_at is later than now without reading the table,
--- so it costs the same with a million finished rows as with none.
-CREATE INDEX jobs_queued ON jobs (queue, priority, seq, run_at) WHERE status = 'queued';
+-- A claim reads only the ready rows of its queue, in priority and enqueue
+-- order, so it costs the same with a million finished or scheduled rows as
+-- with none.
+CREATE INDEX jobs_queued ON jobs (queue, priority, seq)
+    WHERE status = 'queued' AND scheduled = 0;
+-- Staging reads only scheduled rows, earliest first.
+CREATE INDEX jobs_scheduled ON jobs (queue, run_at)
+    WHERE status = 'queued' AND scheduled = 1;
 -- Crash recovery and cancel requests read only running rows.
 CREATE INDEX jobs_running ON jobs (runner) WHERE status = 'running';
 -- Pruning reads only finished rows, oldest first.

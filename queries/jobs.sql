@@ -1,36 +1,52 @@
 -- name: CreateJob :exec
 -- CreateJob stores a queued job that may be claimed from run_at on.
 INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (@id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @now, @now);
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
 INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (@id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @now, @now);
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: ClaimNextJob :many
 -- ClaimNextJob marks up to max_jobs ready jobs of queue running for runner,
 -- lowest priority first and oldest first within one, and returns them with
--- their new attempt. A job is ready once its run_at is not later than now.
+-- their new attempt. Only ready jobs are claimed: a scheduled job becomes
+-- ready when StageJobs finds its run_at has come.
 -- RETURNING does not keep the subquery's order: callers sort by (priority, seq).
 UPDATE jobs
 SET status = 'running', runner = @runner, attempt = attempt + 1,
     started_at = @now, updated_at = @now
 WHERE seq IN (
     SELECT ready.seq FROM jobs AS ready
-    WHERE ready.status = 'queued' AND ready.queue = @queue AND ready.run_at <= @now
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = @queue
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
 RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority;
 
 -- name: NextRunAt :one
--- NextRunAt returns the earliest run_at among the queued jobs of queue: an
--- idle runner sleeps until then at most.
-SELECT run_at FROM jobs WHERE status = 'queued' AND queue = @queue ORDER BY run_at LIMIT 1;
+-- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+-- an idle runner sleeps until then at most.
+SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = @queue
+ORDER BY run_at LIMIT 1;
+
+-- name: StageJobs :execrows
+-- StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+-- be claimed.
+UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = @queue AND run_at <= @now;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
@@ -58,7 +74,7 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
-    run_at = @run_at, runner = NULL,
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN @now END,
     updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
@@ -71,7 +87,7 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     max_attempts = max_attempts + 1,
-    run_at = @run_at, runner = NULL,
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN @now END,
     updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
@@ -91,7 +107,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
-    run_at = @now,
+    run_at = @now, scheduled = 0,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now
@@ -106,7 +122,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
-    run_at = @now,
+    run_at = @now, scheduled = 0,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now
@@ -123,7 +139,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
-    run_at = @now,
+    run_at = @now, scheduled = 0,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now

@@ -2,16 +2,24 @@
 -- CreateJob stores a queued job that may be claimed from run_at on. Its insert
 -- trigger notifies idle runners in every process when the transaction commits.
 INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (@id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @now, @now);
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
 INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (@id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @now, @now);
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: FinishAndClaimJobs :many
 -- FinishAndClaimJobs stores the outcomes of finished attempts and claims up
@@ -30,8 +38,8 @@ VALUES (@id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_a
 -- with finished true and only its id; a job missing from those rows is no
 -- longer running under its claim.
 --
--- The claim marks ready jobs of queue running, lowest priority and then
--- oldest first, and returns them with finished false and their new attempt.
+-- The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
+-- lowest priority and then oldest first, and returns them with finished false and their new attempt.
 -- RETURNING does not keep the pick's order: callers sort by (priority, seq).
 -- Differs from SQLite, whose single writer serializes claims: here claims
 -- run concurrently, so the picked rows are locked and rows another claim has
@@ -55,6 +63,7 @@ WITH finished AS (
         max_attempts = CASE WHEN outcome.state = 'queued' AND outcome.error IS NULL
             THEN jobs.max_attempts + 1 ELSE jobs.max_attempts END,
         run_at = COALESCE(outcome.run_at, jobs.run_at),
+        scheduled = COALESCE(outcome.run_at > @now, false),
         runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
         finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
             THEN NULL ELSE @now END,
@@ -74,7 +83,7 @@ WITH finished AS (
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
-    WHERE ready.status = 'queued' AND ready.queue = @queue AND ready.run_at <= @now
+    WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = @queue
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
 ),
@@ -93,9 +102,16 @@ UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0 FROM finished;
 
 -- name: NextRunAt :one
--- NextRunAt returns the earliest run_at among the queued jobs of queue: an
--- idle runner sleeps until then at most.
-SELECT run_at FROM jobs WHERE status = 'queued' AND queue = @queue ORDER BY run_at LIMIT 1;
+-- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+-- an idle runner sleeps until then at most.
+SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = @queue
+ORDER BY run_at LIMIT 1;
+
+-- name: StageJobs :execrows
+-- StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+-- be claimed.
+UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = @queue AND run_at <= @now;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
@@ -123,7 +139,7 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
-    run_at = @run_at, runner = NULL,
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN @now END,
     updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
@@ -136,7 +152,7 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     max_attempts = max_attempts + 1,
-    run_at = @run_at, runner = NULL,
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN @now END,
     updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
@@ -156,7 +172,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
-    run_at = @now,
+    run_at = @now, scheduled = false,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now
@@ -172,7 +188,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
-    run_at = @now,
+    run_at = @now, scheduled = false,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now
@@ -190,7 +206,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
-    run_at = @now,
+    run_at = @now, scheduled = false,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now

@@ -11,6 +11,7 @@ ALTER TABLE jobs
     ADD COLUMN timeout double precision CHECK (timeout IS NULL OR timeout > 0),
     ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false,
     ADD COLUMN run_at timestamptz,
+    ADD COLUMN scheduled boolean NOT NULL DEFAULT false,
     ADD COLUMN started_at timestamptz,
     ADD COLUMN finished_at timestamptz;
 
@@ -45,7 +46,12 @@ DO $$ BEGIN
 END $$;
 
 -- name: CreateJobsQueuedIndexV2 :exec
-CREATE INDEX jobs_queued ON jobs (queue, priority, seq, run_at) WHERE status = 'queued';
+CREATE INDEX jobs_queued ON jobs (queue, priority, seq)
+    WHERE status = 'queued' AND scheduled = false;
+
+-- name: CreateJobsScheduledIndexV2 :exec
+CREATE INDEX jobs_scheduled ON jobs (queue, run_at)
+    WHERE status = 'queued' AND scheduled = true;
 
 -- name: CreateJobsFinishedIndexV2 :exec
 CREATE INDEX jobs_finished ON jobs (updated_at)

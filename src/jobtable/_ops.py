@@ -85,6 +85,19 @@ class NextRunAt:
         return q.next_run_at(queue=self.queue)
 
 
+class StageJobs(Statement[int]):
+    """The write that makes the scheduled jobs of queue whose run_at has come ready."""
+
+    __slots__ = ("now", "queue")
+
+    def __init__(self, queue: str, now: str) -> None:
+        self.queue = queue
+        self.now = now
+
+    def __call__(self, q: Queries) -> int:
+        return q.stage_jobs(queue=self.queue, now=self.now)
+
+
 class CreateJobs:
     """The write that stores jobs of one kind, all queued, in one transaction."""
 

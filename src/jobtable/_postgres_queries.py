@@ -25,7 +25,7 @@ from jobtable._engine import (
     RunnerRow,
 )
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, models, upgrade_v2
+from jobtable.db.postgres import jobs, upgrade_v2
 from jobtable.db.postgres.jobs import CreateJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -82,7 +82,7 @@ class _RecordRow:
     finished_at: str | None
 
     @classmethod
-    def of(cls, row: models.Job) -> "_RecordRow":
+    def of(cls, row: jobs.GetJobRecordRow | jobs.ListJobsRow) -> "_RecordRow":
         return cls(
             seq=row.seq,
             id=row.id,
@@ -179,6 +179,9 @@ class _Queries:
         row = self._q.next_run_at(queue=queue)
         return None if row is None else timestamp(row.run_at)
 
+    def stage_jobs(self, *, queue: str, now: str) -> int:
+        return self._q.stage_jobs(queue=queue, now=_time(now))
+
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         return self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
 
@@ -264,4 +267,5 @@ def upgrade_to_v2(conn: _Connection) -> None:
     q.allow_cancelled_status_v2()
     q.drop_job_indexes_v1()
     q.create_jobs_queued_index_v2()
+    q.create_jobs_scheduled_index_v2()
     q.create_jobs_finished_index_v2()

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from ._backoff import Backoff
 from ._completer import Completer
 from ._engine import ClaimedRow
-from ._ops import Finish, FinishAndClaim, NextRunAt
+from ._ops import Finish, FinishAndClaim, NextRunAt, StageJobs
 from ._store import Store
+from ._values import timestamp
 
 _SOONEST = 0.005
-"""The shortest wait for a scheduled job, in seconds: a job due now but not claimed is
-being claimed by another runner."""
+"""The shortest wait for a scheduled job, in seconds: one due now but not staged yet
+is staged by the claim that follows."""
 
 
 class Producer:
@@ -62,6 +63,10 @@ class Producer:
         # True while the producer waits for a free slot: a worker that
         # finishes frees one, so its outcome can ride on the claim that follows.
         self._waits_for_slot = False
+        # When the next claim stages scheduled jobs first: at the earliest
+        # run_at seen, and at least every poll interval, for the jobs other
+        # processes schedule.
+        self._stage_at: datetime.datetime | None = None
 
     @property
     def waits_for_slot(self) -> bool:
@@ -89,6 +94,9 @@ class Producer:
         until their outcomes are recorded.
         """
         store = self._store
+        now = store.clock()
+        if self._stage_at is None or now >= self._stage_at:
+            await self.stage(now)
         changed, rows = await store.engine.awrite(
             FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, store.now())
         )
@@ -99,6 +107,15 @@ class Producer:
             return sorted(rows, key=lambda row: (row.priority, row.seq))
         return rows
 
+    async def stage(self, now: datetime.datetime) -> None:
+        """Makes the queue's scheduled jobs whose run_at has come ready to be claimed."""
+        self._stage_at = now + datetime.timedelta(seconds=self._poll_interval)
+        try:
+            await self._store.engine.awrite(StageJobs(self.queue, timestamp(now)))
+        except Exception:
+            self._stage_at = None  # the claim that follows retries
+            raise
+
     async def _idle_wait(self) -> float:
         """Seconds to wait for jobs: the poll interval, or less when a scheduled job is due."""
         try:
@@ -108,7 +125,10 @@ class Producer:
             return self._poll_interval
         if run_at is None:
             return self._poll_interval
-        due = datetime.datetime.fromisoformat(run_at) - self._store.clock()
+        at = datetime.datetime.fromisoformat(run_at)
+        if self._stage_at is None or at < self._stage_at:
+            self._stage_at = at
+        due = at - self._store.clock()
         return min(self._poll_interval, max(due.total_seconds(), _SOONEST))
 
     async def run(self, slots: int, queue: "asyncio.Queue[ClaimedRow | None]") -> None:

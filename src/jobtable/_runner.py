@@ -386,6 +386,7 @@ class Runner:
         if self._stopping.is_set():
             self._astopping.set()
         for producer in self._producers:
+            await producer.stage(self.store.clock())
             jobs = await producer.claim(1)
             if jobs:
                 break

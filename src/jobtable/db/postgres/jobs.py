@@ -11,18 +11,24 @@ from collections.abc import Iterable
 import psycopg
 from psycopg.rows import TupleRow
 
-from . import models
-
 CREATE_JOB = """INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (%(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(now)s, %(now)s)
+VALUES (
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(now)s, %(now)s
+)
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (%(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(now)s, %(now)s)
+VALUES (
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(now)s, %(now)s
+)
 """
 
 FINISH_AND_CLAIM_JOBS = """WITH finished AS (
@@ -39,6 +45,7 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
         max_attempts = CASE WHEN outcome.state = 'queued' AND outcome.error IS NULL
             THEN jobs.max_attempts + 1 ELSE jobs.max_attempts END,
         run_at = COALESCE(outcome.run_at, jobs.run_at),
+        scheduled = COALESCE(outcome.run_at > %(now)s, false),
         runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
         finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
             THEN NULL ELSE %(now)s END,
@@ -58,7 +65,7 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
-    WHERE ready.status = 'queued' AND ready.queue = %(queue)s AND ready.run_at <= %(now)s
+    WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = %(queue)s
     ORDER BY ready.priority, ready.seq LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 ),
@@ -77,7 +84,12 @@ UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0 FROM finished
 """
 
-NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND queue = %(queue)s ORDER BY run_at LIMIT 1
+NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s
+ORDER BY run_at LIMIT 1
+"""
+
+STAGE_JOBS = """UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s AND run_at <= %(now)s
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)s
@@ -98,7 +110,7 @@ WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 RETRY_JOB = """UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
-    run_at = %(run_at)s, runner = NULL,
+    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN %(now)s END,
     updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
@@ -107,7 +119,7 @@ WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 SNOOZE_JOB = """UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     max_attempts = max_attempts + 1,
-    run_at = %(run_at)s, runner = NULL,
+    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN %(now)s END,
     updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
@@ -122,7 +134,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE %(error)s END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
-    run_at = %(now)s,
+    run_at = %(now)s, scheduled = false,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN %(now)s END,
     updated_at = %(now)s
@@ -134,7 +146,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE %(error)s END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
-    run_at = %(now)s,
+    run_at = %(now)s, scheduled = false,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN %(now)s END,
     updated_at = %(now)s
@@ -150,7 +162,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE %(error)s END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
-    run_at = %(now)s,
+    run_at = %(now)s, scheduled = false,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN %(now)s END,
     updated_at = %(now)s
@@ -288,6 +300,58 @@ class GetJobRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class GetJobRecordRow:
+    """A row that GetJobRecord returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRow:
+    """A row that ListJobs returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class CountJobsRow:
     """A row that CountJobs returns."""
 
@@ -397,8 +461,8 @@ class Querier:
         with finished true and only its id; a job missing from those rows is no
         longer running under its claim.
 
-        The claim marks ready jobs of queue running, lowest priority and then
-        oldest first, and returns them with finished false and their new attempt.
+        The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
+        lowest priority and then oldest first, and returns them with finished false and their new attempt.
         RETURNING does not keep the pick's order: callers sort by (priority, seq).
         Differs from SQLite, whose single writer serializes claims: here claims
         run concurrently, so the picked rows are locked and rows another claim has
@@ -444,8 +508,8 @@ class Querier:
         *,
         queue: str,
     ) -> NextRunAtRow | None:
-        """NextRunAt returns the earliest run_at among the queued jobs of queue: an
-        idle runner sleeps until then at most.
+        """NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+        an idle runner sleeps until then at most.
         """
         cur = self._conn.execute(
             NEXT_RUN_AT,
@@ -459,6 +523,24 @@ class Querier:
         return NextRunAtRow(
             run_at=row[0],
         )
+
+    def stage_jobs(
+        self,
+        *,
+        queue: str,
+        now: datetime.datetime,
+    ) -> int:
+        """StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+        be claimed.
+        """
+        cur = self._conn.execute(
+            STAGE_JOBS,
+            {
+                "queue": queue,
+                "now": now,
+            },
+        )
+        return cur.rowcount
 
     def publish_job_result(
         self,
@@ -760,7 +842,7 @@ class Querier:
         self,
         *,
         id: str,
-    ) -> models.Job | None:
+    ) -> GetJobRecordRow | None:
         """GetJobRecord reads the whole record of one job."""
         cur = self._conn.execute(
             GET_JOB_RECORD,
@@ -771,7 +853,7 @@ class Querier:
         row = cur.fetchone()
         if row is None:
             return None
-        return models.Job(
+        return GetJobRecordRow(
             seq=row[0],
             id=row[1],
             kind=row[2],
@@ -802,7 +884,7 @@ class Querier:
         kind: str | None,
         queue: str | None,
         max_jobs: int,
-    ) -> list[models.Job]:
+    ) -> list[ListJobsRow]:
         """ListJobs reads the records of up to max_jobs jobs with seq below before,
         newest first, that match every filter given (a null filter matches all).
         The primary key gives the order, so a page costs the same at any depth.
@@ -818,7 +900,7 @@ class Querier:
             },
         )
         return [
-            models.Job(
+            ListJobsRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],

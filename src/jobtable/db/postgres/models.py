@@ -26,6 +26,7 @@ class Job:
     max_attempts: int
     timeout: float | None
     cancel_requested: bool
+    scheduled: bool
     run_at: datetime.datetime
     created_at: datetime.datetime
     started_at: datetime.datetime | None

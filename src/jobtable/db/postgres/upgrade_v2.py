@@ -15,6 +15,7 @@ ADD_JOB_OPTION_COLUMNS_V2 = """ALTER TABLE jobs
     ADD COLUMN timeout double precision CHECK (timeout IS NULL OR timeout > 0),
     ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false,
     ADD COLUMN run_at timestamptz,
+    ADD COLUMN scheduled boolean NOT NULL DEFAULT false,
     ADD COLUMN started_at timestamptz,
     ADD COLUMN finished_at timestamptz
 """
@@ -45,7 +46,12 @@ DROP_JOB_INDEXES_V1 = """DO $$ BEGIN
 END $$
 """
 
-CREATE_JOBS_QUEUED_INDEX_V2 = """CREATE INDEX jobs_queued ON jobs (queue, priority, seq, run_at) WHERE status = 'queued'
+CREATE_JOBS_QUEUED_INDEX_V2 = """CREATE INDEX jobs_queued ON jobs (queue, priority, seq)
+    WHERE status = 'queued' AND scheduled = false
+"""
+
+CREATE_JOBS_SCHEDULED_INDEX_V2 = """CREATE INDEX jobs_scheduled ON jobs (queue, run_at)
+    WHERE status = 'queued' AND scheduled = true
 """
 
 CREATE_JOBS_FINISHED_INDEX_V2 = """CREATE INDEX jobs_finished ON jobs (updated_at)
@@ -108,6 +114,13 @@ class Querier:
     ) -> None:
         self._conn.execute(
             CREATE_JOBS_QUEUED_INDEX_V2,
+        )
+
+    def create_jobs_scheduled_index_v2(
+        self,
+    ) -> None:
+        self._conn.execute(
+            CREATE_JOBS_SCHEDULED_INDEX_V2,
         )
 
     def create_jobs_finished_index_v2(

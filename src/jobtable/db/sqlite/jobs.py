@@ -8,18 +8,24 @@ import dataclasses
 import sqlite3
 from collections.abc import Iterable
 
-from . import models
-
 CREATE_JOB = """INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+VALUES (
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
+    ?9, ?9
+)
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
-    id, kind, queue, priority, payload, max_attempts, timeout, run_at, created_at, updated_at
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
 )
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+VALUES (
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
+    ?9, ?9
+)
 """
 
 CLAIM_NEXT_JOB = """UPDATE jobs
@@ -27,13 +33,18 @@ SET status = 'running', runner = ?1, attempt = attempt + 1,
     started_at = ?2, updated_at = ?2
 WHERE seq IN (
     SELECT ready.seq FROM jobs AS ready
-    WHERE ready.status = 'queued' AND ready.queue = ?3 AND ready.run_at <= ?2
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = ?3
     ORDER BY ready.priority, ready.seq LIMIT ?4
 )
 RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority
 """
 
-NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND queue = ?1 ORDER BY run_at LIMIT 1
+NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
+ORDER BY run_at LIMIT 1
+"""
+
+STAGE_JOBS = """UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND run_at <= ?2
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2
@@ -54,7 +65,7 @@ WHERE id = ?3 AND status = 'running' AND attempt = ?4
 RETRY_JOB = """UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
-    run_at = ?3, runner = NULL,
+    run_at = ?3, scheduled = ?3 > ?2, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN ?2 END,
     updated_at = ?2
 WHERE id = ?4 AND status = 'running' AND attempt = ?5
@@ -63,7 +74,7 @@ WHERE id = ?4 AND status = 'running' AND attempt = ?5
 SNOOZE_JOB = """UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     max_attempts = max_attempts + 1,
-    run_at = ?1, runner = NULL,
+    run_at = ?1, scheduled = ?1 > ?2, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN ?2 END,
     updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
@@ -78,7 +89,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE ?1 END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
-    run_at = ?2,
+    run_at = ?2, scheduled = 0,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ?2 END,
     updated_at = ?2
@@ -90,7 +101,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE ?1 END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
-    run_at = ?2,
+    run_at = ?2, scheduled = 0,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ?2 END,
     updated_at = ?2
@@ -105,7 +116,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
     error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE ?1 END,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
-    run_at = ?2,
+    run_at = ?2, scheduled = 0,
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ?2 END,
     updated_at = ?2
@@ -241,6 +252,58 @@ class GetJobRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class GetJobRecordRow:
+    """A row that GetJobRecord returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRow:
+    """A row that ListJobs returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class CountJobsRow:
     """A row that CountJobs returns."""
 
@@ -327,7 +390,8 @@ class Querier:
     ) -> list[ClaimNextJobRow]:
         """ClaimNextJob marks up to max_jobs ready jobs of queue running for runner,
         lowest priority first and oldest first within one, and returns them with
-        their new attempt. A job is ready once its run_at is not later than now.
+        their new attempt. Only ready jobs are claimed: a scheduled job becomes
+        ready when StageJobs finds its run_at has come.
         RETURNING does not keep the subquery's order: callers sort by (priority, seq).
         """
         cur = self._conn.execute(
@@ -358,8 +422,8 @@ class Querier:
         *,
         queue: str,
     ) -> NextRunAtRow | None:
-        """NextRunAt returns the earliest run_at among the queued jobs of queue: an
-        idle runner sleeps until then at most.
+        """NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+        an idle runner sleeps until then at most.
         """
         cur = self._conn.execute(
             NEXT_RUN_AT,
@@ -371,6 +435,24 @@ class Querier:
         return NextRunAtRow(
             run_at=row[0],
         )
+
+    def stage_jobs(
+        self,
+        *,
+        queue: str,
+        now: str,
+    ) -> int:
+        """StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+        be claimed.
+        """
+        cur = self._conn.execute(
+            STAGE_JOBS,
+            (
+                queue,
+                now,
+            ),
+        )
+        return cur.rowcount
 
     def publish_job_result(
         self,
@@ -667,7 +749,7 @@ class Querier:
         self,
         *,
         id: str,
-    ) -> models.Job | None:
+    ) -> GetJobRecordRow | None:
         """GetJobRecord reads the whole record of one job."""
         cur = self._conn.execute(
             GET_JOB_RECORD,
@@ -676,7 +758,7 @@ class Querier:
         row = cur.fetchone()
         if row is None:
             return None
-        return models.Job(
+        return GetJobRecordRow(
             seq=row[0],
             id=row[1],
             kind=row[2],
@@ -707,7 +789,7 @@ class Querier:
         kind: str | None,
         queue: str | None,
         max_jobs: int,
-    ) -> list[models.Job]:
+    ) -> list[ListJobsRow]:
         """ListJobs reads the records of up to max_jobs jobs with seq below before,
         newest first, that match every filter given (a null filter matches all).
         The primary key gives the order, so a page costs the same at any depth.
@@ -723,7 +805,7 @@ class Querier:
             ),
         )
         return [
-            models.Job(
+            ListJobsRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],

@@ -25,6 +25,7 @@ class Job:
     max_attempts: int
     timeout: float | None
     cancel_requested: int
+    scheduled: int
     run_at: str
     created_at: str
     started_at: str | None
