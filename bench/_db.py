@@ -262,7 +262,7 @@ class SQLiteDatabase(Database):
 
     def count(self, status: str) -> int:
         row = self._conn.execute(
-            "SELECT count(*) FROM jobs WHERE status = ?", (status,)
+            "SELECT count(*) FROM jobs WHERE status = ? AND kind <> ?", (status, WAITING_KIND)
         ).fetchall()[0]
         return int(row[0])
 
@@ -531,7 +531,7 @@ class PostgresDatabase(Database):
 
     def count(self, status: str) -> int:
         row = self._conn.execute(
-            "SELECT count(*) FROM jobs WHERE status = %s", (status,)
+            "SELECT count(*) FROM jobs WHERE status = %s AND kind <> %s", (status, WAITING_KIND)
         ).fetchone()
         return int(row[0])
 
