@@ -44,12 +44,15 @@ class CancelWatch:
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._astopping.wait(), self._interval)
-            if self._stopping.is_set() or not self._busy():
-                continue
-            try:
-                requests = await self._store.engine.aread(ListCancelRequests(self._runner))
-            except Exception:
-                self._logger.exception("read cancel requests", extra={"runner": self._runner})
-                continue
-            for job_id, attempt in requests.items():
-                self._cancel(job_id, attempt)
+            if not self._stopping.is_set() and self._busy():
+                await self.check()
+
+    async def check(self) -> None:
+        """Reads the cancel requests once and hands them on; logs a failed read."""
+        try:
+            requests = await self._store.engine.aread(ListCancelRequests(self._runner))
+        except Exception:
+            self._logger.exception("read cancel requests", extra={"runner": self._runner})
+            return
+        for job_id, attempt in requests.items():
+            self._cancel(job_id, attempt)
