@@ -116,7 +116,8 @@ WHERE status = 'running' AND runner = @runner;
 -- name: InterruptJobsOfDeadRunners :execrows
 -- InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
 -- of the running jobs of every runner whose heartbeat is older than cutoff,
--- or that no longer has a row.
+-- or that no longer has a row; never those of runner, the runner that asks,
+-- which is alive.
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
@@ -127,9 +128,9 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now
 WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
+    AND (runner IS NULL OR (runner <> @runner AND runner NOT IN (
         SELECT name FROM runners WHERE heartbeat_at >= @cutoff
-    ));
+    )));
 
 -- name: InterruptJob :execrows
 -- InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
@@ -226,5 +227,6 @@ FROM runners WHERE name = @name;
 DELETE FROM runners WHERE name = @name;
 
 -- name: DeleteDeadRunners :execrows
--- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff.
-DELETE FROM runners WHERE heartbeat_at < @cutoff;
+-- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
+-- never name, the runner that asks.
+DELETE FROM runners WHERE heartbeat_at < @cutoff AND name <> @name;

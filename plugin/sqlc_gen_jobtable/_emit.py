@@ -7,15 +7,30 @@ shape the formatter keeps.
 """
 
 import dataclasses
-import keyword
 import pathlib
 import re
 
-from ._request import Column, Query, Request, RequestError, Table
-from ._types import HELPERS, PyType, python_type
+from . import _naming as naming
+from ._module import Text, assemble
+from ._options import Options
+from ._request import Column, Enum, Query, Request, RequestError, Table
+from ._sql import postgres_sql, sqlite_slices
+from ._types import ALIASES, HELPER_NEEDS, HELPERS, PyType, TypeMap
 
-_COMMANDS = (":one", ":many", ":exec", ":execrows", ":execlastid", ":batchexec")
-_DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",)}
+__all__ = ["Options", "generate"]
+
+_COMMANDS = (
+    ":one",
+    ":many",
+    ":exec",
+    ":execrows",
+    ":execlastid",
+    ":execresult",
+    ":batchexec",
+    ":batchone",
+    ":batchmany",
+    ":copyfrom",
+)
 # Two short aliases rather than one long one: each fits on a line at any line
 # length from ruff's default of 88 up, so ruff format leaves them as they are.
 _JSON_ALIAS = (
@@ -26,74 +41,24 @@ _JSON_ALIAS = (
 # without end) and Python 3.11 has no ``type`` statement; pydantic's own
 # JsonValue is the same type, spelled so that both pydantic and mypy take it.
 _PYDANTIC_JSON_ALIAS = "JSONValue: TypeAlias = pydantic.JsonValue"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Options:
-    """The plugin options of one codegen entry in sqlc.yaml."""
-
-    driver: str
-    models: str
-    emit_async: bool
-    emit_schema: bool
-
-    @staticmethod
-    def parse(request: Request) -> "Options":
-        """Returns the options of request, or raises RequestError naming the bad one."""
-        options = dict(request.options)
-        drivers = _DRIVERS.get(request.engine)
-        if drivers is None:
-            raise RequestError(
-                f"engine {request.engine!r} is not supported: want sqlite or postgresql"
-            )
-        driver = options.pop("driver", drivers[0])
-        if driver not in drivers:
-            raise RequestError(
-                f"option driver: {driver!r} does not fit engine {request.engine}: want {drivers[0]}"
-            )
-        models = options.pop("models", "dataclass")
-        if models not in ("dataclass", "pydantic"):
-            raise RequestError(f"option models: {models!r}: want dataclass or pydantic")
-        emit_async = options.pop("emit_async", "false")
-        if emit_async not in ("true", "false"):
-            raise RequestError(f"option emit_async: {emit_async!r}: want true or false")
-        if emit_async == "true" and driver != "psycopg":
-            raise RequestError("option emit_async: only the psycopg driver has async connections")
-        emit_schema = options.pop("emit_schema", "false")
-        if emit_schema not in ("true", "false"):
-            raise RequestError(f"option emit_schema: {emit_schema!r}: want true or false")
-        if options:
-            raise RequestError(f"unknown options: {', '.join(sorted(options))}")
-        return Options(driver, models, emit_async == "true", emit_schema == "true")
-
-
-def _snake(name: str) -> str:
-    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    return re.sub(r"\W+", "_", name).strip("_").lower()
-
-
-def _pascal(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9A-Za-z]+", name))
-
-
-def _singular(name: str) -> str:
-    if name.endswith("ies"):
-        return name[:-3] + "y"
-    if name.endswith(("sses", "xes", "ches", "shes")):
-        return name[:-2]
-    if name.endswith("s") and not name.endswith("ss"):
-        return name[:-1]
-    return name
-
-
-def _identifier(name: str) -> str:
-    ident = re.sub(r"\W+", "_", name).strip("_").lower() or "param"
-    if ident[0].isdigit():
-        ident = "p" + ident
-    if keyword.iskeyword(ident) or ident in ("self", "row", "rows", "cur"):
-        ident += "_"
-    return ident
+# Attributes of pydantic.BaseModel that a field must not replace.
+_PYDANTIC_TAKEN = frozenset(
+    {
+        "construct",
+        "copy",
+        "dict",
+        "fields",
+        "from_orm",
+        "json",
+        "parse_file",
+        "parse_obj",
+        "parse_raw",
+        "schema",
+        "schema_json",
+        "update_forward_refs",
+        "validate",
+    }
+)
 
 
 def _header(request: Request, source: str | None) -> list[str]:
@@ -107,229 +72,282 @@ def _header(request: Request, source: str | None) -> list[str]:
     return lines
 
 
-def _imports(stdlib: set[str], third_party: list[str], local: list[str]) -> list[str]:
-    lines: list[str] = []
-    groups = [
-        sorted(f"import {m}" for m in stdlib if " " not in m)
-        + sorted(m for m in stdlib if " " in m),
-        third_party,
-        local,
-    ]
-    for group in groups:
-        if group:
-            if lines:
-                lines.append("")
-            lines.extend(group)
-    return lines
-
-
 def _string(text: str) -> str:
     return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
 
 
-def _docstring(lines: list[str], indent: str) -> list[str]:
-    text = [line.strip() for line in lines]
-    while text and not text[-1]:
-        text.pop()
-    if not text:
+def _quote(text: str) -> str:
+    """Returns text as a double-quoted Python string literal."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"')
+    out = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", out)
+    return f'"{out}"'
+
+
+def _docstring(lines: list[str], indent: str, text: Text) -> list[str]:
+    body = [line.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"') for line in lines]
+    while body and not body[-1]:
+        body.pop()
+    while body and not body[0]:
+        body.pop(0)
+    if not body:
         return []
-    if len(text) == 1:
-        return [f'{indent}"""{text[0]}"""']
+    if len(body) == 1:
+        one = body[0] + (" " if body[0].endswith('"') else "")
+        return [f'{indent}"""{text.hold(one)}"""']
     return [
-        f'{indent}"""{text[0]}',
-        *[f"{indent}{t}" if t else "" for t in text[1:]],
-        f'{indent}"""',
+        indent
+        + '"""'
+        + text.hold("\n".join([body[0], *[f"{indent}{t}" if t else "" for t in body[1:]]]))
+        + "\n"
+        + f'{indent}"""'
     ]
-
-
-def _split_imports(types: list[PyType]) -> tuple[set[str], bool]:
-    stdlib: set[str] = set()
-    needs_psycopg_json = False
-    for t in types:
-        for module in t.imports:
-            if module.startswith("psycopg"):
-                needs_psycopg_json = True
-            else:
-                stdlib.add(module)
-    return stdlib, needs_psycopg_json
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Field:
     name: str
     type: PyType
+    # A field that holds an embedded model: its class and its columns' types.
+    embed: str = ""
+    embed_fields: tuple["_Field", ...] = ()
+    # The SQL name, when pydantic needs it as the alias of a renamed field.
+    alias: str = ""
 
 
-def _fields(engine: str, columns: tuple[Column, ...], where: str) -> list[_Field]:
-    fields: list[_Field] = []
-    seen: set[str] = set()
-    for column in columns:
-        name = _identifier(column.name)
-        if name in seen:
-            raise RequestError(f"{where}: two result columns are named {column.name!r}: alias one")
-        seen.add(name)
-        fields.append(_Field(name, python_type(engine, column, f"{where}")))
-    return fields
+class _Names:
+    """The Python names of the request's tables and enums, checked for clashes."""
+
+    def __init__(self, request: Request, options: Options) -> None:
+        self.options = options
+        self.tables: dict[tuple[str, str], str] = {}
+        self.enums: dict[tuple[str, str], str] = {}
+        owners: dict[str, str] = {}
+
+        def claim(name: str, owner: str) -> None:
+            if name in owners:
+                raise RequestError(
+                    f"{owner} and {owners[name]} both make the class {name}: "
+                    "give one another name with the rename option"
+                )
+            owners[name] = owner
+
+        for enum in request.enums:
+            qualified = f"{enum.schema}.{enum.name}" if enum.schema else enum.name
+            name = self._rename(qualified) or naming.pascal(
+                f"{enum.schema}_{enum.name}" if enum.schema else enum.name
+            )
+            claim(name, f"enum {qualified}")
+            self.enums[(enum.schema, enum.name.lower())] = name
+        for table in request.tables:
+            qualified = f"{table.schema}.{table.name}" if table.schema else table.name
+            base = table.name if options.emit_exact_table_names else naming.singular(table.name)
+            name = self._rename(qualified) or naming.pascal(
+                f"{table.schema}_{base}" if table.schema else base
+            )
+            claim(name, f"table {qualified}")
+            self.tables[(table.schema, table.name)] = name
+        for reserved in ("JSONValue", "JSONScalar", "Inet", "ExecResult"):
+            if reserved in owners:
+                raise RequestError(
+                    f"{owners[reserved]} makes the class {reserved}, a name the generated "
+                    "code uses: give it another name with the rename option"
+                )
+
+    def _rename(self, qualified: str) -> str:
+        return self.options.rename.get(qualified, "")
+
+    def field(self, column: Column, owner: str = "") -> str:
+        """Returns the Python name of a column or parameter: renamed by table.column."""
+        table = owner or column.table
+        name = column.original_name or column.name
+        keys = [f"{table}.{name}"]
+        if column.table_schema:
+            keys.insert(0, f"{column.table_schema}.{table}.{name}")
+        for key in keys:
+            if table and key in self.options.rename and column.name == name:
+                return self.options.rename[key]
+        return naming.identifier(column.name)
 
 
-def _class_lines(name: str, doc: str, fields: list[_Field], models: str) -> list[str]:
+class _Context:
+    def __init__(self, request: Request, options: Options) -> None:
+        self.request = request
+        self.options = options
+        self.names = _Names(request, options)
+        self.types = TypeMap(
+            engine=request.engine,
+            default_schema=request.default_schema,
+            enums=self.names.enums,
+            overrides=options.overrides,
+            composites=frozenset(request.composites),
+        )
+        self.override_modules = tuple(sorted({o.module for o in options.overrides if o.module}))
+        self.aliases: set[str] = set()
+
+    def table(self, schema: str, name: str) -> Table | None:
+        schema = "" if schema in (self.request.default_schema, "public", "main") else schema
+        for table in self.request.tables:
+            if table.schema == schema and table.name == name:
+                return table
+        return None
+
+    def fields(
+        self, columns: tuple[Column, ...], where: str, owner: str = "", outer: bool = False
+    ) -> list[_Field]:
+        """Returns the fields of columns; a repeated name gets _2, _3 as sqlc-gen-go does.
+
+        outer tells that the query has an outer join, so an embedded table may
+        be missing from a row: its field is then optional.
+        """
+        fields: list[_Field] = []
+        seen: set[str] = set()
+        for column in columns:
+            if column.embed_table:
+                table = self.table(column.embed_schema, column.embed_table)
+                if table is None:
+                    raise RequestError(
+                        f"{where}: sqlc.embed({column.embed_table}): no such table in the schema"
+                    )
+                cls = self.names.tables[(table.schema, table.name)]
+                inner = self.fields(table.columns, f"table {table.name}", owner=table.name)
+                name = naming.identifier(naming.snake(cls))
+                annotation = f"models.{cls}" + (" | None" if outer else "")
+                field = _Field(name, PyType(annotation), cls, tuple(inner))
+            else:
+                name = self.names.field(column, owner)
+                py = self.types.python_type(column, where, owner)
+                field = _Field(name, py, alias=column.name)
+            base, n = field.name, 2
+            while field.name in seen:
+                field = dataclasses.replace(field, name=f"{base}_{n}")
+                n += 1
+            seen.add(field.name)
+            self.aliases.update(field.type.aliases)
+            fields.append(field)
+        return fields
+
+
+def _class_lines(
+    name: str, doc: str, fields: list[_Field], models: str, text: Text, annotate: bool = True
+) -> list[str]:
     lines: list[str] = []
     if models == "pydantic":
         lines.append(f"class {name}(pydantic.BaseModel):")
     else:
         lines += ["@dataclasses.dataclass(frozen=True, slots=True)", f"class {name}:"]
-    lines.append(f'    """{doc}"""')
+    lines += _docstring([doc], "    ", text)
     lines.append("")
     if models == "pydantic":
-        lines += ["    model_config = pydantic.ConfigDict(frozen=True)", ""]
+        renamed = [f for f in fields if f.name in _PYDANTIC_TAKEN or f.name.startswith("model_")]
+        if renamed:
+            lines += [
+                "    model_config = pydantic.ConfigDict(frozen=True, populate_by_name=True)",
+                "",
+            ]
+        else:
+            lines += ["    model_config = pydantic.ConfigDict(frozen=True)", ""]
+        for f in fields:
+            if f in renamed:
+                lines.append(
+                    f"    {f.name}_: {f.type.annotation} = "
+                    f"pydantic.Field(alias={text.hold(_quote(f.alias or f.name))})"
+                )
+            else:
+                lines.append(f"    {f.name}: {f.type.annotation}")
+        return lines
     lines += [f"    {f.name}: {f.type.annotation}" for f in fields]
     return lines
 
 
-def _model_imports(models: str) -> tuple[set[str], list[str]]:
-    if models == "pydantic":
-        return set(), ["import pydantic"]
-    return {"dataclasses"}, []
+def _attr(field: _Field, models: str) -> str:
+    """Returns the attribute name of field in a class of the models mode."""
+    if models == "pydantic" and (field.name in _PYDANTIC_TAKEN or field.name.startswith("model_")):
+        return field.name + "_"
+    return field.name
 
 
-def _uses_json(types: list[PyType]) -> bool:
-    return any("JSONValue" in t.annotation for t in types)
+def _enum_lines(enum: Enum, name: str, text: Text) -> list[str]:
+    doc = enum.comment.strip() or f"The values of the {enum.name} enum."
+    lines = [f"class {name}(enum.StrEnum):", *_docstring([doc], "    ", text), ""]
+    taken: set[str] = set()
+    lines += [f"    {naming.enum_member(v, taken)} = {text.hold(_quote(v))}" for v in enum.values]
+    if not enum.values:
+        lines.append("    pass")
+    return lines
 
 
-def models_module(request: Request, options: Options) -> str:
-    """Returns the models module: one class per table."""
+def _models_module(ctx: _Context, text: Text) -> str:
+    request, options = ctx.request, ctx.options
+    body: list[str] = []
+    taken: set[str] = set()
     classes: list[list[str]] = []
-    types: list[PyType] = []
-    for table in sorted(request.tables, key=lambda t: t.name):
-        fields = _fields(request.engine, table.columns, f"table {table.name}")
-        types += [f.type for f in fields]
+    for enum in sorted(request.enums, key=lambda e: (e.schema, e.name)):
+        name = ctx.names.enums[(enum.schema, enum.name.lower())]
+        classes.append(_enum_lines(enum, name, text))
+        taken.add(name)
+    for table in sorted(request.tables, key=lambda t: (t.schema, t.name)):
+        where = f"table {table.schema + '.' if table.schema else ''}{table.name}"
+        fields = ctx.fields(table.columns, where, owner=table.name)
         doc = table.comment.strip() or f"A row of the {table.name} table."
-        classes.append(_class_lines(_pascal(_singular(table.name)), doc, fields, options.models))
-    stdlib, _ = _split_imports(types)
-    model_stdlib, third_party = _model_imports(options.models)
-    stdlib |= model_stdlib
-    if _uses_json(types):
-        stdlib.add("typing TypeAlias")
-    lines = _header(request, None)
-    lines += ['"""Row types of the tables in the schema."""', ""]
-    lines += _imports(
-        {m if " " not in m else "from typing import TypeAlias" for m in stdlib}, third_party, []
-    )
-    if _uses_json(types):
-        lines += ["", _PYDANTIC_JSON_ALIAS if options.models == "pydantic" else _JSON_ALIAS]
+        name = ctx.names.tables[(table.schema, table.name)]
+        taken |= {name, *(f.name for f in fields)}
+        classes.append(_class_lines(name, doc, fields, options.models, text))
+    aliases: list[str] = []
+    if "JSONValue" in ctx.aliases:
+        aliases.append(_PYDANTIC_JSON_ALIAS if options.models == "pydantic" else _JSON_ALIAS)
+    for alias in sorted(ctx.aliases - {"JSONValue"}):
+        aliases.append(ALIASES[alias])
+    if aliases:
+        body += ["", *aliases]
     for cls in classes:
-        lines += ["", "", *cls]
-    return "\n".join(lines) + "\n"
+        body += ["", "", *cls]
+    code = "\n".join(body)
+    # The models module refers to its own classes unqualified.
+    code = re.sub(r"(?<![\w.])models\.", "", code)
+    head = [*_header(request, None), '"""Row types of the tables in the schema."""']
+    return assemble(
+        head, code.split("\n") if code else [], text, taken, ctx.override_modules, False
+    )
 
 
-def _table_for(request: Request, query: Query) -> Table | None:
+def _table_for(ctx: _Context, query: Query) -> Table | None:
     """Returns the table whose columns query returns exactly, if any."""
-    for table in request.tables:
+    for table in ctx.request.tables:
         if len(table.columns) != len(query.columns):
             continue
         if all(
             q.name == t.name
             and q.type_name == t.type_name
             and q.not_null == t.not_null
+            and q.is_array == t.is_array
             and q.table == table.name
+            and ctx.table(q.table_schema, q.table) is table
+            and not q.embed_table
             for q, t in zip(query.columns, table.columns, strict=True)
         ):
             return table
     return None
 
 
-def _params(request: Request, query: Query, where: str) -> list[tuple[int, _Field]]:
+def _params(ctx: _Context, query: Query, where: str) -> list[tuple[int, _Field]]:
     params: list[tuple[int, _Field]] = []
     seen: set[str] = set()
     for param in sorted(query.params, key=lambda p: p.number):
-        if param.column.is_sqlc_slice:
-            raise RequestError(
-                f"{where}: parameter {param.column.name!r}: sqlc.slice is not supported"
-            )
-        name = _identifier(param.column.name or f"p{param.number}")
+        column = param.column
+        name = ctx.names.field(column) if column.name else f"p{param.number}"
         while name in seen:
             name = f"{name}_{param.number}"
         seen.add(name)
-        params.append(
-            (
-                param.number,
-                _Field(name, python_type(request.engine, param.column, f"{where}: parameter")),
-            )
-        )
+        py = ctx.types.python_type(column, f"{where}: parameter")
+        if column.is_sqlc_slice:
+            # A list, each value converted as a single one would be.
+            encode = "{}"
+            if py.encode != "{}":
+                encode = "[" + py.encode.replace("{}", "v") + " for v in {}]"
+            py = PyType(f"list[{py.annotation}]", encode=encode, aliases=py.aliases)
+        ctx.aliases.update(py.aliases)
+        params.append((param.number, _Field(name, py)))
     return params
-
-
-# One lexical unit of SQL that may hold text looking like a placeholder without
-# being one: a quoted string or identifier, a dollar-quoted string or a
-# comment. Anything else is code, scanned character by character.
-_POSTGRES_OPAQUE = re.compile(
-    r"""
-    [Ee]'(?:[^'\\]|\\.|'')*'                                 # escape string
-    | '(?:[^']|'')*'                                         # string; '' is a quote
-    | "(?:[^"]|"")*"                                         # quoted identifier
-    | (?P<tag>\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$)(?s:.*?)(?P=tag)  # dollar quotes
-    | --[^\n]*                                               # line comment
-    | /\*(?s:.*?)\*/                                          # block comment, not nested
-    """,
-    re.VERBOSE,
-)
-_PLACEHOLDER = re.compile(r"\$(\d+)")
-
-
-def _opaque_at(text: str, i: int, where: str) -> int:
-    """Returns the end of the opaque unit starting at i, or i when there is none.
-
-    A unit starts only where a word does not: in a$1 or name$tag$ the $ is
-    part of the name, in name' the E prefix of an escape string cannot be.
-    """
-    if text[i] not in "'\"$-/Ee" or (
-        text[i] in "$Ee" and i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$")
-    ):
-        return i
-    match = _POSTGRES_OPAQUE.match(text, i)
-    if match is not None:
-        return match.end()
-    if text[i] in "'\"" or text.startswith("/*", i):
-        raise RequestError(f"{where}: unterminated quote or comment in the SQL")
-    return i
-
-
-def _postgres_sql(text: str, names: dict[int, str], where: str) -> str:
-    """Rewrites $N placeholders as psycopg's %(name)s, doubling literal percent signs.
-
-    Strings, quoted identifiers and comments keep their $N, since PostgreSQL
-    reads no placeholder there; psycopg reads % everywhere, so every literal
-    percent sign is doubled.
-    """
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        end = _opaque_at(text, i, where)
-        if end > i:
-            out.append(text[i:end].replace("%", "%%"))
-            i = end
-            continue
-        match = _PLACEHOLDER.match(text, i)
-        if match is not None and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_$")):
-            number = int(match.group(1))
-            if number not in names:
-                raise RequestError(f"{where}: ${number} has no parameter")
-            out.append(f"%({names[number]})s")
-            i = match.end()
-        else:
-            out.append("%%" if text[i] == "%" else text[i])
-            i += 1
-    return "".join(out)
-
-
-@dataclasses.dataclass
-class _QueryCode:
-    constant: list[str]
-    row_class: list[str]
-    method: list[str]
-    async_method: list[str]
-    types: list[PyType]
-    uses_models: bool
 
 
 # The longest line the generated code keeps joined. Up to ruff's default of
@@ -349,128 +367,299 @@ def _item(indent: str, prefix: str, template: str, value: str) -> list[str]:
 
 
 def _call_args(
-    driver: str, params: list[tuple[int, _Field]], indent: str, owner: str = ""
+    driver: str, params: list[tuple[int, _Field]], indent: str, owner: str = "", models: str = ""
 ) -> list[str]:
-    """Returns the lines of the parameters argument; owner prefixes each value (``row.``)."""
+    """Returns the lines of the parameters argument.
+
+    owner prefixes each value (``row.``), which then names an attribute of a
+    params class of the models mode.
+    """
     if not params:
         return []
+
+    def value(f: _Field) -> str:
+        return owner + (_attr(f, models) if owner else f.name)
+
     if driver == "sqlite3":
         if len(params) == 1 and params[0][1].type.encode == "{}":
-            return [f"{indent}({owner}{params[0][1].name},),"]
+            return [f"{indent}({value(params[0][1])},),"]
         inner = [
-            line
-            for _, f in params
-            for line in _item(indent + "    ", "", f.type.encode, owner + f.name)
+            line for _, f in params for line in _item(indent + "    ", "", f.type.encode, value(f))
         ]
         return [f"{indent}(", *inner, f"{indent}),"]
     inner = [
         line
         for _, f in params
-        for line in _item(indent + "    ", f'"{f.name}": ', f.type.encode, owner + f.name)
+        for line in _item(indent + "    ", f'"{f.name}": ', f.type.encode, value(f))
     ]
     return [f"{indent}{{", *inner, f"{indent}}},"]
 
 
-def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
-    where = f"query {query.name} ({query.filename})"
+def _construct(
+    row_type: str, fields: list[_Field], indent: str, models: str, start: int = 0
+) -> list[str]:
+    """Returns the lines of a row constructor, the first without indent, from row[start]."""
+    lines = [f"{row_type}("]
+    i = start
+    for f in fields:
+        if f.embed:
+            inner = _construct(
+                f"models.{f.embed}", list(f.embed_fields), indent + "    ", models, i
+            )
+            if f.type.annotation.endswith("| None"):
+                # Every column NULL: the outer join found no row of the table.
+                stop = i + len(f.embed_fields)
+                lines += [
+                    f"    {_attr(f, models)}=None",
+                    f"    if _all_null(row[{i}:{stop}])",
+                    f"    else {inner[0]}",
+                ]
+            else:
+                lines.append(f"    {_attr(f, models)}={inner[0]}")
+            lines += [f"    {line}" for line in inner[1:-1]]
+            lines.append("    ),")
+            i += len(f.embed_fields)
+            continue
+        lines += [
+            line.removeprefix(indent)
+            for line in _item(indent + "    ", f"{_attr(f, models)}=", f.type.decode, f"row[{i}]")
+        ]
+        i += 1
+    lines.append(")")
+    return lines
+
+
+@dataclasses.dataclass
+class _QueryCode:
+    constant: list[str]
+    row_class: list[str]
+    method: list[str]
+    async_method: list[str]
+    names: set[str]
+
+
+def _check_command(ctx: _Context, query: Query, where: str) -> None:
+    driver = ctx.options.driver
     if query.cmd not in _COMMANDS:
         raise RequestError(
             f"{where}: command {query.cmd} is not supported: want one of " + ", ".join(_COMMANDS)
         )
-    if query.cmd == ":execlastid" and options.driver == "psycopg":
+    if query.cmd == ":execlastid" and driver == "psycopg":
         raise RequestError(
             f"{where}: :execlastid needs SQLite; on PostgreSQL use RETURNING with :one"
         )
-    if query.cmd in (":one", ":many") and not query.columns:
+    if query.cmd in (":one", ":many", ":batchone", ":batchmany") and not query.columns:
         raise RequestError(f"{where}: {query.cmd} needs a query that returns columns")
-    if query.cmd == ":batchexec" and (query.columns or not query.params):
+    if query.cmd in (":batchone", ":batchmany") and driver == "sqlite3":
         raise RequestError(
-            f"{where}: :batchexec runs one statement per row of parameters: "
+            f"{where}: {query.cmd} needs PostgreSQL, where psycopg pipelines the statements; "
+            "SQLite runs in the process, so call a :one or :many query in a loop"
+        )
+    if query.cmd in (":batchexec", ":batchone", ":batchmany", ":copyfrom") and not query.params:
+        raise RequestError(
+            f"{where}: {query.cmd} runs one statement per row of parameters: it needs parameters"
+        )
+    if query.cmd in (":batchexec", ":copyfrom") and query.columns:
+        raise RequestError(
+            f"{where}: {query.cmd} runs one statement per row of parameters: "
             "it needs parameters and returns nothing"
         )
-    constant_name = _snake(query.name).upper()
-    params = _params(request, query, where)
-    text = query.text.strip()
-    if options.driver == "psycopg":
-        text = _postgres_sql(text, {n: f.name for n, f in params}, where)
-    elif len({p.column.is_named_param for p in query.params}) > 1:
-        # sqlc then numbers the parameters in an order SQLite does not bind
-        # them in (WHERE id > @after LIMIT ? becomes WHERE id > ? LIMIT ?
-        # with limit as parameter 1), so the query would bind wrong values.
-        raise RequestError(
-            f"{where}: the SQL mixes named parameters (@name, sqlc.arg, sqlc.narg) "
-            "with bare ?, which sqlc numbers out of order on SQLite: name every "
-            "parameter or none"
+    if query.cmd != ":one" and query.cmd != ":many" and any(c.embed_table for c in query.columns):
+        raise RequestError(f"{where}: sqlc.embed needs :one or :many")
+    if (
+        any(p.column.is_sqlc_slice for p in query.params)
+        and query.cmd
+        in (
+            ":batchexec",
+            ":batchone",
+            ":batchmany",
+            ":copyfrom",
         )
-    constant = [f"{constant_name} = {_string(text)}"]
-    types = [f.type for _, f in params]
+        and driver == "sqlite3"
+    ):
+        raise RequestError(f"{where}: sqlc.slice cannot be used in a {query.cmd} query on SQLite")
+
+
+# An outer join may leave the tables of one side out of a row; found in the
+# text as a whole, so a false find only makes an embedded field optional.
+_OUTER_JOIN = re.compile(r"\b(LEFT|RIGHT|FULL)\s+(OUTER\s+)?JOIN\b", re.IGNORECASE)
+
+
+_COPY = re.compile(
+    r"\s*INSERT\s+INTO\s+(?P<table>[\w.\"]+)\s*\((?P<columns>[^)]*)\)\s*VALUES\s*"
+    r"\((?P<values>\s*\$\d+\s*(?:,\s*\$\d+\s*)*)\)\s*;?\s*",
+    re.IGNORECASE,
+)
+
+
+def _copy_sql(query: Query, params: list[tuple[int, _Field]], where: str) -> str:
+    match = _COPY.fullmatch(query.text)
+    if match is None:
+        raise RequestError(
+            f"{where}: :copyfrom needs INSERT INTO table (columns) VALUES ($1, $2, ...) "
+            "with a parameter for each column and nothing else"
+        )
+    columns = [c.strip() for c in match.group("columns").split(",")]
+    values = [int(v.strip()[1:]) for v in match.group("values").split(",")]
+    if len(columns) != len(values) or sorted(values) != [n for n, _ in params]:
+        raise RequestError(f"{where}: :copyfrom needs one parameter for each column, each once")
+    order = dict(zip(values, columns, strict=True))
+    names = ", ".join(order[n] for n, _ in params)
+    return f"COPY {match.group('table')} ({names}) FROM STDIN"
+
+
+def _query_code(ctx: _Context, query: Query, text: Text) -> _QueryCode:
+    options = ctx.options
+    where = f"query {query.name} ({query.filename})"
+    _check_command(ctx, query, where)
+    constant_name = naming.constant(query.name)
+    params = _params(ctx, query, where)
+    sql = query.text.strip()
+    slice_params: list[str] = []
+    arg_order: list[tuple[int, _Field]] = params
+    if query.cmd == ":copyfrom" and options.driver == "psycopg":
+        sql = _copy_sql(query, params, where)
+    elif options.driver == "psycopg":
+        sql = postgres_sql(sql, {n: f.name for n, f in params}, where)
+    else:
+        slice_numbers = {p.number for p in query.params if p.column.is_sqlc_slice}
+        if slice_numbers:
+            sql, order = sqlite_slices(sql, query, where)
+            by_number = dict(params)
+            arg_order = [(n, by_number[n]) for n in order]
+            slice_params = [by_number[n].name for n in sorted(slice_numbers)]
+        elif len({p.column.is_named_param for p in query.params}) > 1:
+            # sqlc then numbers the parameters in an order SQLite does not bind
+            # them in (WHERE id > @after LIMIT ? becomes WHERE id > ? LIMIT ?
+            # with limit as parameter 1), so the query would bind wrong values.
+            raise RequestError(
+                f"{where}: the SQL mixes named parameters (@name, sqlc.arg, sqlc.narg) "
+                "with bare ?, which sqlc numbers out of order on SQLite: name every "
+                "parameter or none"
+            )
+    constant = [f"{constant_name} = {text.hold(_string(sql))}"]
+    names: set[str] = {constant_name, *(f.name for _, f in params)}
     row_class: list[str] = []
     row_fields: list[_Field] = []
     row_type = ""
-    uses_models = False
-    if query.cmd in (":one", ":many"):
-        row_fields = _fields(request.engine, query.columns, where)
-        types += [f.type for f in row_fields]
-        table = _table_for(request, query)
-        if table is not None:
-            row_type = f"models.{_pascal(_singular(table.name))}"
-            uses_models = True
+    value: _Field | None = None
+    returns_rows = query.cmd in (":one", ":many", ":batchone", ":batchmany")
+    if returns_rows:
+        outer = bool(_OUTER_JOIN.search(query.text))
+        row_fields = ctx.fields(query.columns, where, outer=outer)
+        names |= {f.name for f in row_fields}
+        table = _table_for(ctx, query)
+        single = len(row_fields) == 1 and not row_fields[0].embed
+        if (
+            single
+            and not options.emit_one_column_rows
+            and (query.cmd in (":many", ":batchmany") or query.columns[0].not_null)
+        ):
+            # One column: the value itself, as sqlc-gen-go returns it. A :one
+            # of a nullable column keeps its row, so that NULL and no row differ.
+            value = row_fields[0]
+            row_type = value.type.annotation
+        elif table is not None:
+            row_type = f"models.{ctx.names.tables[(table.schema, table.name)]}"
         else:
-            row_type = f"{_pascal(query.name)}Row"
+            row_type = f"{naming.pascal(query.name)}Row"
             row_class = _class_lines(
-                row_type, f"A row that {query.name} returns.", row_fields, options.models
+                row_type, f"A row that {query.name} returns.", row_fields, options.models, text
             )
-    params_type = f"{_pascal(query.name)}Params"
-    if query.cmd == ":batchexec":
-        row_class = _class_lines(
+            names.add(row_type)
+    params_type = f"{naming.pascal(query.name)}Params"
+    batch = query.cmd in (":batchexec", ":batchone", ":batchmany", ":copyfrom")
+    if batch:
+        row_class += ([""] * 2 if row_class else []) + _class_lines(
             params_type,
             f"The parameters of one statement of {query.name}.",
             [f for _, f in params],
             options.models,
+            text,
         )
+        names.add(params_type)
+    if query.cmd == ":execresult":
+        names.add("ExecResult")
     returns = {
         ":batchexec": "None",
-        ":one": f"{row_type} | None",
+        ":batchone": f"list[{row_type} | None]",
+        ":batchmany": f"list[list[{row_type}]]",
+        ":copyfrom": "int",
+        ":one": f"{row_type} | None" if not row_type.endswith("| None") else row_type,
         ":many": f"list[{row_type}]",
         ":exec": "None",
         ":execrows": "int",
         ":execlastid": "int",
+        ":execresult": "ExecResult",
     }[query.cmd]
     signature = ["self,"]
-    if query.cmd == ":batchexec":
+    if batch:
         signature.append(f"rows: Iterable[{params_type}],")
     elif params:
         signature += ["*,", *[f"{f.name}: {f.type.annotation}," for _, f in params]]
-    doc = _docstring(list(query.comments), "        ")
+    doc = _docstring(list(query.comments), "        ", text)
+    method_name = naming.method(query.name)
+    names.add(method_name)
+    is_pg = options.driver == "psycopg"
+
+    def decoded(indent: str) -> list[str]:
+        """Returns the expression lines that build one result from row, the first unindented."""
+        if value is not None:
+            return [value.type.decode.replace("{}", "row[0]")]
+        return _construct(row_type, row_fields, indent, options.models)
 
     def method(is_async: bool) -> list[str]:
         aw = "await " if is_async else ""
+        statement = constant_name
+        expand: list[str] = []
+        for i, name in enumerate(slice_params):
+            # Each sqlc.slice becomes one placeholder per value, at call time.
+            source = constant_name if i == 0 else "_sql"
+            marker = f'"/*SLICE:{name}*/?"'
+            line = f"        _sql = {source}.replace({marker}, _marks(len({name})))"
+            if len(line) <= _LINE_LENGTH:
+                expand.append(line)
+            else:
+                expand += [
+                    f"        _sql = {source}.replace(",
+                    f"            {marker},",
+                    f"            _marks(len({name})),",
+                    "        )",
+                ]
+            statement = "_sql"
         lines = [
-            f"    {'async ' if is_async else ''}def {_snake(query.name)}(",
+            f"    {'async ' if is_async else ''}def {method_name}(",
             *[f"        {s}" for s in signature],
             f"    ) -> {returns}:",
             *doc,
         ]
+        lines += expand
+        if slice_params:
+            inner: list[str] = []
+            for _, f in arg_order:
+                if f.name in slice_params:
+                    inner.append(f"                *{f.type.encode.replace('{}', f.name)},")
+                else:
+                    inner += _item("                ", "", f.type.encode, f.name)
+            if len(inner) == 1:
+                args = [f"            ({inner[0].strip()}),"]
+            else:
+                args = ["            (", *inner, "            ),"]
+        else:
+            args = _call_args(options.driver, arg_order, "            ")
         execute = [
             f"{aw}self._conn.execute(",
-            f"            {constant_name},",
-            *_call_args(options.driver, params, "            "),
+            f"            {statement},",
+            *args,
             "        )",
         ]
-        # The row constructor sits at 8 spaces in :one, 12 in :many.
-        indent = "        " if query.cmd == ":one" else "            "
-        construct = [f"{row_type}("]
-        for i, f in enumerate(row_fields):
-            construct += [
-                line.removeprefix(indent)
-                for line in _item(indent + "    ", f"{f.name}=", f.type.decode, f"row[{i}]")
-            ]
-        construct.append(")")
-        if query.cmd == ":batchexec":
+        if query.cmd == ":batchexec" or (query.cmd == ":copyfrom" and not is_pg):
             # One call sends every row: sqlite3 loops in C, and psycopg
             # pipelines the statements into one round trip.
-            pad = "        " if options.driver == "sqlite3" else "            "
-            each = _call_args(options.driver, params, pad + "        ", owner="row.")
+            pad = "        " if not is_pg else "            "
+            each = _call_args(
+                options.driver, params, pad + "        ", owner="row.", models=options.models
+            )
             call = [
                 f"{pad}    {constant_name},",
                 f"{pad}    [",
@@ -480,8 +669,11 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
                 f"{pad}    ],",
                 f"{pad})",
             ]
-            if options.driver == "sqlite3":
-                lines += [f"{pad}self._conn.executemany(", *call]
+            if not is_pg:
+                target = "cur = " if query.cmd == ":copyfrom" else ""
+                lines += [f"{pad}{target}self._conn.executemany(", *call]
+                if query.cmd == ":copyfrom":
+                    lines.append("        return cur.rowcount")
             else:
                 cursor = "async with" if is_async else "with"
                 lines += [
@@ -489,10 +681,94 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
                     f"{pad}{aw}cur.executemany(",
                     *call,
                 ]
+        elif query.cmd == ":copyfrom":
+            cursor = "async with" if is_async else "with"
+            each = _call_args(
+                "sqlite3", params, "                    ", owner="row.", models=options.models
+            )
+            if len(each) == 1:
+                each = [
+                    "                    (",
+                    "    " + each[0].replace("(", "", 1).replace(",),", ","),
+                    "                    ),",
+                ]
+            lines += [
+                "        count = 0",
+                f"        {cursor} self._conn.cursor() as cur, cur.copy({constant_name}) as copy:",
+                "            for row in rows:",
+                f"                {aw}copy.write_row(",
+                *each[:-1],
+                each[-1].removesuffix(","),
+                "                )",
+                "                count += 1",
+                "        return count",
+            ]
+        elif query.cmd in (":batchone", ":batchmany"):
+            cursor = "async with" if is_async else "with"
+            each = _call_args(
+                options.driver, params, "            ", owner="row.", models=options.models
+            )
+            item = f"{row_type} | None" if query.cmd == ":batchone" else f"list[{row_type}]"
+            lines += [
+                "        params = [",
+                *each[:-1],
+                each[-1].removesuffix(","),
+                "            for row in rows",
+                "        ]",
+                f"        results: list[{item}] = []",
+                "        if not params:",
+                "            return results",
+                f"        {cursor} self._conn.cursor() as cur:",
+                f"            {aw}cur.executemany({constant_name}, params, returning=True)",
+                "            while True:",
+            ]
+            build = decoded("                        ")
+            if query.cmd == ":batchone":
+                lines += [
+                    f"                row = {aw}cur.fetchone()",
+                    "                if row is None:",
+                    "                    results.append(None)",
+                    "                else:",
+                ]
+                joined = f"                    results.append({build[0]})"
+                if len(build) == 1 and len(joined) <= _LINE_LENGTH:
+                    lines.append(joined)
+                else:
+                    lines += [
+                        "                    results.append(",
+                        f"                        {build[0]}",
+                        *[f"                        {b}" for b in build[1:]],
+                        "                    )",
+                    ]
+            else:
+                lines += [
+                    "                results.append(",
+                    "                    [",
+                    f"                        {build[0]}",
+                    *[f"                        {b}" for b in build[1:]],
+                    f"                        for row in {aw}cur.fetchall()",
+                    "                    ]",
+                    "                )",
+                ]
+            lines += [
+                "                if not cur.nextset():",
+                "                    break",
+                "        return results",
+            ]
         elif query.cmd == ":exec":
             lines += ["        " + execute[0], *execute[1:]]
         elif query.cmd == ":execrows":
             lines += ["        cur = " + execute[0], *execute[1:], "        return cur.rowcount"]
+        elif query.cmd == ":execresult":
+            last = "lastrowid=cur.lastrowid" if not is_pg else "status=cur.statusmessage"
+            lines += [
+                "        cur = " + execute[0],
+                *execute[1:],
+                "        return ExecResult(",
+                "            rowcount=cur.rowcount,",
+                f"            {last},",
+                "        )",
+            ]
         elif query.cmd == ":execlastid":
             lines += [
                 "        cur = " + execute[0],
@@ -502,24 +778,35 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
                 "        return cur.lastrowid",
             ]
         elif query.cmd == ":one":
+            build = decoded("        ")
             lines += [
                 "        cur = " + execute[0],
                 *execute[1:],
                 f"        row = {aw}cur.fetchone()",
                 "        if row is None:",
                 "            return None",
-                "        return " + construct[0],
-                *[f"        {c}" for c in construct[1:]],
             ]
+            if value is not None and value.type.decode == "{}":
+                # The driver's row holds Any: a typed local makes mypy check the return.
+                lines += [
+                    f"        _value: {value.type.annotation} = row[0]",
+                    "        return _value",
+                ]
+            else:
+                lines += ["        return " + build[0], *[f"        {c}" for c in build[1:]]]
         else:
-            lines += [
-                "        cur = " + execute[0],
-                *execute[1:],
-                "        return [",
-                *[f"            {c}" for c in construct],
-                f"            for row in {aw}cur.fetchall()",
-                "        ]",
-            ]
+            build = decoded("            ")
+            lines += ["        cur = " + execute[0], *execute[1:]]
+            fetch = f"for row in {aw}cur.fetchall()"
+            if value is not None and len(f"        return [{build[0]} {fetch}]") <= _LINE_LENGTH:
+                lines.append(f"        return [{build[0]} {fetch}]")
+            else:
+                lines += [
+                    "        return [",
+                    *[f"            {c}" for c in build],
+                    f"            {fetch}",
+                    "        ]",
+                ]
         return lines
 
     return _QueryCode(
@@ -527,76 +814,84 @@ def _query_code(request: Request, options: Options, query: Query) -> _QueryCode:
         row_class=row_class,
         method=method(False),
         async_method=method(True) if options.emit_async else [],
-        types=types,
-        uses_models=uses_models,
+        names=names,
     )
 
 
-def query_module(request: Request, options: Options, filename: str, queries: list[Query]) -> str:
-    """Returns the module of one query file: SQL constants, row classes and the Querier."""
-    codes = [_query_code(request, options, q) for q in queries]
-    types = [t for c in codes for t in c.types]
-    stdlib, needs_psycopg_json = _split_imports(types)
-    third_party: list[str] = []
-    has_rows = any(c.row_class for c in codes)
-    if has_rows:
-        model_stdlib, model_third = _model_imports(options.models)
-        stdlib |= model_stdlib
-        third_party += model_third
-    if any(q.cmd == ":batchexec" for q in queries):
-        stdlib.add("from collections.abc import Iterable")
-    if options.driver == "sqlite3":
-        stdlib.add("sqlite3")
+def _exec_result(ctx: _Context, text: Text) -> list[str]:
+    if ctx.options.driver == "sqlite3":
+        fields = [_Field("rowcount", PyType("int")), _Field("lastrowid", PyType("int | None"))]
+        doc = "What one :execresult statement did: the cursor's rowcount and lastrowid."
     else:
-        third_party.append("import psycopg")
-        if needs_psycopg_json:
-            third_party.append("import psycopg.types.json")
-        third_party.append("from psycopg.rows import TupleRow")
-        third_party.sort(key=lambda line: (line.startswith("from "), line))
-    local: list[str] = []
-    names = []
-    if any(c.uses_models for c in codes):
-        names.append("models")
-    if _uses_json(types):
-        names.append("models" if not names else "")
-    local_names = sorted({n for n in names if n})
-    json_import = _uses_json(types)
-    if local_names:
-        local.append(f"from . import {', '.join(local_names)}")
-    if json_import:
-        local.append("from .models import JSONValue")
-    lines = _header(request, filename)
-    lines += [f'"""Queries of {filename}."""', ""]
-    lines += _imports(stdlib, third_party, local)
+        fields = [_Field("rowcount", PyType("int")), _Field("status", PyType("str | None"))]
+        doc = "What one :execresult statement did: its rowcount and status message."
+    return _class_lines("ExecResult", doc, fields, ctx.options.models, text)
+
+
+def _helpers(code: str) -> list[str]:
+    """Returns the helpers code calls, and those they call, in a fixed order."""
+    wanted: set[str] = set()
+    for name in HELPERS:
+        if re.search(rf"(?<![\w.]){name}\b", code):
+            wanted.add(name)
+    for name in list(wanted):
+        wanted.update(HELPER_NEEDS.get(name, ()))
+    return [name for name in sorted(wanted)]
+
+
+def _query_module(ctx: _Context, filename: str, queries: list[Query]) -> str:
+    request, options = ctx.request, ctx.options
+    text = Text()
+    codes: list[_QueryCode] = []
+    errors: list[str] = []
+    for query in queries:
+        try:
+            codes.append(_query_code(ctx, query, text))
+        except RequestError as err:
+            errors.append(str(err))
+    if errors:
+        raise RequestError("\n".join(errors))
+    body: list[str] = []
     for code in codes:
-        lines += ["", *code.constant]
-    for helper in sorted({h for t in types for h in t.helpers}):
-        lines += ["", "", HELPERS[helper]]
-    for code in codes:
-        if code.row_class:
-            lines += ["", "", *code.row_class]
+        body += ["", *code.constant]
     conn_type = (
         "sqlite3.Connection" if options.driver == "sqlite3" else "psycopg.Connection[TupleRow]"
     )
     fronts = [("Querier", conn_type, "method")]
     if options.emit_async:
         fronts.append(("AsyncQuerier", "psycopg.AsyncConnection[TupleRow]", "async_method"))
+    classes: list[str] = []
+    if any(q.cmd == ":execresult" for q in queries):
+        classes += ["", "", *_exec_result(ctx, text)]
+    for code in codes:
+        if code.row_class:
+            classes += ["", "", *code.row_class]
     for class_name, conn, attr in fronts:
-        lines += [
+        classes += [
             "",
             "",
             f"class {class_name}:",
-            f'    """Runs the queries of {filename} on one connection."""',
+            f'    """Runs the queries of {text.hold(filename)} on one connection."""',
             "",
             f"    def __init__(self, conn: {conn}) -> None:",
             "        self._conn = conn",
         ]
         for code in codes:
-            lines += ["", *getattr(code, attr)]
-    return "\n".join(lines) + "\n"
+            classes += ["", *getattr(code, attr)]
+    helpers = _helpers("\n".join(classes))
+    helper_text = "\n".join(HELPERS[h] for h in helpers)
+    typevars = [v for v in ("_T", "_V") if re.search(rf"\b{v}\b", helper_text)]
+    if typevars:
+        body += ["", *[f'{v} = TypeVar("{v}")' for v in typevars]]
+    for helper in helpers:
+        body += ["", "", HELPERS[helper]]
+    body += classes
+    taken = {n for c in codes for n in c.names}
+    head = [*_header(request, filename), f'"""Queries of {text.hold(filename)}."""']
+    return assemble(head, body, text, taken, ctx.override_modules)
 
 
-def schema_module(request: Request) -> str:
+def _schema_module(request: Request) -> str:
     """Returns the schema module: the schema files' SQL as one constant, SCHEMA.
 
     sqlc names the schema files relative to the directory it runs in; a
@@ -608,7 +903,7 @@ def schema_module(request: Request) -> str:
         files = sorted(path.glob("*.sql")) if path.is_dir() else [path]
         for file in files:
             try:
-                parts.append(file.read_text(encoding="utf-8").strip())
+                part = file.read_text(encoding="utf-8").strip()
             except OSError as err:
                 # sqlc gives the paths relative to sqlc.yaml but runs the plugin
                 # in its own working directory, and sends nothing to resolve them.
@@ -616,6 +911,12 @@ def schema_module(request: Request) -> str:
                     f"option emit_schema: cannot read {file}: {err.strerror}; "
                     "run sqlc from the directory of sqlc.yaml"
                 ) from None
+            # A file may end its last statement without a semicolon; the next
+            # file's first statement must not run on from it. A line comment
+            # at the end gets the semicolon on a line of its own.
+            if part and not part.endswith(";"):
+                part += "\n;"
+            parts.append(part)
     lines = _header(request, ", ".join(request.schema_paths))
     lines += ['"""The schema this package was generated from."""', ""]
     lines += [f"SCHEMA = {_string(chr(10).join(parts))}"]
@@ -625,6 +926,7 @@ def schema_module(request: Request) -> str:
 def generate(request: Request) -> dict[str, str]:
     """Returns the generated files by name, or raises RequestError."""
     options = Options.parse(request)
+    ctx = _Context(request, options)
     by_file: dict[str, list[Query]] = {}
     for query in request.queries:
         by_file.setdefault(query.filename, []).append(query)
@@ -633,13 +935,27 @@ def generate(request: Request) -> dict[str, str]:
             [*_header(request, None), '"""Generated by sqlc from the schema and queries."""']
         )
         + "\n",
-        "models.py": models_module(request, options),
     }
     if options.emit_schema:
-        files["schema.py"] = schema_module(request)
+        files["schema.py"] = _schema_module(request)
+    errors: list[str] = []
     for filename, queries in sorted(by_file.items()):
-        module = _identifier(filename.removesuffix(".sql"))
-        if module in ("models", "schema"):
+        module = naming.identifier(pathlib.PurePath(filename).name.removesuffix(".sql"))
+        if module == "models" or (module == "schema" and options.emit_schema):
             raise RequestError(f"query file {filename}: its module would replace {module}.py")
-        files[module + ".py"] = query_module(request, options, filename, queries)
+        if module + ".py" in files:
+            raise RequestError(
+                f"query file {filename}: another query file also makes the module {module}.py"
+            )
+        try:
+            files[module + ".py"] = _query_module(ctx, filename, queries)
+        except RequestError as err:
+            errors.append(str(err))
+    # The models last: the query modules tell which type aliases they use.
+    try:
+        files["models.py"] = _models_module(ctx, Text())
+    except RequestError as err:
+        errors.insert(0, str(err))
+    if errors:
+        raise RequestError("\n".join(errors))
     return files

@@ -27,6 +27,10 @@ class Column:
     table: str
     is_sqlc_slice: bool
     is_named_param: bool
+    table_schema: str = ""
+    embed_table: str = ""
+    embed_schema: str = ""
+    original_name: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -36,6 +40,17 @@ class Table:
     name: str
     comment: str
     columns: tuple[Column, ...]
+    schema: str = ""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Enum:
+    """An enum type of the catalog: its values in declaration order."""
+
+    name: str
+    schema: str
+    values: tuple[str, ...]
+    comment: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,6 +72,8 @@ class Query:
     comments: tuple[str, ...]
     columns: tuple[Column, ...]
     params: tuple[Parameter, ...]
+    insert_table: str = ""
+    insert_schema: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -66,9 +83,12 @@ class Request:
     engine: str
     schema_paths: tuple[str, ...]
     sqlc_version: str
-    options: dict[str, str]
+    options: dict[str, "JSON"]
     tables: tuple[Table, ...]
     queries: tuple[Query, ...]
+    enums: tuple[Enum, ...] = ()
+    default_schema: str = ""
+    composites: tuple[tuple[str, str], ...] = ()
 
 
 JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
@@ -108,10 +128,20 @@ def _bool(value: JSON) -> bool:
     return value is True
 
 
+def _identifier(value: JSON, where: str) -> tuple[str, str]:
+    """Returns the (schema, name) of an identifier message, ("", "") when absent."""
+    if not value:
+        return "", ""
+    obj = _object(value, where)
+    return _str(obj.get("schema"), where + ".schema"), _str(obj.get("name"), where + ".name")
+
+
 def _column(value: JSON, where: str) -> Column:
     obj = _object(value, where)
     type_ = _object(obj.get("type") or {}, where + ".type")
     table = obj.get("table")
+    table_schema, _ = _identifier(table, where + ".table")
+    embed_schema, embed_table = _identifier(obj.get("embed_table"), where + ".embed_table")
     return Column(
         name=_str(obj.get("name"), where + ".name"),
         type_name=_str(type_.get("name"), where + ".type.name"),
@@ -122,26 +152,34 @@ def _column(value: JSON, where: str) -> Column:
         table=_str(_object(table, where + ".table").get("name"), where) if table else "",
         is_sqlc_slice=_bool(obj.get("is_sqlc_slice")),
         is_named_param=_bool(obj.get("is_named_param")),
+        table_schema=table_schema,
+        embed_table=embed_table,
+        embed_schema=embed_schema,
+        original_name=_str(obj.get("original_name"), where + ".original_name"),
     )
 
 
-def _options(raw: str) -> dict[str, str]:
+def _options(raw: str) -> dict[str, JSON]:
     if not raw:
         return {}
     try:
-        decoded = json.loads(base64.b64decode(raw))
+        decoded = cast(JSON, json.loads(base64.b64decode(raw)))
     except ValueError as err:
         raise RequestError(f"plugin options: not base64 JSON: {err}") from None
     if not isinstance(decoded, dict):
         raise RequestError("plugin options: want a mapping")
-    return {
-        str(key): str(val).lower() if isinstance(val, bool) else str(val)
-        for key, val in decoded.items()
-    }
+    return decoded
 
 
 def parse(data: bytes) -> Request:
     """Returns the request sqlc sent, or raises RequestError."""
+    if not data.lstrip().startswith(b"{"):
+        # Without format: json, sqlc sends (and wants back) protobuf.
+        raise RequestError(
+            "sqlc sent its request as protobuf: set format: json under the plugin's "
+            "process in sqlc.yaml (plugins: - name: ... process: cmd: sqlc-gen-jobtable, "
+            "format: json)"
+        )
     try:
         root = cast(JSON, json.loads(data))
     except ValueError as err:
@@ -151,13 +189,31 @@ def parse(data: bytes) -> Request:
     catalog = _object(obj.get("catalog") or {}, "catalog")
     default_schema = _str(catalog.get("default_schema"), "catalog.default_schema")
     tables: list[Table] = []
+    enums: list[Enum] = []
+    composites: list[tuple[str, str]] = []
     for i, schema_value in enumerate(_list(catalog.get("schemas"), "catalog.schemas")):
         schema = _object(schema_value, f"catalog.schemas[{i}]")
         name = _str(schema.get("name"), "schema.name")
-        if name in ("pg_catalog", "information_schema") or (
-            default_schema and name != default_schema
-        ):
+        if name in ("pg_catalog", "information_schema"):
             continue
+        # Names in the default schema go unqualified, as sqlc writes them.
+        schema_name = "" if name == default_schema else name
+        for j, composite in enumerate(_list(schema.get("composite_types"), f"{name}.types")):
+            where = f"catalog.schemas[{i}].composite_types[{j}]"
+            composites.append((schema_name, _str(_object(composite, where).get("name"), where)))
+        for j, enum_value in enumerate(_list(schema.get("enums"), f"{name}.enums")):
+            where = f"catalog.schemas[{i}].enums[{j}]"
+            enum = _object(enum_value, where)
+            enums.append(
+                Enum(
+                    name=_str(enum.get("name"), where + ".name"),
+                    schema=schema_name,
+                    values=tuple(
+                        _str(v, where + ".vals") for v in _list(enum.get("vals"), where + ".vals")
+                    ),
+                    comment=_str(enum.get("comment"), where + ".comment"),
+                )
+            )
         for j, table_value in enumerate(_list(schema.get("tables"), f"{name}.tables")):
             where = f"catalog.schemas[{i}].tables[{j}]"
             table = _object(table_value, where)
@@ -170,6 +226,7 @@ def parse(data: bytes) -> Request:
                     columns=tuple(
                         _column(c, f"{where}.columns[{k}]") for k, c in enumerate(columns)
                     ),
+                    schema=schema_name,
                 )
             )
     queries: list[Query] = []
@@ -185,6 +242,9 @@ def parse(data: bytes) -> Request:
                     column=_column(param.get("column"), f"{where}.params[{k}].column"),
                 )
             )
+        insert_schema, insert_table = _identifier(
+            query.get("insert_into_table"), where + ".insert_into_table"
+        )
         queries.append(
             Query(
                 name=_str(query.get("name"), where + ".name"),
@@ -200,6 +260,8 @@ def parse(data: bytes) -> Request:
                     for k, c in enumerate(_list(query.get("columns"), where + ".columns"))
                 ),
                 params=tuple(params),
+                insert_table=insert_table,
+                insert_schema=insert_schema,
             )
         )
     return Request(
@@ -211,4 +273,7 @@ def parse(data: bytes) -> Request:
         options=_options(_str(obj.get("plugin_options"), "plugin_options")),
         tables=tuple(tables),
         queries=tuple(queries),
+        enums=tuple(enums),
+        default_schema=default_schema,
+        composites=tuple(composites),
     )

@@ -181,8 +181,11 @@ WHERE status = 'running' AND runner = @runner;
 -- name: InterruptJobsOfDeadRunners :execrows
 -- InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
 -- of the running jobs of every runner whose heartbeat is older than
--- lease_seconds, or that no longer has a row. Differs from SQLite: heartbeats
--- are the server's time, so runners on machines with skewed clocks agree.
+-- lease_seconds, or that no longer has a row; never those of runner, the
+-- runner that asks, which is alive. Differs from SQLite: heartbeats are the
+-- server's time, so runners on machines with skewed clocks agree; and it skips
+-- rows another transaction holds (their runner is finishing them, or another
+-- runner's maintenance ends them), so two runners' maintenance never deadlock.
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled'
         WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
@@ -192,11 +195,15 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
     updated_at = @now
-WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
-        SELECT name FROM runners
-        WHERE heartbeat_at >= now() - make_interval(secs => @lease_seconds)
-    ));
+WHERE seq IN (
+    SELECT stale.seq FROM jobs AS stale
+    WHERE stale.status = 'running'
+        AND (stale.runner IS NULL OR (stale.runner <> @runner AND stale.runner NOT IN (
+            SELECT name FROM runners
+            WHERE heartbeat_at >= now() - make_interval(secs => @lease_seconds)
+        )))
+    FOR UPDATE OF stale SKIP LOCKED
+);
 
 -- name: InterruptJob :execrows
 -- InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
@@ -265,11 +272,12 @@ SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY
 
 -- name: DeleteFinishedJobs :execrows
 -- DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
--- oldest first.
+-- oldest first, skipping rows another runner's maintenance is deleting.
 DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
     WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < @before
     ORDER BY finished.updated_at LIMIT @max_jobs
+    FOR UPDATE SKIP LOCKED
 );
 
 -- name: RegisterRunner :exec
@@ -296,5 +304,12 @@ DELETE FROM runners WHERE name = @name;
 
 -- name: DeleteDeadRunners :execrows
 -- DeleteDeadRunners forgets runners whose heartbeat is older than
--- lease_seconds by the server's clock.
-DELETE FROM runners WHERE heartbeat_at < now() - make_interval(secs => @lease_seconds);
+-- lease_seconds by the server's clock, never name, the runner that asks. It
+-- skips rows another transaction holds: a runner renewing its lease holds its
+-- own row, and two runners deleting each other's rows would deadlock.
+DELETE FROM runners WHERE name IN (
+    SELECT stale.name FROM runners AS stale
+    WHERE stale.heartbeat_at < now() - make_interval(secs => @lease_seconds)
+        AND stale.name <> @name
+    FOR UPDATE SKIP LOCKED
+);

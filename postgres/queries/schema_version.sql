@@ -26,3 +26,7 @@ SELECT jobtable_listen() AS channel;
 -- DisableSynchronousCommit makes this session's commits return before they
 -- reach the disk: a crash may lose the last moments' writes, never corrupt.
 SELECT set_config('synchronous_commit', 'off', false);
+
+-- name: SetClientEncoding :exec
+-- SetClientEncoding sets the encoding this session's text travels in.
+SELECT set_config('client_encoding', @encoding::text, false);

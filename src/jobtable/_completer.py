@@ -11,6 +11,7 @@ import threading
 from collections.abc import Sequence
 
 from ._backoff import Backoff
+from ._contact import StoreContact
 from ._engine import ClaimedRow
 from ._job_logger import JobLogger
 from ._ops import Finish, FinishAndClaim
@@ -26,7 +27,7 @@ class Completer:
     give up after give_up_after tries; the jobs then stay running and the
     next start fails them as interrupted. Each write is fenced by its claim:
     a job that is no longer running under its claim is left as it is, and
-    that is logged.
+    that is logged. A failed write is recorded in contact.
     """
 
     def __init__(
@@ -37,6 +38,7 @@ class Completer:
         stopping: threading.Event,
         backoff: Backoff,
         give_up_after: int,
+        contact: StoreContact,
     ) -> None:
         self._store = store
         self._runner = runner
@@ -44,6 +46,7 @@ class Completer:
         self._stopping = stopping
         self._backoff = backoff
         self._give_up_after = give_up_after
+        self._contact = contact
         self._outcomes: list[Finish] = []
         self._task: asyncio.Task[None] | None = None
         # The jobs this runner claimed and has not recorded, by id: the
@@ -136,6 +139,7 @@ class Completer:
                 )
                 return changed
             except Exception:
+                self._contact.failed()
                 if len(outcomes) > 1:
                     # One bad outcome must not hold the others back: each is
                     # retried on its own.

@@ -15,7 +15,9 @@ class JobContext(Generic[R]):
     ``apublish`` (from an ``async def`` handler) store a partial result that
     ``get`` returns while the job runs; they raise ``NotRunning`` when the job
     is no longer running under this claim, e.g. after its runner lost its
-    lease. ``stopping`` turns true when the runner begins to stop: a handler
+    lease. A store error is retried with capped backoff for up to the
+    runner's lease (not once stop began); after that it raises ``StoreError``.
+    ``stopping`` turns true when the runner begins to stop: a handler
     that can stop early should check it, or wait with ``sleep``/``asleep``,
     which return early on stop. ``cancelled`` turns true when the attempt has
     ended without the handler: it ran past its timeout, or its job was

@@ -211,11 +211,14 @@ class Queries(Protocol):
 
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int: ...
 
-    def interrupt_jobs_of_dead_runners(self, *, error: str, now: str, lease: float) -> int:
+    def interrupt_jobs_of_dead_runners(
+        self, *, error: str, now: str, lease: float, runner: str
+    ) -> int:
         """Ends the attempts of the running jobs of runners dead for lease seconds.
 
-        Which clock decides is the engine's: PostgreSQL compares the server's
-        own times, so runners with skewed clocks agree.
+        Never those of runner, which asks and is alive. Which clock decides is
+        the engine's: PostgreSQL compares the server's own times, so runners
+        with skewed clocks agree.
         """
         ...
 
@@ -257,7 +260,9 @@ class Queries(Protocol):
 
     def delete_runner(self, *, name: str) -> None: ...
 
-    def delete_dead_runners(self, *, now: str, lease: float) -> int: ...
+    def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
+        """Forgets the runners dead for lease seconds, never the one named name."""
+        ...
 
 
 class Statement(Generic[T]):

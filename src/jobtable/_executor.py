@@ -14,11 +14,13 @@ import datetime
 import functools
 import logging
 import threading
+import time
 from typing import TypeVar, cast
 
+from ._backoff import Backoff
 from ._context import JobContext
 from ._engine import ClaimedRow
-from ._errors import Failure, Retry
+from ._errors import Failure, Retry, StoreError
 from ._handler import AsyncHandler, Handler, Handlers, SyncHandler
 from ._job import MESSAGE_INTERNAL, MESSAGE_TIMED_OUT
 from ._job_logger import JobLogger
@@ -29,6 +31,27 @@ from ._values import timestamp
 
 P = TypeVar("P")
 R = TypeVar("R")
+
+
+def _undecodable_text(job: ClaimedRow) -> str | None:
+    """Says which text column of a claimed row is not valid text, or None when all are.
+
+    An engine hands over bytes it could not decode as lone surrogates (the
+    ``surrogateescape`` error handler), so such text does not encode back.
+    """
+    for column, text in (("kind", job.kind), ("payload", job.payload)):
+        try:
+            text.encode()
+        except UnicodeEncodeError as err:
+            return (
+                f"its {column} is not valid UTF-8 at character {err.start}: {_printable(text)[:80]}"
+            )
+    return None
+
+
+def _printable(text: str) -> str:
+    """text with every byte that could not be decoded shown as an escape (\\xff)."""
+    return text.encode(errors="surrogateescape").decode(errors="backslashreplace")
 
 
 class _Attempt:
@@ -49,6 +72,8 @@ class Executor:
     Plain ``def`` handlers run on threads of its own once started, so that
     they never block the event loop; before that, on the loop's default
     executor. ``cancel`` ends a running attempt early, for a cancel request.
+    A publish that meets a store error is retried after backoff for up to
+    lease seconds, never once stop began.
     """
 
     def __init__(
@@ -58,10 +83,14 @@ class Executor:
         logger: logging.Logger,
         stopping: threading.Event,
         astopping: asyncio.Event,
+        lease: float,
+        backoff: Backoff,
     ) -> None:
         self._store = store
         self._handlers = handlers
         self._logger = logger
+        self._lease = lease
+        self._backoff = backoff
         self._stopping = stopping
         self._astopping = astopping
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
@@ -107,7 +136,16 @@ class Executor:
         Only the handler's typed result, a Failure's message or a message of
         the runner's own reaches the table; any other exception is logged.
         None means the job stays running: the handler raised after stop began.
+        A row whose text cannot be read fails alone with MESSAGE_INTERNAL,
+        finally: another attempt would read the same bytes.
         """
+        undecodable = _undecodable_text(job)
+        if undecodable is not None:
+            # Nothing of the row is written back but the runner's own message.
+            JobLogger(self._logger, job.id, _printable(job.kind)).error(
+                "job row cannot be read: %s", undecodable
+            )
+            return Finish.failed(job, MESSAGE_INTERNAL)
         handler = self._handlers.get(job.kind)
         if handler is None:
             JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
@@ -187,16 +225,16 @@ class Executor:
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
         store = self._store
-        engine = store.engine
 
         def publish_op(partial: R) -> Publish:
-            return Publish(job.id, job.attempt, codec.encode_result(partial), store.now())
+            return Publish(job, codec.encode_result(partial), store.now())
 
         def publish(partial: R) -> None:
-            engine.write(publish_op(partial))
+            self._publish(publish_op(partial))
 
         async def apublish(partial: R) -> None:
-            await engine.awrite(publish_op(partial))
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._threads, self._publish, publish_op(partial))
 
         ctx: JobContext[R] = JobContext(
             id=job.id,
@@ -217,3 +255,28 @@ class Executor:
             call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
             result = await loop.run_in_executor(self._threads, call)
         return codec.encode_result(result)
+
+    def _publish(self, op: Publish) -> None:
+        """Stores a partial result; retries a store error with capped backoff for up to a lease.
+
+        A publish is fenced by its claim and stores the same value again, so
+        a retry is safe, and a dropped connection (a server restart) costs
+        the handler a short wait instead of an exception that would fail its
+        job. Unlike an outcome, it is not retried for ever: after a lease of
+        failures, or once stop began, the StoreError reaches the handler.
+        NotRunning is never retried.
+        """
+        delay = self._backoff.first
+        give_up_at = time.monotonic() + self._lease
+        while True:
+            try:
+                self._store.engine.write(op)
+                return
+            except StoreError:
+                if self._stopping.is_set() or time.monotonic() + delay > give_up_at:
+                    raise
+                JobLogger(self._logger, op.job_id, op.kind).warning(
+                    "publish job result; retrying", exc_info=True
+                )
+            time.sleep(delay)
+            delay = self._backoff.after(delay)

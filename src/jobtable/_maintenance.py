@@ -5,8 +5,10 @@ import contextlib
 import datetime
 import logging
 import threading
+import time
 from collections.abc import Callable
 
+from ._contact import StoreContact
 from ._ops import Maintain, StartRunner
 from ._store import Store
 
@@ -18,7 +20,10 @@ class Maintenance:
     third of it until stop, and on each round fails the running jobs of
     runners whose lease expired, fails the jobs this runner claimed but
     never received, and deletes finished jobs older than retention. held
-    returns the ids of the jobs the runner's workers have.
+    returns the ids of the jobs the runner's workers have. It fails other
+    runners' jobs only once contact says this runner's own writes have
+    landed promptly for a lease (see ``StoreContact``), and records in
+    contact how each of its own writes went.
     """
 
     def __init__(
@@ -30,6 +35,7 @@ class Maintenance:
         lease: float,
         retention: datetime.timedelta | None,
         held: Callable[[], frozenset[str]],
+        contact: StoreContact,
         stopping: threading.Event,
         astopping: asyncio.Event,
     ) -> None:
@@ -39,14 +45,17 @@ class Maintenance:
         self._lease = lease
         self._retention = retention
         self._held = held
+        self._contact = contact
         self._stopping = stopping
         self._astopping = astopping
 
     async def begin(self) -> None:
         """Registers the runner and fails the jobs it and dead runners left running."""
+        asked = time.monotonic()
         started = await self._store.engine.awrite(
-            StartRunner(self._runner, datetime.timedelta(seconds=self._lease), self._store.now())
+            StartRunner(self._runner, datetime.timedelta(seconds=self._lease), self._store.clock)
         )
+        self._contact.landed(asked, time.monotonic())
         extra = {"runner": self._runner}
         if started.live_namesake is not None:
             self._logger.warning(
@@ -77,10 +86,24 @@ class Maintenance:
                 self._logger.exception("runner heartbeat", extra={"runner": self._runner})
 
     async def _round(self) -> None:
+        """One heartbeat: renews the lease, fails stale jobs when it may judge, prunes."""
         lease = datetime.timedelta(seconds=self._lease)
-        done = await self._store.engine.awrite(
-            Maintain(self._runner, self._held(), lease, self._retention, self._store.now())
+        started = time.monotonic()
+        maintain = Maintain(
+            self._runner,
+            self._held(),
+            lease,
+            self._retention,
+            clock=self._store.clock,
+            contact=self._contact,
+            started=started,
         )
+        try:
+            done = await self._store.engine.awrite(maintain)
+        except Exception:
+            self._contact.failed()
+            raise
+        self._contact.landed(started, time.monotonic())
         extra = {"runner": self._runner}
         if done.lost_lease:
             self._logger.warning("runner lost its lease; registering again", extra=extra)

@@ -1,23 +1,43 @@
 """The operations jobtable hands an engine: each a function of ``Queries`` run in one transaction.
 
 Each is a small object holding its parameters, so that a write can be
-retried, logged or batched as a value. Their times are the ``now`` text
-their caller took from the store's clock as it built them.
+retried, logged or batched as a value. Their times come from the store's
+clock: the ``now`` text their caller took as it built them, or, for the
+runner's lease arithmetic, one reading of the clock as they run inside the
+transaction (a write that waited for a lock between two readings would
+compare a heartbeat it wrote before the wait with a cutoff taken after it).
 """
 
 import dataclasses
 import datetime
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from ._contact import StoreContact
 from ._engine import ClaimedRow, CountRow, JobRow, NewJob, Outcome, Queries, RecordRow, Statement
 from ._errors import JobNotFound, NotRunning
 from ._job import MESSAGE_INTERRUPTED, CancelResult
 from ._values import timestamp
 
+Clock = Callable[[], datetime.datetime]
+
 
 def _before(now: str, delta: datetime.timedelta) -> str:
     return timestamp(datetime.datetime.fromisoformat(now) - delta)
+
+
+def _end_dead_runners(q: Queries, name: str, stamp: str, lease: float) -> int:
+    """Interrupts the running jobs of runners dead for lease seconds and forgets those runners.
+
+    Never those of the runner named name, which asks: it is alive. Returns
+    how many jobs it interrupted.
+    """
+    dead = q.interrupt_jobs_of_dead_runners(
+        error=MESSAGE_INTERRUPTED, now=stamp, lease=lease, runner=name
+    )
+    q.delete_dead_runners(now=stamp, lease=lease, name=name)
+    return dead
 
 
 class GetJob:
@@ -143,11 +163,12 @@ class ListCancelRequests:
 class Publish:
     """The write of a running job's partial result; raises NotRunning when its claim is gone."""
 
-    __slots__ = ("attempt", "job_id", "now", "result")
+    __slots__ = ("attempt", "job_id", "kind", "now", "result")
 
-    def __init__(self, job_id: str, attempt: int, result: str, now: str) -> None:
-        self.job_id = job_id
-        self.attempt = attempt
+    def __init__(self, job: ClaimedRow, result: str, now: str) -> None:
+        self.job_id = job.id
+        self.kind = job.kind
+        self.attempt = job.attempt
         self.result = result
         self.now = now
 
@@ -240,20 +261,18 @@ class StartRunner:
 
     name: str
     lease: datetime.timedelta
-    now: str
+    clock: Clock
 
     def __call__(self, q: Queries) -> Started:
+        stamp = timestamp(self.clock())
         lease = self.lease.total_seconds()
-        previous = q.get_runner(name=self.name, now=self.now, lease=lease)
+        previous = q.get_runner(name=self.name, now=stamp, lease=lease)
         namesake = None
         if previous is not None and previous.alive:
             namesake = previous.heartbeat_at
-        q.register_runner(name=self.name, now=self.now)
-        own = q.interrupt_running_jobs(error=MESSAGE_INTERRUPTED, now=self.now, runner=self.name)
-        dead = q.interrupt_jobs_of_dead_runners(
-            error=MESSAGE_INTERRUPTED, now=self.now, lease=lease
-        )
-        q.delete_dead_runners(now=self.now, lease=lease)
+        q.register_runner(name=self.name, now=stamp)
+        own = q.interrupt_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
+        dead = _end_dead_runners(q, self.name, stamp, lease)
         return Started(namesake, own + dead)
 
 
@@ -270,27 +289,43 @@ class Maintained(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Maintain:
-    """The write that renews a runner's lease, interrupts dead runners' jobs and prunes old ones.
+    """The write that renews a runner's lease, interrupts stale jobs and prunes old ones.
 
     held is the ids of the jobs the runner's workers have. A runner whose
     heartbeat is older than lease is dead; finished jobs older than
-    retention are deleted, a thousand at a time (None keeps them).
+    retention are deleted, a thousand at a time (None keeps them). The write
+    was asked for at started, on contact's clock: stale jobs are interrupted
+    only when contact says this runner may judge (see ``StoreContact``),
+    since until then a stale heartbeat may be a peer that could not reach the
+    store either, and a stale claim of its own may be one whose reply is
+    still on its way.
     """
 
     name: str
     held: frozenset[str]
     lease: datetime.timedelta
     retention: datetime.timedelta | None
-    now: str
+    clock: Clock
+    contact: StoreContact
+    started: float
 
     def __call__(self, q: Queries) -> Maintained:
-        stamp = self.now
-        lease = self.lease.total_seconds()
+        judge = self.contact.may_judge(self.started, time.monotonic())
+        stamp = timestamp(self.clock())
         lost_lease = not q.heartbeat_runner(now=stamp, name=self.name)
         if lost_lease:
             q.register_runner(name=self.name, now=stamp)
-        dead = q.interrupt_jobs_of_dead_runners(error=MESSAGE_INTERRUPTED, now=stamp, lease=lease)
-        q.delete_dead_runners(now=stamp, lease=lease)
+        dead, lost = self._end_stale(q, stamp) if judge else (0, 0)
+        if self.retention is not None:
+            q.delete_finished_jobs(before=_before(stamp, self.retention), max_jobs=1000)
+        return Maintained(lost_lease, dead, lost)
+
+    def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:
+        """Interrupts dead runners' jobs, and the claims older than the lease it never received.
+
+        Returns how many of each it interrupted.
+        """
+        dead = _end_dead_runners(q, self.name, stamp, self.lease.total_seconds())
         # A claim can commit while its reply is lost (a connection dropped at
         # COMMIT): the job runs under this name, but no worker has it. Once it
         # is older than the lease and still not held, it is interrupted, as a
@@ -303,9 +338,7 @@ class Maintain:
         ]
         for row in lost:
             q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
-        if self.retention is not None:
-            q.delete_finished_jobs(before=_before(stamp, self.retention), max_jobs=1000)
-        return Maintained(lost_lease, dead, len(lost))
+        return dead, len(lost)
 
 
 class DeleteRunner:

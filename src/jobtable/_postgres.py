@@ -14,7 +14,6 @@ translates psycopg's errors to StoreError in one function.
 
 import asyncio
 import concurrent.futures
-import select
 import threading
 from collections.abc import Callable
 from typing import Self, TypeVar
@@ -27,6 +26,7 @@ from jobtable._backoff import Backoff
 from jobtable._engine import Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._postgres_listener import RECONNECT, Listener
+from jobtable._postgres_pool import TextLoader, client_encoding, connection
 from jobtable._postgres_queries import queries as _queries
 from jobtable._postgres_queries import upgrade_to_v2
 from jobtable._values import redact_url
@@ -88,24 +88,21 @@ def _apply_schema(conn: _Connection, where: str) -> None:
             q.set_schema_version(version=SCHEMA_VERSION)
 
 
-def _check(conn: _Connection) -> None:
-    """Raises for a connection leaving the pool that the server has closed.
+def _configure(durable: bool) -> Callable[[_Connection], None]:
+    """Returns what prepares each new pooled connection.
 
-    Costs a round trip only when one may be dead. An idle connection's socket
-    has nothing to read unless the server sent something: the message it sends
-    as it shuts down or ends the session, its end of file, or a notice. Only
-    then is the connection probed with an empty query, which raises for a dead
-    one. A network that dropped silently is found by the write itself.
+    It sets the client encoding (``client_encoding``), loads text with
+    ``TextLoader``, and without durable turns synchronous_commit off.
     """
-    if conn.closed or conn.broken:
-        raise psycopg.OperationalError("the connection is closed")
-    readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    if readable:
-        ConnectionPool.check_connection(conn)
 
+    def configure(conn: _Connection) -> None:
+        q = schema_version.Querier(conn)
+        q.set_client_encoding(encoding=client_encoding(conn))
+        conn.adapters.register_loader("text", TextLoader)
+        if not durable:
+            q.disable_synchronous_commit()
 
-def _disable_synchronous_commit(conn: _Connection) -> None:
-    schema_version.Querier(conn).disable_synchronous_commit()
+    return configure
 
 
 def _listen_for_enqueues(conn: _Connection) -> None:
@@ -179,11 +176,9 @@ class PostgresEngine:
             kwargs={"autocommit": True},
             min_size=1,
             max_size=max_connections,
-            configure=None if durable else _disable_synchronous_commit,
-            # A connection is checked as it leaves the pool, so after a server
-            # restart a write gets a live connection instead of failing once
-            # for every connection the pool held.
-            check=_check,
+            configure=_configure(durable),
+            # No check here: connection() checks each connection as it leaves
+            # the pool, and drains the pool at the first dead one.
             name="jobtable",
             open=True,
         )
@@ -275,7 +270,7 @@ class PostgresEngine:
             raise StoreError(f"postgres store {self._where}: the store is closed")
         try:
             one_statement = isinstance(op, Statement)
-            with self._pool.connection() as conn:
+            with connection(self._pool, self._where) as conn:
                 if one_statement:
                     # The pool's connections autocommit: the statement is its
                     # own transaction, with no BEGIN and COMMIT round trips.

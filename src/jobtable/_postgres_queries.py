@@ -185,9 +185,11 @@ class _Queries:
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         return self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
 
-    def interrupt_jobs_of_dead_runners(self, *, error: str, now: str, lease: float) -> int:
+    def interrupt_jobs_of_dead_runners(
+        self, *, error: str, now: str, lease: float, runner: str
+    ) -> int:
         return self._q.interrupt_jobs_of_dead_runners(
-            error=error, now=_time(now), lease_seconds=lease
+            error=error, now=_time(now), runner=runner, lease_seconds=lease
         )
 
     def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int:
@@ -249,8 +251,8 @@ class _Queries:
     def delete_runner(self, *, name: str) -> None:
         self._q.delete_runner(name=name)
 
-    def delete_dead_runners(self, *, now: str, lease: float) -> int:
-        return self._q.delete_dead_runners(lease_seconds=lease)
+    def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
+        return self._q.delete_dead_runners(lease_seconds=lease, name=name)
 
 
 def queries(conn: _Connection) -> Queries:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ._backoff import Backoff
 from ._completer import Completer
+from ._contact import StoreContact
 from ._engine import ClaimedRow
 from ._ops import Finish, FinishAndClaim, NextRunAt, StageJobs
 from ._store import Store
@@ -29,9 +30,9 @@ class Producer:
     None per worker. A claim also stores the outcomes the completer holds for
     it, so a worker's outcome commits in the statement that claims the job
     filling its slot. A failed claim is retried with capped backoff, its
-    outcomes handed back to the completer. It looks for jobs again when woken
-    (an enqueue), when a slot frees, when the earliest scheduled job it saw
-    is due, or every poll_interval seconds.
+    outcomes handed back to the completer, and recorded in contact. It looks
+    for jobs again when woken (an enqueue), when a slot frees, when the
+    earliest scheduled job it saw is due, or every poll_interval seconds.
     """
 
     def __init__(
@@ -40,6 +41,7 @@ class Producer:
         runner: str,
         logger: logging.Logger,
         completer: Completer,
+        contact: StoreContact,
         *,
         queue: str,
         poll_interval: float,
@@ -53,6 +55,7 @@ class Producer:
         """The name of the queue whose jobs it claims."""
         self._logger = logger
         self._completer = completer
+        self._contact = contact
         self._poll_interval = poll_interval
         self._backoff = backoff
         self._stopping = stopping
@@ -152,6 +155,7 @@ class Producer:
             try:
                 jobs = await self.claim(wanted, outcomes)
             except Exception:
+                self._contact.failed()
                 if outcomes:
                     # The completer retries them on their own.
                     self._completer.give_back(outcomes)

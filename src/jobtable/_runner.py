@@ -20,6 +20,7 @@ from typing import TypeVar, overload
 from ._backoff import Backoff
 from ._cancel_watch import CancelWatch
 from ._completer import Completer
+from ._contact import StoreContact
 from ._engine import ClaimedRow
 from ._errors import RunnerError
 from ._executor import Executor
@@ -120,16 +121,16 @@ class Runner:
         """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
         self._handlers = Handlers()
         self._stopping = threading.Event()
-        # asyncio's events and queues bind to the loop that first waits on them:
-        # the runner's loop, once start or run_next runs.
+        # asyncio's events and queues bind to the first loop that waits: start's or run_next's.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._astopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         stop = (self._stopping, self._astopping)
-        self._executor = Executor(store, self._handlers, self.logger, *stop)
+        self._executor = Executor(store, self._handlers, self.logger, *stop, lease, retry_backoff)
+        contact = StoreContact.of_runner(lease)
         self._completer = Completer(
-            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after
+            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after, contact
         )
         self._producers = [
             Producer(
@@ -137,6 +138,7 @@ class Runner:
                 self.name,
                 self.logger,
                 self._completer,
+                contact,
                 queue=queue,
                 poll_interval=poll_interval,
                 backoff=retry_backoff,
@@ -162,6 +164,7 @@ class Runner:
             lease=lease,
             retention=retention,
             held=self._completer.held,
+            contact=contact,
             stopping=self._stopping,
             astopping=self._astopping,
         )
@@ -172,8 +175,6 @@ class Runner:
 
     def __repr__(self) -> str:
         return f"Runner(name={self.name!r}, queues={self.queues}, kinds={list(self.kinds)})"
-
-    # Handlers.
 
     def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
         """Returns a decorator that makes the function it decorates the handler of kind's jobs.
@@ -219,8 +220,6 @@ class Runner:
         """The kinds that have a handler, sorted."""
         return self._handlers.kinds()
 
-    # Reading jobs.
-
     def get(self, job_id: str) -> Job:
         """Returns the job with id; raises JobNotFound for an unknown id (see ``Store.get``)."""
         return self.store.get(job_id)
@@ -228,8 +227,6 @@ class Runner:
     async def aget(self, job_id: str) -> Job:
         """The async form of get."""
         return await self.store.aget(job_id)
-
-    # Lifecycle.
 
     def notify_enqueued(self) -> None:
         """Wakes an idle worker to look for a new job; safe from any thread.

@@ -34,6 +34,7 @@ from jobtable._sqlite_file import (
     migrate,
 )
 from jobtable._sqlite_queries import Queries as _Queries
+from jobtable._sqlite_text import Connection
 from jobtable._sqlite_watch import WalWatcher
 from jobtable.db.sqlite.schema import SCHEMA
 
@@ -83,7 +84,7 @@ class SQLiteEngine:
     def __init__(
         self,
         path: Path,
-        writer: sqlite3.Connection,
+        writer: Connection,
         *,
         busy_timeout: float,
         readers: int,
@@ -102,7 +103,7 @@ class SQLiteEngine:
         self._closed = False
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._reader_slots = threading.BoundedSemaphore(readers)
-        self._idle_readers: list[sqlite3.Connection] = []
+        self._idle_readers: list[Connection] = []
         self.commits = 0
         """How many transactions the writer has committed: a signal for tests."""
         self._thread = threading.Thread(
@@ -206,7 +207,7 @@ class SQLiteEngine:
                 with _driver_errors(self._path):
                     conn.execute("BEGIN")
                     try:
-                        return op(_Queries(conn))
+                        return conn.run(op, _Queries(conn))
                     finally:
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")
@@ -302,7 +303,7 @@ class SQLiteEngine:
             self._calls.put(_Call(op, future))
         return future
 
-    def _borrow_reader(self) -> sqlite3.Connection:
+    def _borrow_reader(self) -> Connection:
         with self._lock:
             if self._closed:
                 raise self._closed_error()
@@ -317,7 +318,7 @@ class SQLiteEngine:
                 raise
         return conn
 
-    def _return_reader(self, conn: sqlite3.Connection) -> None:
+    def _return_reader(self, conn: Connection) -> None:
         with self._lock:
             if not self._closed and not conn.in_transaction:
                 self._idle_readers.append(conn)
@@ -360,7 +361,7 @@ class SQLiteEngine:
                     conn.execute("SAVEPOINT jobtable_op")
                     try:
                         with _driver_errors(self._path):
-                            value = call.op(self._queries)
+                            value = conn.run(call.op, self._queries)
                     except BaseException as exc:
                         outcomes.append(_Outcome(call, False, exc))
                         if not conn.in_transaction:
@@ -376,6 +377,7 @@ class SQLiteEngine:
                         outcomes.append(_Outcome(call, True, value))
                 conn.execute("COMMIT")
         except BaseException as batch_error:
+            conn.finish_statements()
             with contextlib.suppress(sqlite3.Error):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

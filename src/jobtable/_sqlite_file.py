@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jobtable._errors import StoreError
 from jobtable._sqlite_queries import upgrade_to_v2
+from jobtable._sqlite_text import Connection
 
 SCHEMA_VERSION = 2
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
@@ -135,18 +136,25 @@ def migrate(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> None:
         raise
 
 
-def connect(path: Path, *, create: bool, busy_timeout: float) -> sqlite3.Connection:
-    """Connects to the database at path, creating the file only with create."""
+def connect(path: Path, *, create: bool, busy_timeout: float) -> Connection:
+    """Connects to the database at path, creating the file only with create.
+
+    The connection reads any stored text and can finish its statements
+    (``jobtable._sqlite_text.Connection``).
+    """
     # A file: URI with mode=rw never creates a file, so opening an existing
     # database cannot leave a new empty one behind if it vanished meanwhile.
     mode = "rwc" if create else "rw"
-    return sqlite3.connect(
+    conn = sqlite3.connect(
         f"{path.as_uri()}?mode={mode}",
         uri=True,
         timeout=busy_timeout,
         isolation_level=None,
         check_same_thread=False,
+        factory=Connection,
     )
+    assert isinstance(conn, Connection)
+    return conn
 
 
 def check_file(path: Path) -> bool:

@@ -89,10 +89,10 @@ class Queries(Querier):
         return None if row is None else row.run_at
 
     def interrupt_jobs_of_dead_runners(  # type: ignore[override]
-        self, *, error: str, now: str, lease: float
+        self, *, error: str, now: str, lease: float, runner: str
     ) -> int:
         return super().interrupt_jobs_of_dead_runners(
-            error=error, now=now, cutoff=_before(now, lease)
+            error=error, now=now, runner=runner, cutoff=_before(now, lease)
         )
 
     def get_runner(  # type: ignore[override]
@@ -100,8 +100,10 @@ class Queries(Querier):
     ) -> RunnerRow | None:
         return super().get_runner(cutoff=_before(now, lease), name=name)
 
-    def delete_dead_runners(self, *, now: str, lease: float) -> int:  # type: ignore[override]
-        return super().delete_dead_runners(cutoff=_before(now, lease))
+    def delete_dead_runners(  # type: ignore[override]
+        self, *, now: str, lease: float, name: str
+    ) -> int:
+        return super().delete_dead_runners(cutoff=_before(now, lease), name=name)
 
 
 def upgrade_to_v2(

@@ -37,12 +37,14 @@ def test_unknown_type_of_a_table_column_names_table_column_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        "CREATE TABLE hosts (id int8 NOT NULL, address inet);\n",
-        "-- name: CountHosts :one\nSELECT count(*) FROM hosts;\n",
+        "CREATE DOMAIN pair AS int4 CHECK (VALUE > 0);\n"
+        "CREATE TABLE docs (id int8 NOT NULL, words pair);\n",
+        "-- name: CountDocs :one\nSELECT count(*) FROM docs;\n",
     )
-    assert "table hosts" in message
-    assert "'address'" in message
-    assert "'inet'" in message
+    assert "table docs" in message
+    assert "'words'" in message
+    assert "'pair'" in message
+    assert "override" in message
 
 
 def test_unknown_type_of_a_result_column_names_query_column_and_type(
@@ -51,12 +53,12 @@ def test_unknown_type_of_a_result_column_names_query_column_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        POSTGRES_TABLE,
-        "-- name: GetAddress :one\nSELECT '127.0.0.1'::inet AS address FROM t;\n",
+        "CREATE DOMAIN pair AS int4 CHECK (VALUE > 0);\n" + POSTGRES_TABLE,
+        "-- name: GetWords :one\nSELECT '(1,2)'::pair AS words FROM t;\n",
     )
-    assert "query GetAddress" in message
-    assert "'address'" in message
-    assert "'inet'" in message
+    assert "query GetWords" in message
+    assert "'words'" in message
+    assert "'pair'" in message
 
 
 def test_unknown_type_of_a_parameter_names_query_parameter_and_type(
@@ -65,48 +67,37 @@ def test_unknown_type_of_a_parameter_names_query_parameter_and_type(
     message = _refused(
         tmp_path,
         "postgresql",
-        POSTGRES_TABLE,
-        "-- name: CountNear :one\nSELECT count(*) FROM t WHERE @near::inet IS NOT NULL;\n",
+        "CREATE DOMAIN pair AS int4 CHECK (VALUE > 0);\n" + POSTGRES_TABLE,
+        "-- name: CountNear :one\nSELECT count(*) FROM t WHERE @near::pair IS NOT NULL;\n",
     )
     assert "query CountNear" in message
     assert "parameter" in message
     assert "'near'" in message
-    assert "'inet'" in message
+    assert "'pair'" in message
 
 
 def test_a_sqlite_type_without_an_exact_python_type_is_refused(tmp_path: pathlib.Path) -> None:
-    # NUMERIC affinity returns an int or a float depending on the value.
+    # A spelling SQLite accepts (any name is a type there) but no one maps.
     message = _refused(
         tmp_path,
         "sqlite",
-        "CREATE TABLE prices (id INTEGER NOT NULL, amount NUMERIC(10, 2) NOT NULL);\n",
-        "-- name: GetAmount :one\nSELECT amount FROM prices WHERE id = @id;\n",
+        "CREATE TABLE places (id INTEGER NOT NULL, shape GEOMETRY NOT NULL);\n",
+        "-- name: GetShape :one\nSELECT shape FROM places WHERE id = @id;\n",
     )
-    assert "table prices" in message
-    assert "'amount'" in message
-    assert "NUMERIC" in message
+    assert "table places" in message
+    assert "'shape'" in message
+    assert "GEOMETRY" in message
 
 
-def test_copyfrom_command_is_refused_naming_the_query(tmp_path: pathlib.Path) -> None:
+def test_batchmany_on_sqlite_is_refused_naming_the_query(tmp_path: pathlib.Path) -> None:
     message = _refused(
         tmp_path,
-        "postgresql",
-        POSTGRES_TABLE,
-        "-- name: CopyRows :copyfrom\nINSERT INTO t (id, name) VALUES ($1, $2);\n",
-    )
-    assert "query CopyRows" in message
-    assert ":copyfrom" in message
-
-
-def test_batchmany_command_is_refused_naming_the_query(tmp_path: pathlib.Path) -> None:
-    message = _refused(
-        tmp_path,
-        "postgresql",
-        POSTGRES_TABLE,
-        "-- name: GetMany :batchmany\nSELECT id FROM t WHERE id = $1;\n",
+        "sqlite",
+        SQLITE_TABLE,
+        "-- name: GetMany :batchmany\nSELECT id FROM t WHERE id = ?;\n",
     )
     assert "query GetMany" in message
-    assert ":batchmany" in message
+    assert ":batchmany needs PostgreSQL" in message
 
 
 def test_batchexec_that_returns_rows_is_refused_naming_the_query(
@@ -151,16 +142,73 @@ def test_sqlite_query_mixing_named_and_bare_placeholders_is_refused(
     assert "bare ?" in message
 
 
-def test_sqlc_slice_is_refused_naming_the_parameter(tmp_path: pathlib.Path) -> None:
+def test_sqlite_expression_without_a_type_names_query_and_column_and_suggests_cast(
+    tmp_path: pathlib.Path,
+) -> None:
     message = _refused(
         tmp_path,
         "sqlite",
         SQLITE_TABLE,
-        "-- name: GetMany :many\nSELECT name FROM t WHERE id IN (sqlc.slice(ids));\n",
+        "-- name: Highest :one\nSELECT max(id) AS top FROM t;\n",
     )
-    assert "query GetMany" in message
-    assert "'ids'" in message
-    assert "sqlc.slice" in message
+    assert "query Highest" in message
+    assert "'top'" in message
+    assert "sqlc infers no type" in message
+    assert "CAST(max(x) AS INTEGER)" in message
+    assert "override (db_type: any" in message
+
+
+def test_every_refused_query_is_named_in_one_run(tmp_path: pathlib.Path) -> None:
+    # A refusal still fails the whole generate (partial output would be
+    # wrong output), but names every refused query, not just the first.
+    message = _refused(
+        tmp_path,
+        "sqlite",
+        SQLITE_TABLE,
+        "-- name: First :one\nSELECT max(id) AS a FROM t;\n"
+        "-- name: Fine :one\nSELECT name FROM t WHERE id = ?;\n"
+        "-- name: Second :one\nSELECT ifnull(name, 1) AS b FROM t;\n",
+    )
+    assert "query First" in message
+    assert "query Second" in message
+    assert "query Fine" not in message
+
+
+def test_two_tables_making_one_class_name_are_refused_pointing_at_rename(
+    tmp_path: pathlib.Path,
+) -> None:
+    message = _refused(
+        tmp_path,
+        "postgresql",
+        "CREATE TABLE user_role (id int8 NOT NULL);\nCREATE TABLE user_roles (id int8 NOT NULL);\n",
+        "-- name: CountRoles :one\nSELECT count(*) FROM user_roles;\n",
+    )
+    assert "table user_role" in message
+    assert "table user_roles" in message
+    assert "class UserRole" in message
+    assert "rename" in message
+
+
+def test_a_bad_override_is_refused_naming_its_entry(tmp_path: pathlib.Path) -> None:
+    case = write_case(tmp_path / "case", "sqlite", SQLITE_TABLE, SQLITE_QUERY, {})
+    yaml = (case / "sqlc.yaml").read_text()
+    (case / "sqlc.yaml").write_text(
+        yaml + "        options:\n          overrides:\n            - db_type: text\n"
+    )
+    done = run_sqlc(case, "generate")
+    assert done.returncode != 0
+    assert "option overrides[0]: py_type ''" in done.stderr
+
+
+def test_a_rename_to_a_keyword_is_refused(tmp_path: pathlib.Path) -> None:
+    case = write_case(tmp_path / "case", "sqlite", SQLITE_TABLE, SQLITE_QUERY, {})
+    yaml = (case / "sqlc.yaml").read_text()
+    (case / "sqlc.yaml").write_text(
+        yaml + "        options:\n          rename:\n            t: class\n"
+    )
+    done = run_sqlc(case, "generate")
+    assert done.returncode != 0
+    assert "option rename: t: 'class' is not a Python name" in done.stderr
 
 
 def test_bad_models_option_value_is_refused_naming_option_and_value(
@@ -224,3 +272,47 @@ def test_emit_schema_from_another_directory_says_where_to_run_sqlc(
     assert done.returncode != 0
     assert "option emit_schema: cannot read schema.sql" in done.stderr
     assert "run sqlc from the directory of sqlc.yaml" in done.stderr
+
+
+def test_a_plugin_entry_without_format_json_is_refused_saying_so(tmp_path: pathlib.Path) -> None:
+    case = write_case(tmp_path / "case", "sqlite", SQLITE_TABLE, SQLITE_QUERY, {})
+    yaml = (case / "sqlc.yaml").read_text()
+    (case / "sqlc.yaml").write_text(yaml.replace("      format: json\n", ""))
+    done = run_sqlc(case, "generate")
+    assert done.returncode != 0
+    assert "set format: json" in done.stderr
+
+
+def test_a_sqlite_column_without_a_type_is_refused_saying_so(tmp_path: pathlib.Path) -> None:
+    message = _refused(
+        tmp_path,
+        "sqlite",
+        "CREATE TABLE t (id INTEGER NOT NULL, name TEXT NOT NULL, anything);\n",
+        SQLITE_QUERY,
+    )
+    assert "table t: column 'anything' is declared without a type" in message
+
+
+def test_two_query_files_making_one_module_are_refused(tmp_path: pathlib.Path) -> None:
+    case = write_case(tmp_path / "case", "sqlite", SQLITE_TABLE, SQLITE_QUERY, {})
+    (case / "queries" / "q-.sql").write_text("-- name: Other :one\nSELECT id FROM t;\n")
+    done = run_sqlc(case, "generate")
+    assert done.returncode != 0
+    assert "also makes the module q.py" in done.stderr
+
+
+def test_a_query_file_named_schema_is_refused_only_beside_emit_schema(
+    tmp_path: pathlib.Path,
+) -> None:
+    for emit_schema, refused in (("false", False), ("true", True)):
+        case = write_case(
+            tmp_path / emit_schema, "sqlite", SQLITE_TABLE, "", {"emit_schema": emit_schema}
+        )
+        (case / "queries" / "q.sql").unlink()
+        (case / "queries" / "schema.sql").write_text(SQLITE_QUERY)
+        done = run_sqlc(case, "generate")
+        assert (done.returncode != 0) == refused, done.stderr
+        if refused:
+            assert "query file schema.sql: its module would replace schema.py" in done.stderr
+        else:
+            assert (case / "out" / "schema.py").read_text().count("def get_name(") == 1

@@ -5,17 +5,20 @@ golden tests prove equal to a fresh generation), each golden package placed
 under golden/ so that its relative imports resolve.
 """
 
+import os
 import pathlib
 import re
 import subprocess
 
 import pytest
-from plugin_harness import CASE_NAMES, GOLDEN, ROOT, tool
+from plugin_harness import CASE_NAMES, GOLDEN, HERE, ROOT, tool
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    # The overrides of the golden cases name types of tests/plugin/feature_types.py.
+    env = {**os.environ, "MYPYPATH": str(HERE)}
     return subprocess.run(
-        list(args), cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        list(args), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
     )
 
 

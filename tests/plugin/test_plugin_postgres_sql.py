@@ -7,8 +7,8 @@ or a comment, so a $N there stays as written.
 
 import pytest
 from plugin_harness import PLUGIN_DIR
-from sqlc_gen_jobtable._emit import _postgres_sql
 from sqlc_gen_jobtable._request import RequestError
+from sqlc_gen_jobtable._sql import postgres_sql as _postgres_sql
 
 assert PLUGIN_DIR.is_dir()
 

@@ -168,7 +168,7 @@ def test_one_with_a_partial_row_returns_its_own_row_class(querier: samples.Queri
 def test_one_with_an_aggregate_returns_its_value(querier: samples.Querier) -> None:
     _insert(querier)
     _insert(querier)
-    assert querier.count_samples() == samples.CountSamplesRow(total=2)
+    assert querier.count_samples() == 2
 
 
 def test_many_returns_every_matching_row_in_order(querier: samples.Querier) -> None:

@@ -289,7 +289,7 @@ class OptionsMachine(RuleBasedStateMachine):
         """Publishes and finishes job_id as its attempt would; returns whether either landed."""
         engine = self.store.engine
         try:
-            await engine.awrite(Publish(job_id, attempt, "-1", self.store.now()))
+            await engine.awrite(Publish(_Claimed(job_id, attempt), "-1", self.store.now()))
             published = True
         except jobtable.NotRunning:
             published = False

@@ -150,11 +150,15 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
     runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN %(now)s END,
     updated_at = %(now)s
-WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
-        SELECT name FROM runners
-        WHERE heartbeat_at >= now() - make_interval(secs => %(lease_seconds)s)
-    ))
+WHERE seq IN (
+    SELECT stale.seq FROM jobs AS stale
+    WHERE stale.status = 'running'
+        AND (stale.runner IS NULL OR (stale.runner <> %(runner)s AND stale.runner NOT IN (
+            SELECT name FROM runners
+            WHERE heartbeat_at >= now() - make_interval(secs => %(lease_seconds)s)
+        )))
+    FOR UPDATE OF stale SKIP LOCKED
+)
 """
 
 INTERRUPT_JOB = """UPDATE jobs
@@ -212,6 +216,7 @@ DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
     WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < %(before)s
     ORDER BY finished.updated_at LIMIT %(max_jobs)s
+    FOR UPDATE SKIP LOCKED
 )
 """
 
@@ -231,7 +236,12 @@ FROM runners WHERE name = %(name)s
 DELETE_RUNNER = """DELETE FROM runners WHERE name = %(name)s
 """
 
-DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < now() - make_interval(secs => %(lease_seconds)s)
+DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE name IN (
+    SELECT stale.name FROM runners AS stale
+    WHERE stale.heartbeat_at < now() - make_interval(secs => %(lease_seconds)s)
+        AND stale.name <> %(name)s
+    FOR UPDATE SKIP LOCKED
+)
 """
 
 
@@ -698,18 +708,23 @@ class Querier:
         *,
         error: str | None,
         now: datetime.datetime,
+        runner: str | None,
         lease_seconds: float,
     ) -> int:
         """InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
         of the running jobs of every runner whose heartbeat is older than
-        lease_seconds, or that no longer has a row. Differs from SQLite: heartbeats
-        are the server's time, so runners on machines with skewed clocks agree.
+        lease_seconds, or that no longer has a row; never those of runner, the
+        runner that asks, which is alive. Differs from SQLite: heartbeats are the
+        server's time, so runners on machines with skewed clocks agree; and it skips
+        rows another transaction holds (their runner is finishing them, or another
+        runner's maintenance ends them), so two runners' maintenance never deadlock.
         """
         cur = self._conn.execute(
             INTERRUPT_JOBS_OF_DEAD_RUNNERS,
             {
                 "error": error,
                 "now": now,
+                "runner": runner,
                 "lease_seconds": lease_seconds,
             },
         )
@@ -948,7 +963,7 @@ class Querier:
         max_jobs: int,
     ) -> int:
         """DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
-        oldest first.
+        oldest first, skipping rows another runner's maintenance is deleting.
         """
         cur = self._conn.execute(
             DELETE_FINISHED_JOBS,
@@ -1031,14 +1046,18 @@ class Querier:
         self,
         *,
         lease_seconds: float,
+        name: str,
     ) -> int:
         """DeleteDeadRunners forgets runners whose heartbeat is older than
-        lease_seconds by the server's clock.
+        lease_seconds by the server's clock, never name, the runner that asks. It
+        skips rows another transaction holds: a runner renewing its lease holds its
+        own row, and two runners deleting each other's rows would deadlock.
         """
         cur = self._conn.execute(
             DELETE_DEAD_RUNNERS,
             {
                 "lease_seconds": lease_seconds,
+                "name": name,
             },
         )
         return cur.rowcount

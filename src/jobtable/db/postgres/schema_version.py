@@ -31,6 +31,9 @@ LISTEN_FOR_ENQUEUES = """SELECT jobtable_listen() AS channel
 DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', false)
 """
 
+SET_CLIENT_ENCODING = """SELECT set_config('client_encoding', %(encoding)s::text, false)
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SchemaAppliedRow:
@@ -132,4 +135,17 @@ class Querier:
         """
         self._conn.execute(
             DISABLE_SYNCHRONOUS_COMMIT,
+        )
+
+    def set_client_encoding(
+        self,
+        *,
+        encoding: str,
+    ) -> None:
+        """SetClientEncoding sets the encoding this session's text travels in."""
+        self._conn.execute(
+            SET_CLIENT_ENCODING,
+            {
+                "encoding": encoding,
+            },
         )

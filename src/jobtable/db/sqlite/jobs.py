@@ -106,9 +106,9 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ?2 END,
     updated_at = ?2
 WHERE status = 'running'
-    AND (runner IS NULL OR runner NOT IN (
-        SELECT name FROM runners WHERE heartbeat_at >= ?3
-    ))
+    AND (runner IS NULL OR (runner <> ?3 AND runner NOT IN (
+        SELECT name FROM runners WHERE heartbeat_at >= ?4
+    )))
 """
 
 INTERRUPT_JOB = """UPDATE jobs
@@ -184,7 +184,7 @@ FROM runners WHERE name = ?2
 DELETE_RUNNER = """DELETE FROM runners WHERE name = ?1
 """
 
-DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1
+DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1 AND name <> ?2
 """
 
 
@@ -610,17 +610,20 @@ class Querier:
         *,
         error: str | None,
         now: str,
+        runner: str | None,
         cutoff: str,
     ) -> int:
         """InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
         of the running jobs of every runner whose heartbeat is older than cutoff,
-        or that no longer has a row.
+        or that no longer has a row; never those of runner, the runner that asks,
+        which is alive.
         """
         cur = self._conn.execute(
             INTERRUPT_JOBS_OF_DEAD_RUNNERS,
             (
                 error,
                 now,
+                runner,
                 cutoff,
             ),
         )
@@ -937,10 +940,16 @@ class Querier:
         self,
         *,
         cutoff: str,
+        name: str,
     ) -> int:
-        """DeleteDeadRunners forgets runners whose heartbeat is older than cutoff."""
+        """DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
+        never name, the runner that asks.
+        """
         cur = self._conn.execute(
             DELETE_DEAD_RUNNERS,
-            (cutoff,),
+            (
+                cutoff,
+                name,
+            ),
         )
         return cur.rowcount

@@ -77,13 +77,6 @@ class SearchHandlesRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class CountActiveRow:
-    """A row that CountActive returns."""
-
-    total: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class SetBiosAndSettingsParams:
     """The parameters of one statement of SetBiosAndSettings."""
 
@@ -259,7 +252,7 @@ class Querier:
         self,
         *,
         active: bool,
-    ) -> CountActiveRow | None:
+    ) -> int | None:
         cur = self._conn.execute(
             COUNT_ACTIVE,
             {
@@ -269,9 +262,8 @@ class Querier:
         row = cur.fetchone()
         if row is None:
             return None
-        return CountActiveRow(
-            total=row[0],
-        )
+        _value: int = row[0]
+        return _value
 
     def set_bio(
         self,
@@ -488,7 +480,7 @@ class AsyncQuerier:
         self,
         *,
         active: bool,
-    ) -> CountActiveRow | None:
+    ) -> int | None:
         cur = await self._conn.execute(
             COUNT_ACTIVE,
             {
@@ -498,9 +490,8 @@ class AsyncQuerier:
         row = await cur.fetchone()
         if row is None:
             return None
-        return CountActiveRow(
-            total=row[0],
-        )
+        _value: int = row[0]
+        return _value
 
     async def set_bio(
         self,

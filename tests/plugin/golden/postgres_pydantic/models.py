@@ -5,12 +5,21 @@
 
 import datetime
 import decimal
+import enum
 import uuid
 from typing import TypeAlias
 
 import pydantic
 
 JSONValue: TypeAlias = pydantic.JsonValue
+
+
+class Level(enum.StrEnum):
+    """The values of the level enum."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    WARN = "warn"
 
 
 class Event(pydantic.BaseModel):
@@ -24,3 +33,16 @@ class Event(pydantic.BaseModel):
     notification_settings_override: JSONValue | None
     happened_at: datetime.datetime
     amount: decimal.Decimal | None
+
+
+class Setting(pydantic.BaseModel):
+    """A row of the settings table."""
+
+    model_config = pydantic.ConfigDict(frozen=True, populate_by_name=True)
+
+    id: int
+    json_: JSONValue = pydantic.Field(alias="json")
+    schema_: str = pydantic.Field(alias="schema")
+    copy_: str | None = pydantic.Field(alias="copy")
+    model_config_: int = pydantic.Field(alias="model_config")
+    level: Level

@@ -63,13 +63,6 @@ class ListLabelsByNoteRow:
     label: str
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class CountSamplesRow:
-    """A row that CountSamples returns."""
-
-    total: int
-
-
 class Querier:
     """Runs the queries of samples.sql on one connection."""
 
@@ -243,16 +236,15 @@ class Querier:
 
     def count_samples(
         self,
-    ) -> CountSamplesRow | None:
+    ) -> int | None:
         cur = self._conn.execute(
             COUNT_SAMPLES,
         )
         row = cur.fetchone()
         if row is None:
             return None
-        return CountSamplesRow(
-            total=row[0],
-        )
+        _value: int = row[0]
+        return _value
 
     def rename_samples(
         self,

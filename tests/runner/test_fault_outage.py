@@ -1,0 +1,341 @@
+"""Outages of the store: live runners fail none of each other's jobs, and recovery is quick.
+
+When nobody can write for longer than the lease, no runner can heartbeat, so
+every peer's heartbeat looks stale once the store is back. A runner judges
+peers dead only after its own writes have landed promptly for a whole lease
+(``jobtable._contact``), so an outage with every runner alive fails nothing,
+while a runner that really died still has its jobs failed afterwards.
+
+The PostgreSQL server restarts here are of a throwaway cluster of the test's
+own (initdb into a temporary folder as the postgres user, on a free port),
+never of the shared server.
+"""
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import pathlib
+import shutil
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+
+import pytest
+
+import jobtable
+from jobtable._engine import Queries
+from jobtable._ops import FinishAndClaim
+from jobtable._values import now
+
+WaitUntil = Callable[..., Awaitable[None]]
+
+LEASE = 1.0
+"""The lease of the tests' runners, in seconds."""
+
+OUTAGE = 3 * LEASE
+"""How long the store is out of reach: three leases."""
+
+RUNNERS = 3
+"""How many live runners share the store, each with a store (connections) of its own."""
+
+
+@dataclasses.dataclass
+class Figures:
+    """What one outage did."""
+
+    outage: float
+    runners: int
+    live_jobs_failed: int
+    dead_job_failed_after: float
+    """Seconds from the store's return to the failure of the dead runner's job."""
+
+
+async def live_runners_through_an_outage(
+    open_store: Callable[[], jobtable.Store],
+    outage: Callable[[], AbstractAsyncContextManager[None]],
+    wait_until: WaitUntil,
+) -> Figures:
+    """Runs RUNNERS live runners, each holding a job, through an outage of OUTAGE seconds.
+
+    A runner that claimed a job and died just before the outage is the
+    control: its job must still be failed as interrupted after the outage.
+    """
+    release = asyncio.Event()
+
+    async def hold(ctx: jobtable.JobContext[int], payload: int) -> int:
+        await release.wait()
+        return payload
+
+    stores = [open_store() for _ in range(RUNNERS)]
+    runners = [
+        jobtable.Runner(s, name=f"live-{i}", workers=1, lease=LEASE, poll_interval=0.1)
+        for i, s in enumerate(stores)
+    ]
+    kinds = [runner.register("hold", hold) for runner in runners]
+    first = runners[0]
+    ids = kinds[0].enqueue_many(list(range(RUNNERS)))
+    try:
+        for runner in runners:
+            await runner.start()
+        await wait_until(
+            lambda: all(first.get(i).status is jobtable.Status.RUNNING for i in ids), limit=60
+        )
+        # Long enough for every runner to judge its peers: its own writes
+        # have landed for more than a lease.
+        await asyncio.sleep(2 * LEASE)
+        dead_id = kinds[0].enqueue(-1)
+        stores[0].engine.write(lambda q: q.register_runner(name="dead", now=now()))
+        stores[0].engine.write(claim_for("dead"))
+        assert first.get(dead_id).status is jobtable.Status.RUNNING
+        async with outage():
+            started = time.monotonic()
+            await asyncio.sleep(OUTAGE)
+        back = time.monotonic()
+        length = back - started
+        await wait_until(lambda: first.get(dead_id).status is jobtable.Status.FAILED, limit=60)
+        dead_failed_after = time.monotonic() - back
+        # Room for a late misjudgment, had there been one.
+        await asyncio.sleep(2 * LEASE)
+        release.set()
+        await wait_until(
+            lambda: all(first.get(i).status is not jobtable.Status.RUNNING for i in ids),
+            limit=60,
+        )
+        failed = [i for i in ids if first.get(i).status is jobtable.Status.FAILED]
+        assert first.get(dead_id).error == jobtable.MESSAGE_INTERRUPTED
+    finally:
+        release.set()
+        for runner in runners:
+            runner.stop()
+        for runner in runners:
+            await runner.wait()
+        for store in stores:
+            store.close()
+    return Figures(length, RUNNERS, len(failed), dead_failed_after)
+
+
+def claim_for(runner: str) -> Callable[[Queries], None]:
+    """The write that claims one queued job for a runner that is not running here."""
+
+    def claim(q: Queries) -> None:
+        _, claimed = FinishAndClaim([], runner, "default", 1, now())(q)
+        assert len(claimed) == 1
+
+    return claim
+
+
+def report(engine: str, how: str, figures: Figures) -> None:
+    print(
+        f"\n{engine}, {how}: outage {figures.outage:.1f} s (lease {LEASE} s), "
+        f"{figures.runners} live runners, {figures.live_jobs_failed} of their jobs failed; "
+        f"the dead runner's job failed {figures.dead_job_failed_after:.1f} s after the store "
+        "came back"
+    )
+
+
+@contextlib.contextmanager
+def sqlite_locked(path: pathlib.Path) -> Iterator[None]:
+    """Holds SQLite's write lock on path: every write of the store fails meanwhile."""
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            holder.execute("ROLLBACK")
+
+
+@contextlib.contextmanager
+def postgres_locked(url: str, tables: str = "jobs") -> Iterator[None]:
+    """Holds tables locked: every write waits, and fails after the URL's lock_timeout if any."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url) as holder:
+        holder.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(sql.SQL(tables)))
+        try:
+            yield
+        finally:
+            holder.rollback()
+
+
+@contextlib.asynccontextmanager
+async def during(hold: contextlib.AbstractContextManager[None]) -> AsyncIterator[None]:
+    """hold, as an async context manager."""
+    with hold:
+        yield
+
+
+async def test_sqlite_an_outage_longer_than_the_lease_fails_no_live_runners_job(
+    tmp_path: pathlib.Path, wait_until: WaitUntil
+) -> None:
+    path = tmp_path / "jobs.db"
+    jobtable.Store.open(path).close()
+
+    # Every write fails, as on a full disk: the runners wait 50 ms for the lock.
+    figures = await live_runners_through_an_outage(
+        lambda: jobtable.Store.open(path, busy_timeout=0.05),
+        lambda: during(sqlite_locked(path)),
+        wait_until,
+    )
+    report("sqlite", "writes failing", figures)
+    assert figures.live_jobs_failed == 0
+
+
+async def test_postgres_tables_locked_longer_than_the_lease_fail_no_live_runners_job(
+    pg_url: str, wait_until: WaitUntil
+) -> None:
+    # Every write waits: the heartbeats land late, all at once.
+    figures = await live_runners_through_an_outage(
+        lambda: jobtable.Store.open(pg_url),
+        lambda: during(postgres_locked(pg_url, "runners, jobs")),
+        wait_until,
+    )
+    report("postgres", "tables locked", figures)
+    assert figures.live_jobs_failed == 0
+
+
+class Cluster:
+    """A throwaway PostgreSQL cluster in a temporary folder, run as the postgres user."""
+
+    def __init__(self) -> None:
+        found = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+        if not found or shutil.which("runuser") is None:
+            pytest.skip("a throwaway cluster needs PostgreSQL's binaries and runuser")
+        self._bin = found[-1].parent
+        self._root = pathlib.Path(tempfile.mkdtemp(prefix="jobtable-test-pg-"))
+        shutil.chown(self._root, "postgres")
+        self._data = self._root / "data"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self._options = f"-p {port} -k {self._root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run("initdb", "-D", str(self._data), "-A", "trust", "-U", "postgres", "--no-sync")
+
+    def _run(self, tool: str, *args: str) -> None:
+        command = ["runuser", "-u", "postgres", "--", str(self._bin / tool), *args]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+    def ctl(self, *args: str) -> None:
+        """Runs pg_ctl on the cluster with args (start, stop, restart ...); waits for it."""
+        log = str(self._root / "log")
+        self._run("pg_ctl", "-D", str(self._data), "-l", log, "-o", self._options, "-w", *args)
+
+    def remove(self) -> None:
+        """Stops the cluster at once and removes its folder."""
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.ctl("-m", "immediate", "stop")
+        shutil.rmtree(self._root, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    """A running throwaway cluster, removed after the test."""
+    made = Cluster()
+    try:
+        made.ctl("start")
+        yield made
+    finally:
+        made.remove()
+
+
+async def test_postgres_a_server_down_longer_than_the_lease_fails_no_live_runners_job(
+    cluster: Cluster, wait_until: WaitUntil
+) -> None:
+    @contextlib.asynccontextmanager
+    async def down() -> AsyncIterator[None]:
+        await asyncio.to_thread(cluster.ctl, "-m", "fast", "stop")
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(cluster.ctl, "start")
+
+    figures = await live_runners_through_an_outage(
+        lambda: jobtable.Store.open(cluster.url), down, wait_until
+    )
+    report("postgres", "server stopped", figures)
+    assert figures.live_jobs_failed == 0
+
+
+async def test_postgres_after_a_restart_the_first_write_gets_a_fresh_connection(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+
+    async def noop(ctx: jobtable.JobContext[None], payload: int) -> None:
+        return None
+
+    with jobtable.Store.open(cluster.url) as store:
+        runner = jobtable.Runner(store, name="r")
+        kind = runner.register("noop", noop)
+        # Ten writers at once fill the pool (ten connections), then rest.
+        barrier = threading.Barrier(10)
+
+        def write() -> None:
+            barrier.wait()
+            for _ in range(20):
+                kind.enqueue(0)
+
+        threads = [threading.Thread(target=write) for _ in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        cluster.ctl("-m", "fast", "restart")
+        # Every pooled connection is dead now. psycopg_pool's own check would
+        # discard them one at a time, 1, 2, 4, 8, 16 s apart: past its 30 s
+        # timeout. The first one found dead drains the pool instead.
+        job_id = kind.enqueue(1)
+        assert await runner.run_next() is not None
+        assert job_id
+    drained = [r for r in caplog.records if "replacing every pooled one" in r.getMessage()]
+    assert drained
+
+
+@contextlib.contextmanager
+def store_held(engine: str, store_target: str) -> Iterator[None]:
+    """Holds the store's write lock (SQLite) or its jobs table (PostgreSQL)."""
+    with (
+        sqlite_locked(pathlib.Path(store_target))
+        if engine == "sqlite"
+        else postgres_locked(store_target)
+    ):
+        yield
+
+
+async def test_a_publish_that_fails_for_a_moment_is_retried_and_the_job_goes_on(
+    engine: str, store_target: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    # Writes fail after 50 ms of waiting for the lock the test holds.
+    target = store_target.replace("options=-c", "options=-clock_timeout%3D50%20-c")
+    holding = threading.Event()
+
+    def work(ctx: jobtable.JobContext[int], payload: int) -> int:
+        ctx.publish(1)
+        holding.wait(30)
+        # The store refuses writes for a moment: the publish waits it out.
+        ctx.publish(2)
+        return 3
+
+    def retried() -> bool:
+        return any("publish job result; retrying" in r.msg for r in caplog.records)
+
+    with jobtable.Store.open(target, busy_timeout=0.05) as store:
+        runner = jobtable.Runner(store, name="r", lease=30)
+        kind = runner.register("work", work)
+        job_id = kind.enqueue(0)
+        task = asyncio.create_task(runner.run_next())
+        await wait_until(lambda: kind.get(job_id).result == 1)
+        with store_held(engine, store_target):
+            holding.set()
+            await wait_until(retried)
+        assert await task == job_id
+        job = kind.get(job_id)
+        assert (job.status, job.result) == (jobtable.Status.SUCCEEDED, 3)
