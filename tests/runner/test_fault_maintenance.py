@@ -98,7 +98,6 @@ def test_two_runners_maintenance_deleting_each_others_rows_does_not_deadlock(
     # for the other's row, and one would be aborted as a deadlock.
     with jobtable.Store.open(pg_url) as a, jobtable.Store.open(pg_url) as b:
         old = timestamp(datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1))
-        future = timestamp(datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1))
         for name in ("a", "b"):
             a.engine.write(functools.partial(register, name=name, now=old))
         both_hold_their_rows = threading.Barrier(2, timeout=30)

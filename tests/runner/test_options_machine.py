@@ -162,7 +162,8 @@ class OptionsMachine(RuleBasedStateMachine):
                 await asyncio.sleep(3600)
             if step == "cancel":
                 # A cancel arrives while the job runs; the runner's watch sees it.
-                if self.store.cancel(ctx.id) is not jobtable.CancelResult.REQUESTED:
+                requested = self.store.cancel(ctx.id) is jobtable.CancelResult.REQUESTED
+                if self.check_model and not requested:
                     self.violations.append(f"cancel of running {ctx.id} was not requested")
                 await runner._cancel_watch.check()
                 await asyncio.sleep(3600)
@@ -279,6 +280,7 @@ class OptionsMachine(RuleBasedStateMachine):
             assert record.attempt <= record.max_attempts, (
                 f"attempts exceed max_attempts: {job_id} at {record.attempt}"
             )
+            assert self.model[job_id].run_at <= self.clock.now, f"ran before its run_at: {job_id}"
         assert claimed == [m.id], f"claimed {claimed}, but priority then enqueue order says {m.id}"
         m.attempt += 1
         self.runner = self.new_runner()
