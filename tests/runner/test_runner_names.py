@@ -5,6 +5,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 import jobtable
 
 PRINT_NAME = """
@@ -18,6 +20,7 @@ def test_the_default_name_is_the_host_and_the_process_id(store: jobtable.Store) 
     assert jobtable.Runner(store).name == f"{socket.gethostname()}-{os.getpid()}"
 
 
+@pytest.mark.slow
 def test_two_processes_get_different_default_names(store_target: str) -> None:
     names = {
         subprocess.run(
