@@ -23,7 +23,7 @@ venv: $(STAMP)
 # Regenerates the db module from scratch: schema and queries through sqlc and
 # our plugin (plugin/), which needs only Python on PATH.
 generate: $(STAMP)
-	rm -rf $(GENERATED)/sqlite $(GENERATED)/postgres
+	rm -rf $(GENERATED)/sqlite $(GENERATED)/sqlite_upgrade $(GENERATED)/postgres
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/sqlc generate
 
 # Fails when the checked-in db module differs from a fresh generation.

@@ -30,6 +30,7 @@ from typing import Any
 
 from bench import _db
 from bench._jobs import Ping, make_runner
+from jobtable._engine import NewJob
 from jobtable.db.postgres import jobs as pg_sql
 from jobtable.db.sqlite import jobs as sqlite_sql
 
@@ -50,7 +51,8 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
     assert binding is not None
 
     def create_job(q: Any) -> None:
-        q.create_job(id=_db.new_id(), kind=_db.KIND, payload=_db.PAYLOAD, now=_db.utc_text())
+        moment = _db.utc_text()
+        q.insert_jobs(kind=_db.KIND, jobs=[NewJob(_db.new_id(), _db.PAYLOAD, moment)], now=moment)
 
     steps: list[tuple[str, Callable[[], object]]] = []
     if isinstance(db, _db.SQLiteDatabase):
@@ -58,12 +60,12 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
         ex = conn.execute
 
         def raw() -> None:
-            ex(sqlite_sql.CREATE_JOB, (_db.new_id(), _db.KIND, _db.PAYLOAD, _db.utc_text()))
+            ex(sqlite_sql.CREATE_JOB, _db._sqlite_job())
 
         def shaped() -> None:
             ex("BEGIN IMMEDIATE")
             ex("SAVEPOINT jobtable_op")
-            ex(sqlite_sql.CREATE_JOB, (_db.new_id(), _db.KIND, _db.PAYLOAD, _db.utc_text()))
+            ex(sqlite_sql.CREATE_JOB, _db._sqlite_job())
             ex("RELEASE jobtable_op")
             ex("COMMIT")
 
@@ -76,7 +78,7 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
         pex = pconn.execute
 
         def params() -> dict[str, Any]:
-            return {"id": _db.new_id(), "kind": _db.KIND, "payload": _db.PAYLOAD, "now": _pg_now()}
+            return _db._pg_job()
 
         def praw() -> None:
             pex(pg_sql.CREATE_JOB, params())
@@ -92,7 +94,7 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
     steps += [
         ("engine.write(CreateJob)", lambda: engine.write(create_job)),
         ("engine.write(nothing)", lambda: engine.write(lambda q: None)),
-        ("encode + id (Kind._create)", lambda: kind._create(binding, [payload])),
+        ("encode + id (Kind._create)", lambda: kind._create("enqueue", binding, [payload], {})),
         ("Kind.enqueue", lambda: kind.enqueue(payload)),
     ]
     return steps

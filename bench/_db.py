@@ -33,6 +33,11 @@ PAYLOAD = '{"t":0.0}'
 RESULT = "null"
 RUNNER = "raw"
 FILL_RUNNER = "bench-fill"
+WAITING_KIND = "bench-waiting"
+"""The kind of the queued jobs fill_finished adds beside the finished rows: scheduled
+ones, due in a year, and ready ones of a lower priority than the measured jobs."""
+WAITING = 10_000
+"""How many of each kind of waiting job fill_finished adds."""
 BATCH = 100
 """Jobs per transaction in the batched raw loops, and per enqueue_many call."""
 
@@ -45,6 +50,17 @@ def new_id() -> str:
 def utc_text() -> str:
     """The time as UTC text of fixed width, the form SQLite's rows hold."""
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _sqlite_job() -> tuple[Any, ...]:
+    """CreateJob's parameters for a ready job of the default queue."""
+    now = utc_text()
+    return (new_id(), KIND, "default", 0, PAYLOAD, 1, None, now, now)
+
+
+def _sqlite_claim(max_jobs: int) -> tuple[Any, ...]:
+    """ClaimNextJob's parameters."""
+    return (RUNNER, utc_text(), "default", max_jobs)
 
 
 class Database(abc.ABC):
@@ -190,13 +206,20 @@ class SQLiteDatabase(Database):
 
     def pending(self) -> bool:
         row = self._conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'queued')"
-            " OR EXISTS (SELECT 1 FROM jobs WHERE status = 'running')"
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND kind <> ?)"
+            " OR EXISTS (SELECT 1 FROM jobs WHERE status = 'running' AND kind <> ?)",
+            (WAITING_KIND, WAITING_KIND),
         ).fetchall()[0]
         return bool(row[0])
 
     def reset(self, keep_upto: int = 0) -> None:
         self._conn.execute("DELETE FROM jobs WHERE seq > ?", (keep_upto,))
+        # A run may reach the lower-priority waiting jobs once its own are done.
+        self._conn.execute(
+            "UPDATE jobs SET status = 'queued', error = NULL, errors = '[]', runner = NULL,"
+            " attempt = 0, finished_at = NULL WHERE kind = ? AND status <> 'queued'",
+            (WAITING_KIND,),
+        )
         self._conn.execute("DELETE FROM runners")
 
     def max_seq(self) -> int:
@@ -213,13 +236,30 @@ class SQLiteDatabase(Database):
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute(
                     "INSERT INTO jobs (id, kind, status, payload, result, runner, attempt,"
-                    " created_at, updated_at)"
+                    " run_at, created_at, started_at, finished_at, updated_at)"
                     " WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
-                    " SELECT lower(hex(randomblob(16))), ?, 'succeeded', ?, ?, ?, 1, ?, ? FROM n",
-                    (chunk, KIND, PAYLOAD, RESULT, FILL_RUNNER, stamp, stamp),
+                    " SELECT lower(hex(randomblob(16))), ?, 'succeeded', ?, ?, ?, 1,"
+                    " ?, ?, ?, ?, ? FROM n",
+                    (chunk, KIND, PAYLOAD, RESULT, FILL_RUNNER, *[stamp] * 5),
                 )
                 conn.execute("COMMIT")
                 done += chunk
+            if not conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = ?)", (WAITING_KIND,)
+            ).fetchone()[0]:
+                later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=365)
+                soon = later.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                conn.execute("BEGIN IMMEDIATE")
+                for priority, run_at, scheduled in ((0, soon, 1), (1, stamp, 0)):
+                    conn.execute(
+                        "INSERT INTO jobs (id, kind, priority, payload, run_at, scheduled,"
+                        " created_at, updated_at)"
+                        " WITH RECURSIVE n(i) AS"
+                        " (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
+                        " SELECT lower(hex(randomblob(16))), ?, ?, ?, ?, ?, ?, ? FROM n",
+                        (WAITING, WAITING_KIND, priority, PAYLOAD, run_at, scheduled, stamp, stamp),
+                    )
+                conn.execute("COMMIT")
         finally:
             conn.close()
 
@@ -231,7 +271,7 @@ class SQLiteDatabase(Database):
 
     def count(self, status: str) -> int:
         row = self._conn.execute(
-            "SELECT count(*) FROM jobs WHERE status = ?", (status,)
+            "SELECT count(*) FROM jobs WHERE status = ? AND kind <> ?", (status, WAITING_KIND)
         ).fetchall()[0]
         return int(row[0])
 
@@ -239,8 +279,7 @@ class SQLiteDatabase(Database):
         execute = self._conn.execute
         execute("BEGIN IMMEDIATE")
         claimed = [
-            execute(sqlite_sql.CLAIM_NEXT_JOB, (RUNNER, utc_text(), 1)).fetchall()
-            for _ in range(batch)
+            execute(sqlite_sql.CLAIM_NEXT_JOB, _sqlite_claim(1)).fetchall() for _ in range(batch)
         ]
         for rows in claimed:
             for row in rows:
@@ -267,14 +306,14 @@ class SQLiteDatabase(Database):
         start = time.perf_counter()
         if mode == "step":
             for _ in range(count):
-                execute(insert, (new_id(), KIND, PAYLOAD, utc_text()))
-                _, job_id, _, _, attempt = execute(claim, (RUNNER, utc_text(), 1)).fetchall()[0]
+                execute(insert, _sqlite_job())
+                job_id, attempt = execute(claim, _sqlite_claim(1)).fetchall()[0][1:5:3]
                 execute(succeed, (RESULT, utc_text(), job_id, attempt))
         elif mode == "life":
             for _ in range(count):
                 execute("BEGIN IMMEDIATE")
-                execute(insert, (new_id(), KIND, PAYLOAD, utc_text()))
-                _, job_id, _, _, attempt = execute(claim, (RUNNER, utc_text(), 1)).fetchall()[0]
+                execute(insert, _sqlite_job())
+                job_id, attempt = execute(claim, _sqlite_claim(1)).fetchall()[0][1:5:3]
                 execute(succeed, (RESULT, utc_text(), job_id, attempt))
                 execute("COMMIT")
         else:
@@ -282,10 +321,10 @@ class SQLiteDatabase(Database):
                 size = min(BATCH, count - done)
                 execute("BEGIN IMMEDIATE")
                 for _ in range(size):
-                    execute(insert, (new_id(), KIND, PAYLOAD, utc_text()))
-                claimed = execute(claim, (RUNNER, utc_text(), size)).fetchall()
-                for _, job_id, _, _, attempt in claimed:
-                    execute(succeed, (RESULT, utc_text(), job_id, attempt))
+                    execute(insert, _sqlite_job())
+                claimed = execute(claim, _sqlite_claim(size)).fetchall()
+                for row in claimed:
+                    execute(succeed, (RESULT, utc_text(), row[1], row[4]))
                 execute("COMMIT")
         return time.perf_counter() - start
 
@@ -296,7 +335,7 @@ class SQLiteDatabase(Database):
             if batch > 1:
                 execute("BEGIN IMMEDIATE")
             for _ in range(size):
-                execute(sqlite_sql.CREATE_JOB, (new_id(), KIND, PAYLOAD, utc_text()))
+                execute(sqlite_sql.CREATE_JOB, _sqlite_job())
             if batch > 1:
                 execute("COMMIT")
 
@@ -313,9 +352,9 @@ class SQLiteDatabase(Database):
         running: list[Any] = []
         while True:
             execute("BEGIN IMMEDIATE")
-            for _, job_id, _, _, attempt in running:
-                execute(succeed, (RESULT, utc_text(), job_id, attempt))
-            running = execute(claim, (RUNNER, utc_text(), size)).fetchall()
+            for row in running:
+                execute(succeed, (RESULT, utc_text(), row[1], row[4]))
+            running = execute(claim, _sqlite_claim(size)).fetchall()
             execute("COMMIT")
             if not running:
                 break
@@ -331,7 +370,7 @@ class SQLiteDatabase(Database):
             if batch > 1:
                 execute("BEGIN IMMEDIATE")
             for _ in range(size):
-                execute(claim, (RUNNER, utc_text(), 1)).fetchall()[0]
+                execute(claim, _sqlite_claim(1)).fetchall()[0]
             if batch > 1:
                 execute("COMMIT")
         return time.perf_counter() - start
@@ -341,8 +380,8 @@ class SQLiteDatabase(Database):
         samples = []
         for _ in range(count):
             start = time.perf_counter()
-            execute(sqlite_sql.CREATE_JOB, (new_id(), KIND, PAYLOAD, utc_text()))
-            execute(sqlite_sql.CLAIM_NEXT_JOB, (RUNNER, utc_text(), 1)).fetchall()[0]
+            execute(sqlite_sql.CREATE_JOB, _sqlite_job())
+            execute(sqlite_sql.CLAIM_NEXT_JOB, _sqlite_claim(1)).fetchall()[0]
             samples.append(time.perf_counter() - start)
         return samples
 
@@ -353,7 +392,7 @@ def _pg_now() -> datetime.datetime:
 
 # The runner claims and finishes with one query on PostgreSQL, FinishAndClaimJobs;
 # the raw loops run it too, claiming with no outcomes and finishing with no claim.
-# Its rows are (finished, seq, id, kind, payload, attempt).
+# Its rows are (finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority).
 
 
 def _pg_params(rows: list[Any], max_jobs: int) -> dict[str, Any]:
@@ -361,11 +400,30 @@ def _pg_params(rows: list[Any], max_jobs: int) -> dict[str, Any]:
     return {
         "ids": [row[2] for row in rows],
         "attempts": [row[5] for row in rows],
+        "states": ["succeeded"] * len(rows),
         "results": [RESULT] * len(rows),
         "errors": [None] * len(rows),
+        "run_ats": [None] * len(rows),
+        "queue": "default",
         "runner": RUNNER,
         "now": _pg_now(),
         "max_jobs": max_jobs,
+    }
+
+
+def _pg_job() -> dict[str, Any]:
+    """CreateJob's parameters for a ready job of the default queue."""
+    now = _pg_now()
+    return {
+        "id": new_id(),
+        "kind": KIND,
+        "queue": "default",
+        "priority": 0,
+        "payload": PAYLOAD,
+        "max_attempts": 1,
+        "timeout": None,
+        "run_at": now,
+        "now": now,
     }
 
 
@@ -420,13 +478,20 @@ class PostgresDatabase(Database):
 
     def pending(self) -> bool:
         row = self._conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'queued')"
-            " OR EXISTS (SELECT 1 FROM jobs WHERE status = 'running')"
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'queued' AND kind <> %s)"
+            " OR EXISTS (SELECT 1 FROM jobs WHERE status = 'running' AND kind <> %s)",
+            (WAITING_KIND, WAITING_KIND),
         ).fetchone()
         return bool(row[0])
 
     def reset(self, keep_upto: int = 0) -> None:
         self._conn.execute("DELETE FROM jobs WHERE seq > %s", (keep_upto,))
+        # A run may reach the lower-priority waiting jobs once its own are done.
+        self._conn.execute(
+            "UPDATE jobs SET status = 'queued', error = NULL, errors = '[]', runner = NULL,"
+            " attempt = 0, finished_at = NULL WHERE kind = %s AND status <> 'queued'",
+            (WAITING_KIND,),
+        )
         self._conn.execute("DELETE FROM runners")
         self._conn.execute("VACUUM ANALYZE jobs")
 
@@ -444,12 +509,24 @@ class PostgresDatabase(Database):
                     conn.execute("SET LOCAL synchronous_commit = off")
                     conn.execute(
                         "INSERT INTO jobs (id, kind, status, payload, result, runner, attempt,"
-                        " created_at, updated_at)"
+                        " run_at, created_at, started_at, finished_at, updated_at)"
                         " SELECT md5(random()::text || g::text), %s, 'succeeded', %s, %s, %s, 1,"
-                        " now(), now() FROM generate_series(1, %s) AS g",
+                        " now(), now(), now(), now(), now() FROM generate_series(1, %s) AS g",
                         (KIND, PAYLOAD, RESULT, FILL_RUNNER, chunk),
                     )
                 done += chunk
+            waiting = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE kind = %s)", (WAITING_KIND,)
+            ).fetchone()[0]
+            if not waiting:
+                for priority, delay, scheduled in ((0, "1 year", True), (1, "0", False)):
+                    conn.execute(
+                        "INSERT INTO jobs (id, kind, priority, payload, run_at, scheduled,"
+                        " created_at, updated_at)"
+                        " SELECT md5(random()::text || g::text), %s, %s, %s,"
+                        " now() + %s::interval, %s, now(), now() FROM generate_series(1, %s) AS g",
+                        (WAITING_KIND, priority, PAYLOAD, delay, scheduled, WAITING),
+                    )
             # What autovacuum would have done by the time a table holds this many rows.
             conn.execute("VACUUM ANALYZE jobs")
         finally:
@@ -463,7 +540,7 @@ class PostgresDatabase(Database):
 
     def count(self, status: str) -> int:
         row = self._conn.execute(
-            "SELECT count(*) FROM jobs WHERE status = %s", (status,)
+            "SELECT count(*) FROM jobs WHERE status = %s AND kind <> %s", (status, WAITING_KIND)
         ).fetchone()
         return int(row[0])
 
@@ -504,7 +581,7 @@ class PostgresDatabase(Database):
         insert, claim = pg_sql.CREATE_JOB, pg_sql.FINISH_AND_CLAIM_JOBS
 
         def one_life() -> None:
-            execute(insert, {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()})
+            execute(insert, _pg_job())
             row = execute(claim, _pg_params([], 1)).fetchone()
             execute(claim, _pg_params([row], 0))
 
@@ -527,7 +604,7 @@ class PostgresDatabase(Database):
                     for _ in range(size):
                         execute(
                             insert,
-                            {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
+                            _pg_job(),
                         )
                     cursor = execute(claim, _pg_params([], size))
                     pipeline.sync()
@@ -558,7 +635,7 @@ class PostgresDatabase(Database):
             if batch == 1:
                 execute(
                     pg_sql.CREATE_JOB,
-                    {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
+                    _pg_job(),
                 )
                 continue
             with conn.pipeline():
@@ -566,7 +643,7 @@ class PostgresDatabase(Database):
                 for _ in range(size):
                     execute(
                         pg_sql.CREATE_JOB,
-                        {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
+                        _pg_job(),
                     )
                 execute("COMMIT")
 
@@ -614,7 +691,7 @@ class PostgresDatabase(Database):
             start = time.perf_counter()
             execute(
                 pg_sql.CREATE_JOB,
-                {"id": new_id(), "kind": KIND, "payload": PAYLOAD, "now": _pg_now()},
+                _pg_job(),
             )
             execute(pg_sql.FINISH_AND_CLAIM_JOBS, _pg_params([], 1)).fetchone()
             samples.append(time.perf_counter() - start)

@@ -32,6 +32,8 @@ class Kinds:
         self.noop = runner.register("noop", self._noop)
         self.inproc = runner.register("inproc", self._inproc)
         self.latency = runner.register("latency", self._latency)
+        self.lateness: list[float] = []
+        self.scheduled = runner.register("scheduled", self._scheduled)
 
     def expect(self, count: int) -> asyncio.Event:
         """Returns an event set once count more handlers have started."""
@@ -56,6 +58,11 @@ class Kinds:
 
     async def _latency(self, ctx: jobtable.JobContext[float], payload: Ping) -> float:
         return time.time() - payload.t
+
+    async def _scheduled(self, ctx: jobtable.JobContext[None], payload: Ping) -> None:
+        # payload.t is the job's run_at, as time.time(): what is left is lateness.
+        self.lateness.append(time.time() - payload.t)
+        self._count()
 
 
 def make_runner(

@@ -204,6 +204,14 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
                 "-",
                 f"CPU time over {plan.idle_seconds:.0f} s with no job, 4 workers, poll every 1 s",
             )
+    for q in ("p50", "p99"):
+        table.add(
+            f"scheduled-start lateness {q}, in-process",
+            cell(g(f"lat.sched.{q}")),
+            "-",
+            "-",
+            "from run_at to the handler's start; the runner polls every 1 s",
+        )
     for workers in (1, 4, 16):
         for q in ("p50", "p99", "max"):
             key = f"lag.w{workers}.{q}"

@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import dataclasses
+import datetime
 import json
 import os
 import random
@@ -275,6 +276,31 @@ async def _latency_inproc(store: jobtable.Store, count: int) -> list[float]:
     return [s * 1000 for s in kinds.latencies]
 
 
+async def _lateness(store: jobtable.Store, count: int) -> list[float]:
+    kinds = make_runner(store, workers=4, name="bench-schedule")
+    await kinds.runner.start()
+    started = kinds.expect(count)
+    rng = random.Random(9)
+    for _ in range(count):
+        delay = rng.uniform(0.05, 0.3)
+        at = time.time() + delay
+        run_at = datetime.datetime.fromtimestamp(at, datetime.UTC)
+        await kinds.scheduled.aenqueue(Ping(t=at), run_at=run_at)
+        await asyncio.sleep(rng.uniform(0.001, 0.02))
+    await asyncio.wait_for(started.wait(), DEADLINE)
+    kinds.runner.stop()
+    await kinds.runner.wait()
+    return [s * 1000 for s in kinds.lateness]
+
+
+def schedule_lateness(db: _db.Database, store: jobtable.Store, count: int) -> list[float]:
+    """Milliseconds from each scheduled job's run_at to its handler's start (1 s poll)."""
+    try:
+        return asyncio.run(_lateness(store, count))
+    finally:
+        db.reset()
+
+
 def latency_inproc(db: _db.Database, store: jobtable.Store, count: int) -> list[float]:
     """Milliseconds from before aenqueue to the handler's start, same process, one per job."""
     try:
@@ -393,10 +419,8 @@ def claim_single(store: jobtable.Store, count: int) -> float:
     for _ in range(count):
         write(
             lambda q: q.finish_and_claim_jobs(
-                ids=[],
-                attempts=[],
-                results=[],
-                errors=[],
+                outcomes=[],
+                queue="default",
                 runner="bench",
                 now=_db.utc_text(),
                 max_jobs=1,
@@ -593,6 +617,9 @@ def _latency(db: _db.Database, store: jobtable.Store, plan: Plan, results: Resul
         samples = latency_inproc(db, store, count)
         results.add("lat.in.p50", percentile(samples, 50), "ms")
         results.add("lat.in.p99", percentile(samples, 99), "ms")
+        late = schedule_lateness(db, store, count)
+        results.add("lat.sched.p50", percentile(late, 50), "ms")
+        results.add("lat.sched.p99", percentile(late, 99), "ms")
         raw = [s * 1000 for s in db.raw_start_latency(count)]
         db.reset()
         results.add("lat.raw.p50", percentile(raw, 50), "ms")

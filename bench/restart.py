@@ -121,7 +121,11 @@ def one_round(url: str, data: Path, writers: int) -> tuple[float, float]:
         ready_at = time.monotonic()
         _until_it_lands(lambda: kind.enqueue(0))
         enqueued_at = time.monotonic()
-        _until_it_lands(lambda: store.engine.write(FinishAndClaim([], "bench-restart", 1)))
+        _until_it_lands(
+            lambda: store.engine.write(
+                FinishAndClaim([], "bench-restart", "default", 1, store.now())
+            )
+        )
         return enqueued_at - ready_at, time.monotonic() - ready_at
 
 

@@ -1,21 +1,28 @@
 -- The PostgreSQL schema of jobtable. PostgresEngine.open applies it, under an
 -- advisory lock, to a schema (the first of the connection's search_path) that
--- has no jobtable_schema table, and records SCHEMA_VERSION (in _postgres.py) in
--- that table; bump that version with every change here. The tables, columns,
--- checks and partial indexes match the SQLite schema (../schema.sql) with
--- PostgreSQL types.
+-- has no jobtable_schema table, and records SCHEMA_VERSION (in
+-- _postgres_schema.py) in that table; bump that version with every change
+-- here. The tables, columns, checks and partial indexes match the SQLite
+-- schema (../schema.sql) with PostgreSQL types.
 
 -- jobs holds one row per job: the table itself is the queue.
 CREATE TABLE jobs (
-    -- seq is the enqueue order; claims take the lowest first, so jobs run in
-    -- the order they were enqueued, even within one clock tick.
+    -- seq is the enqueue order; among ready jobs of one priority, claims take
+    -- the lowest first, so they run in enqueue order even within one tick.
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     -- id is 128 random bits as URL-safe text: it appears in URLs and must not
     -- be guessable.
     id text NOT NULL UNIQUE,
     kind text NOT NULL,
+    -- queue names the queue the job waits in; a runner consumes named queues.
+    queue text NOT NULL DEFAULT 'default',
+    -- priority orders the ready jobs of a queue: lower first, then by seq.
+    priority integer NOT NULL DEFAULT 0,
+    -- A job moves queued -> running -> succeeded, failed or cancelled; a
+    -- failed attempt with attempts left moves it back to queued.
     status text NOT NULL DEFAULT 'queued'
-        CHECK (status IN ('queued', 'running', 'succeeded', 'failed')),
+        CONSTRAINT jobs_status_check
+        CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
     -- payload and result are JSON text written by the runner from typed data.
     -- text, not jsonb: the runner writes and reads JSON text, so text costs no
     -- parse on enqueue and no re-serialization on claim, round-trips exactly,
@@ -24,24 +31,52 @@ CREATE TABLE jobs (
     payload text NOT NULL,
     result text,
     -- error is a Failure message or one the runner writes itself, never a
-    -- handler's exception text; it is set exactly when the job failed.
+    -- handler's exception text; it is set exactly when the job failed (a
+    -- cancelled job has none: its status says what happened).
     error text CHECK ((error IS NOT NULL) = (status = 'failed')),
+    -- errors is the history of failed attempts, a JSON array of
+    -- {"attempt", "error", "at"} objects holding the same stored messages.
+    errors text NOT NULL DEFAULT '[]',
     -- runner names the runner that claimed the job; attempt counts claims and
     -- fences every write a worker makes, so a worker that lost its claim can
     -- never change the job afterwards.
     runner text,
     attempt integer NOT NULL DEFAULT 0,
+    -- max_attempts is how many claims the job may have; attempt never exceeds it.
+    max_attempts integer NOT NULL DEFAULT 1 CHECK (max_attempts >= 1),
+    -- timeout is the seconds one attempt may take; NULL has no limit.
+    timeout double precision CHECK (timeout IS NULL OR timeout > 0),
+    -- cancel_requested is set by a cancel of the running job: the runner that
+    -- holds it cancels its handler.
+    cancel_requested boolean NOT NULL DEFAULT false,
+    -- run_at is the earliest time the job may be claimed. scheduled is set
+    -- while a queued job's run_at was later than the time it was queued: the
+    -- claim reads only unscheduled rows, and a runner stages a scheduled job
+    -- (clears scheduled) once its run_at has come, so scheduled jobs cost the
+    -- claim nothing however many wait.
+    scheduled boolean NOT NULL DEFAULT false,
+    run_at timestamptz NOT NULL,
     created_at timestamptz NOT NULL,
+    -- started_at is the last claim's time; finished_at is set when the job
+    -- succeeded, failed or was cancelled.
+    started_at timestamptz,
+    finished_at timestamptz,
     updated_at timestamptz NOT NULL
 );
 
--- A claim reads only queued rows, so it costs the same with a million
--- finished rows as with none.
-CREATE INDEX jobs_queued ON jobs (seq) WHERE status = 'queued';
--- Crash recovery reads only running rows.
+-- A claim reads only the ready rows of its queue, in priority and enqueue
+-- order, so it costs the same with a million finished or scheduled rows as
+-- with none.
+CREATE INDEX jobs_queued ON jobs (queue, priority, seq)
+    WHERE status = 'queued' AND scheduled = false;
+-- Staging reads only scheduled rows, earliest first.
+CREATE INDEX jobs_scheduled ON jobs (queue, run_at)
+    WHERE status = 'queued' AND scheduled = true;
+-- Crash recovery and cancel requests read only running rows.
 CREATE INDEX jobs_running ON jobs (runner) WHERE status = 'running';
 -- Pruning reads only finished rows, oldest first.
-CREATE INDEX jobs_finished ON jobs (updated_at) WHERE status IN ('succeeded', 'failed');
+CREATE INDEX jobs_finished ON jobs (updated_at)
+    WHERE status IN ('succeeded', 'failed', 'cancelled');
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running

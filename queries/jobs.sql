@@ -1,23 +1,52 @@
 -- name: CreateJob :exec
--- CreateJob stores a queued job.
-INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (@id, @kind, @payload, @now, @now);
+-- CreateJob stores a queued job that may be claimed from run_at on.
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
-INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (@id, @kind, @payload, @now, @now);
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: ClaimNextJob :many
--- ClaimNextJob marks up to max_jobs queued jobs running for runner, oldest
--- first, and returns them with their new attempt. RETURNING does not keep the
--- subquery's order: callers sort by seq.
+-- ClaimNextJob marks up to max_jobs ready jobs of queue running for runner,
+-- lowest priority first and oldest first within one, and returns them with
+-- their new attempt. Only ready jobs are claimed: a scheduled job becomes
+-- ready when StageJobs finds its run_at has come.
+-- RETURNING does not keep the subquery's order: callers sort by (priority, seq).
 UPDATE jobs
-SET status = 'running', runner = @runner, attempt = attempt + 1, updated_at = @now
+SET status = 'running', runner = @runner, attempt = attempt + 1,
+    started_at = @now, updated_at = @now
 WHERE seq IN (
-    SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT @max_jobs
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = @queue
+    ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
-RETURNING seq, id, kind, payload, attempt;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority;
+
+-- name: NextRunAt :one
+-- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+-- an idle runner sleeps until then at most.
+SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = @queue
+ORDER BY run_at LIMIT 1;
+
+-- name: StageJobs :execrows
+-- StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+-- be claimed.
+UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = @queue AND run_at <= @now;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
@@ -26,29 +55,96 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: SucceedJob :execrows
 -- SucceedJob stores the final result while the claim of attempt holds.
-UPDATE jobs SET status = 'succeeded', result = @result, updated_at = @now
+UPDATE jobs SET status = 'succeeded', result = @result, finished_at = @now, updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: FailJob :execrows
--- FailJob stores error as the job's error while the claim of attempt holds.
-UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
+-- FailJob stores error as the job's error, and in its history, while the
+-- claim of attempt holds.
+UPDATE jobs
+SET status = 'failed', error = @error,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
+    finished_at = @now, updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
--- name: FailRunningJobs :execrows
--- FailRunningJobs fails the running jobs of the runner named runner: an
--- earlier process of the same name left them running.
-UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
+-- name: RetryJob :execrows
+-- RetryJob puts the job back in its queue from run_at on, with error in its
+-- history, while the claim of attempt holds; a job whose cancel was
+-- requested is cancelled instead.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN @now END,
+    updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
+
+-- name: SnoozeJob :execrows
+-- SnoozeJob puts the job back in its queue from run_at on, as its handler
+-- asked, while the claim of attempt holds; a job whose cancel was requested
+-- is cancelled instead. max_attempts grows by one, so the request uses none
+-- of the job's attempts while attempt keeps counting claims and fencing.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    max_attempts = max_attempts + 1,
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN @now END,
+    updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
+
+-- name: CancelRunningJob :execrows
+-- CancelRunningJob ends the job cancelled while the claim of attempt holds.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
+
+-- name: InterruptRunningJobs :execrows
+-- InterruptRunningJobs ends the attempt of every running job of the runner
+-- named runner, which an earlier process of that name left running: each goes
+-- back to its queue while attempts remain, and fails with error after its
+-- last (a job whose cancel was requested is cancelled). error joins its history.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
+    run_at = @now, scheduled = 0,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
+    updated_at = @now
 WHERE status = 'running' AND runner = @runner;
 
--- name: FailJobsOfDeadRunners :execrows
--- FailJobsOfDeadRunners fails the running jobs of every runner whose
--- heartbeat is older than cutoff, or that no longer has a row; never those of
--- runner, the runner that asks, which is alive.
-UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
+-- name: InterruptJobsOfDeadRunners :execrows
+-- InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
+-- of the running jobs of every runner whose heartbeat is older than cutoff,
+-- or that no longer has a row; never those of runner, the runner that asks,
+-- which is alive.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
+    run_at = @now, scheduled = 0,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
+    updated_at = @now
 WHERE status = 'running'
     AND (runner IS NULL OR (runner <> @runner AND runner NOT IN (
         SELECT name FROM runners WHERE heartbeat_at >= @cutoff
     )));
+
+-- name: InterruptJob :execrows
+-- InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
+-- while the claim of attempt holds.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
+    run_at = @now, scheduled = 0,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
+    updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: ListRunningJobs :many
 -- ListRunningJobs lists the jobs running under runner that have not changed
@@ -57,15 +153,56 @@ WHERE status = 'running'
 SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = @runner AND updated_at < @before;
 
+-- name: ListCancelRequests :many
+-- ListCancelRequests lists the jobs running under runner whose cancel was
+-- requested.
+SELECT id, attempt FROM jobs
+WHERE status = 'running' AND runner = @runner AND cancel_requested;
+
+-- name: CancelQueuedJob :execrows
+-- CancelQueuedJob cancels a job that is still queued.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE id = @id AND status = 'queued';
+
+-- name: RequestCancel :execrows
+-- RequestCancel asks the runner holding a running job to cancel it.
+UPDATE jobs SET cancel_requested = 1, updated_at = @now
+WHERE id = @id AND status = 'running';
+
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
+
+-- name: GetJobRecord :one
+-- GetJobRecord reads the whole record of one job.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs WHERE id = @id;
+
+-- name: ListJobs :many
+-- ListJobs reads the records of up to max_jobs jobs with seq below before,
+-- newest first, that match every filter given (a null filter matches all).
+-- The primary key gives the order, so a page costs the same at any depth.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: CountJobs :many
+-- CountJobs counts the jobs of each queue by status.
+SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status;
 
 -- name: DeleteFinishedJobs :execrows
 -- DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
 -- oldest first.
 DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
-    WHERE finished.status IN ('succeeded', 'failed') AND finished.updated_at < @before
+    WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < @before
     ORDER BY finished.updated_at LIMIT @max_jobs
 );
 
@@ -81,7 +218,10 @@ SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at;
 UPDATE runners SET heartbeat_at = @now WHERE name = @name;
 
 -- name: GetRunner :one
-SELECT name, started_at, heartbeat_at FROM runners WHERE name = @name;
+-- GetRunner reads a runner's registration, and whether its heartbeat is
+-- not older than cutoff.
+SELECT name, started_at, heartbeat_at, heartbeat_at >= @cutoff AS alive
+FROM runners WHERE name = @name;
 
 -- name: DeleteRunner :exec
 DELETE FROM runners WHERE name = @name;

@@ -10,7 +10,7 @@ made here once.
 from collections.abc import Callable, Sequence
 
 import jobtable
-from jobtable._engine import ClaimedRow, Engine, JobRow, Queries
+from jobtable._engine import ClaimedRow, Engine, JobRow, NewJob, Queries
 from jobtable._values import new_id, now, timestamp
 
 __all__ = [
@@ -36,7 +36,8 @@ def create(job_id: str, kind: str = "k", *, at: str | None = None) -> Callable[[
     """An operation that stores a queued job of kind with payload {} (at the time at, or now)."""
 
     def op(q: Queries) -> None:
-        q.create_job(id=job_id, kind=kind, payload="{}", now=at or now())
+        moment = at or now()
+        q.insert_jobs(kind=kind, jobs=[NewJob(job_id, "{}", moment)], now=moment)
 
     return op
 
@@ -64,13 +65,11 @@ def enqueue(engine: Engine, *ids: str) -> None:
 def claim_rows(
     q: Queries, max_jobs: int, runner: str | None = "r", *, at: str | None = None
 ) -> Sequence[ClaimedRow]:
-    """Claims up to max_jobs queued jobs for runner: FinishAndClaimJobs with no outcomes."""
+    """Claims up to max_jobs ready jobs of the default queue for runner: no outcomes."""
     _, claimed = q.finish_and_claim_jobs(
-        ids=[],
-        attempts=[],
-        results=[],
-        errors=[],
+        outcomes=[],
         runner=runner,
+        queue="default",
         now=at or now(),
         max_jobs=max_jobs,
     )

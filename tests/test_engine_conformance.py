@@ -21,7 +21,7 @@ from typing import TypeVar
 import pytest
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
-from jobtable._engine import Engine, Queries
+from jobtable._engine import Engine, NewJob, Queries
 from jobtable._errors import StoreError
 
 T = TypeVar("T")
@@ -257,7 +257,7 @@ def test_an_exception_from_a_write_op_rolls_back_and_reaches_the_caller_unchange
     oops = Oops("op failed")
 
     def create_then_raise(q: Queries) -> None:
-        q.create_job(id="j1", kind="k", payload="{}", now=now())
+        q.insert_jobs(kind="k", jobs=[NewJob("j1", "{}", now())], now=now())
         raise oops
 
     with pytest.raises(Oops) as raised:
@@ -316,10 +316,10 @@ async def test_async_fronts_do_not_block_the_event_loop(opened: Engine) -> None:
 
 def test_times_round_trip_as_utc_text(opened: Engine) -> None:
     moment = "2024-02-29T23:59:58.123456Z"
-    opened.write(lambda q: q.register_runner(name="r", now=moment))
-    runner = opened.read(lambda q: q.get_runner(name="r"))
-    assert runner is not None
-    assert (runner.name, runner.started_at, runner.heartbeat_at) == ("r", moment, moment)
+    opened.write(lambda q: q.insert_jobs(kind="k", jobs=[NewJob("a", "{}", moment)], now=moment))
+    record = opened.read(lambda q: q.get_job_record(id="a"))
+    assert record is not None
+    assert (record.run_at, record.created_at) == (moment, moment)
 
 
 # Claiming and finishing.
@@ -348,7 +348,7 @@ def test_concurrent_claims_never_give_a_job_twice(kit: Kit) -> None:
 
         def create_all(q: Queries) -> None:
             for job_id in ids:
-                q.create_job(id=job_id, kind="k", payload="{}", now=now())
+                q.insert_jobs(kind="k", jobs=[NewJob(job_id, "{}", now())], now=now())
 
         engine.write(create_all)
         start = threading.Barrier(8)

@@ -18,9 +18,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 import pytest
 from psycopg import sql
-from seam import claim, claim_rows, enqueue
+from seam import claim, claim_rows, enqueue, now
 
-from jobtable._engine import Engine, Queries, Statement
+from jobtable._engine import Engine, NewJob, Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._ops import create_jobs
 from jobtable._postgres import PostgresEngine
@@ -116,6 +116,17 @@ def test_claim_skips_jobs_another_claim_holds(engine: PostgresEngine) -> None:
         release.set()
         holder.join(LIMIT)
     assert first == ["a"]
+
+
+def test_heartbeats_are_the_servers_time_not_the_runners(engine: PostgresEngine) -> None:
+    # A runner whose clock is a year behind still registers as alive: the
+    # lease is measured on the server's clock alone.
+    skewed = "2024-02-29T23:59:58.123456Z"
+    engine.write(lambda q: q.register_runner(name="r", now=skewed))
+    runner = engine.read(lambda q: q.get_runner(name="r", now=skewed, lease=30.0))
+    assert runner is not None
+    assert runner.heartbeat_at != skewed
+    assert runner.alive
 
 
 def test_listen_wakes_when_another_connection_enqueues(engine: PostgresEngine, pg_url: str) -> None:
@@ -300,11 +311,13 @@ def test_a_lone_enqueue_is_one_statement_and_several_share_a_transaction(
     engine = PostgresEngine.open(pg_url, max_connections=1)
     try:
         sent = traced(
-            engine, tmp_path / "one", lambda: engine.write(create_jobs("k", [("a", "{}")]))
+            engine,
+            tmp_path / "one",
+            lambda: engine.write(create_jobs("k", [NewJob("a", "{}", now())], now())),
         )
         assert sent_queries(sent) == []  # one INSERT, no BEGIN and COMMIT round trips
         assert executes(sent) == 1
-        two = create_jobs("k", [("b", "{}"), ("c", "{}")])
+        two = create_jobs("k", [NewJob("b", "{}", now()), NewJob("c", "{}", now())], now())
         sent = traced(engine, tmp_path / "two", lambda: engine.write(two))
         assert sent_queries(sent) == ['"BEGIN"', '"COMMIT"']  # both or neither
         rows = engine.read(lambda q: [q.get_job(id=i) for i in "abc"])

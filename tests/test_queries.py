@@ -7,7 +7,7 @@ the PostgreSQL server) and reads what it wrote back through GetJob.
 from seam import engine_of, now
 
 import jobtable
-from jobtable._engine import JobRow, Queries
+from jobtable._engine import JobRow, NewJob, Outcome, Queries
 
 
 def enqueue(store: jobtable.Store, *ids: str) -> None:
@@ -15,7 +15,7 @@ def enqueue(store: jobtable.Store, *ids: str) -> None:
 
     def create(q: Queries) -> None:
         for job_id in ids:
-            q.create_job(id=job_id, kind="k", payload="{}", now=now())
+            q.insert_jobs(kind="k", jobs=[NewJob(job_id, "{}", now())], now=now())
 
     engine_of(store).write(create)
 
@@ -37,11 +37,14 @@ def finish_and_claim(
     """
     finished, claimed = engine_of(store).write(
         lambda q: q.finish_and_claim_jobs(
-            ids=[o[0] for o in outcomes],
-            attempts=[o[1] for o in outcomes],
-            results=[o[2] for o in outcomes],
-            errors=[o[3] for o in outcomes],
+            outcomes=[
+                Outcome(
+                    id, attempt, "succeeded" if error is None else "failed", result, error, None
+                )
+                for id, attempt, result, error in outcomes
+            ],
             runner="r",
+            queue="default",
             now=now(),
             max_jobs=max_jobs,
         )

@@ -4,9 +4,12 @@ A Hypothesis state machine runs the same random calls of the ``Queries``
 seam on a SQLite store and on a PostgreSQL store: creates one at a time and
 in batches, claims and finish-and-claims (``FinishAndClaimJobs``, the riskiest
 statement, with outcomes that mix successes and failures and include stale
-attempts, finished jobs and unknown ids), publishes, heartbeats, dead-runner
-rescues, ``FailRunningJobs``, prunes and reads. Every call gets the time of a
-clock the machine moves itself. After each call the two engines must have
+attempts, finished jobs and unknown ids), publishes, heartbeats,
+``InterruptRunningJobs``, prunes and reads. Dead-runner rescues are not
+compared: PostgreSQL measures leases on the server's clock, not the one the
+machine moves (test_engine_conformance and the runner tests cover them).
+Every call gets the time of a clock the machine moves itself. After each call
+the two engines must have
 returned the same thing (or both raised StoreError), and after each step
 every row of both databases must be the same.
 
@@ -35,7 +38,7 @@ from hypothesis.stateful import (
 from seam import engine_of, timestamp
 
 import jobtable
-from jobtable._engine import Engine, Queries
+from jobtable._engine import Engine, NewJob, Outcome, Queries
 from jobtable._errors import StoreError
 
 EPOCH = datetime.datetime(2024, 2, 29, 23, 59, 0, 123456, tzinfo=datetime.UTC)
@@ -61,7 +64,15 @@ class Databases:
 
 
 JOB_COLUMNS = "id, kind, status, payload, result, error, runner, attempt, created_at, updated_at"
-RUNNER_COLUMNS = "name, started_at, heartbeat_at"
+RUNNER_COLUMNS = "name"
+"""Only the names: PostgreSQL stamps a runner's times with the server's clock."""
+
+
+def outcome(job_id: str, attempt: int, result: str | None, error: str | None) -> Outcome:
+    """The outcome of attempt: succeeded with result, or failed finally with error when set."""
+    if error is None:
+        return Outcome(job_id, attempt, "succeeded", result, None, None)
+    return Outcome(job_id, attempt, "failed", None, error, None)
 
 
 def as_text(value: object) -> object:
@@ -164,12 +175,13 @@ class DifferentialMachine(RuleBasedStateMachine):
     @rule(kind=st.sampled_from(KINDS), payload=st.integers(-5, 5))
     def create(self, kind: str, payload: int) -> None:
         job_id, moment = self.new_id(), self.at()
-        self.both(lambda q: q.create_job(id=job_id, kind=kind, payload=f"[{payload}]", now=moment))
+        job = NewJob(job_id, f"[{payload}]", moment)
+        self.both(lambda q: q.insert_jobs(kind=kind, jobs=[job], now=moment))
 
     @rule(kind=st.sampled_from(KINDS), size=st.integers(1, 4))
     def create_many(self, kind: str, size: int) -> None:
-        jobs = [(self.new_id(), f'{{"n": {n}}}') for n in range(size)]
         moment = self.at()
+        jobs = [NewJob(self.new_id(), f'{{"n": {n}}}', moment) for n in range(size)]
         self.both(lambda q: q.insert_jobs(kind=kind, jobs=jobs, now=moment))
 
     @precondition(lambda self: self.ids)
@@ -177,7 +189,8 @@ class DifferentialMachine(RuleBasedStateMachine):
     def create_duplicate(self, data: st.DataObject) -> None:
         job_id = data.draw(st.sampled_from(self.ids))
         moment = self.at()
-        self.both(lambda q: q.create_job(id=job_id, kind="mail", payload="{}", now=moment))
+        job = NewJob(job_id, "{}", moment)
+        self.both(lambda q: q.insert_jobs(kind="mail", jobs=[job], now=moment))
 
     @rule(
         data=st.data(),
@@ -196,7 +209,7 @@ class DifferentialMachine(RuleBasedStateMachine):
             st.lists(st.sampled_from(candidates), max_size=5, unique_by=lambda c: c[0])
         )
         outcomes = [
-            (
+            outcome(
                 job_id,
                 attempt,
                 data.draw(st.sampled_from(['"done"', "[1, 2]", "null", None])),
@@ -208,11 +221,9 @@ class DifferentialMachine(RuleBasedStateMachine):
 
         def op(q: Queries) -> tuple[list[str], Sequence[Any]]:
             return q.finish_and_claim_jobs(
-                ids=[o[0] for o in outcomes],
-                attempts=[o[1] for o in outcomes],
-                results=[o[2] for o in outcomes],
-                errors=[o[3] for o in outcomes],
+                outcomes=outcomes,
                 runner=runner,
+                queue="default",
                 now=moment,
                 max_jobs=max_jobs,
             )
@@ -237,28 +248,10 @@ class DifferentialMachine(RuleBasedStateMachine):
         else:
             self.both(lambda q: q.register_runner(name=runner, now=moment))
 
-    @rule(
-        lease=st.integers(0, 6),
-        error=st.sampled_from(["interrupted", None]),
-        asker=st.sampled_from(RUNNERS),
-    )
-    def rescue_dead_runners(self, lease: int, error: str | None, asker: str) -> None:
-        """What asker's maintenance does: fail the jobs of runners silent for lease s, drop them.
-
-        Neither statement touches asker itself, which is alive.
-        """
-        cutoff, moment = self.at(-lease), self.at()
-        self.both(
-            lambda q: q.fail_jobs_of_dead_runners(
-                error=error, now=moment, runner=asker, cutoff=cutoff
-            )
-        )
-        self.both(lambda q: q.delete_dead_runners(cutoff=cutoff, name=asker))
-
-    @rule(runner=st.sampled_from([*RUNNERS, None]), error=st.sampled_from(["interrupted", None]))
-    def fail_running(self, runner: str | None, error: str | None) -> None:
+    @rule(runner=st.sampled_from(RUNNERS), error=st.sampled_from(["interrupted", "lost"]))
+    def interrupt_running(self, runner: str, error: str) -> None:
         moment = self.at()
-        self.both(lambda q: q.fail_running_jobs(error=error, now=moment, runner=runner))
+        self.both(lambda q: q.interrupt_running_jobs(error=error, now=moment, runner=runner))
 
     @rule(age=st.integers(0, 6), max_jobs=st.integers(1, 4))
     def prune(self, age: int, max_jobs: int) -> None:
@@ -298,15 +291,6 @@ class DifferentialMachine(RuleBasedStateMachine):
             lambda q: q.list_running_jobs(runner=runner, before=before),
             lambda rows: sorted((row.id, row.attempt) for row in rows),
         )
-
-    @rule(runner=st.sampled_from(RUNNERS))
-    def get_runner(self, runner: str) -> None:
-        def view(row: Any) -> object:
-            if row is None:
-                return None
-            return (row.name, row.started_at, row.heartbeat_at)
-
-        self.both(lambda q: q.get_runner(name=runner), view)
 
     # The whole state, after every step.
 

@@ -19,7 +19,7 @@ from typing import Any, ParamSpec
 import pytest
 from seam import create, exists, now
 
-from jobtable._engine import Queries
+from jobtable._engine import NewJob, Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite import SQLiteEngine
 
@@ -41,7 +41,7 @@ def create_then_raise(err: BaseException) -> Callable[[Queries], None]:
     """An op that stores the job "bad", then raises err: its write must be rolled back."""
 
     def op(q: Queries) -> None:
-        q.create_job(id="bad", kind="thumbnail", payload="{}", now=now())
+        q.insert_jobs(kind="thumbnail", jobs=[NewJob("bad", "{}", now())], now=now())
         raise err
 
     return op
@@ -318,7 +318,7 @@ def test_a_write_that_finds_the_writer_idle_runs_in_the_calling_thread(
 
     def op(q: Queries) -> None:
         ran_in.append(threading.current_thread())
-        q.create_job(id="j1", kind="thumbnail", payload="{}", now=now())
+        q.insert_jobs(kind="thumbnail", jobs=[NewJob("j1", "{}", now())], now=now())
 
     engine.write(op)
     assert ran_in == [threading.current_thread()]  # no hop to the writer thread and back
@@ -407,7 +407,7 @@ async def test_a_failing_op_in_a_batch_is_rolled_back_alone(engine: SQLiteEngine
     boom = ValueError("not this one")
 
     def create_then_fail(q: Queries) -> None:
-        q.create_job(id="bad", kind="thumbnail", payload="{}", now=now())
+        q.insert_jobs(kind="thumbnail", jobs=[NewJob("bad", "{}", now())], now=now())
         raise boom
 
     before = engine.commits

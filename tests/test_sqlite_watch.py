@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import jobtable
-from jobtable._engine import Queries
+from jobtable._engine import NewJob, Queries
 from jobtable._sqlite import SQLiteEngine
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._values import now
@@ -162,7 +162,7 @@ def _fds_of(path: Path) -> int:
 
 def _create(job_id: str) -> Callable[[Queries], None]:
     def op(q: Queries) -> None:
-        q.create_job(id=job_id, kind="ping", payload="1", now=now())
+        q.insert_jobs(kind="ping", jobs=[NewJob(job_id, "1", now())], now=now())
 
     return op
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import jobtable
-from jobtable._engine import JobRow, Queries
+from jobtable._engine import JobRow, NewJob, Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite import SQLiteEngine
 from jobtable._store import Store
@@ -20,7 +20,7 @@ TIME_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
 
 def create(q: Queries) -> None:
-    q.create_job(id="j1", kind="thumbnail", payload="{}", now=now())
+    q.insert_jobs(kind="thumbnail", jobs=[NewJob("j1", "{}", now())], now=now())
 
 
 def get(q: Queries) -> JobRow | None:

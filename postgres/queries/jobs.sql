@@ -1,68 +1,117 @@
 -- name: CreateJob :exec
--- CreateJob stores a queued job. Its insert trigger notifies idle runners in
--- every process when the transaction commits.
-INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (@id, @kind, @payload, @now, @now);
+-- CreateJob stores a queued job that may be claimed from run_at on. Its insert
+-- trigger notifies idle runners in every process when the transaction commits.
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
-INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (@id, @kind, @payload, @now, @now);
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now
+);
 
 -- name: FinishAndClaimJobs :many
--- FinishAndClaimJobs stores the outcomes of finished jobs and claims up to
--- max_jobs queued jobs for runner, in one statement: on a server each
--- statement costs a round trip and each transaction a flush to disk, and a
--- runner's workers free their slots as they finish, so both go together.
+-- FinishAndClaimJobs stores the outcomes of finished attempts and claims up
+-- to max_jobs ready jobs of queue for runner, in one statement: on a server
+-- each statement costs a round trip and each transaction a flush to disk,
+-- and a runner's workers free their slots as they finish, so both go together.
 --
--- Job i of the arrays (ids[i], claimed as attempts[i]) succeeds with
--- results[i] when errors[i] is null, and otherwise fails with errors[i] and
--- keeps the result it published; either only while it is running under that
--- claim, as in SucceedJob and FailJob. Such a job comes back as a row with
--- finished true and only its id; a job missing from those rows is no longer
--- running under its claim.
+-- Attempt i of the arrays (ids[i], claimed as attempts[i]) ends as states[i]
+-- says, only while the job is running under that claim, as SucceedJob,
+-- FailJob, RetryJob, SnoozeJob and CancelRunningJob do one at a time:
+-- 'succeeded' stores results[i]; 'failed' stores errors[i] as the job's error;
+-- 'queued' puts the job back in its queue from run_ats[i] on (cancelled
+-- instead when its cancel was requested), with errors[i] null for a retry the
+-- handler asked for, which adds one to max_attempts; 'cancelled' cancels it.
+-- A non-null errors[i] joins the job's history. Such a job comes back as a row
+-- with finished true and only its id; a job missing from those rows is no
+-- longer running under its claim.
 --
--- The claim marks queued jobs running, oldest first, and returns them with
--- finished false and their new attempt. RETURNING does not keep the pick's
--- order: callers sort by seq. Differs from SQLite, whose single writer
--- serializes claims: here claims run concurrently, so the picked rows are
--- locked and rows another claim has locked are skipped; no job is claimed
--- twice and claims do not queue behind each other. The pick is a
--- MATERIALIZED CTE because a subquery in the WHERE clause may be run more than
--- once by the planner, and with SKIP LOCKED each run can pick other rows: one
--- claim could then take more than max_jobs. The finished jobs are running and
--- the picked ones queued, so the two updates never touch the same row.
+-- The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
+-- lowest priority and then oldest first, and returns them with finished false and their new attempt.
+-- RETURNING does not keep the pick's order: callers sort by (priority, seq).
+-- Differs from SQLite, whose single writer serializes claims: here claims
+-- run concurrently, so the picked rows are locked and rows another claim has
+-- locked are skipped; no job is claimed twice and claims do not queue behind
+-- each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
+-- clause may be run more than once by the planner, and with SKIP LOCKED each
+-- run can pick other rows: one claim could then take more than max_jobs. The
+-- finished jobs are running and the picked ones queued, so the two updates
+-- never touch the same row.
 WITH finished AS (
     UPDATE jobs
-    SET status = CASE WHEN outcome.error IS NULL THEN 'succeeded' ELSE 'failed' END,
-        result = CASE WHEN outcome.error IS NULL THEN outcome.result ELSE jobs.result END,
-        error = outcome.error,
+    SET status = CASE WHEN outcome.state = 'queued' AND jobs.cancel_requested THEN 'cancelled'
+            ELSE outcome.state END,
+        result = CASE WHEN outcome.state = 'succeeded' THEN outcome.result ELSE jobs.result END,
+        error = CASE WHEN outcome.state = 'failed' THEN outcome.error END,
+        errors = CASE WHEN outcome.error IS NULL THEN jobs.errors
+            ELSE (jobs.errors::jsonb || jsonb_build_array(jsonb_build_object(
+                'attempt', jobs.attempt, 'error', outcome.error, 'at', @now::timestamptz
+            )))::text
+        END,
+        max_attempts = CASE WHEN outcome.state = 'queued' AND outcome.error IS NULL
+            THEN jobs.max_attempts + 1 ELSE jobs.max_attempts END,
+        run_at = COALESCE(outcome.run_at, jobs.run_at),
+        scheduled = COALESCE(outcome.run_at > @now, false),
+        runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
+        finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
+            THEN NULL ELSE @now END,
         updated_at = @now
     FROM (
         -- Set-returning functions in one select list run in step: row i
         -- holds element i of every array.
         SELECT unnest(@ids::text[]) AS id,
             unnest(@attempts::integer[]) AS attempt,
+            unnest(@states::text[]) AS state,
             unnest(sqlc.narg(results)::text[]) AS result,
-            unnest(sqlc.narg(errors)::text[]) AS error
+            unnest(sqlc.narg(errors)::text[]) AS error,
+            unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
     RETURNING jobs.id
 ),
 picked AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT @max_jobs
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = @queue
+    ORDER BY ready.priority, ready.seq LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
 ),
 claimed AS (
     UPDATE jobs
-    SET status = 'running', runner = @runner, attempt = jobs.attempt + 1, updated_at = @now
+    SET status = 'running', runner = @runner, attempt = jobs.attempt + 1,
+        started_at = @now, updated_at = @now
     FROM picked
     WHERE jobs.seq = picked.seq
-    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt
+    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
+        jobs.timeout, jobs.priority
 )
-SELECT false AS finished, seq, id, kind, payload, attempt FROM claimed
+SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority
+FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0 FROM finished;
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0 FROM finished;
+
+-- name: NextRunAt :one
+-- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+-- an idle runner sleeps until then at most.
+SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = @queue
+ORDER BY run_at LIMIT 1;
+
+-- name: StageJobs :execrows
+-- StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+-- be claimed.
+UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = @queue AND run_at <= @now;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
@@ -71,35 +120,104 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: SucceedJob :execrows
 -- SucceedJob stores the final result while the claim of attempt holds.
-UPDATE jobs SET status = 'succeeded', result = @result, updated_at = @now
+UPDATE jobs SET status = 'succeeded', result = @result, finished_at = @now, updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: FailJob :execrows
--- FailJob stores error as the job's error while the claim of attempt holds.
-UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
+-- FailJob stores error as the job's error, and in its history, while the
+-- claim of attempt holds.
+UPDATE jobs
+SET status = 'failed', error = @error,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
+    finished_at = @now, updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
--- name: FailRunningJobs :execrows
--- FailRunningJobs fails the running jobs of the runner named runner: an
--- earlier process of the same name left them running.
-UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
+-- name: RetryJob :execrows
+-- RetryJob puts the job back in its queue from run_at on, with error in its
+-- history, while the claim of attempt holds; a job whose cancel was
+-- requested is cancelled instead.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN @now END,
+    updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
+
+-- name: SnoozeJob :execrows
+-- SnoozeJob puts the job back in its queue from run_at on, as its handler
+-- asked, while the claim of attempt holds; a job whose cancel was requested
+-- is cancelled instead. max_attempts grows by one, so the request uses none
+-- of the job's attempts while attempt keeps counting claims and fencing.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    max_attempts = max_attempts + 1,
+    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN @now END,
+    updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
+
+-- name: CancelRunningJob :execrows
+-- CancelRunningJob ends the job cancelled while the claim of attempt holds.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
+
+-- name: InterruptRunningJobs :execrows
+-- InterruptRunningJobs ends the attempt of every running job of the runner
+-- named runner, which an earlier process of that name left running: each goes
+-- back to its queue while attempts remain, and fails with error after its
+-- last (a job whose cancel was requested is cancelled). error joins its history.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
+    run_at = @now, scheduled = false,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
+    updated_at = @now
 WHERE status = 'running' AND runner = @runner;
 
--- name: FailJobsOfDeadRunners :execrows
--- FailJobsOfDeadRunners fails the running jobs of every runner whose
--- heartbeat is older than cutoff, or that no longer has a row; never those of
--- runner, the runner that asks, which is alive. It skips rows another
--- transaction holds (their runner is finishing them, or another runner's
--- maintenance fails them), so two runners' maintenance never deadlock.
-UPDATE jobs SET status = 'failed', error = @error, updated_at = @now
+-- name: InterruptJobsOfDeadRunners :execrows
+-- InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
+-- of the running jobs of every runner whose heartbeat is older than
+-- lease_seconds, or that no longer has a row; never those of runner, the
+-- runner that asks, which is alive. Differs from SQLite: heartbeats are the
+-- server's time, so runners on machines with skewed clocks agree; and it skips
+-- rows another transaction holds (their runner is finishing them, or another
+-- runner's maintenance ends them), so two runners' maintenance never deadlock.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
+    run_at = @now, scheduled = false,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
+    updated_at = @now
 WHERE seq IN (
     SELECT stale.seq FROM jobs AS stale
     WHERE stale.status = 'running'
         AND (stale.runner IS NULL OR (stale.runner <> @runner AND stale.runner NOT IN (
-            SELECT name FROM runners WHERE heartbeat_at >= @cutoff
+            SELECT name FROM runners
+            WHERE heartbeat_at >= now() - make_interval(secs => @lease_seconds)
         )))
     FOR UPDATE OF stale SKIP LOCKED
 );
+
+-- name: InterruptJob :execrows
+-- InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
+-- while the claim of attempt holds.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE @error END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
+    run_at = @now, scheduled = false,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN @now END,
+    updated_at = @now
+WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: ListRunningJobs :many
 -- ListRunningJobs lists the jobs running under runner that have not changed
@@ -108,43 +226,90 @@ WHERE seq IN (
 SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = @runner AND updated_at < @before;
 
+-- name: ListCancelRequests :many
+-- ListCancelRequests lists the jobs running under runner whose cancel was
+-- requested.
+SELECT id, attempt FROM jobs
+WHERE status = 'running' AND runner = @runner AND cancel_requested;
+
+-- name: CancelQueuedJob :execrows
+-- CancelQueuedJob cancels a job that is still queued.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE id = @id AND status = 'queued';
+
+-- name: RequestCancel :execrows
+-- RequestCancel asks the runner holding a running job to cancel it.
+UPDATE jobs SET cancel_requested = true, updated_at = @now
+WHERE id = @id AND status = 'running';
+
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
+
+-- name: GetJobRecord :one
+-- GetJobRecord reads the whole record of one job.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs WHERE id = @id;
+
+-- name: ListJobs :many
+-- ListJobs reads the records of up to max_jobs jobs with seq below before,
+-- newest first, that match every filter given (a null filter matches all).
+-- The primary key gives the order, so a page costs the same at any depth.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+    AND (sqlc.narg(kind)::text IS NULL OR kind = sqlc.narg(kind))
+    AND (sqlc.narg(queue)::text IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: CountJobs :many
+-- CountJobs counts the jobs of each queue by status.
+SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status;
 
 -- name: DeleteFinishedJobs :execrows
 -- DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
 -- oldest first, skipping rows another runner's maintenance is deleting.
 DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
-    WHERE finished.status IN ('succeeded', 'failed') AND finished.updated_at < @before
+    WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < @before
     ORDER BY finished.updated_at LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
 );
 
 -- name: RegisterRunner :exec
 -- RegisterRunner records a starting runner, replacing an earlier one of the
--- same name.
-INSERT INTO runners (name, started_at, heartbeat_at) VALUES (@name, @now, @now)
+-- same name. Differs from SQLite: the times are the server's (see
+-- InterruptJobsOfDeadRunners).
+INSERT INTO runners (name, started_at, heartbeat_at) VALUES (@name, now(), now())
 ON CONFLICT (name) DO UPDATE
 SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at;
 
 -- name: HeartbeatRunner :execrows
 -- HeartbeatRunner renews a runner's lease; 0 rows means it lost its row.
-UPDATE runners SET heartbeat_at = @now WHERE name = @name;
+UPDATE runners SET heartbeat_at = now() WHERE name = @name;
 
 -- name: GetRunner :one
-SELECT name, started_at, heartbeat_at FROM runners WHERE name = @name;
+-- GetRunner reads a runner's registration, and whether its heartbeat is
+-- not older than lease_seconds by the server's clock.
+SELECT name, started_at, heartbeat_at,
+    heartbeat_at >= now() - make_interval(secs => @lease_seconds) AS alive
+FROM runners WHERE name = @name;
 
 -- name: DeleteRunner :exec
 DELETE FROM runners WHERE name = @name;
 
 -- name: DeleteDeadRunners :execrows
--- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
--- never name, the runner that asks. It skips rows another transaction holds:
--- a runner renewing its lease holds its own row, and two runners deleting
--- each other's rows would deadlock.
+-- DeleteDeadRunners forgets runners whose heartbeat is older than
+-- lease_seconds by the server's clock, never name, the runner that asks. It
+-- skips rows another transaction holds: a runner renewing its lease holds its
+-- own row, and two runners deleting each other's rows would deadlock.
 DELETE FROM runners WHERE name IN (
     SELECT stale.name FROM runners AS stale
-    WHERE stale.heartbeat_at < @cutoff AND stale.name <> @name
+    WHERE stale.heartbeat_at < now() - make_interval(secs => @lease_seconds)
+        AND stale.name <> @name
     FOR UPDATE SKIP LOCKED
 );

@@ -25,29 +25,48 @@ from ._errors import (
     NotRunning,
     PayloadError,
     ResultError,
+    Retry,
     RunnerError,
     StoreError,
 )
 from ._handler import AsyncHandler, SyncHandler
-from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, Job, Status
+from ._job import (
+    MESSAGE_INTERNAL,
+    MESSAGE_INTERRUPTED,
+    MESSAGE_TIMED_OUT,
+    AttemptError,
+    CancelResult,
+    Job,
+    JobRecord,
+    Status,
+)
 from ._kind import Kind
+from ._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from ._runner import Runner
 from ._store import Store
 
 __all__ = [
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
+    "MESSAGE_TIMED_OUT",
     "AsyncHandler",
+    "AttemptError",
     "Backoff",
+    "CancelResult",
+    "EnqueueOptions",
+    "ExponentialBackoff",
     "Failure",
     "Job",
     "JobContext",
     "JobNotFound",
+    "JobRecord",
     "JobtableError",
     "Kind",
     "NotRunning",
     "PayloadError",
     "ResultError",
+    "Retry",
+    "RetryPolicy",
     "Runner",
     "RunnerError",
     "Status",

@@ -141,7 +141,7 @@ class Completer:
         while True:
             try:
                 changed, _ = await self._store.engine.awrite(
-                    FinishAndClaim(outcomes, self._runner, 0)
+                    FinishAndClaim(outcomes, self._runner, "", 0, self._store.now())
                 )
                 return changed
             except Exception as err:

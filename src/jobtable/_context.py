@@ -19,10 +19,23 @@ class JobContext(Generic[R]):
     runner's lease (not once stop began); after that it raises ``StoreError``.
     ``stopping`` turns true when the runner begins to stop: a handler
     that can stop early should check it, or wait with ``sleep``/``asleep``,
-    which return early on stop.
+    which return early on stop. ``cancelled`` turns true when the attempt has
+    ended without the handler: it ran past its timeout, or its job was
+    cancelled. An async handler is cancelled then; a plain ``def`` one cannot
+    be, so it should check ``cancelled`` and return: whatever it does after
+    is fenced off.
     """
 
-    __slots__ = ("_apublish", "_astopping", "_publish", "_stopping", "attempt", "id", "kind")
+    __slots__ = (
+        "_apublish",
+        "_astopping",
+        "_cancelled",
+        "_publish",
+        "_stopping",
+        "attempt",
+        "id",
+        "kind",
+    )
 
     def __init__(
         self,
@@ -34,6 +47,7 @@ class JobContext(Generic[R]):
         astopping: asyncio.Event,
         publish: Callable[[R], None],
         apublish: Callable[[R], Awaitable[None]],
+        cancelled: threading.Event | None = None,
     ) -> None:
         self.id = id
         """The job's id."""
@@ -45,11 +59,17 @@ class JobContext(Generic[R]):
         self._astopping = astopping
         self._publish = publish
         self._apublish = apublish
+        self._cancelled = cancelled if cancelled is not None else threading.Event()
 
     @property
     def stopping(self) -> bool:
         """True once the runner has begun to stop."""
         return self._stopping.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once this attempt ended without the handler: a timeout or a cancel."""
+        return self._cancelled.is_set()
 
     def publish(self, partial: R) -> None:
         """Stores partial as the job's result while it runs; blocks until stored."""

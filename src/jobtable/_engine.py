@@ -15,7 +15,7 @@ the jobs that just finished and claims jobs for the workers they freed.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -33,6 +33,41 @@ class ClaimedRow(Protocol):
     def payload(self) -> str: ...
     @property
     def attempt(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def priority(self) -> int: ...
+
+
+class NewJob(NamedTuple):
+    """A job to store: its id, encoded payload, run_at as UTC text, and options."""
+
+    id: str
+    payload: str
+    run_at: str
+    queue: str = "default"
+    priority: int = 0
+    max_attempts: int = 1
+    timeout: float | None = None
+
+
+class Outcome(NamedTuple):
+    """How one attempt ends, as ``finish_and_claim_jobs`` stores it.
+
+    state is the status the job moves to: ``succeeded`` (with result),
+    ``failed`` (with error), ``queued`` (from run_at on; with error for a
+    failed attempt, without for a retry the handler asked for) or
+    ``cancelled``.
+    """
+
+    id: str
+    attempt: int
+    state: str
+    result: str | None
+    error: str | None
+    run_at: str | None
 
 
 class JobRow(Protocol):
@@ -48,6 +83,60 @@ class JobRow(Protocol):
     def result(self) -> str | None: ...
     @property
     def error(self) -> str | None: ...
+
+
+class RecordRow(Protocol):
+    """A job's whole row, as GetJobRecord and ListJobs read it, times as UTC text."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def payload(self) -> str: ...
+    @property
+    def result(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def errors(self) -> str: ...
+    @property
+    def runner(self) -> str | None: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def cancel_requested(self) -> int: ...
+    @property
+    def run_at(self) -> str: ...
+    @property
+    def created_at(self) -> str: ...
+    @property
+    def started_at(self) -> str | None: ...
+    @property
+    def finished_at(self) -> str | None: ...
+
+
+class CountRow(Protocol):
+    """How many jobs of one queue have one status."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
 
 
 class HeldRow(Protocol):
@@ -68,6 +157,8 @@ class RunnerRow(Protocol):
     def started_at(self) -> str: ...
     @property
     def heartbeat_at(self) -> str: ...
+    @property
+    def alive(self) -> bool: ...
 
 
 class Queries(Protocol):
@@ -78,10 +169,8 @@ class Queries(Protocol):
     exactly these methods.
     """
 
-    def create_job(self, *, id: str, kind: str, payload: str, now: str) -> None: ...
-
-    def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
-        """Stores queued jobs of kind, given as (id, payload) pairs, with CreateJobs."""
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        """Stores queued jobs of kind with CreateJob (one) or CreateJobs (several)."""
         ...
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
@@ -93,38 +182,71 @@ class Queries(Protocol):
     def finish_and_claim_jobs(
         self,
         *,
-        ids: list[str],
-        attempts: list[int],
-        results: list[str | None],
-        errors: list[str | None],
+        outcomes: Sequence[Outcome],
         runner: str | None,
+        queue: str,
         now: str,
         max_jobs: int,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        """Stores finished jobs' outcomes, then claims up to max_jobs queued jobs for runner.
+        """Stores finished attempts' outcomes, then claims up to max_jobs ready jobs of queue.
 
-        The claim marks the oldest queued jobs running, one attempt more, and
-        returns them in any order (callers sort by seq).
+        The claim marks the ready jobs of queue (run_at not later than now)
+        running, lowest priority and then oldest first, one attempt more, and
+        returns them in any order (callers sort by priority and seq).
 
-        Job i succeeds with results[i] when errors[i] is None, and otherwise
-        fails with errors[i], keeping the result it published; either only
-        while it is running under the claim of attempts[i], as SucceedJob and
-        FailJob do one job at a time. Returns the ids of the jobs it finished
-        and the jobs it claimed.
+        Each outcome is stored only while its job is running under the claim
+        of its attempt, as SucceedJob, FailJob, RetryJob, SnoozeJob and
+        CancelRunningJob do one job at a time. Returns the ids of the jobs
+        whose outcome it stored and the jobs it claimed.
         """
         ...
 
-    def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int: ...
-
-    def fail_jobs_of_dead_runners(
-        self, *, error: str | None, now: str, runner: str | None, cutoff: str
-    ) -> int:
-        """Fails the running jobs of runners that beat before cutoff, never runner's own."""
+    def next_run_at(self, *, queue: str) -> str | None:
+        """The earliest run_at among the scheduled jobs of queue, or None when none waits."""
         ...
+
+    def stage_jobs(self, *, queue: str, now: str) -> int:
+        """Makes the scheduled jobs of queue whose run_at is not later than now ready."""
+        ...
+
+    def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int: ...
+
+    def interrupt_jobs_of_dead_runners(
+        self, *, error: str, now: str, lease: float, runner: str
+    ) -> int:
+        """Ends the attempts of the running jobs of runners dead for lease seconds.
+
+        Never those of runner, which asks and is alive. Which clock decides is
+        the engine's: PostgreSQL compares the server's own times, so runners
+        with skewed clocks agree.
+        """
+        ...
+
+    def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int: ...
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]: ...
 
+    def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]: ...
+
+    def cancel_queued_job(self, *, now: str, id: str) -> int: ...
+
+    def request_cancel(self, *, now: str, id: str) -> int: ...
+
     def get_job(self, *, id: str) -> JobRow | None: ...
+
+    def get_job_record(self, *, id: str) -> RecordRow | None: ...
+
+    def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> Sequence[RecordRow]: ...
+
+    def count_jobs(self) -> Sequence[CountRow]: ...
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int: ...
 
@@ -132,12 +254,14 @@ class Queries(Protocol):
 
     def heartbeat_runner(self, *, now: str, name: str) -> int: ...
 
-    def get_runner(self, *, name: str) -> RunnerRow | None: ...
+    def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
+        """The runner's registration; alive tells whether it beat within lease seconds."""
+        ...
 
     def delete_runner(self, *, name: str) -> None: ...
 
-    def delete_dead_runners(self, *, cutoff: str, name: str) -> int:
-        """Forgets the runners that beat before cutoff, never the one named name."""
+    def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
+        """Forgets the runners dead for lease seconds, never the one named name."""
         ...
 
 

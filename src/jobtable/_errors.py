@@ -20,9 +20,12 @@ from one root::
     └── JobNotFound     no job has the id (also a LookupError)
 
 Bad arguments are the standard ``TypeError`` and ``ValueError``.
-``Failure`` is not an error of jobtable's: a handler raises it to fail its
-job with a message that is safe to store and show.
+``Failure`` and ``Retry`` are not errors of jobtable's: a handler raises
+``Failure`` to fail its job with a message that is safe to store and show,
+and ``Retry`` to ask for a later attempt.
 """
+
+import datetime
 
 
 class JobtableError(Exception):
@@ -81,6 +84,21 @@ class Failure(Exception):
         return self.message
 
 
+class Retry(Exception):
+    """Raised by a handler to end this attempt and run the job again after ``after``.
+
+    It is no failure: nothing joins the job's error history, and it uses none
+    of the job's attempts (its max_attempts grows by one, so the attempt
+    number, which fences every write, still counts every claim).
+    """
+
+    def __init__(self, after: datetime.timedelta = datetime.timedelta(0)) -> None:
+        if not isinstance(after, datetime.timedelta) or after < datetime.timedelta(0):
+            raise ValueError(f"Retry: after must be a timedelta of 0 or more, got {after!r}")
+        super().__init__(f"retry after {after}")
+        self.after = after
+
+
 for _error in (
     JobtableError,
     StoreError,
@@ -90,5 +108,6 @@ for _error in (
     NotRunning,
     JobNotFound,
     Failure,
+    Retry,
 ):
     _error.__module__ = "jobtable"  # tracebacks name the public path

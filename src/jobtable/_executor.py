@@ -1,12 +1,15 @@
-"""The executor: runs one claimed job and decides its outcome.
+"""The executor: runs one attempt of a claimed job and decides its outcome.
 
 It is the one place that decides what text is stored for a job: the
 handler's typed result, a Failure's message, or a message of the runner's
-own. Any other exception text is logged, never stored.
+own. Any other exception text is logged, never stored. It also decides
+whether a failed attempt is retried: while attempts remain, after the
+kind's retry backoff.
 """
 
 import asyncio
 import contextvars
+import datetime
 import functools
 import logging
 import threading
@@ -18,13 +21,14 @@ from ._codec import ResultTooLarge
 from ._context import JobContext
 from ._daemon_pool import DaemonPool
 from ._engine import ClaimedRow
-from ._errors import Failure, NotRunning, ResultError, StoreError
+from ._errors import Failure, NotRunning, ResultError, Retry, StoreError
 from ._handler import AsyncHandler, Handler, Handlers, SyncHandler
-from ._job import MESSAGE_INTERNAL
+from ._job import MESSAGE_INTERNAL, MESSAGE_TIMED_OUT
 from ._job_logger import JobLogger
 from ._ops import Finish, Publish
+from ._options import DEFAULT_RETRY, RetryPolicy
 from ._store import Store
-from ._values import storable
+from ._values import storable, timestamp
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -51,15 +55,28 @@ def _printable(text: str) -> str:
     return text.encode(errors="surrogateescape").decode(errors="backslashreplace")
 
 
+class _Attempt:
+    """An attempt under way: what ends it early, and why it ended."""
+
+    __slots__ = ("attempt", "cancel_requested", "cancelled", "scope")
+
+    def __init__(self, attempt: int) -> None:
+        self.attempt = attempt
+        self.cancelled = threading.Event()
+        self.cancel_requested = False
+        self.scope: asyncio.Timeout | None = None
+
+
 class Executor:
     """Runs claimed jobs with their kinds' handlers and returns their outcomes.
 
     Plain ``def`` handlers run on daemon threads of its own once started
     (``DaemonPool``), so that they never block the event loop nor hold the
-    process open at exit; before that, on the loop's default executor. A
-    publish that meets a transient store error is retried after backoff for
-    up to lease seconds, never once stop began. A result or partial result
-    over max_result_bytes is refused.
+    process open at exit; before that, on the loop's default executor.
+    ``cancel`` ends a running attempt early, for a cancel request. A publish
+    that meets a transient store error is retried after backoff for up to
+    lease seconds, never once stop began. A result or partial result over
+    max_result_bytes is refused.
     """
 
     def __init__(
@@ -82,19 +99,24 @@ class Executor:
         self._astopping = astopping
         self._max_result_bytes = max_result_bytes
         self._threads: DaemonPool | None = None
+        self._attempts: dict[str, _Attempt] = {}
         # Set once the runner gives up on the handlers still running (the
         # grace period ended): their publishes then raise NotRunning.
         self._abandoned = False
 
     def start(self, threads: int, name: str) -> None:
-        """Opens the threads plain ``def`` handlers run on."""
-        self._threads = DaemonPool(threads, thread_name_prefix=name)
+        """Opens the threads plain ``def`` handlers run on.
+
+        Twice as many as the workers: a thread whose attempt timed out or was
+        cancelled runs on until its handler returns, while its worker moves on.
+        """
+        self._threads = DaemonPool(2 * threads, thread_name_prefix=name)
 
     def abandon(self) -> None:
         """Gives up on the handlers still running: from now on their publishes raise NotRunning.
 
-        Their jobs stay running for the next start to fail as interrupted, and
-        a late write must not make them look alive.
+        Their jobs stay running for the next start to interrupt, and a late
+        write must not make them look alive.
         """
         self._abandoned = True
 
@@ -108,13 +130,33 @@ class Executor:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
 
+    def busy(self) -> bool:
+        """True while any attempt runs."""
+        return bool(self._attempts)
+
+    def cancel(self, job_id: str, attempt: int) -> bool:
+        """Ends the running attempt of job_id, if it is attempt: its job ends cancelled.
+
+        An async handler is cancelled; a plain one sees ``ctx.cancelled``.
+        Returns whether such an attempt was running here. Call it on the loop.
+        """
+        running = self._attempts.get(job_id)
+        if running is None or running.attempt != attempt or running.cancel_requested:
+            return False
+        running.cancel_requested = True
+        running.cancelled.set()
+        if running.scope is not None:
+            running.scope.reschedule(asyncio.get_running_loop().time())
+        return True
+
     async def run(self, job: ClaimedRow) -> Finish | None:
-        """Runs a claimed job and returns the outcome to store.
+        """Runs one attempt of a claimed job and returns the outcome to store.
 
         Only the handler's typed result, a Failure's message or a message of
         the runner's own reaches the table; any other exception is logged.
         None means the job stays running: the handler raised after stop began.
-        A row whose text cannot be read fails alone with MESSAGE_INTERNAL.
+        A row whose text cannot be read fails alone with MESSAGE_INTERNAL,
+        finally: another attempt would read the same bytes.
         """
         undecodable = _undecodable_text(job)
         if undecodable is not None:
@@ -122,55 +164,95 @@ class Executor:
             JobLogger(self._logger, job.id, _printable(job.kind)).error(
                 "job row cannot be read: %s", undecodable
             )
-            return Finish(job, error=MESSAGE_INTERNAL)
+            return Finish.failed(job, MESSAGE_INTERNAL)
         handler = self._handlers.get(job.kind)
         if handler is None:
             JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
-            return Finish(job, error=f"no handler for job kind {job.kind}")
+            return self._failed(job, f"no handler for job kind {job.kind}", DEFAULT_RETRY)
+        running = _Attempt(job.attempt)
+        self._attempts[job.id] = running
+        loop = asyncio.get_running_loop()
+        when = None if job.timeout is None else loop.time() + job.timeout
         try:
-            result = await self._call(handler, job)
+            async with asyncio.timeout_at(when) as scope:
+                running.scope = scope
+                result = await self._call(handler, job, running)
+        except TimeoutError as err:
+            if not scope.expired():
+                return self._raised(job, err, handler.retry)
+            running.cancelled.set()
+            logger = JobLogger(self._logger, job.id, job.kind)
+            if running.cancel_requested:
+                logger.warning("job cancelled on request")
+                return Finish.cancelled(job)
+            logger.error("job timed out after %s s", job.timeout)
+            return self._failed(job, MESSAGE_TIMED_OUT, handler.retry)
         except asyncio.CancelledError as err:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 JobLogger(self._logger, job.id, job.kind).warning(
-                    "job cancelled by shutdown; it fails at the next start"
+                    "job cancelled by shutdown; it is interrupted at the next start"
                 )
                 raise
             # Nobody cancelled the worker: the handler awaited something that
             # was cancelled. That is the handler's failure, not a shutdown.
-            return self._raised(job, err)
+            return self._raised(job, err, handler.retry)
         except Exception as err:
-            return self._raised(job, err)
+            return self._raised(job, err, handler.retry)
+        finally:
+            running.scope = None
+            self._attempts.pop(job.id, None)
         try:
-            return Finish(job, result=handler.codec.encode_result(result, self._max_result_bytes))
+            encoded = handler.codec.encode_result(result, self._max_result_bytes)
         except ResultTooLarge as err:
             JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
-            return Finish(job, error=str(err))
+            return Finish.failed(job, str(err))
         except ResultError as err:
             # The cause may quote the value: logged, never stored.
             JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
-            return Finish(job, error=MESSAGE_INTERNAL)
+            return Finish.failed(job, MESSAGE_INTERNAL)
+        return Finish.succeeded(job, encoded)
 
-    def _raised(self, job: ClaimedRow, err: BaseException) -> Finish | None:
+    def _failed(self, job: ClaimedRow, error: str, retry: RetryPolicy) -> Finish:
+        """The attempt failed with error: retried after retry's wait while attempts remain."""
+        if job.attempt >= job.max_attempts:
+            return Finish.failed(job, error)
+        try:
+            wait = retry(job.attempt)
+            if not isinstance(wait, datetime.timedelta) or wait < datetime.timedelta(0):
+                raise TypeError(f"want a timedelta of 0 or more, got {wait!r}")
+        except Exception:
+            JobLogger(self._logger, job.id, job.kind).exception(
+                "the kind's retry policy failed; using the default backoff"
+            )
+            wait = DEFAULT_RETRY(job.attempt)
+        return Finish.failed(job, error, timestamp(self._store.clock() + wait))
+
+    def _raised(self, job: ClaimedRow, err: BaseException, retry: RetryPolicy) -> Finish | None:
         """The outcome of a handler that raised err.
 
-        After stop began, None: the job stays running and fails at the next
-        start. Otherwise a Failure's message, or MESSAGE_INTERNAL with err
-        logged, never stored.
+        After stop began, None: the job stays running and is interrupted at
+        the next start. Otherwise a Retry's later attempt, a Failure's message
+        (final), or MESSAGE_INTERNAL with err logged, never stored.
         """
         logger = JobLogger(self._logger, job.id, job.kind)
         if self._stopping.is_set():
-            logger.warning("job interrupted by shutdown; it fails at the next start", exc_info=err)
+            logger.warning(
+                "job interrupted by shutdown; it is interrupted at the next start", exc_info=err
+            )
             return None
+        if isinstance(err, Retry):
+            return Finish.snoozed(job, timestamp(self._store.clock() + err.after))
         if isinstance(err, Failure):
-            return Finish(job, error=storable(str(err.message)))
+            return Finish.failed(job, storable(str(err.message)))
         logger.error("job failed", exc_info=err)
-        return Finish(job, error=MESSAGE_INTERNAL)
+        return self._failed(job, MESSAGE_INTERNAL, retry)
 
-    async def _call(self, handler: Handler[P, R], job: ClaimedRow) -> R:
+    async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: _Attempt) -> R:
         """Decodes the payload, calls the handler and returns what it returned."""
         codec = handler.codec
         payload = codec.decode_payload(job.payload)
+        store = self._store
 
         def publish_op(partial: R) -> Publish:
             if self._abandoned:
@@ -180,7 +262,7 @@ class Executor:
                 raise NotRunning(
                     f"publish result: job {job.id} was left running when the runner stopped"
                 )
-            return Publish(job, codec.encode_result(partial, self._max_result_bytes))
+            return Publish(job, codec.encode_result(partial, self._max_result_bytes), store.now())
 
         def publish(partial: R) -> None:
             self._publish(publish_op(partial))
@@ -197,6 +279,7 @@ class Executor:
             astopping=self._astopping,
             publish=publish,
             apublish=apublish,
+            cancelled=running.cancelled,
         )
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)

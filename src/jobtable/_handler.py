@@ -9,6 +9,7 @@ from ._codec import Codec
 from ._context import JobContext
 from ._errors import RunnerError
 from ._kind import Kind
+from ._options import RetryPolicy
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -23,14 +24,19 @@ SyncHandler = Callable[[JobContext[R], P], R]
 class Handler(Generic[P, R]):
     """A handler with its kind's codec: runs one job from stored JSON to stored JSON."""
 
-    __slots__ = ("codec", "fn", "is_async")
+    __slots__ = ("codec", "fn", "is_async", "retry")
 
     def __init__(
-        self, fn: AsyncHandler[R, P] | SyncHandler[R, P], codec: Codec[P, R], is_async: bool
+        self,
+        fn: AsyncHandler[R, P] | SyncHandler[R, P],
+        codec: Codec[P, R],
+        is_async: bool,
+        retry: RetryPolicy,
     ) -> None:
         self.fn = fn
         self.codec = codec
         self.is_async = is_async
+        self.retry = retry
 
 
 def _parameters(
@@ -96,7 +102,7 @@ class Handlers:
 
         Raises RunnerError, naming where, once closed or when kind has one.
         """
-        handler = Handler(fn, kind._codec, is_async(where, fn))
+        handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry)
         with self._lock:
             if self._closed:
                 raise RunnerError(f"{where}: runner already started")

@@ -1,5 +1,6 @@
 """The job record as the API reports it, and the texts the runner stores itself."""
 
+import datetime
 import enum
 from typing import Generic
 
@@ -7,7 +8,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, JsonValue
 from typing_extensions import TypeVar
 
-from ._engine import JobRow
+from ._engine import JobRow, RecordRow
 
 ResultT = TypeVar("ResultT", default=JsonValue)
 
@@ -21,13 +22,33 @@ The exception is logged with its traceback, never stored.
 """
 
 
+MESSAGE_TIMED_OUT = "timed out"
+"""The error of an attempt that ran past its kind's timeout."""
+
+
 class Status(enum.StrEnum):
-    """The state of a job. A job moves queued → running → succeeded or failed."""
+    """The state of a job.
+
+    A job moves queued → running → succeeded, failed or cancelled; an attempt
+    that fails while attempts remain moves it back to queued.
+    """
 
     QUEUED = "queued"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class CancelResult(enum.StrEnum):
+    """What ``Store.cancel`` did."""
+
+    CANCELLED = "cancelled"
+    """The job was queued and is now cancelled: no handler will run it."""
+    REQUESTED = "requested"
+    """The job is running: its runner cancels the handler within about a second."""
+    FINISHED = "finished"
+    """The job had already finished (or been cancelled); nothing changed."""
 
 
 class Job(BaseModel, Generic[ResultT]):
@@ -58,4 +79,75 @@ def job_from_row(row: JobRow) -> Job:
         status=Status(row.status),
         result=None if row.result is None else pydantic_core.from_json(row.result),
         error=row.error,
+    )
+
+
+class AttemptError(BaseModel):
+    """One failed attempt in a job's history: its number, stored message and time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    error: str
+    at: datetime.datetime
+
+
+class JobRecord(BaseModel):
+    """A job's whole record, for operators: ``Store.inspect`` and ``Store.list_jobs`` return it.
+
+    ``payload`` and ``result`` are the stored JSON as plain data. ``errors``
+    holds the stored message of every failed attempt (never exception text).
+    ``runner`` names the runner that claimed the job last. ``seq`` is the
+    enqueue order; pass the last one of a page as ``before`` to get the next.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: Status
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    runner: str | None
+    errors: list[AttemptError]
+    error: str | None
+    payload: JsonValue
+    result: JsonValue | None
+
+
+def record_from_row(row: RecordRow) -> JobRecord:
+    """Returns the JobRecord of a row."""
+    return JobRecord(
+        seq=row.seq,
+        id=row.id,
+        kind=row.kind,
+        queue=row.queue,
+        priority=row.priority,
+        status=Status(row.status),
+        attempt=row.attempt,
+        max_attempts=row.max_attempts,
+        timeout=row.timeout,
+        cancel_requested=bool(row.cancel_requested),
+        run_at=datetime.datetime.fromisoformat(row.run_at),
+        created_at=datetime.datetime.fromisoformat(row.created_at),
+        started_at=None
+        if row.started_at is None
+        else datetime.datetime.fromisoformat(row.started_at),
+        finished_at=None
+        if row.finished_at is None
+        else datetime.datetime.fromisoformat(row.finished_at),
+        runner=row.runner,
+        errors=pydantic_core.from_json(row.errors),
+        error=row.error,
+        payload=pydantic_core.from_json(row.payload),
+        result=None if row.result is None else pydantic_core.from_json(row.result),
     )

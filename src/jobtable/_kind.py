@@ -6,16 +6,20 @@ code or the runner.
 """
 
 import copy
+import datetime
 from collections.abc import Iterable
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
+from typing_extensions import Unpack
+
 from ._codec import Codec
-from ._engine import JobRow
+from ._engine import JobRow, NewJob
 from ._errors import JobNotFound
 from ._job import Job, Status
 from ._ops import CreateJobs, GetJob, create_jobs
+from ._options import EnqueueOptions, Options, RetryPolicy, check_retry
 from ._store import Store
-from ._values import new_id, unstorable
+from ._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -41,9 +45,31 @@ class Kind(Generic[P, R]):
 
     P and R are any types pydantic can validate and dump; a kind whose types
     it cannot raises TypeError naming the kind.
+
+    The options are the defaults of the kind's jobs; each enqueue may override
+    all but retry: ``max_attempts`` (1: a failed job stays failed),
+    ``priority`` (lower runs first, FIFO within one; 0), ``queue``
+    (``"default"``), ``timeout`` (seconds one attempt may take; None has no
+    limit) and ``delay`` (a timedelta; an enqueue may give ``run_at``, an
+    aware datetime, instead). ``retry`` is the wait before the next attempt,
+    a callable (attempt) -> timedelta given the attempt that failed; the
+    default is ``ExponentialBackoff()``. A bad value raises TypeError or
+    ValueError naming the option, and stores nothing.
     """
 
-    def __init__(self, name: str, payload_type: type[P], result_type: type[R]) -> None:
+    def __init__(
+        self,
+        name: str,
+        payload_type: type[P],
+        result_type: type[R],
+        *,
+        max_attempts: int = 1,
+        retry: RetryPolicy | None = None,
+        priority: int = 0,
+        queue: str = "default",
+        timeout: float | None = None,
+        delay: datetime.timedelta | None = None,
+    ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Kind {name!r}: empty kind")
         if why := unstorable(name):
@@ -54,6 +80,12 @@ class Kind(Generic[P, R]):
             raise TypeError(
                 f"Kind {name!r}: pydantic cannot validate and dump its types: {err}"
             ) from err
+        where = f"Kind {name!r}"
+        self.retry: RetryPolicy = check_retry(where, retry)
+        """The wait before a failed attempt's next one, given the failed attempt's number."""
+        self.options = Options(max_attempts, priority, queue, timeout, delay)
+        """The defaults of the kind's jobs; each enqueue may override them."""
+        self.options.check(where)
         self._binding: _Binding | None = None
 
     @property
@@ -88,64 +120,103 @@ class Kind(Generic[P, R]):
             )
         return self._binding, args[0]
 
-    def _create(self, binding: _Binding, payloads: Iterable[P]) -> tuple[list[str], CreateJobs]:
+    def _create(
+        self, verb: str, binding: _Binding, payloads: Iterable[P], overrides: EnqueueOptions
+    ) -> tuple[list[str], CreateJobs]:
+        where = f"{verb} {self.name!r}"
+        given: dict[str, Any] = dict(overrides)
+        run_at = given.pop("run_at", None)
+        if run_at is not None and "delay" not in given:
+            given["delay"] = None  # an explicit run_at replaces the kind's delay
+        options = self.options.merged(where, given) if given else self.options
+        moment = binding.store.clock()
+        starts = options.run_at(where, moment, run_at)
         limit = binding.max_payload_bytes
-        rows = [(new_id(), self._codec.encode_payload(p, limit)) for p in payloads]
-        return [job_id for job_id, _ in rows], create_jobs(self.name, rows)
+        jobs = [
+            NewJob(
+                new_id(),
+                self._codec.encode_payload(p, limit),
+                starts,
+                options.queue,
+                options.priority,
+                options.max_attempts,
+                options.timeout,
+            )
+            for p in payloads
+        ]
+        return [job.id for job in jobs], create_jobs(self.name, jobs, timestamp(moment))
 
     @overload
-    def enqueue(self, store: Store, payload: P, /) -> str: ...
+    def enqueue(self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
     @overload
-    def enqueue(self, payload: P, /) -> str: ...
-    def enqueue(self, *args: Any) -> str:
+    def enqueue(self, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
+    def enqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
         """Stores a queued job with payload and returns its id once committed.
 
-        Raises PayloadError, storing nothing, when payload is not a P, cannot
-        be encoded, or is over the size limit (the store's, or the runner's
-        for a bound kind). A job waits in the table until a runner with a
-        handler for the kind claims it.
+        options override the kind's: max_attempts, priority, queue, timeout,
+        and delay or run_at (see ``Kind``). Raises PayloadError, storing
+        nothing, when payload is not a P, cannot be encoded, or is over the
+        size limit (the store's, or the runner's for a bound kind), and
+        TypeError or ValueError naming the option for a bad option. A job
+        waits in the table until a runner with a handler for the kind claims
+        it, no earlier than its run_at.
         """
         binding, payload = self._where("enqueue", args)
-        return self._enqueue_many(binding, [payload])[0]
+        return self._enqueue_many("enqueue", binding, [payload], options)[0]
 
     @overload
-    async def aenqueue(self, store: Store, payload: P, /) -> str: ...
+    async def aenqueue(
+        self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]
+    ) -> str: ...
     @overload
-    async def aenqueue(self, payload: P, /) -> str: ...
-    async def aenqueue(self, *args: Any) -> str:
+    async def aenqueue(self, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
+    async def aenqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
         """The async form of enqueue."""
         binding, payload = self._where("enqueue", args)
-        return (await self._aenqueue_many(binding, [payload]))[0]
+        return (await self._aenqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
-    def enqueue_many(self, store: Store, payloads: Iterable[P], /) -> list[str]: ...
+    def enqueue_many(
+        self, store: Store, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[str]: ...
     @overload
-    def enqueue_many(self, payloads: Iterable[P], /) -> list[str]: ...
-    def enqueue_many(self, *args: Any) -> list[str]:
+    def enqueue_many(
+        self, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[str]: ...
+    def enqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
         """Stores a queued job per payload in one transaction and returns their ids in order.
 
-        Either every job is stored or, on any error, none is.
+        options apply to every job, as in enqueue. Either every job is stored
+        or, on any error, none is.
         """
         binding, payloads = self._where("enqueue_many", args)
-        return self._enqueue_many(binding, payloads)
+        return self._enqueue_many("enqueue_many", binding, payloads, options)
 
     @overload
-    async def aenqueue_many(self, store: Store, payloads: Iterable[P], /) -> list[str]: ...
+    async def aenqueue_many(
+        self, store: Store, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[str]: ...
     @overload
-    async def aenqueue_many(self, payloads: Iterable[P], /) -> list[str]: ...
-    async def aenqueue_many(self, *args: Any) -> list[str]:
+    async def aenqueue_many(
+        self, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[str]: ...
+    async def aenqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
         """The async form of enqueue_many."""
         binding, payloads = self._where("enqueue_many", args)
-        return await self._aenqueue_many(binding, payloads)
+        return await self._aenqueue_many("enqueue_many", binding, payloads, options)
 
-    def _enqueue_many(self, binding: _Binding, payloads: Iterable[P]) -> list[str]:
-        ids, op = self._create(binding, payloads)
+    def _enqueue_many(
+        self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
+    ) -> list[str]:
+        ids, op = self._create(verb, binding, payloads, options)
         binding.store.engine.write(op)
         binding.store._enqueued()
         return ids
 
-    async def _aenqueue_many(self, binding: _Binding, payloads: Iterable[P]) -> list[str]:
-        ids, op = self._create(binding, payloads)
+    async def _aenqueue_many(
+        self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
+    ) -> list[str]:
+        ids, op = self._create(verb, binding, payloads, options)
         await binding.store.engine.awrite(op)
         binding.store._enqueued()
         return ids

@@ -53,7 +53,7 @@ class Maintenance:
         """Registers the runner and fails the jobs it and dead runners left running."""
         asked = time.monotonic()
         started = await self._store.engine.awrite(
-            StartRunner(self._runner, datetime.timedelta(seconds=self._lease))
+            StartRunner(self._runner, datetime.timedelta(seconds=self._lease), self._store.clock)
         )
         self._contact.landed(asked, time.monotonic())
         extra = {"runner": self._runner}
@@ -94,6 +94,7 @@ class Maintenance:
             self._held(),
             lease,
             self._retention,
+            clock=self._store.clock,
             contact=self._contact,
             started=started,
         )

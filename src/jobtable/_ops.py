@@ -1,48 +1,42 @@
 """The operations jobtable hands an engine: each a function of ``Queries`` run in one transaction.
 
 Each is a small object holding its parameters, so that a write can be
-retried, logged or batched as a value. Their times come from the clock as
-they run, inside the transaction; every time one write uses comes from one
-reading of it.
+retried, logged or batched as a value. Their times come from the store's
+clock: the ``now`` text their caller took as it built them, or, for the
+runner's lease arithmetic, one reading of the clock as they run inside the
+transaction (a write that waited for a lock between two readings would
+compare a heartbeat it wrote before the wait with a cutoff taken after it).
 """
 
+import dataclasses
 import datetime
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ._contact import StoreContact
-from ._engine import ClaimedRow, JobRow, Queries, Statement
+from ._engine import ClaimedRow, CountRow, JobRow, NewJob, Outcome, Queries, RecordRow, Statement
 from ._errors import JobNotFound, NotRunning
-from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED
-from ._values import now, timestamp, unstorable
+from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, CancelResult
+from ._values import timestamp, unstorable
+
+Clock = Callable[[], datetime.datetime]
 
 
-def _times(
-    lease: datetime.timedelta, retention: datetime.timedelta | None = None
-) -> tuple[str, str, str | None]:
-    """Now, the lease's cutoff and the retention's, as text, from one reading of the clock.
-
-    Every time one write uses comes from one reading: a write that waits
-    (for a lock, a connection) between two readings would compare a
-    heartbeat it wrote before the wait with a cutoff taken after it.
-    """
-    moment = datetime.datetime.now(datetime.UTC)
-    cutoff = timestamp(moment - lease)
-    pruned = None if retention is None else timestamp(moment - retention)
-    return timestamp(moment), cutoff, pruned
+def _before(now: str, delta: datetime.timedelta) -> str:
+    return timestamp(datetime.datetime.fromisoformat(now) - delta)
 
 
-def _fail_dead_runners(q: Queries, name: str, stamp: str, cutoff: str) -> int:
-    """Fails the running jobs of runners that beat before cutoff and forgets those runners.
+def _end_dead_runners(q: Queries, name: str, stamp: str, lease: float) -> int:
+    """Interrupts the running jobs of runners dead for lease seconds and forgets those runners.
 
     Never those of the runner named name, which asks: it is alive. Returns
-    how many jobs it failed.
+    how many jobs it interrupted.
     """
-    dead = q.fail_jobs_of_dead_runners(
-        error=MESSAGE_INTERRUPTED, now=stamp, cutoff=cutoff, runner=name
+    dead = q.interrupt_jobs_of_dead_runners(
+        error=MESSAGE_INTERRUPTED, now=stamp, lease=lease, runner=name
     )
-    q.delete_dead_runners(cutoff=cutoff, name=name)
+    q.delete_dead_runners(now=stamp, lease=lease, name=name)
     return dead
 
 
@@ -68,21 +62,109 @@ class GetJob:
         return row
 
 
+class GetJobRecord:
+    """The read of one job's whole record; raises JobNotFound when no job has the id."""
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+
+    def __call__(self, q: Queries) -> RecordRow:
+        row = q.get_job_record(id=self.job_id)
+        if row is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return row
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobs:
+    """The read of a page of job records, newest first, below seq before."""
+
+    before: int
+    status: str | None
+    kind: str | None
+    queue: str | None
+    limit: int
+
+    def __call__(self, q: Queries) -> Sequence[RecordRow]:
+        return q.list_jobs(
+            before=self.before,
+            status=self.status,
+            kind=self.kind,
+            queue=self.queue,
+            max_jobs=self.limit,
+        )
+
+
+def count_jobs(q: Queries) -> Sequence[CountRow]:
+    """The read of how many jobs each queue has in each status."""
+    return q.count_jobs()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NextRunAt:
+    """The read of the earliest run_at among the queued jobs of queue (None: none queued)."""
+
+    queue: str
+
+    def __call__(self, q: Queries) -> str | None:
+        return q.next_run_at(queue=self.queue)
+
+
+class StageJobs(Statement[int]):
+    """The write that makes the scheduled jobs of queue whose run_at has come ready."""
+
+    __slots__ = ("now", "queue")
+
+    def __init__(self, queue: str, now: str) -> None:
+        self.queue = queue
+        self.now = now
+
+    def __call__(self, q: Queries) -> int:
+        return q.stage_jobs(queue=self.queue, now=self.now)
+
+
 class CreateJobs:
     """The write that stores jobs of one kind, all queued, in one transaction."""
 
-    __slots__ = ("kind", "rows")
+    __slots__ = ("jobs", "kind", "now")
 
-    def __init__(self, kind: str, rows: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         self.kind = kind
-        self.rows = rows
+        self.jobs = jobs
+        self.now = now
 
     def __call__(self, q: Queries) -> None:
-        if len(self.rows) == 1:
-            [(job_id, payload)] = self.rows
-            q.create_job(id=job_id, kind=self.kind, payload=payload, now=now())
-        else:
-            q.insert_jobs(kind=self.kind, jobs=self.rows, now=now())
+        if self.jobs:
+            q.insert_jobs(kind=self.kind, jobs=self.jobs, now=self.now)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelJob:
+    """The write that cancels a queued job, or asks the runner of a running one to cancel it."""
+
+    job_id: str
+    now: str
+
+    def __call__(self, q: Queries) -> CancelResult:
+        if q.cancel_queued_job(now=self.now, id=self.job_id):
+            return CancelResult.CANCELLED
+        if q.request_cancel(now=self.now, id=self.job_id):
+            return CancelResult.REQUESTED
+        if q.get_job(id=self.job_id) is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return CancelResult.FINISHED
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListCancelRequests:
+    """The read of the jobs running under runner whose cancel was requested, with attempts."""
+
+    runner: str
+
+    def __call__(self, q: Queries) -> dict[str, int]:
+        return {row.id: row.attempt for row in q.list_cancel_requests(runner=self.runner)}
 
 
 class CreateJob(CreateJobs, Statement[None]):
@@ -95,75 +177,102 @@ class CreateJob(CreateJobs, Statement[None]):
     __slots__ = ()
 
 
-def create_jobs(kind: str, rows: Sequence[tuple[str, str]]) -> CreateJobs:
-    """The write that stores rows, (id, payload) pairs, as queued jobs of kind."""
-    return CreateJob(kind, rows) if len(rows) == 1 else CreateJobs(kind, rows)
+def create_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateJobs:
+    """The write that stores jobs as queued jobs of kind."""
+    return CreateJob(kind, jobs, now) if len(jobs) == 1 else CreateJobs(kind, jobs, now)
 
 
 class Publish:
     """The write of a running job's partial result; raises NotRunning when its claim is gone."""
 
-    __slots__ = ("attempt", "job_id", "kind", "result")
+    __slots__ = ("attempt", "job_id", "kind", "now", "result")
 
-    def __init__(self, job: ClaimedRow, result: str) -> None:
+    def __init__(self, job: ClaimedRow, result: str, now: str) -> None:
         self.job_id = job.id
         self.kind = job.kind
         self.attempt = job.attempt
         self.result = result
+        self.now = now
 
     def __call__(self, q: Queries) -> None:
         changed = q.publish_job_result(
-            result=self.result, now=now(), id=self.job_id, attempt=self.attempt
+            result=self.result, now=self.now, id=self.job_id, attempt=self.attempt
         )
         if changed != 1:
             raise NotRunning(f"publish result: job {self.job_id} is not running")
 
 
-class Finish:
-    """A job's outcome: its result, or its error when error is set."""
+class Finish(NamedTuple):
+    """How one attempt of a job of kind ends; the completer stores it (see ``Outcome``)."""
 
-    __slots__ = ("attempt", "error", "job_id", "kind", "result")
+    outcome: Outcome
+    kind: str
 
-    def __init__(
-        self, job: ClaimedRow, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        self.job_id = job.id
-        self.kind = job.kind
-        self.attempt = job.attempt
-        self.result = result
-        self.error = error
+    @property
+    def job_id(self) -> str:
+        """The job's id."""
+        return self.outcome.id
+
+    @classmethod
+    def succeeded(cls, job: ClaimedRow, result: str) -> "Finish":
+        """The attempt succeeded with result."""
+        return cls(Outcome(job.id, job.attempt, "succeeded", result, None, None), job.kind)
+
+    @classmethod
+    def failed(cls, job: ClaimedRow, error: str, retry_at: str | None = None) -> "Finish":
+        """The attempt failed with error: finally, or to be retried from retry_at on."""
+        state = "failed" if retry_at is None else "queued"
+        return cls(Outcome(job.id, job.attempt, state, None, error, retry_at), job.kind)
+
+    @classmethod
+    def snoozed(cls, job: ClaimedRow, run_at: str) -> "Finish":
+        """The handler asked for a later attempt, from run_at on."""
+        return cls(Outcome(job.id, job.attempt, "queued", None, None, run_at), job.kind)
+
+    @classmethod
+    def cancelled(cls, job: ClaimedRow) -> "Finish":
+        """The job's cancel was requested and its handler stopped."""
+        return cls(Outcome(job.id, job.attempt, "cancelled", None, None, None), job.kind)
+
+    @property
+    def error(self) -> str | None:
+        """The attempt's error, or None."""
+        return self.outcome.error
 
     def refused(self) -> "Finish":
-        """The outcome that replaces this one when the database refused it: MESSAGE_INTERNAL."""
-        finish = Finish.__new__(Finish)
-        finish.job_id, finish.kind, finish.attempt = self.job_id, self.kind, self.attempt
-        finish.result, finish.error = None, MESSAGE_INTERNAL
-        return finish
+        """The outcome that replaces this one when the database refused it: MESSAGE_INTERNAL.
+
+        Final: the same outcome would be refused again.
+        """
+        outcome = self.outcome
+        failed = Outcome(outcome.id, outcome.attempt, "failed", None, MESSAGE_INTERNAL, None)
+        return Finish(failed, self.kind)
 
 
 class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
-    """The write that stores finished jobs' outcomes and claims up to max_jobs jobs.
+    """The write that stores finished attempts' outcomes and claims up to max_jobs jobs of queue.
 
     Returns the ids of the jobs it finished and the jobs it claimed. With no
     outcomes it is a plain claim; with max_jobs 0, a plain record.
     """
 
-    __slots__ = ("max_jobs", "outcomes", "runner")
+    __slots__ = ("max_jobs", "now", "outcomes", "queue", "runner")
 
-    def __init__(self, outcomes: Sequence[Finish], runner: str, max_jobs: int) -> None:
+    def __init__(
+        self, outcomes: Sequence[Finish], runner: str, queue: str, max_jobs: int, now: str
+    ) -> None:
         self.outcomes = outcomes
         self.runner = runner
+        self.queue = queue
         self.max_jobs = max_jobs
+        self.now = now
 
     def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
-        outcomes = self.outcomes
         return q.finish_and_claim_jobs(
-            ids=[o.job_id for o in outcomes],
-            attempts=[o.attempt for o in outcomes],
-            results=[o.result for o in outcomes],
-            errors=[o.error for o in outcomes],
+            outcomes=[f.outcome for f in self.outcomes],
             runner=self.runner,
-            now=now(),
+            queue=self.queue,
+            now=self.now,
             max_jobs=self.max_jobs,
         )
 
@@ -174,30 +283,32 @@ class Started(NamedTuple):
     live_namesake: str | None
     """The heartbeat of an earlier runner of this name that was still within its lease."""
     interrupted: int
-    """How many running jobs, of the earlier runner and of dead runners, it failed."""
+    """How many running jobs, of the earlier runner and of dead runners, it interrupted."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class StartRunner:
-    """The write that registers a runner and fails the jobs it and dead runners left running.
+    """The write that registers a runner and interrupts the jobs it and dead runners left running.
 
-    A runner whose heartbeat is older than lease is dead.
+    A runner whose heartbeat is older than lease is dead. An interrupted job
+    goes back to its queue while attempts remain, and fails as interrupted
+    after its last.
     """
 
-    __slots__ = ("lease", "name")
-
-    def __init__(self, name: str, lease: datetime.timedelta) -> None:
-        self.name = name
-        self.lease = lease
+    name: str
+    lease: datetime.timedelta
+    clock: Clock
 
     def __call__(self, q: Queries) -> Started:
-        stamp, cutoff, _ = _times(self.lease)
-        previous = q.get_runner(name=self.name)
+        stamp = timestamp(self.clock())
+        lease = self.lease.total_seconds()
+        previous = q.get_runner(name=self.name, now=stamp, lease=lease)
         namesake = None
-        if previous is not None and previous.heartbeat_at >= cutoff:
+        if previous is not None and previous.alive:
             namesake = previous.heartbeat_at
         q.register_runner(name=self.name, now=stamp)
-        own = q.fail_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
-        dead = _fail_dead_runners(q, self.name, stamp, cutoff)
+        own = q.interrupt_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
+        dead = _end_dead_runners(q, self.name, stamp, lease)
         return Started(namesake, own + dead)
 
 
@@ -207,71 +318,62 @@ class Maintained(NamedTuple):
     lost_lease: bool
     """The runner's registration was gone (its lease expired), so it registered again."""
     dead: int
-    """How many running jobs of dead runners it failed as interrupted."""
+    """How many running jobs of dead runners it interrupted."""
     lost: int
-    """How many jobs this runner claimed but never received that it failed as interrupted."""
+    """How many jobs this runner claimed but never received that it interrupted."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class Maintain:
-    """The write that renews a runner's lease, fails stale jobs and prunes old ones.
+    """The write that renews a runner's lease, interrupts stale jobs and prunes old ones.
 
     held is the ids of the jobs the runner's workers have. A runner whose
     heartbeat is older than lease is dead; finished jobs older than
     retention are deleted, a thousand at a time (None keeps them). The write
-    was asked for at started, on contact's clock: stale jobs are failed only
-    when contact says this runner may judge (see ``StoreContact``), since
-    until then a stale heartbeat may be a peer that could not reach the store
-    either, and a stale claim of its own may be one whose reply is still on
-    its way.
+    was asked for at started, on contact's clock: stale jobs are interrupted
+    only when contact says this runner may judge (see ``StoreContact``),
+    since until then a stale heartbeat may be a peer that could not reach the
+    store either, and a stale claim of its own may be one whose reply is
+    still on its way.
     """
 
-    __slots__ = ("contact", "held", "lease", "name", "retention", "started")
-
-    def __init__(
-        self,
-        name: str,
-        held: frozenset[str],
-        lease: datetime.timedelta,
-        retention: datetime.timedelta | None,
-        *,
-        contact: StoreContact,
-        started: float,
-    ) -> None:
-        self.name = name
-        self.held = held
-        self.lease = lease
-        self.retention = retention
-        self.contact = contact
-        self.started = started
+    name: str
+    held: frozenset[str]
+    lease: datetime.timedelta
+    retention: datetime.timedelta | None
+    clock: Clock
+    contact: StoreContact
+    started: float
 
     def __call__(self, q: Queries) -> Maintained:
         judge = self.contact.may_judge(self.started, time.monotonic())
-        stamp, cutoff, pruned = _times(self.lease, self.retention)
+        stamp = timestamp(self.clock())
         lost_lease = not q.heartbeat_runner(now=stamp, name=self.name)
         if lost_lease:
             q.register_runner(name=self.name, now=stamp)
-        dead, lost = self._fail_stale(q, stamp, cutoff) if judge else (0, 0)
-        if pruned is not None:
-            q.delete_finished_jobs(before=pruned, max_jobs=1000)
+        dead, lost = self._end_stale(q, stamp) if judge else (0, 0)
+        if self.retention is not None:
+            q.delete_finished_jobs(before=_before(stamp, self.retention), max_jobs=1000)
         return Maintained(lost_lease, dead, lost)
 
-    def _fail_stale(self, q: Queries, stamp: str, cutoff: str) -> tuple[int, int]:
-        """Fails dead runners' jobs, and the claims older than cutoff it never received.
+    def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:
+        """Interrupts dead runners' jobs, and the claims older than the lease it never received.
 
-        Returns how many of each it failed.
+        Returns how many of each it interrupted.
         """
-        dead = _fail_dead_runners(q, self.name, stamp, cutoff)
+        dead = _end_dead_runners(q, self.name, stamp, self.lease.total_seconds())
         # A claim can commit while its reply is lost (a connection dropped at
         # COMMIT): the job runs under this name, but no worker has it. Once it
-        # is older than the lease and still not held, it is failed as
-        # interrupted, as a dead runner's job would be.
+        # is older than the lease and still not held, it is interrupted, as a
+        # dead runner's job would be. Its claim was stamped by this runner's
+        # own clock, so the runner's clock measures its age.
         lost = [
             row
-            for row in q.list_running_jobs(runner=self.name, before=cutoff)
+            for row in q.list_running_jobs(runner=self.name, before=_before(stamp, self.lease))
             if row.id not in self.held
         ]
         for row in lost:
-            q.fail_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
+            q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
         return dead, len(lost)
 
 

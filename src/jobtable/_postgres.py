@@ -14,11 +14,9 @@ translates psycopg's errors to StoreError in one function.
 
 import asyncio
 import concurrent.futures
-import dataclasses
-import datetime
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Self, TypeVar
 
 import psycopg
@@ -26,14 +24,14 @@ from psycopg import conninfo
 from psycopg.rows import TupleRow
 
 from jobtable._backoff import Backoff
-from jobtable._engine import ClaimedRow, HeldRow, JobRow, Queries, RunnerRow, Statement
+from jobtable._engine import Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._postgres_listener import RECONNECT, Listener
 from jobtable._postgres_pool import Pool, TextLoader, client_encoding
+from jobtable._postgres_queries import queries as _queries
 from jobtable._postgres_schema import apply_schema
-from jobtable._values import redact_url, scrub, timestamp
-from jobtable.db.postgres import jobs, schema_version
-from jobtable.db.postgres.jobs import CreateJobsParams
+from jobtable._values import redact_url, scrub
+from jobtable.db.postgres import schema_version
 from jobtable.db.postgres.schema import SCHEMA
 
 T = TypeVar("T")
@@ -45,122 +43,6 @@ CONNECT_TIMEOUT = 10
 Without one, libpq waits for the operating system's TCP timeout (minutes)
 on a host that accepts the connection and never answers.
 """
-
-
-def _time(text: str) -> datetime.datetime:
-    """Returns the time of text from ``jobtable._values.now()``.
-
-    Raises ValueError for text without a zone: a naive time would be read in
-    the server's time zone.
-    """
-    moment = datetime.datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
-    return moment
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _RunnerRow:
-    """A runner's registration with its times as the seam's UTC text."""
-
-    name: str
-    started_at: str
-    heartbeat_at: str
-
-
-class _Queries:
-    """The generated Querier in the shape of the ``Queries`` seam.
-
-    The seam passes times as UTC text, the generated code as datetimes
-    (timestamptz): times are converted both ways. The generated rows have
-    the seam's row shapes, so rows without times are returned as they are.
-    """
-
-    def __init__(self, conn: _Connection) -> None:
-        self._q = jobs.Querier(conn)
-
-    def create_job(self, *, id: str, kind: str, payload: str, now: str) -> None:
-        self._q.create_job(id=id, kind=kind, payload=payload, now=_time(now))
-
-    def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
-        moment = _time(now)
-        self._q.create_jobs(
-            CreateJobsParams(id=job_id, kind=kind, payload=payload, now=moment)
-            for job_id, payload in jobs
-        )
-
-    def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
-
-    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.succeed_job(result=result, now=_time(now), id=id, attempt=attempt)
-
-    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.fail_job(error=error, now=_time(now), id=id, attempt=attempt)
-
-    def finish_and_claim_jobs(
-        self,
-        *,
-        ids: list[str],
-        attempts: list[int],
-        results: list[str | None],
-        errors: list[str | None],
-        runner: str | None,
-        now: str,
-        max_jobs: int,
-    ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        rows = self._q.finish_and_claim_jobs(
-            now=_time(now),
-            ids=ids,
-            attempts=attempts,
-            results=results,
-            errors=errors,
-            max_jobs=max_jobs,
-            runner=runner,
-        )
-        return [row.id for row in rows if row.finished], [row for row in rows if not row.finished]
-
-    def fail_running_jobs(self, *, error: str | None, now: str, runner: str | None) -> int:
-        return self._q.fail_running_jobs(error=error, now=_time(now), runner=runner)
-
-    def fail_jobs_of_dead_runners(
-        self, *, error: str | None, now: str, runner: str | None, cutoff: str
-    ) -> int:
-        return self._q.fail_jobs_of_dead_runners(
-            error=error, now=_time(now), runner=runner, cutoff=_time(cutoff)
-        )
-
-    def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
-        return self._q.list_running_jobs(runner=runner, before=_time(before))
-
-    def get_job(self, *, id: str) -> JobRow | None:
-        return self._q.get_job(id=id)
-
-    def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
-        return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
-
-    def register_runner(self, *, name: str, now: str) -> None:
-        self._q.register_runner(name=name, now=_time(now))
-
-    def heartbeat_runner(self, *, now: str, name: str) -> int:
-        return self._q.heartbeat_runner(now=_time(now), name=name)
-
-    def get_runner(self, *, name: str) -> RunnerRow | None:
-        row = self._q.get_runner(name=name)
-        if row is None:
-            return None
-        return _RunnerRow(row.name, timestamp(row.started_at), timestamp(row.heartbeat_at))
-
-    def delete_runner(self, *, name: str) -> None:
-        self._q.delete_runner(name=name)
-
-    def delete_dead_runners(self, *, cutoff: str, name: str) -> int:
-        return self._q.delete_dead_runners(cutoff=_time(cutoff), name=name)
-
-
-def _queries(conn: _Connection) -> Queries:
-    # Typed as the seam so that mypy proves _Queries satisfies it.
-    return _Queries(conn)
 
 
 def _with_connect_timeout(url: str, where: str) -> str:

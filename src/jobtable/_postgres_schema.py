@@ -13,6 +13,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._errors import StoreError
+from jobtable._postgres_queries import upgrade_to_v2
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -37,7 +38,7 @@ class SchemaQueries(Protocol):
     def set_schema_version(self, *, version: int) -> None: ...
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -49,8 +50,8 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
     # Maps version N to the step that brings a schema from N to N + 1, run in
     # order inside the one transaction that also records the new version. A
     # new schema gets schema.sql whole instead, which is always the latest
-    # version. There are no steps yet: version 1 is the first.
-    return {}
+    # version.
+    return {1: upgrade_to_v2}
 
 
 _UPGRADES = _upgrade_steps()

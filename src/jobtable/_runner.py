@@ -12,15 +12,14 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar, overload
 
 from ._backoff import Backoff
+from ._cancel_watch import CancelWatch
 from ._completer import Completer
 from ._contact import StoreContact
-from ._engine import ClaimedRow
 from ._errors import RunnerError
 from ._executor import Executor
 from ._handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
@@ -29,34 +28,40 @@ from ._kind import Kind
 from ._maintenance import Maintenance
 from ._ops import DeleteRunner
 from ._producer import Producer
-from ._runner_settings import RETRY, check_settings, runner_name
+from ._runner_settings import RETRY, check_queues, check_settings, runner_name
+from ._signals import handling_signals
 from ._store import Store
+from ._worker import start_queue
 
 P = TypeVar("P")
 R = TypeVar("R")
 
 
 class Runner:
-    """Owns the job handlers and the pool of workers that runs their jobs.
+    """Owns the job handlers and the pools of workers that run their jobs.
 
-    A fixed pool of ``workers`` workers claims queued jobs oldest first. An
-    enqueue in this process wakes an idle worker at once; jobs enqueued by
-    other processes are found by polling every ``poll_interval`` seconds, or
-    at once where the engine can notify (PostgreSQL; SQLite where inotify
-    works). Runners sharing a database know each other by ``name`` and a
-    heartbeat: a runner whose heartbeat is older than ``lease`` seconds is
-    dead, and its running jobs are failed as interrupted. Finished jobs
-    older than ``retention`` are deleted (None keeps them forever). A
-    result over ``max_result_bytes`` fails its job. A failed claim or
-    outcome write is retried after ``retry_backoff``; once stop has begun,
-    an outcome write gives up after ``give_up_after`` tries.
+    Each of the runner's ``queues`` (name to workers; ``workers=n`` is the
+    shorthand for ``{"default": n}``, 4 by default) has a fixed pool of
+    workers of its own, so a flood of one queue never starves another. A
+    queue's workers claim its ready jobs lowest priority first, oldest first
+    within one. An enqueue in this process wakes an idle worker at once; jobs
+    enqueued by other processes are found by polling every ``poll_interval``
+    seconds, or at once where the engine can notify (PostgreSQL; SQLite where
+    inotify works). Runners sharing a database know each other by ``name``
+    and a heartbeat: a runner whose heartbeat is older than ``lease`` seconds
+    is dead, and its running jobs are interrupted. Finished jobs older than
+    ``retention`` are deleted (None keeps them forever). A result over
+    ``max_result_bytes`` fails its job. A failed claim or outcome write is
+    retried after ``retry_backoff``; once stop has begun, an outcome write
+    gives up after ``give_up_after`` tries.
     """
 
     def __init__(
         self,
         store: Store,
         *,
-        workers: int = 4,
+        workers: int | None = None,
+        queues: dict[str, int] | None = None,
         logger: logging.Logger | None = None,
         name: str | None = None,
         poll_interval: float = 1.0,
@@ -67,13 +72,16 @@ class Runner:
         max_result_bytes: int = 1 << 20,
         retry_backoff: Backoff = RETRY,
         give_up_after: int = 8,
+        cancel_check: float = 0.5,
     ) -> None:
+        self.queues = check_queues(workers, queues)
+        """How many workers each queue the runner consumes has, by queue name."""
         check_settings(
             store=store,
-            workers=workers,
             logger=logger,
             poll_interval=poll_interval,
             lease=lease,
+            cancel_check=cancel_check,
             grace_period=grace_period,
             retention=retention,
             max_payload_bytes=max_payload_bytes,
@@ -83,8 +91,8 @@ class Runner:
         )
         self.store = store
         """The store the runner's jobs live in."""
-        self.workers = workers
-        """How many jobs the runner runs at once."""
+        self.workers = sum(self.queues.values())
+        """How many jobs the runner runs at once, over all its queues."""
         self.logger = logger if logger is not None else logging.getLogger("jobtable")
         """Where the runner logs; records about a job carry its job_id and kind as fields."""
         self.name = runner_name(name)
@@ -118,7 +126,6 @@ class Runner:
         # asyncio's events and queues bind to the first loop that waits: start's or run_next's.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._astopping = asyncio.Event()
-        self._queue: asyncio.Queue[ClaimedRow | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         stop = (self._stopping, self._astopping)
@@ -129,14 +136,28 @@ class Runner:
         self._completer = Completer(
             store, self.name, self.logger, self._stopping, retry_backoff, give_up_after, contact
         )
-        self._producer = Producer(
+        self._producers = [
+            Producer(
+                store,
+                self.name,
+                self.logger,
+                self._completer,
+                contact,
+                queue=queue,
+                poll_interval=poll_interval,
+                backoff=retry_backoff,
+                stopping=self._stopping,
+                astopping=self._astopping,
+            )
+            for queue in self.queues
+        ]
+        self._cancel_watch = CancelWatch(
             store,
             self.name,
             self.logger,
-            self._completer,
-            contact,
-            poll_interval=poll_interval,
-            backoff=retry_backoff,
+            interval=cancel_check,
+            busy=self._executor.busy,
+            cancel=self._executor.cancel,
             stopping=self._stopping,
             astopping=self._astopping,
         )
@@ -157,9 +178,7 @@ class Runner:
         self._stopped = False
 
     def __repr__(self) -> str:
-        return f"Runner(name={self.name!r}, workers={self.workers}, kinds={list(self.kinds)})"
-
-    # Handlers.
+        return f"Runner(name={self.name!r}, queues={self.queues}, kinds={list(self.kinds)})"
 
     def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
         """Returns a decorator that makes the function it decorates the handler of kind's jobs.
@@ -205,8 +224,6 @@ class Runner:
         """The kinds that have a handler, sorted."""
         return self._handlers.kinds()
 
-    # Reading jobs.
-
     def get(self, job_id: str) -> Job:
         """Returns the job with id; raises JobNotFound for an unknown id (see ``Store.get``)."""
         return self.store.get(job_id)
@@ -214,8 +231,6 @@ class Runner:
     async def aget(self, job_id: str) -> Job:
         """The async form of get."""
         return await self.store.aget(job_id)
-
-    # Lifecycle.
 
     def notify_enqueued(self) -> None:
         """Wakes an idle worker to look for a new job; safe from any thread.
@@ -231,10 +246,14 @@ class Runner:
         except RuntimeError:
             running = None
         if running is loop:
-            self._producer.wake()
+            self._wake_producers()
         else:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(self._producer.wake)
+                loop.call_soon_threadsafe(self._wake_producers)
+
+    def _wake_producers(self) -> None:
+        for producer in self._producers:
+            producer.wake()
 
     async def start(self) -> None:
         """Fails the jobs that dead runners left running, then starts the workers.
@@ -262,15 +281,19 @@ class Runner:
         if self._stopping.is_set():
             self._astopping.set()
         self._executor.start(self.workers, f"jobtable-{self.name}")
-        self._tasks = [
-            loop.create_task(
-                self._producer.run(self.workers, self._queue), name="jobtable-producer"
+        self._tasks = []
+        for producer in self._producers:
+            self._tasks += start_queue(
+                loop,
+                self.queues[producer.queue],
+                self._executor,
+                self._completer,
+                producer,
+                self._running,
+                self._stopping,
             )
-        ]
-        self._tasks += [
-            loop.create_task(self._work(), name=f"jobtable-worker-{i}") for i in range(self.workers)
-        ]
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
+        self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
         self._unlisten = self.store.engine.listen(self.notify_enqueued)
 
@@ -296,7 +319,8 @@ class Runner:
 
     def _begin_stop(self) -> None:
         self._astopping.set()
-        self._producer.stop()
+        for producer in self._producers:
+            producer.stop()
         if self._grace_timer is None and self._loop is not None:
             self._grace_timer = self._loop.call_later(self.grace_period, self._cancel_running)
 
@@ -336,36 +360,34 @@ class Runner:
         asyncio.run(self._run_until_signal())
 
     async def _run_until_signal(self) -> None:
-        loop = asyncio.get_running_loop()
-
         def on_signal() -> None:
             if self._stopping.is_set():
                 self._cancel_running()
             self.stop()
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
-        try:
+        with handling_signals(on_signal):
             await self.start()
             self.logger.info("runner started", extra={"runner": self.name, "workers": self.workers})
             await self.wait()
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
         self.logger.info("runner stopped", extra={"runner": self.name})
 
     async def run_next(self) -> str | None:
-        """Claims the oldest queued job and runs it to completion in the calling task.
+        """Claims the next ready job and runs it to completion in the calling task.
 
-        Returns the job's id, or None when no job is queued. It claims, runs
+        The job is the first ready one of the runner's queues, in their order.
+        Returns the job's id, or None when no job is ready. It claims, runs
         and records through the same producer, executor and completer as the
         workers, and returns once the outcome is stored; tests use it to run
         jobs one at a time, deterministically, without starting the runner.
         """
         if self._stopping.is_set():
             self._astopping.set()
-        jobs = await self._producer.claim(1)
-        if not jobs:
+        for producer in self._producers:
+            await producer.stage(self.store.clock())
+            jobs = await producer.claim(1)
+            if jobs:
+                break
+        else:
             return None
         job = jobs[0]
         outcome = await self._executor.run(job)
@@ -373,27 +395,3 @@ class Runner:
             await self._completer.record([outcome])
         self._completer.abandon(job.id)
         return job.id
-
-    async def _work(self) -> None:
-        """Runs the jobs the producer queues, one at a time, until it queues None."""
-        task = asyncio.current_task()
-        assert task is not None
-        while True:
-            job = await self._queue.get()
-            if job is None:
-                return
-            self._running.add(task)
-            try:
-                outcome = await self._executor.run(job)
-            except asyncio.CancelledError:
-                if not self._stopping.is_set():
-                    raise
-                # The grace period ran out: the job stays running and fails at the next start.
-                return
-            finally:
-                self._running.discard(task)
-            if outcome is None:
-                self._completer.abandon(job.id)
-            else:
-                self._completer.add(outcome, claim_follows=self._producer.waits_for_slot)
-            self._producer.freed()

@@ -17,13 +17,34 @@ RETRY = Backoff(0.05, 5.0)
 """The default wait between retries of a failed claim or outcome write."""
 
 
+def check_queues(workers: object, queues: object) -> dict[str, int]:
+    """Returns the slots of each queue; raises naming the bad value."""
+    if queues is None:
+        slots = 4 if workers is None else workers
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"jobtable: {slots!r} workers, want at least 1")
+        return {"default": slots}
+    if workers is not None:
+        raise ValueError("jobtable: give workers (the default queue's) or queues, not both")
+    if not isinstance(queues, dict) or not queues:
+        raise ValueError(
+            f"jobtable: queues must be a non-empty dict of name to slots, got {queues!r}"
+        )
+    for queue, slots in queues.items():
+        if not isinstance(queue, str) or not queue:
+            raise ValueError(f"jobtable: a queue name must be a non-empty str, got {queue!r}")
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"jobtable: queue {queue!r} has {slots!r} workers, want at least 1")
+    return dict(queues)
+
+
 def check_settings(
     *,
     store: object,
-    workers: object,
     logger: object,
     poll_interval: float,
     lease: float,
+    cancel_check: float,
     grace_period: float,
     retention: datetime.timedelta | None,
     max_payload_bytes: object,
@@ -34,11 +55,13 @@ def check_settings(
     """Raises TypeError or ValueError, naming the setting, for the first bad one."""
     if not isinstance(store, Store):
         raise TypeError(f"jobtable: Runner needs a Store, got {type(store).__name__}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"jobtable: {workers!r} workers, want at least 1")
     if logger is not None and not isinstance(logger, logging.Logger):
         raise TypeError(f"jobtable: logger must be a logging.Logger, got {logger!r}")
-    for label, value in (("poll_interval", poll_interval), ("lease", lease)):
+    for label, value in (
+        ("poll_interval", poll_interval),
+        ("lease", lease),
+        ("cancel_check", cancel_check),
+    ):
         if not value > 0:
             raise ValueError(f"jobtable: {label} must be positive, got {value!r}")
     if grace_period < 0:

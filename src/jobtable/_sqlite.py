@@ -15,11 +15,11 @@ SAVEPOINT, COMMIT); every query of the runner comes from the generated
 import asyncio
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar, cast
 
-from jobtable._engine import ClaimedRow, Queries
+from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite_errors import driver_errors
 from jobtable._sqlite_file import (
@@ -30,50 +30,15 @@ from jobtable._sqlite_file import (
     connect,
     migrate,
 )
+from jobtable._sqlite_queries import Queries as _Queries
 from jobtable._sqlite_text import Connection
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
-from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite.schema import SCHEMA
 
 T = TypeVar("T")
 
 _SCHEMA = SQLiteSchema(SCHEMA)
-
-
-class _Queries(Querier):
-    """The generated Querier with the seam's calls that take several rows at once."""
-
-    def insert_jobs(self, *, kind: str, jobs: Sequence[tuple[str, str]], now: str) -> None:
-        self.create_jobs(
-            CreateJobsParams(id=job_id, kind=kind, payload=payload, now=now)
-            for job_id, payload in jobs
-        )
-
-    def finish_and_claim_jobs(
-        self,
-        *,
-        ids: list[str],
-        attempts: list[int],
-        results: list[str | None],
-        errors: list[str | None],
-        runner: str | None,
-        now: str,
-        max_jobs: int,
-    ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        # A statement per job costs no round trip here: they all share the
-        # writer's transaction.
-        finished: list[str] = []
-        for job_id, attempt, result, error in zip(ids, attempts, results, errors, strict=True):
-            if error is None:
-                count = self.succeed_job(result=result, now=now, id=job_id, attempt=attempt)
-            else:
-                count = self.fail_job(error=error, now=now, id=job_id, attempt=attempt)
-            if count:
-                finished.append(job_id)
-        if max_jobs <= 0:
-            return finished, []
-        return finished, self.claim_next_job(runner=runner, now=now, max_jobs=max_jobs)
 
 
 class SQLiteEngine:

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jobtable._errors import StoreError
+from jobtable._sqlite_queries import upgrade_to_v2
 from jobtable._sqlite_text import Connection
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -21,12 +22,25 @@ version to ``_UPGRADES``.
 """
 
 
-def _upgrade_steps() -> dict[int, Callable[[sqlite3.Connection], None]]:
+def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> None:
+    # Version 2 adds the job options and the cancelled status: the jobs table
+    # is rebuilt from the latest schema's statements for it.
+    [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
+    # The jobs table's indexes are named for it.
+    indexes = [
+        st
+        for st in schema.statements
+        if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
+    ]
+    upgrade_to_v2(conn, table, indexes)
+
+
+def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], None]]:
     # Maps version N to the step that brings a database from N to N + 1, run
     # in order inside the one transaction that also records the new version.
     # A new database gets schema.sql whole instead, which is always the latest
-    # version. There are no steps yet: version 1 is the first.
-    return {}
+    # version.
+    return {1: _upgrade_to_v2}
 
 
 _UPGRADES = _upgrade_steps()
@@ -65,10 +79,13 @@ class SQLiteSchema:
     def __init__(self, script: str) -> None:
         self.statements = _split_statements(script)
         self.names = frozenset(
-            name.lower()
-            for statement in self.statements
-            for name in _CREATE_NAME.findall(statement)
+            name for statement in self.statements for name in self.creates(statement)
         )
+
+    @staticmethod
+    def creates(statement: str) -> frozenset[str]:
+        """The names, lowercased, of what statement creates."""
+        return frozenset(name.lower() for name in _CREATE_NAME.findall(statement))
 
 
 def check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> int:
@@ -115,7 +132,7 @@ def migrate(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> None:
                 conn.execute(statement)
         else:
             for step in range(version, SCHEMA_VERSION):
-                _UPGRADES[step](conn)
+                _UPGRADES[step](schema, conn)
         if version != SCHEMA_VERSION:
             # A PRAGMA takes no parameters; the value is our own integer.
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")

@@ -1,18 +1,19 @@
 """The store: the database jobs live in, which enqueuers and runners share."""
 
+import datetime
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Self
 
-from jobtable._engine import Engine
+from jobtable._engine import CountRow, Engine
 from jobtable._errors import StoreError
-from jobtable._job import Job, job_from_row
-from jobtable._ops import GetJob
+from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
+from jobtable._ops import CancelJob, GetJob, GetJobRecord, ListJobs, count_jobs
 from jobtable._sqlite import SQLiteEngine
-from jobtable._values import redact_url
+from jobtable._values import redact_url, timestamp
 
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _SQLITE_PREFIX = "sqlite:///"
@@ -33,6 +34,39 @@ def _open_postgres(url: str, *, durable: bool) -> Engine:
         raise
     engine: Engine = PostgresEngine.open(url, durable=durable)
     return engine
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def _list(
+    status: Status | str | None,
+    kind: str | None,
+    queue: str | None,
+    before: int | None,
+    limit: int,
+) -> ListJobs:
+    if status is not None:
+        status = Status(status)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise ValueError(f"list_jobs: limit must be an int from 1 to 1000, got {limit!r}")
+    if before is not None and (isinstance(before, bool) or not isinstance(before, int)):
+        raise ValueError(f"list_jobs: before must be the int seq of a record, got {before!r}")
+    return ListJobs(
+        (1 << 63) - 1 if before is None else before,
+        None if status is None else str(status),
+        kind,
+        queue,
+        limit,
+    )
+
+
+def _counts(rows: Sequence[CountRow]) -> dict[str, dict[Status, int]]:
+    counts: dict[str, dict[Status, int]] = {}
+    for row in rows:
+        counts.setdefault(row.queue, {})[Status(row.status)] = row.jobs
+    return counts
 
 
 class Store:
@@ -57,7 +91,21 @@ class Store:
     max_payload_bytes: int
     """The largest encoded payload an enqueue through the store accepts."""
 
-    def __init__(self, engine: Engine, *, target: str, max_payload_bytes: int = 1 << 20) -> None:
+    clock: Callable[[], datetime.datetime]
+    """Where the store and its runners take the time: run_at, created_at, claims.
+
+    On PostgreSQL, runners' leases use the server's clock instead, so a
+    skewed machine cannot make a live runner look dead.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        target: str,
+        max_payload_bytes: int = 1 << 20,
+        clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
         """Wraps an open engine; repr shows target, without any password.
 
         Use ``Store.open`` instead.
@@ -66,8 +114,11 @@ class Store:
             raise ValueError(
                 f"jobtable: max_payload_bytes must be positive, got {max_payload_bytes!r}"
             )
+        if clock is not None and not callable(clock):
+            raise TypeError(f"jobtable: clock must be callable, got {clock!r}")
         self.engine = engine
         self.max_payload_bytes = max_payload_bytes
+        self.clock = clock if clock is not None else _utc_now
         # Only the redacted form is kept, so no password lingers in the object.
         self._target = redact_url(target) if _URL_SCHEME.match(target) else target
         self._lock = threading.Lock()
@@ -82,6 +133,7 @@ class Store:
         busy_timeout: float = 5.0,
         readers: int = 4,
         max_payload_bytes: int = 1 << 20,
+        clock: Callable[[], datetime.datetime] | None = None,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -97,6 +149,7 @@ class Store:
         write waits for another process's lock; readers (SQLite) is how many
         reads may run at once. max_payload_bytes is the largest encoded
         payload an enqueue through the store accepts (1 MiB by default).
+        clock returns the current time as an aware datetime (tests skew it).
         """
         if not isinstance(target, str | os.PathLike):
             raise TypeError(f"Store.open: target is {type(target).__name__}, want str or a path")
@@ -104,7 +157,7 @@ class Store:
             scheme = match.group(1).lower()
             if scheme in _POSTGRES_SCHEMES:
                 engine = _open_postgres(target, durable=durable)
-                return cls(engine, target=target, max_payload_bytes=max_payload_bytes)
+                return cls(engine, target=target, max_payload_bytes=max_payload_bytes, clock=clock)
             if scheme != "sqlite" or not target.startswith(_SQLITE_PREFIX):
                 raise StoreError(
                     f"cannot open {redact_url(target)}: want a file path, "
@@ -114,7 +167,9 @@ class Store:
         sqlite = SQLiteEngine.open(
             target, durable=durable, busy_timeout=busy_timeout, readers=readers
         )
-        return cls(sqlite, target=str(sqlite.path), max_payload_bytes=max_payload_bytes)
+        return cls(
+            sqlite, target=str(sqlite.path), max_payload_bytes=max_payload_bytes, clock=clock
+        )
 
     def get(self, job_id: str) -> Job:
         """Returns the job with id, its result as plain JSON data.
@@ -127,6 +182,75 @@ class Store:
     async def aget(self, job_id: str) -> Job:
         """The async form of get."""
         return job_from_row(await self.engine.aread(GetJob(job_id)))
+
+    def now(self) -> str:
+        """The store clock's time as stored: UTC text that sorts in time order."""
+        return timestamp(self.clock())
+
+    def cancel(self, job_id: str) -> CancelResult:
+        """Cancels the job: at once when queued; through its runner when running.
+
+        Returns CANCELLED for a queued job, which no handler will run;
+        REQUESTED for a running one, whose runner cancels an async handler
+        (or tells a sync one, through ``ctx.cancelled``) within about a
+        second, and which then ends cancelled (unless it finished first);
+        FINISHED, changing nothing, for a job that already finished. Raises
+        JobNotFound for an unknown id.
+        """
+        return self.engine.write(CancelJob(job_id, self.now()))
+
+    async def acancel(self, job_id: str) -> CancelResult:
+        """The async form of cancel."""
+        return await self.engine.awrite(CancelJob(job_id, self.now()))
+
+    def inspect(self, job_id: str) -> JobRecord:
+        """Returns the job's whole record; raises JobNotFound for an unknown id."""
+        return record_from_row(self.engine.read(GetJobRecord(job_id)))
+
+    async def ainspect(self, job_id: str) -> JobRecord:
+        """The async form of inspect."""
+        return record_from_row(await self.engine.aread(GetJobRecord(job_id)))
+
+    def list_jobs(
+        self,
+        *,
+        status: Status | str | None = None,
+        kind: str | None = None,
+        queue: str | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[JobRecord]:
+        """Returns up to limit job records, newest first, matching every filter given.
+
+        Pages by keyset: pass the ``seq`` of a page's last record as before to
+        get the next page. Raises ValueError for an unknown status or a limit
+        outside 1 to 1000.
+        """
+        return [
+            record_from_row(row)
+            for row in self.engine.read(_list(status, kind, queue, before, limit))
+        ]
+
+    async def alist_jobs(
+        self,
+        *,
+        status: Status | str | None = None,
+        kind: str | None = None,
+        queue: str | None = None,
+        before: int | None = None,
+        limit: int = 100,
+    ) -> list[JobRecord]:
+        """The async form of list_jobs."""
+        rows = await self.engine.aread(_list(status, kind, queue, before, limit))
+        return [record_from_row(row) for row in rows]
+
+    def counts(self) -> dict[str, dict[Status, int]]:
+        """Returns, for each queue that has jobs, how many it has in each status (0s left out)."""
+        return _counts(self.engine.read(count_jobs))
+
+    async def acounts(self) -> dict[str, dict[Status, int]]:
+        """The async form of counts."""
+        return _counts(await self.engine.aread(count_jobs))
 
     def _watch_enqueues(self, wake: Callable[[], None]) -> Callable[[], None]:
         """Calls wake after each enqueue through this store commits; returns what stops it.

@@ -18,7 +18,7 @@ from plugin_harness import ROOT, read_tree, run_sqlc
 
 pytestmark = pytest.mark.slow  # every test here runs sqlc
 
-INPUTS = ["sqlc.yaml", "schema.sql", "queries", "postgres", "plugin"]
+INPUTS = ["sqlc.yaml", "schema.sql", "queries", "postgres", "upgrades", "plugin"]
 GENERATED = pathlib.Path("src/jobtable/db")
 
 

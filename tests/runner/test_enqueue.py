@@ -50,10 +50,8 @@ def queued_jobs(store: jobtable.Store) -> int:
         counted.append(
             len(
                 q.finish_and_claim_jobs(
-                    ids=[],
-                    attempts=[],
-                    results=[],
-                    errors=[],
+                    outcomes=[],
+                    queue="default",
                     runner=None,
                     now=now(),
                     max_jobs=100_000,

@@ -31,7 +31,7 @@ def register(q: Queries, *, name: str, now: str) -> None:
 
 
 def heartbeat_of(store: jobtable.Store, name: str) -> str | None:
-    row = store.engine.read(lambda q: q.get_runner(name=name))
+    row = store.engine.read(lambda q: q.get_runner(name=name, now=now(), lease=LEASE))
     return None if row is None else row.heartbeat_at
 
 
@@ -98,7 +98,6 @@ def test_two_runners_maintenance_deleting_each_others_rows_does_not_deadlock(
     # for the other's row, and one would be aborted as a deadlock.
     with jobtable.Store.open(pg_url) as a, jobtable.Store.open(pg_url) as b:
         old = timestamp(datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1))
-        future = timestamp(datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1))
         for name in ("a", "b"):
             a.engine.write(functools.partial(register, name=name, now=old))
         both_hold_their_rows = threading.Barrier(2, timeout=30)
@@ -107,10 +106,11 @@ def test_two_runners_maintenance_deleting_each_others_rows_does_not_deadlock(
             def op(q: Queries) -> int:
                 q.heartbeat_runner(now=old, name=name)
                 both_hold_their_rows.wait()
-                failed = q.fail_jobs_of_dead_runners(
-                    error=jobtable.MESSAGE_INTERRUPTED, now=now(), runner=name, cutoff=future
+                # A negative lease puts every heartbeat before the cutoff.
+                failed = q.interrupt_jobs_of_dead_runners(
+                    error=jobtable.MESSAGE_INTERRUPTED, now=now(), runner=name, lease=-3600.0
                 )
-                return failed + q.delete_dead_runners(cutoff=future, name=name)
+                return failed + q.delete_dead_runners(now=now(), lease=-3600.0, name=name)
 
             return op
 

@@ -121,7 +121,7 @@ def claim_for(runner: str) -> Callable[[Queries], None]:
     """The write that claims one queued job for a runner that is not running here."""
 
     def claim(q: Queries) -> None:
-        _, claimed = FinishAndClaim([], runner, 1)(q)
+        _, claimed = FinishAndClaim([], runner, "default", 1, now())(q)
         assert len(claimed) == 1
 
     return claim

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 import jobtable
-from jobtable._engine import Queries
+from jobtable._engine import NewJob, Queries
 from jobtable._values import now
 from jobtable.db.sqlite.jobs import CLAIM_NEXT_JOB
 
@@ -38,9 +38,9 @@ def insert_sqlite_row(path: pathlib.Path, job_id: str, kind_sql: str, payload_sq
     """Inserts a queued job behind the library's back, with SQL expressions for its text."""
     with contextlib.closing(sqlite3.connect(path)) as raw:
         raw.execute(
-            "INSERT INTO jobs (id, kind, payload, created_at, updated_at) "
-            f"VALUES (?, {kind_sql}, {payload_sql}, ?, ?)",
-            (job_id, now(), now()),
+            "INSERT INTO jobs (id, kind, payload, run_at, created_at, updated_at) "
+            f"VALUES (?, {kind_sql}, {payload_sql}, ?, ?, ?)",
+            (job_id, now(), now(), now()),
         )
         raw.commit()
 
@@ -106,7 +106,7 @@ def test_sqlite_an_operation_that_raises_mid_statement_leaves_nothing_open(
             # The claim's UPDATE ... RETURNING is in progress once its first
             # row is fetched, as when decoding a row raises.
             conn = cast(sqlite3.Connection, cast(Any, q)._conn)
-            cursor = conn.execute(CLAIM_NEXT_JOB, ("r", now(), 2))
+            cursor = conn.execute(CLAIM_NEXT_JOB, ("r", now(), "default", 2))
             cursor.fetchone()
             raise ValueError("raised mid-statement")
 
@@ -126,7 +126,7 @@ async def test_a_payload_that_is_not_json_fails_alone(
     runner = jobtable.Runner(store, name="r")
     numbers = runner.register("number", echo)
     store.engine.write(
-        lambda q: q.create_job(id="bad", kind="number", payload="{not json", now=now())
+        lambda q: q.insert_jobs(kind="number", jobs=[NewJob("bad", "{not json", now())], now=now())
     )
     good = numbers.enqueue(5)
     assert await runner.run_next() == "bad"
@@ -177,8 +177,8 @@ async def test_postgres_text_that_is_not_utf8_fails_alone_and_the_queue_goes_on(
         payload = bad if column == "payload" else "'1'"
         with psycopg.connect(sql_ascii_url, autocommit=True) as raw:
             raw.execute(
-                "INSERT INTO jobs (id, kind, payload, created_at, updated_at) "
-                f"VALUES ('bad', {kind}, {payload}, now(), now())"
+                "INSERT INTO jobs (id, kind, payload, run_at, created_at, updated_at) "
+                f"VALUES ('bad', {kind}, {payload}, now(), now(), now())"
             )
         await runs_bad_row_alone_then_the_next(runner, numbers, column, caplog)
 

@@ -48,6 +48,7 @@ from pydantic import BaseModel
 from seam import engine_of, now
 
 import jobtable
+from jobtable._engine import NewJob
 
 Outcome = Literal["succeed", "failure", "error", "crash"]
 RUNNER_NAME = "machine"
@@ -431,7 +432,7 @@ def broken(machine: type[LifecycleMachine], step: str) -> type[LifecycleMachine]
         def claim_and_run(self) -> str | None:
             if step == "claim ignores enqueue order":
                 # Claims the two oldest jobs and runs the newer one.
-                claimed = self.loop.run_until_complete(self.runner._producer.claim(2))
+                claimed = self.loop.run_until_complete(self.runner._producers[0].claim(2))
                 if not claimed:
                     return None
                 job = claimed[-1]
@@ -462,8 +463,8 @@ def broken_leak(machine: type[LifecycleMachine]) -> type[LifecycleMachine]:
             if script.outcome == "error":
                 leak = f"boom {secret_of(script)}"
                 engine_of(self.store).write(
-                    lambda q: q.create_job(
-                        id=secrets.token_hex(8), kind="leak", payload=leak, now=now()
+                    lambda q: q.insert_jobs(
+                        kind="leak", jobs=[NewJob(secrets.token_hex(8), leak, now())], now=now()
                     )
                 )
 
@@ -488,8 +489,8 @@ def test_machine_finds_stored_exception_text(machine: type[LifecycleMachine]) ->
 # that is already running, as a claim without its guard would: the job runs
 # twice. (A guard dropped whole would also reclaim failed jobs, and the
 # table's CHECK on error would refuse that write before any job ran twice.)
-GUARD = "SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq"
-NO_GUARD = "SELECT seq FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq"
+GUARD = "WHERE ready.status = 'queued' AND ready.scheduled"
+NO_GUARD = "WHERE ready.status IN ('queued', 'running') AND ready.scheduled"
 CLAIM_STATEMENTS = {
     "sqlite": ("jobtable.db.sqlite.jobs", "CLAIM_NEXT_JOB"),
     "postgres": ("jobtable.db.postgres.jobs", "FINISH_AND_CLAIM_JOBS"),

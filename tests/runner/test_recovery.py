@@ -35,10 +35,8 @@ def claim_as(store: jobtable.Store, runner: str, max_jobs: int) -> list[str]:
         return [
             row.id
             for row in q.finish_and_claim_jobs(
-                ids=[],
-                attempts=[],
-                results=[],
-                errors=[],
+                outcomes=[],
+                queue="default",
                 runner=runner,
                 now=now(),
                 max_jobs=max_jobs,
@@ -49,11 +47,20 @@ def claim_as(store: jobtable.Store, runner: str, max_jobs: int) -> list[str]:
 
 
 def register_runner(store: jobtable.Store, name: str, heartbeat: datetime.datetime) -> None:
+    """Registers a runner that last beat at heartbeat (by the database's clock)."""
     store.engine.write(lambda q: q.register_runner(name=name, now=timestamp(heartbeat)))
+    engine = store.engine
+    if type(engine).__name__ == "PostgresEngine":
+        # The server stamps heartbeats with its own clock: the test sets one.
+        from jobtable._postgres import PostgresEngine
+
+        assert isinstance(engine, PostgresEngine)
+        with engine._pool.connection() as conn:
+            conn.execute("UPDATE runners SET heartbeat_at = %s WHERE name = %s", (heartbeat, name))
 
 
 def heartbeat_of(store: jobtable.Store, name: str) -> str | None:
-    row = store.engine.read(lambda q: q.get_runner(name=name))
+    row = store.engine.read(lambda q: q.get_runner(name=name, now=now(), lease=30.0))
     return None if row is None else row.heartbeat_at
 
 
@@ -303,14 +310,15 @@ async def test_a_claim_whose_reply_was_lost_is_failed_as_interrupted_by_its_own_
 ) -> None:
     runner = jobtable.Runner(store, name="worker", lease=0.5, poll_interval=60)
     kind = runner.register("double", double)
-    [job_id] = kind.enqueue_many([1])
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=10)
+    [job_id] = kind.enqueue_many([1], run_at=then)
     await runner.start()
     # The claim commits under the live runner's name, but no worker of it ever
     # sees the reply: a connection that dropped at COMMIT.
-    long_ago = timestamp(datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=10))
+    long_ago = timestamp(then)
     store.engine.write(
         lambda q: q.finish_and_claim_jobs(
-            ids=[], attempts=[], results=[], errors=[], runner="worker", now=long_ago, max_jobs=1
+            outcomes=[], queue="default", runner="worker", now=long_ago, max_jobs=1
         )[1]
     )
     try:

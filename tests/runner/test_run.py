@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 import jobtable
-from jobtable._engine import Engine, Queries
+from jobtable._engine import Engine, NewJob, Queries
 from jobtable._values import new_id, now
 
 WaitUntil = Callable[..., Awaitable[None]]
@@ -671,7 +671,7 @@ async def test_a_stored_payload_with_an_unknown_field_fails_as_internal_and_logs
     payload = json.dumps({"photo_id": "p1", "size": 1, "watermark": "yes"})
 
     def create(q: Queries) -> None:
-        q.create_job(id=job_id, kind="thumbnail", payload=payload, now=now())
+        q.insert_jobs(kind="thumbnail", jobs=[NewJob(job_id, payload, now())], now=now())
 
     store.engine.write(create)
     await run_until_finished(runner, [job_id], wait_until, finished)
@@ -696,7 +696,9 @@ async def test_a_stored_payload_that_does_not_validate_fails_as_internal(
     job_id = new_id()
 
     def create(q: Queries) -> None:
-        q.create_job(id=job_id, kind="thumbnail", payload='{"photo_id": "p1"}', now=now())
+        q.insert_jobs(
+            kind="thumbnail", jobs=[NewJob(job_id, '{"photo_id": "p1"}', now())], now=now()
+        )
 
     store.engine.write(create)
     await run_until_finished(runner, [job_id], wait_until, finished)

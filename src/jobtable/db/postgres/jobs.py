@@ -11,100 +11,226 @@ from collections.abc import Iterable
 import psycopg
 from psycopg.rows import TupleRow
 
-from . import models
-
-CREATE_JOB = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (%(id)s, %(kind)s, %(payload)s, %(now)s, %(now)s)
+CREATE_JOB = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(now)s, %(now)s
+)
 """
 
-CREATE_JOBS = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (%(id)s, %(kind)s, %(payload)s, %(now)s, %(now)s)
+CREATE_JOBS = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(now)s, %(now)s
+)
 """
 
 FINISH_AND_CLAIM_JOBS = """WITH finished AS (
     UPDATE jobs
-    SET status = CASE WHEN outcome.error IS NULL THEN 'succeeded' ELSE 'failed' END,
-        result = CASE WHEN outcome.error IS NULL THEN outcome.result ELSE jobs.result END,
-        error = outcome.error,
+    SET status = CASE WHEN outcome.state = 'queued' AND jobs.cancel_requested THEN 'cancelled'
+            ELSE outcome.state END,
+        result = CASE WHEN outcome.state = 'succeeded' THEN outcome.result ELSE jobs.result END,
+        error = CASE WHEN outcome.state = 'failed' THEN outcome.error END,
+        errors = CASE WHEN outcome.error IS NULL THEN jobs.errors
+            ELSE (jobs.errors::jsonb || jsonb_build_array(jsonb_build_object(
+                'attempt', jobs.attempt, 'error', outcome.error, 'at', %(now)s::timestamptz
+            )))::text
+        END,
+        max_attempts = CASE WHEN outcome.state = 'queued' AND outcome.error IS NULL
+            THEN jobs.max_attempts + 1 ELSE jobs.max_attempts END,
+        run_at = COALESCE(outcome.run_at, jobs.run_at),
+        scheduled = COALESCE(outcome.run_at > %(now)s, false),
+        runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
+        finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
+            THEN NULL ELSE %(now)s END,
         updated_at = %(now)s
     FROM (
         -- Set-returning functions in one select list run in step: row i
         -- holds element i of every array.
         SELECT unnest(%(ids)s::text[]) AS id,
             unnest(%(attempts)s::integer[]) AS attempt,
+            unnest(%(states)s::text[]) AS state,
             unnest(%(results)s::text[]) AS result,
-            unnest(%(errors)s::text[]) AS error
+            unnest(%(errors)s::text[]) AS error,
+            unnest(%(run_ats)s::timestamptz[]) AS run_at
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
     RETURNING jobs.id
 ),
 picked AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT %(max_jobs)s
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = %(queue)s
+    ORDER BY ready.priority, ready.seq LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 ),
 claimed AS (
     UPDATE jobs
-    SET status = 'running', runner = %(runner)s, attempt = jobs.attempt + 1, updated_at = %(now)s
+    SET status = 'running', runner = %(runner)s, attempt = jobs.attempt + 1,
+        started_at = %(now)s, updated_at = %(now)s
     FROM picked
     WHERE jobs.seq = picked.seq
-    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt
+    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
+        jobs.timeout, jobs.priority
 )
-SELECT false AS finished, seq, id, kind, payload, attempt FROM claimed
+SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority
+FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0 FROM finished
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0 FROM finished
+"""
+
+NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s
+ORDER BY run_at LIMIT 1
+"""
+
+STAGE_JOBS = """UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s AND run_at <= %(now)s
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
-SUCCEED_JOB = """UPDATE jobs SET status = 'succeeded', result = %(result)s, updated_at = %(now)s
+SUCCEED_JOB = """UPDATE jobs SET status = 'succeeded', result = %(result)s, finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
-FAIL_JOB = """UPDATE jobs SET status = 'failed', error = %(error)s, updated_at = %(now)s
+FAIL_JOB = """UPDATE jobs
+SET status = 'failed', error = %(error)s,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
+    finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
-FAIL_RUNNING_JOBS = """UPDATE jobs SET status = 'failed', error = %(error)s, updated_at = %(now)s
+RETRY_JOB = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
+    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN %(now)s END,
+    updated_at = %(now)s
+WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
+"""
+
+SNOOZE_JOB = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    max_attempts = max_attempts + 1,
+    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN %(now)s END,
+    updated_at = %(now)s
+WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
+"""
+
+CANCEL_RUNNING_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
+"""
+
+INTERRUPT_RUNNING_JOBS = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE %(error)s END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
+    run_at = %(now)s, scheduled = false,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN %(now)s END,
+    updated_at = %(now)s
 WHERE status = 'running' AND runner = %(runner)s
 """
 
-FAIL_JOBS_OF_DEAD_RUNNERS = """UPDATE jobs SET status = 'failed', error = %(error)s, updated_at = %(now)s
+INTERRUPT_JOBS_OF_DEAD_RUNNERS = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE %(error)s END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
+    run_at = %(now)s, scheduled = false,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN %(now)s END,
+    updated_at = %(now)s
 WHERE seq IN (
     SELECT stale.seq FROM jobs AS stale
     WHERE stale.status = 'running'
         AND (stale.runner IS NULL OR (stale.runner <> %(runner)s AND stale.runner NOT IN (
-            SELECT name FROM runners WHERE heartbeat_at >= %(cutoff)s
+            SELECT name FROM runners
+            WHERE heartbeat_at >= now() - make_interval(secs => %(lease_seconds)s)
         )))
     FOR UPDATE OF stale SKIP LOCKED
 )
+"""
+
+INTERRUPT_JOB = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE %(error)s END,
+    errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
+    run_at = %(now)s, scheduled = false,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN %(now)s END,
+    updated_at = %(now)s
+WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
 LIST_RUNNING_JOBS = """SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = %(runner)s AND updated_at < %(before)s
 """
 
+LIST_CANCEL_REQUESTS = """SELECT id, attempt FROM jobs
+WHERE status = 'running' AND runner = %(runner)s AND cancel_requested
+"""
+
+CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+WHERE id = %(id)s AND status = 'queued'
+"""
+
+REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = true, updated_at = %(now)s
+WHERE id = %(id)s AND status = 'running'
+"""
+
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
+"""
+
+GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs WHERE id = %(id)s
+"""
+
+LIST_JOBS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < %(before)s
+    AND (%(status)s::text IS NULL OR status = %(status)s)
+    AND (%(kind)s::text IS NULL OR kind = %(kind)s)
+    AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status
 """
 
 DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
-    WHERE finished.status IN ('succeeded', 'failed') AND finished.updated_at < %(before)s
+    WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < %(before)s
     ORDER BY finished.updated_at LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 )
 """
 
-REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at) VALUES (%(name)s, %(now)s, %(now)s)
+REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at) VALUES (%(name)s, now(), now())
 ON CONFLICT (name) DO UPDATE
 SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
 """
 
-HEARTBEAT_RUNNER = """UPDATE runners SET heartbeat_at = %(now)s WHERE name = %(name)s
+HEARTBEAT_RUNNER = """UPDATE runners SET heartbeat_at = now() WHERE name = %(name)s
 """
 
-GET_RUNNER = """SELECT name, started_at, heartbeat_at FROM runners WHERE name = %(name)s
+GET_RUNNER = """SELECT name, started_at, heartbeat_at,
+    heartbeat_at >= now() - make_interval(secs => %(lease_seconds)s) AS alive
+FROM runners WHERE name = %(name)s
 """
 
 DELETE_RUNNER = """DELETE FROM runners WHERE name = %(name)s
@@ -112,7 +238,8 @@ DELETE_RUNNER = """DELETE FROM runners WHERE name = %(name)s
 
 DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE name IN (
     SELECT stale.name FROM runners AS stale
-    WHERE stale.heartbeat_at < %(cutoff)s AND stale.name <> %(name)s
+    WHERE stale.heartbeat_at < now() - make_interval(secs => %(lease_seconds)s)
+        AND stale.name <> %(name)s
     FOR UPDATE SKIP LOCKED
 )
 """
@@ -124,7 +251,12 @@ class CreateJobsParams:
 
     id: str
     kind: str
+    queue: str
+    priority: int
     payload: str
+    max_attempts: int
+    timeout: float | None
+    run_at: datetime.datetime
     now: datetime.datetime
 
 
@@ -138,11 +270,29 @@ class FinishAndClaimJobsRow:
     kind: str
     payload: str
     attempt: int
+    max_attempts: int
+    timeout: float | None
+    priority: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NextRunAtRow:
+    """A row that NextRunAt returns."""
+
+    run_at: datetime.datetime
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListRunningJobsRow:
     """A row that ListRunningJobs returns."""
+
+    id: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListCancelRequestsRow:
+    """A row that ListCancelRequests returns."""
 
     id: str
     attempt: int
@@ -159,6 +309,77 @@ class GetJobRow:
     error: str | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetJobRecordRow:
+    """A row that GetJobRecord returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRow:
+    """A row that ListJobs returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountJobsRow:
+    """A row that CountJobs returns."""
+
+    queue: str
+    status: str
+    jobs: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetRunnerRow:
+    """A row that GetRunner returns."""
+
+    name: str
+    started_at: datetime.datetime
+    heartbeat_at: datetime.datetime
+    alive: bool
+
+
 class Querier:
     """Runs the queries of jobs.sql on one connection."""
 
@@ -170,18 +391,28 @@ class Querier:
         *,
         id: str,
         kind: str,
+        queue: str,
+        priority: int,
         payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: datetime.datetime,
         now: datetime.datetime,
     ) -> None:
-        """CreateJob stores a queued job. Its insert trigger notifies idle runners in
-        every process when the transaction commits.
+        """CreateJob stores a queued job that may be claimed from run_at on. Its insert
+        trigger notifies idle runners in every process when the transaction commits.
         """
         self._conn.execute(
             CREATE_JOB,
             {
                 "id": id,
                 "kind": kind,
+                "queue": queue,
+                "priority": priority,
                 "payload": payload,
+                "max_attempts": max_attempts,
+                "timeout": timeout,
+                "run_at": run_at,
                 "now": now,
             },
         )
@@ -198,7 +429,12 @@ class Querier:
                     {
                         "id": row.id,
                         "kind": row.kind,
+                        "queue": row.queue,
+                        "priority": row.priority,
                         "payload": row.payload,
+                        "max_attempts": row.max_attempts,
+                        "timeout": row.timeout,
+                        "run_at": row.run_at,
                         "now": row.now,
                     }
                     for row in rows
@@ -211,33 +447,41 @@ class Querier:
         now: datetime.datetime,
         ids: list[str],
         attempts: list[int],
+        states: list[str],
         results: list[str | None] | None,
         errors: list[str | None] | None,
+        run_ats: list[datetime.datetime | None] | None,
+        queue: str,
         max_jobs: int,
         runner: str | None,
     ) -> list[FinishAndClaimJobsRow]:
-        """FinishAndClaimJobs stores the outcomes of finished jobs and claims up to
-        max_jobs queued jobs for runner, in one statement: on a server each
-        statement costs a round trip and each transaction a flush to disk, and a
-        runner's workers free their slots as they finish, so both go together.
+        """FinishAndClaimJobs stores the outcomes of finished attempts and claims up
+        to max_jobs ready jobs of queue for runner, in one statement: on a server
+        each statement costs a round trip and each transaction a flush to disk,
+        and a runner's workers free their slots as they finish, so both go together.
 
-        Job i of the arrays (ids[i], claimed as attempts[i]) succeeds with
-        results[i] when errors[i] is null, and otherwise fails with errors[i] and
-        keeps the result it published; either only while it is running under that
-        claim, as in SucceedJob and FailJob. Such a job comes back as a row with
-        finished true and only its id; a job missing from those rows is no longer
-        running under its claim.
+        Attempt i of the arrays (ids[i], claimed as attempts[i]) ends as states[i]
+        says, only while the job is running under that claim, as SucceedJob,
+        FailJob, RetryJob, SnoozeJob and CancelRunningJob do one at a time:
+        'succeeded' stores results[i]; 'failed' stores errors[i] as the job's error;
+        'queued' puts the job back in its queue from run_ats[i] on (cancelled
+        instead when its cancel was requested), with errors[i] null for a retry the
+        handler asked for, which adds one to max_attempts; 'cancelled' cancels it.
+        A non-null errors[i] joins the job's history. Such a job comes back as a row
+        with finished true and only its id; a job missing from those rows is no
+        longer running under its claim.
 
-        The claim marks queued jobs running, oldest first, and returns them with
-        finished false and their new attempt. RETURNING does not keep the pick's
-        order: callers sort by seq. Differs from SQLite, whose single writer
-        serializes claims: here claims run concurrently, so the picked rows are
-        locked and rows another claim has locked are skipped; no job is claimed
-        twice and claims do not queue behind each other. The pick is a
-        MATERIALIZED CTE because a subquery in the WHERE clause may be run more than
-        once by the planner, and with SKIP LOCKED each run can pick other rows: one
-        claim could then take more than max_jobs. The finished jobs are running and
-        the picked ones queued, so the two updates never touch the same row.
+        The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
+        lowest priority and then oldest first, and returns them with finished false and their new attempt.
+        RETURNING does not keep the pick's order: callers sort by (priority, seq).
+        Differs from SQLite, whose single writer serializes claims: here claims
+        run concurrently, so the picked rows are locked and rows another claim has
+        locked are skipped; no job is claimed twice and claims do not queue behind
+        each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
+        clause may be run more than once by the planner, and with SKIP LOCKED each
+        run can pick other rows: one claim could then take more than max_jobs. The
+        finished jobs are running and the picked ones queued, so the two updates
+        never touch the same row.
         """
         cur = self._conn.execute(
             FINISH_AND_CLAIM_JOBS,
@@ -245,8 +489,11 @@ class Querier:
                 "now": now,
                 "ids": ids,
                 "attempts": attempts,
+                "states": states,
                 "results": results,
                 "errors": errors,
+                "run_ats": run_ats,
+                "queue": queue,
                 "max_jobs": max_jobs,
                 "runner": runner,
             },
@@ -259,9 +506,51 @@ class Querier:
                 kind=row[3],
                 payload=row[4],
                 attempt=row[5],
+                max_attempts=row[6],
+                timeout=row[7],
+                priority=row[8],
             )
             for row in cur.fetchall()
         ]
+
+    def next_run_at(
+        self,
+        *,
+        queue: str,
+    ) -> NextRunAtRow | None:
+        """NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+        an idle runner sleeps until then at most.
+        """
+        cur = self._conn.execute(
+            NEXT_RUN_AT,
+            {
+                "queue": queue,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NextRunAtRow(
+            run_at=row[0],
+        )
+
+    def stage_jobs(
+        self,
+        *,
+        queue: str,
+        now: datetime.datetime,
+    ) -> int:
+        """StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+        be claimed.
+        """
+        cur = self._conn.execute(
+            STAGE_JOBS,
+            {
+                "queue": queue,
+                "now": now,
+            },
+        )
+        return cur.rowcount
 
     def publish_job_result(
         self,
@@ -287,7 +576,7 @@ class Querier:
         self,
         *,
         result: str | None,
-        now: datetime.datetime,
+        now: datetime.datetime | None,
         id: str,
         attempt: int,
     ) -> int:
@@ -307,11 +596,13 @@ class Querier:
         self,
         *,
         error: str | None,
-        now: datetime.datetime,
+        now: datetime.datetime | None,
         id: str,
         attempt: int,
     ) -> int:
-        """FailJob stores error as the job's error while the claim of attempt holds."""
+        """FailJob stores error as the job's error, and in its history, while the
+        claim of attempt holds.
+        """
         cur = self._conn.execute(
             FAIL_JOB,
             {
@@ -323,18 +614,87 @@ class Querier:
         )
         return cur.rowcount
 
-    def fail_running_jobs(
+    def retry_job(
+        self,
+        *,
+        error: str,
+        now: datetime.datetime,
+        run_at: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """RetryJob puts the job back in its queue from run_at on, with error in its
+        history, while the claim of attempt holds; a job whose cancel was
+        requested is cancelled instead.
+        """
+        cur = self._conn.execute(
+            RETRY_JOB,
+            {
+                "error": error,
+                "now": now,
+                "run_at": run_at,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    def snooze_job(
+        self,
+        *,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """SnoozeJob puts the job back in its queue from run_at on, as its handler
+        asked, while the claim of attempt holds; a job whose cancel was requested
+        is cancelled instead. max_attempts grows by one, so the request uses none
+        of the job's attempts while attempt keeps counting claims and fencing.
+        """
+        cur = self._conn.execute(
+            SNOOZE_JOB,
+            {
+                "run_at": run_at,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    def cancel_running_job(
+        self,
+        *,
+        now: datetime.datetime | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """CancelRunningJob ends the job cancelled while the claim of attempt holds."""
+        cur = self._conn.execute(
+            CANCEL_RUNNING_JOB,
+            {
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    def interrupt_running_jobs(
         self,
         *,
         error: str | None,
         now: datetime.datetime,
         runner: str | None,
     ) -> int:
-        """FailRunningJobs fails the running jobs of the runner named runner: an
-        earlier process of the same name left them running.
+        """InterruptRunningJobs ends the attempt of every running job of the runner
+        named runner, which an earlier process of that name left running: each goes
+        back to its queue while attempts remain, and fails with error after its
+        last (a job whose cancel was requested is cancelled). error joins its history.
         """
         cur = self._conn.execute(
-            FAIL_RUNNING_JOBS,
+            INTERRUPT_RUNNING_JOBS,
             {
                 "error": error,
                 "now": now,
@@ -343,27 +703,51 @@ class Querier:
         )
         return cur.rowcount
 
-    def fail_jobs_of_dead_runners(
+    def interrupt_jobs_of_dead_runners(
         self,
         *,
         error: str | None,
         now: datetime.datetime,
         runner: str | None,
-        cutoff: datetime.datetime,
+        lease_seconds: float,
     ) -> int:
-        """FailJobsOfDeadRunners fails the running jobs of every runner whose
-        heartbeat is older than cutoff, or that no longer has a row; never those of
-        runner, the runner that asks, which is alive. It skips rows another
-        transaction holds (their runner is finishing them, or another runner's
-        maintenance fails them), so two runners' maintenance never deadlock.
+        """InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
+        of the running jobs of every runner whose heartbeat is older than
+        lease_seconds, or that no longer has a row; never those of runner, the
+        runner that asks, which is alive. Differs from SQLite: heartbeats are the
+        server's time, so runners on machines with skewed clocks agree; and it skips
+        rows another transaction holds (their runner is finishing them, or another
+        runner's maintenance ends them), so two runners' maintenance never deadlock.
         """
         cur = self._conn.execute(
-            FAIL_JOBS_OF_DEAD_RUNNERS,
+            INTERRUPT_JOBS_OF_DEAD_RUNNERS,
             {
                 "error": error,
                 "now": now,
                 "runner": runner,
-                "cutoff": cutoff,
+                "lease_seconds": lease_seconds,
+            },
+        )
+        return cur.rowcount
+
+    def interrupt_job(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
+        while the claim of attempt holds.
+        """
+        cur = self._conn.execute(
+            INTERRUPT_JOB,
+            {
+                "error": error,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
             },
         )
         return cur.rowcount
@@ -393,6 +777,60 @@ class Querier:
             for row in cur.fetchall()
         ]
 
+    def list_cancel_requests(
+        self,
+        *,
+        runner: str | None,
+    ) -> list[ListCancelRequestsRow]:
+        """ListCancelRequests lists the jobs running under runner whose cancel was
+        requested.
+        """
+        cur = self._conn.execute(
+            LIST_CANCEL_REQUESTS,
+            {
+                "runner": runner,
+            },
+        )
+        return [
+            ListCancelRequestsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def cancel_queued_job(
+        self,
+        *,
+        now: datetime.datetime | None,
+        id: str,
+    ) -> int:
+        """CancelQueuedJob cancels a job that is still queued."""
+        cur = self._conn.execute(
+            CANCEL_QUEUED_JOB,
+            {
+                "now": now,
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
+    def request_cancel(
+        self,
+        *,
+        now: datetime.datetime,
+        id: str,
+    ) -> int:
+        """RequestCancel asks the runner holding a running job to cancel it."""
+        cur = self._conn.execute(
+            REQUEST_CANCEL,
+            {
+                "now": now,
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
     def get_job(
         self,
         *,
@@ -414,6 +852,109 @@ class Querier:
             result=row[3],
             error=row[4],
         )
+
+    def get_job_record(
+        self,
+        *,
+        id: str,
+    ) -> GetJobRecordRow | None:
+        """GetJobRecord reads the whole record of one job."""
+        cur = self._conn.execute(
+            GET_JOB_RECORD,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetJobRecordRow(
+            seq=row[0],
+            id=row[1],
+            kind=row[2],
+            queue=row[3],
+            priority=row[4],
+            status=row[5],
+            payload=row[6],
+            result=row[7],
+            error=row[8],
+            errors=row[9],
+            runner=row[10],
+            attempt=row[11],
+            max_attempts=row[12],
+            timeout=row[13],
+            cancel_requested=row[14],
+            run_at=row[15],
+            created_at=row[16],
+            started_at=row[17],
+            finished_at=row[18],
+            updated_at=row[19],
+        )
+
+    def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsRow]:
+        """ListJobs reads the records of up to max_jobs jobs with seq below before,
+        newest first, that match every filter given (a null filter matches all).
+        The primary key gives the order, so a page costs the same at any depth.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS,
+            {
+                "before": before,
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def count_jobs(
+        self,
+    ) -> list[CountJobsRow]:
+        """CountJobs counts the jobs of each queue by status."""
+        cur = self._conn.execute(
+            COUNT_JOBS,
+        )
+        return [
+            CountJobsRow(
+                queue=row[0],
+                status=row[1],
+                jobs=row[2],
+            )
+            for row in cur.fetchall()
+        ]
 
     def delete_finished_jobs(
         self,
@@ -437,30 +978,27 @@ class Querier:
         self,
         *,
         name: str,
-        now: datetime.datetime,
     ) -> None:
         """RegisterRunner records a starting runner, replacing an earlier one of the
-        same name.
+        same name. Differs from SQLite: the times are the server's (see
+        InterruptJobsOfDeadRunners).
         """
         self._conn.execute(
             REGISTER_RUNNER,
             {
                 "name": name,
-                "now": now,
             },
         )
 
     def heartbeat_runner(
         self,
         *,
-        now: datetime.datetime,
         name: str,
     ) -> int:
         """HeartbeatRunner renews a runner's lease; 0 rows means it lost its row."""
         cur = self._conn.execute(
             HEARTBEAT_RUNNER,
             {
-                "now": now,
                 "name": name,
             },
         )
@@ -469,21 +1007,27 @@ class Querier:
     def get_runner(
         self,
         *,
+        lease_seconds: float,
         name: str,
-    ) -> models.Runner | None:
+    ) -> GetRunnerRow | None:
+        """GetRunner reads a runner's registration, and whether its heartbeat is
+        not older than lease_seconds by the server's clock.
+        """
         cur = self._conn.execute(
             GET_RUNNER,
             {
+                "lease_seconds": lease_seconds,
                 "name": name,
             },
         )
         row = cur.fetchone()
         if row is None:
             return None
-        return models.Runner(
+        return GetRunnerRow(
             name=row[0],
             started_at=row[1],
             heartbeat_at=row[2],
+            alive=row[3],
         )
 
     def delete_runner(
@@ -501,18 +1045,18 @@ class Querier:
     def delete_dead_runners(
         self,
         *,
-        cutoff: datetime.datetime,
+        lease_seconds: float,
         name: str,
     ) -> int:
-        """DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
-        never name, the runner that asks. It skips rows another transaction holds:
-        a runner renewing its lease holds its own row, and two runners deleting
-        each other's rows would deadlock.
+        """DeleteDeadRunners forgets runners whose heartbeat is older than
+        lease_seconds by the server's clock, never name, the runner that asks. It
+        skips rows another transaction holds: a runner renewing its lease holds its
+        own row, and two runners deleting each other's rows would deadlock.
         """
         cur = self._conn.execute(
             DELETE_DEAD_RUNNERS,
             {
-                "cutoff": cutoff,
+                "lease_seconds": lease_seconds,
                 "name": name,
             },
         )

@@ -14,13 +14,23 @@ class Job:
     seq: int
     id: str
     kind: str
+    queue: str
+    priority: int
     status: str
     payload: str
     result: str | None
     error: str | None
+    errors: str
     runner: str | None
     attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    scheduled: bool
+    run_at: datetime.datetime
     created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
     updated_at: datetime.datetime
 
 

@@ -8,57 +8,163 @@ import dataclasses
 import sqlite3
 from collections.abc import Iterable
 
-from . import models
-
-CREATE_JOB = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?4)
+CREATE_JOB = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
+    ?9, ?9
+)
 """
 
-CREATE_JOBS = """INSERT INTO jobs (id, kind, payload, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?4)
+CREATE_JOBS = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at
+)
+VALUES (
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
+    ?9, ?9
+)
 """
 
 CLAIM_NEXT_JOB = """UPDATE jobs
-SET status = 'running', runner = ?1, attempt = attempt + 1, updated_at = ?2
+SET status = 'running', runner = ?1, attempt = attempt + 1,
+    started_at = ?2, updated_at = ?2
 WHERE seq IN (
-    SELECT seq FROM jobs WHERE status = 'queued' ORDER BY seq LIMIT ?3
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = ?3
+    ORDER BY ready.priority, ready.seq LIMIT ?4
 )
-RETURNING seq, id, kind, payload, attempt
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority
+"""
+
+NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
+ORDER BY run_at LIMIT 1
+"""
+
+STAGE_JOBS = """UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND run_at <= ?2
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
 
-SUCCEED_JOB = """UPDATE jobs SET status = 'succeeded', result = ?1, updated_at = ?2
+SUCCEED_JOB = """UPDATE jobs SET status = 'succeeded', result = ?1, finished_at = ?2, updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
 
-FAIL_JOB = """UPDATE jobs SET status = 'failed', error = ?1, updated_at = ?2
+FAIL_JOB = """UPDATE jobs
+SET status = 'failed', error = ?1,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
+    finished_at = ?2, updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
 
-FAIL_RUNNING_JOBS = """UPDATE jobs SET status = 'failed', error = ?1, updated_at = ?2
+RETRY_JOB = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
+    run_at = ?3, scheduled = ?3 > ?2, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN ?2 END,
+    updated_at = ?2
+WHERE id = ?4 AND status = 'running' AND attempt = ?5
+"""
+
+SNOOZE_JOB = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    max_attempts = max_attempts + 1,
+    run_at = ?1, scheduled = ?1 > ?2, runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN ?2 END,
+    updated_at = ?2
+WHERE id = ?3 AND status = 'running' AND attempt = ?4
+"""
+
+CANCEL_RUNNING_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
+WHERE id = ?2 AND status = 'running' AND attempt = ?3
+"""
+
+INTERRUPT_RUNNING_JOBS = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE ?1 END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
+    run_at = ?2, scheduled = 0,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ?2 END,
+    updated_at = ?2
 WHERE status = 'running' AND runner = ?3
 """
 
-FAIL_JOBS_OF_DEAD_RUNNERS = """UPDATE jobs SET status = 'failed', error = ?1, updated_at = ?2
+INTERRUPT_JOBS_OF_DEAD_RUNNERS = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE ?1 END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
+    run_at = ?2, scheduled = 0,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ?2 END,
+    updated_at = ?2
 WHERE status = 'running'
     AND (runner IS NULL OR (runner <> ?3 AND runner NOT IN (
         SELECT name FROM runners WHERE heartbeat_at >= ?4
     )))
 """
 
+INTERRUPT_JOB = """UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+        WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+    error = CASE WHEN cancel_requested OR attempt < max_attempts THEN NULL ELSE ?1 END,
+    errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
+    run_at = ?2, scheduled = 0,
+    runner = CASE WHEN attempt < max_attempts THEN NULL ELSE runner END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ?2 END,
+    updated_at = ?2
+WHERE id = ?3 AND status = 'running' AND attempt = ?4
+"""
+
 LIST_RUNNING_JOBS = """SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = ?1 AND updated_at < ?2
+"""
+
+LIST_CANCEL_REQUESTS = """SELECT id, attempt FROM jobs
+WHERE status = 'running' AND runner = ?1 AND cancel_requested
+"""
+
+CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
+WHERE id = ?2 AND status = 'queued'
+"""
+
+REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = 1, updated_at = ?1
+WHERE id = ?2 AND status = 'running'
 """
 
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = ?1
 """
 
+GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs WHERE id = ?1
+"""
+
+LIST_JOBS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < ?1
+    AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
+    AND (CAST(?3 AS TEXT) IS NULL OR kind = ?3)
+    AND (CAST(?4 AS TEXT) IS NULL OR queue = ?4)
+ORDER BY seq DESC LIMIT ?5
+"""
+
+COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status
+"""
+
 DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
-    WHERE finished.status IN ('succeeded', 'failed') AND finished.updated_at < ?1
+    WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < ?1
     ORDER BY finished.updated_at LIMIT ?2
 )
 """
@@ -71,7 +177,8 @@ SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
 HEARTBEAT_RUNNER = """UPDATE runners SET heartbeat_at = ?1 WHERE name = ?2
 """
 
-GET_RUNNER = """SELECT name, started_at, heartbeat_at FROM runners WHERE name = ?1
+GET_RUNNER = """SELECT name, started_at, heartbeat_at, heartbeat_at >= ?1 AS alive
+FROM runners WHERE name = ?2
 """
 
 DELETE_RUNNER = """DELETE FROM runners WHERE name = ?1
@@ -87,7 +194,12 @@ class CreateJobsParams:
 
     id: str
     kind: str
+    queue: str
+    priority: int
     payload: str
+    max_attempts: int
+    timeout: float | None
+    run_at: str
     now: str
 
 
@@ -100,11 +212,29 @@ class ClaimNextJobRow:
     kind: str
     payload: str
     attempt: int
+    max_attempts: int
+    timeout: float | None
+    priority: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NextRunAtRow:
+    """A row that NextRunAt returns."""
+
+    run_at: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListRunningJobsRow:
     """A row that ListRunningJobs returns."""
+
+    id: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListCancelRequestsRow:
+    """A row that ListCancelRequests returns."""
 
     id: str
     attempt: int
@@ -121,6 +251,77 @@ class GetJobRow:
     error: str | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetJobRecordRow:
+    """A row that GetJobRecord returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRow:
+    """A row that ListJobs returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountJobsRow:
+    """A row that CountJobs returns."""
+
+    queue: str
+    status: str
+    jobs: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetRunnerRow:
+    """A row that GetRunner returns."""
+
+    name: str
+    started_at: str
+    heartbeat_at: str
+    alive: bool
+
+
 class Querier:
     """Runs the queries of jobs.sql on one connection."""
 
@@ -132,16 +333,26 @@ class Querier:
         *,
         id: str,
         kind: str,
+        queue: str,
+        priority: int,
         payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: str,
         now: str,
     ) -> None:
-        """CreateJob stores a queued job."""
+        """CreateJob stores a queued job that may be claimed from run_at on."""
         self._conn.execute(
             CREATE_JOB,
             (
                 id,
                 kind,
+                queue,
+                priority,
                 payload,
+                max_attempts,
+                timeout,
+                run_at,
                 now,
             ),
         )
@@ -157,7 +368,12 @@ class Querier:
                 (
                     row.id,
                     row.kind,
+                    row.queue,
+                    row.priority,
                     row.payload,
+                    row.max_attempts,
+                    row.timeout,
+                    row.run_at,
                     row.now,
                 )
                 for row in rows
@@ -168,18 +384,22 @@ class Querier:
         self,
         *,
         runner: str | None,
-        now: str,
+        now: str | None,
+        queue: str,
         max_jobs: int,
     ) -> list[ClaimNextJobRow]:
-        """ClaimNextJob marks up to max_jobs queued jobs running for runner, oldest
-        first, and returns them with their new attempt. RETURNING does not keep the
-        subquery's order: callers sort by seq.
+        """ClaimNextJob marks up to max_jobs ready jobs of queue running for runner,
+        lowest priority first and oldest first within one, and returns them with
+        their new attempt. Only ready jobs are claimed: a scheduled job becomes
+        ready when StageJobs finds its run_at has come.
+        RETURNING does not keep the subquery's order: callers sort by (priority, seq).
         """
         cur = self._conn.execute(
             CLAIM_NEXT_JOB,
             (
                 runner,
                 now,
+                queue,
                 max_jobs,
             ),
         )
@@ -190,9 +410,49 @@ class Querier:
                 kind=row[2],
                 payload=row[3],
                 attempt=row[4],
+                max_attempts=row[5],
+                timeout=row[6],
+                priority=row[7],
             )
             for row in cur.fetchall()
         ]
+
+    def next_run_at(
+        self,
+        *,
+        queue: str,
+    ) -> NextRunAtRow | None:
+        """NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+        an idle runner sleeps until then at most.
+        """
+        cur = self._conn.execute(
+            NEXT_RUN_AT,
+            (queue,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NextRunAtRow(
+            run_at=row[0],
+        )
+
+    def stage_jobs(
+        self,
+        *,
+        queue: str,
+        now: str,
+    ) -> int:
+        """StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+        be claimed.
+        """
+        cur = self._conn.execute(
+            STAGE_JOBS,
+            (
+                queue,
+                now,
+            ),
+        )
+        return cur.rowcount
 
     def publish_job_result(
         self,
@@ -218,7 +478,7 @@ class Querier:
         self,
         *,
         result: str | None,
-        now: str,
+        now: str | None,
         id: str,
         attempt: int,
     ) -> int:
@@ -238,11 +498,13 @@ class Querier:
         self,
         *,
         error: str | None,
-        now: str,
+        now: str | None,
         id: str,
         attempt: int,
     ) -> int:
-        """FailJob stores error as the job's error while the claim of attempt holds."""
+        """FailJob stores error as the job's error, and in its history, while the
+        claim of attempt holds.
+        """
         cur = self._conn.execute(
             FAIL_JOB,
             (
@@ -254,18 +516,87 @@ class Querier:
         )
         return cur.rowcount
 
-    def fail_running_jobs(
+    def retry_job(
+        self,
+        *,
+        error: str,
+        now: str,
+        run_at: str,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """RetryJob puts the job back in its queue from run_at on, with error in its
+        history, while the claim of attempt holds; a job whose cancel was
+        requested is cancelled instead.
+        """
+        cur = self._conn.execute(
+            RETRY_JOB,
+            (
+                error,
+                now,
+                run_at,
+                id,
+                attempt,
+            ),
+        )
+        return cur.rowcount
+
+    def snooze_job(
+        self,
+        *,
+        run_at: str,
+        now: str,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """SnoozeJob puts the job back in its queue from run_at on, as its handler
+        asked, while the claim of attempt holds; a job whose cancel was requested
+        is cancelled instead. max_attempts grows by one, so the request uses none
+        of the job's attempts while attempt keeps counting claims and fencing.
+        """
+        cur = self._conn.execute(
+            SNOOZE_JOB,
+            (
+                run_at,
+                now,
+                id,
+                attempt,
+            ),
+        )
+        return cur.rowcount
+
+    def cancel_running_job(
+        self,
+        *,
+        now: str | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """CancelRunningJob ends the job cancelled while the claim of attempt holds."""
+        cur = self._conn.execute(
+            CANCEL_RUNNING_JOB,
+            (
+                now,
+                id,
+                attempt,
+            ),
+        )
+        return cur.rowcount
+
+    def interrupt_running_jobs(
         self,
         *,
         error: str | None,
         now: str,
         runner: str | None,
     ) -> int:
-        """FailRunningJobs fails the running jobs of the runner named runner: an
-        earlier process of the same name left them running.
+        """InterruptRunningJobs ends the attempt of every running job of the runner
+        named runner, which an earlier process of that name left running: each goes
+        back to its queue while attempts remain, and fails with error after its
+        last (a job whose cancel was requested is cancelled). error joins its history.
         """
         cur = self._conn.execute(
-            FAIL_RUNNING_JOBS,
+            INTERRUPT_RUNNING_JOBS,
             (
                 error,
                 now,
@@ -274,7 +605,7 @@ class Querier:
         )
         return cur.rowcount
 
-    def fail_jobs_of_dead_runners(
+    def interrupt_jobs_of_dead_runners(
         self,
         *,
         error: str | None,
@@ -282,17 +613,40 @@ class Querier:
         runner: str | None,
         cutoff: str,
     ) -> int:
-        """FailJobsOfDeadRunners fails the running jobs of every runner whose
-        heartbeat is older than cutoff, or that no longer has a row; never those of
-        runner, the runner that asks, which is alive.
+        """InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
+        of the running jobs of every runner whose heartbeat is older than cutoff,
+        or that no longer has a row; never those of runner, the runner that asks,
+        which is alive.
         """
         cur = self._conn.execute(
-            FAIL_JOBS_OF_DEAD_RUNNERS,
+            INTERRUPT_JOBS_OF_DEAD_RUNNERS,
             (
                 error,
                 now,
                 runner,
                 cutoff,
+            ),
+        )
+        return cur.rowcount
+
+    def interrupt_job(
+        self,
+        *,
+        error: str | None,
+        now: str,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
+        while the claim of attempt holds.
+        """
+        cur = self._conn.execute(
+            INTERRUPT_JOB,
+            (
+                error,
+                now,
+                id,
+                attempt,
             ),
         )
         return cur.rowcount
@@ -322,6 +676,58 @@ class Querier:
             for row in cur.fetchall()
         ]
 
+    def list_cancel_requests(
+        self,
+        *,
+        runner: str | None,
+    ) -> list[ListCancelRequestsRow]:
+        """ListCancelRequests lists the jobs running under runner whose cancel was
+        requested.
+        """
+        cur = self._conn.execute(
+            LIST_CANCEL_REQUESTS,
+            (runner,),
+        )
+        return [
+            ListCancelRequestsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def cancel_queued_job(
+        self,
+        *,
+        now: str | None,
+        id: str,
+    ) -> int:
+        """CancelQueuedJob cancels a job that is still queued."""
+        cur = self._conn.execute(
+            CANCEL_QUEUED_JOB,
+            (
+                now,
+                id,
+            ),
+        )
+        return cur.rowcount
+
+    def request_cancel(
+        self,
+        *,
+        now: str,
+        id: str,
+    ) -> int:
+        """RequestCancel asks the runner holding a running job to cancel it."""
+        cur = self._conn.execute(
+            REQUEST_CANCEL,
+            (
+                now,
+                id,
+            ),
+        )
+        return cur.rowcount
+
     def get_job(
         self,
         *,
@@ -341,6 +747,107 @@ class Querier:
             result=row[3],
             error=row[4],
         )
+
+    def get_job_record(
+        self,
+        *,
+        id: str,
+    ) -> GetJobRecordRow | None:
+        """GetJobRecord reads the whole record of one job."""
+        cur = self._conn.execute(
+            GET_JOB_RECORD,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetJobRecordRow(
+            seq=row[0],
+            id=row[1],
+            kind=row[2],
+            queue=row[3],
+            priority=row[4],
+            status=row[5],
+            payload=row[6],
+            result=row[7],
+            error=row[8],
+            errors=row[9],
+            runner=row[10],
+            attempt=row[11],
+            max_attempts=row[12],
+            timeout=row[13],
+            cancel_requested=row[14],
+            run_at=row[15],
+            created_at=row[16],
+            started_at=row[17],
+            finished_at=row[18],
+            updated_at=row[19],
+        )
+
+    def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsRow]:
+        """ListJobs reads the records of up to max_jobs jobs with seq below before,
+        newest first, that match every filter given (a null filter matches all).
+        The primary key gives the order, so a page costs the same at any depth.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS,
+            (
+                before,
+                status,
+                kind,
+                queue,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def count_jobs(
+        self,
+    ) -> list[CountJobsRow]:
+        """CountJobs counts the jobs of each queue by status."""
+        cur = self._conn.execute(
+            COUNT_JOBS,
+        )
+        return [
+            CountJobsRow(
+                queue=row[0],
+                status=row[1],
+                jobs=row[2],
+            )
+            for row in cur.fetchall()
+        ]
 
     def delete_finished_jobs(
         self,
@@ -396,19 +903,27 @@ class Querier:
     def get_runner(
         self,
         *,
+        cutoff: str,
         name: str,
-    ) -> models.Runner | None:
+    ) -> GetRunnerRow | None:
+        """GetRunner reads a runner's registration, and whether its heartbeat is
+        not older than cutoff.
+        """
         cur = self._conn.execute(
             GET_RUNNER,
-            (name,),
+            (
+                cutoff,
+                name,
+            ),
         )
         row = cur.fetchone()
         if row is None:
             return None
-        return models.Runner(
+        return GetRunnerRow(
             name=row[0],
             started_at=row[1],
             heartbeat_at=row[2],
+            alive=bool(row[3]),
         )
 
     def delete_runner(

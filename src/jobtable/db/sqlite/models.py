@@ -13,13 +13,23 @@ class Job:
     seq: int
     id: str
     kind: str
+    queue: str
+    priority: int
     status: str
     payload: str
     result: str | None
     error: str | None
+    errors: str
     runner: str | None
     attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    scheduled: int
+    run_at: str
     created_at: str
+    started_at: str | None
+    finished_at: str | None
     updated_at: str
 
 

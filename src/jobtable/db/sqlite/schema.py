@@ -10,37 +10,71 @@ SCHEMA = """-- The SQLite schema of jobtable. Store.open applies it to a new dat
 
 -- jobs holds one row per job: the table itself is the queue.
 CREATE TABLE jobs (
-    -- seq is the enqueue order; claims take the lowest first, so jobs run in
-    -- the order they were enqueued, even within one clock tick.
+    -- seq is the enqueue order; among ready jobs of one priority, claims take
+    -- the lowest first, so they run in enqueue order even within one tick.
     seq INTEGER PRIMARY KEY,
     -- id is 128 random bits as URL-safe text: it appears in URLs and must not
     -- be guessable.
     id TEXT NOT NULL UNIQUE,
     kind TEXT NOT NULL,
+    -- queue names the queue the job waits in; a runner consumes named queues.
+    queue TEXT NOT NULL DEFAULT 'default',
+    -- priority orders the ready jobs of a queue: lower first, then by seq.
+    priority INTEGER NOT NULL DEFAULT 0,
+    -- A job moves queued -> running -> succeeded, failed or cancelled; a
+    -- failed attempt with attempts left moves it back to queued.
     status TEXT NOT NULL DEFAULT 'queued'
-        CHECK (status IN ('queued', 'running', 'succeeded', 'failed')),
+        CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
     -- payload and result are JSON text written by the runner from typed data.
     payload TEXT NOT NULL,
     result TEXT,
     -- error is a Failure message or one the runner writes itself, never a
-    -- handler's exception text; it is set exactly when the job failed.
+    -- handler's exception text; it is set exactly when the job failed (a
+    -- cancelled job has none: its status says what happened).
     error TEXT CHECK ((error IS NOT NULL) = (status = 'failed')),
+    -- errors is the history of failed attempts, a JSON array of
+    -- {"attempt", "error", "at"} objects holding the same stored messages.
+    errors TEXT NOT NULL DEFAULT '[]',
     -- runner names the runner that claimed the job; attempt counts claims and
     -- fences every write a worker makes, so a worker that lost its claim can
     -- never change the job afterwards.
     runner TEXT,
     attempt INTEGER NOT NULL DEFAULT 0,
+    -- max_attempts is how many claims the job may have; attempt never exceeds it.
+    max_attempts INTEGER NOT NULL DEFAULT 1 CHECK (max_attempts >= 1),
+    -- timeout is the seconds one attempt may take; NULL has no limit.
+    timeout REAL CHECK (timeout IS NULL OR timeout > 0),
+    -- cancel_requested is set by a cancel of the running job: the runner that
+    -- holds it cancels its handler.
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    -- run_at is the earliest time the job may be claimed. scheduled is set
+    -- while a queued job's run_at was later than the time it was queued: the
+    -- claim reads only unscheduled rows, and a runner stages a scheduled job
+    -- (clears scheduled) once its run_at has come, so scheduled jobs cost the
+    -- claim nothing however many wait.
+    scheduled INTEGER NOT NULL DEFAULT 0,
+    run_at TEXT NOT NULL,
     created_at TEXT NOT NULL,
+    -- started_at is the last claim's time; finished_at is set when the job
+    -- succeeded, failed or was cancelled.
+    started_at TEXT,
+    finished_at TEXT,
     updated_at TEXT NOT NULL
 );
 
--- A claim reads only queued rows, so it costs the same with a million
--- finished rows as with none.
-CREATE INDEX jobs_queued ON jobs (seq) WHERE status = 'queued';
--- Crash recovery reads only running rows.
+-- A claim reads only the ready rows of its queue, in priority and enqueue
+-- order, so it costs the same with a million finished or scheduled rows as
+-- with none.
+CREATE INDEX jobs_queued ON jobs (queue, priority, seq)
+    WHERE status = 'queued' AND scheduled = 0;
+-- Staging reads only scheduled rows, earliest first.
+CREATE INDEX jobs_scheduled ON jobs (queue, run_at)
+    WHERE status = 'queued' AND scheduled = 1;
+-- Crash recovery and cancel requests read only running rows.
 CREATE INDEX jobs_running ON jobs (runner) WHERE status = 'running';
 -- Pruning reads only finished rows, oldest first.
-CREATE INDEX jobs_finished ON jobs (updated_at) WHERE status IN ('succeeded', 'failed');
+CREATE INDEX jobs_finished ON jobs (updated_at)
+    WHERE status IN ('succeeded', 'failed', 'cancelled');
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running

@@ -1,0 +1,58 @@
+"""The cancel watch: finds cancel requests for the jobs this runner is running."""
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+
+from ._ops import ListCancelRequests
+from ._store import Store
+
+
+class CancelWatch:
+    """Every interval seconds while jobs run, reads their cancel requests and hands them on.
+
+    cancel(job_id, attempt) ends the attempt (see ``Executor.cancel``); busy
+    tells whether any attempt runs, so an idle runner reads nothing. A
+    failed read is logged and tried again at the next round.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        runner: str,
+        logger: logging.Logger,
+        *,
+        interval: float,
+        busy: Callable[[], bool],
+        cancel: Callable[[str, int], bool],
+        stopping: threading.Event,
+        astopping: asyncio.Event,
+    ) -> None:
+        self._store = store
+        self._runner = runner
+        self._logger = logger
+        self._interval = interval
+        self._busy = busy
+        self._cancel = cancel
+        self._stopping = stopping
+        self._astopping = astopping
+
+    async def run(self) -> None:
+        """Hands on cancel requests until stop."""
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._astopping.wait(), self._interval)
+            if not self._stopping.is_set() and self._busy():
+                await self.check()
+
+    async def check(self) -> None:
+        """Reads the cancel requests once and hands them on; logs a failed read."""
+        try:
+            requests = await self._store.engine.aread(ListCancelRequests(self._runner))
+        except Exception:
+            self._logger.exception("read cancel requests", extra={"runner": self._runner})
+            return
+        for job_id, attempt in requests.items():
+            self._cancel(job_id, attempt)

@@ -1,0 +1,132 @@
+"""A kind's job options: attempts, retry backoff, schedule, priority, queue and timeout.
+
+A kind declares defaults; each enqueue may override them. Every value is
+checked before anything is stored, and a bad one raises an error naming
+the option.
+"""
+
+import dataclasses
+import datetime
+import math
+import random
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+from ._values import timestamp
+
+RetryPolicy = Callable[[int], datetime.timedelta]
+"""How long to wait before the next attempt, given the number of the attempt that failed."""
+
+_INT32 = 1 << 31
+
+
+class EnqueueOptions(TypedDict, total=False):
+    """The options an enqueue may give, overriding its kind's (see ``Kind``)."""
+
+    max_attempts: int
+    priority: int
+    queue: str
+    timeout: float | None
+    delay: datetime.timedelta | None
+    run_at: datetime.datetime | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExponentialBackoff:
+    """The default retry policy: first, doubling after each failed attempt, up to cap, with jitter.
+
+    The wait after attempt n is ``min(cap, first * 2 ** (n - 1))``, then
+    moved by up to ``jitter`` of itself either way (0.1: ±10 %), so that jobs
+    that failed together do not all come back together.
+    """
+
+    first: datetime.timedelta = datetime.timedelta(seconds=1)
+    cap: datetime.timedelta = datetime.timedelta(hours=1)
+    jitter: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not datetime.timedelta(0) < self.first <= self.cap:
+            raise ValueError(f"ExponentialBackoff: want 0 < first <= cap, got {self!r}")
+        if not 0 <= self.jitter < 1:
+            raise ValueError(f"ExponentialBackoff: jitter must be in [0, 1), got {self.jitter!r}")
+
+    def __call__(self, attempt: int) -> datetime.timedelta:
+        wait = self.cap
+        if attempt - 1 < 64:
+            wait = min(self.cap, self.first * (2 ** max(attempt - 1, 0)))
+        spread = 1 + self.jitter * (2 * random.random() - 1)
+        return wait * spread
+
+
+DEFAULT_RETRY = ExponentialBackoff()
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Options:
+    """The options of a job, checked: see ``Kind``."""
+
+    max_attempts: int = 1
+    priority: int = 0
+    queue: str = "default"
+    timeout: float | None = None
+    delay: datetime.timedelta | None = None
+
+    def merged(self, where: str, overrides: dict[str, Any]) -> "Options":
+        """Returns these options with overrides, checked; raises naming where and the option."""
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"{where}: unknown option {sorted(unknown)[0]!r}")
+        options = dataclasses.replace(self, **overrides)
+        options.check(where)
+        return options
+
+    def check(self, where: str) -> None:
+        """Raises TypeError or ValueError, naming where and the option, for a bad value."""
+        if not _is_int(self.max_attempts):
+            raise TypeError(f"{where}: max_attempts must be an int, got {self.max_attempts!r}")
+        if not 1 <= self.max_attempts < _INT32:
+            raise ValueError(f"{where}: max_attempts must be at least 1, got {self.max_attempts}")
+        if not _is_int(self.priority):
+            raise TypeError(f"{where}: priority must be an int, got {self.priority!r}")
+        if not -_INT32 <= self.priority < _INT32:
+            raise ValueError(f"{where}: priority must fit in 32 bits, got {self.priority}")
+        if not isinstance(self.queue, str) or not self.queue:
+            raise ValueError(f"{where}: queue must be a non-empty str, got {self.queue!r}")
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, int | float)
+            or not math.isfinite(self.timeout)
+            or self.timeout <= 0
+        ):
+            raise ValueError(
+                f"{where}: timeout must be a positive number of seconds or None, "
+                f"got {self.timeout!r}"
+            )
+        if self.delay is not None and (
+            not isinstance(self.delay, datetime.timedelta) or self.delay < datetime.timedelta(0)
+        ):
+            raise ValueError(f"{where}: delay must be a timedelta of 0 or more, got {self.delay!r}")
+
+    def run_at(self, where: str, now: datetime.datetime, run_at: object) -> str:
+        """The job's run_at as stored: run_at itself, or now plus the delay."""
+        if run_at is None:
+            return timestamp(now if self.delay is None else now + self.delay)
+        if not isinstance(run_at, datetime.datetime) or run_at.tzinfo is None:
+            raise ValueError(f"{where}: run_at must be an aware datetime, got {run_at!r}")
+        if self.delay is not None:
+            raise ValueError(f"{where}: give run_at or delay, not both")
+        return timestamp(run_at)
+
+
+def check_retry(where: str, retry: object) -> RetryPolicy:
+    """Returns retry (None: the default policy); raises TypeError naming where if not callable."""
+    if retry is None:
+        return DEFAULT_RETRY
+    if not callable(retry):
+        raise TypeError(f"{where}: retry must be a callable (attempt) -> timedelta, got {retry!r}")
+    policy: RetryPolicy = retry
+    return policy

@@ -1,0 +1,123 @@
+"""The SQLite engine's queries: the generated Querier in the shape of the ``Queries`` seam.
+
+Nothing but the engine imports it; it adds the seam's calls that take
+several rows or outcomes at once, and computes the lease cutoffs from the
+runner's own clock (a SQLite file is shared by the processes of one machine).
+"""
+
+import datetime
+import sqlite3
+from collections.abc import Sequence
+
+from jobtable._engine import ClaimedRow, NewJob, Outcome, RunnerRow
+from jobtable._values import timestamp
+from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
+from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
+
+
+def _before(now: str, seconds: float) -> str:
+    moment = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=seconds)
+    return timestamp(moment)
+
+
+class Queries(Querier):
+    """The generated Querier with the seam's calls that take several rows at once."""
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        if len(jobs) == 1:
+            [job] = jobs
+            self.create_job(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=job.run_at,
+                now=now,
+            )
+            return
+        self.create_jobs(
+            CreateJobsParams(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=job.run_at,
+                now=now,
+            )
+            for job in jobs
+        )
+
+    def finish_and_claim_jobs(
+        self,
+        *,
+        outcomes: Sequence[Outcome],
+        runner: str | None,
+        queue: str,
+        now: str,
+        max_jobs: int,
+    ) -> tuple[list[str], Sequence[ClaimedRow]]:
+        # A statement per job costs no round trip here: they all share the
+        # writer's transaction.
+        finished: list[str] = []
+        for o in outcomes:
+            if o.state == "succeeded":
+                count = self.succeed_job(result=o.result, now=now, id=o.id, attempt=o.attempt)
+            elif o.state == "failed":
+                count = self.fail_job(error=o.error, now=now, id=o.id, attempt=o.attempt)
+            elif o.state == "cancelled":
+                count = self.cancel_running_job(now=now, id=o.id, attempt=o.attempt)
+            elif o.error is None:
+                count = self.snooze_job(run_at=o.run_at or now, now=now, id=o.id, attempt=o.attempt)
+            else:
+                count = self.retry_job(
+                    error=o.error, now=now, run_at=o.run_at or now, id=o.id, attempt=o.attempt
+                )
+            if count:
+                finished.append(o.id)
+        if max_jobs <= 0:
+            return finished, []
+        return finished, self.claim_next_job(runner=runner, now=now, queue=queue, max_jobs=max_jobs)
+
+    def next_run_at(self, *, queue: str) -> str | None:  # type: ignore[override]
+        row = super().next_run_at(queue=queue)
+        return None if row is None else row.run_at
+
+    def interrupt_jobs_of_dead_runners(  # type: ignore[override]
+        self, *, error: str, now: str, lease: float, runner: str
+    ) -> int:
+        return super().interrupt_jobs_of_dead_runners(
+            error=error, now=now, runner=runner, cutoff=_before(now, lease)
+        )
+
+    def get_runner(  # type: ignore[override]
+        self, *, name: str, now: str, lease: float
+    ) -> RunnerRow | None:
+        return super().get_runner(cutoff=_before(now, lease), name=name)
+
+    def delete_dead_runners(  # type: ignore[override]
+        self, *, now: str, lease: float, name: str
+    ) -> int:
+        return super().delete_dead_runners(cutoff=_before(now, lease), name=name)
+
+
+def upgrade_to_v2(
+    conn: sqlite3.Connection, create_table: str, create_indexes: Sequence[str]
+) -> None:
+    """Rebuilds a version 1 jobs table as version 2, keeping every job.
+
+    create_table and create_indexes are the latest schema's statements that
+    create the jobs table and its indexes.
+    """
+    q = UpgradeV2(conn)
+    q.rename_jobs_v1()
+    conn.execute(create_table)
+    q.copy_jobs_v1()
+    q.drop_jobs_v1()
+    for statement in create_indexes:
+        conn.execute(statement)
