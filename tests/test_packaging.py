@@ -161,7 +161,6 @@ def test_the_postgres_extra_requires_psycopg_with_its_bundled_libpq(dist: Dist) 
     requires = wheel_metadata(dist.wheel).get_all("Requires-Dist") or []
     postgres = sorted(r for r in requires if r.endswith("extra == 'postgres'"))
     assert [r.split(";")[0].split("<")[0].split(">")[0] for r in postgres] == [
-        "psycopg-pool",
         "psycopg[binary]",
     ]
 

@@ -26,7 +26,7 @@ def _open_postgres(url: str, *, durable: bool) -> Engine:
         # never load it.
         from jobtable._postgres import PostgresEngine
     except ModuleNotFoundError as err:
-        if err.name is not None and err.name.split(".")[0] in ("psycopg", "psycopg_pool"):
+        if err.name is not None and err.name.split(".")[0] == "psycopg":
             raise StoreError(
                 f"cannot open {redact_url(url)}: PostgreSQL needs psycopg; "
                 "install jobtable[postgres]"
