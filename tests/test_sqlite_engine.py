@@ -227,6 +227,33 @@ def test_app_tables_are_kept_and_ours_added(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_many_first_opens_of_new_files_all_succeed(tmp_path: Path) -> None:
+    # Threads opening one new file together race for the schema and for the
+    # switch to WAL mode: none of them may take another's fresh schema for an
+    # app's table, or give up on the journal-mode lock.
+    for round_ in range(30):
+        path = tmp_path / f"jobs{round_}.db"
+        start = threading.Barrier(4)
+        outcomes: list[SQLiteEngine | BaseException] = []
+
+        def open_engine() -> None:
+            start.wait(10)
+            try:
+                outcomes.append(SQLiteEngine.open(path))
+            except BaseException as err:
+                outcomes.append(err)
+
+        threads = [threading.Thread(target=open_engine) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        engines = [o for o in outcomes if isinstance(o, SQLiteEngine)]
+        for engine in engines:
+            engine.close()
+        assert len(engines) == 4, (round_, outcomes)
+
+
 def test_database_is_in_wal_mode(engine: SQLiteEngine) -> None:
     assert engine.pragma("journal_mode") == "wal"
 

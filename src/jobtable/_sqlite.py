@@ -28,6 +28,7 @@ from jobtable._sqlite_file import (
     check_file,
     check_schema,
     connect,
+    enter_wal,
     migrate,
 )
 from jobtable._sqlite_queries import Queries as _Queries
@@ -116,11 +117,7 @@ class SQLiteEngine:
                 # Refuse before anything that writes (journal mode, schema),
                 # so a refused file is left byte for byte as it was.
                 version = check_schema(_SCHEMA, conn, resolved)
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if str(mode).lower() != "wal":
-                    raise StoreError(
-                        f"cannot open {resolved}: WAL mode is unavailable (journal mode {mode})"
-                    )
+                enter_wal(conn, resolved, busy_timeout)
                 conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000):d}")
                 conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
                 if version != SCHEMA_VERSION:

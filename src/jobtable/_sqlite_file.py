@@ -7,6 +7,7 @@ import os
 import re
 import sqlite3
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,8 +92,22 @@ class SQLiteSchema:
 def check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> int:
     """Returns the database's jobtable schema version; refuses one jobtable cannot use.
 
-    Only reads.
+    Only reads, inside one read transaction (or the caller's): the version
+    and the names it checks come from the same snapshot, so another
+    process's schema, committed between two reads, is not mistaken for one
+    jobtable did not create.
     """
+    if conn.in_transaction:
+        return _check_schema(schema, conn, path)
+    conn.execute("BEGIN")
+    try:
+        return _check_schema(schema, conn, path)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> int:
     try:
         version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.DatabaseError as err:
@@ -141,6 +156,28 @@ def migrate(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def enter_wal(conn: sqlite3.Connection, path: Path, busy_timeout: float) -> None:
+    """Puts the database in WAL mode, waiting up to busy_timeout seconds for the lock.
+
+    SQLite answers a journal-mode change that meets another connection's
+    lock with "database is locked" at once, without its busy handler, so
+    processes opening a new file together wait here instead.
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            break
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+    if str(mode).lower() != "wal":
+        raise StoreError(f"cannot open {path}: WAL mode is unavailable (journal mode {mode})")
 
 
 def connect(path: Path, *, create: bool, busy_timeout: float) -> Connection:
