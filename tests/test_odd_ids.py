@@ -39,6 +39,10 @@ async def test_a_str_that_is_no_jobs_id_is_job_not_found(
         await kind.aget(job_id)
     with pytest.raises(jobtable.JobNotFound):
         declared.get(store, job_id)
+    with pytest.raises(jobtable.JobNotFound):
+        store.inspect(job_id)
+    with pytest.raises(jobtable.JobNotFound):
+        await store.ainspect(job_id)
 
 
 @pytest.mark.parametrize("job_id", [123, None, b"abc", 1.5], ids=repr)
@@ -60,6 +64,8 @@ async def test_a_job_id_that_is_not_a_str_is_a_type_error(
         kind.get(job_id)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="want str"):
         declared.get(store, job_id)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="want str"):
+        store.inspect(job_id)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
