@@ -8,6 +8,8 @@ from typing import Any
 
 from django.tasks import TaskContext, task
 
+import jobtable
+
 SECRET = "tok-3f9a-very-secret"
 """Planted in an exception's text: it must never reach a TaskResult or the store."""
 
@@ -70,3 +72,8 @@ def on_queue_1() -> str:
 @task()
 def sleep_for(seconds: float) -> None:
     time.sleep(seconds)
+
+
+@task()
+def declined() -> None:
+    raise jobtable.Failure("The card was declined.")

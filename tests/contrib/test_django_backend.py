@@ -160,6 +160,25 @@ async def test_run_after_defers_the_job_until_then(
     assert await runner.run_next() == ready.id
 
 
+def test_a_naive_run_after_without_use_tz_is_in_the_current_time_zone(
+    backend: JobtableBackend, store: jobtable.Store
+) -> None:
+    naive = datetime.datetime(2030, 1, 1, 12, 0)
+    with override_settings(USE_TZ=False, TIME_ZONE="Europe/Paris"):
+        result = djtasks.noop_task.using(run_after=naive).enqueue()
+        expected = timezone.make_aware(naive)
+    assert store.inspect(result.id).run_at == expected
+    assert expected.utcoffset() == datetime.timedelta(hours=1)
+
+
+def test_a_cancelled_job_reads_failed(backend: JobtableBackend, store: jobtable.Store) -> None:
+    result = djtasks.noop_task.enqueue()
+    assert store.cancel(result.id) == jobtable.CancelResult.CANCELLED
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert result.is_finished is True
+
+
 @pytest.mark.usefixtures("backend")
 def test_run_after_must_be_aware() -> None:
     with pytest.raises(InvalidTask, match="run_after must be an aware datetime"):

@@ -97,6 +97,17 @@ def test_a_failed_task_keeps_its_exception_text_out_of_the_result(
 
 
 @pytest.mark.usefixtures("worker")
+def test_a_failure_raised_by_a_task_is_its_error_message(wait_finished: Wait) -> None:
+    result = djtasks.declined.enqueue()
+    wait_finished(result)
+    assert result.status == TaskResultStatus.FAILED
+    [error] = result.errors
+    assert isinstance(error, JobtableTaskError)
+    assert error.message == "The card was declined."
+    assert error.traceback == ""
+
+
+@pytest.mark.usefixtures("worker")
 def test_a_task_raising_system_exit_fails_and_the_worker_goes_on(wait_finished: Wait) -> None:
     failed = djtasks.failing_task_system_exit.enqueue()
     wait_finished(failed)
