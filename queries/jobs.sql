@@ -230,3 +230,20 @@ DELETE FROM runners WHERE name = @name;
 -- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
 -- never name, the runner that asks.
 DELETE FROM runners WHERE heartbeat_at < @cutoff AND name <> @name;
+
+-- name: CountReadyJobs :many
+-- CountReadyJobs counts the ready jobs of each queue and finds the earliest
+-- run_at among them: the backlog telemetry's gauges report. It reads only
+-- the claim's index and the rows it points to, so it costs the backlog's
+-- size, never the table's.
+SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 0
+GROUP BY queue ORDER BY queue;
+
+-- name: CountDueJobs :many
+-- CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+-- but that no runner has staged yet, and finds the earliest run_at among
+-- them: with no runner taking the queue, they are backlog too.
+SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 1 AND run_at <= @now
+GROUP BY queue ORDER BY queue;

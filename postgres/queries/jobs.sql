@@ -313,3 +313,20 @@ DELETE FROM runners WHERE name IN (
         AND stale.name <> @name
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: CountReadyJobs :many
+-- CountReadyJobs counts the ready jobs of each queue and finds the earliest
+-- run_at among them: the backlog telemetry's gauges report. It reads only
+-- the claim's index and the rows it points to, so it costs the backlog's
+-- size, never the table's.
+SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = false
+GROUP BY queue ORDER BY queue;
+
+-- name: CountDueJobs :many
+-- CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+-- but that no runner has staged yet, and finds the earliest run_at among
+-- them: with no runner taking the queue, they are backlog too.
+SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = true AND run_at <= @now
+GROUP BY queue ORDER BY queue;

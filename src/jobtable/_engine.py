@@ -42,7 +42,11 @@ class ClaimedRow(Protocol):
 
 
 class NewJob(NamedTuple):
-    """A job to store: its id, encoded payload, run_at as UTC text, and options."""
+    """A job to store: its id, encoded payload, run_at as UTC text, options, and trace context.
+
+    traceparent is the W3C trace context of the enqueue that made it, when
+    telemetry is on.
+    """
 
     id: str
     payload: str
@@ -51,6 +55,7 @@ class NewJob(NamedTuple):
     priority: int = 0
     max_attempts: int = 1
     timeout: float | None = None
+    traceparent: str | None = None
 
 
 class Outcome(NamedTuple):
@@ -137,6 +142,17 @@ class CountRow(Protocol):
     def status(self) -> str: ...
     @property
     def jobs(self) -> int: ...
+
+
+class BacklogRow(Protocol):
+    """How many jobs wait in one queue, and the earliest run_at among them (UTC text)."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def oldest_run_at(self) -> str: ...
 
 
 class HeldRow(Protocol):
@@ -247,6 +263,10 @@ class Queries(Protocol):
     ) -> Sequence[RecordRow]: ...
 
     def count_jobs(self) -> Sequence[CountRow]: ...
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]: ...
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]: ...
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int: ...
 

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engine import (
+    BacklogRow,
     ClaimedRow,
     CountRow,
     HeldRow,
@@ -55,6 +56,19 @@ class _RunnerRow:
     started_at: str
     heartbeat_at: str
     alive: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _BacklogRow:
+    """A queue's backlog with its earliest run_at as the seam's UTC text."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
+
+
+def _backlog(rows: Sequence[jobs.CountReadyJobsRow | jobs.CountDueJobsRow]) -> list[BacklogRow]:
+    return [_BacklogRow(r.queue, r.jobs, timestamp(r.oldest_run_at)) for r in rows]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -230,6 +244,12 @@ class _Queries:
 
     def count_jobs(self) -> Sequence[CountRow]:
         return self._q.count_jobs()
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_ready_jobs())
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_due_jobs(now=_time(now)))
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
         return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)

@@ -244,6 +244,16 @@ DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE name IN (
 )
 """
 
+COUNT_READY_JOBS = """SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = false
+GROUP BY queue ORDER BY queue
+"""
+
+COUNT_DUE_JOBS = """SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = true AND run_at <= %(now)s
+GROUP BY queue ORDER BY queue
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CreateJobsParams:
@@ -378,6 +388,24 @@ class GetRunnerRow:
     started_at: datetime.datetime
     heartbeat_at: datetime.datetime
     alive: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountReadyJobsRow:
+    """A row that CountReadyJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountDueJobsRow:
+    """A row that CountDueJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: datetime.datetime
 
 
 class Querier:
@@ -1061,3 +1089,47 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def count_ready_jobs(
+        self,
+    ) -> list[CountReadyJobsRow]:
+        """CountReadyJobs counts the ready jobs of each queue and finds the earliest
+        run_at among them: the backlog telemetry's gauges report. It reads only
+        the claim's index and the rows it points to, so it costs the backlog's
+        size, never the table's.
+        """
+        cur = self._conn.execute(
+            COUNT_READY_JOBS,
+        )
+        return [
+            CountReadyJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def count_due_jobs(
+        self,
+        *,
+        now: datetime.datetime,
+    ) -> list[CountDueJobsRow]:
+        """CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+        but that no runner has staged yet, and finds the earliest run_at among
+        them: with no runner taking the queue, they are backlog too.
+        """
+        cur = self._conn.execute(
+            COUNT_DUE_JOBS,
+            {
+                "now": now,
+            },
+        )
+        return [
+            CountDueJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]

@@ -187,6 +187,16 @@ DELETE_RUNNER = """DELETE FROM runners WHERE name = ?1
 DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1 AND name <> ?2
 """
 
+COUNT_READY_JOBS = """SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 0
+GROUP BY queue ORDER BY queue
+"""
+
+COUNT_DUE_JOBS = """SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 1 AND run_at <= ?1
+GROUP BY queue ORDER BY queue
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CreateJobsParams:
@@ -320,6 +330,24 @@ class GetRunnerRow:
     started_at: str
     heartbeat_at: str
     alive: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountReadyJobsRow:
+    """A row that CountReadyJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountDueJobsRow:
+    """A row that CountDueJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
 
 
 class Querier:
@@ -953,3 +981,45 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def count_ready_jobs(
+        self,
+    ) -> list[CountReadyJobsRow]:
+        """CountReadyJobs counts the ready jobs of each queue and finds the earliest
+        run_at among them: the backlog telemetry's gauges report. It reads only
+        the claim's index and the rows it points to, so it costs the backlog's
+        size, never the table's.
+        """
+        cur = self._conn.execute(
+            COUNT_READY_JOBS,
+        )
+        return [
+            CountReadyJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def count_due_jobs(
+        self,
+        *,
+        now: str,
+    ) -> list[CountDueJobsRow]:
+        """CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+        but that no runner has staged yet, and finds the earliest run_at among
+        them: with no runner taking the queue, they are backlog too.
+        """
+        cur = self._conn.execute(
+            COUNT_DUE_JOBS,
+            (now,),
+        )
+        return [
+            CountDueJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]

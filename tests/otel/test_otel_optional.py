@@ -1,0 +1,39 @@
+"""OpenTelemetry stays optional: only jobtable.otel imports it; the extra needs the API alone."""
+
+import ast
+import pathlib
+import tomllib
+
+import jobtable
+
+PACKAGE = pathlib.Path(jobtable.__file__).parent
+ROOT = PACKAGE.parent.parent
+
+
+def imports_opentelemetry(path: pathlib.Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        if any(name.split(".")[0] == "opentelemetry" for name in names):
+            return True
+    return False
+
+
+def test_only_the_otel_modules_import_opentelemetry() -> None:
+    importers = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if imports_opentelemetry(path)
+    }
+    assert importers == {"otel.py", "_otel_metrics.py"}
+
+
+def test_the_otel_extra_depends_on_the_opentelemetry_api_only() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    [requirement] = project["optional-dependencies"]["otel"]
+    assert requirement.startswith("opentelemetry-api")
+    assert not any("opentelemetry" in dependency for dependency in project["dependencies"])
