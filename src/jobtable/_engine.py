@@ -42,7 +42,10 @@ class ClaimedRow(Protocol):
 
 
 class NewJob(NamedTuple):
-    """A job to store: its id, encoded payload, run_at as UTC text, and options."""
+    """A job to store: its id, encoded payload, run_at as UTC text, and options.
+
+    traceparent is the W3C trace context to record with it (None: none).
+    """
 
     id: str
     payload: str
@@ -51,6 +54,7 @@ class NewJob(NamedTuple):
     priority: int = 0
     max_attempts: int = 1
     timeout: float | None = None
+    traceparent: str | None = None
 
 
 class Outcome(NamedTuple):
