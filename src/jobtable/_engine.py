@@ -39,13 +39,16 @@ class ClaimedRow(Protocol):
     def timeout(self) -> float | None: ...
     @property
     def priority(self) -> int: ...
+    @property
+    def traceparent(self) -> str | None:
+        """The W3C trace context recorded at enqueue, or None."""
+        ...
 
 
 class NewJob(NamedTuple):
-    """A job to store: its id, encoded payload, run_at as UTC text, options, and trace context.
+    """A job to store: its id, encoded payload, run_at as UTC text, and options.
 
-    traceparent is the W3C trace context of the enqueue that made it, when
-    telemetry is on.
+    traceparent is the W3C trace context to record with it (None: none).
     """
 
     id: str

@@ -192,8 +192,8 @@ class _RunTrace(_Trace):
     __slots__ = ("_kind", "_observer", "_outcome", "_queue", "_started")
 
     def __init__(self, observer: _Observer, job: ClaimedRow, queue: str) -> None:
-        traceparent = getattr(job, "traceparent", None)  # TODO v3
-        creation = _PROPAGATOR.extract({"traceparent": traceparent} if traceparent else {})
+        carrier = {} if job.traceparent is None else {"traceparent": job.traceparent}
+        creation = _PROPAGATOR.extract(carrier)
         created = trace.get_current_span(creation).get_span_context()
         links = [trace.Link(created)] if created.is_valid else []
         parent = None

@@ -8,10 +8,10 @@ import datetime
 from collections.abc import Iterator
 
 import pytest
-from conftest import Telemetry
 
 import jobtable
 import jobtable.otel
+from otel.conftest import Telemetry
 
 SECRET = "tok_live_5ecret_c0ffee"
 

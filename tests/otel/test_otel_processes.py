@@ -14,9 +14,9 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
-from conftest import Telemetry
 
 import jobtable
+from otel.conftest import Telemetry
 
 pytestmark = pytest.mark.slow
 

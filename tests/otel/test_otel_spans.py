@@ -8,13 +8,13 @@ import asyncio
 import datetime
 
 import pytest
-from conftest import Telemetry
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
 
 import jobtable
 import jobtable.otel
+from otel.conftest import Telemetry
 
 
 class Photo(BaseModel):
