@@ -37,3 +37,24 @@ def test_the_otel_extra_depends_on_the_opentelemetry_api_only() -> None:
     [requirement] = project["optional-dependencies"]["otel"]
     assert requirement.startswith("opentelemetry-api")
     assert not any("opentelemetry" in dependency for dependency in project["dependencies"])
+
+
+async def test_with_no_sdk_configured_the_global_providers_make_jobs_run_as_before(
+    store: jobtable.Store,
+) -> None:
+    import jobtable.otel
+
+    jobtable.otel.instrument(store)  # the API's global providers: no SDK was set up
+    try:
+        runner = jobtable.Runner(store)
+
+        async def double(ctx: jobtable.JobContext[int], payload: int) -> int:
+            return payload * 2
+
+        doubled = runner.register("double", double)
+        job_id = doubled.enqueue(21)
+        assert await runner.run_next() == job_id
+        assert doubled.get(job_id).result == 42
+        assert store.counts()["default"] == {jobtable.Status.SUCCEEDED: 1}
+    finally:
+        jobtable.otel.uninstrument(store)
