@@ -116,11 +116,6 @@ def observe(store: "Store", observer: Observer | None) -> Observer | None:
     return previous
 
 
-def observer_of(store: "Store") -> Observer | None:
-    """The observer store reports to, or None."""
-    return _observers.get(store) if _observers else None
-
-
 def enqueue_trace(store: "Store", kind: str) -> EnqueueTrace:
     """The trace of an enqueue of jobs of kind through store; one that does nothing by default."""
     observer = _observers.get(store) if _observers else None

@@ -66,6 +66,8 @@ def instrument(
     """
     if not isinstance(store, Store):
         raise TypeError(f"instrument: want a Store, got {type(store).__name__}")
+    if not isinstance(run_parent, bool):
+        raise TypeError(f"instrument: run_parent must be a bool, got {run_parent!r}")
     version = metadata.version("jobtable")
     tracer = trace.get_tracer("jobtable", version, tracer_provider, _otel_metrics.SCHEMA_URL)
     provider = meter_provider or metrics.get_meter_provider()

@@ -4,6 +4,8 @@ import ast
 import pathlib
 import tomllib
 
+import pytest
+
 import jobtable
 
 PACKAGE = pathlib.Path(jobtable.__file__).parent
@@ -58,3 +60,12 @@ async def test_with_no_sdk_configured_the_global_providers_make_jobs_run_as_befo
         assert store.counts()["default"] == {jobtable.Status.SUCCEEDED: 1}
     finally:
         jobtable.otel.uninstrument(store)
+
+
+def test_instrument_names_a_bad_argument(store: jobtable.Store) -> None:
+    import jobtable.otel
+
+    with pytest.raises(TypeError, match="want a Store, got str"):
+        jobtable.otel.instrument("app.db")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="run_parent must be a bool, got 'no'"):
+        jobtable.otel.instrument(store, run_parent="no")  # type: ignore[arg-type]
