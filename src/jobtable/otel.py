@@ -117,6 +117,13 @@ def _error_type(message: str) -> str:
     return "failure"
 
 
+def _traceparent(span: trace.SpanContext) -> str | None:
+    """span's W3C traceparent (version 00), or None for an invalid span (a no-op tracer's)."""
+    if not span.is_valid:
+        return None
+    return f"00-{span.trace_id:032x}-{span.span_id:016x}-{span.trace_flags:02x}"
+
+
 class _Trace:
     """A span made current from enter to exit, and ended at exit."""
 
@@ -166,9 +173,7 @@ class _EnqueueTrace(_Trace):
         )
         self._observer = observer
         self._kind = kind
-        carrier: dict[str, str] = {}
-        _PROPAGATOR.inject(carrier, trace.set_span_in_context(self._span))
-        self.traceparent: str | None = carrier.get("traceparent")
+        self.traceparent = _traceparent(self._span.get_span_context())
 
     def stored(self, jobs: Sequence[NewJob]) -> None:
         if not jobs:

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 import jobtable
 import jobtable.otel
+from jobtable._engine import NewJob
 from otel.conftest import Telemetry
 
 
@@ -285,3 +286,21 @@ async def test_an_uninstrumented_store_reports_nothing(
 
     assert telemetry.spans() == []
     assert telemetry.points("jobtable.jobs.enqueued") == {}
+
+
+async def test_a_job_with_an_unreadable_traceparent_runs_in_a_trace_of_its_own(
+    store: jobtable.Store, telemetry: Telemetry
+) -> None:
+    from jobtable._ops import create_jobs
+    from jobtable._values import new_id
+
+    runner = jobtable.Runner(store)
+    runner.register("one", size_of)
+    job = NewJob(new_id(), '{"photo_id": "p", "size": 1}', store.now(), traceparent="00-junk")
+    store.engine.write(create_jobs("one", [job], store.now()))
+    assert await runner.run_next() == job.id
+
+    run = telemetry.span("run one")
+    assert run.parent is None
+    assert run.links == ()
+    assert run.status.status_code is StatusCode.OK
