@@ -39,10 +39,17 @@ class ClaimedRow(Protocol):
     def timeout(self) -> float | None: ...
     @property
     def priority(self) -> int: ...
+    @property
+    def traceparent(self) -> str | None:
+        """The W3C trace context recorded at enqueue, or None."""
+        ...
 
 
 class NewJob(NamedTuple):
-    """A job to store: its id, encoded payload, run_at as UTC text, and options."""
+    """A job to store: its id, encoded payload, run_at as UTC text, and options.
+
+    traceparent is the W3C trace context to record with it (None: none).
+    """
 
     id: str
     payload: str
@@ -51,6 +58,7 @@ class NewJob(NamedTuple):
     priority: int = 0
     max_attempts: int = 1
     timeout: float | None = None
+    traceparent: str | None = None
 
 
 class Outcome(NamedTuple):
@@ -137,6 +145,17 @@ class CountRow(Protocol):
     def status(self) -> str: ...
     @property
     def jobs(self) -> int: ...
+
+
+class BacklogRow(Protocol):
+    """How many jobs wait in one queue, and the earliest run_at among them (UTC text)."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def oldest_run_at(self) -> str: ...
 
 
 class HeldRow(Protocol):
@@ -247,6 +266,10 @@ class Queries(Protocol):
     ) -> Sequence[RecordRow]: ...
 
     def count_jobs(self) -> Sequence[CountRow]: ...
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]: ...
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]: ...
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int: ...
 

@@ -19,6 +19,7 @@ from ._job import Job, Status
 from ._ops import CreateJobs, GetJob, create_jobs
 from ._options import EnqueueOptions, Options, RetryPolicy, check_retry
 from ._store import Store
+from ._telemetry import enqueue_trace
 from ._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -121,7 +122,12 @@ class Kind(Generic[P, R]):
         return self._binding, args[0]
 
     def _create(
-        self, verb: str, binding: _Binding, payloads: Iterable[P], overrides: EnqueueOptions
+        self,
+        verb: str,
+        binding: _Binding,
+        payloads: Iterable[P],
+        overrides: EnqueueOptions,
+        traceparent: str | None = None,
     ) -> tuple[list[str], CreateJobs]:
         where = f"{verb} {self.name!r}"
         given: dict[str, Any] = dict(overrides)
@@ -141,6 +147,7 @@ class Kind(Generic[P, R]):
                 options.priority,
                 options.max_attempts,
                 options.timeout,
+                traceparent,
             )
             for p in payloads
         ]
@@ -208,16 +215,20 @@ class Kind(Generic[P, R]):
     def _enqueue_many(
         self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
     ) -> list[str]:
-        ids, op = self._create(verb, binding, payloads, options)
-        binding.store.engine.write(op)
+        with enqueue_trace(binding.store, self.name) as trace:
+            ids, op = self._create(verb, binding, payloads, options, trace.traceparent)
+            binding.store.engine.write(op)
+            trace.stored(op.jobs)
         binding.store._enqueued()
         return ids
 
     async def _aenqueue_many(
         self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
     ) -> list[str]:
-        ids, op = self._create(verb, binding, payloads, options)
-        await binding.store.engine.awrite(op)
+        with enqueue_trace(binding.store, self.name) as trace:
+            ids, op = self._create(verb, binding, payloads, options, trace.traceparent)
+            await binding.store.engine.awrite(op)
+            trace.stored(op.jobs)
         binding.store._enqueued()
         return ids
 

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engine import (
+    BacklogRow,
     ClaimedRow,
     CountRow,
     HeldRow,
@@ -24,8 +25,9 @@ from jobtable._engine import (
     RecordRow,
     RunnerRow,
 )
+from jobtable._listing import list_page
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, upgrade_v2
+from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
 from jobtable.db.postgres.jobs import CreateJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -57,6 +59,33 @@ class _RunnerRow:
     alive: bool
 
 
+# A job's whole row as the generated GetJobRecord and ListJobs* read it.
+_StoredRecord = (
+    jobs.GetJobRecordRow
+    | jobs.ListJobsUnfilteredRow
+    | jobs.ListJobsByStatusRow
+    | jobs.ListJobsByKindRow
+    | jobs.ListJobsByQueueRow
+    | jobs.ListJobsByStatusKindRow
+    | jobs.ListJobsByStatusQueueRow
+    | jobs.ListJobsByKindQueueRow
+    | jobs.ListJobsByStatusKindQueueRow
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _BacklogRow:
+    """A queue's backlog with its earliest run_at as the seam's UTC text."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
+
+
+def _backlog(rows: Sequence[jobs.CountReadyJobsRow | jobs.CountDueJobsRow]) -> list[BacklogRow]:
+    return [_BacklogRow(r.queue, r.jobs, timestamp(r.oldest_run_at)) for r in rows]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _RecordRow:
     """A job's whole row with its times as the seam's UTC text."""
@@ -82,7 +111,7 @@ class _RecordRow:
     finished_at: str | None
 
     @classmethod
-    def of(cls, row: jobs.GetJobRecordRow | jobs.ListJobsRow) -> "_RecordRow":
+    def of(cls, row: _StoredRecord) -> "_RecordRow":
         return cls(
             seq=row.seq,
             id=row.id,
@@ -126,6 +155,7 @@ class _Queries:
                 timeout=job.timeout,
                 run_at=_time(job.run_at),
                 now=moment,
+                traceparent=job.traceparent,
             )
             return
         self._q.create_jobs(
@@ -139,6 +169,7 @@ class _Queries:
                 timeout=job.timeout,
                 run_at=_time(job.run_at),
                 now=moment,
+                traceparent=job.traceparent,
             )
             for job in jobs
         )
@@ -223,13 +254,19 @@ class _Queries:
         queue: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
-        rows = self._q.list_jobs(
-            before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        rows: Sequence[_StoredRecord] = list_page(
+            self._q, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
         )
         return [_RecordRow.of(row) for row in rows]
 
     def count_jobs(self) -> Sequence[CountRow]:
         return self._q.count_jobs()
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_ready_jobs())
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_due_jobs(now=_time(now)))
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
         return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
@@ -271,3 +308,17 @@ def upgrade_to_v2(conn: _Connection) -> None:
     q.create_jobs_queued_index_v2()
     q.create_jobs_scheduled_index_v2()
     q.create_jobs_finished_index_v2()
+
+
+def upgrade_to_v3(conn: _Connection) -> None:
+    """Brings a version 2 schema's jobs table to version 3, keeping every job.
+
+    The new columns are nullable, so adding them rewrites no row.
+    """
+    q = upgrade_v3.Querier(conn)
+    q.add_unique_and_trace_columns_v3()
+    q.create_jobs_unique_index_v3()
+    q.create_jobs_by_status_index_v3()
+    q.create_jobs_by_status_kind_index_v3()
+    q.create_jobs_by_status_queue_index_v3()
+    q.create_jobs_by_status_kind_queue_index_v3()

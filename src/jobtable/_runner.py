@@ -390,7 +390,7 @@ class Runner:
         else:
             return None
         job = jobs[0]
-        outcome = await self._executor.run(job)
+        outcome = await self._executor.run(job, producer.queue)
         if outcome is not None:
             await self._completer.record([outcome])
         self._completer.abandon(job.id)
