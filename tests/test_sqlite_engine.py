@@ -236,7 +236,11 @@ def test_many_first_opens_of_new_files_all_succeed(tmp_path: Path) -> None:
         start = threading.Barrier(4)
         outcomes: list[SQLiteEngine | BaseException] = []
 
-        def open_engine() -> None:
+        def open_engine(
+            start: threading.Barrier = start,
+            outcomes: list[SQLiteEngine | BaseException] = outcomes,
+            path: Path = path,
+        ) -> None:
             start.wait(10)
             try:
                 outcomes.append(SQLiteEngine.open(path))

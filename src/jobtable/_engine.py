@@ -232,6 +232,13 @@ class Queries(Protocol):
 
     def request_cancel(self, *, now: str, id: str) -> int: ...
 
+    def notify_cancel(self) -> None:
+        """Tells listening runners, once the transaction commits, that a cancel was requested.
+
+        Engines that cannot notify do nothing: their runners poll for requests.
+        """
+        ...
+
     def get_job(self, *, id: str) -> JobRow | None: ...
 
     def get_job_record(self, *, id: str) -> RecordRow | None: ...
@@ -297,11 +304,15 @@ class Engine(Protocol):
 
     async def aread(self, op: Callable[[Queries], T]) -> T: ...
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
         """Calls wake, from any thread, when another process enqueues a job.
 
         It may call wake more often (SQLite: after any commit to the file);
-        an extra wake costs the runner one claim that finds nothing.
+        an extra wake costs the runner one claim that finds nothing. Where the
+        engine can tell (PostgreSQL), it calls cancelled instead when a
+        running job's cancel was requested (see ``Queries.notify_cancel``).
 
         Returns a function that stops listening, or None when the engine
         cannot tell (the runner then relies on polling alone).

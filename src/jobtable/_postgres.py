@@ -201,22 +201,34 @@ class PostgresEngine:
                 raise StoreError(f"postgres store {self._where}: the store is closed") from err
             raise
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None]:
         """Calls wake, from a daemon thread, each time a transaction that enqueued commits.
+
+        It calls cancelled (when given) instead for a committed cancel request
+        of a running job (``NotifyCancel``), so the runner holding it need not
+        wait for its next poll of the requests.
 
         Listens on a connection of its own. It listens before returning, so
         every enqueue committed after the return wakes; when it cannot yet,
         it logs a warning and keeps trying in the background. A lost
         connection is reopened with the engine's reconnect backoff (a doubling
         wait capped at 5 s by default), and wake
-        is then called once for the enqueues it may have missed. wake should
+        is then called once for the enqueues it may have missed (and cancelled
+        once for the cancels). wake should
         return quickly; an exception from it is logged. Returns the function
         that stops listening: once it returns, wake is not called again, and
         the connection closes within a fraction of a second; calling it again
         does nothing. Raises StoreError once the engine is closed.
         """
         listener = Listener(
-            self._url, self._where, wake, listen=_listen_for_enqueues, reconnect=self._reconnect
+            self._url,
+            self._where,
+            wake,
+            listen=_listen_for_enqueues,
+            reconnect=self._reconnect,
+            cancelled=cancelled,
         )
         with self._lock:
             if self._closed:

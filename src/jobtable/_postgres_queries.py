@@ -207,6 +207,9 @@ class _Queries:
     def request_cancel(self, *, now: str, id: str) -> int:
         return self._q.request_cancel(now=_time(now), id=id)
 
+    def notify_cancel(self) -> None:
+        self._q.notify_cancel()
+
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)
 

@@ -159,7 +159,6 @@ class Runner:
             busy=self._executor.busy,
             cancel=self._executor.cancel,
             stopping=self._stopping,
-            astopping=self._astopping,
         )
         self._maintenance = Maintenance(
             store,
@@ -255,6 +254,14 @@ class Runner:
         for producer in self._producers:
             producer.wake()
 
+    def _notify_cancel_requested(self) -> None:
+        """Makes the cancel watch read the cancel requests now; safe from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._cancel_watch.poke)
+
     async def start(self) -> None:
         """Fails the jobs that dead runners left running, then starts the workers.
 
@@ -295,7 +302,9 @@ class Runner:
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
         self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
-        self._unlisten = self.store.engine.listen(self.notify_enqueued)
+        self._unlisten = self.store.engine.listen(
+            self.notify_enqueued, self._notify_cancel_requested
+        )
 
     def stop(self) -> None:
         """Begins a graceful stop; safe from any thread and from signal handlers.
@@ -319,6 +328,7 @@ class Runner:
 
     def _begin_stop(self) -> None:
         self._astopping.set()
+        self._cancel_watch.poke()
         for producer in self._producers:
             producer.stop()
         if self._grace_timer is None and self._loop is not None:

@@ -183,8 +183,13 @@ class SQLiteEngine:
         """Does what ``read`` does in a worker thread, without blocking the event loop."""
         return await asyncio.to_thread(self.read, op)
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
         """Calls wake, from a thread of its own, after each commit to the file (``WalWatcher``).
+
+        cancelled is never called: a commit does not tell what it wrote, so
+        runners poll for cancel requests.
 
         Other processes' commits wake, and so, needlessly, do this process's
         own. The watch is set before it returns. Returns the function that

@@ -205,8 +205,10 @@ class CountingEngine:
     async def aread(self, op: Callable[[Queries], T]) -> T:
         return await self.inner.aread(op)
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
-        return self.inner.listen(wake)
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        return self.inner.listen(wake, cancelled)
 
     def close(self) -> None:
         self.inner.close()
