@@ -39,13 +39,22 @@ class CancelWatch:
         self._cancel = cancel
         self._stopping = stopping
         self._poked = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def poke(self) -> None:
         """Makes run read the requests now (or notice stop); call it on the event loop."""
         self._poked.set()
 
+    def notify(self) -> None:
+        """Pokes from any thread (a cancel notification); does nothing until run has begun."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._poked.set)
+
     async def run(self) -> None:
         """Hands on cancel requests until stop."""
+        self._loop = asyncio.get_running_loop()
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._poked.wait(), self._interval)

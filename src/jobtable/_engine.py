@@ -304,6 +304,28 @@ class Engine(Protocol):
 
     async def aread(self, op: Callable[[Queries], T]) -> T: ...
 
+    def enqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        """Inserts jobs as queued jobs of kind on conn, the application's own connection.
+
+        conn is the engine's driver connection (sqlite3, psycopg); the
+        insert joins its transaction, so the jobs exist if and only if that
+        commits, and runners learn of them at the commit as of any other
+        process's. Raises TypeError, naming where, for a connection of
+        another driver, and ValueError for one that does not reach the
+        store's jobs table (another file or database; PostgreSQL: a
+        search_path without the store's schema first); a driver error is a
+        StoreError.
+        """
+        ...
+
+    async def aenqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        """The async form of enqueue_in, for the driver's async connection."""
+        ...
+
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
     ) -> Callable[[], None] | None:

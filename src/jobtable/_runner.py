@@ -254,14 +254,6 @@ class Runner:
         for producer in self._producers:
             producer.wake()
 
-    def _notify_cancel_requested(self) -> None:
-        """Makes the cancel watch read the cancel requests now; safe from any thread."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(self._cancel_watch.poke)
-
     async def start(self) -> None:
         """Fails the jobs that dead runners left running, then starts the workers.
 
@@ -302,9 +294,7 @@ class Runner:
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
         self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
-        self._unlisten = self.store.engine.listen(
-            self.notify_enqueued, self._notify_cancel_requested
-        )
+        self._unlisten = self.store.engine.listen(self.notify_enqueued, self._cancel_watch.notify)
 
     def stop(self) -> None:
         """Begins a graceful stop; safe from any thread and from signal handlers.

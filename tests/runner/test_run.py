@@ -11,7 +11,7 @@ import json
 import logging
 import pathlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import pytest
@@ -204,6 +204,16 @@ class CountingEngine:
 
     async def aread(self, op: Callable[[Queries], T]) -> T:
         return await self.inner.aread(op)
+
+    def enqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        self.inner.enqueue_in(conn, kind, jobs, now, where)
+
+    async def aenqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        await self.inner.aenqueue_in(conn, kind, jobs, now, where)
 
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
