@@ -45,6 +45,8 @@ class NewJob(NamedTuple):
     """A job to store: its id, encoded payload, run_at as UTC text, and options.
 
     traceparent is the W3C trace context to record with it (None: none).
+    unique_key and unique_statuses (a bitmask) make it unique among its
+    kind's jobs (None: not unique); see ``jobtable.Unique``.
     """
 
     id: str
@@ -55,6 +57,8 @@ class NewJob(NamedTuple):
     max_attempts: int = 1
     timeout: float | None = None
     traceparent: str | None = None
+    unique_key: str | None = None
+    unique_statuses: int | None = None
 
 
 class Outcome(NamedTuple):
@@ -177,6 +181,17 @@ class Queries(Protocol):
         """Stores queued jobs of kind with CreateJob (one) or CreateJobs (several)."""
         ...
 
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        """Stores job, which has a unique key, with CreateUniqueJob; False when the key is held.
+
+        The database decides: of concurrent inserts of one key, one stores.
+        """
+        ...
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        """The id of the job of kind that holds unique_key, or None when none does."""
+        ...
+
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
 
     def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
@@ -270,10 +285,12 @@ class Queries(Protocol):
 
 
 class Statement(Generic[T]):
-    """An operation that runs exactly one statement.
+    """An operation that runs exactly one statement, or reads after it.
 
     A lone statement is atomic and durable on its own, so an engine may run
-    it without BEGIN and COMMIT. Subclasses define ``__call__``.
+    it without BEGIN and COMMIT; so is an insert whose outcome the database
+    decides, followed by a read that needs no atomicity with it (a unique
+    enqueue reading the holder). Subclasses define ``__call__``.
     """
 
     __slots__ = ()

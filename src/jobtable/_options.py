@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+from ._unique import Unique
 from ._values import timestamp
 
 RetryPolicy = Callable[[int], datetime.timedelta]
@@ -29,6 +30,7 @@ class EnqueueOptions(TypedDict, total=False):
     timeout: float | None
     delay: datetime.timedelta | None
     run_at: datetime.datetime | None
+    unique: "Unique | None"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
