@@ -55,7 +55,7 @@ async def test_a_job_enqueued_in_a_transaction_exists_once_it_commits(
     way: Way, store: jobtable.Store, target: str
 ) -> None:
     async with way.transaction(target) as tx:
-        job_id = await way.enqueue(email, store, 1, tx.conn)
+        job_id = await way.enqueue(email, store, 1, conn=tx.conn)
         assert absent(store, job_id), "visible to the store before the commit"
         await tx.commit()
     assert store.get(job_id).status is jobtable.Status.QUEUED
@@ -66,7 +66,7 @@ async def test_a_job_enqueued_in_a_transaction_that_rolls_back_never_exists(
     way: Way, store: jobtable.Store, target: str
 ) -> None:
     async with way.transaction(target) as tx:
-        job_id = await way.enqueue(email, store, 1, tx.conn)
+        job_id = await way.enqueue(email, store, 1, conn=tx.conn)
         ids = await way.enqueue_many(email, store, [2, 3], tx.conn)
         await tx.rollback()
     for gone in [job_id, *ids]:
@@ -82,7 +82,7 @@ async def test_an_exception_inside_the_block_leaves_no_job(
     async def handle_request() -> None:
         async with way.block(target) as conn:
             ids.extend(await way.enqueue_many(email, store, [1, 2], conn))
-            ids.append(await way.enqueue(email, store, 3, conn))
+            ids.append(await way.enqueue(email, store, 3, conn=conn))
             raise RuntimeError("the application failed")
 
     with pytest.raises(RuntimeError, match="the application failed"):
@@ -97,7 +97,7 @@ async def test_jobs_enqueued_in_a_block_that_ends_exist_together(
 ) -> None:
     async with way.block(target) as conn:
         ids = await way.enqueue_many(email, store, [1, 2, 3], conn)
-        ids.append(await way.enqueue(email, store, 4, conn, priority=5))
+        ids.append(await way.enqueue(email, store, 4, conn=conn, priority=5))
     assert [store.inspect(i).payload for i in ids] == [1, 2, 3, 4]
     assert store.inspect(ids[-1]).priority == 5
 
@@ -117,10 +117,48 @@ async def test_an_idle_runner_of_the_same_store_runs_the_job_once_it_commits(
     try:
         await wait_until(finished(runner, [first]))  # the runner is idle from here on
         async with way.transaction(target) as tx:
-            job_id = await way.enqueue(email, store, 4, tx.conn)
+            job_id = await way.enqueue(email, store, 4, conn=tx.conn)
             await tx.commit()
         await wait_until(finished(runner, [job_id]))
     finally:
         runner.stop()
         await runner.wait()
     assert email.get(store, job_id).result == 40
+
+
+account_sync = jobtable.Kind("account_sync", int, int, unique=jobtable.Unique(key="account-1"))
+
+
+async def test_a_unique_collision_inside_the_transaction_returns_the_first_job(
+    way: Way, store: jobtable.Store, target: str
+) -> None:
+    async with way.transaction(target) as tx:
+        first = await way.enqueue_result(account_sync, store, 1, conn=tx.conn)
+        second = await way.enqueue_result(account_sync, store, 2, conn=tx.conn)
+        await tx.commit()
+    assert (first.duplicate, second) == (False, jobtable.EnqueueResult(first.id, True))
+    assert store.counts() == {"default": {jobtable.Status.QUEUED: 1}}
+    assert store.inspect(first.id).payload == 1
+
+
+async def test_a_unique_collision_with_a_committed_job_inside_the_transaction(
+    way: Way, store: jobtable.Store, target: str
+) -> None:
+    holder = account_sync.enqueue(store, 1)
+    async with way.transaction(target) as tx:
+        result = await way.enqueue_result(account_sync, store, 2, conn=tx.conn)
+        await tx.rollback()
+    assert result == jobtable.EnqueueResult(holder, True)
+    assert store.counts() == {"default": {jobtable.Status.QUEUED: 1}}
+
+
+async def test_a_rolled_back_unique_job_leaves_its_key_free(
+    way: Way, store: jobtable.Store, target: str
+) -> None:
+    async with way.transaction(target) as tx:
+        taken = await way.enqueue_result(account_sync, store, 1, conn=tx.conn)
+        await tx.rollback()
+    later = account_sync.enqueue_result(store, 2)
+    assert later.duplicate is False
+    assert later.id != taken.id
+    assert store.inspect(later.id).payload == 2

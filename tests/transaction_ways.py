@@ -177,13 +177,24 @@ class Way:
         kind: jobtable.Kind[int, int],
         store: jobtable.Store,
         payload: int,
-        conn: object,
         **options: Unpack[EnqueueOptions],
     ) -> str:
-        """Enqueues payload on conn with the form (sync or async) this way takes."""
+        """Enqueues payload (on options' conn) with the form (sync or async) this way takes."""
         if self.asynchronous:
-            return await kind.aenqueue(store, payload, conn=conn, **options)
-        return kind.enqueue(store, payload, conn=conn, **options)
+            return await kind.aenqueue(store, payload, **options)
+        return kind.enqueue(store, payload, **options)
+
+    async def enqueue_result(
+        self,
+        kind: jobtable.Kind[int, int],
+        store: jobtable.Store,
+        payload: int,
+        **options: Unpack[EnqueueOptions],
+    ) -> jobtable.EnqueueResult:
+        """enqueue_result (or its async form), as the way takes it."""
+        if self.asynchronous:
+            return await kind.aenqueue_result(store, payload, **options)
+        return kind.enqueue_result(store, payload, **options)
 
     async def enqueue_many(
         self,

@@ -42,7 +42,12 @@ class ClaimedRow(Protocol):
 
 
 class NewJob(NamedTuple):
-    """A job to store: its id, encoded payload, run_at as UTC text, and options."""
+    """A job to store: its id, encoded payload, run_at as UTC text, and options.
+
+    traceparent is the W3C trace context to record with it (None: none).
+    unique_key and unique_statuses (a bitmask) make it unique among its
+    kind's jobs (None: not unique); see ``jobtable.Unique``.
+    """
 
     id: str
     payload: str
@@ -51,6 +56,9 @@ class NewJob(NamedTuple):
     priority: int = 0
     max_attempts: int = 1
     timeout: float | None = None
+    traceparent: str | None = None
+    unique_key: str | None = None
+    unique_statuses: int | None = None
 
 
 class Outcome(NamedTuple):
@@ -173,6 +181,17 @@ class Queries(Protocol):
         """Stores queued jobs of kind with CreateJob (one) or CreateJobs (several)."""
         ...
 
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        """Stores job, which has a unique key, with CreateUniqueJob; False when the key is held.
+
+        The database decides: of concurrent inserts of one key, one stores.
+        """
+        ...
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        """The id of the job of kind that holds unique_key, or None when none does."""
+        ...
+
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
 
     def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
@@ -273,10 +292,12 @@ class Queries(Protocol):
 
 
 class Statement(Generic[T]):
-    """An operation that runs exactly one statement.
+    """An operation that runs exactly one statement, or reads after it.
 
     A lone statement is atomic and durable on its own, so an engine may run
-    it without BEGIN and COMMIT. Subclasses define ``__call__``.
+    it without BEGIN and COMMIT; so is an insert whose outcome the database
+    decides, followed by a read that needs no atomicity with it (a unique
+    enqueue reading the holder). Subclasses define ``__call__``.
     """
 
     __slots__ = ()
@@ -304,26 +325,23 @@ class Engine(Protocol):
 
     async def aread(self, op: Callable[[Queries], T]) -> T: ...
 
-    def enqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        """Inserts jobs as queued jobs of kind on conn, the application's own connection.
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, the application's own connection, inside its transaction.
 
-        conn is the engine's driver connection (sqlite3, psycopg); the
-        insert joins its transaction, so the jobs exist if and only if that
-        commits, and runners learn of them at the commit as of any other
-        process's. Raises TypeError, naming where, for a connection of
+        conn is the engine's driver connection (sqlite3, psycopg); op's
+        writes join its transaction, so they are kept if and only if that
+        commits, and runners learn of new jobs at the commit as of any other
+        process's. An exception from op leaves none of its writes in the
+        transaction. Raises TypeError, naming where, for a connection of
         another driver, and ValueError for one that does not reach the
         store's jobs table (another file or database; PostgreSQL: a
-        search_path without the store's schema first); a driver error is a
-        StoreError.
+        search_path that finds no jobs table, or another schema's); a driver
+        error is a StoreError.
         """
         ...
 
-    async def aenqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        """The async form of enqueue_in, for the driver's async connection."""
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of write_in, for the driver's async connection."""
         ...
 
     def listen(

@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+from ._unique import Unique
 from ._values import timestamp, unstorable
 
 RetryPolicy = Callable[[int], datetime.timedelta]
@@ -21,7 +22,7 @@ _INT32 = 1 << 31
 
 
 class EnqueueOptions(TypedDict, total=False):
-    """The options an enqueue may give, overriding its kind's (see ``Kind``)."""
+    """The options an enqueue may give, overriding its kind's (see ``Kind``), and its conn."""
 
     max_attempts: int
     priority: int
@@ -29,6 +30,9 @@ class EnqueueOptions(TypedDict, total=False):
     timeout: float | None
     delay: datetime.timedelta | None
     run_at: datetime.datetime | None
+    unique: "Unique | None"
+    conn: object
+    """The application's own connection whose transaction the jobs join (see ``Kind.enqueue``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

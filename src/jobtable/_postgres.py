@@ -16,7 +16,7 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Self, TypeVar
 
 import psycopg
@@ -24,13 +24,13 @@ from psycopg import conninfo
 from psycopg.rows import TupleRow
 
 from jobtable._backoff import Backoff
-from jobtable._engine import NewJob, Queries, Statement
+from jobtable._engine import Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._postgres_listener import RECONNECT, Listener
 from jobtable._postgres_pool import Pool, TextLoader, client_encoding
 from jobtable._postgres_queries import queries as _queries
 from jobtable._postgres_schema import apply_schema
-from jobtable._postgres_transaction import JobsTable, aenqueue_in, enqueue_in, jobs_table
+from jobtable._postgres_transaction import JobsTable, awrite_in, jobs_table, write_in
 from jobtable._values import redact_url, scrub
 from jobtable.db.postgres import schema_version
 from jobtable.db.postgres.schema import SCHEMA
@@ -203,24 +203,20 @@ class PostgresEngine:
                 raise StoreError(f"postgres store {self._where}: the store is closed") from err
             raise
 
-    def enqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        """Inserts jobs on conn, the application's psycopg connection, in its transaction.
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, the application's psycopg connection, in its transaction.
 
-        See ``jobtable._postgres_transaction.enqueue_in``; a psycopg error is
-        a StoreError.
+        See ``jobtable._postgres_transaction.write_in``; a psycopg error is a
+        StoreError.
         """
         ours = self._table()
         try:
-            enqueue_in(conn, ours, kind, jobs, now, where)
+            return write_in(conn, ours, op, where)
         except psycopg.Error as err:
             raise _store_error(self._where, where, err) from err
 
-    async def aenqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        """The async form of enqueue_in, on a psycopg.AsyncConnection."""
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of write_in, on a psycopg.AsyncConnection."""
         ours = None if self._closed else self._jobs_table
         if ours is None:
             try:
@@ -228,7 +224,7 @@ class PostgresEngine:
             except RuntimeError as err:  # the executor was shut down by close
                 raise StoreError(f"postgres store {self._where}: the store is closed") from err
         try:
-            await aenqueue_in(conn, ours, kind, jobs, now, where)
+            return await awrite_in(conn, ours, op, where)
         except psycopg.Error as err:
             raise _store_error(self._where, where, err) from err
 

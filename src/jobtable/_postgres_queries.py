@@ -8,7 +8,7 @@ passes for it is not used.
 
 import dataclasses
 import datetime
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -24,8 +24,9 @@ from jobtable._engine import (
     RecordRow,
     RunnerRow,
 )
+from jobtable._listing import list_page
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, upgrade_v2
+from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
 from jobtable.db.postgres.jobs import CreateJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -47,25 +48,6 @@ def _text(moment: datetime.datetime | None) -> str | None:
     return None if moment is None else timestamp(moment)
 
 
-def create_jobs_params(kind: str, jobs: Sequence[NewJob], now: str) -> Iterator[CreateJobsParams]:
-    """The parameters of CreateJobs that store jobs as queued jobs of kind, created at now."""
-    moment = _time(now)
-    return (
-        CreateJobsParams(
-            id=job.id,
-            kind=kind,
-            queue=job.queue,
-            priority=job.priority,
-            payload=job.payload,
-            max_attempts=job.max_attempts,
-            timeout=job.timeout,
-            run_at=_time(job.run_at),
-            now=moment,
-        )
-        for job in jobs
-    )
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class _RunnerRow:
     """A runner's registration with its times as the seam's UTC text."""
@@ -74,6 +56,20 @@ class _RunnerRow:
     started_at: str
     heartbeat_at: str
     alive: bool
+
+
+# A job's whole row as the generated GetJobRecord and ListJobs* read it.
+_StoredRecord = (
+    jobs.GetJobRecordRow
+    | jobs.ListJobsUnfilteredRow
+    | jobs.ListJobsByStatusRow
+    | jobs.ListJobsByKindRow
+    | jobs.ListJobsByQueueRow
+    | jobs.ListJobsByStatusKindRow
+    | jobs.ListJobsByStatusQueueRow
+    | jobs.ListJobsByKindQueueRow
+    | jobs.ListJobsByStatusKindQueueRow
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,7 +97,7 @@ class _RecordRow:
     finished_at: str | None
 
     @classmethod
-    def of(cls, row: jobs.GetJobRecordRow | jobs.ListJobsRow) -> "_RecordRow":
+    def of(cls, row: _StoredRecord) -> "_RecordRow":
         return cls(
             seq=row.seq,
             id=row.id,
@@ -145,9 +141,45 @@ class _Queries:
                 timeout=job.timeout,
                 run_at=_time(job.run_at),
                 now=moment,
+                traceparent=job.traceparent,
             )
             return
-        self._q.create_jobs(create_jobs_params(kind, jobs, now))
+        self._q.create_jobs(
+            CreateJobsParams(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=_time(job.run_at),
+                now=moment,
+                traceparent=job.traceparent,
+            )
+            for job in jobs
+        )
+
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        row = self._q.create_unique_job(
+            id=job.id,
+            kind=kind,
+            queue=job.queue,
+            priority=job.priority,
+            payload=job.payload,
+            max_attempts=job.max_attempts,
+            timeout=job.timeout,
+            run_at=_time(job.run_at),
+            now=_time(now),
+            traceparent=job.traceparent,
+            unique_key=job.unique_key,
+            unique_statuses=job.unique_statuses,
+        )
+        return row is not None
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
+        return None if row is None else row.id
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
@@ -232,8 +264,8 @@ class _Queries:
         queue: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
-        rows = self._q.list_jobs(
-            before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        rows: Sequence[_StoredRecord] = list_page(
+            self._q, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
         )
         return [_RecordRow.of(row) for row in rows]
 
@@ -280,3 +312,17 @@ def upgrade_to_v2(conn: _Connection) -> None:
     q.create_jobs_queued_index_v2()
     q.create_jobs_scheduled_index_v2()
     q.create_jobs_finished_index_v2()
+
+
+def upgrade_to_v3(conn: _Connection) -> None:
+    """Brings a version 2 schema's jobs table to version 3, keeping every job.
+
+    The new columns are nullable, so adding them rewrites no row.
+    """
+    q = upgrade_v3.Querier(conn)
+    q.add_unique_and_trace_columns_v3()
+    q.create_jobs_unique_index_v3()
+    q.create_jobs_by_status_index_v3()
+    q.create_jobs_by_status_kind_index_v3()
+    q.create_jobs_by_status_queue_index_v3()
+    q.create_jobs_by_status_kind_queue_index_v3()

@@ -15,11 +15,11 @@ SAVEPOINT, COMMIT); every query of the runner comes from the generated
 import asyncio
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar, cast
 
-from jobtable._engine import NewJob, Queries
+from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite_errors import driver_errors
 from jobtable._sqlite_file import (
@@ -33,7 +33,7 @@ from jobtable._sqlite_file import (
 )
 from jobtable._sqlite_queries import Queries as _Queries
 from jobtable._sqlite_text import Connection
-from jobtable._sqlite_transaction import enqueue_in
+from jobtable._sqlite_transaction import write_in
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
 from jobtable.db.sqlite.schema import SCHEMA
@@ -184,22 +184,18 @@ class SQLiteEngine:
         """Does what ``read`` does in a worker thread, without blocking the event loop."""
         return await asyncio.to_thread(self.read, op)
 
-    def enqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        """Inserts jobs on conn, a sqlite3 connection to this file, in its transaction.
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, a sqlite3 connection to this file, in its transaction.
 
-        See ``jobtable._sqlite_transaction.enqueue_in``; a sqlite3 error is a
+        See ``jobtable._sqlite_transaction.write_in``; a sqlite3 error is a
         StoreError naming the file.
         """
         self._check_open()
         with driver_errors(self._path):
-            enqueue_in(self._path, conn, kind, jobs, now, where)
+            return write_in(self._path, conn, op, where)
 
-    async def aenqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        """Refuses: sqlite3 connections are synchronous, so SQLite takes enqueue_in alone."""
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Refuses: sqlite3 connections are synchronous, so SQLite takes write_in alone."""
         raise TypeError(
             f"{where}: the store is SQLite, whose sqlite3 connections are synchronous: "
             f"enqueue in the transaction with the sync form (enqueue(..., conn=conn)); "

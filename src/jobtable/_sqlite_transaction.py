@@ -1,24 +1,28 @@
-"""An enqueue on an application's own sqlite3 connection to the store's file, in its transaction.
+"""A write on an application's own sqlite3 connection to the store's file, in its transaction.
 
-The insert runs the generated CreateJob / CreateJobs on the caller's
-connection, so it commits or rolls back with the caller's transaction, as
+An enqueue with ``conn=`` runs its operation (CreateJob, CreateUniqueJobs,
+...) through the generated Querier on the caller's connection, so its
+inserts commit or roll back with the caller's transaction, as
 the caller's connection is set to (its synchronous pragma, not the store's
 durable setting, decides what a commit costs). Runners see the commit
 through the WAL like any other process's (``WalWatcher``), or at their
 next poll.
 
 The only SQL here is what sqlc cannot express: PRAGMA database_list, which
-names the connection's file, and the BEGIN and SAVEPOINT that keep several
-jobs all or none.
+names the connection's file, and the BEGIN and SAVEPOINT that keep an
+operation of several statements all or none.
 """
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from jobtable._engine import NewJob
-from jobtable._sqlite_queries import Queries
+from jobtable._engine import Queries, Statement
+from jobtable._sqlite_queries import Queries as _Queries
+
+T = TypeVar("T")
 
 _SAVEPOINT = "jobtable_enqueue"
 
@@ -51,16 +55,15 @@ def _begins_implicitly(conn: sqlite3.Connection) -> bool:
     return getattr(conn, "autocommit", legacy) == legacy and conn.isolation_level is not None
 
 
-def enqueue_in(
-    path: Path, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-) -> None:
-    """Inserts jobs as queued jobs of kind on conn, in its transaction; conn must open path.
+def write_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -> T:
+    """Runs the write op on conn, in its transaction; conn must open the file at path.
 
     Raises TypeError for a conn that is no sqlite3.Connection and ValueError
     for one whose main database is another file; a sqlite3 error reaches the
-    caller. Several jobs are stored all or none: in a savepoint of the
-    caller's transaction, or, on a connection that autocommits, in a
-    transaction that commits them at once.
+    caller. An op of several statements runs in a savepoint of the caller's
+    transaction, so an error in it leaves none of its writes; on a
+    connection that autocommits, that savepoint is a transaction of its own,
+    committed at once.
     """
     if not isinstance(conn, sqlite3.Connection):
         raise TypeError(
@@ -74,21 +77,20 @@ def enqueue_in(
             f"{where}: conn is a connection to {file or 'a database in memory'!r}, "
             f"not to the store's file {str(path)!r}"
         )
-    if not jobs:
-        return
-    q = Queries(conn)
-    if len(jobs) == 1:
-        q.insert_jobs(kind=kind, jobs=jobs, now=now)  # one statement: atomic on its own
-        return
+    q: Queries = _Queries(conn)
+    one_statement = isinstance(op, Statement)
+    if one_statement:
+        return op(q)  # one statement: atomic on its own
     if not conn.in_transaction and _begins_implicitly(conn):
         # What sqlite3 would run before the first INSERT anyway: a SAVEPOINT
         # outside a transaction would begin one that its RELEASE commits.
         conn.execute(f"BEGIN {conn.isolation_level}")
     conn.execute(f"SAVEPOINT {_SAVEPOINT}")
     try:
-        q.insert_jobs(kind=kind, jobs=jobs, now=now)
+        result = op(q)
     except BaseException:
         conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
         conn.execute(f"RELEASE {_SAVEPOINT}")
         raise
     conn.execute(f"RELEASE {_SAVEPOINT}")
+    return result

@@ -11,7 +11,7 @@ import json
 import logging
 import pathlib
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
@@ -205,15 +205,11 @@ class CountingEngine:
     async def aread(self, op: Callable[[Queries], T]) -> T:
         return await self.inner.aread(op)
 
-    def enqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        self.inner.enqueue_in(conn, kind, jobs, now, where)
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return self.inner.write_in(conn, op, where)
 
-    async def aenqueue_in(
-        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-    ) -> None:
-        await self.inner.aenqueue_in(conn, kind, jobs, now, where)
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return await self.inner.awrite_in(conn, op, where)
 
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
