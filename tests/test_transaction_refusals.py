@@ -256,10 +256,9 @@ def test_sqlite_enqueue_many_in_a_transaction_is_all_or_none(
     assert sqlite_store.get(kept).status is jobtable.Status.QUEUED
 
 
-def test_postgres_enqueue_many_on_an_autocommit_connection_is_all_or_none(
-    pg_store: jobtable.Store, pg_url: str
-) -> None:
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+def plant_refusal(url: str) -> None:
+    """Makes the jobs table of url's schema refuse a job whose payload is 3."""
+    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             "CREATE FUNCTION refuse_three() RETURNS trigger LANGUAGE plpgsql AS $$ "
             "BEGIN IF NEW.payload = '3' THEN RAISE EXCEPTION 'planted refusal'; END IF; "
@@ -269,6 +268,40 @@ def test_postgres_enqueue_many_on_an_autocommit_connection_is_all_or_none(
             "CREATE TRIGGER refuse_three BEFORE INSERT ON jobs "
             "FOR EACH ROW EXECUTE FUNCTION refuse_three()"
         )
+
+
+def test_postgres_enqueue_many_refused_inside_a_transaction_leaves_it_usable(
+    pg_store: jobtable.Store, pg_url: str
+) -> None:
+    """The batch runs in a savepoint: its error rolls back the batch alone."""
+    plant_refusal(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        kept = email.enqueue(pg_store, 7, conn=conn)
+        with pytest.raises(jobtable.StoreError, match="planted refusal"):
+            email.enqueue_many(pg_store, [1, 2, 3, 4], conn=conn)
+        also = email.enqueue(pg_store, 8, conn=conn)
+    assert pg_store.counts() == {"default": {jobtable.Status.QUEUED: 2}}
+    assert [pg_store.inspect(i).payload for i in (kept, also)] == [7, 8]
+
+
+async def test_postgres_async_enqueue_many_refused_inside_a_transaction_leaves_it_usable(
+    pg_store: jobtable.Store, pg_url: str
+) -> None:
+    plant_refusal(pg_url)
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        kept = await email.aenqueue(pg_store, 7, conn=conn)
+        with pytest.raises(jobtable.StoreError, match="planted refusal"):
+            await email.aenqueue_many(pg_store, [1, 2, 3, 4], conn=conn)
+        await conn.commit()
+    assert pg_store.counts() == {"default": {jobtable.Status.QUEUED: 1}}
+    assert pg_store.inspect(kept).payload == 7
+
+
+def test_postgres_enqueue_many_on_an_autocommit_connection_is_all_or_none(
+    pg_store: jobtable.Store, pg_url: str
+) -> None:
+    plant_refusal(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
         with pytest.raises(jobtable.StoreError, match="planted refusal"):
             email.enqueue_many(pg_store, [1, 2, 3, 4], conn=conn)
         ids = email.enqueue_many(pg_store, [5, 6], conn=conn)  # autocommitted at once
