@@ -23,6 +23,7 @@ EXPECTED = {
     "Backoff",
     "CancelResult",
     "EnqueueOptions",
+    "EnqueueResult",
     "ExponentialBackoff",
     "Failure",
     "Job",
@@ -42,6 +43,7 @@ EXPECTED = {
     "Store",
     "StoreError",
     "SyncHandler",
+    "Unique",
 }
 
 PACKAGE = pathlib.Path(jobtable.__file__).parent

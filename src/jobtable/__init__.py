@@ -44,6 +44,7 @@ from ._kind import Kind
 from ._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from ._runner import Runner
 from ._store import Store
+from ._unique import EnqueueResult, Unique
 
 __all__ = [
     "MESSAGE_INTERNAL",
@@ -54,6 +55,7 @@ __all__ = [
     "Backoff",
     "CancelResult",
     "EnqueueOptions",
+    "EnqueueResult",
     "ExponentialBackoff",
     "Failure",
     "Job",
@@ -73,6 +75,7 @@ __all__ = [
     "Store",
     "StoreError",
     "SyncHandler",
+    "Unique",
 ]
 
 __version__ = _metadata.version("jobtable")

@@ -174,6 +174,27 @@ class _Queries:
             for job in jobs
         )
 
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        row = self._q.create_unique_job(
+            id=job.id,
+            kind=kind,
+            queue=job.queue,
+            priority=job.priority,
+            payload=job.payload,
+            max_attempts=job.max_attempts,
+            timeout=job.timeout,
+            run_at=_time(job.run_at),
+            now=_time(now),
+            traceparent=job.traceparent,
+            unique_key=job.unique_key,
+            unique_statuses=job.unique_statuses,
+        )
+        return row is not None
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
+        return None if row is None else row.id
+
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
 
@@ -237,6 +258,9 @@ class _Queries:
 
     def request_cancel(self, *, now: str, id: str) -> int:
         return self._q.request_cancel(now=_time(now), id=id)
+
+    def notify_cancel(self) -> None:
+        self._q.notify_cancel()
 
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)

@@ -57,6 +57,29 @@ class Queries(Querier):
             for job in jobs
         )
 
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        row = self.create_unique_job(
+            id=job.id,
+            kind=kind,
+            queue=job.queue,
+            priority=job.priority,
+            payload=job.payload,
+            max_attempts=job.max_attempts,
+            timeout=job.timeout,
+            run_at=job.run_at,
+            now=now,
+            traceparent=job.traceparent,
+            unique_key=job.unique_key,
+            unique_statuses=job.unique_statuses,
+        )
+        return row is not None
+
+    def get_unique_holder(  # type: ignore[override]
+        self, *, kind: str, unique_key: str
+    ) -> str | None:
+        row = super().get_unique_holder(kind=kind, unique_key=unique_key)
+        return None if row is None else row.id
+
     def finish_and_claim_jobs(
         self,
         *,
@@ -87,6 +110,9 @@ class Queries(Querier):
         if max_jobs <= 0:
             return finished, []
         return finished, self.claim_next_job(runner=runner, now=now, queue=queue, max_jobs=max_jobs)
+
+    def notify_cancel(self) -> None:
+        """Does nothing: SQLite has no NOTIFY, so runners poll for cancel requests."""
 
     def list_jobs(
         self,

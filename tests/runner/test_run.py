@@ -215,8 +215,16 @@ class CountingEngine:
     async def aread(self, op: Callable[[Queries], T]) -> T:
         return await self.inner.aread(op)
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
-        return self.inner.listen(wake)
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return self.inner.write_in(conn, op, where)
+
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return await self.inner.awrite_in(conn, op, where)
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        return self.inner.listen(wake, cancelled)
 
     def close(self) -> None:
         self.inner.close()

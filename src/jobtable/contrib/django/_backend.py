@@ -130,8 +130,10 @@ class JobtableBackend(BaseTaskBackend):
             "run_at": run_after,
         }
         binding = _Binding(store, store.max_payload_bytes)
-        ids, write = TASK_KIND._create("enqueue", binding, [call], options)
-        return ids[0], write
+        jobs, write = TASK_KIND._create("enqueue", binding, [call], options)
+        # The task kind has no unique key, so its write is the plain insert.
+        assert isinstance(write, CreateJobs)
+        return jobs[0].id, write
 
     def _read(self, job_id: str) -> AnyResult:
         try:

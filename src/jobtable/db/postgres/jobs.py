@@ -209,6 +209,9 @@ REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = true, updated_at = %(now)
 WHERE id = %(id)s AND status = 'running'
 """
 
+NOTIFY_CANCEL = """SELECT pg_notify(jobtable_channel(current_schema()), 'cancel')
+"""
+
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 """
 
@@ -1287,6 +1290,19 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def notify_cancel(
+        self,
+    ) -> None:
+        """NotifyCancel tells the runners listening on this schema's channel, when
+        the transaction commits, that a running job's cancel was requested, so the
+        runner holding it reads its requests at once instead of at its next poll.
+        Its payload, 'cancel', sets it apart from an enqueue's (''). Differs by
+        necessity from SQLite, which has no NOTIFY: runners there poll.
+        """
+        self._conn.execute(
+            NOTIFY_CANCEL,
+        )
 
     def get_job(
         self,
