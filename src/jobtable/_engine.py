@@ -209,6 +209,10 @@ class Queries(Protocol):
         """Makes the scheduled jobs of queue whose run_at is not later than now ready."""
         ...
 
+    def ready_retries(self, *, queue: str) -> int:
+        """Makes the queued jobs of queue that wait for another attempt ready now (for tests)."""
+        ...
+
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int: ...
 
     def interrupt_jobs_of_dead_runners(
