@@ -54,8 +54,13 @@ def postgres_schema(url: str) -> Iterator[str]:
     The schema, named ``jobtable_test_`` and 12 random hex digits, is
     dropped with everything in it on exit. Needs psycopg (jobtable[postgres]).
     """
-    import psycopg
-    from psycopg import sql
+    try:
+        import psycopg
+        from psycopg import sql
+    except ModuleNotFoundError as err:
+        raise RuntimeError(
+            f"a PostgreSQL store for tests needs psycopg ({err}); install jobtable[postgres]"
+        ) from err
 
     schema = f"jobtable_test_{secrets.token_hex(6)}"
     with psycopg.connect(url, autocommit=True) as conn:
