@@ -238,7 +238,7 @@ async def aenqueued(target: Store | Runner) -> list[JobRecord]:
 def assert_enqueued(
     target: Store | Runner,
     kind: Kind[P, R] | str,
-    payload: P | object = ANY,
+    payload: P = ANY,
     /,
     *,
     count: int | None = None,
@@ -265,7 +265,7 @@ def assert_enqueued(
 async def aassert_enqueued(
     target: Store | Runner,
     kind: Kind[P, R] | str,
-    payload: P | object = ANY,
+    payload: P = ANY,
     /,
     *,
     count: int | None = None,
@@ -279,7 +279,7 @@ async def aassert_enqueued(
 def assert_not_enqueued(
     target: Store | Runner,
     kind: Kind[P, R] | str,
-    payload: P | object = ANY,
+    payload: P = ANY,
     /,
     **criteria: Unpack[Criteria[P]],
 ) -> None:
@@ -291,7 +291,7 @@ def assert_not_enqueued(
 async def aassert_not_enqueued(
     target: Store | Runner,
     kind: Kind[P, R] | str,
-    payload: P | object = ANY,
+    payload: P = ANY,
     /,
     **criteria: Unpack[Criteria[P]],
 ) -> None:

@@ -68,8 +68,9 @@ async def drain(
     """Runs the runner's queued jobs inline, one at a time, until none is left to run.
 
     The runner must not be started: each job is claimed, run by its handler
-    and recorded in the calling task, as ``Runner.run_next`` does, and in
-    the order a worker would claim them. What "every" covers:
+    and recorded in the calling task, as ``Runner.run_next`` does: the next
+    is always the first ready job of the runner's queues, taken in their
+    order, lowest priority and oldest first within one. What "every" covers:
 
     - the ready jobs of the runner's queues, and the jobs their handlers
       enqueue into those queues while drain runs;
