@@ -98,7 +98,7 @@ def test_assert_not_enqueued_fails_naming_the_jobs_that_match(store: jobtable.St
 
 
 def test_bad_arguments_are_refused_naming_them(store: jobtable.Store) -> None:
-    with pytest.raises(jobtable.PayloadError, match="thumbnail"):
+    with pytest.raises(jobtable.PayloadError, match=r"assert_enqueued: .*thumbnail"):
         assert_enqueued(store, thumbnail, "not a thumbnail")  # type: ignore[misc]
     with pytest.raises(TypeError, match="colour"):
         assert_enqueued(store, thumbnail, colour="red")  # type: ignore[call-arg]

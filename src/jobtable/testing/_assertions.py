@@ -8,6 +8,7 @@ import pydantic_core
 from typing_extensions import Unpack
 
 from jobtable._engine import Queries
+from jobtable._errors import PayloadError
 from jobtable._job import JobRecord, Status, record_from_row
 from jobtable._kind import Kind
 from jobtable._ops import ListJobs
@@ -87,7 +88,11 @@ class _Wanted:
             codec = kind._codec
             decode: Callable[[str], object] = codec.decode_payload
             if payload is not ANY:
-                payload = pydantic_core.from_json(codec.encode_payload(payload, 1 << 62))
+                try:
+                    stored = codec.encode_payload(payload, 1 << 62)
+                except PayloadError as err:
+                    raise PayloadError(f"{verb}: {err}") from err
+                payload = pydantic_core.from_json(stored)
         elif isinstance(kind, str) and kind:
             name = kind
             decode = pydantic_core.from_json
