@@ -6,6 +6,8 @@ neither engine can encode) is refused where it is given (a kind or runner
 name) or stored escaped (a Failure's message), alike on both engines.
 """
 
+import re
+
 import pytest
 
 import jobtable
@@ -82,6 +84,34 @@ def test_a_kind_name_no_engine_can_store_is_refused_at_its_declaration(name: str
 def test_a_runner_name_no_engine_can_store_is_refused(store: jobtable.Store, name: str) -> None:
     with pytest.raises(ValueError, match="cannot be stored"):
         jobtable.Runner(store, name=name)
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
+def test_a_queue_name_no_engine_can_store_is_refused_at_a_kinds_declaration(name: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"queue {name!r} cannot be stored")):
+        jobtable.Kind("noop", int, int, queue=name)
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
+def test_a_queue_name_no_engine_can_store_is_refused_at_enqueue_storing_nothing(
+    store: jobtable.Store, name: str
+) -> None:
+    kind = jobtable.Kind("noop", int, int)
+    with pytest.raises(
+        ValueError, match=re.escape(f"enqueue 'noop': queue {name!r} cannot be stored")
+    ):
+        kind.enqueue(store, 1, queue=name)
+    with pytest.raises(ValueError, match=re.escape(f"queue {name!r} cannot be stored")):
+        kind.enqueue_many(store, [1, 2], queue=name)
+    assert store.counts() == {}
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
+def test_a_queue_name_no_engine_can_store_is_refused_by_the_runner(
+    store: jobtable.Store, name: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"queue {name!r} cannot be stored")):
+        jobtable.Runner(store, queues={"default": 1, name: 1})
 
 
 @pytest.mark.parametrize(

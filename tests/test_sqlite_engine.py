@@ -237,9 +237,9 @@ def test_many_first_opens_of_new_files_all_succeed(tmp_path: Path) -> None:
         outcomes: list[SQLiteEngine | BaseException] = []
 
         def open_engine(
-            start: threading.Barrier,
-            path: Path,
-            outcomes: list[SQLiteEngine | BaseException],
+            start: threading.Barrier = start,
+            outcomes: list[SQLiteEngine | BaseException] = outcomes,
+            path: Path = path,
         ) -> None:
             start.wait(10)
             try:
@@ -247,9 +247,7 @@ def test_many_first_opens_of_new_files_all_succeed(tmp_path: Path) -> None:
             except BaseException as err:
                 outcomes.append(err)
 
-        threads = [
-            threading.Thread(target=open_engine, args=(start, path, outcomes)) for _ in range(4)
-        ]
+        threads = [threading.Thread(target=open_engine) for _ in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:

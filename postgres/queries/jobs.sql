@@ -250,6 +250,14 @@ WHERE id = @id AND status = 'queued';
 UPDATE jobs SET cancel_requested = true, updated_at = @now
 WHERE id = @id AND status = 'running';
 
+-- name: NotifyCancel :exec
+-- NotifyCancel tells the runners listening on this schema's channel, when
+-- the transaction commits, that a running job's cancel was requested, so the
+-- runner holding it reads its requests at once instead of at its next poll.
+-- Its payload, 'cancel', sets it apart from an enqueue's (''). Differs by
+-- necessity from SQLite, which has no NOTIFY: runners there poll.
+SELECT pg_notify(jobtable_channel(current_schema()), 'cancel');
+
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 

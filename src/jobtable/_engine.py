@@ -236,6 +236,13 @@ class Queries(Protocol):
 
     def request_cancel(self, *, now: str, id: str) -> int: ...
 
+    def notify_cancel(self) -> None:
+        """Tells listening runners, once the transaction commits, that a cancel was requested.
+
+        Engines that cannot notify do nothing: their runners poll for requests.
+        """
+        ...
+
     def get_job(self, *, id: str) -> JobRow | None: ...
 
     def get_job_record(self, *, id: str) -> RecordRow | None: ...
@@ -301,11 +308,37 @@ class Engine(Protocol):
 
     async def aread(self, op: Callable[[Queries], T]) -> T: ...
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+    def enqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        """Inserts jobs as queued jobs of kind on conn, the application's own connection.
+
+        conn is the engine's driver connection (sqlite3, psycopg); the
+        insert joins its transaction, so the jobs exist if and only if that
+        commits, and runners learn of them at the commit as of any other
+        process's. Raises TypeError, naming where, for a connection of
+        another driver, and ValueError for one that does not reach the
+        store's jobs table (another file or database; PostgreSQL: a
+        search_path without the store's schema first); a driver error is a
+        StoreError.
+        """
+        ...
+
+    async def aenqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        """The async form of enqueue_in, for the driver's async connection."""
+        ...
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
         """Calls wake, from any thread, when another process enqueues a job.
 
         It may call wake more often (SQLite: after any commit to the file);
-        an extra wake costs the runner one claim that finds nothing.
+        an extra wake costs the runner one claim that finds nothing. Where the
+        engine can tell (PostgreSQL), it calls cancelled instead when a
+        running job's cancel was requested (see ``Queries.notify_cancel``).
 
         Returns a function that stops listening, or None when the engine
         cannot tell (the runner then relies on polling alone).

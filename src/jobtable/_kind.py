@@ -19,6 +19,7 @@ from ._job import Job, Status
 from ._ops import CreateJobs, GetJob, create_jobs
 from ._options import EnqueueOptions, Options, RetryPolicy, check_retry
 from ._store import Store
+from ._transaction import adriver_connection, driver_connection
 from ._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -147,10 +148,14 @@ class Kind(Generic[P, R]):
         return [job.id for job in jobs], create_jobs(self.name, jobs, timestamp(moment))
 
     @overload
-    def enqueue(self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
+    def enqueue(
+        self, store: Store, payload: P, /, *, conn: object = None, **options: Unpack[EnqueueOptions]
+    ) -> str: ...
     @overload
-    def enqueue(self, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
-    def enqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
+    def enqueue(
+        self, payload: P, /, *, conn: object = None, **options: Unpack[EnqueueOptions]
+    ) -> str: ...
+    def enqueue(self, *args: Any, conn: object = None, **options: Unpack[EnqueueOptions]) -> str:
         """Stores a queued job with payload and returns its id once committed.
 
         options override the kind's: max_attempts, priority, queue, timeout,
@@ -160,65 +165,119 @@ class Kind(Generic[P, R]):
         TypeError or ValueError naming the option for a bad option. A job
         waits in the table until a runner with a handler for the kind claims
         it, no earlier than its run_at.
+
+        With conn, the application's own connection (a psycopg Connection or
+        a sqlite3 one, or a SQLAlchemy Connection or Session over one), the
+        job joins conn's transaction instead: it exists if and only if that
+        transaction commits, and runners are woken at the commit. conn must
+        reach the store's own jobs table (see the README's "Enqueue in your
+        transaction"); otherwise it raises TypeError (a connection of another
+        kind, or an async one: use aenqueue) or ValueError (another database
+        or file, or a search_path without the store's schema), storing
+        nothing. The store's durable setting does not apply: conn's commit
+        decides.
         """
         binding, payload = self._where("enqueue", args)
-        return self._enqueue_many("enqueue", binding, [payload], options)[0]
+        return self._enqueue_many("enqueue", binding, [payload], options, conn)[0]
 
     @overload
     async def aenqueue(
-        self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]
+        self, store: Store, payload: P, /, *, conn: object = None, **options: Unpack[EnqueueOptions]
     ) -> str: ...
     @overload
-    async def aenqueue(self, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
-    async def aenqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
-        """The async form of enqueue."""
+    async def aenqueue(
+        self, payload: P, /, *, conn: object = None, **options: Unpack[EnqueueOptions]
+    ) -> str: ...
+    async def aenqueue(
+        self, *args: Any, conn: object = None, **options: Unpack[EnqueueOptions]
+    ) -> str:
+        """The async form of enqueue; conn is an async connection (psycopg, SQLAlchemy)."""
         binding, payload = self._where("enqueue", args)
-        return (await self._aenqueue_many("enqueue", binding, [payload], options))[0]
+        return (await self._aenqueue_many("enqueue", binding, [payload], options, conn))[0]
 
     @overload
     def enqueue_many(
-        self, store: Store, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+        self,
+        store: Store,
+        payloads: Iterable[P],
+        /,
+        *,
+        conn: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> list[str]: ...
     @overload
     def enqueue_many(
-        self, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+        self, payloads: Iterable[P], /, *, conn: object = None, **options: Unpack[EnqueueOptions]
     ) -> list[str]: ...
-    def enqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
+    def enqueue_many(
+        self, *args: Any, conn: object = None, **options: Unpack[EnqueueOptions]
+    ) -> list[str]:
         """Stores a queued job per payload in one transaction and returns their ids in order.
 
-        options apply to every job, as in enqueue. Either every job is stored
+        options apply to every job, and conn joins the jobs to the
+        application's transaction, as in enqueue. Either every job is stored
         or, on any error, none is.
         """
         binding, payloads = self._where("enqueue_many", args)
-        return self._enqueue_many("enqueue_many", binding, payloads, options)
+        return self._enqueue_many("enqueue_many", binding, payloads, options, conn)
 
     @overload
     async def aenqueue_many(
-        self, store: Store, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+        self,
+        store: Store,
+        payloads: Iterable[P],
+        /,
+        *,
+        conn: object = None,
+        **options: Unpack[EnqueueOptions],
     ) -> list[str]: ...
     @overload
     async def aenqueue_many(
-        self, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+        self, payloads: Iterable[P], /, *, conn: object = None, **options: Unpack[EnqueueOptions]
     ) -> list[str]: ...
-    async def aenqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
+    async def aenqueue_many(
+        self, *args: Any, conn: object = None, **options: Unpack[EnqueueOptions]
+    ) -> list[str]:
         """The async form of enqueue_many."""
         binding, payloads = self._where("enqueue_many", args)
-        return await self._aenqueue_many("enqueue_many", binding, payloads, options)
+        return await self._aenqueue_many("enqueue_many", binding, payloads, options, conn)
 
     def _enqueue_many(
-        self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
+        self,
+        verb: str,
+        binding: _Binding,
+        payloads: Iterable[P],
+        options: EnqueueOptions,
+        conn: object,
     ) -> list[str]:
         ids, op = self._create(verb, binding, payloads, options)
-        binding.store.engine.write(op)
-        binding.store._enqueued()
+        if conn is None:
+            binding.store.engine.write(op)
+            binding.store._enqueued()
+            return ids
+        # In the caller's transaction: runners learn of the jobs at its
+        # commit, from the engine (NOTIFY, the WAL watch), not from here.
+        where = f"{verb} {self.name!r}"
+        driver = driver_connection(conn, where)
+        binding.store.engine.enqueue_in(driver, op.kind, op.jobs, op.now, where)
         return ids
 
     async def _aenqueue_many(
-        self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
+        self,
+        verb: str,
+        binding: _Binding,
+        payloads: Iterable[P],
+        options: EnqueueOptions,
+        conn: object,
     ) -> list[str]:
         ids, op = self._create(verb, binding, payloads, options)
-        await binding.store.engine.awrite(op)
-        binding.store._enqueued()
+        if conn is None:
+            await binding.store.engine.awrite(op)
+            binding.store._enqueued()
+            return ids
+        where = f"{verb} {self.name!r}"
+        driver = await adriver_connection(conn, where)
+        await binding.store.engine.aenqueue_in(driver, op.kind, op.jobs, op.now, where)
         return ids
 
     def _typed(self, row: JobRow) -> Job[R]:

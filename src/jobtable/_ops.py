@@ -151,6 +151,7 @@ class CancelJob:
         if q.cancel_queued_job(now=self.now, id=self.job_id):
             return CancelResult.CANCELLED
         if q.request_cancel(now=self.now, id=self.job_id):
+            q.notify_cancel()
             return CancelResult.REQUESTED
         if q.get_job(id=self.job_id) is None:
             raise JobNotFound(f"job {self.job_id!r} not found")

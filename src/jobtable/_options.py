@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from ._values import timestamp
+from ._values import timestamp, unstorable
 
 RetryPolicy = Callable[[int], datetime.timedelta]
 """How long to wait before the next attempt, given the number of the attempt that failed."""
@@ -96,6 +96,8 @@ class Options:
             raise ValueError(f"{where}: priority must fit in 32 bits, got {self.priority}")
         if not isinstance(self.queue, str) or not self.queue:
             raise ValueError(f"{where}: queue must be a non-empty str, got {self.queue!r}")
+        if why := unstorable(self.queue):
+            raise ValueError(f"{where}: queue {self.queue!r} cannot be stored: {why}")
         if self.timeout is not None and (
             isinstance(self.timeout, bool)
             or not isinstance(self.timeout, int | float)

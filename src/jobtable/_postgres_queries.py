@@ -8,7 +8,7 @@ passes for it is not used.
 
 import dataclasses
 import datetime
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -45,6 +45,25 @@ def _time(text: str) -> datetime.datetime:
 
 def _text(moment: datetime.datetime | None) -> str | None:
     return None if moment is None else timestamp(moment)
+
+
+def create_jobs_params(kind: str, jobs: Sequence[NewJob], now: str) -> Iterator[CreateJobsParams]:
+    """The parameters of CreateJobs that store jobs as queued jobs of kind, created at now."""
+    moment = _time(now)
+    return (
+        CreateJobsParams(
+            id=job.id,
+            kind=kind,
+            queue=job.queue,
+            priority=job.priority,
+            payload=job.payload,
+            max_attempts=job.max_attempts,
+            timeout=job.timeout,
+            run_at=_time(job.run_at),
+            now=moment,
+        )
+        for job in jobs
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -128,20 +147,7 @@ class _Queries:
                 now=moment,
             )
             return
-        self._q.create_jobs(
-            CreateJobsParams(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=_time(job.run_at),
-                now=moment,
-            )
-            for job in jobs
-        )
+        self._q.create_jobs(create_jobs_params(kind, jobs, now))
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
@@ -209,6 +215,9 @@ class _Queries:
 
     def request_cancel(self, *, now: str, id: str) -> int:
         return self._q.request_cancel(now=_time(now), id=id)
+
+    def notify_cancel(self) -> None:
+        self._q.notify_cancel()
 
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)

@@ -15,11 +15,11 @@ SAVEPOINT, COMMIT); every query of the runner comes from the generated
 import asyncio
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar, cast
 
-from jobtable._engine import Queries
+from jobtable._engine import NewJob, Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite_errors import driver_errors
 from jobtable._sqlite_file import (
@@ -33,6 +33,7 @@ from jobtable._sqlite_file import (
 )
 from jobtable._sqlite_queries import Queries as _Queries
 from jobtable._sqlite_text import Connection
+from jobtable._sqlite_transaction import enqueue_in
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
 from jobtable.db.sqlite.schema import SCHEMA
@@ -183,8 +184,35 @@ class SQLiteEngine:
         """Does what ``read`` does in a worker thread, without blocking the event loop."""
         return await asyncio.to_thread(self.read, op)
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+    def enqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        """Inserts jobs on conn, a sqlite3 connection to this file, in its transaction.
+
+        See ``jobtable._sqlite_transaction.enqueue_in``; a sqlite3 error is a
+        StoreError naming the file.
+        """
+        self._check_open()
+        with driver_errors(self._path):
+            enqueue_in(self._path, conn, kind, jobs, now, where)
+
+    async def aenqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        """Refuses: sqlite3 connections are synchronous, so SQLite takes enqueue_in alone."""
+        raise TypeError(
+            f"{where}: the store is SQLite, whose sqlite3 connections are synchronous: "
+            f"enqueue in the transaction with the sync form (enqueue(..., conn=conn)); "
+            f"got {type(conn).__module__}.{type(conn).__qualname__}"
+        )
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
         """Calls wake, from a thread of its own, after each commit to the file (``WalWatcher``).
+
+        cancelled is never called: a commit does not tell what it wrote, so
+        runners poll for cancel requests.
 
         Other processes' commits wake, and so, needlessly, do this process's
         own. The watch is set before it returns. Returns the function that

@@ -84,6 +84,9 @@ class Queries(Querier):
             return finished, []
         return finished, self.claim_next_job(runner=runner, now=now, queue=queue, max_jobs=max_jobs)
 
+    def notify_cancel(self) -> None:
+        """Does nothing: SQLite has no NOTIFY, so runners poll for cancel requests."""
+
     def next_run_at(self, *, queue: str) -> str | None:  # type: ignore[override]
         row = super().next_run_at(queue=queue)
         return None if row is None else row.run_at

@@ -11,7 +11,7 @@ import json
 import logging
 import pathlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import pytest
@@ -205,8 +205,20 @@ class CountingEngine:
     async def aread(self, op: Callable[[Queries], T]) -> T:
         return await self.inner.aread(op)
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
-        return self.inner.listen(wake)
+    def enqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        self.inner.enqueue_in(conn, kind, jobs, now, where)
+
+    async def aenqueue_in(
+        self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+    ) -> None:
+        await self.inner.aenqueue_in(conn, kind, jobs, now, where)
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        return self.inner.listen(wake, cancelled)
 
     def close(self) -> None:
         self.inner.close()

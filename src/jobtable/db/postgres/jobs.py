@@ -193,6 +193,9 @@ REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = true, updated_at = %(now)
 WHERE id = %(id)s AND status = 'running'
 """
 
+NOTIFY_CANCEL = """SELECT pg_notify(jobtable_channel(current_schema()), 'cancel')
+"""
+
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 """
 
@@ -853,6 +856,19 @@ class Querier:
         )
         return cur.rowcount
 
+    def notify_cancel(
+        self,
+    ) -> None:
+        """NotifyCancel tells the runners listening on this schema's channel, when
+        the transaction commits, that a running job's cancel was requested, so the
+        runner holding it reads its requests at once instead of at its next poll.
+        Its payload, 'cancel', sets it apart from an enqueue's (''). Differs by
+        necessity from SQLite, which has no NOTIFY: runners there poll.
+        """
+        self._conn.execute(
+            NOTIFY_CANCEL,
+        )
+
     def get_job(
         self,
         *,
@@ -1076,6 +1092,720 @@ class Querier:
         own row, and two runners deleting each other's rows would deadlock.
         """
         cur = self._conn.execute(
+            DELETE_DEAD_RUNNERS,
+            {
+                "lease_seconds": lease_seconds,
+                "name": name,
+            },
+        )
+        return cur.rowcount
+
+
+class AsyncQuerier:
+    """Runs the queries of jobs.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def create_job(
+        self,
+        *,
+        id: str,
+        kind: str,
+        queue: str,
+        priority: int,
+        payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+    ) -> None:
+        """CreateJob stores a queued job that may be claimed from run_at on. Its insert
+        trigger notifies idle runners in every process when the transaction commits.
+        """
+        await self._conn.execute(
+            CREATE_JOB,
+            {
+                "id": id,
+                "kind": kind,
+                "queue": queue,
+                "priority": priority,
+                "payload": payload,
+                "max_attempts": max_attempts,
+                "timeout": timeout,
+                "run_at": run_at,
+                "now": now,
+            },
+        )
+
+    async def create_jobs(
+        self,
+        rows: Iterable[CreateJobsParams],
+    ) -> None:
+        """CreateJobs stores queued jobs, one statement per row, all sent at once."""
+        async with self._conn.cursor() as cur:
+            await cur.executemany(
+                CREATE_JOBS,
+                [
+                    {
+                        "id": row.id,
+                        "kind": row.kind,
+                        "queue": row.queue,
+                        "priority": row.priority,
+                        "payload": row.payload,
+                        "max_attempts": row.max_attempts,
+                        "timeout": row.timeout,
+                        "run_at": row.run_at,
+                        "now": row.now,
+                    }
+                    for row in rows
+                ],
+            )
+
+    async def finish_and_claim_jobs(
+        self,
+        *,
+        now: datetime.datetime,
+        ids: list[str],
+        attempts: list[int],
+        states: list[str],
+        results: list[str | None] | None,
+        errors: list[str | None] | None,
+        run_ats: list[datetime.datetime | None] | None,
+        queue: str,
+        max_jobs: int,
+        runner: str | None,
+    ) -> list[FinishAndClaimJobsRow]:
+        """FinishAndClaimJobs stores the outcomes of finished attempts and claims up
+        to max_jobs ready jobs of queue for runner, in one statement: on a server
+        each statement costs a round trip and each transaction a flush to disk,
+        and a runner's workers free their slots as they finish, so both go together.
+
+        Attempt i of the arrays (ids[i], claimed as attempts[i]) ends as states[i]
+        says, only while the job is running under that claim, as SucceedJob,
+        FailJob, RetryJob, SnoozeJob and CancelRunningJob do one at a time:
+        'succeeded' stores results[i]; 'failed' stores errors[i] as the job's error;
+        'queued' puts the job back in its queue from run_ats[i] on (cancelled
+        instead when its cancel was requested), with errors[i] null for a retry the
+        handler asked for, which adds one to max_attempts; 'cancelled' cancels it.
+        A non-null errors[i] joins the job's history. Such a job comes back as a row
+        with finished true and only its id; a job missing from those rows is no
+        longer running under its claim.
+
+        The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
+        lowest priority and then oldest first, and returns them with finished false and their new attempt.
+        RETURNING does not keep the pick's order: callers sort by (priority, seq).
+        Differs from SQLite, whose single writer serializes claims: here claims
+        run concurrently, so the picked rows are locked and rows another claim has
+        locked are skipped; no job is claimed twice and claims do not queue behind
+        each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
+        clause may be run more than once by the planner, and with SKIP LOCKED each
+        run can pick other rows: one claim could then take more than max_jobs. The
+        finished jobs are running and the picked ones queued, so the two updates
+        never touch the same row.
+        """
+        cur = await self._conn.execute(
+            FINISH_AND_CLAIM_JOBS,
+            {
+                "now": now,
+                "ids": ids,
+                "attempts": attempts,
+                "states": states,
+                "results": results,
+                "errors": errors,
+                "run_ats": run_ats,
+                "queue": queue,
+                "max_jobs": max_jobs,
+                "runner": runner,
+            },
+        )
+        return [
+            FinishAndClaimJobsRow(
+                finished=row[0],
+                seq=row[1],
+                id=row[2],
+                kind=row[3],
+                payload=row[4],
+                attempt=row[5],
+                max_attempts=row[6],
+                timeout=row[7],
+                priority=row[8],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def next_run_at(
+        self,
+        *,
+        queue: str,
+    ) -> NextRunAtRow | None:
+        """NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+        an idle runner sleeps until then at most.
+        """
+        cur = await self._conn.execute(
+            NEXT_RUN_AT,
+            {
+                "queue": queue,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return NextRunAtRow(
+            run_at=row[0],
+        )
+
+    async def stage_jobs(
+        self,
+        *,
+        queue: str,
+        now: datetime.datetime,
+    ) -> int:
+        """StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+        be claimed.
+        """
+        cur = await self._conn.execute(
+            STAGE_JOBS,
+            {
+                "queue": queue,
+                "now": now,
+            },
+        )
+        return cur.rowcount
+
+    async def ready_retries(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyRetries makes the queued jobs of queue that wait for another attempt
+        (claimed before, their run_at not come yet) ready to be claimed now, their
+        run_at left as it was: jobtable.testing's drain runs retries without
+        waiting for their backoff.
+        """
+        cur = await self._conn.execute(
+            READY_RETRIES,
+            {
+                "queue": queue,
+            },
+        )
+        return cur.rowcount
+
+    async def publish_job_result(
+        self,
+        *,
+        result: str | None,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """PublishJobResult stores a partial result while the claim of attempt holds."""
+        cur = await self._conn.execute(
+            PUBLISH_JOB_RESULT,
+            {
+                "result": result,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def succeed_job(
+        self,
+        *,
+        result: str | None,
+        now: datetime.datetime | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """SucceedJob stores the final result while the claim of attempt holds."""
+        cur = await self._conn.execute(
+            SUCCEED_JOB,
+            {
+                "result": result,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def fail_job(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """FailJob stores error as the job's error, and in its history, while the
+        claim of attempt holds.
+        """
+        cur = await self._conn.execute(
+            FAIL_JOB,
+            {
+                "error": error,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def retry_job(
+        self,
+        *,
+        error: str,
+        now: datetime.datetime,
+        run_at: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """RetryJob puts the job back in its queue from run_at on, with error in its
+        history, while the claim of attempt holds; a job whose cancel was
+        requested is cancelled instead.
+        """
+        cur = await self._conn.execute(
+            RETRY_JOB,
+            {
+                "error": error,
+                "now": now,
+                "run_at": run_at,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def snooze_job(
+        self,
+        *,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """SnoozeJob puts the job back in its queue from run_at on, as its handler
+        asked, while the claim of attempt holds; a job whose cancel was requested
+        is cancelled instead. max_attempts grows by one, so the request uses none
+        of the job's attempts while attempt keeps counting claims and fencing.
+        """
+        cur = await self._conn.execute(
+            SNOOZE_JOB,
+            {
+                "run_at": run_at,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def cancel_running_job(
+        self,
+        *,
+        now: datetime.datetime | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """CancelRunningJob ends the job cancelled while the claim of attempt holds."""
+        cur = await self._conn.execute(
+            CANCEL_RUNNING_JOB,
+            {
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def interrupt_running_jobs(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime,
+        runner: str | None,
+    ) -> int:
+        """InterruptRunningJobs ends the attempt of every running job of the runner
+        named runner, which an earlier process of that name left running: each goes
+        back to its queue while attempts remain, and fails with error after its
+        last (a job whose cancel was requested is cancelled). error joins its history.
+        """
+        cur = await self._conn.execute(
+            INTERRUPT_RUNNING_JOBS,
+            {
+                "error": error,
+                "now": now,
+                "runner": runner,
+            },
+        )
+        return cur.rowcount
+
+    async def interrupt_jobs_of_dead_runners(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime,
+        runner: str | None,
+        lease_seconds: float,
+    ) -> int:
+        """InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
+        of the running jobs of every runner whose heartbeat is older than
+        lease_seconds, or that no longer has a row; never those of runner, the
+        runner that asks, which is alive. Differs from SQLite: heartbeats are the
+        server's time, so runners on machines with skewed clocks agree; and it skips
+        rows another transaction holds (their runner is finishing them, or another
+        runner's maintenance ends them), so two runners' maintenance never deadlock.
+        """
+        cur = await self._conn.execute(
+            INTERRUPT_JOBS_OF_DEAD_RUNNERS,
+            {
+                "error": error,
+                "now": now,
+                "runner": runner,
+                "lease_seconds": lease_seconds,
+            },
+        )
+        return cur.rowcount
+
+    async def interrupt_job(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
+        while the claim of attempt holds.
+        """
+        cur = await self._conn.execute(
+            INTERRUPT_JOB,
+            {
+                "error": error,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def list_running_jobs(
+        self,
+        *,
+        runner: str | None,
+        before: datetime.datetime,
+    ) -> list[ListRunningJobsRow]:
+        """ListRunningJobs lists the jobs running under runner that have not changed
+        since before: a live runner compares them with the jobs it holds, to find a
+        claim whose reply it never received.
+        """
+        cur = await self._conn.execute(
+            LIST_RUNNING_JOBS,
+            {
+                "runner": runner,
+                "before": before,
+            },
+        )
+        return [
+            ListRunningJobsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_cancel_requests(
+        self,
+        *,
+        runner: str | None,
+    ) -> list[ListCancelRequestsRow]:
+        """ListCancelRequests lists the jobs running under runner whose cancel was
+        requested.
+        """
+        cur = await self._conn.execute(
+            LIST_CANCEL_REQUESTS,
+            {
+                "runner": runner,
+            },
+        )
+        return [
+            ListCancelRequestsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def cancel_queued_job(
+        self,
+        *,
+        now: datetime.datetime | None,
+        id: str,
+    ) -> int:
+        """CancelQueuedJob cancels a job that is still queued."""
+        cur = await self._conn.execute(
+            CANCEL_QUEUED_JOB,
+            {
+                "now": now,
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
+    async def request_cancel(
+        self,
+        *,
+        now: datetime.datetime,
+        id: str,
+    ) -> int:
+        """RequestCancel asks the runner holding a running job to cancel it."""
+        cur = await self._conn.execute(
+            REQUEST_CANCEL,
+            {
+                "now": now,
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
+    async def notify_cancel(
+        self,
+    ) -> None:
+        """NotifyCancel tells the runners listening on this schema's channel, when
+        the transaction commits, that a running job's cancel was requested, so the
+        runner holding it reads its requests at once instead of at its next poll.
+        Its payload, 'cancel', sets it apart from an enqueue's (''). Differs by
+        necessity from SQLite, which has no NOTIFY: runners there poll.
+        """
+        await self._conn.execute(
+            NOTIFY_CANCEL,
+        )
+
+    async def get_job(
+        self,
+        *,
+        id: str,
+    ) -> GetJobRow | None:
+        cur = await self._conn.execute(
+            GET_JOB,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetJobRow(
+            id=row[0],
+            kind=row[1],
+            status=row[2],
+            result=row[3],
+            error=row[4],
+        )
+
+    async def get_job_record(
+        self,
+        *,
+        id: str,
+    ) -> GetJobRecordRow | None:
+        """GetJobRecord reads the whole record of one job."""
+        cur = await self._conn.execute(
+            GET_JOB_RECORD,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetJobRecordRow(
+            seq=row[0],
+            id=row[1],
+            kind=row[2],
+            queue=row[3],
+            priority=row[4],
+            status=row[5],
+            payload=row[6],
+            result=row[7],
+            error=row[8],
+            errors=row[9],
+            runner=row[10],
+            attempt=row[11],
+            max_attempts=row[12],
+            timeout=row[13],
+            cancel_requested=row[14],
+            run_at=row[15],
+            created_at=row[16],
+            started_at=row[17],
+            finished_at=row[18],
+            updated_at=row[19],
+        )
+
+    async def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsRow]:
+        """ListJobs reads the records of up to max_jobs jobs with seq below before,
+        newest first, that match every filter given (a null filter matches all).
+        The primary key gives the order, so a page costs the same at any depth.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS,
+            {
+                "before": before,
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def count_jobs(
+        self,
+    ) -> list[CountJobsRow]:
+        """CountJobs counts the jobs of each queue by status."""
+        cur = await self._conn.execute(
+            COUNT_JOBS,
+        )
+        return [
+            CountJobsRow(
+                queue=row[0],
+                status=row[1],
+                jobs=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def delete_finished_jobs(
+        self,
+        *,
+        before: datetime.datetime,
+        max_jobs: int,
+    ) -> int:
+        """DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
+        oldest first, skipping rows another runner's maintenance is deleting.
+        """
+        cur = await self._conn.execute(
+            DELETE_FINISHED_JOBS,
+            {
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return cur.rowcount
+
+    async def register_runner(
+        self,
+        *,
+        name: str,
+    ) -> None:
+        """RegisterRunner records a starting runner, replacing an earlier one of the
+        same name. Differs from SQLite: the times are the server's (see
+        InterruptJobsOfDeadRunners).
+        """
+        await self._conn.execute(
+            REGISTER_RUNNER,
+            {
+                "name": name,
+            },
+        )
+
+    async def heartbeat_runner(
+        self,
+        *,
+        name: str,
+    ) -> int:
+        """HeartbeatRunner renews a runner's lease; 0 rows means it lost its row."""
+        cur = await self._conn.execute(
+            HEARTBEAT_RUNNER,
+            {
+                "name": name,
+            },
+        )
+        return cur.rowcount
+
+    async def get_runner(
+        self,
+        *,
+        lease_seconds: float,
+        name: str,
+    ) -> GetRunnerRow | None:
+        """GetRunner reads a runner's registration, and whether its heartbeat is
+        not older than lease_seconds by the server's clock.
+        """
+        cur = await self._conn.execute(
+            GET_RUNNER,
+            {
+                "lease_seconds": lease_seconds,
+                "name": name,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetRunnerRow(
+            name=row[0],
+            started_at=row[1],
+            heartbeat_at=row[2],
+            alive=row[3],
+        )
+
+    async def delete_runner(
+        self,
+        *,
+        name: str,
+    ) -> None:
+        await self._conn.execute(
+            DELETE_RUNNER,
+            {
+                "name": name,
+            },
+        )
+
+    async def delete_dead_runners(
+        self,
+        *,
+        lease_seconds: float,
+        name: str,
+    ) -> int:
+        """DeleteDeadRunners forgets runners whose heartbeat is older than
+        lease_seconds by the server's clock, never name, the runner that asks. It
+        skips rows another transaction holds: a runner renewing its lease holds its
+        own row, and two runners deleting each other's rows would deadlock.
+        """
+        cur = await self._conn.execute(
             DELETE_DEAD_RUNNERS,
             {
                 "lease_seconds": lease_seconds,
