@@ -97,8 +97,10 @@ def create_app(settings: Settings | None = None) -> fastapi.FastAPI:
         except sqlalchemy.exc.IntegrityError:
             session.rollback()
             raise fastapi.HTTPException(409, "email already signed up") from None
+        # The job joins the session's transaction: it exists if and only if
+        # the user does, and the commit wakes the runners.
+        job_id = welcome.enqueue(store, Welcome(user_id=user.id), conn=session)
         session.commit()
-        job_id = welcome.enqueue(store, Welcome(user_id=user.id))
         return SignedUp(user_id=user.id, job_id=job_id)
 
     @app.get("/users/{user_id}")

@@ -330,6 +330,14 @@ class Engine(Protocol):
         """The async form of enqueue_in, for the driver's async connection."""
         ...
 
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn in its transaction, seeing its uncommitted writes.
+
+        conn is checked as enqueue_in checks it, and errors are the same.
+        jobtable.testing reads a test's transaction with it.
+        """
+        ...
+
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
     ) -> Callable[[], None] | None:

@@ -11,17 +11,19 @@ inserted.
 """
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow, tuple_row
 
-from jobtable._engine import NewJob
+from jobtable._engine import NewJob, Queries
 from jobtable._postgres_queries import create_jobs_params, queries
 from jobtable.db.postgres import jobs, transaction
 from jobtable.db.postgres.transaction import GetJobsTableRow
+
+T = TypeVar("T")
 
 JobsTable = GetJobsTableRow
 """Which jobs table a session's unqualified ``jobs`` names: server, database, oid, schema."""
@@ -102,6 +104,15 @@ async def _atuple_rows(
         yield cast("psycopg.AsyncConnection[TupleRow]", conn)
     finally:
         conn.row_factory = saved
+
+
+def read_in(conn: object, ours: JobsTable, op: Callable[[Queries], T], where: str) -> T:
+    """Runs op, which only reads, on conn, in its transaction, once conn proved to reach ours."""
+    if not isinstance(conn, psycopg.Connection):
+        raise _refused(conn, "Connection", where)
+    with _tuple_rows(conn) as tuples:
+        check_table(jobs_table(tuples), ours, where)
+        return op(queries(tuples))
 
 
 def enqueue_in(

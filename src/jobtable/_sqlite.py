@@ -33,7 +33,7 @@ from jobtable._sqlite_file import (
 )
 from jobtable._sqlite_queries import Queries as _Queries
 from jobtable._sqlite_text import Connection
-from jobtable._sqlite_transaction import enqueue_in
+from jobtable._sqlite_transaction import enqueue_in, read_in
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
 from jobtable.db.sqlite.schema import SCHEMA
@@ -195,6 +195,12 @@ class SQLiteEngine:
         self._check_open()
         with driver_errors(self._path):
             enqueue_in(self._path, conn, kind, jobs, now, where)
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op on conn, a sqlite3 connection to this file, in its transaction."""
+        self._check_open()
+        with driver_errors(self._path):
+            return read_in(self._path, conn, op, where)
 
     async def aenqueue_in(
         self, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str

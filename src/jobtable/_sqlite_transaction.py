@@ -14,11 +14,14 @@ jobs all or none.
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from jobtable._engine import NewJob
 from jobtable._sqlite_queries import Queries
+
+T = TypeVar("T")
 
 _SAVEPOINT = "jobtable_enqueue"
 
@@ -51,17 +54,8 @@ def _begins_implicitly(conn: sqlite3.Connection) -> bool:
     return getattr(conn, "autocommit", legacy) == legacy and conn.isolation_level is not None
 
 
-def enqueue_in(
-    path: Path, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
-) -> None:
-    """Inserts jobs as queued jobs of kind on conn, in its transaction; conn must open path.
-
-    Raises TypeError for a conn that is no sqlite3.Connection and ValueError
-    for one whose main database is another file; a sqlite3 error reaches the
-    caller. Several jobs are stored all or none: in a savepoint of the
-    caller's transaction, or, on a connection that autocommits, in a
-    transaction that commits them at once.
-    """
+def _checked(path: Path, conn: object, where: str) -> sqlite3.Connection:
+    """conn, once it proved to be a sqlite3.Connection whose main database is path."""
     if not isinstance(conn, sqlite3.Connection):
         raise TypeError(
             f"{where}: the store is SQLite: conn must be a sqlite3.Connection to its file, or a "
@@ -74,6 +68,26 @@ def enqueue_in(
             f"{where}: conn is a connection to {file or 'a database in memory'!r}, "
             f"not to the store's file {str(path)!r}"
         )
+    return conn
+
+
+def read_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -> T:
+    """Runs op, which only reads, on conn, in its transaction; conn must open path (as below)."""
+    return op(Queries(_checked(path, conn, where)))
+
+
+def enqueue_in(
+    path: Path, conn: object, kind: str, jobs: Sequence[NewJob], now: str, where: str
+) -> None:
+    """Inserts jobs as queued jobs of kind on conn, in its transaction; conn must open path.
+
+    Raises TypeError for a conn that is no sqlite3.Connection and ValueError
+    for one whose main database is another file; a sqlite3 error reaches the
+    caller. Several jobs are stored all or none: in a savepoint of the
+    caller's transaction, or, on a connection that autocommits, in a
+    transaction that commits them at once.
+    """
+    conn = _checked(path, conn, where)
     if not jobs:
         return
     q = Queries(conn)

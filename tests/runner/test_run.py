@@ -215,6 +215,9 @@ class CountingEngine:
     ) -> None:
         await self.inner.aenqueue_in(conn, kind, jobs, now, where)
 
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return self.inner.read_in(conn, op, where)
+
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
     ) -> Callable[[], None] | None:

@@ -14,6 +14,7 @@ from jobtable._kind import Kind
 from jobtable._ops import ListJobs
 from jobtable._runner import Runner
 from jobtable._store import Store
+from jobtable._transaction import _is_async_driver, _is_async_sqlalchemy, driver_connection
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -230,14 +231,47 @@ def _count(count: int | None) -> int | None:
     return count
 
 
-def enqueued(target: Store | Runner) -> list[JobRecord]:
-    """Returns the record of every job in the store, oldest first, whatever its status."""
-    return _store("enqueued", target).engine.read(_AllJobs())
+def _read_in(verb: str, store: Store, conn: object) -> list[JobRecord]:
+    """Every job as conn's transaction sees it, its uncommitted enqueues included."""
+    if _is_async_sqlalchemy(conn) or _is_async_driver(conn):
+        raise TypeError(
+            f"{verb}: conn is asynchronous ({type(conn).__qualname__}); jobtable.testing reads "
+            "a transaction through a synchronous connection (sqlite3, psycopg.Connection, "
+            "SQLAlchemy Connection or Session)"
+        )
+    return store.engine.read_in(driver_connection(conn, verb), _AllJobs(), verb)
 
 
-async def aenqueued(target: Store | Runner) -> list[JobRecord]:
-    """The async form of enqueued."""
-    return await _store("enqueued", target).engine.aread(_AllJobs())
+def enqueued(target: Store | Runner, *, conn: object = None) -> list[JobRecord]:
+    """Returns the record of every job in the store, oldest first, whatever its status.
+
+    With conn, the application's own synchronous connection to the store's
+    database (sqlite3, psycopg, or a SQLAlchemy Connection or Session over
+    one), it reads inside conn's transaction, so the jobs conn enqueued and
+    has not committed are there too. conn is checked as ``enqueue(...,
+    conn=)`` checks it: TypeError or ValueError when it cannot reach the
+    store's jobs table.
+    """
+    return _records("enqueued", target, conn)
+
+
+def _records(verb: str, target: Store | Runner, conn: object) -> list[JobRecord]:
+    store = _store(verb, target)
+    if conn is not None:
+        return _read_in(verb, store, conn)
+    return store.engine.read(_AllJobs())
+
+
+async def _arecords(verb: str, target: Store | Runner, conn: object) -> list[JobRecord]:
+    store = _store(verb, target)
+    if conn is not None:
+        return _read_in(verb, store, conn)
+    return await store.engine.aread(_AllJobs())
+
+
+async def aenqueued(target: Store | Runner, *, conn: object = None) -> list[JobRecord]:
+    """The async form of enqueued; conn, when given, is read at once, on the calling thread."""
+    return await _arecords("enqueued", target, conn)
 
 
 def assert_enqueued(
@@ -247,6 +281,7 @@ def assert_enqueued(
     /,
     *,
     count: int | None = None,
+    conn: object = None,
     **criteria: Unpack[Criteria[P]],
 ) -> JobRecord:
     """Asserts that a job of kind matching everything given is in the store; returns it.
@@ -259,12 +294,14 @@ def assert_enqueued(
     the payload decoded as the kind's P (JSON data for a name); ``queue``,
     ``priority`` and ``status``, which must equal the job's. Any status
     counts by default: a job enqueued and then run still was enqueued. With
-    count, exactly that many jobs must match. Returns the oldest match;
-    raises AssertionError, listing the jobs of kind that were enqueued
-    instead, when none matches.
+    count, exactly that many jobs must match. With conn, the jobs are read
+    inside conn's transaction, its uncommitted enqueues included (see
+    ``enqueued``). Returns the oldest match; raises AssertionError, listing
+    the jobs of kind that were enqueued instead, when none matches.
     """
-    wanted = _Wanted.of("assert_enqueued", kind, payload, criteria)
-    return _verdict("assert_enqueued", wanted, enqueued(target), _count(count))
+    verb = "assert_enqueued"
+    wanted = _Wanted.of(verb, kind, payload, criteria)
+    return _verdict(verb, wanted, _records(verb, target, conn), _count(count))
 
 
 async def aassert_enqueued(
@@ -274,11 +311,13 @@ async def aassert_enqueued(
     /,
     *,
     count: int | None = None,
+    conn: object = None,
     **criteria: Unpack[Criteria[P]],
 ) -> JobRecord:
     """The async form of assert_enqueued."""
-    wanted = _Wanted.of("assert_enqueued", kind, payload, criteria)
-    return _verdict("assert_enqueued", wanted, await aenqueued(target), _count(count))
+    verb = "assert_enqueued"
+    wanted = _Wanted.of(verb, kind, payload, criteria)
+    return _verdict(verb, wanted, await _arecords(verb, target, conn), _count(count))
 
 
 def assert_not_enqueued(
@@ -286,11 +325,14 @@ def assert_not_enqueued(
     kind: Kind[P, R] | str,
     payload: P = ANY,
     /,
+    *,
+    conn: object = None,
     **criteria: Unpack[Criteria[P]],
 ) -> None:
     """Asserts that no job matches what assert_enqueued would; else raises AssertionError."""
-    wanted = _Wanted.of("assert_not_enqueued", kind, payload, criteria)
-    _absent("assert_not_enqueued", wanted, enqueued(target))
+    verb = "assert_not_enqueued"
+    wanted = _Wanted.of(verb, kind, payload, criteria)
+    _absent(verb, wanted, _records(verb, target, conn))
 
 
 async def aassert_not_enqueued(
@@ -298,8 +340,11 @@ async def aassert_not_enqueued(
     kind: Kind[P, R] | str,
     payload: P = ANY,
     /,
+    *,
+    conn: object = None,
     **criteria: Unpack[Criteria[P]],
 ) -> None:
     """The async form of assert_not_enqueued."""
-    wanted = _Wanted.of("assert_not_enqueued", kind, payload, criteria)
-    _absent("assert_not_enqueued", wanted, await aenqueued(target))
+    verb = "assert_not_enqueued"
+    wanted = _Wanted.of(verb, kind, payload, criteria)
+    _absent(verb, wanted, await _arecords(verb, target, conn))
