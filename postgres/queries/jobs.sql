@@ -139,6 +139,14 @@ ORDER BY run_at LIMIT 1;
 UPDATE jobs SET scheduled = false
 WHERE status = 'queued' AND scheduled = true AND queue = @queue AND run_at <= @now;
 
+-- name: ReadyRetries :execrows
+-- ReadyRetries makes the queued jobs of queue that wait for another attempt
+-- (claimed before, their run_at not come yet) ready to be claimed now, their
+-- run_at left as it was: jobtable.testing's drain runs retries without
+-- waiting for their backoff.
+UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = @queue AND attempt > 0;
+
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
 UPDATE jobs SET result = @result, updated_at = @now

@@ -243,6 +243,10 @@ class Queries(Protocol):
         """Makes the scheduled jobs of queue whose run_at is not later than now ready."""
         ...
 
+    def ready_retries(self, *, queue: str) -> int:
+        """Makes the queued jobs of queue that wait for another attempt ready now (for tests)."""
+        ...
+
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int: ...
 
     def interrupt_jobs_of_dead_runners(
@@ -361,6 +365,14 @@ class Engine(Protocol):
 
     async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         """The async form of write_in, for the driver's async connection."""
+        ...
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn in its transaction, seeing its uncommitted writes.
+
+        conn is checked as enqueue_in checks it, and errors are the same.
+        jobtable.testing reads a test's transaction with it.
+        """
         ...
 
     def listen(

@@ -30,7 +30,7 @@ from jobtable._postgres_listener import RECONNECT, Listener
 from jobtable._postgres_pool import Pool, TextLoader, client_encoding
 from jobtable._postgres_queries import queries as _queries
 from jobtable._postgres_schema import apply_schema
-from jobtable._postgres_transaction import JobsTable, awrite_in, jobs_table, write_in
+from jobtable._postgres_transaction import JobsTable, awrite_in, jobs_table, read_in, write_in
 from jobtable._values import redact_url, scrub
 from jobtable.db.postgres import schema_version
 from jobtable.db.postgres.schema import SCHEMA
@@ -212,6 +212,14 @@ class PostgresEngine:
         ours = self._table()
         try:
             return write_in(conn, ours, op, where)
+        except psycopg.Error as err:
+            raise _store_error(self._where, where, err) from err
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn, the app's psycopg connection, in its transaction."""
+        ours = self._table()
+        try:
+            return read_in(conn, ours, op, where)
         except psycopg.Error as err:
             raise _store_error(self._where, where, err) from err
 

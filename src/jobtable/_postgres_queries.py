@@ -234,6 +234,9 @@ class _Queries:
     def stage_jobs(self, *, queue: str, now: str) -> int:
         return self._q.stage_jobs(queue=queue, now=_time(now))
 
+    def ready_retries(self, *, queue: str) -> int:
+        return self._q.ready_retries(queue=queue)
+
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         return self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
 

@@ -182,6 +182,15 @@ class _Blocking:
         self._wait(block.__aexit__(None, None, None))
 
 
+def read_in(conn: object, ours: JobsTable, op: Callable[[Queries], T], where: str) -> T:
+    """Runs op, which only reads, on conn, in its transaction, once conn proved to reach ours."""
+    if not isinstance(conn, psycopg.Connection):
+        raise _refused(conn, "Connection", where)
+    with _tuple_rows(conn) as tuples:
+        check_table(jobs_table(tuples), ours, where)
+        return op(queries(tuples))
+
+
 @contextlib.asynccontextmanager
 async def _atuple_rows(
     conn: psycopg.AsyncConnection[Any],

@@ -33,7 +33,7 @@ from jobtable._sqlite_file import (
 )
 from jobtable._sqlite_queries import Queries as _Queries
 from jobtable._sqlite_text import Connection
-from jobtable._sqlite_transaction import write_in
+from jobtable._sqlite_transaction import read_in, write_in
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
 from jobtable.db.sqlite.schema import SCHEMA
@@ -193,6 +193,12 @@ class SQLiteEngine:
         self._check_open()
         with driver_errors(self._path):
             return write_in(self._path, conn, op, where)
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn, a sqlite3 connection to this file."""
+        self._check_open()
+        with driver_errors(self._path):
+            return read_in(self._path, conn, op, where)
 
     async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         """Refuses: sqlite3 connections are synchronous, so SQLite takes write_in alone."""

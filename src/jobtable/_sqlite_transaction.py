@@ -55,16 +55,8 @@ def _begins_implicitly(conn: sqlite3.Connection) -> bool:
     return getattr(conn, "autocommit", legacy) == legacy and conn.isolation_level is not None
 
 
-def write_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -> T:
-    """Runs the write op on conn, in its transaction; conn must open the file at path.
-
-    Raises TypeError for a conn that is no sqlite3.Connection and ValueError
-    for one whose main database is another file; a sqlite3 error reaches the
-    caller. An op of several statements runs in a savepoint of the caller's
-    transaction, so an error in it leaves none of its writes; on a
-    connection that autocommits, that savepoint is a transaction of its own,
-    committed at once.
-    """
+def _checked(path: Path, conn: object, where: str) -> sqlite3.Connection:
+    """conn, once it proved to be a sqlite3.Connection whose main database is path."""
     if not isinstance(conn, sqlite3.Connection):
         raise TypeError(
             f"{where}: the store is SQLite: conn must be a sqlite3.Connection to its file, or a "
@@ -77,6 +69,25 @@ def write_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -
             f"{where}: conn is a connection to {file or 'a database in memory'!r}, "
             f"not to the store's file {str(path)!r}"
         )
+    return conn
+
+
+def read_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -> T:
+    """Runs op, which only reads, on conn, in its transaction; conn must open path."""
+    return op(_Queries(_checked(path, conn, where)))
+
+
+def write_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -> T:
+    """Runs the write op on conn, in its transaction; conn must open the file at path.
+
+    Raises TypeError for a conn that is no sqlite3.Connection and ValueError
+    for one whose main database is another file; a sqlite3 error reaches the
+    caller. An op of several statements runs in a savepoint of the caller's
+    transaction, so an error in it leaves none of its writes; on a
+    connection that autocommits, that savepoint is a transaction of its own,
+    committed at once.
+    """
+    conn = _checked(path, conn, where)
     q: Queries = _Queries(conn)
     one_statement = isinstance(op, Statement)
     if one_statement:

@@ -221,6 +221,9 @@ class CountingEngine:
     async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         return await self.inner.awrite_in(conn, op, where)
 
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return self.inner.read_in(conn, op, where)
+
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
     ) -> Callable[[], None] | None:

@@ -112,6 +112,10 @@ STAGE_JOBS = """UPDATE jobs SET scheduled = false
 WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s AND run_at <= %(now)s
 """
 
+READY_RETRIES = """UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s AND attempt > 0
+"""
+
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
@@ -1008,6 +1012,24 @@ class Querier:
             {
                 "queue": queue,
                 "now": now,
+            },
+        )
+        return cur.rowcount
+
+    def ready_retries(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyRetries makes the queued jobs of queue that wait for another attempt
+        (claimed before, their run_at not come yet) ready to be claimed now, their
+        run_at left as it was: jobtable.testing's drain runs retries without
+        waiting for their backoff.
+        """
+        cur = self._conn.execute(
+            READY_RETRIES,
+            {
+                "queue": queue,
             },
         )
         return cur.rowcount

@@ -66,6 +66,10 @@ STAGE_JOBS = """UPDATE jobs SET scheduled = 0
 WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND run_at <= ?2
 """
 
+READY_RETRIES = """UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND attempt > 0
+"""
+
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
@@ -907,6 +911,22 @@ class Querier:
                 queue,
                 now,
             ),
+        )
+        return cur.rowcount
+
+    def ready_retries(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyRetries makes the queued jobs of queue that wait for another attempt
+        (claimed before, their run_at not come yet) ready to be claimed now, their
+        run_at left as it was: jobtable.testing's drain runs retries without
+        waiting for their backoff.
+        """
+        cur = self._conn.execute(
+            READY_RETRIES,
+            (queue,),
         )
         return cur.rowcount
 
