@@ -15,6 +15,13 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "ThroughputPoint",
+    "Stats",
+    "SchemaState",
+    "RunnerInfo",
+    "RetryResult",
+    "QueueStats",
+    "DeleteResult",
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "MESSAGE_TIMED_OUT",

@@ -41,6 +41,15 @@ from ._job import (
     Status,
 )
 from ._kind import Kind
+from ._operator_models import (
+    DeleteResult,
+    QueueStats,
+    RetryResult,
+    RunnerInfo,
+    SchemaState,
+    Stats,
+    ThroughputPoint,
+)
 from ._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from ._runner import Runner
 from ._store import Store
@@ -53,6 +62,7 @@ __all__ = [
     "AttemptError",
     "Backoff",
     "CancelResult",
+    "DeleteResult",
     "EnqueueOptions",
     "ExponentialBackoff",
     "Failure",
@@ -64,15 +74,21 @@ __all__ = [
     "Kind",
     "NotRunning",
     "PayloadError",
+    "QueueStats",
     "ResultError",
     "Retry",
     "RetryPolicy",
+    "RetryResult",
     "Runner",
     "RunnerError",
+    "RunnerInfo",
+    "SchemaState",
+    "Stats",
     "Status",
     "Store",
     "StoreError",
     "SyncHandler",
+    "ThroughputPoint",
 ]
 
 __version__ = _metadata.version("jobtable")
