@@ -18,6 +18,7 @@ from importlib import metadata as _metadata
 
 from ._backoff import Backoff
 from ._context import JobContext
+from ._dashboard import dashboard
 from ._errors import (
     Failure,
     JobNotFound,
@@ -89,6 +90,7 @@ __all__ = [
     "StoreError",
     "SyncHandler",
     "ThroughputPoint",
+    "dashboard",
 ]
 
 __version__ = _metadata.version("jobtable")
