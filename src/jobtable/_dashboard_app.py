@@ -184,36 +184,24 @@ class Dashboard:
         target = f"{base}/jobs/{quote(job_id, safe='')}?notice={quote(notice)}"
         return RedirectResponse(target, status_code=303)
 
-    async def cancel(self, request: Request) -> Response:
-        """POST: cancels the job."""
+    async def job_action(self, request: Request) -> Response:
+        """POST: cancels, retries (failed or cancelled) or deletes (not running) the job."""
         job_id: str = request.path_params["job_id"]
+        action: str = request.path_params["action"]
+        if action not in ("cancel", "retry", "delete"):
+            return self.problem(request, 404, "No such action.")
 
         async def act(form: dict[str, str]) -> Response:
-            result = await self.store.acancel(job_id)
-            return self._to_job(request, job_id, f"cancel-{result}")
-
-        return await self.guarded(request, act)
-
-    async def retry(self, request: Request) -> Response:
-        """POST: queues a failed or cancelled job again."""
-        job_id: str = request.path_params["job_id"]
-
-        async def act(form: dict[str, str]) -> Response:
-            result = await self.store.aretry(job_id)
-            return self._to_job(request, job_id, f"retry-{result}")
-
-        return await self.guarded(request, act)
-
-    async def delete(self, request: Request) -> Response:
-        """POST: deletes a job that is not running."""
-        job_id: str = request.path_params["job_id"]
-
-        async def act(form: dict[str, str]) -> Response:
-            result = await self.store.adelete(job_id)
-            if result == DeleteResult.RUNNING:
-                return self._to_job(request, job_id, f"delete-{result}")
-            base = request.scope.get("root_path", "")
-            return RedirectResponse(f"{base}/jobs?notice=delete-{result}", status_code=303)
+            if action == "cancel":
+                result: str = await self.store.acancel(job_id)
+            elif action == "retry":
+                result = await self.store.aretry(job_id)
+            else:
+                result = await self.store.adelete(job_id)
+                if result == DeleteResult.DELETED:
+                    base = request.scope.get("root_path", "")
+                    return RedirectResponse(f"{base}/jobs?notice=delete-{result}", 303)
+            return self._to_job(request, job_id, f"{action}-{result}")
 
         return await self.guarded(request, act)
 
@@ -243,9 +231,7 @@ class Dashboard:
             Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
             Route("/jobs/{job_id}", self.job, name="job"),
             Route("/jobs/{job_id}/live", self.job_live, name="job_live"),
-            Route("/jobs/{job_id}/cancel", self.cancel, methods=["POST"], name="cancel"),
-            Route("/jobs/{job_id}/retry", self.retry, methods=["POST"], name="retry"),
-            Route("/jobs/{job_id}/delete", self.delete, methods=["POST"], name="delete"),
+            Route("/jobs/{job_id}/{action}", self.job_action, methods=["POST"], name="action"),
             Mount("/static", StaticFiles(directory=ASSETS / "static"), name="static"),
         ]
 
