@@ -9,9 +9,11 @@ kept, so a test sees each response as the browser would get it.
 import asyncio
 import contextlib
 import http.client
+import re
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from urllib.parse import urlencode
@@ -41,7 +43,8 @@ def serve(app: ASGIApp, runner: jobtable.Runner | None = None) -> Iterator[str]:
             await runner.start()
         try:
             task = asyncio.create_task(server.serve(sockets=[sock]))
-            while not server.started and not task.done():
+            # uvicorn signals its start with a flag only, no event to await.
+            while not server.started and not task.done():  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
             ready.set()
             await task
@@ -124,3 +127,22 @@ class Client:
     def post(self, path: str, form: dict[str, str], headers: dict[str, str] | None = None) -> Reply:
         """POST form to path, urlencoded."""
         return self.request("POST", path, form=form, headers=headers)
+
+
+def wait_for(check: Callable[[], bool], limit: float = 60.0) -> None:
+    """Waits until check() is true, polling; fails after limit seconds (generous: a loaded box)."""
+    deadline = time.monotonic() + limit
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {limit} s waiting for {check}")
+        time.sleep(0.05)
+
+
+CSRF_INPUT = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def csrf_token(html: str) -> str:
+    """The CSRF token a page embeds in its forms."""
+    found = CSRF_INPUT.search(html)
+    assert found is not None, "the page has no form with a CSRF token"
+    return found.group(1)
