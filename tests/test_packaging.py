@@ -237,6 +237,13 @@ def test_the_installed_package_is_the_venvs_and_reports_its_version(
     assert version == VERSION
 
 
+def test_the_installed_console_script_runs_the_command(
+    installed: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    out = run([str(installed.with_name("jobtable")), "migrate", "--store", "x.db"], cwd=tmp_path)
+    assert "created the schema" in out
+
+
 def test_a_fresh_venv_runs_the_demo_from_outside_the_checkout(
     installed: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
