@@ -5,10 +5,10 @@ command is one function in one of them (see ``jobtable._cli_app``), and a
 new module of commands is one more name in the import below.
 """
 
-from jobtable import _cli_jobs, _cli_ops, _cli_worker
+from jobtable import _cli_dashboard, _cli_jobs, _cli_ops, _cli_worker
 from jobtable._cli_app import app
 
-COMMAND_MODULES = (_cli_jobs, _cli_ops, _cli_worker)
+COMMAND_MODULES = (_cli_dashboard, _cli_jobs, _cli_ops, _cli_worker)
 """The modules whose functions are the commands, imported for what they add to app."""
 
 

@@ -6,7 +6,6 @@ actions are not for whoever can reach the port.
 """
 
 import ipaddress
-import os
 
 from ._dashboard import dashboard
 from ._store import Store
@@ -36,7 +35,7 @@ def check_bind(host: str, *, token: str | None, basic_auth: tuple[str, str] | No
 
 
 def serve(
-    target: str | os.PathLike[str],
+    store: Store,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -45,25 +44,25 @@ def serve(
     read_only: bool = False,
     root_path: str = "",
 ) -> None:
-    """Opens the store at target and serves its dashboard until interrupted (Ctrl-C).
+    """Serves the dashboard of store with uvicorn until interrupted (Ctrl-C, SIGTERM).
 
-    Raises ValueError before opening anything when host is not loopback and
-    neither token nor basic_auth is given, and StoreError as ``Store.open``
-    does. root_path is the path prefix a reverse proxy serves it under.
+    Raises ValueError before listening when host is not loopback and neither
+    token nor basic_auth is given, or for a port outside 0 to 65535 (0: any
+    free port, which uvicorn's log names). root_path is the path prefix a
+    reverse proxy serves it under.
     """
     check_bind(host, token=token, basic_auth=basic_auth)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"dashboard: port must be 0 to 65535, got {port!r}")
     import uvicorn
 
-    with Store.open(target) as store:
-        app = dashboard(store, read_only=read_only, token=token, basic_auth=basic_auth)
-        uvicorn.run(
-            app,
-            host=host.strip("[]"),
-            port=port,
-            root_path=root_path,
-            log_level="info",
-            proxy_headers=False,
-            server_header=False,
-        )
+    app = dashboard(store, read_only=read_only, token=token, basic_auth=basic_auth)
+    uvicorn.run(
+        app,
+        host=host.strip("[]"),
+        port=port,
+        root_path=root_path,
+        log_level="info",
+        proxy_headers=False,
+        server_header=False,
+    )
