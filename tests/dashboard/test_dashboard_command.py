@@ -82,14 +82,19 @@ def test_it_serves_the_store_and_stops_cleanly_on_sigint(
     assert proc.wait(120) == 0
 
 
-def test_it_refuses_to_bind_a_public_address_without_authentication(target: str) -> None:
-    done = subprocess.run(
-        [str(SCRIPT), "dashboard", "--store", target, "--host", "0.0.0.0"],
+def run_dashboard(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Runs ``jobtable dashboard --store target *args`` to its end (a refusal)."""
+    return subprocess.run(
+        [str(SCRIPT), "dashboard", "--store", target, *args],
         capture_output=True,
         text=True,
         env=environ(),
         timeout=120,
     )
+
+
+def test_it_refuses_to_bind_a_public_address_without_authentication(target: str) -> None:
+    done = run_dashboard(target, "--host", "0.0.0.0")
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
@@ -99,12 +104,6 @@ def test_it_refuses_to_bind_a_public_address_without_authentication(target: str)
 
 
 def test_a_bad_basic_auth_is_a_one_line_error(target: str) -> None:
-    done = subprocess.run(
-        [str(SCRIPT), "dashboard", "--store", target, "--basic-auth", "nocolon"],
-        capture_output=True,
-        text=True,
-        env=environ(),
-        timeout=120,
-    )
+    done = run_dashboard(target, "--basic-auth", "nocolon")
     assert done.returncode == 1
     assert done.stderr == "jobtable: error: --basic-auth: want user:password\n"
