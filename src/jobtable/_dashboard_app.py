@@ -76,7 +76,8 @@ class Dashboard:
         base: str = request.scope.get("root_path", "")
         notice = views.NOTICES.get(request.query_params.get("notice", ""))
         if notice is not None:
-            notice = notice.format(count=request.query_params.get("count", "0")[:12])
+            count = request.query_params.get("count", "")
+            notice = notice.format(count=int(count) if count.isdigit() and len(count) < 10 else 0)
         html = self.env.get_template(name).render(
             base=base,
             csrf=token,

@@ -233,3 +233,15 @@ def test_bad_arguments_are_clear_errors(sqlite_store: jobtable.Store) -> None:
         jobtable.dashboard(sqlite_store, basic_auth=("a:b", "c"))
     with pytest.raises(ValueError, match="secret"):
         jobtable.dashboard(sqlite_store, secret="short")
+
+
+def test_a_link_cannot_make_a_notice_say_more_than_its_code(sqlite_store: jobtable.Store) -> None:
+    with serve(jobtable.dashboard(sqlite_store)) as base:
+        client = Client(base)
+        crafted = client.get("/jobs?notice=bulk-retry&count=call+555-0100")
+        counted = client.get("/jobs?notice=bulk-retry&count=12")
+        unknown = client.get("/jobs?notice=Your+account+is+locked")
+    assert "Failed jobs queued again: 0." in crafted.text
+    assert "555-0100" not in crafted.text
+    assert "Failed jobs queued again: 12." in counted.text
+    assert "locked" not in unknown.text
