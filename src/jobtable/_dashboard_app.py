@@ -8,6 +8,7 @@ at. The assets (templates, CSS, the small refresh script) ship inside the
 package, in ``_dashboard_assets``.
 """
 
+import asyncio
 import pathlib
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -96,9 +97,10 @@ class Dashboard:
         return self.render(request, "problem.html", status_code, message=message)
 
     async def _overview_data(self) -> dict[str, Any]:
-        stats = await self.store.astats()
-        runners = await self.store.arunners(lease=self.lease)
-        points = await self.store.athroughput()
+        # Three independent reads: on SQLite each takes its own reader connection.
+        stats, runners, points = await asyncio.gather(
+            self.store.astats(), self.store.arunners(lease=self.lease), self.store.athroughput()
+        )
         totals = {status: 0 for status in Status}
         for queue in stats.queues:
             for status, jobs in queue.counts.items():
