@@ -236,14 +236,17 @@ def test_many_first_opens_of_new_files_all_succeed(tmp_path: Path) -> None:
         start = threading.Barrier(4)
         outcomes: list[SQLiteEngine | BaseException] = []
 
-        def open_engine() -> None:
+        def open_engine(
+            path: Path, start: threading.Barrier, outcomes: list[SQLiteEngine | BaseException]
+        ) -> None:
             start.wait(10)
             try:
                 outcomes.append(SQLiteEngine.open(path))
             except BaseException as err:
                 outcomes.append(err)
 
-        threads = [threading.Thread(target=open_engine) for _ in range(4)]
+        args = (path, start, outcomes)
+        threads = [threading.Thread(target=open_engine, args=args) for _ in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:
