@@ -25,6 +25,9 @@ from jobtable._errors import JobNotFound
 from jobtable._job import JobRecord
 from jobtable._store import Store
 
+IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True}
+"""Job ids are URL-safe base64, so one may start with ``-``: taken as an id, not an option."""
+
 IdsArgument = Annotated[list[str], typer.Argument(help="The ids of the jobs.", show_default=False)]
 
 
@@ -79,7 +82,7 @@ def list_jobs(
     emit(records, as_json, table, empty="no jobs match")
 
 
-@jobs.command("show")
+@jobs.command("show", context_settings=IDS_MAY_START_WITH_A_DASH)
 def show_job(
     job_id: Annotated[str, typer.Argument(help="The job's id.", show_default=False)],
     store: StoreOption = None,
@@ -122,13 +125,13 @@ def _record_view(record: JobRecord) -> Group:
     return Group(fields, history if record.errors else "no failed attempts")
 
 
-@jobs.command("cancel")
+@jobs.command("cancel", context_settings=IDS_MAY_START_WITH_A_DASH)
 def cancel_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """Cancels jobs: a queued one at once, a running one through its runner."""
     _on_each(store, ids, as_json, Store.cancel)
 
 
-@jobs.command("retry")
+@jobs.command("retry", context_settings=IDS_MAY_START_WITH_A_DASH)
 def retry_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """Queues failed or cancelled jobs again, with fresh attempts; their history is kept."""
     _on_each(store, ids, as_json, Store.retry)
@@ -147,7 +150,7 @@ def retry_failed_jobs(
     emit({"retried": count}, as_json, lambda: f"retried {count} failed job(s)")
 
 
-@jobs.command("delete")
+@jobs.command("delete", context_settings=IDS_MAY_START_WITH_A_DASH)
 def delete_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """Deletes jobs that are not running (a running one is kept: cancel it first)."""
     _on_each(store, ids, as_json, Store.delete)

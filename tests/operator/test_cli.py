@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from seam import create, engine_of
 
 import jobtable
 
@@ -42,6 +43,12 @@ def cli(store_target: str) -> Cli:
         return run_cli(*args, "--store", store_target)
 
     return call
+
+
+def output(result: subprocess.CompletedProcess[str]) -> str:
+    """The stdout of a command that must succeed; its stderr in the failure otherwise."""
+    assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -106,7 +113,7 @@ async def test_list_show_and_the_json_agree_with_the_store(
     assert failed.returncode == 0
     assert bad in failed.stdout
     assert ok not in failed.stdout
-    shown = json.loads(run_cli("jobs", "show", bad, "--json", "--store", store_target).stdout)
+    shown = json.loads(output(run_cli("jobs", "show", bad, "--json", "--store", store_target)))
     assert shown == json.loads(store.inspect(bad).model_dump_json())
     human = run_cli("jobs", "show", bad, "--store", store_target).stdout
     assert "error history" in human
@@ -129,34 +136,45 @@ def test_an_unknown_id_fails_naming_it_and_changes_nothing(cli: Cli, store: jobt
     assert "not found" in one_line_error(cli("jobs", "show", "no-such-job"))
 
 
+def test_an_id_that_starts_with_a_dash_is_an_id_not_an_option(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    # Ids are URL-safe base64: one in 64 starts with "-".
+    engine_of(store).write(create("-dash-id", "ping"))
+    assert json.loads(output(cli("jobs", "show", "-dash-id", "--json")))["id"] == "-dash-id"
+    assert json.loads(output(cli("jobs", "cancel", "-dash-id", "--json"))) == {
+        "-dash-id": "cancelled"
+    }
+
+
 async def test_cancel_retry_and_delete_act_on_every_id(cli: Cli, store: jobtable.Store) -> None:
     first, second = ping.enqueue_many(store, [1, 2])
-    cancelled = json.loads(cli("jobs", "cancel", first, second, "--json").stdout)
+    cancelled = json.loads(output(cli("jobs", "cancel", first, second, "--json")))
     assert cancelled == {first: "cancelled", second: "cancelled"}
     retried = cli("jobs", "retry", first)
     assert retried.returncode == 0
     assert first in retried.stdout
     assert "retried" in retried.stdout
     assert store.get(first).status == jobtable.Status.QUEUED
-    assert json.loads(cli("jobs", "delete", second, "--json").stdout) == {second: "deleted"}
+    assert json.loads(output(cli("jobs", "delete", second, "--json"))) == {second: "deleted"}
     with pytest.raises(jobtable.JobNotFound):
         store.get(second)
     ping.enqueue(store, -1)
     await failing_runner(store).run_next()
     await failing_runner(store).run_next()
-    assert json.loads(cli("jobs", "retry-failed", "--kind", "ping", "--json").stdout) == {
+    assert json.loads(output(cli("jobs", "retry-failed", "--kind", "ping", "--json"))) == {
         "retried": 1
     }
 
 
 def test_stats_and_prune(cli: Cli, store: jobtable.Store) -> None:
     ping.enqueue_many(store, [1, 2])
-    [queue] = json.loads(cli("stats", "--json").stdout)["queues"]
+    [queue] = json.loads(output(cli("stats", "--json")))["queues"]
     assert (queue["queue"], queue["counts"]) == ("default", {"queued": 2})
     human = cli("stats").stdout
     assert "default" in human
     assert "queued" in human
-    assert json.loads(cli("prune", "--older-than", "7d", "--json").stdout) == {"deleted": 0}
+    assert json.loads(output(cli("prune", "--older-than", "7d", "--json"))) == {"deleted": 0}
 
 
 def test_migrate_check_exits_non_zero_while_an_upgrade_is_pending(store_target: str) -> None:
@@ -208,7 +226,7 @@ def test_the_worker_runs_the_applications_runner_and_no_output_shows_a_handlers_
             assert time.monotonic() - start < deadline, "the worker never ran the jobs"
             assert worker.poll() is None, worker.communicate()
             time.sleep(0.05)
-        [runner] = json.loads(run_cli("runners", "--json", "--store", store_target).stdout)
+        [runner] = json.loads(output(run_cli("runners", "--json", "--store", store_target)))
         assert (runner["name"], runner["alive"]) == ("cli-worker", True)
         outputs = [
             run_cli(*args, "--store", store_target)
