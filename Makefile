@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 GENERATED := src/jobtable/db
 
-.PHONY: all check generate generate-check lint format typecheck test test-fast test-django demo bench bench-peers clean
+.PHONY: all check generate generate-check lint format typecheck test test-fast test-django demo bench bench-peers screenshots clean
 
 all: check
 
@@ -106,6 +106,11 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 
 bench-peers: $(BENCH_STAMP)
 	$(BIN)/python -m bench --peers
+
+# Runs the dashboard's browser tests and keeps their screenshots of the
+# overview and a job page in docs/, which the README shows.
+screenshots: $(STAMP)
+	JOBTABLE_SCREENSHOTS=1 $(BIN)/pytest -q tests/dashboard/test_dashboard_browser.py -k sqlite
 
 clean:
 	rm -rf $(VENV) $(DJANGO_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

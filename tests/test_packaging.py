@@ -154,6 +154,27 @@ def test_the_wheel_declares_the_pytest_plugin(dist: Dist) -> None:
     assert "[pytest11]\njobtable = jobtable.testing.pytest_plugin" in text
 
 
+def test_the_wheel_ships_every_dashboard_asset(dist: Dist) -> None:
+    assets = PACKAGE / "_dashboard_assets"
+    wanted = {p.relative_to(PACKAGE.parent).as_posix() for p in assets.rglob("*") if p.is_file()}
+    assert {
+        "jobtable/_dashboard_assets/templates/base.html",
+        "jobtable/_dashboard_assets/templates/overview.html",
+        "jobtable/_dashboard_assets/templates/job.html",
+        "jobtable/_dashboard_assets/static/dashboard.css",
+        "jobtable/_dashboard_assets/static/dashboard.js",
+    } <= wanted
+    with zipfile.ZipFile(dist.wheel) as zf:
+        assert wanted <= set(zf.namelist())
+
+
+def test_the_dashboard_extra_requires_starlette_jinja2_and_uvicorn(dist: Dist) -> None:
+    requires = wheel_metadata(dist.wheel).get_all("Requires-Dist") or []
+    dashboard = [r for r in requires if r.endswith("extra == 'dashboard'")]
+    names = sorted(r.split(";")[0].split("<")[0].split(">")[0] for r in dashboard)
+    assert names == ["jinja2", "starlette", "uvicorn"]
+
+
 def test_the_wheel_declares_the_mit_license_and_ships_its_text(dist: Dist) -> None:
     meta = wheel_metadata(dist.wheel)
     assert meta["License-Expression"] == "MIT"
@@ -220,6 +241,13 @@ def test_the_installed_package_is_the_venvs_and_reports_its_version(
     assert pathlib.Path(where).is_relative_to(installed.parent.parent)
     assert not pathlib.Path(where).is_relative_to(ROOT)
     assert version == VERSION
+
+
+def test_the_installed_console_script_runs_the_command(
+    installed: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    out = run([str(installed.with_name("jobtable")), "migrate", "--store", "x.db"], cwd=tmp_path)
+    assert "created the schema" in out
 
 
 def test_a_fresh_venv_runs_the_demo_from_outside_the_checkout(

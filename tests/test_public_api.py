@@ -15,6 +15,14 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "dashboard",
+    "ThroughputPoint",
+    "Stats",
+    "SchemaState",
+    "RunnerInfo",
+    "RetryResult",
+    "QueueStats",
+    "DeleteResult",
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "MESSAGE_TIMED_OUT",

@@ -18,6 +18,7 @@ from importlib import metadata as _metadata
 
 from ._backoff import Backoff
 from ._context import JobContext
+from ._dashboard import dashboard
 from ._errors import (
     Failure,
     JobNotFound,
@@ -41,6 +42,15 @@ from ._job import (
     Status,
 )
 from ._kind import Kind
+from ._operator_models import (
+    DeleteResult,
+    QueueStats,
+    RetryResult,
+    RunnerInfo,
+    SchemaState,
+    Stats,
+    ThroughputPoint,
+)
 from ._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from ._runner import Runner
 from ._store import Store
@@ -54,6 +64,7 @@ __all__ = [
     "AttemptError",
     "Backoff",
     "CancelResult",
+    "DeleteResult",
     "EnqueueOptions",
     "EnqueueResult",
     "ExponentialBackoff",
@@ -66,16 +77,23 @@ __all__ = [
     "Kind",
     "NotRunning",
     "PayloadError",
+    "QueueStats",
     "ResultError",
     "Retry",
     "RetryPolicy",
+    "RetryResult",
     "Runner",
     "RunnerError",
+    "RunnerInfo",
+    "SchemaState",
+    "Stats",
     "Status",
     "Store",
     "StoreError",
     "SyncHandler",
+    "ThroughputPoint",
     "Unique",
+    "dashboard",
 ]
 
 __version__ = _metadata.version("jobtable")

@@ -17,6 +17,10 @@ the jobs that just finished and claims jobs for the workers they freed.
 from collections.abc import Callable, Sequence
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
+# RunnerRow is shared with the operators' queries; the seam's users import it from here.
+from ._operator_queries import OperatorQueries
+from ._operator_queries import RunnerRow as RunnerRow
+
 T = TypeVar("T")
 
 
@@ -171,21 +175,8 @@ class HeldRow(Protocol):
     def attempt(self) -> int: ...
 
 
-class RunnerRow(Protocol):
-    """A runner's registration: its name and when it started and last beat."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def started_at(self) -> str: ...
-    @property
-    def heartbeat_at(self) -> str: ...
-    @property
-    def alive(self) -> bool: ...
-
-
-class Queries(Protocol):
-    """The queries the runner runs, named as in queries/jobs.sql.
+class Queries(OperatorQueries, Protocol):
+    """The queries the runner runs, named as in queries/jobs.sql (and queries/admin.sql).
 
     Times are UTC text from ``jobtable._values.now()``, which sorts in time
     order. Each engine's generated Querier, or an adapter over it, has

@@ -99,6 +99,22 @@ class Retry(Exception):
         self.after = after
 
 
+def schema_refusal(where: str, version: int, latest: int) -> str:
+    """The StoreError message for a store opened without migrate whose schema is missing or older.
+
+    version is the schema's (0: none), latest this jobtable's; every engine
+    says it in the same words.
+    """
+    if version == 0:
+        found = "it has no jobtable schema"
+    else:
+        found = f"its schema version {version} is older than this jobtable's ({latest})"
+    return (
+        f"cannot open {where}: {found}; run `jobtable migrate`, or Store.migrate(), "
+        "or open it with migrate=True"
+    )
+
+
 for _error in (
     JobtableError,
     StoreError,

@@ -30,6 +30,7 @@ from jobtable._postgres_listener import RECONNECT, Listener
 from jobtable._postgres_pool import Pool, TextLoader, client_encoding
 from jobtable._postgres_queries import queries as _queries
 from jobtable._postgres_schema import apply_schema
+from jobtable._postgres_schema import schema_version as stored_schema_version
 from jobtable._postgres_transaction import JobsTable, awrite_in, jobs_table, read_in, write_in
 from jobtable._values import redact_url, scrub
 from jobtable.db.postgres import schema_version
@@ -94,6 +95,21 @@ def _listen_for_enqueues(conn: _Connection) -> None:
     schema_version.Querier(conn).listen_for_enqueues()
 
 
+def read_schema_version(url: str) -> int:
+    """Returns the version of the jobtable schema at url, 0 when it has none; changes nothing.
+
+    Raises StoreError as ``PostgresEngine.open`` does for a bad URL, a server
+    it cannot reach, or a schema newer than this library's or unknown.
+    """
+    where = redact_url(url)
+    url = _with_connect_timeout(url, where)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+            return stored_schema_version(schema_version.Querier(conn), where)
+    except psycopg.Error as err:
+        raise _store_error(where, "open", err) from err
+
+
 class PostgresEngine:
     """A PostgreSQL database behind the runner (see ``jobtable._engine.Engine``).
 
@@ -134,6 +150,7 @@ class PostgresEngine:
         durable: bool = True,
         max_connections: int = 10,
         reconnect: Backoff = RECONNECT,
+        upgrade: bool = True,
     ) -> Self:
         """Connects to url, creating the schema when missing or upgrading it.
 
@@ -150,7 +167,9 @@ class PostgresEngine:
         at once, plus one per ``listen``; each is opened by the write that
         needs it (see ``Pool``), so once an unreachable server is back the
         next write connects at once. reconnect is how long a listener waits
-        between attempts to reopen its lost connection.
+        between attempts to reopen its lost connection. Without upgrade, a
+        schema that is missing or older is refused (StoreError) and left as
+        it is.
         """
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
@@ -161,7 +180,7 @@ class PostgresEngine:
         # message.
         try:
             with psycopg.connect(url, autocommit=True) as conn:
-                apply_schema(conn, schema_version.Querier(conn), SCHEMA, where)
+                apply_schema(conn, schema_version.Querier(conn), SCHEMA, where, upgrade=upgrade)
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
         pool = Pool(url, where, max_size=max_connections, configure=_configure(durable))

@@ -26,23 +26,13 @@ from jobtable._engine import (
     RunnerRow,
 )
 from jobtable._listing import list_page
+from jobtable._postgres_operator_queries import PostgresOperatorQueries
+from jobtable._postgres_operator_queries import pg_time as _time
 from jobtable._values import timestamp
 from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
 from jobtable.db.postgres.jobs import CreateJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
-
-
-def _time(text: str) -> datetime.datetime:
-    """Returns the time of text from ``jobtable._values.now()``.
-
-    Raises ValueError for text without a zone: a naive time would be read in
-    the server's time zone.
-    """
-    moment = datetime.datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
-    return moment
 
 
 def _text(moment: datetime.datetime | None) -> str | None:
@@ -135,10 +125,11 @@ class _RecordRow:
         )
 
 
-class _Queries:
-    """The generated Querier in the shape of the ``Queries`` seam."""
+class _Queries(PostgresOperatorQueries):
+    """The generated Querier in the shape of the ``Queries`` seam (operators' queries: the base)."""
 
     def __init__(self, conn: _Connection) -> None:
+        super().__init__(conn)
         self._q = jobs.Querier(conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from jobtable._engine import Queries
-from jobtable._errors import StoreError
+from jobtable._errors import StoreError, schema_refusal
 from jobtable._sqlite_errors import driver_errors
 from jobtable._sqlite_file import (
     SCHEMA_VERSION,
@@ -41,6 +41,23 @@ from jobtable.db.sqlite.schema import SCHEMA
 T = TypeVar("T")
 
 _SCHEMA = SQLiteSchema(SCHEMA)
+
+
+def read_schema_version(path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> int:
+    """Returns the version of the jobtable schema in the file at path, 0 when it has none.
+
+    Changes nothing, and creates no file. Raises StoreError as
+    ``SQLiteEngine.open`` does for a path or a file it refuses.
+    """
+    resolved = Path(path).absolute()
+    if not check_file(resolved):
+        return 0
+    with driver_errors(resolved):
+        conn = connect(resolved, create=False, busy_timeout=busy_timeout)
+        try:
+            return check_schema(_SCHEMA, conn, resolved)
+        finally:
+            conn.close()
 
 
 class SQLiteEngine:
@@ -86,6 +103,7 @@ class SQLiteEngine:
         busy_timeout: float = 5.0,
         readers: int = 4,
         watch: bool = True,
+        upgrade: bool = True,
     ) -> "SQLiteEngine":
         """Opens the database at path, creating it or its schema when missing.
 
@@ -103,6 +121,8 @@ class SQLiteEngine:
         process alone loses nothing. busy_timeout is how long, in seconds, to
         wait for another process's write lock. Without watch, ``listen``
         returns None, so runners find other processes' jobs by polling alone.
+        Without upgrade, a missing file or schema, or an older one, is refused
+        (StoreError) and left as it is.
         """
         if busy_timeout < 0:
             raise ValueError(f"busy_timeout is {busy_timeout}, want at least 0")
@@ -112,12 +132,16 @@ class SQLiteEngine:
             raise StoreError(f"cannot open {path!r}: jobtable needs a database file")
         resolved = Path(path).absolute()
         has_content = check_file(resolved)
+        if not has_content and not upgrade:
+            raise StoreError(schema_refusal(str(resolved), 0, SCHEMA_VERSION))
         with driver_errors(resolved):
             conn = connect(resolved, create=not has_content, busy_timeout=busy_timeout)
             try:
                 # Refuse before anything that writes (journal mode, schema),
                 # so a refused file is left byte for byte as it was.
                 version = check_schema(_SCHEMA, conn, resolved)
+                if version != SCHEMA_VERSION and not upgrade:
+                    raise StoreError(schema_refusal(str(resolved), version, SCHEMA_VERSION))
                 enter_wal(conn, resolved, busy_timeout)
                 conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000):d}")
                 conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from jobtable._engine import ClaimedRow, NewJob, Outcome, RecordRow, RunnerRow
 from jobtable._listing import list_page
+from jobtable._sqlite_operator_queries import SQLiteOperatorQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
@@ -22,8 +23,11 @@ def _before(now: str, seconds: float) -> str:
     return timestamp(moment)
 
 
-class Queries(Querier):
-    """The generated Querier with the seam's calls that take several rows at once."""
+class Queries(Querier, SQLiteOperatorQueries):
+    """The generated Querier with the seam's calls that take several rows at once.
+
+    Its operator queries come from SQLiteOperatorQueries; both bases share the connection.
+    """
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         if len(jobs) == 1:

@@ -2,38 +2,17 @@
 
 import datetime
 import os
-import re
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Self
 
 from jobtable._engine import CountRow, Engine
-from jobtable._errors import StoreError
 from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
 from jobtable._ops import CancelJob, GetJob, GetJobRecord, ListJobs, count_jobs
-from jobtable._sqlite import SQLiteEngine
+from jobtable._store_operator import StoreOperations
+from jobtable._store_target import URL_SCHEME, open_engine
 from jobtable._values import redact_url, timestamp
-
-_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_SQLITE_PREFIX = "sqlite:///"
-_POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
-
-
-def _open_postgres(url: str, *, durable: bool) -> Engine:
-    try:
-        # Imported here: psycopg is an optional dependency, and SQLite users
-        # never load it.
-        from jobtable._postgres import PostgresEngine
-    except ModuleNotFoundError as err:
-        if err.name is not None and err.name.split(".")[0] == "psycopg":
-            raise StoreError(
-                f"cannot open {redact_url(url)}: PostgreSQL needs psycopg; "
-                "install jobtable[postgres]"
-            ) from err
-        raise
-    engine: Engine = PostgresEngine.open(url, durable=durable)
-    return engine
 
 
 def _utc_now() -> datetime.datetime:
@@ -69,14 +48,16 @@ def _counts(rows: Sequence[CountRow]) -> dict[str, dict[Status, int]]:
     return counts
 
 
-class Store:
+class Store(StoreOperations):
     """The database jobs live in: a SQLite file or a PostgreSQL server.
 
     A store opened once is shared by every runner and enqueuer of the process
     and is safe to use from any thread. A web process that only enqueues and
     reads jobs needs a store and its kinds' declarations, no runner. Close it
     when done, or use it as a context manager; a closed store raises
-    StoreError.
+    StoreError. The operations for operators (retry, delete, prune, runners,
+    stats, throughput, the schema's state and migrate) come from
+    ``StoreOperations``.
     """
 
     engine: Engine
@@ -120,7 +101,7 @@ class Store:
         self.max_payload_bytes = max_payload_bytes
         self.clock = clock if clock is not None else _utc_now
         # Only the redacted form is kept, so no password lingers in the object.
-        self._target = redact_url(target) if _URL_SCHEME.match(target) else target
+        self._target = redact_url(target) if URL_SCHEME.match(target) else target
         self._lock = threading.Lock()
         self._wakes: list[Callable[[], None]] = []
 
@@ -134,6 +115,7 @@ class Store:
         readers: int = 4,
         max_payload_bytes: int = 1 << 20,
         clock: Callable[[], datetime.datetime] | None = None,
+        migrate: bool = True,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -150,26 +132,17 @@ class Store:
         reads may run at once. max_payload_bytes is the largest encoded
         payload an enqueue through the store accepts (1 MiB by default).
         clock returns the current time as an aware datetime (tests skew it).
+
+        With migrate (the default), a missing schema is created and an older
+        one upgraded. Without it, for deploys that upgrade explicitly
+        (``Store.migrate``, ``jobtable migrate``), a database whose schema is
+        missing or older is refused with a StoreError saying so, and left as
+        it is; a missing SQLite file is not created.
         """
-        if not isinstance(target, str | os.PathLike):
-            raise TypeError(f"Store.open: target is {type(target).__name__}, want str or a path")
-        if isinstance(target, str) and (match := _URL_SCHEME.match(target)):
-            scheme = match.group(1).lower()
-            if scheme in _POSTGRES_SCHEMES:
-                engine = _open_postgres(target, durable=durable)
-                return cls(engine, target=target, max_payload_bytes=max_payload_bytes, clock=clock)
-            if scheme != "sqlite" or not target.startswith(_SQLITE_PREFIX):
-                raise StoreError(
-                    f"cannot open {redact_url(target)}: want a file path, "
-                    "sqlite:///path or postgresql://…"
-                )
-            target = target[len(_SQLITE_PREFIX) :]
-        sqlite = SQLiteEngine.open(
-            target, durable=durable, busy_timeout=busy_timeout, readers=readers
+        engine, shown = open_engine(
+            target, durable=durable, busy_timeout=busy_timeout, readers=readers, upgrade=migrate
         )
-        return cls(
-            sqlite, target=str(sqlite.path), max_payload_bytes=max_payload_bytes, clock=clock
-        )
+        return cls(engine, target=shown, max_payload_bytes=max_payload_bytes, clock=clock)
 
     def get(self, job_id: str) -> Job:
         """Returns the job with id, its result as plain JSON data.

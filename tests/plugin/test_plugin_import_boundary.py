@@ -18,8 +18,10 @@ ADAPTERS = frozenset(
     {
         "_sqlite.py",
         "_sqlite_queries.py",
+        "_sqlite_operator_queries.py",
         "_postgres.py",
         "_postgres_queries.py",
+        "_postgres_operator_queries.py",
         "_postgres_transaction.py",
     }
 )

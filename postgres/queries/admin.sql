@@ -1,0 +1,66 @@
+-- The operators' queries: what the CLI and the dashboard read and change,
+-- through the Store's public operations.
+
+-- name: RequeueJob :execrows
+-- RequeueJob puts a failed or cancelled job back in its queue, ready at once,
+-- allowed max_attempts more claims: attempt keeps counting claims, since it
+-- fences every write a worker makes. Its error history is kept; its error,
+-- result and cancel request are cleared.
+UPDATE jobs
+SET status = 'queued', error = NULL, result = NULL, cancel_requested = false,
+    max_attempts = attempt + max_attempts, run_at = @now, scheduled = false, runner = NULL,
+    finished_at = NULL, updated_at = @now
+WHERE id = @id AND status IN ('failed', 'cancelled');
+
+-- name: RequeueFailedJobs :execrows
+-- RequeueFailedJobs does what RequeueJob does to every failed job that matches
+-- each filter given (a null filter matches all).
+UPDATE jobs
+SET status = 'queued', error = NULL, result = NULL, cancel_requested = false,
+    max_attempts = attempt + max_attempts, run_at = @now, scheduled = false, runner = NULL,
+    finished_at = NULL, updated_at = @now
+WHERE status = 'failed'
+    AND (sqlc.narg(kind)::text IS NULL OR kind = sqlc.narg(kind))
+    AND (sqlc.narg(queue)::text IS NULL OR queue = sqlc.narg(queue));
+
+-- name: WakeRunners :exec
+-- WakeRunners tells idle runners in every process, when the transaction
+-- commits, that jobs became ready. Differs from SQLite, where every commit
+-- wakes them: here only the insert trigger does, and a retry inserts nothing.
+SELECT pg_notify(jobtable_channel(current_schema()), '');
+
+-- name: DeleteJob :execrows
+-- DeleteJob deletes a job that is not running.
+DELETE FROM jobs WHERE id = @id AND status <> 'running';
+
+-- name: ListRunners :many
+-- ListRunners reads every registered runner, and whether its heartbeat is
+-- not older than lease_seconds by the server's clock.
+SELECT name, started_at, heartbeat_at,
+    heartbeat_at >= now() - make_interval(secs => @lease_seconds) AS alive
+FROM runners ORDER BY name;
+
+-- name: ListHeldJobs :many
+-- ListHeldJobs lists the running jobs and the runner holding each, through
+-- the index of running rows.
+SELECT runner, id FROM jobs WHERE status = 'running' ORDER BY runner, seq;
+
+-- name: JobStats :many
+-- JobStats counts the jobs of each queue by status and, in the same pass,
+-- finds the earliest run_at among the queued jobs that may run by now (now
+-- itself when none may).
+SELECT queue, status, count(*) AS jobs,
+    COALESCE(min(CASE WHEN status = 'queued' AND run_at <= @now THEN run_at END), @now)::timestamptz
+        AS oldest_run_at
+FROM jobs GROUP BY queue, status ORDER BY queue, status;
+
+-- name: FinishedPerMinute :many
+-- FinishedPerMinute counts the jobs that finished since since, per minute and
+-- status. A finished row never changes again, so its updated_at is its
+-- finished_at: filtering on it lets the index of finished rows read only the
+-- window. date_bin, unlike date_trunc, does not depend on the session's zone.
+SELECT date_bin('1 minute', updated_at, TIMESTAMPTZ '2000-01-01 00:00:00+00')::timestamptz AS minute,
+    status, count(*) AS jobs
+FROM jobs
+WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at >= @since
+GROUP BY minute, status ORDER BY minute, status;

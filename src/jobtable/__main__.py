@@ -1,0 +1,5 @@
+"""``python -m jobtable``: the ``jobtable`` command."""
+
+from jobtable._cli import main
+
+main()

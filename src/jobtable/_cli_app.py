@@ -1,0 +1,167 @@
+"""The ``jobtable`` command's application and what every command shares.
+
+A command is one function, decorated with ``@app.command()`` (or
+``@jobs.command()`` for ``jobtable jobs …``), in a module that
+``jobtable._cli`` imports. It takes ``StoreOption`` and ``JsonOption``,
+opens the store with ``opened_store`` (which turns every error into one
+line on stderr and exit status 1), and prints with ``emit``. Nothing here
+writes SQL: the commands call the Store's public operations, as user code
+does.
+"""
+
+import contextlib
+import datetime
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Annotated, NoReturn
+
+import pydantic_core
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from jobtable._errors import JobtableError
+from jobtable._job import Status
+from jobtable._store import Store
+from jobtable._values import scrub
+
+app = typer.Typer(
+    name="jobtable",
+    help="Inspect and operate a jobtable queue: jobs, stats, runners, pruning, the schema.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+"""The ``jobtable`` command."""
+
+jobs = typer.Typer(help="List, show, cancel, retry and delete jobs.", no_args_is_help=True)
+"""The ``jobtable jobs`` group."""
+app.add_typer(jobs, name="jobs")
+
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="JOBTABLE_STORE",
+        show_envvar=True,
+        show_default=False,
+        help="The store: a SQLite path, sqlite:///path or postgresql://…",
+    ),
+]
+"""The ``--store URL`` option every command takes, or JOBTABLE_STORE from the environment."""
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")
+]
+"""The ``--json`` option every command takes."""
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+"""Where the human tables go: stdout, 160 columns wide when it is not a terminal."""
+
+_DURATION = re.compile(r"(\d+)([wdhms])")
+_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+
+
+def fail(message: str, url: str | None = None) -> NoReturn:
+    """Prints message as one line on stderr, without url's password, and exits with status 1."""
+    text = " ".join(message.split())
+    if url:
+        text = scrub(text, url)
+    sys.stderr.write(f"jobtable: error: {text}\n")
+    raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def opened_store(url: str | None) -> Iterator[Store]:
+    """Opens the store at url without upgrading it, closes it after; one-line errors.
+
+    The CLI never creates or upgrades a schema behind a deploy's back:
+    ``jobtable migrate`` does that.
+    """
+    if not url:
+        fail("no store: give --store URL or set JOBTABLE_STORE")
+    with reporting(url):
+        store = Store.open(url, migrate=False)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+@contextlib.contextmanager
+def reporting(url: str | None) -> Iterator[None]:
+    """Turns jobtable's errors and bad values inside into ``fail``."""
+    try:
+        yield
+    except (JobtableError, ValueError, TypeError, OSError) as err:
+        fail(str(err) or type(err).__name__, url)
+
+
+def emit(
+    value: object, as_json: bool, table: Callable[[], Table | str], *, empty: str = ""
+) -> None:
+    """Prints value as JSON, or the table (or line) that table builds; empty for no values."""
+    if as_json:
+        sys.stdout.write(pydantic_core.to_json(value, indent=2).decode() + "\n")
+        return
+    shown = empty if empty and not value else table()
+    if isinstance(shown, str):
+        typer.echo(shown)
+    else:
+        console.print(shown)
+
+
+def parse_duration(text: str, option: str) -> datetime.timedelta:
+    """Returns the duration text gives, such as ``7d``, ``12h``, ``1h30m`` or ``90s``."""
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        fail(f"{option} {text!r}: want a duration such as 7d, 12h, 1h30m or 90s")
+    delta = datetime.timedelta()
+    for number, unit in parts:
+        delta += datetime.timedelta(**{_UNITS[unit]: int(number)})
+    return delta
+
+
+def parse_status(text: str | None) -> Status | None:
+    """Returns the status text names; a one-line error naming the choices for another."""
+    if text is None:
+        return None
+    try:
+        return Status(text)
+    except ValueError:
+        choices = ", ".join(s.value for s in Status)
+        fail(f"--status {text!r}: want one of {choices}")
+
+
+def when(moment: datetime.datetime | None) -> str:
+    """A time as the tables show it: UTC to the second."""
+    if moment is None:
+        return "-"
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def age(delta: datetime.timedelta | None) -> str:
+    """A duration as the tables show it: its two largest units (``3d 4h``, ``5m 2s``)."""
+    if delta is None:
+        return "-"
+    seconds = int(delta.total_seconds())
+    units = [("d", 86400), ("h", 3600), ("m", 60), ("s", 1)]
+    parts: list[str] = []
+    for label, size in units:
+        if seconds >= size or (label == "s" and not parts):
+            parts.append(f"{seconds // size}{label}")
+            seconds %= size
+    return " ".join(parts[:2])
+
+
+_WRAPPED = frozenset({"error", "value", "jobs"})
+
+
+def new_table(*columns: str, title: str | None = None) -> Table:
+    """A table with columns: each kept on one line but the long texts (error, value, jobs)."""
+    table = Table(title=title, header_style="bold")
+    for column in columns:
+        wrapped = column in _WRAPPED
+        table.add_column(column, no_wrap=not wrapped, overflow="fold" if wrapped else "ellipsis")
+    return table

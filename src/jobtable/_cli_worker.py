@@ -1,0 +1,61 @@
+"""``jobtable worker module:runner``: import an application's runner and run it.
+
+Like ``celery -A`` or ``arq``: the runner, its store and its handlers are
+the application's own; the command only finds it and calls ``run()``, which
+stops gracefully on SIGINT or SIGTERM.
+"""
+
+import importlib
+import logging
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from jobtable._cli_app import app, fail
+from jobtable._runner import Runner
+
+
+def load_runner(spec: str) -> Runner:
+    """Returns the Runner that spec (``package.module:attribute``) names.
+
+    The attribute may be dotted, or a function that returns a Runner. The
+    current directory is importable first, as the application's own
+    scripts would have it. Fails with one line for anything else.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        fail(f"worker {spec!r}: want module:attribute, such as app.tasks:runner")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        value: object = importlib.import_module(module_name)
+    except ImportError as err:
+        fail(f"worker {spec!r}: cannot import {module_name}: {err}")
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            fail(f"worker {spec!r}: {module_name} has no attribute {attribute}")
+        value = getattr(value, part)
+    if not isinstance(value, Runner) and callable(value):
+        value = value()
+    if not isinstance(value, Runner):
+        fail(f"worker {spec!r}: {attribute} is a {type(value).__name__}, want a jobtable.Runner")
+    return value
+
+
+@app.command("worker")
+def worker(
+    spec: Annotated[
+        str, typer.Argument(help="The runner: module:attribute, e.g. app.tasks:runner.")
+    ],
+    log_level: Annotated[
+        str, typer.Option(help="The level of the log lines printed on stderr.")
+    ] = "INFO",
+) -> None:
+    """Runs the application's runner until SIGINT or SIGTERM (a second one cancels the handlers)."""
+    level = logging.getLevelNamesMapping().get(log_level.upper())
+    if level is None:
+        fail(f"--log-level {log_level!r}: want DEBUG, INFO, WARNING or ERROR")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    load_runner(spec).run()

@@ -1,0 +1,40 @@
+// jobtable dashboard: the only script. It refreshes the parts of a page marked
+// data-refresh (fetching server-rendered, escaped HTML from the same origin),
+// and asks before the forms marked data-confirm are sent.
+"use strict";
+
+function refresh(el) {
+  const url = el.dataset.refresh;
+  const every = Number(el.dataset.every) || 2000;
+  async function tick() {
+    const began = Date.now();
+    try {
+      const response = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+      if (response.ok) {
+        el.innerHTML = await response.text();
+        el.dataset.updated = String(Date.now());
+        if (response.headers.get("x-jobtable-final") === "1") {
+          return; // the job is finished: nothing more will change by itself
+        }
+      }
+    } catch (err) {
+      // The server is unreachable for now: keep the last page and try again.
+    }
+    // A page slow to compute (a huge table) is asked for less often, so an
+    // open tab never keeps the database busy more than a fifth of the time.
+    window.setTimeout(tick, Math.max(every, 4 * (Date.now() - began)));
+  }
+  window.setTimeout(tick, every);
+}
+
+function confirmSubmit(event) {
+  const form = event.target.closest("form[data-confirm]");
+  if (form && !window.confirm(form.dataset.confirm)) {
+    event.preventDefault();
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("[data-refresh]").forEach(refresh);
+  document.addEventListener("submit", confirmSubmit);
+});

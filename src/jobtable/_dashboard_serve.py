@@ -1,0 +1,68 @@
+"""The standalone dashboard: ``jobtable dashboard`` serves it with uvicorn.
+
+It binds the loopback address unless told otherwise, and will not listen on
+any other address without a token or basic auth: a job table's payloads and
+actions are not for whoever can reach the port.
+"""
+
+import ipaddress
+
+from ._dashboard import dashboard
+from ._store import Store
+
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether host (a name or an address) is this machine's loopback only."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, *, token: str | None, basic_auth: tuple[str, str] | None) -> None:
+    """Raises ValueError, naming host, when host is not loopback and no authentication is set."""
+    if not host:
+        raise ValueError("dashboard: the host to bind is empty")
+    if not is_loopback(host) and token is None and basic_auth is None:
+        raise ValueError(
+            f"dashboard: refusing to bind {host!r} without authentication: "
+            "give a token or basic auth, or bind 127.0.0.1"
+        )
+
+
+def serve(
+    store: Store,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    basic_auth: tuple[str, str] | None = None,
+    read_only: bool = False,
+    root_path: str = "",
+) -> None:
+    """Serves the dashboard of store with uvicorn until interrupted (Ctrl-C, SIGTERM).
+
+    Raises ValueError before listening when host is not loopback and neither
+    token nor basic_auth is given, or for a port outside 0 to 65535 (0: any
+    free port, which uvicorn's log names). root_path is the path prefix a
+    reverse proxy serves it under.
+    """
+    check_bind(host, token=token, basic_auth=basic_auth)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"dashboard: port must be 0 to 65535, got {port!r}")
+    import uvicorn
+
+    app = dashboard(store, read_only=read_only, token=token, basic_auth=basic_auth)
+    uvicorn.run(
+        app,
+        host=host.strip("[]"),
+        port=port,
+        root_path=root_path,
+        log_level="info",
+        proxy_headers=False,
+        server_header=False,
+    )

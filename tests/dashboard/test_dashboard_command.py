@@ -1,0 +1,109 @@
+"""``jobtable dashboard``, run as users run it: the console script in a subprocess."""
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+from dashboard_server import Client
+
+import jobtable
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = pathlib.Path(sys.executable).with_name("jobtable")
+RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+
+
+@pytest.fixture
+def target(tmp_path: pathlib.Path) -> str:
+    path = tmp_path / "jobs.db"
+    with jobtable.Store.open(path) as store:
+        jobtable.Kind("echo", dict, dict).enqueue(store, {"n": 1})
+    return str(path)
+
+
+def environ(**extra: str) -> dict[str, str]:
+    found = {k: v for k, v in os.environ.items() if not k.startswith("JOBTABLE_")}
+    return {**found, **extra}
+
+
+@pytest.fixture
+def started(target: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """The command serving target on a free port, with a token from the environment."""
+    proc = subprocess.Popen(
+        [str(SCRIPT), "dashboard", "--store", target, "--port", "0"],
+        env=environ(JOBTABLE_DASHBOARD_TOKEN="tok-123"),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    found: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            found.append(line)
+            if RUNNING.search(line):
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(120), "the dashboard did not start"
+        match = RUNNING.search("".join(found))
+        assert match is not None, "".join(found)
+        yield proc, f"http://127.0.0.1:{match.group(1)}"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(120)
+        reader.join(120)
+        proc.stderr.close()
+
+
+def test_it_serves_the_store_and_stops_cleanly_on_sigint(
+    started: tuple[subprocess.Popen[str], str],
+) -> None:
+    proc, base = started
+    refused = Client(base).get("/")
+    page = Client(base).get("/jobs?kind=echo", {"Authorization": "Bearer tok-123"})
+    assert refused.status == 401
+    assert page.status == 200
+    assert "echo" in page.text
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(120) == 0
+
+
+def run_dashboard(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Runs ``jobtable dashboard --store target *args`` to its end (a refusal)."""
+    return subprocess.run(
+        [str(SCRIPT), "dashboard", "--store", target, *args],
+        capture_output=True,
+        text=True,
+        env=environ(),
+        timeout=120,
+    )
+
+
+def test_it_refuses_to_bind_a_public_address_without_authentication(target: str) -> None:
+    done = run_dashboard(target, "--host", "0.0.0.0")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "jobtable: error: dashboard: refusing to bind '0.0.0.0' without authentication: "
+        "give a token or basic auth, or bind 127.0.0.1"
+    ]
+
+
+def test_a_bad_basic_auth_is_a_one_line_error(target: str) -> None:
+    done = run_dashboard(target, "--basic-auth", "nocolon")
+    assert done.returncode == 1
+    assert done.stderr == "jobtable: error: --basic-auth: want user:password\n"

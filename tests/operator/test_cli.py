@@ -1,0 +1,269 @@
+"""The ``jobtable`` command, run as users run it: the console script in a subprocess.
+
+The jobs are set up in-process through the public API; every command under
+test runs in a process of its own and is judged by its exit status, its
+stdout (the table, or ``--json``) and its stderr (one line per error).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+from seam import create, engine_of
+
+import jobtable
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = pathlib.Path(sys.executable).with_name("jobtable")
+ping = jobtable.Kind("ping", int, int)
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs the console script with args; JOBTABLE_STORE only as env gives it."""
+    environ = {k: v for k, v in os.environ.items() if k != "JOBTABLE_STORE"}
+    environ.update(env or {})
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, env=environ, timeout=120
+    )
+
+
+@pytest.fixture
+def cli(store_target: str) -> Cli:
+    """Runs the script on the test's store, given as --store."""
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, "--store", store_target)
+
+    return call
+
+
+def output(result: subprocess.CompletedProcess[str]) -> str:
+    """The stdout of a command that must succeed; its stderr in the failure otherwise."""
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The error of a command that failed as every command must: status 1, one line."""
+    assert result.returncode == 1, result
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("jobtable: error: ")
+    return lines[0]
+
+
+def failing_runner(store: jobtable.Store, secret: str = "") -> jobtable.Runner:
+    runner = jobtable.Runner(store, workers=1, name="cli-test")
+
+    @runner.handler(ping)
+    async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:
+        if payload < 0:
+            raise RuntimeError(f"upstream said token={secret}")
+        return payload
+
+    return runner
+
+
+def test_the_script_and_python_m_both_run_the_command() -> None:
+    assert "migrate" in run_cli("--help").stdout
+    result = subprocess.run(
+        [sys.executable, "-m", "jobtable", "jobs", "--help"], capture_output=True, text=True
+    )
+    assert result.returncode == 0
+    assert "retry" in result.stdout
+
+
+def test_a_command_without_a_store_says_how_to_give_one() -> None:
+    assert "JOBTABLE_STORE" in one_line_error(run_cli("stats"))
+
+
+def test_a_bad_url_is_one_line_without_its_password() -> None:
+    for url in (
+        "postgresql://ops:hunter2pw@127.0.0.1:1/db?connect_timeout=5",
+        "mysql://ops:hunter2pw@127.0.0.1/db",
+        "postgresql://ops@127.0.0.1:1/db?password=hunter2pw&connect_timeout=5",
+    ):
+        for args in (("stats", "--store", url), ("migrate", "--check", "--store", url)):
+            line = one_line_error(run_cli(*args))
+            assert "hunter2pw" not in line
+            assert "***" in line
+
+
+async def test_list_show_and_the_json_agree_with_the_store(
+    store: jobtable.Store, store_target: str
+) -> None:
+    ok, bad = ping.enqueue_many(store, [1, -1])
+    await failing_runner(store).run_next()
+    await failing_runner(store).run_next()
+
+    listed = json.loads(
+        run_cli("jobs", "list", "--json", env={"JOBTABLE_STORE": store_target}).stdout
+    )
+    assert [r["id"] for r in listed] == [bad, ok]
+    failed = run_cli("jobs", "list", "--status", "failed", "--store", store_target)
+    assert failed.returncode == 0
+    assert bad in failed.stdout
+    assert ok not in failed.stdout
+    shown = json.loads(output(run_cli("jobs", "show", bad, "--json", "--store", store_target)))
+    assert shown == json.loads(store.inspect(bad).model_dump_json())
+    human = run_cli("jobs", "show", bad, "--store", store_target).stdout
+    assert "error history" in human
+    assert jobtable.MESSAGE_INTERNAL in human
+
+
+def test_bad_filters_and_options_are_one_line_errors(cli: Cli, store: jobtable.Store) -> None:
+    assert "--status 'done'" in one_line_error(cli("jobs", "list", "--status", "done"))
+    assert "limit" in one_line_error(cli("jobs", "list", "--limit", "0"))
+    assert "--older-than '7x'" in one_line_error(cli("prune", "--older-than", "7x"))
+    assert "--older-than" in one_line_error(cli("prune", "--older-than", "-1d"))
+
+
+def test_an_unknown_id_fails_naming_it_and_changes_nothing(cli: Cli, store: jobtable.Store) -> None:
+    queued = ping.enqueue(store, 1)
+    for command in ("cancel", "retry", "delete"):
+        line = one_line_error(cli("jobs", command, queued, "no-such-job"))
+        assert "'no-such-job' not found" in line
+        assert store.get(queued).status == jobtable.Status.QUEUED
+    assert "not found" in one_line_error(cli("jobs", "show", "no-such-job"))
+
+
+def test_an_id_that_starts_with_a_dash_is_an_id_not_an_option(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    # Ids are URL-safe base64: one in 64 starts with "-".
+    engine_of(store).write(create("-dash-id", "ping"))
+    assert json.loads(output(cli("jobs", "show", "-dash-id", "--json")))["id"] == "-dash-id"
+    assert json.loads(output(cli("jobs", "cancel", "-dash-id", "--json"))) == {
+        "-dash-id": "cancelled"
+    }
+
+
+async def test_cancel_retry_and_delete_act_on_every_id(cli: Cli, store: jobtable.Store) -> None:
+    first, second = ping.enqueue_many(store, [1, 2])
+    cancelled = json.loads(output(cli("jobs", "cancel", first, second, "--json")))
+    assert cancelled == {first: "cancelled", second: "cancelled"}
+    retried = cli("jobs", "retry", first)
+    assert retried.returncode == 0
+    assert first in retried.stdout
+    assert "retried" in retried.stdout
+    assert store.get(first).status == jobtable.Status.QUEUED
+    assert json.loads(output(cli("jobs", "delete", second, "--json"))) == {second: "deleted"}
+    with pytest.raises(jobtable.JobNotFound):
+        store.get(second)
+    ping.enqueue(store, -1)
+    await failing_runner(store).run_next()
+    await failing_runner(store).run_next()
+    assert json.loads(output(cli("jobs", "retry-failed", "--kind", "ping", "--json"))) == {
+        "retried": 1
+    }
+
+
+def test_stats_and_prune(cli: Cli, store: jobtable.Store) -> None:
+    ping.enqueue_many(store, [1, 2])
+    [queue] = json.loads(output(cli("stats", "--json")))["queues"]
+    assert (queue["queue"], queue["counts"]) == ("default", {"queued": 2})
+    human = cli("stats").stdout
+    assert "default" in human
+    assert "queued" in human
+    assert json.loads(output(cli("prune", "--older-than", "7d", "--json"))) == {"deleted": 0}
+
+
+def test_migrate_check_exits_non_zero_while_an_upgrade_is_pending(store_target: str) -> None:
+    check = run_cli("migrate", "--check", "--json", "--store", store_target)
+    assert check.returncode == 1
+    assert json.loads(check.stdout)["pending"] is True
+    assert "no jobtable schema" in one_line_error(run_cli("stats", "--store", store_target))
+    migrated = run_cli("migrate", "--store", store_target)
+    assert migrated.returncode == 0
+    assert "created the schema" in migrated.stdout
+    assert run_cli("migrate", "--check", "--store", store_target).returncode == 0
+    assert "nothing to do" in run_cli("migrate", "--store", store_target).stdout
+
+
+def test_the_worker_runs_the_applications_runner_and_no_output_shows_a_handlers_secret(
+    store: jobtable.Store, store_target: str, tmp_path: pathlib.Path
+) -> None:
+    secret = "planted-secret-7f3a9c"
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__init__.py").write_text("")
+    (app / "tasks.py").write_text(
+        "import os\n"
+        "import jobtable\n"
+        "store = jobtable.Store.open(os.environ['APP_STORE'])\n"
+        "runner = jobtable.Runner(store, workers=1, name='cli-worker', poll_interval=0.05)\n"
+        "ping = jobtable.Kind('ping', int, int)\n"
+        "@runner.handler(ping)\n"
+        "async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:\n"
+        "    if payload < 0:\n"
+        f"        raise RuntimeError('upstream said token={secret}')\n"
+        "    return payload\n"
+    )
+    ok, bad = ping.enqueue_many(store, [5, -1])
+    env = {k: v for k, v in os.environ.items() if k != "JOBTABLE_STORE"}
+    env["APP_STORE"] = store_target
+    worker = subprocess.Popen(
+        [str(SCRIPT), "worker", "app.tasks:runner"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = 60.0
+        start = time.monotonic()
+        while store.get(bad).status != jobtable.Status.FAILED:
+            assert time.monotonic() - start < deadline, "the worker never ran the jobs"
+            assert worker.poll() is None, worker.communicate()
+            time.sleep(0.05)
+        [runner] = json.loads(output(run_cli("runners", "--json", "--store", store_target)))
+        assert (runner["name"], runner["alive"]) == ("cli-worker", True)
+        outputs = [
+            run_cli(*args, "--store", store_target)
+            for args in (
+                ("jobs", "list"),
+                ("jobs", "list", "--json"),
+                ("jobs", "show", bad),
+                ("jobs", "show", bad, "--json"),
+                ("stats",),
+                ("stats", "--json"),
+                ("runners",),
+                ("jobs", "retry", bad),
+            )
+        ]
+    finally:
+        worker.terminate()
+        out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert store.get(ok).result == 5
+    for result in outputs:
+        assert result.returncode == 0, result
+        assert secret not in result.stdout + result.stderr
+    assert jobtable.MESSAGE_INTERNAL in outputs[2].stdout
+    # The secret was raised: the worker's own log has it, and only the log.
+    assert secret in err
+    assert secret not in out
+
+
+def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "notes.py").write_text("runner = 42\n")
+    for spec, said in (
+        ("notes", "module:attribute"),
+        ("missing_module:runner", "cannot import"),
+        ("notes:nothing", "no attribute"),
+        ("notes:runner", "want a jobtable.Runner"),
+    ):
+        result = subprocess.run(
+            [str(SCRIPT), "worker", spec], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert said in one_line_error(result)
