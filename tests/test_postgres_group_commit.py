@@ -9,6 +9,7 @@ Nothing here is timed.
 """
 
 import asyncio
+import pathlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -91,7 +92,7 @@ class Leader:
 def start_writers(
     engine: PostgresEngine, ops: Sequence[Callable[[Queries], object]]
 ) -> Callable[[], list[object]]:
-    """Starts a thread per op calling engine.write; returns what joins them and gives each outcome."""
+    """Starts a thread per op calling engine.write; returns what joins them, giving outcomes."""
     outcomes: list[object] = [None] * len(ops)
 
     def write(i: int) -> None:
@@ -168,9 +169,7 @@ def test_a_failing_enqueue_among_those_sharing_a_transaction_fails_alone(
     enqueue(engine, "taken")
     boom = ValueError("the op's own failure")
     leader = Leader(engine)
-    join = start_writers(
-        engine, [job("a"), job("taken"), RaisingEnqueue("raised", boom), job("b")]
-    )
+    join = start_writers(engine, [job("a"), job("taken"), RaisingEnqueue("raised", boom), job("b")])
     wait_for_queued(engine, 4)
     leader.finish()
     a, taken, raised, b = join()
@@ -223,3 +222,30 @@ def test_close_commits_the_enqueues_queued_then_refuses_more(pg_url: str) -> Non
     with pytest.raises(StoreError, match="closed"):
         asyncio.run(engine.awrite(job("d")))
     assert transactions(pg_url, ["leader", "a", "b"]) == 2
+
+
+def test_a_shared_transaction_costs_one_round_trip(pg_url: str, tmp_path: pathlib.Path) -> None:
+    # libpq's trace of the engine's one connection: the leader's INSERT is
+    # answered at its Sync; the three behind it go out with BEGIN and COMMIT
+    # in one pipeline, answered at a single Sync.
+    engine = PostgresEngine.open(pg_url, max_connections=1)
+    trace = tmp_path / "trace"
+    try:
+        with trace.open("w") as out:
+            with engine._pool.connection() as conn:
+                conn.pgconn.trace(out.fileno())
+                conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+            leader = Leader(engine)
+            join = start_writers(engine, [job("a"), job("b"), job("c")])
+            wait_for_queued(engine, 3)
+            leader.finish()
+            assert join() == [None] * 3
+            with engine._pool.connection() as conn:
+                conn.pgconn.untrace()
+    finally:
+        engine.close()
+    lines = [line.split("\t") for line in trace.read_text().splitlines()]
+    sent = [fields[2] for fields in lines if len(fields) > 2 and fields[0] == "F"]
+    assert sent.count("Execute") == 1 + 3 + 2  # the leader's, the three, BEGIN and COMMIT
+    assert sent.count("Sync") == 2
+    assert transactions(pg_url, ["leader", "a", "b", "c"]) == 2

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 
 from jobtable._engine import Queries
@@ -241,15 +242,29 @@ class GroupCommit:
         """
         with self._connection() as conn:
             try:
-                # BEGIN, the statements and COMMIT go out without waiting
-                # for replies; the server answers them at the end.
-                with conn.pipeline(), conn.transaction():
+                # BEGIN, the statements and COMMIT go out without waiting for
+                # replies, and the server answers them all at the end: one
+                # round trip. (psycopg's own transaction block would wait
+                # for the server after BEGIN and again after COMMIT.)
+                with conn.pipeline():
+                    conn.execute("BEGIN")
                     q = self._queries(conn)
-                    return [op(q) for op in ops]
+                    values = [op(q) for op in ops]
+                    conn.execute("COMMIT")
+                return values
             except psycopg.Error as err:
                 if err.sqlstate is None or conn.broken:
                     # No answer from the server: the commit's fate is unknown.
                     raise self._error(err) from err
+                _roll_back(conn)
                 raise _RunAlone from err
             except Exception as err:
+                _roll_back(conn)
                 raise _RunAlone from err
+
+
+def _roll_back(conn: _Connection) -> None:
+    """Ends conn's failed or open transaction; a connection that cannot is closed by the pool."""
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK")
