@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+import pg_cluster
 import psycopg
 import pytest
 from seam import enqueue, exists, now
@@ -249,3 +250,28 @@ def test_a_shared_transaction_costs_one_round_trip(pg_url: str, tmp_path: pathli
     assert sent.count("Execute") == 1 + 3 + 2  # the leader's, the three, BEGIN and COMMIT
     assert sent.count("Sync") == 2
     assert transactions(pg_url, ["leader", "a", "b", "c"]) == 2
+
+
+@pytest.mark.slow
+def test_a_batch_that_finds_the_server_gone_fails_whole_with_a_transient_error(
+    throwaway_pg: pg_cluster.Cluster,
+) -> None:
+    # The enqueues queued behind the leader are not run again one by one
+    # against a server that is gone: each gets the batch's StoreError.
+    engine = PostgresEngine.open(throwaway_pg.url, max_connections=1)
+    try:
+        leader = Leader(engine)
+        join = start_writers(engine, [job("a"), job("b"), job("c")])
+        wait_for_queued(engine, 3)
+        throwaway_pg.stop("immediate")
+        leader.finish()
+        outcomes = join()
+        assert isinstance(leader.raised, StoreError)
+        assert all(isinstance(o, StoreError) and o.transient for o in outcomes)
+        assert len({id(o) for o in outcomes}) == 1  # one attempt for the three
+        throwaway_pg.start()
+        engine.write(job("after"))  # the next enqueue reconnects
+        assert exists(engine, "after")
+        assert not any(exists(engine, i) for i in "abc")
+    finally:
+        engine.close()

@@ -240,27 +240,30 @@ class GroupCommit:
         Raises StoreError when the pool lends no connection or the
         connection is lost: then nothing is run again.
         """
-        with self._connection() as conn:
-            try:
-                # BEGIN, the statements and COMMIT go out without waiting for
-                # replies, and the server answers them all at the end: one
-                # round trip. (psycopg's own transaction block would wait
-                # for the server after BEGIN and again after COMMIT.)
-                with conn.pipeline():
-                    conn.execute("BEGIN")
-                    q = self._queries(conn)
-                    values = [op(q) for op in ops]
-                    conn.execute("COMMIT")
-                return values
-            except psycopg.Error as err:
-                if err.sqlstate is None or conn.broken:
-                    # No answer from the server: the commit's fate is unknown.
-                    raise self._error(err) from err
-                _roll_back(conn)
-                raise _RunAlone from err
-            except Exception as err:
-                _roll_back(conn)
-                raise _RunAlone from err
+        try:
+            with self._connection() as conn:
+                try:
+                    # BEGIN, the statements and COMMIT go out without waiting
+                    # for replies, and the server answers them all at the
+                    # end: one round trip. (psycopg's own transaction block
+                    # would wait for the server after BEGIN and again after
+                    # COMMIT.)
+                    with conn.pipeline():
+                        conn.execute("BEGIN")
+                        q = self._queries(conn)
+                        values = [op(q) for op in ops]
+                        conn.execute("COMMIT")
+                    return values
+                except psycopg.Error as err:
+                    if err.sqlstate is None or conn.broken:
+                        raise  # no answer from the server: the commit's fate is unknown
+                    _roll_back(conn)
+                    raise _RunAlone from err
+                except Exception as err:
+                    _roll_back(conn)
+                    raise _RunAlone from err
+        except psycopg.Error as err:  # the connection, lent or lost
+            raise self._error(err) from err
 
 
 def _roll_back(conn: _Connection) -> None:
