@@ -12,8 +12,10 @@ differences between lines are the layers' costs:
 - the same INSERT inside the transaction shape the engine uses (SQLite:
   BEGIN IMMEDIATE, SAVEPOINT, INSERT, RELEASE, COMMIT on the caller's thread;
   PostgreSQL: BEGIN, INSERT, COMMIT);
-- ``engine.write`` of an op that only runs CreateJob (the engine's own path:
-  the writer thread's hop on SQLite, the pool checkout on PostgreSQL);
+- ``engine.write`` of the op enqueue hands it (``CreateJob``: on
+  PostgreSQL one INSERT without BEGIN and COMMIT, through group commit's
+  leader), and of a plain function that runs CreateJob (PostgreSQL: BEGIN,
+  INSERT, COMMIT on a pooled connection; SQLite: the same as the first);
 - ``engine.write`` of an op that does nothing (SQLite: the hop and an empty
   transaction, which SQLite commits without a sync; PostgreSQL: checkout
   and BEGIN/COMMIT);
@@ -31,6 +33,7 @@ from typing import Any
 from bench import _db
 from bench._jobs import Ping, make_runner
 from jobtable._engine import NewJob
+from jobtable._ops import create_jobs
 from jobtable.db.postgres import jobs as pg_sql
 from jobtable.db.sqlite import jobs as sqlite_sql
 
@@ -91,8 +94,14 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
             ("raw INSERT, autocommit (make bench's raw)", praw),
             ("BEGIN/INSERT/COMMIT, own connection", pshaped),
         ]
+
+    def create_op() -> None:
+        moment = _db.utc_text()
+        engine.write(create_jobs(_db.KIND, [NewJob(_db.new_id(), _db.PAYLOAD, moment)], moment))
+
     steps += [
-        ("engine.write(CreateJob)", lambda: engine.write(create_job)),
+        ("engine.write(CreateJob), enqueue's own op", create_op),
+        ("engine.write(CreateJob in a plain function)", lambda: engine.write(create_job)),
         ("engine.write(nothing)", lambda: engine.write(lambda q: None)),
         ("encode + id (Kind._create)", lambda: kind._create("enqueue", binding, [payload], {})),
         ("Kind.enqueue", lambda: kind.enqueue(payload)),

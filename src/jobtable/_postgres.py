@@ -26,6 +26,8 @@ from psycopg.rows import TupleRow
 from jobtable._backoff import Backoff
 from jobtable._engine import Queries, Statement
 from jobtable._errors import StoreError
+from jobtable._ops import CreateJobs
+from jobtable._postgres_batch import GroupCommit
 from jobtable._postgres_listener import RECONNECT, Listener
 from jobtable._postgres_pool import Pool, TextLoader, client_encoding
 from jobtable._postgres_queries import queries as _queries
@@ -91,6 +93,11 @@ def _configure(durable: bool) -> Callable[[_Connection], None]:
     return configure
 
 
+def _batched(op: object) -> bool:
+    """True for an op group commit may batch: one that reads nothing back (an enqueue)."""
+    return isinstance(op, CreateJobs)
+
+
 def _listen_for_enqueues(conn: _Connection) -> None:
     schema_version.Querier(conn).listen_for_enqueues()
 
@@ -141,6 +148,14 @@ class PostgresEngine:
         self._listeners: set[Listener] = set()
         self._closed = False
         self._jobs_table: JobsTable | None = None
+        # Concurrent enqueues share transactions (see _postgres_batch).
+        self._enqueues = GroupCommit(
+            where,
+            alone=lambda op: self._run(op, "write"),
+            connection=pool.connection,
+            queries=_queries,
+            error=lambda err: _store_error(where, "write", err),
+        )
 
     @classmethod
     def open(
@@ -197,12 +212,18 @@ class PostgresEngine:
         raises StoreError at once and is not retried (the runner retries with
         backoff). A connection lost
         during the commit leaves it unknown whether op's writes were kept. An
-        op that is a ``Statement`` runs without BEGIN and COMMIT.
+        op that is a ``Statement`` runs without BEGIN and COMMIT. Enqueues
+        (``CreateJobs``) made while another is under way share a transaction
+        (``jobtable._postgres_batch``); a lone one runs alone.
         """
+        if _batched(op):
+            return self._enqueues.write(op)
         return self._run(op, "write")
 
     async def awrite(self, op: Callable[[Queries], T]) -> T:
-        """Runs ``write(op)`` in a worker thread, not blocking the event loop."""
+        """Runs ``write(op)`` in another thread, not blocking the event loop."""
+        if _batched(op):
+            return await asyncio.wrap_future(self._enqueues.submit(op))
         return await self._in_thread(op, "write")
 
     def read(self, op: Callable[[Queries], T]) -> T:
@@ -315,6 +336,8 @@ class PostgresEngine:
         Waits for the async operations under way; a connection another thread
         still uses is closed as it comes back.
         """
+        # The enqueues already queued commit first; new ones are refused.
+        self._enqueues.close()
         with self._lock:
             if self._closed:
                 return
