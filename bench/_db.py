@@ -55,7 +55,7 @@ def utc_text() -> str:
 def _sqlite_job() -> tuple[Any, ...]:
     """CreateJob's parameters for a ready job of the default queue."""
     now = utc_text()
-    return (new_id(), KIND, "default", 0, PAYLOAD, 1, None, now, now)
+    return (new_id(), KIND, "default", 0, PAYLOAD, 1, None, now, now, None)
 
 
 def _sqlite_claim(max_jobs: int) -> tuple[Any, ...]:
@@ -424,6 +424,7 @@ def _pg_job() -> dict[str, Any]:
         "timeout": None,
         "run_at": now,
         "now": now,
+        "traceparent": None,
     }
 
 

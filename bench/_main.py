@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import _db
+from bench import _db, _uniqueness
 from bench._stats import Figure, Table, cell, fmt, machine_details, ratio
 from bench._suite import (
     CONCURRENT_TASKS,
@@ -178,6 +178,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
             "-",
             f"{_factor(g(key), single)} one caller",
         )
+    _uniqueness.add_rows(table, g)
     cross_note = {"sqlite": "worker woken by inotify on the WAL", "postgres": "LISTEN/NOTIFY"}
     for where, label, note in (
         ("in", "in-process", ""),

@@ -16,6 +16,7 @@ from typing import Any
 
 import jobtable
 from bench import _db
+from bench import _uniqueness as _uniqueness_section
 from bench._jobs import Ping, make_runner
 from bench._stats import Figure, percentile
 
@@ -468,6 +469,7 @@ SECTIONS = (
     "end to end",
     "worker processes",
     "enqueue",
+    "uniqueness",
     "latency",
     "memory",
     "finished rows",
@@ -484,6 +486,7 @@ def run_engine(db: _db.Database, plan: Plan) -> Results:
         ("end to end", lambda: _throughput(db, store, plan, results)),
         ("worker processes", lambda: _process_throughput(db, store, plan, results)),
         ("enqueue", lambda: _enqueue(db, store, plan, results)),
+        ("uniqueness", lambda: _uniqueness(db, store, plan, results)),
         ("latency", lambda: _latency(db, store, plan, results)),
         ("memory", lambda: _memory(db, plan, results)),
         ("finished rows", lambda: _finished_rows(db, store, plan, results)),
@@ -608,6 +611,13 @@ def _enqueue(db: _db.Database, store: jobtable.Store, plan: Plan, results: Resul
             "jobs/s",
         )
         db.reset()
+
+
+def _uniqueness(db: _db.Database, store: jobtable.Store, plan: Plan, results: Results) -> None:
+    log("enqueue with a unique key against without")
+    _uniqueness_section.measure(
+        db, store, plan.repeat, plan.single_calls, plan.batched_jobs, results.add
+    )
 
 
 def _latency(db: _db.Database, store: jobtable.Store, plan: Plan, results: Results) -> None:

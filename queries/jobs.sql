@@ -20,11 +20,12 @@ VALUES (
     @now, @now, sqlc.narg(traceparent)
 );
 
--- name: CreateUniqueJob :one
+-- name: CreateUniqueJob :execrows
 -- CreateUniqueJob stores a queued job with a unique key, or nothing when a
--- job of its kind holds the key (jobs_unique): it returns the new job's id,
--- or no row on a collision. The database decides, so concurrent enqueues of
--- one key store exactly one job; the caller then reads the holder.
+-- job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
+-- collision (no RETURNING: SQLite's costs as much as the insert). The
+-- database decides, so concurrent enqueues of one key store exactly one
+-- job; the caller then reads the holder.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses
@@ -33,8 +34,7 @@ VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses
 )
-ON CONFLICT DO NOTHING
-RETURNING id;
+ON CONFLICT DO NOTHING;
 
 -- name: GetUniqueHolder :one
 -- GetUniqueHolder reads the job of kind that holds unique_key, if one does:

@@ -40,6 +40,7 @@ from seam import engine_of, timestamp
 import jobtable
 from jobtable._engine import Engine, NewJob, Outcome, Queries
 from jobtable._errors import StoreError
+from jobtable._unique import create_unique_jobs
 
 EPOCH = datetime.datetime(2024, 2, 29, 23, 59, 0, 123456, tzinfo=datetime.UTC)
 """The machine's clock starts here; each step may move it on by whole seconds."""
@@ -63,7 +64,10 @@ class Databases:
     wipe: Callable[[], None]
 
 
-JOB_COLUMNS = "id, kind, status, payload, result, error, runner, attempt, created_at, updated_at"
+JOB_COLUMNS = (
+    "id, kind, status, payload, result, error, runner, attempt, created_at, updated_at,"
+    " unique_key, unique_statuses, traceparent"
+)
 RUNNER_COLUMNS = "name"
 """Only the names: PostgreSQL stamps a runner's times with the server's clock."""
 
@@ -191,6 +195,49 @@ class DifferentialMachine(RuleBasedStateMachine):
         moment = self.at()
         job = NewJob(job_id, "{}", moment)
         self.both(lambda q: q.insert_jobs(kind="mail", jobs=[job], now=moment))
+
+    @rule(
+        kind=st.sampled_from(KINDS),
+        keys=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3),
+        statuses=st.sampled_from([3, 7, 15, 31]),
+        traceparent=st.sampled_from(
+            [None, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"]
+        ),
+    )
+    def create_unique(
+        self, kind: str, keys: list[str], statuses: int, traceparent: str | None
+    ) -> None:
+        moment = self.at()
+        jobs = [
+            NewJob(
+                self.new_id(),
+                "{}",
+                moment,
+                traceparent=traceparent,
+                unique_key=key,
+                unique_statuses=statuses,
+            )
+            for key in keys
+        ]
+        self.both(create_unique_jobs(kind, jobs, moment))
+
+    @rule(
+        status=st.sampled_from([None, "queued", "running", "succeeded", "failed"]),
+        kind=st.sampled_from([None, *KINDS]),
+        queue=st.sampled_from([None, "default", "other"]),
+        max_jobs=st.integers(1, 4),
+    )
+    def list_page(
+        self, status: str | None, kind: str | None, queue: str | None, max_jobs: int
+    ) -> None:
+        # The first page only: seqs differ between the engines (PostgreSQL's
+        # identity does not restart when the machine wipes the table).
+        self.both(
+            lambda q: q.list_jobs(
+                before=1 << 40, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+            ),
+            lambda rows: [(row.id, row.status) for row in rows],
+        )
 
     @rule(
         data=st.data(),

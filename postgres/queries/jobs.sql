@@ -21,11 +21,28 @@ VALUES (
     @now, @now, sqlc.narg(traceparent)
 );
 
--- name: CreateUniqueJob :one
+-- name: CreateUniqueJob :execrows
 -- CreateUniqueJob stores a queued job with a unique key, or nothing when a
--- job of its kind holds the key (jobs_unique): it returns the new job's id,
--- or no row on a collision. The database decides, so concurrent enqueues of
--- one key store exactly one job; the caller then reads the holder.
+-- job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
+-- collision (no RETURNING: SQLite's costs as much as the insert). The
+-- database decides, so concurrent enqueues of one key store exactly one
+-- job; the caller then reads the holder.
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, unique_key, unique_statuses
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses
+)
+ON CONFLICT DO NOTHING;
+
+-- name: CreateUniqueJobs :batchone
+-- CreateUniqueJobs is CreateUniqueJob for several jobs, sent at once: the
+-- statements run in order, so a job whose key an earlier one of the batch
+-- took inserts nothing. Differs by necessity from SQLite, which has no
+-- pipeline to save round trips with: there the engine loops over
+-- CreateUniqueJob.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses

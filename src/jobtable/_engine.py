@@ -187,10 +187,12 @@ class Queries(OperatorQueries, Protocol):
         """Stores queued jobs of kind with CreateJob (one) or CreateJobs (several)."""
         ...
 
-    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
-        """Stores job, which has a unique key, with CreateUniqueJob; False when the key is held.
+    def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
+        """Stores each job (each has a unique key) unless its key is held; says which it stored.
 
-        The database decides: of concurrent inserts of one key, one stores.
+        In order, so a job whose key an earlier one of jobs took is not
+        stored. The database decides: of concurrent inserts of one key, one
+        stores. CreateUniqueJob (one) or CreateUniqueJobs (several).
         """
         ...
 

@@ -30,7 +30,7 @@ from jobtable._postgres_operator_queries import PostgresOperatorQueries
 from jobtable._postgres_operator_queries import pg_time as _time
 from jobtable._values import timestamp
 from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
-from jobtable.db.postgres.jobs import CreateJobsParams
+from jobtable.db.postgres.jobs import CreateJobsParams, CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -165,22 +165,28 @@ class _Queries(PostgresOperatorQueries):
             for job in jobs
         )
 
-    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
-        row = self._q.create_unique_job(
-            id=job.id,
-            kind=kind,
-            queue=job.queue,
-            priority=job.priority,
-            payload=job.payload,
-            max_attempts=job.max_attempts,
-            timeout=job.timeout,
-            run_at=_time(job.run_at),
-            now=_time(now),
-            traceparent=job.traceparent,
-            unique_key=job.unique_key,
-            unique_statuses=job.unique_statuses,
-        )
-        return row is not None
+    def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
+        params = [
+            CreateUniqueJobsParams(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=_time(job.run_at),
+                now=_time(now),
+                traceparent=job.traceparent,
+                unique_key=job.unique_key,
+                unique_statuses=job.unique_statuses,
+            )
+            for job in jobs
+        ]
+        if len(params) == 1:
+            # One statement, without the pipeline's own round trips.
+            return [self._q.create_unique_job(**dataclasses.asdict(params[0])) == 1]
+        return [row is not None for row in self._q.create_unique_jobs(params)]
 
     def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
         row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)

@@ -4,8 +4,8 @@ It wires four services, each owning its own state, with explicit hand-offs:
 the producer claims jobs for free worker slots and puts them on a queue; a
 worker takes one, the executor runs it and decides its outcome, and the
 worker hands the outcome to the completer (which stores it with the next
-claim, or at once) and its slot back to the producer; maintenance renews
-the runner's lease, fails the jobs of dead runners and prunes old jobs.
+claim, or at once) and its slot back to the producer; maintenance renews the
+lease, fails dead runners' jobs and prunes; the periodic scheduler enqueues ticks.
 """
 
 import asyncio
@@ -27,6 +27,7 @@ from ._job import Job
 from ._kind import Kind
 from ._maintenance import Maintenance
 from ._ops import DeleteRunner
+from ._periodic_scheduler import PeriodicScheduler
 from ._producer import Producer
 from ._runner_settings import RETRY, check_queues, check_settings, runner_name
 from ._signals import handling_signals
@@ -171,6 +172,8 @@ class Runner:
             stopping=self._stopping,
             astopping=self._astopping,
         )
+        self._periodic = PeriodicScheduler(store, self.logger, retention, self._astopping)
+        self.periodic = self._periodic.add  # see PeriodicScheduler.add
         self._unwatch: Callable[[], None] | None = None
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
@@ -293,6 +296,8 @@ class Runner:
             )
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
         self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
+        self._periodic.begin()
+        self._tasks.append(loop.create_task(self._periodic.run(), name="jobtable-periodic"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
         self._unlisten = self.store.engine.listen(self.notify_enqueued, self._cancel_watch.notify)
 
@@ -338,12 +343,10 @@ class Runner:
         await self._completer.drain()
         if self._grace_timer is not None:
             self._grace_timer.cancel()
-        if self._unwatch is not None:
-            self._unwatch()
-            self._unwatch = None
-        if self._unlisten is not None:
-            self._unlisten()
-            self._unlisten = None
+        for undo in (self._unwatch, self._unlisten):
+            if undo is not None:
+                undo()
+        self._unwatch = self._unlisten = None
         self._executor.close()
         if not self._stopped:
             self._stopped = True

@@ -61,22 +61,25 @@ class Queries(Querier, SQLiteOperatorQueries):
             for job in jobs
         )
 
-    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
-        row = self.create_unique_job(
-            id=job.id,
-            kind=kind,
-            queue=job.queue,
-            priority=job.priority,
-            payload=job.payload,
-            max_attempts=job.max_attempts,
-            timeout=job.timeout,
-            run_at=job.run_at,
-            now=now,
-            traceparent=job.traceparent,
-            unique_key=job.unique_key,
-            unique_statuses=job.unique_statuses,
-        )
-        return row is not None
+    def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
+        return [
+            self.create_unique_job(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=job.run_at,
+                now=now,
+                traceparent=job.traceparent,
+                unique_key=job.unique_key,
+                unique_statuses=job.unique_statuses,
+            )
+            == 1
+            for job in jobs
+        ]
 
     def get_unique_holder(  # type: ignore[override]
         self, *, kind: str, unique_key: str

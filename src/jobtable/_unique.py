@@ -164,7 +164,13 @@ class CreateUniqueJobs:
         self.now = now
 
     def __call__(self, q: Queries) -> list[EnqueueResult]:
-        return [_store_unique(q, self.kind, job, self.now) for job in self.jobs]
+        # Insert first and read after: a read first could miss a holder
+        # inserted meanwhile, which is how check-then-insert makes duplicates.
+        stored = q.insert_unique_jobs(kind=self.kind, jobs=self.jobs, now=self.now)
+        return [
+            EnqueueResult(job.id, duplicate=False) if ok else _holder(q, self.kind, job, self.now)
+            for job, ok in zip(self.jobs, stored, strict=True)
+        ]
 
 
 class CreateUniqueJob(CreateUniqueJobs, Statement[list[EnqueueResult]]):
@@ -182,21 +188,19 @@ def create_unique_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateUni
     return CreateUniqueJob(kind, jobs, now) if len(jobs) == 1 else CreateUniqueJobs(kind, jobs, now)
 
 
-def _store_unique(q: Queries, kind: str, job: NewJob, now: str) -> EnqueueResult:
+def _holder(q: Queries, kind: str, job: NewJob, now: str) -> EnqueueResult:
+    """The result of job, whose insert found its key held: the holder, or job stored after all."""
     if job.unique_key is None:
-        q.insert_jobs(kind=kind, jobs=[job], now=now)
-        return EnqueueResult(job.id, duplicate=False)
+        raise ValueError(f"enqueue {kind!r}: a unique job without a key")
     for _ in range(_TRIES):
-        # Insert first and read after: a read first could miss a holder
-        # inserted meanwhile, which is how check-then-insert makes duplicates.
-        if q.insert_unique_job(kind=kind, job=job, now=now):
-            return EnqueueResult(job.id, duplicate=False)
         holder = q.get_unique_holder(kind=kind, unique_key=job.unique_key)
         if holder is not None:
             return EnqueueResult(holder, duplicate=True)
-        # The holder finished between the two statements; a fresh id also
-        # covers the (astronomically unlikely) id that was taken.
+        # The holder finished between the insert and the read; a fresh id
+        # also covers the (astronomically unlikely) id that was taken.
         job = job._replace(id=new_id())
+        if q.insert_unique_jobs(kind=kind, jobs=[job], now=now) == [True]:
+            return EnqueueResult(job.id, duplicate=False)
     raise StoreError(
         f"enqueue {kind!r}: the unique key changed hands {_TRIES} times during one enqueue"
     )

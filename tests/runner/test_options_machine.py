@@ -24,6 +24,7 @@ import asyncio
 import dataclasses
 import datetime
 import pathlib
+import re
 import secrets
 import tempfile
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from typing import Any, Literal
 import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.errors import FlakyFailure
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
@@ -471,7 +473,9 @@ def planted(machine: type[OptionsMachine], fault: str) -> type[OptionsMachine]:
         ("retries past max_attempts", "attempts exceed max_attempts"),
         ("stages jobs early", "ran before its run_at"),
         ("claims out of order", "priority then enqueue order"),
-        ("late writes unfenced", "a late write of attempt"),
+        # An unfenced late retry also requeues a job past its attempts: either
+        # invariant may be the first to see the fault, by the search's luck.
+        ("late writes unfenced", "a late write of attempt|attempts exceed max_attempts"),
         ("cancel leaves the job queued", "a cancelled job's handler started"),
     ],
 )
@@ -484,5 +488,10 @@ def test_machine_finds_a_planted_fault(
             return jobtable.CancelResult.CANCELLED
 
         monkeypatch.setattr(CancelJob, "__call__", cancel_nothing)
-    with pytest.raises(AssertionError, match=caught):
+    # Timeouts are real time, so on a loaded machine the replay of the failing
+    # run may not fail again: Hypothesis then raises FlakyFailure holding the
+    # failure it found, which proves the fault was seen all the same.
+    with pytest.raises((AssertionError, FlakyFailure)) as found:
         run_state_machine_as_test(planted(machine, fault), settings=FIND_SETTINGS)
+    failures = found.value.exceptions if isinstance(found.value, FlakyFailure) else [found.value]
+    assert any(re.search(caught, str(failure)) for failure in failures), failures

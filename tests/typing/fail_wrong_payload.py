@@ -27,3 +27,10 @@ async def misuse(runner: jobtable.Runner) -> None:
     thumbnails.enqueue({"photo_id": "p1", "size": 1})  # E: call-overload
     thumbnails.enqueue_many([Archive(paths=[])])  # E: list-item
     await thumbnails.aenqueue("p1")  # E: call-overload
+
+
+def misuse_periodic(runner: jobtable.Runner) -> None:
+    thumbnail = jobtable.Kind("thumbnail", Thumbnail, int)
+    runner.periodic(thumbnail, every=None, payload=Archive(paths=[]))  # E: misc
+    payload = Thumbnail(photo_id="p", size=1)
+    thumbnail.enqueue_result(runner.store, payload, unique="key")  # E: call-overload

@@ -3,6 +3,7 @@
 test_typing_examples.py runs mypy on this file; it is never imported.
 """
 
+import datetime
 import logging
 import sqlite3
 from typing import assert_type
@@ -156,3 +157,26 @@ def worker(store: jobtable.Store) -> None:
 
     runner.handler(jobtable.Kind("words", str, dict))(count_words)
     runner.run()
+
+
+def unique_and_periodic(store: jobtable.Store) -> None:
+    per_photo = jobtable.Unique(fields=("photo_id",), period=datetime.timedelta(hours=1))
+    result = thumbnail.enqueue_result(store, Thumbnail(photo_id="p1", size=1), unique=per_photo)
+    assert_type(result, jobtable.EnqueueResult)
+    assert_type(result.duplicate, bool)
+    results = archive.enqueue_many_results(store, [{"paths": []}], unique=jobtable.Unique())
+    assert_type(results, list[jobtable.EnqueueResult])
+    statuses = jobtable.Unique().statuses | {jobtable.Status.SUCCEEDED}
+    assert_type(thumbnail.enqueue(store, Thumbnail(photo_id="p1", size=1), unique=None), str)
+    runner = jobtable.Runner(store)
+    runner.periodic(thumbnail, cron="0 7 * * 1-5", payload=Thumbnail(photo_id="p", size=1))
+    runner.periodic(
+        archive, every=datetime.timedelta(minutes=5), payload=Archive(paths=[]), missed="skip"
+    )
+    jobtable.Unique(key="k", statuses=statuses)
+
+
+async def aunique(store: jobtable.Store) -> None:
+    result = await thumbnail.aenqueue_result(store, Thumbnail(photo_id="p1", size=1))
+    assert_type(result, jobtable.EnqueueResult)
+    assert_type(await archive.aenqueue_many_results(store, []), list[jobtable.EnqueueResult])

@@ -40,6 +40,17 @@ VALUES (
     %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s
 )
 ON CONFLICT DO NOTHING
+"""
+
+CREATE_UNIQUE_JOBS = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, unique_key, unique_statuses
+)
+VALUES (
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s
+)
+ON CONFLICT DO NOTHING
 RETURNING id
 """
 
@@ -438,10 +449,28 @@ class CreateJobsParams:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class CreateUniqueJobRow:
-    """A row that CreateUniqueJob returns."""
+class CreateUniqueJobsRow:
+    """A row that CreateUniqueJobs returns."""
 
     id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CreateUniqueJobsParams:
+    """The parameters of one statement of CreateUniqueJobs."""
+
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    payload: str
+    max_attempts: int
+    timeout: float | None
+    run_at: datetime.datetime
+    now: datetime.datetime
+    traceparent: str | None
+    unique_key: str | None
+    unique_statuses: int | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -851,11 +880,12 @@ class Querier:
         traceparent: str | None,
         unique_key: str | None,
         unique_statuses: int | None,
-    ) -> CreateUniqueJobRow | None:
+    ) -> int:
         """CreateUniqueJob stores a queued job with a unique key, or nothing when a
-        job of its kind holds the key (jobs_unique): it returns the new job's id,
-        or no row on a collision. The database decides, so concurrent enqueues of
-        one key store exactly one job; the caller then reads the holder.
+        job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
+        collision (no RETURNING: SQLite's costs as much as the insert). The
+        database decides, so concurrent enqueues of one key store exactly one
+        job; the caller then reads the holder.
         """
         cur = self._conn.execute(
             CREATE_UNIQUE_JOB,
@@ -874,12 +904,53 @@ class Querier:
                 "unique_statuses": unique_statuses,
             },
         )
-        row = cur.fetchone()
-        if row is None:
-            return None
-        return CreateUniqueJobRow(
-            id=row[0],
-        )
+        return cur.rowcount
+
+    def create_unique_jobs(
+        self,
+        rows: Iterable[CreateUniqueJobsParams],
+    ) -> list[CreateUniqueJobsRow | None]:
+        """CreateUniqueJobs is CreateUniqueJob for several jobs, sent at once: the
+        statements run in order, so a job whose key an earlier one of the batch
+        took inserts nothing. Differs by necessity from SQLite, which has no
+        pipeline to save round trips with: there the engine loops over
+        CreateUniqueJob.
+        """
+        params = [
+            {
+                "id": row.id,
+                "kind": row.kind,
+                "queue": row.queue,
+                "priority": row.priority,
+                "payload": row.payload,
+                "max_attempts": row.max_attempts,
+                "timeout": row.timeout,
+                "run_at": row.run_at,
+                "now": row.now,
+                "traceparent": row.traceparent,
+                "unique_key": row.unique_key,
+                "unique_statuses": row.unique_statuses,
+            }
+            for row in rows
+        ]
+        results: list[CreateUniqueJobsRow | None] = []
+        if not params:
+            return results
+        with self._conn.cursor() as cur:
+            cur.executemany(CREATE_UNIQUE_JOBS, params, returning=True)
+            while True:
+                row = cur.fetchone()
+                if row is None:
+                    results.append(None)
+                else:
+                    results.append(
+                        CreateUniqueJobsRow(
+                            id=row[0],
+                        )
+                    )
+                if not cur.nextset():
+                    break
+        return results
 
     def get_unique_holder(
         self,

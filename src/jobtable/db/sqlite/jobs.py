@@ -37,7 +37,6 @@ VALUES (
     ?9, ?9, ?10, ?11, ?12
 )
 ON CONFLICT DO NOTHING
-RETURNING id
 """
 
 GET_UNIQUE_HOLDER = """SELECT id FROM jobs
@@ -374,13 +373,6 @@ class CreateJobsParams:
     run_at: str
     now: str
     traceparent: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CreateUniqueJobRow:
-    """A row that CreateUniqueJob returns."""
-
-    id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -786,11 +778,12 @@ class Querier:
         traceparent: str | None,
         unique_key: str | None,
         unique_statuses: int | None,
-    ) -> CreateUniqueJobRow | None:
+    ) -> int:
         """CreateUniqueJob stores a queued job with a unique key, or nothing when a
-        job of its kind holds the key (jobs_unique): it returns the new job's id,
-        or no row on a collision. The database decides, so concurrent enqueues of
-        one key store exactly one job; the caller then reads the holder.
+        job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
+        collision (no RETURNING: SQLite's costs as much as the insert). The
+        database decides, so concurrent enqueues of one key store exactly one
+        job; the caller then reads the holder.
         """
         cur = self._conn.execute(
             CREATE_UNIQUE_JOB,
@@ -809,12 +802,7 @@ class Querier:
                 unique_statuses,
             ),
         )
-        row = cur.fetchone()
-        if row is None:
-            return None
-        return CreateUniqueJobRow(
-            id=row[0],
-        )
+        return cur.rowcount
 
     def get_unique_holder(
         self,
