@@ -53,7 +53,20 @@ CREATE TABLE jobs (
     -- succeeded, failed or was cancelled.
     started_at TEXT,
     finished_at TEXT,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    -- unique_key makes the job unique among the jobs of its kind while its
+    -- status is one of unique_statuses, a bitmask (queued 1, running 2,
+    -- succeeded 4, failed 8, cancelled 16) that always holds queued and
+    -- running: a job moves between those two (claim, retry) without leaving
+    -- its key, so neither move can collide. Both are null for a job that is
+    -- not unique. jobs_unique enforces it.
+    unique_key TEXT,
+    unique_statuses INTEGER CHECK (
+        (unique_statuses IS NULL) = (unique_key IS NULL)
+        AND (unique_statuses IS NULL OR ((unique_statuses & 3) = 3 AND unique_statuses < 32))
+    ),
+    -- traceparent is the W3C trace context current at enqueue, if any.
+    traceparent TEXT
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue
@@ -69,6 +82,22 @@ CREATE INDEX jobs_running ON jobs (runner) WHERE status = 'running';
 -- Pruning reads only finished rows, oldest first.
 CREATE INDEX jobs_finished ON jobs (updated_at)
     WHERE status IN ('succeeded', 'failed', 'cancelled');
+-- At most one job of a kind holds a unique key in a status its
+-- unique_statuses covers: an enqueue that collides inserts nothing
+-- (CreateUniqueJob) and reads the holder (GetUniqueHolder). A job that leaves
+-- its covered statuses leaves the index, which frees the key.
+CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
+    WHERE unique_key IS NOT NULL AND (unique_statuses & CASE status
+        WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+        WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
+-- The listing's pages (the ListJobs* queries): one index per set of filters
+-- that holds a status, each ending in seq so that a keyset page reads in
+-- order. A listing without a status reads each status's page of the
+-- matching one.
+CREATE INDEX jobs_by_status ON jobs (status, seq);
+CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq);
+CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq);
+CREATE INDEX jobs_by_status_kind_queue ON jobs (status, kind, queue, seq);
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running

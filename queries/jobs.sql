@@ -2,23 +2,48 @@
 -- CreateJob stores a queued job that may be claimed from run_at on.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now
+    @now, @now, sqlc.narg(traceparent)
 );
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now
+    @now, @now, sqlc.narg(traceparent)
 );
+
+-- name: CreateUniqueJob :one
+-- CreateUniqueJob stores a queued job with a unique key, or nothing when a
+-- job of its kind holds the key (jobs_unique): it returns the new job's id,
+-- or no row on a collision. The database decides, so concurrent enqueues of
+-- one key store exactly one job; the caller then reads the holder.
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, unique_key, unique_statuses
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses
+)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: GetUniqueHolder :one
+-- GetUniqueHolder reads the job of kind that holds unique_key, if one does:
+-- its condition is jobs_unique's, so it reads that index.
+SELECT id FROM jobs
+WHERE kind = @kind AND unique_key = @unique_key AND unique_key IS NOT NULL
+    AND (unique_statuses & CASE status
+        WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+        WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
 
 -- name: ClaimNextJob :many
 -- ClaimNextJob marks up to max_jobs ready jobs of queue running for runner,
@@ -34,7 +59,7 @@ WHERE seq IN (
     WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = @queue
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent;
 
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
@@ -47,6 +72,14 @@ ORDER BY run_at LIMIT 1;
 -- be claimed.
 UPDATE jobs SET scheduled = 0
 WHERE status = 'queued' AND scheduled = 1 AND queue = @queue AND run_at <= @now;
+
+-- name: ReadyRetries :execrows
+-- ReadyRetries makes the queued jobs of queue that wait for another attempt
+-- (claimed before, their run_at not come yet) ready to be claimed now, their
+-- run_at left as it was: jobtable.testing's drain runs retries without
+-- waiting for their backoff.
+UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = @queue AND attempt > 0;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
@@ -179,18 +212,177 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at
 FROM jobs WHERE id = @id;
 
--- name: ListJobs :many
--- ListJobs reads the records of up to max_jobs jobs with seq below before,
--- newest first, that match every filter given (a null filter matches all).
--- The primary key gives the order, so a page costs the same at any depth.
+-- The ListJobs* queries read the records of up to max_jobs jobs with seq
+-- below before, newest first, that match every filter in the query's name.
+-- They are one query per set of filters, not one with "filter IS NULL OR",
+-- which no index can serve: the store picks the query by the filters given,
+-- and each reads about one page of an index however many rows the table has.
+
+-- name: ListJobsUnfiltered :many
+-- ListJobsUnfiltered reads the primary key in order.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < @before
-    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
-    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
-    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatus :many
+-- ListJobsByStatus reads jobs_by_status in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatusKind :many
+-- ListJobsByStatusKind reads jobs_by_status_kind in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+    AND kind = @kind
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatusQueue :many
+-- ListJobsByStatusQueue reads jobs_by_status_queue in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+    AND queue = @queue
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatusKindQueue :many
+-- ListJobsByStatusKindQueue reads jobs_by_status_kind_queue in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+    AND kind = @kind
+    AND queue = @queue
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByKind :many
+-- ListJobsByKind reads the newest page of each status from jobs_by_status_kind, at most
+-- five pages of seqs, and keeps the newest page of them: an index on
+-- (kind, seq) would serve it too, at a cost to every write.
+-- It lists every status of the jobs table's CHECK.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+)
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByQueue :many
+-- ListJobsByQueue reads the newest page of each status from jobs_by_status_queue, at most
+-- five pages of seqs, and keeps the newest page of them: an index on
+-- (queue, seq) would serve it too, at a cost to every write.
+-- It lists every status of the jobs table's CHECK.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+)
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByKindQueue :many
+-- ListJobsByKindQueue reads the newest page of each status from jobs_by_status_kind_queue, at most
+-- five pages of seqs, and keeps the newest page of them: an index on
+-- (kind, queue, seq) would serve it too, at a cost to every write.
+-- It lists every status of the jobs table's CHECK.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    )
+)
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: CountJobs :many
@@ -230,3 +422,20 @@ DELETE FROM runners WHERE name = @name;
 -- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,
 -- never name, the runner that asks.
 DELETE FROM runners WHERE heartbeat_at < @cutoff AND name <> @name;
+
+-- name: CountReadyJobs :many
+-- CountReadyJobs counts the ready jobs of each queue and finds the earliest
+-- run_at among them: the backlog telemetry's gauges report. It reads only
+-- the claim's index and the rows it points to, so it costs the backlog's
+-- size, never the table's.
+SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 0
+GROUP BY queue ORDER BY queue;
+
+-- name: CountDueJobs :many
+-- CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+-- but that no runner has staged yet, and finds the earliest run_at among
+-- them: with no runner taking the queue, they are backlog too.
+SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 1 AND run_at <= @now
+GROUP BY queue ORDER BY queue;

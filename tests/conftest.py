@@ -7,19 +7,21 @@ When it cannot be reached the test is skipped, saying how to enable it; on CI
 """
 
 import asyncio
+import contextlib
 import os
 import pathlib
-import secrets
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pg_cluster
 import pytest
 
 import jobtable
 from jobtable._values import redact_url
+from jobtable.testing.pytest_plugin import postgres_schema
+
+pytest_plugins = ["pytester"]
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -27,14 +29,6 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 def postgres_server_url() -> str:
     """The URL of the test server, from JOBTABLE_TEST_POSTGRES_URL or the default."""
     return os.environ.get("JOBTABLE_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
-
-
-def with_search_path(url: str, schema: str) -> str:
-    """Returns url with its connections' search_path set to schema alone."""
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "options"]
-    query.append(("options", f"-csearch_path={schema}"))
-    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 POSTGRES_FIXTURES = frozenset({"pg_server", "throwaway_pg"})
@@ -120,24 +114,15 @@ def pg_server() -> str:
 def new_pg_url(pg_server: str) -> Iterator[Callable[[], str]]:
     """Makes URLs whose connections each use a fresh, empty schema.
 
-    Every schema it made is dropped, with everything in it, after the test.
+    Every schema it made is dropped, with everything in it, after the test
+    (jobtable's pytest plugin makes them, as it does for ``jobtable_store``).
     """
-    import psycopg
-    from psycopg import sql
+    with contextlib.ExitStack() as schemas:
 
-    schemas: list[str] = []
+        def make() -> str:
+            return schemas.enter_context(postgres_schema(pg_server))
 
-    def make() -> str:
-        schema = f"jobtable_test_{secrets.token_hex(6)}"
-        with psycopg.connect(pg_server, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        schemas.append(schema)
-        return with_search_path(pg_server, schema)
-
-    yield make
-    with psycopg.connect(pg_server, autocommit=True) as conn:
-        for schema in schemas:
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+        yield make
 
 
 @pytest.fixture

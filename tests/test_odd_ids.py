@@ -6,6 +6,8 @@ neither engine can encode) is refused where it is given (a kind or runner
 name) or stored escaped (a Failure's message), alike on both engines.
 """
 
+import re
+
 import pytest
 
 import jobtable
@@ -39,6 +41,10 @@ async def test_a_str_that_is_no_jobs_id_is_job_not_found(
         await kind.aget(job_id)
     with pytest.raises(jobtable.JobNotFound):
         declared.get(store, job_id)
+    with pytest.raises(jobtable.JobNotFound):
+        store.inspect(job_id)
+    with pytest.raises(jobtable.JobNotFound):
+        await store.ainspect(job_id)
 
 
 @pytest.mark.parametrize("job_id", [123, None, b"abc", 1.5], ids=repr)
@@ -60,6 +66,8 @@ async def test_a_job_id_that_is_not_a_str_is_a_type_error(
         kind.get(job_id)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="want str"):
         declared.get(store, job_id)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="want str"):
+        store.inspect(job_id)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
@@ -82,6 +90,34 @@ def test_a_kind_name_no_engine_can_store_is_refused_at_its_declaration(name: str
 def test_a_runner_name_no_engine_can_store_is_refused(store: jobtable.Store, name: str) -> None:
     with pytest.raises(ValueError, match="cannot be stored"):
         jobtable.Runner(store, name=name)
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
+def test_a_queue_name_no_engine_can_store_is_refused_at_a_kinds_declaration(name: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"queue {name!r} cannot be stored")):
+        jobtable.Kind("noop", int, int, queue=name)
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
+def test_a_queue_name_no_engine_can_store_is_refused_at_enqueue_storing_nothing(
+    store: jobtable.Store, name: str
+) -> None:
+    kind = jobtable.Kind("noop", int, int)
+    with pytest.raises(
+        ValueError, match=re.escape(f"enqueue 'noop': queue {name!r} cannot be stored")
+    ):
+        kind.enqueue(store, 1, queue=name)
+    with pytest.raises(ValueError, match=re.escape(f"queue {name!r} cannot be stored")):
+        kind.enqueue_many(store, [1, 2], queue=name)
+    assert store.counts() == {}
+
+
+@pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)
+def test_a_queue_name_no_engine_can_store_is_refused_by_the_runner(
+    store: jobtable.Store, name: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"queue {name!r} cannot be stored")):
+        jobtable.Runner(store, queues={"default": 1, name: 1})
 
 
 @pytest.mark.parametrize(

@@ -148,6 +148,12 @@ def test_the_wheel_holds_the_generated_code_schemas_and_py_typed(dist: Dist) -> 
     } <= names
 
 
+def test_the_wheel_declares_the_pytest_plugin(dist: Dist) -> None:
+    with zipfile.ZipFile(dist.wheel) as zf:
+        text = zf.read(f"jobtable-{VERSION}.dist-info/entry_points.txt").decode()
+    assert "[pytest11]\njobtable = jobtable.testing.pytest_plugin" in text
+
+
 def test_the_wheel_declares_the_mit_license_and_ships_its_text(dist: Dist) -> None:
     meta = wheel_metadata(dist.wheel)
     assert meta["License-Expression"] == "MIT"

@@ -30,6 +30,7 @@ EXPECTED = {
     "Backoff",
     "CancelResult",
     "EnqueueOptions",
+    "EnqueueResult",
     "ExponentialBackoff",
     "Failure",
     "Job",
@@ -49,6 +50,7 @@ EXPECTED = {
     "Store",
     "StoreError",
     "SyncHandler",
+    "Unique",
 }
 
 PACKAGE = pathlib.Path(jobtable.__file__).parent

@@ -227,27 +227,32 @@ def test_app_tables_are_kept_and_ours_added(tmp_path: Path) -> None:
         conn.close()
 
 
+def _open_together(path: Path, threads: int) -> list[SQLiteEngine | BaseException]:
+    """Opens path from threads threads released at once; returns each one's outcome."""
+    start = threading.Barrier(threads)
+    outcomes: list[SQLiteEngine | BaseException] = []
+
+    def open_engine() -> None:
+        start.wait(10)
+        try:
+            outcomes.append(SQLiteEngine.open(path))
+        except BaseException as err:
+            outcomes.append(err)
+
+    workers = [threading.Thread(target=open_engine) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return outcomes
+
+
 def test_many_first_opens_of_new_files_all_succeed(tmp_path: Path) -> None:
     # Threads opening one new file together race for the schema and for the
     # switch to WAL mode: none of them may take another's fresh schema for an
     # app's table, or give up on the journal-mode lock.
     for round_ in range(30):
-        path = tmp_path / f"jobs{round_}.db"
-        start = threading.Barrier(4)
-        outcomes: list[SQLiteEngine | BaseException] = []
-
-        def open_engine() -> None:
-            start.wait(10)
-            try:
-                outcomes.append(SQLiteEngine.open(path))
-            except BaseException as err:
-                outcomes.append(err)
-
-        threads = [threading.Thread(target=open_engine) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        outcomes = _open_together(tmp_path / f"jobs{round_}.db", 4)
         engines = [o for o in outcomes if isinstance(o, SQLiteEngine)]
         for engine in engines:
             engine.close()

@@ -108,6 +108,12 @@ def test_a_version_1_sqlite_file_is_upgraded_keeping_every_job(tmp_path: pathlib
             "SELECT sql FROM sqlite_schema WHERE name = 'jobs_queued'"
         ).fetchone()
         assert "WHERE status = 'queued'" in index
+        # Version 1 goes to the latest at once: the rebuild makes the latest table.
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
+        assert {"jobs_unique", "jobs_by_status_kind_queue"} <= names
+        assert conn.execute(
+            "SELECT count(*) FROM jobs WHERE unique_key IS NULL AND traceparent IS NULL"
+        ).fetchone() == (len(V1_JOBS) + 1,)
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
@@ -140,3 +146,8 @@ def test_a_version_1_postgres_schema_is_upgraded_keeping_every_job(
         row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_queued'")
         [indexdef] = row.fetchone() or [""]
         assert "(status = 'queued'::text)" in indexdef
+        rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
+        assert {"jobs_unique", "jobs_by_status_kind_queue"} <= {row[0] for row in rows}
+        assert conn.execute(
+            "SELECT count(*) FROM jobs WHERE unique_key IS NULL AND traceparent IS NULL"
+        ).fetchone() == (len(V1_JOBS) + 1,)

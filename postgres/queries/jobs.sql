@@ -3,23 +3,48 @@
 -- trigger notifies idle runners in every process when the transaction commits.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now
+    @now, @now, sqlc.narg(traceparent)
 );
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now
+    @now, @now, sqlc.narg(traceparent)
 );
+
+-- name: CreateUniqueJob :one
+-- CreateUniqueJob stores a queued job with a unique key, or nothing when a
+-- job of its kind holds the key (jobs_unique): it returns the new job's id,
+-- or no row on a collision. The database decides, so concurrent enqueues of
+-- one key store exactly one job; the caller then reads the holder.
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, unique_key, unique_statuses
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses
+)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: GetUniqueHolder :one
+-- GetUniqueHolder reads the job of kind that holds unique_key, if one does:
+-- its condition is jobs_unique's, so it reads that index.
+SELECT id FROM jobs
+WHERE kind = @kind AND unique_key = @unique_key AND unique_key IS NOT NULL
+    AND (unique_statuses & CASE status
+        WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+        WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
 
 -- name: FinishAndClaimJobs :many
 -- FinishAndClaimJobs stores the outcomes of finished attempts and claims up
@@ -94,12 +119,13 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority
+        jobs.timeout, jobs.priority, jobs.traceparent
 )
-SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority
+SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
+    traceparent
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0 FROM finished;
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text FROM finished;
 
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
@@ -112,6 +138,14 @@ ORDER BY run_at LIMIT 1;
 -- be claimed.
 UPDATE jobs SET scheduled = false
 WHERE status = 'queued' AND scheduled = true AND queue = @queue AND run_at <= @now;
+
+-- name: ReadyRetries :execrows
+-- ReadyRetries makes the queued jobs of queue that wait for another attempt
+-- (claimed before, their run_at not come yet) ready to be claimed now, their
+-- run_at left as it was: jobtable.testing's drain runs retries without
+-- waiting for their backoff.
+UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = @queue AND attempt > 0;
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
@@ -242,6 +276,14 @@ WHERE id = @id AND status = 'queued';
 UPDATE jobs SET cancel_requested = true, updated_at = @now
 WHERE id = @id AND status = 'running';
 
+-- name: NotifyCancel :exec
+-- NotifyCancel tells the runners listening on this schema's channel, when
+-- the transaction commits, that a running job's cancel was requested, so the
+-- runner holding it reads its requests at once instead of at its next poll.
+-- Its payload, 'cancel', sets it apart from an enqueue's (''). Differs by
+-- necessity from SQLite, which has no NOTIFY: runners there poll.
+SELECT pg_notify(jobtable_channel(current_schema()), 'cancel');
+
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 
@@ -252,18 +294,177 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at
 FROM jobs WHERE id = @id;
 
--- name: ListJobs :many
--- ListJobs reads the records of up to max_jobs jobs with seq below before,
--- newest first, that match every filter given (a null filter matches all).
--- The primary key gives the order, so a page costs the same at any depth.
+-- The ListJobs* queries read the records of up to max_jobs jobs with seq
+-- below before, newest first, that match every filter in the query's name.
+-- They are one query per set of filters, not one with "filter IS NULL OR",
+-- which no index can serve: the store picks the query by the filters given,
+-- and each reads about one page of an index however many rows the table has.
+
+-- name: ListJobsUnfiltered :many
+-- ListJobsUnfiltered reads the primary key in order.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < @before
-    AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
-    AND (sqlc.narg(kind)::text IS NULL OR kind = sqlc.narg(kind))
-    AND (sqlc.narg(queue)::text IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatus :many
+-- ListJobsByStatus reads jobs_by_status in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatusKind :many
+-- ListJobsByStatusKind reads jobs_by_status_kind in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+    AND kind = @kind
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatusQueue :many
+-- ListJobsByStatusQueue reads jobs_by_status_queue in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+    AND queue = @queue
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByStatusKindQueue :many
+-- ListJobsByStatusKindQueue reads jobs_by_status_kind_queue in order.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < @before
+    AND status = @status
+    AND kind = @kind
+    AND queue = @queue
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByKind :many
+-- ListJobsByKind reads the newest page of each status from jobs_by_status_kind, at most
+-- five pages of seqs, and keeps the newest page of them: an index on
+-- (kind, seq) would serve it too, at a cost to every write.
+-- It lists every status of the jobs table's CHECK.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS queued
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS running
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS succeeded
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS failed
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = @kind AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS cancelled
+)
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByQueue :many
+-- ListJobsByQueue reads the newest page of each status from jobs_by_status_queue, at most
+-- five pages of seqs, and keeps the newest page of them: an index on
+-- (queue, seq) would serve it too, at a cost to every write.
+-- It lists every status of the jobs table's CHECK.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS queued
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS running
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS succeeded
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS failed
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS cancelled
+)
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByKindQueue :many
+-- ListJobsByKindQueue reads the newest page of each status from jobs_by_status_kind_queue, at most
+-- five pages of seqs, and keeps the newest page of them: an index on
+-- (kind, queue, seq) would serve it too, at a cost to every write.
+-- It lists every status of the jobs table's CHECK.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS queued
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS running
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS succeeded
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS failed
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        ORDER BY page.seq DESC LIMIT @max_jobs
+    ) AS cancelled
+)
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: CountJobs :many
@@ -313,3 +514,20 @@ DELETE FROM runners WHERE name IN (
         AND stale.name <> @name
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: CountReadyJobs :many
+-- CountReadyJobs counts the ready jobs of each queue and finds the earliest
+-- run_at among them: the backlog telemetry's gauges report. It reads only
+-- the claim's index and the rows it points to, so it costs the backlog's
+-- size, never the table's.
+SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = false
+GROUP BY queue ORDER BY queue;
+
+-- name: CountDueJobs :many
+-- CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+-- but that no runner has staged yet, and finds the earliest run_at among
+-- them: with no runner taking the queue, they are backlog too.
+SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = true AND run_at <= @now
+GROUP BY queue ORDER BY queue;

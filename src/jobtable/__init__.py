@@ -53,6 +53,7 @@ from ._operator_models import (
 from ._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from ._runner import Runner
 from ._store import Store
+from ._unique import EnqueueResult, Unique
 
 __all__ = [
     "MESSAGE_INTERNAL",
@@ -64,6 +65,7 @@ __all__ = [
     "CancelResult",
     "DeleteResult",
     "EnqueueOptions",
+    "EnqueueResult",
     "ExponentialBackoff",
     "Failure",
     "Job",
@@ -89,6 +91,7 @@ __all__ = [
     "StoreError",
     "SyncHandler",
     "ThroughputPoint",
+    "Unique",
 ]
 
 __version__ = _metadata.version("jobtable")

@@ -11,11 +11,13 @@ from ._store import Store
 
 
 class CancelWatch:
-    """Every interval seconds while jobs run, reads their cancel requests and hands them on.
+    """Every interval seconds while jobs run, or when poked, reads their cancel requests.
 
     cancel(job_id, attempt) ends the attempt (see ``Executor.cancel``); busy
-    tells whether any attempt runs, so an idle runner reads nothing. A
-    failed read is logged and tried again at the next round.
+    tells whether any attempt runs, so an idle runner reads nothing. A poke
+    (a cancel notification, or stop) makes it read at once; the interval is
+    the fallback for requests no notification announced. A failed read is
+    logged and tried again at the next round.
     """
 
     def __init__(
@@ -28,7 +30,6 @@ class CancelWatch:
         busy: Callable[[], bool],
         cancel: Callable[[str, int], bool],
         stopping: threading.Event,
-        astopping: asyncio.Event,
     ) -> None:
         self._store = store
         self._runner = runner
@@ -37,13 +38,29 @@ class CancelWatch:
         self._busy = busy
         self._cancel = cancel
         self._stopping = stopping
-        self._astopping = astopping
+        self._poked = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def poke(self) -> None:
+        """Makes run read the requests now (or notice stop); call it on the event loop."""
+        self._poked.set()
+
+    def notify(self) -> None:
+        """Pokes from any thread (a cancel notification); does nothing until run has begun."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._poked.set)
 
     async def run(self) -> None:
         """Hands on cancel requests until stop."""
+        self._loop = asyncio.get_running_loop()
         while not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._astopping.wait(), self._interval)
+                await asyncio.wait_for(self._poked.wait(), self._interval)
+            # Cleared before the read: a poke during it makes the next round
+            # read again at once.
+            self._poked.clear()
             if not self._stopping.is_set() and self._busy():
                 await self.check()
 

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from typing import Generic, TypeVar
 
 import pydantic
@@ -72,7 +73,9 @@ class Codec(Generic[P, R]):
         try:
             data = adapter.dump_json(value, by_alias=True, warnings="error")
             adapter.validate_json(data)
-        except (pydantic.ValidationError, pydantic_core.PydanticSerializationError) as err:
+        except pydantic_core.PydanticSerializationError as err:
+            raise _Invalid(_serializer_problem(str(err))) from err
+        except pydantic.ValidationError as err:
             raise _Invalid(str(err)) from err
         # pydantic dumps NaN and infinities as null, which a type that allows
         # None would read back as None: a changed value, not the one given.
@@ -143,6 +146,27 @@ class Codec(Generic[P, R]):
                 f"job {job_id!r} of kind {self.kind!r}: its stored result is not a valid "
                 f"{_name(self.result_type)}: {err}"
             ) from err
+
+
+_UNEXPECTED = re.compile(
+    r"Expected `(?P<want>[^`]+)`[^\[]*\[(?:field_name='(?P<field>[^']*)', )?"
+    r".*input_type=(?P<got>\w+)\]"
+)
+
+
+def _serializer_problem(message: str) -> str:
+    """Says in a line what pydantic's serializer warnings say: what was given where.
+
+    The warnings quote the value; the line does not.
+    """
+    found = _UNEXPECTED.search(message)
+    if found is None:
+        return message
+    want, field, got = found["want"], found["field"], found["got"]
+    if field:
+        return f"field {field!r} is of type {got}, want {want}"
+    hint = f"; a dict is not converted: build the {want} first" if got == "dict" else ""
+    return f"got a value of type {got}, want {want}{hint}"
 
 
 def _name(t: object) -> str:

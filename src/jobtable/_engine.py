@@ -43,10 +43,19 @@ class ClaimedRow(Protocol):
     def timeout(self) -> float | None: ...
     @property
     def priority(self) -> int: ...
+    @property
+    def traceparent(self) -> str | None:
+        """The W3C trace context recorded at enqueue, or None."""
+        ...
 
 
 class NewJob(NamedTuple):
-    """A job to store: its id, encoded payload, run_at as UTC text, and options."""
+    """A job to store: its id, encoded payload, run_at as UTC text, and options.
+
+    traceparent is the W3C trace context to record with it (None: none).
+    unique_key and unique_statuses (a bitmask) make it unique among its
+    kind's jobs (None: not unique); see ``jobtable.Unique``.
+    """
 
     id: str
     payload: str
@@ -55,6 +64,9 @@ class NewJob(NamedTuple):
     priority: int = 0
     max_attempts: int = 1
     timeout: float | None = None
+    traceparent: str | None = None
+    unique_key: str | None = None
+    unique_statuses: int | None = None
 
 
 class Outcome(NamedTuple):
@@ -143,6 +155,17 @@ class CountRow(Protocol):
     def jobs(self) -> int: ...
 
 
+class BacklogRow(Protocol):
+    """How many jobs wait in one queue, and the earliest run_at among them (UTC text)."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def oldest_run_at(self) -> str: ...
+
+
 class HeldRow(Protocol):
     """A running job's id and the attempt of the claim that holds it."""
 
@@ -162,6 +185,17 @@ class Queries(OperatorQueries, Protocol):
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         """Stores queued jobs of kind with CreateJob (one) or CreateJobs (several)."""
+        ...
+
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        """Stores job, which has a unique key, with CreateUniqueJob; False when the key is held.
+
+        The database decides: of concurrent inserts of one key, one stores.
+        """
+        ...
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        """The id of the job of kind that holds unique_key, or None when none does."""
         ...
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
@@ -200,6 +234,10 @@ class Queries(OperatorQueries, Protocol):
         """Makes the scheduled jobs of queue whose run_at is not later than now ready."""
         ...
 
+    def ready_retries(self, *, queue: str) -> int:
+        """Makes the queued jobs of queue that wait for another attempt ready now (for tests)."""
+        ...
+
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int: ...
 
     def interrupt_jobs_of_dead_runners(
@@ -223,6 +261,13 @@ class Queries(OperatorQueries, Protocol):
 
     def request_cancel(self, *, now: str, id: str) -> int: ...
 
+    def notify_cancel(self) -> None:
+        """Tells listening runners, once the transaction commits, that a cancel was requested.
+
+        Engines that cannot notify do nothing: their runners poll for requests.
+        """
+        ...
+
     def get_job(self, *, id: str) -> JobRow | None: ...
 
     def get_job_record(self, *, id: str) -> RecordRow | None: ...
@@ -238,6 +283,10 @@ class Queries(OperatorQueries, Protocol):
     ) -> Sequence[RecordRow]: ...
 
     def count_jobs(self) -> Sequence[CountRow]: ...
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]: ...
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]: ...
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int: ...
 
@@ -257,10 +306,12 @@ class Queries(OperatorQueries, Protocol):
 
 
 class Statement(Generic[T]):
-    """An operation that runs exactly one statement.
+    """An operation that runs exactly one statement, or reads after it.
 
     A lone statement is atomic and durable on its own, so an engine may run
-    it without BEGIN and COMMIT. Subclasses define ``__call__``.
+    it without BEGIN and COMMIT; so is an insert whose outcome the database
+    decides, followed by a read that needs no atomicity with it (a unique
+    enqueue reading the holder). Subclasses define ``__call__``.
     """
 
     __slots__ = ()
@@ -288,11 +339,42 @@ class Engine(Protocol):
 
     async def aread(self, op: Callable[[Queries], T]) -> T: ...
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, the application's own connection, inside its transaction.
+
+        conn is the engine's driver connection (sqlite3, psycopg); op's
+        writes join its transaction, so they are kept if and only if that
+        commits, and runners learn of new jobs at the commit as of any other
+        process's. An exception from op leaves none of its writes in the
+        transaction. Raises TypeError, naming where, for a connection of
+        another driver, and ValueError for one that does not reach the
+        store's jobs table (another file or database; PostgreSQL: a
+        search_path that finds no jobs table, or another schema's); a driver
+        error is a StoreError.
+        """
+        ...
+
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of write_in, for the driver's async connection."""
+        ...
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn in its transaction, seeing its uncommitted writes.
+
+        conn is checked as enqueue_in checks it, and errors are the same.
+        jobtable.testing reads a test's transaction with it.
+        """
+        ...
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
         """Calls wake, from any thread, when another process enqueues a job.
 
         It may call wake more often (SQLite: after any commit to the file);
-        an extra wake costs the runner one claim that finds nothing.
+        an extra wake costs the runner one claim that finds nothing. Where the
+        engine can tell (PostgreSQL), it calls cancelled instead when a
+        running job's cancel was requested (see ``Queries.notify_cancel``).
 
         Returns a function that stops listening, or None when the engine
         cannot tell (the runner then relies on polling alone).

@@ -28,6 +28,7 @@ from ._job_logger import JobLogger
 from ._ops import Finish, Publish
 from ._options import DEFAULT_RETRY, RetryPolicy
 from ._store import Store
+from ._telemetry import run_trace
 from ._values import storable, timestamp
 
 P = TypeVar("P")
@@ -149,15 +150,22 @@ class Executor:
             running.scope.reschedule(asyncio.get_running_loop().time())
         return True
 
-    async def run(self, job: ClaimedRow) -> Finish | None:
-        """Runs one attempt of a claimed job and returns the outcome to store.
+    async def run(self, job: ClaimedRow, queue: str) -> Finish | None:
+        """Runs one attempt of a job claimed from queue and returns the outcome to store.
 
         Only the handler's typed result, a Failure's message or a message of
         the runner's own reaches the table; any other exception is logged.
         None means the job stays running: the handler raised after stop began.
         A row whose text cannot be read fails alone with MESSAGE_INTERNAL,
-        finally: another attempt would read the same bytes.
+        finally: another attempt would read the same bytes. An instrumented
+        store's telemetry observes the attempt and its outcome.
         """
+        with run_trace(self._store, job, queue) as trace:
+            outcome = await self._attempt(job)
+            trace.ended(outcome)
+        return outcome
+
+    async def _attempt(self, job: ClaimedRow) -> Finish | None:
         undecodable = _undecodable_text(job)
         if undecodable is not None:
             # Nothing of the row is written back but the runner's own message.

@@ -7,18 +7,21 @@ code or the runner.
 
 import copy
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from typing_extensions import Unpack
 
 from ._codec import Codec
-from ._engine import JobRow, NewJob
+from ._engine import JobRow, NewJob, Queries
 from ._errors import JobNotFound
 from ._job import Job, Status
-from ._ops import CreateJobs, GetJob, create_jobs
+from ._ops import GetJob, create_jobs
 from ._options import EnqueueOptions, Options, RetryPolicy, check_retry
 from ._store import Store
+from ._telemetry import EnqueueTrace, enqueue_trace
+from ._transaction import adriver_connection, driver_connection
+from ._unique import EnqueueResult, Unique, create_unique_jobs
 from ._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -53,8 +56,12 @@ class Kind(Generic[P, R]):
     limit) and ``delay`` (a timedelta; an enqueue may give ``run_at``, an
     aware datetime, instead). ``retry`` is the wait before the next attempt,
     a callable (attempt) -> timedelta given the attempt that failed; the
-    default is ``ExponentialBackoff()``. A bad value raises TypeError or
-    ValueError naming the option, and stores nothing.
+    default is ``ExponentialBackoff()``. ``unique`` (a ``Unique``; None, the
+    default, for none) makes at most one job per key at a time: a colliding
+    enqueue stores nothing and returns the holder's id (``enqueue_result``
+    tells it was a duplicate); an enqueue's ``unique=None`` turns it off. A
+    bad value raises TypeError or ValueError naming the option, and stores
+    nothing.
     """
 
     def __init__(
@@ -69,6 +76,7 @@ class Kind(Generic[P, R]):
         queue: str = "default",
         timeout: float | None = None,
         delay: datetime.timedelta | None = None,
+        unique: Unique | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Kind {name!r}: empty kind")
@@ -86,6 +94,8 @@ class Kind(Generic[P, R]):
         self.options = Options(max_attempts, priority, queue, timeout, delay)
         """The defaults of the kind's jobs; each enqueue may override them."""
         self.options.check(where)
+        self.unique = _check_unique(where, unique)
+        """The kind's uniqueness, or None; each enqueue may override it."""
         self._binding: _Binding | None = None
 
     @property
@@ -121,11 +131,17 @@ class Kind(Generic[P, R]):
         return self._binding, args[0]
 
     def _create(
-        self, verb: str, binding: _Binding, payloads: Iterable[P], overrides: EnqueueOptions
-    ) -> tuple[list[str], CreateJobs]:
+        self,
+        verb: str,
+        binding: _Binding,
+        payloads: Iterable[P],
+        overrides: EnqueueOptions,
+        traceparent: str | None = None,
+    ) -> tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]:
         where = f"{verb} {self.name!r}"
         given: dict[str, Any] = dict(overrides)
         run_at = given.pop("run_at", None)
+        unique = _check_unique(where, given.pop("unique", self.unique))
         if run_at is not None and "delay" not in given:
             given["delay"] = None  # an explicit run_at replaces the kind's delay
         options = self.options.merged(where, given) if given else self.options
@@ -141,10 +157,20 @@ class Kind(Generic[P, R]):
                 options.priority,
                 options.max_attempts,
                 options.timeout,
+                traceparent,
             )
             for p in payloads
         ]
-        return [job.id for job in jobs], create_jobs(self.name, jobs, timestamp(moment))
+        now = timestamp(moment)
+        if unique is None:
+            return jobs, create_jobs(self.name, jobs, now)
+        jobs = [
+            job._replace(
+                unique_key=unique.key_of(where, job.payload, moment), unique_statuses=unique.mask
+            )
+            for job in jobs
+        ]
+        return jobs, create_unique_jobs(self.name, jobs, now)
 
     @overload
     def enqueue(self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
@@ -160,9 +186,17 @@ class Kind(Generic[P, R]):
         TypeError or ValueError naming the option for a bad option. A job
         waits in the table until a runner with a handler for the kind claims
         it, no earlier than its run_at.
+
+        With ``conn=``, the application's own connection (sqlite3, psycopg,
+        or a SQLAlchemy Connection or Session over one), the job joins its
+        transaction instead: it exists if and only if that commits, and the
+        commit wakes the runners; the store's durable setting does not apply.
+        A conn that cannot reach the store's jobs table raises TypeError (the
+        wrong driver, or an async one: use aenqueue) or ValueError (another
+        database or file, or a search_path without the store's schema).
         """
         binding, payload = self._where("enqueue", args)
-        return self._enqueue_many("enqueue", binding, [payload], options)[0]
+        return self._enqueue_many("enqueue", binding, [payload], options)[0].id
 
     @overload
     async def aenqueue(
@@ -173,7 +207,7 @@ class Kind(Generic[P, R]):
     async def aenqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
         """The async form of enqueue."""
         binding, payload = self._where("enqueue", args)
-        return (await self._aenqueue_many("enqueue", binding, [payload], options))[0]
+        return (await self._aenqueue_many("enqueue", binding, [payload], options))[0].id
 
     @overload
     def enqueue_many(
@@ -190,7 +224,7 @@ class Kind(Generic[P, R]):
         or, on any error, none is.
         """
         binding, payloads = self._where("enqueue_many", args)
-        return self._enqueue_many("enqueue_many", binding, payloads, options)
+        return [r.id for r in self._enqueue_many("enqueue_many", binding, payloads, options)]
 
     @overload
     async def aenqueue_many(
@@ -203,23 +237,99 @@ class Kind(Generic[P, R]):
     async def aenqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
         """The async form of enqueue_many."""
         binding, payloads = self._where("enqueue_many", args)
+        return [r.id for r in await self._aenqueue_many("enqueue_many", binding, payloads, options)]
+
+    @overload
+    def enqueue_result(
+        self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]
+    ) -> EnqueueResult: ...
+    @overload
+    def enqueue_result(self, payload: P, /, **options: Unpack[EnqueueOptions]) -> EnqueueResult: ...
+    def enqueue_result(self, *args: Any, **options: Unpack[EnqueueOptions]) -> EnqueueResult:
+        """enqueue, telling whether the job was a duplicate: ``EnqueueResult(id, duplicate)``.
+
+        duplicate is True when a job of the kind held the unique key: nothing
+        was stored and id is the holder's. Without ``unique`` it is False.
+        """
+        binding, payload = self._where("enqueue", args)
+        return self._enqueue_many("enqueue", binding, [payload], options)[0]
+
+    @overload
+    async def aenqueue_result(
+        self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]
+    ) -> EnqueueResult: ...
+    @overload
+    async def aenqueue_result(
+        self, payload: P, /, **options: Unpack[EnqueueOptions]
+    ) -> EnqueueResult: ...
+    async def aenqueue_result(self, *args: Any, **options: Unpack[EnqueueOptions]) -> EnqueueResult:
+        """The async form of enqueue_result."""
+        binding, payload = self._where("enqueue", args)
+        return (await self._aenqueue_many("enqueue", binding, [payload], options))[0]
+
+    @overload
+    def enqueue_many_results(
+        self, store: Store, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[EnqueueResult]: ...
+    @overload
+    def enqueue_many_results(
+        self, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[EnqueueResult]: ...
+    def enqueue_many_results(
+        self, *args: Any, **options: Unpack[EnqueueOptions]
+    ) -> list[EnqueueResult]:
+        """enqueue_many, with an EnqueueResult per payload, in order.
+
+        A payload whose key an earlier one of the batch took is a duplicate of it.
+        """
+        binding, payloads = self._where("enqueue_many", args)
+        return self._enqueue_many("enqueue_many", binding, payloads, options)
+
+    @overload
+    async def aenqueue_many_results(
+        self, store: Store, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[EnqueueResult]: ...
+    @overload
+    async def aenqueue_many_results(
+        self, payloads: Iterable[P], /, **options: Unpack[EnqueueOptions]
+    ) -> list[EnqueueResult]: ...
+    async def aenqueue_many_results(
+        self, *args: Any, **options: Unpack[EnqueueOptions]
+    ) -> list[EnqueueResult]:
+        """The async form of enqueue_many_results."""
+        binding, payloads = self._where("enqueue_many", args)
         return await self._aenqueue_many("enqueue_many", binding, payloads, options)
 
     def _enqueue_many(
         self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
-    ) -> list[str]:
-        ids, op = self._create(verb, binding, payloads, options)
-        binding.store.engine.write(op)
-        binding.store._enqueued()
-        return ids
+    ) -> list[EnqueueResult]:
+        conn = options.pop("conn", None)
+        with enqueue_trace(binding.store, self.name) as trace:
+            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent)
+            if conn is None:
+                results = binding.store.engine.write(op)
+                binding.store._enqueued()
+            else:
+                # In the caller's transaction: runners learn of the jobs at its
+                # commit, from the engine (NOTIFY, the WAL watch), not from here.
+                where = f"{verb} {self.name!r}"
+                results = binding.store.engine.write_in(driver_connection(conn, where), op, where)
+            return _stored(trace, jobs, results)
 
     async def _aenqueue_many(
         self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
-    ) -> list[str]:
-        ids, op = self._create(verb, binding, payloads, options)
-        await binding.store.engine.awrite(op)
-        binding.store._enqueued()
-        return ids
+    ) -> list[EnqueueResult]:
+        conn = options.pop("conn", None)
+        with enqueue_trace(binding.store, self.name) as trace:
+            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent)
+            if conn is None:
+                results = await binding.store.engine.awrite(op)
+                binding.store._enqueued()
+            else:
+                where = f"{verb} {self.name!r}"
+                driver = await adriver_connection(conn, where)
+                results = await binding.store.engine.awrite_in(driver, op, where)
+            return _stored(trace, jobs, results)
 
     def _typed(self, row: JobRow) -> Job[R]:
         if row.kind != self.name:
@@ -254,3 +364,23 @@ class Kind(Generic[P, R]):
         """The async form of get."""
         binding, job_id = self._where("get", args)
         return self._typed(await binding.store.engine.aread(GetJob(job_id)))
+
+
+def _check_unique(where: str, unique: object) -> Unique | None:
+    if unique is not None and not isinstance(unique, Unique):
+        raise TypeError(f"{where}: unique must be a jobtable.Unique or None, got {unique!r}")
+    return unique
+
+
+def _stored(
+    trace: EnqueueTrace, jobs: list[NewJob], results: list[EnqueueResult] | None
+) -> list[EnqueueResult]:
+    """The results of storing jobs, reported to trace: results, or none a duplicate when not unique.
+
+    A duplicate stored nothing, so the trace counts only the jobs stored.
+    """
+    if results is None:
+        trace.stored(jobs)
+        return [EnqueueResult(job.id, duplicate=False) for job in jobs]
+    trace.stored([job for job, done in zip(jobs, results, strict=True) if not done.duplicate])
+    return results

@@ -63,15 +63,20 @@ class GetJob:
 
 
 class GetJobRecord:
-    """The read of one job's whole record; raises JobNotFound when no job has the id."""
+    """The read of one job's whole record; raises JobNotFound when no job has the id.
+
+    Ids are checked as GetJob checks them, so every engine answers alike.
+    """
 
     __slots__ = ("job_id",)
 
     def __init__(self, job_id: str) -> None:
+        if not isinstance(job_id, str):
+            raise TypeError(f"job id is {type(job_id).__name__}, want str")
         self.job_id = job_id
 
     def __call__(self, q: Queries) -> RecordRow:
-        row = q.get_job_record(id=self.job_id)
+        row = None if unstorable(self.job_id) else q.get_job_record(id=self.job_id)
         if row is None:
             raise JobNotFound(f"job {self.job_id!r} not found")
         return row
@@ -151,6 +156,7 @@ class CancelJob:
         if q.cancel_queued_job(now=self.now, id=self.job_id):
             return CancelResult.CANCELLED
         if q.request_cancel(now=self.now, id=self.job_id):
+            q.notify_cancel()
             return CancelResult.REQUESTED
         if q.get_job(id=self.job_id) is None:
             raise JobNotFound(f"job {self.job_id!r} not found")

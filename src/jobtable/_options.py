@@ -12,7 +12,8 @@ import random
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from ._values import timestamp
+from ._unique import Unique
+from ._values import timestamp, unstorable
 
 RetryPolicy = Callable[[int], datetime.timedelta]
 """How long to wait before the next attempt, given the number of the attempt that failed."""
@@ -21,7 +22,7 @@ _INT32 = 1 << 31
 
 
 class EnqueueOptions(TypedDict, total=False):
-    """The options an enqueue may give, overriding its kind's (see ``Kind``)."""
+    """The options an enqueue may give, overriding its kind's (see ``Kind``), and its conn."""
 
     max_attempts: int
     priority: int
@@ -29,6 +30,9 @@ class EnqueueOptions(TypedDict, total=False):
     timeout: float | None
     delay: datetime.timedelta | None
     run_at: datetime.datetime | None
+    unique: "Unique | None"
+    conn: object
+    """The application's own connection whose transaction the jobs join (see ``Kind.enqueue``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -96,6 +100,8 @@ class Options:
             raise ValueError(f"{where}: priority must fit in 32 bits, got {self.priority}")
         if not isinstance(self.queue, str) or not self.queue:
             raise ValueError(f"{where}: queue must be a non-empty str, got {self.queue!r}")
+        if why := unstorable(self.queue):
+            raise ValueError(f"{where}: queue {self.queue!r} cannot be stored: {why}")
         if self.timeout is not None and (
             isinstance(self.timeout, bool)
             or not isinstance(self.timeout, int | float)

@@ -31,6 +31,7 @@ from jobtable._postgres_pool import Pool, TextLoader, client_encoding
 from jobtable._postgres_queries import queries as _queries
 from jobtable._postgres_schema import apply_schema
 from jobtable._postgres_schema import schema_version as stored_schema_version
+from jobtable._postgres_transaction import JobsTable, awrite_in, jobs_table, read_in, write_in
 from jobtable._values import redact_url, scrub
 from jobtable.db.postgres import schema_version
 from jobtable.db.postgres.schema import SCHEMA
@@ -139,6 +140,7 @@ class PostgresEngine:
         self._lock = threading.Lock()
         self._listeners: set[Listener] = set()
         self._closed = False
+        self._jobs_table: JobsTable | None = None
 
     @classmethod
     def open(
@@ -220,22 +222,79 @@ class PostgresEngine:
                 raise StoreError(f"postgres store {self._where}: the store is closed") from err
             raise
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None]:
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, the application's psycopg connection, in its transaction.
+
+        See ``jobtable._postgres_transaction.write_in``; a psycopg error is a
+        StoreError.
+        """
+        ours = self._table()
+        try:
+            return write_in(conn, ours, op, where)
+        except psycopg.Error as err:
+            raise _store_error(self._where, where, err) from err
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn, the app's psycopg connection, in its transaction."""
+        ours = self._table()
+        try:
+            return read_in(conn, ours, op, where)
+        except psycopg.Error as err:
+            raise _store_error(self._where, where, err) from err
+
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of write_in, on a psycopg.AsyncConnection."""
+        ours = None if self._closed else self._jobs_table
+        if ours is None:
+            try:
+                ours = await asyncio.get_running_loop().run_in_executor(self._threads, self._table)
+            except RuntimeError as err:  # the executor was shut down by close
+                raise StoreError(f"postgres store {self._where}: the store is closed") from err
+        try:
+            return await awrite_in(conn, ours, op, where)
+        except psycopg.Error as err:
+            raise _store_error(self._where, where, err) from err
+
+    def _table(self) -> JobsTable:
+        """The store's jobs table, read once on a pooled connection and remembered."""
+        if self._closed:
+            raise StoreError(f"postgres store {self._where}: the store is closed")
+        if self._jobs_table is None:
+            try:
+                with self._pool.connection() as conn:
+                    self._jobs_table = jobs_table(conn)
+            except psycopg.Error as err:
+                raise _store_error(self._where, "read", err) from err
+        return self._jobs_table
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None]:
         """Calls wake, from a daemon thread, each time a transaction that enqueued commits.
+
+        It calls cancelled (when given) instead for a committed cancel request
+        of a running job (``NotifyCancel``), so the runner holding it need not
+        wait for its next poll of the requests.
 
         Listens on a connection of its own. It listens before returning, so
         every enqueue committed after the return wakes; when it cannot yet,
         it logs a warning and keeps trying in the background. A lost
         connection is reopened with the engine's reconnect backoff (a doubling
         wait capped at 5 s by default), and wake
-        is then called once for the enqueues it may have missed. wake should
+        is then called once for the enqueues it may have missed (and cancelled
+        once for the cancels). wake should
         return quickly; an exception from it is logged. Returns the function
         that stops listening: once it returns, wake is not called again, and
         the connection closes within a fraction of a second; calling it again
         does nothing. Raises StoreError once the engine is closed.
         """
         listener = Listener(
-            self._url, self._where, wake, listen=_listen_for_enqueues, reconnect=self._reconnect
+            self._url,
+            self._where,
+            wake,
+            listen=_listen_for_enqueues,
+            reconnect=self._reconnect,
+            cancelled=cancelled,
         )
         with self._lock:
             if self._closed:

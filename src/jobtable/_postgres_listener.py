@@ -18,6 +18,9 @@ RECONNECT = Backoff(0.1, 5.0)
 _STOP_POLL = 0.2
 """Seconds the listener waits for a notification before it checks for stop."""
 
+CANCEL_NOTICE = "cancel"
+"""The payload of the notification NotifyCancel sends; an enqueue's is empty."""
+
 _logger = logging.getLogger("jobtable.postgres")
 
 
@@ -25,7 +28,8 @@ class Listener:
     """One ``PostgresEngine.listen``: a connection that LISTENs and a thread that wakes.
 
     listen runs the LISTEN statement on a new connection; reconnect is the
-    wait between attempts to reopen a lost connection.
+    wait between attempts to reopen a lost connection. A notification whose
+    payload is CANCEL_NOTICE calls cancelled (when given) instead of wake.
     """
 
     def __init__(
@@ -36,10 +40,12 @@ class Listener:
         *,
         listen: Callable[[_Connection], None],
         reconnect: Backoff = RECONNECT,
+        cancelled: Callable[[], None] | None = None,
     ) -> None:
         self._url = url
         self._where = where
         self._wake = wake
+        self._cancelled = cancelled
         self._listen = listen
         self._reconnect = reconnect
         self._stopping = threading.Event()
@@ -74,12 +80,15 @@ class Listener:
         # stays open while the connection waits.
         return connect(self._url, self._listen)
 
-    def _call_wake(self) -> None:
+    def _call_wake(self, payload: str = "") -> None:
+        call = self._wake
+        if payload == CANCEL_NOTICE and self._cancelled is not None:
+            call = self._cancelled
         with self._waking:
             if self._stopping.is_set():
                 return
             try:
-                self._wake()
+                call()
             except Exception:
                 _logger.exception("postgres store %s: wake failed", self._where)
 
@@ -103,11 +112,13 @@ class Listener:
                         continue
                     delay = self._reconnect.first
                     _logger.info("postgres store %s: listening for enqueues again", self._where)
-                    # Enqueues committed while no connection listened woke no one.
+                    # Enqueues and cancels committed while no connection
+                    # listened woke no one.
                     self._call_wake()
+                    self._call_wake(CANCEL_NOTICE)
                 try:
-                    for _ in conn.notifies(timeout=_STOP_POLL):
-                        self._call_wake()
+                    for notice in conn.notifies(timeout=_STOP_POLL):
+                        self._call_wake(notice.payload)
                 except psycopg.Error as err:
                     _logger.warning(
                         "postgres store %s: lost the listening connection, reconnecting: %s",

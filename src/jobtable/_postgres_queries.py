@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engine import (
+    BacklogRow,
     ClaimedRow,
     CountRow,
     HeldRow,
@@ -24,10 +25,11 @@ from jobtable._engine import (
     RecordRow,
     RunnerRow,
 )
+from jobtable._listing import list_page
 from jobtable._postgres_operator_queries import PostgresOperatorQueries
 from jobtable._postgres_operator_queries import pg_time as _time
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, upgrade_v2
+from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
 from jobtable.db.postgres.jobs import CreateJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -45,6 +47,33 @@ class _RunnerRow:
     started_at: str
     heartbeat_at: str
     alive: bool
+
+
+# A job's whole row as the generated GetJobRecord and ListJobs* read it.
+_StoredRecord = (
+    jobs.GetJobRecordRow
+    | jobs.ListJobsUnfilteredRow
+    | jobs.ListJobsByStatusRow
+    | jobs.ListJobsByKindRow
+    | jobs.ListJobsByQueueRow
+    | jobs.ListJobsByStatusKindRow
+    | jobs.ListJobsByStatusQueueRow
+    | jobs.ListJobsByKindQueueRow
+    | jobs.ListJobsByStatusKindQueueRow
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _BacklogRow:
+    """A queue's backlog with its earliest run_at as the seam's UTC text."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
+
+
+def _backlog(rows: Sequence[jobs.CountReadyJobsRow | jobs.CountDueJobsRow]) -> list[BacklogRow]:
+    return [_BacklogRow(r.queue, r.jobs, timestamp(r.oldest_run_at)) for r in rows]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,7 +101,7 @@ class _RecordRow:
     finished_at: str | None
 
     @classmethod
-    def of(cls, row: jobs.GetJobRecordRow | jobs.ListJobsRow) -> "_RecordRow":
+    def of(cls, row: _StoredRecord) -> "_RecordRow":
         return cls(
             seq=row.seq,
             id=row.id,
@@ -117,6 +146,7 @@ class _Queries(PostgresOperatorQueries):
                 timeout=job.timeout,
                 run_at=_time(job.run_at),
                 now=moment,
+                traceparent=job.traceparent,
             )
             return
         self._q.create_jobs(
@@ -130,9 +160,31 @@ class _Queries(PostgresOperatorQueries):
                 timeout=job.timeout,
                 run_at=_time(job.run_at),
                 now=moment,
+                traceparent=job.traceparent,
             )
             for job in jobs
         )
+
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        row = self._q.create_unique_job(
+            id=job.id,
+            kind=kind,
+            queue=job.queue,
+            priority=job.priority,
+            payload=job.payload,
+            max_attempts=job.max_attempts,
+            timeout=job.timeout,
+            run_at=_time(job.run_at),
+            now=_time(now),
+            traceparent=job.traceparent,
+            unique_key=job.unique_key,
+            unique_statuses=job.unique_statuses,
+        )
+        return row is not None
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
+        return None if row is None else row.id
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
@@ -173,6 +225,9 @@ class _Queries(PostgresOperatorQueries):
     def stage_jobs(self, *, queue: str, now: str) -> int:
         return self._q.stage_jobs(queue=queue, now=_time(now))
 
+    def ready_retries(self, *, queue: str) -> int:
+        return self._q.ready_retries(queue=queue)
+
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         return self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
 
@@ -198,6 +253,9 @@ class _Queries(PostgresOperatorQueries):
     def request_cancel(self, *, now: str, id: str) -> int:
         return self._q.request_cancel(now=_time(now), id=id)
 
+    def notify_cancel(self) -> None:
+        self._q.notify_cancel()
+
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)
 
@@ -214,13 +272,19 @@ class _Queries(PostgresOperatorQueries):
         queue: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
-        rows = self._q.list_jobs(
-            before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        rows: Sequence[_StoredRecord] = list_page(
+            self._q, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
         )
         return [_RecordRow.of(row) for row in rows]
 
     def count_jobs(self) -> Sequence[CountRow]:
         return self._q.count_jobs()
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_ready_jobs())
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_due_jobs(now=_time(now)))
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
         return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
@@ -262,3 +326,17 @@ def upgrade_to_v2(conn: _Connection) -> None:
     q.create_jobs_queued_index_v2()
     q.create_jobs_scheduled_index_v2()
     q.create_jobs_finished_index_v2()
+
+
+def upgrade_to_v3(conn: _Connection) -> None:
+    """Brings a version 2 schema's jobs table to version 3, keeping every job.
+
+    The new columns are nullable, so adding them rewrites no row.
+    """
+    q = upgrade_v3.Querier(conn)
+    q.add_unique_and_trace_columns_v3()
+    q.create_jobs_unique_index_v3()
+    q.create_jobs_by_status_index_v3()
+    q.create_jobs_by_status_kind_index_v3()
+    q.create_jobs_by_status_queue_index_v3()
+    q.create_jobs_by_status_kind_queue_index_v3()

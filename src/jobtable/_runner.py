@@ -159,7 +159,6 @@ class Runner:
             busy=self._executor.busy,
             cancel=self._executor.cancel,
             stopping=self._stopping,
-            astopping=self._astopping,
         )
         self._maintenance = Maintenance(
             store,
@@ -295,7 +294,7 @@ class Runner:
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
         self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
-        self._unlisten = self.store.engine.listen(self.notify_enqueued)
+        self._unlisten = self.store.engine.listen(self.notify_enqueued, self._cancel_watch.notify)
 
     def stop(self) -> None:
         """Begins a graceful stop; safe from any thread and from signal handlers.
@@ -319,6 +318,7 @@ class Runner:
 
     def _begin_stop(self) -> None:
         self._astopping.set()
+        self._cancel_watch.poke()
         for producer in self._producers:
             producer.stop()
         if self._grace_timer is None and self._loop is not None:
@@ -390,7 +390,7 @@ class Runner:
         else:
             return None
         job = jobs[0]
-        outcome = await self._executor.run(job)
+        outcome = await self._executor.run(job, producer.queue)
         if outcome is not None:
             await self._completer.record([outcome])
         self._completer.abandon(job.id)

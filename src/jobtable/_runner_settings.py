@@ -33,6 +33,8 @@ def check_queues(workers: object, queues: object) -> dict[str, int]:
     for queue, slots in queues.items():
         if not isinstance(queue, str) or not queue:
             raise ValueError(f"jobtable: a queue name must be a non-empty str, got {queue!r}")
+        if why := unstorable(queue):
+            raise ValueError(f"jobtable: queue {queue!r} cannot be stored: {why}")
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise ValueError(f"jobtable: queue {queue!r} has {slots!r} workers, want at least 1")
     return dict(queues)

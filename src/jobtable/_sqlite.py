@@ -33,6 +33,7 @@ from jobtable._sqlite_file import (
 )
 from jobtable._sqlite_queries import Queries as _Queries
 from jobtable._sqlite_text import Connection
+from jobtable._sqlite_transaction import read_in, write_in
 from jobtable._sqlite_watch import WalWatcher
 from jobtable._sqlite_writer import Writer
 from jobtable.db.sqlite.schema import SCHEMA
@@ -207,8 +208,37 @@ class SQLiteEngine:
         """Does what ``read`` does in a worker thread, without blocking the event loop."""
         return await asyncio.to_thread(self.read, op)
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, a sqlite3 connection to this file, in its transaction.
+
+        See ``jobtable._sqlite_transaction.write_in``; a sqlite3 error is a
+        StoreError naming the file.
+        """
+        self._check_open()
+        with driver_errors(self._path):
+            return write_in(self._path, conn, op, where)
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn, a sqlite3 connection to this file."""
+        self._check_open()
+        with driver_errors(self._path):
+            return read_in(self._path, conn, op, where)
+
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Refuses: sqlite3 connections are synchronous, so SQLite takes write_in alone."""
+        raise TypeError(
+            f"{where}: the store is SQLite, whose sqlite3 connections are synchronous: "
+            f"enqueue in the transaction with the sync form (enqueue(..., conn=conn)); "
+            f"got {type(conn).__module__}.{type(conn).__qualname__}"
+        )
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
         """Calls wake, from a thread of its own, after each commit to the file (``WalWatcher``).
+
+        cancelled is never called: a commit does not tell what it wrote, so
+        runners poll for cancel requests.
 
         Other processes' commits wake, and so, needlessly, do this process's
         own. The watch is set before it returns. Returns the function that

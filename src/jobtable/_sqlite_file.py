@@ -12,20 +12,32 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jobtable._errors import StoreError
-from jobtable._sqlite_queries import upgrade_to_v2
+from jobtable._sqlite_queries import upgrade_to_v2, upgrade_to_v3
 from jobtable._sqlite_text import Connection
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
 version to ``_UPGRADES``.
 """
 
+# The indexes version 3 adds: unique keys and the listing's pages.
+_INDEXES_V3 = frozenset(
+    {
+        "jobs_unique",
+        "jobs_by_status",
+        "jobs_by_status_kind",
+        "jobs_by_status_queue",
+        "jobs_by_status_kind_queue",
+    }
+)
 
-def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> None:
+
+def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     # Version 2 adds the job options and the cancelled status: the jobs table
-    # is rebuilt from the latest schema's statements for it.
+    # is rebuilt from the latest schema's statements for it, which makes it
+    # the latest version's table at once.
     [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
     # The jobs table's indexes are named for it.
     indexes = [
@@ -34,14 +46,23 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> None:
         if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
     ]
     upgrade_to_v2(conn, table, indexes)
+    return SCHEMA_VERSION
 
 
-def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], None]]:
-    # Maps version N to the step that brings a database from N to N + 1, run
-    # in order inside the one transaction that also records the new version.
-    # A new database gets schema.sql whole instead, which is always the latest
-    # version.
-    return {1: _upgrade_to_v2}
+def _upgrade_to_v3(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
+    # Version 3 adds nullable columns, in place, and indexes.
+    indexes = [st for st in schema.statements if (n := schema.creates(st)) and n <= _INDEXES_V3]
+    upgrade_to_v3(conn, indexes)
+    return 3
+
+
+def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
+    # Maps version N to the step that upgrades a database of version N and
+    # returns the version it reached: N + 1, or the latest for a step that
+    # rebuilds a table from the latest schema. The steps run in order inside
+    # the one transaction that also records the new version. A new database
+    # gets schema.sql whole instead, which is always the latest version.
+    return {1: _upgrade_to_v2, 2: _upgrade_to_v3}
 
 
 _UPGRADES = _upgrade_steps()
@@ -146,8 +167,9 @@ def migrate(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> None:
             for statement in schema.statements:
                 conn.execute(statement)
         else:
-            for step in range(version, SCHEMA_VERSION):
-                _UPGRADES[step](schema, conn)
+            reached = version
+            while reached < SCHEMA_VERSION:
+                reached = _UPGRADES[reached](schema, conn)
         if version != SCHEMA_VERSION:
             # A PRAGMA takes no parameters; the value is our own integer.
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")

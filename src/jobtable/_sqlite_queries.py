@@ -9,11 +9,13 @@ import datetime
 import sqlite3
 from collections.abc import Sequence
 
-from jobtable._engine import ClaimedRow, NewJob, Outcome, RunnerRow
+from jobtable._engine import ClaimedRow, NewJob, Outcome, RecordRow, RunnerRow
+from jobtable._listing import list_page
 from jobtable._sqlite_operator_queries import SQLiteOperatorQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
+from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
 
 
 def _before(now: str, seconds: float) -> str:
@@ -40,6 +42,7 @@ class Queries(Querier, SQLiteOperatorQueries):
                 timeout=job.timeout,
                 run_at=job.run_at,
                 now=now,
+                traceparent=job.traceparent,
             )
             return
         self.create_jobs(
@@ -53,9 +56,33 @@ class Queries(Querier, SQLiteOperatorQueries):
                 timeout=job.timeout,
                 run_at=job.run_at,
                 now=now,
+                traceparent=job.traceparent,
             )
             for job in jobs
         )
+
+    def insert_unique_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        row = self.create_unique_job(
+            id=job.id,
+            kind=kind,
+            queue=job.queue,
+            priority=job.priority,
+            payload=job.payload,
+            max_attempts=job.max_attempts,
+            timeout=job.timeout,
+            run_at=job.run_at,
+            now=now,
+            traceparent=job.traceparent,
+            unique_key=job.unique_key,
+            unique_statuses=job.unique_statuses,
+        )
+        return row is not None
+
+    def get_unique_holder(  # type: ignore[override]
+        self, *, kind: str, unique_key: str
+    ) -> str | None:
+        row = super().get_unique_holder(kind=kind, unique_key=unique_key)
+        return None if row is None else row.id
 
     def finish_and_claim_jobs(
         self,
@@ -88,6 +115,22 @@ class Queries(Querier, SQLiteOperatorQueries):
             return finished, []
         return finished, self.claim_next_job(runner=runner, now=now, queue=queue, max_jobs=max_jobs)
 
+    def notify_cancel(self) -> None:
+        """Does nothing: SQLite has no NOTIFY, so runners poll for cancel requests."""
+
+    def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> Sequence[RecordRow]:
+        return list_page(
+            self, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        )
+
     def next_run_at(self, *, queue: str) -> str | None:  # type: ignore[override]
         row = super().next_run_at(queue=queue)
         return None if row is None else row.run_at
@@ -113,15 +156,30 @@ class Queries(Querier, SQLiteOperatorQueries):
 def upgrade_to_v2(
     conn: sqlite3.Connection, create_table: str, create_indexes: Sequence[str]
 ) -> None:
-    """Rebuilds a version 1 jobs table as version 2, keeping every job.
+    """Rebuilds a version 1 jobs table as the latest version, keeping every job.
 
     create_table and create_indexes are the latest schema's statements that
-    create the jobs table and its indexes.
+    create the jobs table and its indexes, so the table it leaves is of the
+    latest version, not of version 2.
     """
     q = UpgradeV2(conn)
     q.rename_jobs_v1()
     conn.execute(create_table)
     q.copy_jobs_v1()
     q.drop_jobs_v1()
+    for statement in create_indexes:
+        conn.execute(statement)
+
+
+def upgrade_to_v3(conn: sqlite3.Connection, create_indexes: Sequence[str]) -> None:
+    """Adds the columns of version 3 to a version 2 jobs table, then create_indexes.
+
+    create_indexes are the latest schema's statements that create the indexes
+    version 3 adds. Every job is kept, not unique and with no trace context.
+    """
+    q = UpgradeV3(conn)
+    q.add_unique_key_column_v3()
+    q.add_unique_statuses_column_v3()
+    q.add_traceparent_column_v3()
     for statement in create_indexes:
         conn.execute(statement)

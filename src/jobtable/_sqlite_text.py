@@ -25,6 +25,18 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
+def by_number(parameters: Any) -> Any:
+    """Returns a sequence of parameters as the mapping of sqlc's numbered ``?N`` placeholders.
+
+    Python 3.12 deprecates binding ``?1`` from a sequence (a DeprecationWarning
+    on every statement) and 3.14 refuses it; bound by name ("1", "2", ...)
+    it works on every version. A mapping, and no parameters, pass unchanged.
+    """
+    if isinstance(parameters, list | tuple) and parameters:
+        return {str(number): value for number, value in enumerate(parameters, 1)}
+    return parameters
+
+
 class Connection(sqlite3.Connection):
     """A connection that can finish every statement it started.
 
@@ -45,13 +57,13 @@ class Connection(sqlite3.Connection):
         """Runs sql on a new cursor that ``finish_statements`` closes."""
         cursor = self.cursor()
         self._cursors.append(cursor)
-        return cursor.execute(sql, parameters)
+        return cursor.execute(sql, by_number(parameters))
 
     def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
         """Runs sql once per row of parameters on a cursor that ``finish_statements`` closes."""
         cursor = self.cursor()
         self._cursors.append(cursor)
-        return cursor.executemany(sql, parameters)
+        return cursor.executemany(sql, map(by_number, parameters))
 
     def run(self, op: Callable[[Q], T], queries: Q) -> T:
         """Returns op(queries), then finishes every statement op started, whatever the outcome."""

@@ -31,7 +31,7 @@ async def work(
             return
         running.add(task)
         try:
-            outcome = await executor.run(job)
+            outcome = await executor.run(job, producer.queue)
         except asyncio.CancelledError:
             if not stopping.is_set():
                 raise

@@ -14,7 +14,15 @@ from plugin_harness import ROOT
 
 PACKAGE = "jobtable"
 GENERATED = "jobtable.db"
-ADAPTERS = frozenset({"_sqlite.py", "_sqlite_queries.py", "_postgres.py", "_postgres_queries.py"})
+ADAPTERS = frozenset(
+    {
+        "_sqlite.py",
+        "_sqlite_queries.py",
+        "_postgres.py",
+        "_postgres_queries.py",
+        "_postgres_transaction.py",
+    }
+)
 
 
 def _module_name(package_root: pathlib.Path, path: pathlib.Path) -> str:

@@ -436,9 +436,9 @@ def broken(machine: type[LifecycleMachine], step: str) -> type[LifecycleMachine]
                 if not claimed:
                     return None
                 job = claimed[-1]
-                self.loop.run_until_complete(self.runner._executor.run(job))
+                self.loop.run_until_complete(self.runner._executor.run(job, "default"))
                 if len(claimed) > 1:
-                    self.loop.run_until_complete(self.runner._executor.run(claimed[0]))
+                    self.loop.run_until_complete(self.runner._executor.run(claimed[0], "default"))
                 return job.id
             if step == "handler runs twice":
                 ran = super().claim_and_run()

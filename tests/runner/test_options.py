@@ -1,7 +1,7 @@
 """Job options: their checks, how they are stored, priority order, schedules and retries.
 
 Each test runs on both engines. Time is the store's clock, which a test sets
-(``Clock``) instead of sleeping.
+(jobtable.testing's ``FrozenClock``) instead of sleeping.
 """
 
 import datetime
@@ -10,28 +10,16 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 import jobtable
+from jobtable.testing import FrozenClock as Clock
 
 WaitUntil = Callable[..., Awaitable[None]]
 UTC = datetime.UTC
 T0 = datetime.datetime(2030, 1, 1, tzinfo=UTC)
 
 
-class Clock:
-    """A clock that stands still until a test moves it."""
-
-    def __init__(self, now: datetime.datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime.datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += datetime.timedelta(**delta)
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(T0)
 
 
 @pytest.fixture

@@ -383,6 +383,7 @@ class _Claimed:
     max_attempts: int = 1
     timeout: float | None = None
     priority: int = 0
+    traceparent: str | None = None
 
 
 EXAMPLES = {"sqlite": 60, "postgres": 15}

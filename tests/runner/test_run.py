@@ -184,19 +184,29 @@ async def test_each_job_is_run_by_exactly_one_worker(
 # Storing outcomes.
 
 
+# The writes a runner makes on a timer, not per job: staging scheduled jobs
+# once a poll interval, and the heartbeat. On a loaded machine a run of a few
+# jobs can outlast either interval.
+TIMED_WRITES = frozenset({"StageJobs", "Maintain"})
+
+
 class CountingEngine:
-    """A store's real engine, counting the writes handed to it."""
+    """A store's real engine, counting the writes handed to it but the timed ones."""
 
     def __init__(self, engine: Engine) -> None:
         self.inner = engine
         self.writes = 0
 
+    def _count(self, op: object) -> None:
+        if type(op).__name__ not in TIMED_WRITES:
+            self.writes += 1
+
     def write(self, op: Callable[[Queries], T]) -> T:
-        self.writes += 1
+        self._count(op)
         return self.inner.write(op)
 
     async def awrite(self, op: Callable[[Queries], T]) -> T:
-        self.writes += 1
+        self._count(op)
         return await self.inner.awrite(op)
 
     def read(self, op: Callable[[Queries], T]) -> T:
@@ -205,8 +215,19 @@ class CountingEngine:
     async def aread(self, op: Callable[[Queries], T]) -> T:
         return await self.inner.aread(op)
 
-    def listen(self, wake: Callable[[], None]) -> Callable[[], None] | None:
-        return self.inner.listen(wake)
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return self.inner.write_in(conn, op, where)
+
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return await self.inner.awrite_in(conn, op, where)
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return self.inner.read_in(conn, op, where)
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        return self.inner.listen(wake, cancelled)
 
     def close(self) -> None:
         self.inner.close()

@@ -139,11 +139,17 @@ async def test_cancelling_a_finished_job_changes_nothing_and_says_so(
     assert store.inspect(job_id) == before
 
 
-async def test_cancelling_a_running_async_job_cancels_its_handler(
-    store: jobtable.Store, wait_until: WaitUntil
-) -> None:
+async def cancel_while_running(
+    store: jobtable.Store,
+    runner: jobtable.Runner,
+    cancel: Callable[[str], Awaitable[jobtable.CancelResult]],
+    wait_until: WaitUntil,
+) -> str:
+    """Runs a job whose async handler sleeps for an hour, cancels it, waits until it is cancelled.
+
+    Returns the job's id once its handler saw the cancellation.
+    """
     long = jobtable.Kind("long", int, int, max_attempts=3)
-    runner = jobtable.Runner(store, workers=1, cancel_check=0.05)
     started = asyncio.Event()
     cancelled = asyncio.Event()
 
@@ -161,14 +167,35 @@ async def test_cancelling_a_running_async_job_cancels_its_handler(
     await runner.start()
     try:
         await asyncio.wait_for(started.wait(), LIMIT)
-        assert await store.acancel(job_id) is jobtable.CancelResult.REQUESTED
+        assert await cancel(job_id) is jobtable.CancelResult.REQUESTED
         await wait_until(status_is(store, job_id, jobtable.Status.CANCELLED), limit=LIMIT)
     finally:
         runner.stop()
         await runner.wait()
     assert cancelled.is_set()
+    return job_id
+
+
+async def test_cancelling_a_running_async_job_cancels_its_handler(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    runner = jobtable.Runner(store, workers=1, cancel_check=0.05)
+    job_id = await cancel_while_running(store, runner, store.acancel, wait_until)
     record = store.inspect(job_id)
     assert (record.error, record.attempt, record.errors) == (None, 1, [])
+
+
+async def test_a_cancel_on_postgres_reaches_the_holding_runner_by_notify_not_its_poll(
+    pg_url: str, wait_until: WaitUntil
+) -> None:
+    """The runner's poll of cancel requests is an hour apart: only the NOTIFY can be in time."""
+    with (
+        jobtable.Store.open(pg_url) as store,
+        # Another store cancels, as another process would.
+        jobtable.Store.open(pg_url) as other,
+    ):
+        runner = jobtable.Runner(store, workers=1, cancel_check=3600.0)
+        await cancel_while_running(store, runner, other.acancel, wait_until)
 
 
 async def test_cancelling_a_running_sync_job_tells_its_handler(

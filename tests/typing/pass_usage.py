@@ -4,6 +4,7 @@ test_typing_examples.py runs mypy on this file; it is never imported.
 """
 
 import logging
+import sqlite3
 from typing import assert_type
 
 from pydantic import BaseModel
@@ -120,6 +121,18 @@ def web(store: jobtable.Store) -> None:
     assert_type(thumbnail.get(store, job_id), jobtable.Job[Progress])
     assert_type(thumbnail.get(store, job_id).result, Progress | None)
     assert_type(store.get(job_id), jobtable.Job)
+
+
+def web_in_transaction(store: jobtable.Store, conn: sqlite3.Connection) -> None:
+    with conn:
+        job_id = thumbnail.enqueue(store, Thumbnail(photo_id="p1", size=256), conn=conn)
+        assert_type(job_id, str)
+        assert_type(archive.enqueue_many(store, [{"paths": []}], conn=conn, priority=1), list[str])
+
+
+async def aweb_in_transaction(store: jobtable.Store, conn: object) -> None:
+    job_id = await thumbnail.aenqueue(store, Thumbnail(photo_id="p1", size=256), conn=conn)
+    assert_type(job_id, str)
 
 
 async def aweb(store: jobtable.Store) -> None:

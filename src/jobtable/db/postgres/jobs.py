@@ -13,22 +13,41 @@ from psycopg.rows import TupleRow
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
-    %(now)s, %(now)s
+    %(now)s, %(now)s, %(traceparent)s
 )
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
-    %(now)s, %(now)s
+    %(now)s, %(now)s, %(traceparent)s
 )
+"""
+
+CREATE_UNIQUE_JOB = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, unique_key, unique_statuses
+)
+VALUES (
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s
+)
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
+GET_UNIQUE_HOLDER = """SELECT id FROM jobs
+WHERE kind = %(kind)s AND unique_key = %(unique_key)s AND unique_key IS NOT NULL
+    AND (unique_statuses & CASE status
+        WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+        WHEN 'failed' THEN 8 ELSE 16 END) <> 0
 """
 
 FINISH_AND_CLAIM_JOBS = """WITH finished AS (
@@ -76,12 +95,13 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority
+        jobs.timeout, jobs.priority, jobs.traceparent
 )
-SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority
+SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
+    traceparent
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0 FROM finished
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text FROM finished
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s
@@ -90,6 +110,10 @@ ORDER BY run_at LIMIT 1
 
 STAGE_JOBS = """UPDATE jobs SET scheduled = false
 WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s AND run_at <= %(now)s
+"""
+
+READY_RETRIES = """UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s AND attempt > 0
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)s
@@ -189,6 +213,9 @@ REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = true, updated_at = %(now)
 WHERE id = %(id)s AND status = 'running'
 """
 
+NOTIFY_CANCEL = """SELECT pg_notify(jobtable_channel(current_schema()), 'cancel')
+"""
+
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 """
 
@@ -198,14 +225,153 @@ GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, resu
 FROM jobs WHERE id = %(id)s
 """
 
-LIST_JOBS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_UNFILTERED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < %(before)s
-    AND (%(status)s::text IS NULL OR status = %(status)s)
-    AND (%(kind)s::text IS NULL OR kind = %(kind)s)
-    AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < %(before)s
+    AND status = %(status)s
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < %(before)s
+    AND status = %(status)s
+    AND kind = %(kind)s
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < %(before)s
+    AND status = %(status)s
+    AND queue = %(queue)s
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < %(before)s
+    AND status = %(status)s
+    AND kind = %(kind)s
+    AND queue = %(queue)s
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = %(kind)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS queued
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS running
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = %(kind)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS succeeded
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = %(kind)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS failed
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = %(kind)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS cancelled
+)
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS queued
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS running
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS succeeded
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS failed
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS cancelled
+)
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS queued
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS running
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS succeeded
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS failed
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        ORDER BY page.seq DESC LIMIT %(max_jobs)s
+    ) AS cancelled
+)
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
@@ -244,6 +410,16 @@ DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE name IN (
 )
 """
 
+COUNT_READY_JOBS = """SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = false
+GROUP BY queue ORDER BY queue
+"""
+
+COUNT_DUE_JOBS = """SELECT queue, count(*) AS jobs, min(run_at)::timestamptz AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = true AND run_at <= %(now)s
+GROUP BY queue ORDER BY queue
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CreateJobsParams:
@@ -258,6 +434,21 @@ class CreateJobsParams:
     timeout: float | None
     run_at: datetime.datetime
     now: datetime.datetime
+    traceparent: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CreateUniqueJobRow:
+    """A row that CreateUniqueJob returns."""
+
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetUniqueHolderRow:
+    """A row that GetUniqueHolder returns."""
+
+    id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -273,6 +464,7 @@ class FinishAndClaimJobsRow:
     max_attempts: int
     timeout: float | None
     priority: int
+    traceparent: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -336,8 +528,190 @@ class GetJobRecordRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsRow:
-    """A row that ListJobs returns."""
+class ListJobsUnfilteredRow:
+    """A row that ListJobsUnfiltered returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusRow:
+    """A row that ListJobsByStatus returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusKindRow:
+    """A row that ListJobsByStatusKind returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusQueueRow:
+    """A row that ListJobsByStatusQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusKindQueueRow:
+    """A row that ListJobsByStatusKindQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByKindRow:
+    """A row that ListJobsByKind returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByQueueRow:
+    """A row that ListJobsByQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByKindQueueRow:
+    """A row that ListJobsByKindQueue returns."""
 
     seq: int
     id: str
@@ -380,6 +754,24 @@ class GetRunnerRow:
     alive: bool
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountReadyJobsRow:
+    """A row that CountReadyJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountDueJobsRow:
+    """A row that CountDueJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: datetime.datetime
+
+
 class Querier:
     """Runs the queries of jobs.sql on one connection."""
 
@@ -398,6 +790,7 @@ class Querier:
         timeout: float | None,
         run_at: datetime.datetime,
         now: datetime.datetime,
+        traceparent: str | None,
     ) -> None:
         """CreateJob stores a queued job that may be claimed from run_at on. Its insert
         trigger notifies idle runners in every process when the transaction commits.
@@ -414,6 +807,7 @@ class Querier:
                 "timeout": timeout,
                 "run_at": run_at,
                 "now": now,
+                "traceparent": traceparent,
             },
         )
 
@@ -436,10 +830,79 @@ class Querier:
                         "timeout": row.timeout,
                         "run_at": row.run_at,
                         "now": row.now,
+                        "traceparent": row.traceparent,
                     }
                     for row in rows
                 ],
             )
+
+    def create_unique_job(
+        self,
+        *,
+        id: str,
+        kind: str,
+        queue: str,
+        priority: int,
+        payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        traceparent: str | None,
+        unique_key: str | None,
+        unique_statuses: int | None,
+    ) -> CreateUniqueJobRow | None:
+        """CreateUniqueJob stores a queued job with a unique key, or nothing when a
+        job of its kind holds the key (jobs_unique): it returns the new job's id,
+        or no row on a collision. The database decides, so concurrent enqueues of
+        one key store exactly one job; the caller then reads the holder.
+        """
+        cur = self._conn.execute(
+            CREATE_UNIQUE_JOB,
+            {
+                "id": id,
+                "kind": kind,
+                "queue": queue,
+                "priority": priority,
+                "payload": payload,
+                "max_attempts": max_attempts,
+                "timeout": timeout,
+                "run_at": run_at,
+                "now": now,
+                "traceparent": traceparent,
+                "unique_key": unique_key,
+                "unique_statuses": unique_statuses,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return CreateUniqueJobRow(
+            id=row[0],
+        )
+
+    def get_unique_holder(
+        self,
+        *,
+        kind: str,
+        unique_key: str | None,
+    ) -> GetUniqueHolderRow | None:
+        """GetUniqueHolder reads the job of kind that holds unique_key, if one does:
+        its condition is jobs_unique's, so it reads that index.
+        """
+        cur = self._conn.execute(
+            GET_UNIQUE_HOLDER,
+            {
+                "kind": kind,
+                "unique_key": unique_key,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetUniqueHolderRow(
+            id=row[0],
+        )
 
     def finish_and_claim_jobs(
         self,
@@ -509,6 +972,7 @@ class Querier:
                 max_attempts=row[6],
                 timeout=row[7],
                 priority=row[8],
+                traceparent=row[9],
             )
             for row in cur.fetchall()
         ]
@@ -548,6 +1012,24 @@ class Querier:
             {
                 "queue": queue,
                 "now": now,
+            },
+        )
+        return cur.rowcount
+
+    def ready_retries(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyRetries makes the queued jobs of queue that wait for another attempt
+        (claimed before, their run_at not come yet) ready to be claimed now, their
+        run_at left as it was: jobtable.testing's drain runs retries without
+        waiting for their backoff.
+        """
+        cur = self._conn.execute(
+            READY_RETRIES,
+            {
+                "queue": queue,
             },
         )
         return cur.rowcount
@@ -831,6 +1313,19 @@ class Querier:
         )
         return cur.rowcount
 
+    def notify_cancel(
+        self,
+    ) -> None:
+        """NotifyCancel tells the runners listening on this schema's channel, when
+        the transaction commits, that a running job's cancel was requested, so the
+        runner holding it reads its requests at once instead of at its next poll.
+        Its payload, 'cancel', sets it apart from an enqueue's (''). Differs by
+        necessity from SQLite, which has no NOTIFY: runners there poll.
+        """
+        self._conn.execute(
+            NOTIFY_CANCEL,
+        )
+
     def get_job(
         self,
         *,
@@ -891,21 +1386,194 @@ class Querier:
             updated_at=row[19],
         )
 
-    def list_jobs(
+    def list_jobs_unfiltered(
         self,
         *,
         before: int,
-        status: str | None,
-        kind: str | None,
-        queue: str | None,
         max_jobs: int,
-    ) -> list[ListJobsRow]:
-        """ListJobs reads the records of up to max_jobs jobs with seq below before,
-        newest first, that match every filter given (a null filter matches all).
-        The primary key gives the order, so a page costs the same at any depth.
+    ) -> list[ListJobsUnfilteredRow]:
+        """The ListJobs* queries read the records of up to max_jobs jobs with seq
+        below before, newest first, that match every filter in the query's name.
+        They are one query per set of filters, not one with "filter IS NULL OR",
+        which no index can serve: the store picks the query by the filters given,
+        and each reads about one page of an index however many rows the table has.
+        ListJobsUnfiltered reads the primary key in order.
         """
         cur = self._conn.execute(
-            LIST_JOBS,
+            LIST_JOBS_UNFILTERED,
+            {
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsUnfilteredRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status(
+        self,
+        *,
+        before: int,
+        status: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusRow]:
+        """ListJobsByStatus reads jobs_by_status in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS,
+            {
+                "before": before,
+                "status": status,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByStatusRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status_kind(
+        self,
+        *,
+        before: int,
+        status: str,
+        kind: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusKindRow]:
+        """ListJobsByStatusKind reads jobs_by_status_kind in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS_KIND,
+            {
+                "before": before,
+                "status": status,
+                "kind": kind,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByStatusKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status_queue(
+        self,
+        *,
+        before: int,
+        status: str,
+        queue: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusQueueRow]:
+        """ListJobsByStatusQueue reads jobs_by_status_queue in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS_QUEUE,
+            {
+                "before": before,
+                "status": status,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByStatusQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status_kind_queue(
+        self,
+        *,
+        before: int,
+        status: str,
+        kind: str,
+        queue: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusKindQueueRow]:
+        """ListJobsByStatusKindQueue reads jobs_by_status_kind_queue in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS_KIND_QUEUE,
             {
                 "before": before,
                 "status": status,
@@ -915,7 +1583,147 @@ class Querier:
             },
         )
         return [
-            ListJobsRow(
+            ListJobsByStatusKindQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_kind(
+        self,
+        *,
+        kind: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByKindRow]:
+        """ListJobsByKind reads the newest page of each status from jobs_by_status_kind, at most
+        five pages of seqs, and keeps the newest page of them: an index on
+        (kind, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND,
+            {
+                "kind": kind,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_queue(
+        self,
+        *,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByQueueRow]:
+        """ListJobsByQueue reads the newest page of each status from jobs_by_status_queue, at most
+        five pages of seqs, and keeps the newest page of them: an index on
+        (queue, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_QUEUE,
+            {
+                "queue": queue,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_kind_queue(
+        self,
+        *,
+        kind: str,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByKindQueueRow]:
+        """ListJobsByKindQueue reads the newest page of each status from jobs_by_status_kind_queue, at most
+        five pages of seqs, and keeps the newest page of them: an index on
+        (kind, queue, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND_QUEUE,
+            {
+                "kind": kind,
+                "queue": queue,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByKindQueueRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -1061,3 +1869,47 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def count_ready_jobs(
+        self,
+    ) -> list[CountReadyJobsRow]:
+        """CountReadyJobs counts the ready jobs of each queue and finds the earliest
+        run_at among them: the backlog telemetry's gauges report. It reads only
+        the claim's index and the rows it points to, so it costs the backlog's
+        size, never the table's.
+        """
+        cur = self._conn.execute(
+            COUNT_READY_JOBS,
+        )
+        return [
+            CountReadyJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def count_due_jobs(
+        self,
+        *,
+        now: datetime.datetime,
+    ) -> list[CountDueJobsRow]:
+        """CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+        but that no runner has staged yet, and finds the earliest run_at among
+        them: with no runner taking the queue, they are backlog too.
+        """
+        cur = self._conn.execute(
+            COUNT_DUE_JOBS,
+            {
+                "now": now,
+            },
+        )
+        return [
+            CountDueJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]

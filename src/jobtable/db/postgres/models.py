@@ -32,6 +32,9 @@ class Job:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    unique_key: str | None
+    unique_statuses: int | None
+    traceparent: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ FROM jobs GROUP BY queue, status ORDER BY queue, status
 """
 
 FINISHED_PER_MINUTE = """SELECT CAST(substr(updated_at, 1, 16) || ':00.000000Z' AS TEXT) AS minute, status, count(*) AS jobs
-FROM jobs
+FROM jobs INDEXED BY jobs_finished
 WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at >= ?1
 GROUP BY minute, status ORDER BY minute, status
 """
@@ -213,7 +213,9 @@ class Querier:
         """FinishedPerMinute counts the jobs that finished since since, per minute and
         status. A finished row never changes again, so its updated_at is its
         finished_at: filtering on it lets the index of finished rows read only the
-        window.
+        window. Differs from PostgreSQL: SQLite's planner, without statistics,
+        prefers an index that leads with status, which reads every finished row, so
+        the index is named.
         """
         cur = self._conn.execute(
             FINISHED_PER_MINUTE,

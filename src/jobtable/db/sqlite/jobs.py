@@ -10,22 +10,41 @@ from collections.abc import Iterable
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
-    ?9, ?9
+    ?9, ?9, ?10
 )
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at
+    created_at, updated_at, traceparent
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
-    ?9, ?9
+    ?9, ?9, ?10
 )
+"""
+
+CREATE_UNIQUE_JOB = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, unique_key, unique_statuses
+)
+VALUES (
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
+    ?9, ?9, ?10, ?11, ?12
+)
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
+GET_UNIQUE_HOLDER = """SELECT id FROM jobs
+WHERE kind = ?1 AND unique_key = ?2 AND unique_key IS NOT NULL
+    AND (unique_statuses & CASE status
+        WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+        WHEN 'failed' THEN 8 ELSE 16 END) <> 0
 """
 
 CLAIM_NEXT_JOB = """UPDATE jobs
@@ -36,7 +55,7 @@ WHERE seq IN (
     WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = ?3
     ORDER BY ready.priority, ready.seq LIMIT ?4
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
@@ -45,6 +64,10 @@ ORDER BY run_at LIMIT 1
 
 STAGE_JOBS = """UPDATE jobs SET scheduled = 0
 WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND run_at <= ?2
+"""
+
+READY_RETRIES = """UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND attempt > 0
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2
@@ -148,15 +171,154 @@ GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, resu
 FROM jobs WHERE id = ?1
 """
 
-LIST_JOBS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_UNFILTERED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < ?1
-    AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
-    AND (CAST(?3 AS TEXT) IS NULL OR kind = ?3)
-    AND (CAST(?4 AS TEXT) IS NULL OR queue = ?4)
+ORDER BY seq DESC LIMIT ?2
+"""
+
+LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < ?1
+    AND status = ?2
+ORDER BY seq DESC LIMIT ?3
+"""
+
+LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < ?1
+    AND status = ?2
+    AND kind = ?3
+ORDER BY seq DESC LIMIT ?4
+"""
+
+LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < ?1
+    AND status = ?2
+    AND queue = ?3
+ORDER BY seq DESC LIMIT ?4
+"""
+
+LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq < ?1
+    AND status = ?2
+    AND kind = ?3
+    AND queue = ?4
 ORDER BY seq DESC LIMIT ?5
+"""
+
+LIST_JOBS_BY_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+)
+ORDER BY seq DESC LIMIT ?3
+"""
+
+LIST_JOBS_BY_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.queue = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.queue = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.queue = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.queue = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.queue = ?1 AND page.seq < ?2
+        ORDER BY page.seq DESC LIMIT ?3
+    )
+)
+ORDER BY seq DESC LIMIT ?3
+"""
+
+LIST_JOBS_BY_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'queued' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        ORDER BY page.seq DESC LIMIT ?4
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        ORDER BY page.seq DESC LIMIT ?4
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'succeeded' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        ORDER BY page.seq DESC LIMIT ?4
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'failed' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        ORDER BY page.seq DESC LIMIT ?4
+    )
+    UNION ALL SELECT seq FROM (
+        SELECT page.seq FROM jobs AS page
+        WHERE page.status = 'cancelled' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        ORDER BY page.seq DESC LIMIT ?4
+    )
+)
+ORDER BY seq DESC LIMIT ?4
 """
 
 COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status
@@ -187,6 +349,16 @@ DELETE_RUNNER = """DELETE FROM runners WHERE name = ?1
 DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1 AND name <> ?2
 """
 
+COUNT_READY_JOBS = """SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 0
+GROUP BY queue ORDER BY queue
+"""
+
+COUNT_DUE_JOBS = """SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at FROM jobs
+WHERE status = 'queued' AND scheduled = 1 AND run_at <= ?1
+GROUP BY queue ORDER BY queue
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CreateJobsParams:
@@ -201,6 +373,21 @@ class CreateJobsParams:
     timeout: float | None
     run_at: str
     now: str
+    traceparent: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CreateUniqueJobRow:
+    """A row that CreateUniqueJob returns."""
+
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetUniqueHolderRow:
+    """A row that GetUniqueHolder returns."""
+
+    id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -215,6 +402,7 @@ class ClaimNextJobRow:
     max_attempts: int
     timeout: float | None
     priority: int
+    traceparent: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -278,8 +466,190 @@ class GetJobRecordRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsRow:
-    """A row that ListJobs returns."""
+class ListJobsUnfilteredRow:
+    """A row that ListJobsUnfiltered returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusRow:
+    """A row that ListJobsByStatus returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusKindRow:
+    """A row that ListJobsByStatusKind returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusQueueRow:
+    """A row that ListJobsByStatusQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByStatusKindQueueRow:
+    """A row that ListJobsByStatusKindQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByKindRow:
+    """A row that ListJobsByKind returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByQueueRow:
+    """A row that ListJobsByQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByKindQueueRow:
+    """A row that ListJobsByKindQueue returns."""
 
     seq: int
     id: str
@@ -322,6 +692,24 @@ class GetRunnerRow:
     alive: bool
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountReadyJobsRow:
+    """A row that CountReadyJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CountDueJobsRow:
+    """A row that CountDueJobs returns."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
+
+
 class Querier:
     """Runs the queries of jobs.sql on one connection."""
 
@@ -340,6 +728,7 @@ class Querier:
         timeout: float | None,
         run_at: str,
         now: str,
+        traceparent: str | None,
     ) -> None:
         """CreateJob stores a queued job that may be claimed from run_at on."""
         self._conn.execute(
@@ -354,6 +743,7 @@ class Querier:
                 timeout,
                 run_at,
                 now,
+                traceparent,
             ),
         )
 
@@ -375,9 +765,78 @@ class Querier:
                     row.timeout,
                     row.run_at,
                     row.now,
+                    row.traceparent,
                 )
                 for row in rows
             ],
+        )
+
+    def create_unique_job(
+        self,
+        *,
+        id: str,
+        kind: str,
+        queue: str,
+        priority: int,
+        payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: str,
+        now: str,
+        traceparent: str | None,
+        unique_key: str | None,
+        unique_statuses: int | None,
+    ) -> CreateUniqueJobRow | None:
+        """CreateUniqueJob stores a queued job with a unique key, or nothing when a
+        job of its kind holds the key (jobs_unique): it returns the new job's id,
+        or no row on a collision. The database decides, so concurrent enqueues of
+        one key store exactly one job; the caller then reads the holder.
+        """
+        cur = self._conn.execute(
+            CREATE_UNIQUE_JOB,
+            (
+                id,
+                kind,
+                queue,
+                priority,
+                payload,
+                max_attempts,
+                timeout,
+                run_at,
+                now,
+                traceparent,
+                unique_key,
+                unique_statuses,
+            ),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return CreateUniqueJobRow(
+            id=row[0],
+        )
+
+    def get_unique_holder(
+        self,
+        *,
+        kind: str,
+        unique_key: str | None,
+    ) -> GetUniqueHolderRow | None:
+        """GetUniqueHolder reads the job of kind that holds unique_key, if one does:
+        its condition is jobs_unique's, so it reads that index.
+        """
+        cur = self._conn.execute(
+            GET_UNIQUE_HOLDER,
+            (
+                kind,
+                unique_key,
+            ),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetUniqueHolderRow(
+            id=row[0],
         )
 
     def claim_next_job(
@@ -413,6 +872,7 @@ class Querier:
                 max_attempts=row[5],
                 timeout=row[6],
                 priority=row[7],
+                traceparent=row[8],
             )
             for row in cur.fetchall()
         ]
@@ -451,6 +911,22 @@ class Querier:
                 queue,
                 now,
             ),
+        )
+        return cur.rowcount
+
+    def ready_retries(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyRetries makes the queued jobs of queue that wait for another attempt
+        (claimed before, their run_at not come yet) ready to be claimed now, their
+        run_at left as it was: jobtable.testing's drain runs retries without
+        waiting for their backoff.
+        """
+        cur = self._conn.execute(
+            READY_RETRIES,
+            (queue,),
         )
         return cur.rowcount
 
@@ -784,21 +1260,194 @@ class Querier:
             updated_at=row[19],
         )
 
-    def list_jobs(
+    def list_jobs_unfiltered(
         self,
         *,
         before: int,
-        status: str | None,
-        kind: str | None,
-        queue: str | None,
         max_jobs: int,
-    ) -> list[ListJobsRow]:
-        """ListJobs reads the records of up to max_jobs jobs with seq below before,
-        newest first, that match every filter given (a null filter matches all).
-        The primary key gives the order, so a page costs the same at any depth.
+    ) -> list[ListJobsUnfilteredRow]:
+        """The ListJobs* queries read the records of up to max_jobs jobs with seq
+        below before, newest first, that match every filter in the query's name.
+        They are one query per set of filters, not one with "filter IS NULL OR",
+        which no index can serve: the store picks the query by the filters given,
+        and each reads about one page of an index however many rows the table has.
+        ListJobsUnfiltered reads the primary key in order.
         """
         cur = self._conn.execute(
-            LIST_JOBS,
+            LIST_JOBS_UNFILTERED,
+            (
+                before,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsUnfilteredRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status(
+        self,
+        *,
+        before: int,
+        status: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusRow]:
+        """ListJobsByStatus reads jobs_by_status in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS,
+            (
+                before,
+                status,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByStatusRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status_kind(
+        self,
+        *,
+        before: int,
+        status: str,
+        kind: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusKindRow]:
+        """ListJobsByStatusKind reads jobs_by_status_kind in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS_KIND,
+            (
+                before,
+                status,
+                kind,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByStatusKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status_queue(
+        self,
+        *,
+        before: int,
+        status: str,
+        queue: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusQueueRow]:
+        """ListJobsByStatusQueue reads jobs_by_status_queue in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS_QUEUE,
+            (
+                before,
+                status,
+                queue,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByStatusQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_status_kind_queue(
+        self,
+        *,
+        before: int,
+        status: str,
+        kind: str,
+        queue: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusKindQueueRow]:
+        """ListJobsByStatusKindQueue reads jobs_by_status_kind_queue in order."""
+        cur = self._conn.execute(
+            LIST_JOBS_BY_STATUS_KIND_QUEUE,
             (
                 before,
                 status,
@@ -808,7 +1457,147 @@ class Querier:
             ),
         )
         return [
-            ListJobsRow(
+            ListJobsByStatusKindQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_kind(
+        self,
+        *,
+        kind: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByKindRow]:
+        """ListJobsByKind reads the newest page of each status from jobs_by_status_kind, at most
+        five pages of seqs, and keeps the newest page of them: an index on
+        (kind, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND,
+            (
+                kind,
+                before,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_queue(
+        self,
+        *,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByQueueRow]:
+        """ListJobsByQueue reads the newest page of each status from jobs_by_status_queue, at most
+        five pages of seqs, and keeps the newest page of them: an index on
+        (queue, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_QUEUE,
+            (
+                queue,
+                before,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_kind_queue(
+        self,
+        *,
+        kind: str,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByKindQueueRow]:
+        """ListJobsByKindQueue reads the newest page of each status from jobs_by_status_kind_queue, at most
+        five pages of seqs, and keeps the newest page of them: an index on
+        (kind, queue, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND_QUEUE,
+            (
+                kind,
+                queue,
+                before,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByKindQueueRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -953,3 +1742,45 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def count_ready_jobs(
+        self,
+    ) -> list[CountReadyJobsRow]:
+        """CountReadyJobs counts the ready jobs of each queue and finds the earliest
+        run_at among them: the backlog telemetry's gauges report. It reads only
+        the claim's index and the rows it points to, so it costs the backlog's
+        size, never the table's.
+        """
+        cur = self._conn.execute(
+            COUNT_READY_JOBS,
+        )
+        return [
+            CountReadyJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def count_due_jobs(
+        self,
+        *,
+        now: str,
+    ) -> list[CountDueJobsRow]:
+        """CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+        but that no runner has staged yet, and finds the earliest run_at among
+        them: with no runner taking the queue, they are backlog too.
+        """
+        cur = self._conn.execute(
+            COUNT_DUE_JOBS,
+            (now,),
+        )
+        return [
+            CountDueJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in cur.fetchall()
+        ]

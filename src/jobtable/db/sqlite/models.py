@@ -31,6 +31,9 @@ class Job:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    unique_key: str | None
+    unique_statuses: int | None
+    traceparent: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

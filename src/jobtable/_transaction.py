@@ -1,0 +1,103 @@
+"""The application's own connection an enqueue joins: a SQLAlchemy object unwrapped to the driver's.
+
+``kind.enqueue(store, payload, conn=conn)`` inserts on conn, inside its
+transaction (the outbox pattern). conn is the driver's connection (psycopg,
+sqlite3) or a SQLAlchemy Connection or Session over one; this module turns
+the SQLAlchemy forms into the driver's connection, and the engine checks
+that it is of its driver and reaches the store's tables.
+
+SQLAlchemy is no dependency of jobtable: its types are looked up only in
+``sys.modules``, where they are whenever the caller holds one of its objects,
+so a process that never imported it never does here.
+"""
+
+import sqlite3
+import sys
+
+_SYNC_SQLALCHEMY = "sqlalchemy.orm"
+_ASYNC_SQLALCHEMY = "sqlalchemy.ext.asyncio"
+
+
+def _describe(conn: object) -> str:
+    kind = type(conn)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _is_async_sqlalchemy(conn: object) -> bool:
+    if _ASYNC_SQLALCHEMY not in sys.modules:
+        return False
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+    return isinstance(conn, AsyncConnection | AsyncSession)
+
+
+def _is_sync_sqlalchemy(conn: object) -> bool:
+    if "sqlalchemy" not in sys.modules:
+        return False
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Session
+
+    return isinstance(conn, Connection | Session)
+
+
+def driver_connection(conn: object, where: str) -> object:
+    """Returns the driver's connection of conn for a synchronous enqueue.
+
+    A SQLAlchemy Session gives its connection (which begins the session's
+    transaction); a SQLAlchemy Connection not yet in a transaction begins
+    one, as its first statement would, so that its ``commit()`` commits the
+    enqueue. Any other object is returned as it is, for the engine to check.
+    Raises TypeError, naming where, for an asynchronous connection or
+    session: the async forms (``aenqueue``) take those.
+    """
+    if _is_async_sqlalchemy(conn) or _is_async_driver(conn):
+        raise TypeError(
+            f"{where}: conn is asynchronous ({_describe(conn)}); "
+            "pass it to the async form (aenqueue, aenqueue_many), or pass a synchronous one here"
+        )
+    if not _is_sync_sqlalchemy(conn):
+        return conn
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Session
+
+    connection = conn.connection() if isinstance(conn, Session) else conn
+    assert isinstance(connection, Connection)
+    if not connection.in_transaction():
+        connection.begin()
+    return connection.connection.driver_connection
+
+
+async def adriver_connection(conn: object, where: str) -> object:
+    """Returns the driver's connection of conn for an asynchronous enqueue.
+
+    The async twin of driver_connection, for SQLAlchemy's AsyncConnection and
+    AsyncSession. Raises TypeError, naming where, for a synchronous
+    connection or session: the sync forms (``enqueue``) take those.
+    """
+    if _is_sync_sqlalchemy(conn) or _is_sync_driver(conn):
+        raise TypeError(
+            f"{where}: conn is synchronous ({_describe(conn)}); "
+            "pass it to the sync form (enqueue, enqueue_many), or pass an asynchronous one here"
+        )
+    if not _is_async_sqlalchemy(conn):
+        return conn
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+    connection = await conn.connection() if isinstance(conn, AsyncSession) else conn
+    assert isinstance(connection, AsyncConnection)
+    if not connection.in_transaction():
+        await connection.begin()
+    raw = await connection.get_raw_connection()
+    return raw.driver_connection
+
+
+def _is_async_driver(conn: object) -> bool:
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(conn, psycopg.AsyncConnection)
+
+
+def _is_sync_driver(conn: object) -> bool:
+    if isinstance(conn, sqlite3.Connection):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(conn, psycopg.Connection)

@@ -1,0 +1,202 @@
+"""Unique jobs: which jobs of a kind count as the same one, and for how long.
+
+The database enforces it (the ``jobs_unique`` partial unique index), never a
+check in Python before the insert: this module only computes the key a job
+is stored with and the statuses it covers.
+"""
+
+import dataclasses
+import datetime
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from typing import NamedTuple
+
+from ._engine import NewJob, Queries, Statement
+from ._errors import StoreError
+from ._job import Status
+from ._values import new_id, timestamp, unstorable
+
+# The bit of each status in unique_statuses, as jobs_unique's CASE has them.
+_BITS = {
+    Status.QUEUED: 1,
+    Status.RUNNING: 2,
+    Status.SUCCEEDED: 4,
+    Status.FAILED: 8,
+    Status.CANCELLED: 16,
+}
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+# Longer keys are stored as a digest: an index entry has a size limit.
+_MAX_KEY_BYTES = 500
+
+ALL_STATUSES = frozenset(Status)
+"""Every status: a key that covers them all is held until its job is pruned."""
+
+
+class EnqueueResult(NamedTuple):
+    """What an enqueue stored: the job's id, and whether it was a duplicate.
+
+    duplicate is True when a job of the kind already held the unique key:
+    nothing was stored, and id is that job's.
+    """
+
+    id: str
+    duplicate: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unique:
+    """Makes a kind's jobs unique: at most one job of the kind per key at a time.
+
+    The key is ``key`` if given, else the values of the payload's top-level
+    ``fields`` (``fields=("account_id",)``), else the whole payload. With a
+    ``period``, the key also holds the start of the period the enqueue falls
+    in (periods are counted from 1970-01-01 UTC: ``timedelta(days=1)`` is one
+    per UTC day), so the next period's enqueue is a new job.
+
+    A job holds its key while its status is one of ``statuses``: queued and
+    running always (a job moves between them on a claim or a retry), and by
+    default only them. So while it waits, runs or waits for a retry, another
+    enqueue of the key is a duplicate; once it succeeds, fails or is cancelled
+    the key is free again, unless that status is in statuses too, in which
+    case the key stays taken until the job is pruned. An enqueue that
+    collides stores nothing and never raises: it reports the holder's id.
+
+    Raises ValueError for both key and fields, a key that cannot be stored,
+    a period that is not positive, or statuses without queued and running.
+    """
+
+    key: str | None = None
+    fields: Sequence[str] | None = None
+    period: datetime.timedelta | None = None
+    statuses: AbstractSet[Status] = frozenset({Status.QUEUED, Status.RUNNING})
+
+    def __post_init__(self) -> None:
+        if self.key is not None and self.fields is not None:
+            raise ValueError("Unique: give key or fields, not both")
+        if self.key is not None:
+            if not isinstance(self.key, str) or not self.key:
+                raise ValueError(f"Unique: key must be a non-empty str, got {self.key!r}")
+            if why := unstorable(self.key):
+                raise ValueError(f"Unique: the key cannot be stored: {why}")
+        if self.fields is not None:
+            fields = (self.fields,) if isinstance(self.fields, str) else tuple(self.fields)
+            if not fields or not all(isinstance(f, str) and f for f in fields):
+                raise ValueError(f"Unique: fields must be non-empty names, got {self.fields!r}")
+            object.__setattr__(self, "fields", fields)
+        if self.period is not None and (
+            not isinstance(self.period, datetime.timedelta) or self.period <= datetime.timedelta(0)
+        ):
+            raise ValueError(f"Unique: period must be a positive timedelta, got {self.period!r}")
+        statuses = _statuses(self.statuses)
+        object.__setattr__(self, "statuses", statuses)
+
+    @property
+    def mask(self) -> int:
+        """The statuses as the bitmask stored in unique_statuses."""
+        return sum(_BITS[s] for s in self.statuses)
+
+    def key_of(self, where: str, payload: str, now: datetime.datetime) -> str:
+        """The key stored for a job with JSON payload enqueued at now.
+
+        Raises ValueError naming where when a field is not in the payload.
+        """
+        if self.key is not None:
+            base = "key:" + self.key
+        elif self.fields is not None:
+            value = json.loads(payload)
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: unique fields need a payload that is a JSON object")
+            missing = [f for f in self.fields if f not in value]
+            if missing:
+                raise ValueError(f"{where}: unique field {missing[0]!r} is not in the payload")
+            base = "fields:" + _canonical({f: value[f] for f in self.fields})
+        else:
+            base = "payload:" + _canonical(json.loads(payload))
+        if self.period is not None:
+            start = _EPOCH + (now - _EPOCH) // self.period * self.period
+            # A timestamp starts with a digit, and a key without one never does.
+            base = f"{timestamp(start)}/{base}"
+        if len(base.encode()) > _MAX_KEY_BYTES:
+            base = "sha256:" + hashlib.sha256(base.encode()).hexdigest()
+        return base
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _statuses(statuses: Iterable[Status | str]) -> frozenset[Status]:
+    if isinstance(statuses, str):
+        raise ValueError(f"Unique: statuses must be a set of statuses, got {statuses!r}")
+    try:
+        chosen = frozenset(Status(s) for s in statuses)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"Unique: statuses must be statuses, got {statuses!r}") from err
+    if not {Status.QUEUED, Status.RUNNING} <= chosen:
+        raise ValueError(
+            "Unique: statuses must hold queued and running: a job moves between them "
+            f"without leaving its key, got {sorted(chosen)!r}"
+        )
+    return chosen
+
+
+# How many times an enqueue tries again when the key's holder left its
+# covered statuses between the insert and the read; each try means another
+# process took and freed the key meanwhile, so a few are plenty.
+_TRIES = 50
+
+
+class CreateUniqueJobs:
+    """The write that stores jobs of one kind, each unless its key is held, in one transaction.
+
+    Returns an EnqueueResult per job, in order: a job whose key another job
+    holds (one stored earlier in the batch included) is not stored, and its
+    result names the holder.
+    """
+
+    __slots__ = ("jobs", "kind", "now")
+
+    def __init__(self, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        self.kind = kind
+        self.jobs = jobs
+        self.now = now
+
+    def __call__(self, q: Queries) -> list[EnqueueResult]:
+        return [_store_unique(q, self.kind, job, self.now) for job in self.jobs]
+
+
+class CreateUniqueJob(CreateUniqueJobs, Statement[list[EnqueueResult]]):
+    """CreateUniqueJobs of one job: its insert, then on a collision the read of the holder.
+
+    Neither needs a transaction around them: the insert alone decides, and a
+    holder that is gone by the read only means trying the insert again.
+    """
+
+    __slots__ = ()
+
+
+def create_unique_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateUniqueJobs:
+    """The write that stores jobs of kind, each unless its unique key is held."""
+    return CreateUniqueJob(kind, jobs, now) if len(jobs) == 1 else CreateUniqueJobs(kind, jobs, now)
+
+
+def _store_unique(q: Queries, kind: str, job: NewJob, now: str) -> EnqueueResult:
+    if job.unique_key is None:
+        q.insert_jobs(kind=kind, jobs=[job], now=now)
+        return EnqueueResult(job.id, duplicate=False)
+    for _ in range(_TRIES):
+        # Insert first and read after: a read first could miss a holder
+        # inserted meanwhile, which is how check-then-insert makes duplicates.
+        if q.insert_unique_job(kind=kind, job=job, now=now):
+            return EnqueueResult(job.id, duplicate=False)
+        holder = q.get_unique_holder(kind=kind, unique_key=job.unique_key)
+        if holder is not None:
+            return EnqueueResult(holder, duplicate=True)
+        # The holder finished between the two statements; a fresh id also
+        # covers the (astronomically unlikely) id that was taken.
+        job = job._replace(id=new_id())
+    raise StoreError(
+        f"enqueue {kind!r}: the unique key changed hands {_TRIES} times during one enqueue"
+    )

@@ -1,0 +1,1 @@
+"""Integrations of jobtable with frameworks, each an optional extra (``jobtable[django]``)."""

@@ -1,0 +1,1 @@
+"""The management commands of jobtable's Django app."""

@@ -1,0 +1,1 @@
+"""``jobtable_worker``: runs the tasks of a JobtableBackend."""

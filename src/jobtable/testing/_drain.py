@@ -1,0 +1,149 @@
+"""drain: runs every job a runner would run, inline, until none is left to run."""
+
+import asyncio
+import datetime
+import weakref
+
+from jobtable._engine import Queries, Statement
+from jobtable._errors import RunnerError
+from jobtable._job import JobRecord, Status
+from jobtable._ops import StageJobs
+from jobtable._runner import Runner
+from jobtable._values import timestamp
+
+_END_OF_TIME = timestamp(datetime.datetime.max.replace(tzinfo=datetime.UTC))
+"""A now later than any run_at: staging at it makes every scheduled job ready."""
+
+
+class _ReadyRetries(Statement[int]):
+    """The write that makes the jobs of queue waiting for another attempt ready now."""
+
+    __slots__ = ("queue",)
+
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+
+    def __call__(self, q: Queries) -> int:
+        return q.ready_retries(queue=self.queue)
+
+
+def _check(runner: Runner, max_runs: int) -> None:
+    if not isinstance(runner, Runner):
+        raise TypeError(f"drain: want a jobtable.Runner, got {type(runner).__name__}")
+    if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1:
+        raise ValueError(f"drain: max_runs must be a positive int, got {max_runs!r}")
+    if runner.stopping:
+        raise RunnerError("drain: the runner was stopped")
+    if runner._tasks:
+        raise RunnerError(
+            "drain: the runner is started; drain runs jobs inline on a runner that is not"
+        )
+
+
+async def _make_ready(runner: Runner, *, retries: bool, scheduled: bool) -> int:
+    """Makes the jobs drain runs early ready to be claimed; returns how many it made ready."""
+    made = 0
+    for queue in runner.queues:
+        if scheduled:
+            made += await runner.store.engine.awrite(StageJobs(queue, _END_OF_TIME))
+        elif retries:
+            made += await runner.store.engine.awrite(_ReadyRetries(queue))
+    return made
+
+
+async def _left(runner: Runner, *, retries: bool, scheduled: bool) -> list[JobRecord]:
+    """The queued jobs of the runner's queues that drain would still run."""
+    now = runner.store.clock()
+    left: list[JobRecord] = []
+    for queue in runner.queues:
+        for record in await runner.store.alist_jobs(status=Status.QUEUED, queue=queue, limit=20):
+            if scheduled or record.run_at <= now or (retries and record.attempt > 0):
+                left.append(record)
+    return left
+
+
+async def drain(
+    runner: Runner, *, retries: bool = True, scheduled: bool = False, max_runs: int = 1000
+) -> list[JobRecord]:
+    """Runs the runner's queued jobs inline, one at a time, until none is left to run.
+
+    The runner must not be started: each job is claimed, run by its handler
+    and recorded in the calling task, as ``Runner.run_next`` does: the next
+    is always the first ready job of the runner's queues, taken in their
+    order, lowest priority and oldest first within one. What "every" covers:
+
+    - the ready jobs of the runner's queues, and the jobs their handlers
+      enqueue into those queues while drain runs;
+    - with retries (the default), a job whose attempt failed with attempts
+      left, or raised ``Retry``, runs again at once, without waiting for its
+      backoff (its recorded run_at stays what the backoff said), so every job
+      drain ran ends succeeded, failed or cancelled; ``retries=False`` leaves
+      them queued for their backoff;
+    - with scheduled, the jobs whose run_at (``delay``, ``run_at``) has not
+      come yet by the store's clock run too; by default they stay queued.
+      Move a ``FrozenClock`` on to run those due by then.
+
+    A job of a kind the runner has no handler for fails its attempt, as a
+    started runner would. Returns the record of every job it ran, once
+    each, in the order they first ran, as they stand at the end. It runs at
+    most max_runs attempts and then raises AssertionError when jobs are
+    still left to run (a handler that enqueues or retries for ever).
+    """
+    _check(runner, max_runs)
+    ran: dict[str, None] = {}
+    runs = 0
+    while runs < max_runs:
+        job_id = await runner.run_next()
+        if job_id is None:
+            if await _make_ready(runner, retries=retries, scheduled=scheduled):
+                continue
+            break
+        ran[job_id] = None
+        runs += 1
+    else:
+        left = await _left(runner, retries=retries, scheduled=scheduled)
+        if left:
+            shown = ", ".join(f"{r.kind} {r.id} (attempt {r.attempt})" for r in left)
+            raise AssertionError(
+                f"drain: ran max_runs={max_runs} attempts and jobs are still left to run: "
+                f"{shown}; does a handler enqueue or retry jobs for ever?"
+            )
+    return [await runner.store.ainspect(job_id) for job_id in ran]
+
+
+_LOOPS: "weakref.WeakKeyDictionary[Runner, asyncio.Runner]" = weakref.WeakKeyDictionary()
+
+
+def _loop_of(runner: Runner) -> asyncio.Runner:
+    """The event loop drain_sync runs runner's jobs on: one per runner, for all its drains.
+
+    A runner's asyncio events bind to the first loop that waits on them, so
+    every drain of one runner must use the same loop; it closes with the runner.
+    """
+    loop = _LOOPS.get(runner)
+    if loop is None:
+        loop = asyncio.Runner()
+        _LOOPS[runner] = loop
+        weakref.finalize(runner, loop.close)
+    return loop
+
+
+def drain_sync(
+    runner: Runner, *, retries: bool = True, scheduled: bool = False, max_runs: int = 1000
+) -> list[JobRecord]:
+    """The sync form of drain, for tests that are plain functions (Django's, Flask's).
+
+    It runs the jobs on an event loop of its own, the same for every drain
+    of one runner; from code that runs on an event loop, await drain instead
+    (it raises RuntimeError there).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError("drain_sync: called on a running event loop; use await drain(runner)")
+    _check(runner, max_runs)
+    return _loop_of(runner).run(
+        drain(runner, retries=retries, scheduled=scheduled, max_runs=max_runs)
+    )

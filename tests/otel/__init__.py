@@ -1,0 +1,1 @@
+"""The OpenTelemetry tests: a package, so that its conftest is otel.conftest to mypy."""

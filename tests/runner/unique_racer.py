@@ -1,0 +1,42 @@
+"""An enqueuer process for test_unique_races.py: enqueues the same keys as its peers at once.
+
+Usage: ``python unique_racer.py TARGET ROUNDS GO OUT``
+
+Opens the store, waits until the file GO exists (so every racer starts
+together), then enqueues one ``race`` job per round with the unique key
+``round-N`` (odd rounds through enqueue_many_results), and writes one line
+per round to OUT: the round, the id it was told and whether it was a
+duplicate, as JSON.
+"""
+
+import json
+import pathlib
+import sys
+import time
+
+import jobtable
+
+race = jobtable.Kind("race", int, int)
+
+
+def main() -> None:
+    target, rounds, go, out = sys.argv[1:]
+    with jobtable.Store.open(target) as store:
+        deadline = time.monotonic() + 60
+        while not pathlib.Path(go).exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("the GO file never appeared")
+            time.sleep(0.001)
+        lines = []
+        for n in range(int(rounds)):
+            unique = jobtable.Unique(key=f"round-{n}")
+            if n % 2:
+                [result] = race.enqueue_many_results(store, [n], unique=unique)
+            else:
+                result = race.enqueue_result(store, n, unique=unique)
+            lines.append(json.dumps([n, result.id, result.duplicate]))
+        pathlib.Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

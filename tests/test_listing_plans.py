@@ -1,0 +1,203 @@
+"""Each filtered page of list_jobs reads about its page, however many rows do not match.
+
+The table holds a few hundred old jobs that match the filters and many newer
+ones that match none of them: a query that scans in seq order, or filters
+after reading, would read every newer row before it found its page. Each
+ListJobs* query must read only index entries that match, so what it reads
+does not grow with the rows that do not.
+
+SQLite counts the virtual machine's steps (a progress handler called every
+step), PostgreSQL the rows each plan node of EXPLAIN ANALYZE read or
+filtered out: both are counts, not timings.
+"""
+
+import itertools
+import json
+import pathlib
+import re
+import sqlite3
+
+import jobtable
+from jobtable.db.postgres import jobs as pg_jobs
+from jobtable.db.sqlite import jobs as sqlite_jobs
+
+LIMIT = 20
+STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"]
+# Every combination of the three filters, each a value the old jobs have.
+FILTERS = [
+    dict(zip(names, values, strict=True))
+    for size in range(4)
+    for names in itertools.combinations(("status", "kind", "queue"), size)
+    for values in [tuple({"status": "failed", "kind": "report", "queue": "mail"}[n] for n in names)]
+]
+T = "2025-01-02T03:04:05.000001Z"
+
+
+def old_jobs() -> list[tuple[str, str, str, str]]:
+    """(id, kind, queue, status) of 1,000 old jobs, mixing the filters' values and others."""
+    return [
+        (f"old-{n}", ["report", "ping"][n % 2], ["mail", "default"][n // 2 % 2], STATUSES[n % 5])
+        for n in range(1_000)
+    ]
+
+
+def new_jobs(count: int, start: int) -> list[tuple[str, str, str, str]]:
+    """count newer jobs that match no filter: another kind, queue and status."""
+    return [(f"new-{start + n}", "filler", "bulk", "succeeded") for n in range(count)]
+
+
+def rows(jobs: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str, str, str | None]]:
+    return [(i, k, q, s, "x" if s == "failed" else None) for i, k, q, s in jobs]
+
+
+def query_of(module: object, fs: dict[str, str]) -> str:
+    name = "LIST_JOBS_" + ("BY_" + "_".join(n.upper() for n in fs) if fs else "UNFILTERED")
+    sql: str = getattr(module, name)
+    return sql
+
+
+# --- SQLite ---------------------------------------------------------------------------------
+
+
+def sqlite_insert(conn: sqlite3.Connection, jobs: list[tuple[str, str, str, str]]) -> None:
+    conn.executemany(
+        "INSERT INTO jobs (id, kind, queue, status, error, payload, run_at, created_at,"
+        f" updated_at) VALUES (?, ?, ?, ?, ?, '{{}}', '{T}', '{T}', '{T}')",
+        rows(jobs),
+    )
+    conn.commit()
+
+
+def method_of(fs: dict[str, str]) -> str:
+    return "list_jobs_" + ("by_" + "_".join(fs) if fs else "unfiltered")
+
+
+def sqlite_steps(conn: sqlite3.Connection, fs: dict[str, str]) -> tuple[int, int]:
+    """(steps, rows) of one page: the VM steps it took and the rows it returned."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    page = getattr(sqlite_jobs.Querier(conn), method_of(fs))
+    conn.set_progress_handler(count, 1)
+    try:
+        found = page(before=1 << 62, max_jobs=LIMIT, **fs)
+    finally:
+        conn.set_progress_handler(None, 1)
+    return steps, len(found)
+
+
+def sqlite_plan(conn: sqlite3.Connection, fs: dict[str, str]) -> str:
+    sql = query_of(sqlite_jobs, fs)
+    count = max(int(n) for n in re.findall(r"\?(\d+)", sql))
+    return " ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, [1] * count))
+
+
+def test_each_sqlite_page_reads_the_same_with_ten_times_the_rows_that_do_not_match(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = tmp_path / "jobs.db"
+    jobtable.Store.open(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        sqlite_insert(conn, old_jobs())
+        sqlite_insert(conn, new_jobs(2_000, 0))
+        conn.execute("ANALYZE")
+        before = {str(fs): sqlite_steps(conn, fs) for fs in FILTERS}
+        sqlite_insert(conn, new_jobs(20_000, 2_000))
+        conn.execute("ANALYZE")
+        for fs in FILTERS:
+            steps, found = sqlite_steps(conn, fs)
+            small_steps, small_found = before[str(fs)]
+            assert found == small_found == LIMIT, fs
+            # A scan would take about ten times the steps.
+            assert steps <= small_steps * 1.2 + 50, (fs, small_steps, steps)
+            plan = sqlite_plan(conn, fs)
+            assert "TEMP B-TREE" not in plan, (fs, plan)
+            assert "SCAN jobs" not in plan, (fs, plan)
+    finally:
+        conn.close()
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------
+
+
+def read_rows(plan: dict[str, object]) -> int:
+    """The rows the plan's nodes read from jobs: returned or removed by a filter, every loop."""
+    total = 0
+    if "Relation Name" in plan:
+        loops = int(str(plan.get("Actual Loops", 1)))
+        returned = float(str(plan.get("Actual Rows", 0)))
+        removed = float(str(plan.get("Rows Removed by Filter", 0)))
+        total += int((returned + removed) * loops)
+    for child in plan.get("Plans", []):  # type: ignore[attr-defined]
+        total += read_rows(child)
+    return total
+
+
+def test_each_postgres_page_reads_about_its_page(pg_url: str) -> None:
+    import psycopg
+
+    jobtable.Store.open(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO jobs (id, kind, queue, status, error, payload, run_at, created_at,"
+                " updated_at) VALUES (%s, %s, %s, %s, %s, '{}', %s, %s, %s)",
+                [(*row, T, T, T) for row in rows(old_jobs() + new_jobs(20_000, 0))],
+            )
+        conn.execute("ANALYZE jobs")
+        for fs in FILTERS:
+            sql = query_of(pg_jobs, fs)
+            params = {"before": 1 << 62, "max_jobs": LIMIT, **fs}
+            [[result]] = conn.execute(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + sql,
+                params,
+            ).fetchall()
+            plan = json.loads(result) if isinstance(result, str) else result
+            top = plan[0]["Plan"]
+            assert top["Actual Rows"] == LIMIT, fs
+            # At most five pages of seqs from an index, then the row of each,
+            # against 21,000 rows.
+            assert read_rows(top) <= 10 * LIMIT, (fs, json.dumps(top, indent=1))
+
+
+def test_list_jobs_finds_the_same_jobs_under_each_filter_set(store: jobtable.Store) -> None:
+    kinds = [jobtable.Kind(name, dict[str, int], dict[str, int]) for name in ("report", "ping")]
+    ids = {
+        (kind.name, queue): [kind.enqueue(store, {"n": n}, queue=queue) for n in range(3)]
+        for kind in kinds
+        for queue in ("mail", "default")
+    }
+    cancelled = ids[("report", "mail")][1]
+    store.cancel(cancelled)
+    for fs in FILTERS:
+        # The filters' status is "failed": no job failed. Compare with "cancelled" too.
+        for status in [None] if "status" not in fs else ["failed", "cancelled"]:
+            chosen = {**fs, **({} if status is None else {"status": status})}
+            expected = [
+                job_id
+                for (kind_name, queue), group in ids.items()
+                for job_id in group
+                if chosen.get("kind", kind_name) == kind_name
+                and chosen.get("queue", queue) == queue
+                and chosen.get("status", store.inspect(job_id).status)
+                == store.inspect(job_id).status
+            ]
+            seqs = {job_id: store.inspect(job_id).seq for job_id in expected}
+            newest_first = sorted(expected, key=seqs.__getitem__, reverse=True)
+            got = [r.id for r in store.list_jobs(**chosen, limit=100)]  # type: ignore[arg-type]
+            assert got == newest_first, chosen
+            # Keyset pages of 2 give the same jobs.
+            paged: list[str] = []
+            before = None
+            while page := store.list_jobs(**chosen, limit=2, before=before):
+                paged += [r.id for r in page]
+                before = page[-1].seq
+            assert paged == newest_first, chosen
+    assert [r.id for r in store.list_jobs(status="cancelled", kind="report", queue="mail")] == [
+        cancelled
+    ]

@@ -1,0 +1,76 @@
+"""The pytest plugin's fixtures, in a pytest run of their own (pytester, in this process)."""
+
+import re
+
+import psycopg
+import pytest
+
+CASES = """
+import datetime
+
+import jobtable
+from jobtable.testing import assert_enqueued, drain_sync
+
+ping = jobtable.Kind("ping", int, int)
+
+
+def test_store(jobtable_store):
+    job_id = ping.enqueue(jobtable_store, 1)
+    assert_enqueued(jobtable_store, ping, 1)
+    print("TARGET", jobtable_store)
+
+
+def test_clock(jobtable_store, jobtable_clock):
+    print("TARGET", jobtable_store)
+    assert jobtable_store.clock is jobtable_clock
+    runner = jobtable.Runner(jobtable_store)
+    runner.handler(ping)(lambda ctx, payload: payload)
+    ping.enqueue(jobtable_store, 1, delay=datetime.timedelta(hours=1))
+    assert drain_sync(runner) == []
+    jobtable_clock.advance(hours=1)
+    assert [r.result for r in drain_sync(runner)] == [1]
+
+
+def test_each_store_is_fresh(jobtable_store):
+    print("TARGET", jobtable_store)
+    assert jobtable_store.counts() == {}
+"""
+
+
+def test_the_store_is_a_fresh_sqlite_file_by_default(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JOBTABLE_TEST_URL", raising=False)
+    pytester.makepyfile(CASES)
+    result = pytester.runpytest("-s", "-p", "no:asyncio")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*TARGET <jobtable.Store SQLiteEngine '*jobs.db'>*"] * 3)
+
+
+def schemas(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'jobtable_test_%'"
+        ).fetchall()
+    return {name for (name,) in rows}
+
+
+@pytest.mark.parametrize("how", ["option", "environment", "ini"])
+def test_a_url_gives_each_test_a_fresh_postgresql_schema_dropped_after(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, pg_server: str, how: str
+) -> None:
+    monkeypatch.delenv("JOBTABLE_TEST_URL", raising=False)
+    pytester.makepyfile(CASES)
+    args = ["-s", "-p", "no:asyncio"]
+    if how == "option":
+        args.append(f"--jobtable-url={pg_server}")
+    elif how == "environment":
+        monkeypatch.setenv("JOBTABLE_TEST_URL", pg_server)
+    else:
+        pytester.makeini(f"[pytest]\njobtable_url = {pg_server}\n")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*TARGET <jobtable.Store PostgresEngine *jobtable_test_*"])
+    used = set(re.findall(r"TARGET .*(jobtable_test_[0-9a-f]{12})", result.stdout.str()))
+    assert len(used) == 3
+    assert not used & schemas(pg_server)
