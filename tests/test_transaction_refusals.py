@@ -14,7 +14,6 @@ from typing import Literal
 
 import psycopg
 import pytest
-from conftest import postgres_server_url
 from psycopg import sql
 from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
@@ -149,8 +148,10 @@ async def test_async_forms_refuse_sync_connections_and_sessions(
     assert pg_store.counts() == {}
 
 
-def test_postgres_refuses_a_connection_to_another_database(pg_store: jobtable.Store) -> None:
-    other = re.sub(r"/test(\?|$)", r"/postgres\1", postgres_server_url())
+def test_postgres_refuses_a_connection_to_another_database(
+    pg_store: jobtable.Store, pg_server: str
+) -> None:
+    other = re.sub(r"/test(\?|$)", r"/postgres\1", pg_server)
     with (
         psycopg.connect(other) as conn,
         pytest.raises(
@@ -168,10 +169,10 @@ def schema_of(url: str) -> str:
 
 
 def test_postgres_refuses_a_search_path_without_the_stores_schema(
-    pg_store: jobtable.Store, pg_url: str
+    pg_store: jobtable.Store, pg_url: str, pg_server: str
 ) -> None:
     schema = schema_of(pg_url)
-    with psycopg.connect(postgres_server_url()) as conn:
+    with psycopg.connect(pg_server) as conn:
         conn.execute("SET search_path TO public")
         with pytest.raises(
             ValueError,
@@ -198,11 +199,11 @@ async def test_postgres_refuses_a_search_path_that_finds_another_schemas_jobs_ta
 
 
 def test_postgres_takes_a_search_path_that_reaches_the_stores_schema_after_others(
-    pg_store: jobtable.Store, pg_url: str
+    pg_store: jobtable.Store, pg_url: str, pg_server: str
 ) -> None:
     """Any search_path on which "jobs" names the store's table will do: it need not be first."""
     schema = schema_of(pg_url)
-    with psycopg.connect(postgres_server_url()) as conn:
+    with psycopg.connect(pg_server) as conn:
         conn.execute(sql.SQL("SET search_path TO public, {}").format(sql.Identifier(schema)))
         job_id = email.enqueue(pg_store, 1, conn=conn)
     assert pg_store.get(job_id).status is jobtable.Status.QUEUED

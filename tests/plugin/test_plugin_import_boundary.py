@@ -21,6 +21,8 @@ ADAPTERS = frozenset(
         "_postgres.py",
         "_postgres_queries.py",
         "_postgres_transaction.py",
+        "_sqlite_operator_queries.py",
+        "_postgres_operator_queries.py",
     }
 )
 
