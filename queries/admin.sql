@@ -5,12 +5,21 @@
 -- RequeueJob puts a failed or cancelled job back in its queue, ready at once,
 -- allowed max_attempts more claims: attempt keeps counting claims, since it
 -- fences every write a worker makes. Its error history is kept; its error,
--- result and cancel request are cleared.
+-- result and cancel request are cleared. A unique job whose key another job
+-- holds now (see jobs_unique) is left as it is.
 UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts, run_at = @now, scheduled = 0, runner = NULL,
     finished_at = NULL, updated_at = @now
-WHERE id = @id AND status IN ('failed', 'cancelled');
+WHERE jobs.id = @id AND jobs.status IN ('failed', 'cancelled')
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS holder
+        WHERE holder.kind = jobs.kind AND holder.unique_key = jobs.unique_key
+            AND holder.seq <> jobs.seq
+            AND (holder.unique_statuses & CASE holder.status
+                WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+                WHEN 'failed' THEN 8 ELSE 16 END) <> 0
+    ));
 
 -- name: RequeueFailedJobs :execrows
 -- RequeueFailedJobs does what RequeueJob does to every failed job that matches
@@ -19,9 +28,24 @@ UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts, run_at = @now, scheduled = 0, runner = NULL,
     finished_at = NULL, updated_at = @now
-WHERE status = 'failed'
-    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
-    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue));
+WHERE jobs.status = 'failed'
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR jobs.kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR jobs.queue = sqlc.narg(queue))
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS holder
+        WHERE holder.kind = jobs.kind AND holder.unique_key = jobs.unique_key
+            AND holder.seq <> jobs.seq
+            AND (holder.unique_statuses & CASE holder.status
+                WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+                WHEN 'failed' THEN 8 ELSE 16 END) <> 0
+    ))
+    -- Of failed jobs sharing a unique key, only the newest: queued, they would
+    -- collide with each other.
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS twin
+        WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
+            AND twin.status = 'failed' AND twin.seq > jobs.seq
+    ));
 
 -- name: DeleteJob :execrows
 -- DeleteJob deletes a job that is not running.
@@ -51,8 +75,9 @@ FROM jobs GROUP BY queue, status ORDER BY queue, status;
 -- FinishedPerMinute counts the jobs that finished since since, per minute and
 -- status. A finished row never changes again, so its updated_at is its
 -- finished_at: filtering on it lets the index of finished rows read only the
--- window. Without ANALYZE's statistics SQLite would rather take an index on
--- status, which reads every finished row, so the query names its index.
+-- window. Differs from PostgreSQL: SQLite's planner, without statistics,
+-- prefers an index that leads with status, which reads every finished row, so
+-- the index is named.
 SELECT CAST(substr(updated_at, 1, 16) || ':00.000000Z' AS TEXT) AS minute, status, count(*) AS jobs
 FROM jobs INDEXED BY jobs_finished
 WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at >= @since

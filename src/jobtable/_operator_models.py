@@ -24,6 +24,8 @@ class RetryResult(enum.StrEnum):
     """The job is running; nothing changed (cancel it first to run it afresh)."""
     SUCCEEDED = "succeeded"
     """The job succeeded; nothing changed."""
+    KEY_HELD = "key_held"
+    """The job is unique and another job holds its key now; nothing changed."""
 
 
 class DeleteResult(enum.StrEnum):

@@ -55,7 +55,10 @@ class RetryJob:
         if not unstorable(self.job_id) and q.requeue_job(now=self.now, id=self.job_id):
             q.wake_runners()
             return RetryResult.RETRIED
-        return RetryResult(_status_of(q, self.job_id).value)
+        status = _status_of(q, self.job_id)
+        if status in (Status.FAILED, Status.CANCELLED):
+            return RetryResult.KEY_HELD
+        return RetryResult(status.value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

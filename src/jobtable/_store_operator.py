@@ -77,8 +77,9 @@ class StoreOperations:
         The job may then be claimed as many more times as its max_attempts
         allowed; its error history is kept, and its error, result and cancel
         request are cleared. Returns RETRIED, or, changing nothing, QUEUED,
-        RUNNING or SUCCEEDED for a job in that status. Raises JobNotFound for
-        an unknown id.
+        RUNNING or SUCCEEDED for a job in that status, and KEY_HELD for a
+        unique job whose key another job holds now. Raises JobNotFound for an
+        unknown id.
         """
         return self.engine.write(RetryJob(job_id, self._now()))
 
@@ -89,7 +90,9 @@ class StoreOperations:
     def retry_failed(self, *, kind: str | None = None, queue: str | None = None) -> int:
         """Queues again, as retry does, every failed job of kind in queue; returns how many.
 
-        A filter left None matches every job. Raises TypeError or ValueError
+        A filter left None matches every job. A unique job whose key another
+        job holds is left failed, and of failed jobs sharing a key only the
+        newest is queued. Raises TypeError or ValueError
         for a filter that is not a str or cannot be stored; nothing changes.
         """
         op = RetryFailedJobs(check_filter("kind", kind), check_filter("queue", queue), self._now())

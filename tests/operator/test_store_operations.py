@@ -247,3 +247,28 @@ def test_throughput_refuses_a_window_out_of_range(store: jobtable.Store) -> None
     for window in (datetime.timedelta(0), datetime.timedelta(days=8)):
         with pytest.raises(ValueError, match="window"):
             store.throughput(window)
+
+
+def test_retry_leaves_a_unique_job_whose_key_another_job_holds(store: jobtable.Store) -> None:
+    unique = jobtable.Kind("unique-op", int, int, unique=jobtable.Unique(key="same"))
+    runner = jobtable.Runner(store, workers=1)
+
+    @runner.handler(unique)
+    async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:
+        raise jobtable.Failure("no")
+
+    first = unique.enqueue(store, 1)
+    asyncio.run(runner.run_next())
+    second = unique.enqueue(store, 2)
+    asyncio.run(runner.run_next())
+    holder = unique.enqueue(store, 3)
+    assert store.retry(first) == jobtable.RetryResult.KEY_HELD
+    assert store.retry_failed() == 0
+    assert store.inspect(first).status == jobtable.Status.FAILED
+    store.delete(holder)
+    # Two failed jobs share the key: only the newest is queued again.
+    assert store.retry_failed() == 1
+    assert (store.inspect(first).status, store.inspect(second).status) == (
+        jobtable.Status.FAILED,
+        jobtable.Status.QUEUED,
+    )

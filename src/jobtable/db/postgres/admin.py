@@ -14,16 +14,39 @@ REQUEUE_JOB = """UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = false,
     max_attempts = attempt + max_attempts, run_at = %(now)s, scheduled = false, runner = NULL,
     finished_at = NULL, updated_at = %(now)s
-WHERE id = %(id)s AND status IN ('failed', 'cancelled')
+WHERE jobs.id = %(id)s AND jobs.status IN ('failed', 'cancelled')
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS holder
+        WHERE holder.kind = jobs.kind AND holder.unique_key = jobs.unique_key
+            AND holder.seq <> jobs.seq
+            AND (holder.unique_statuses & CASE holder.status
+                WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+                WHEN 'failed' THEN 8 ELSE 16 END) <> 0
+    ))
 """
 
 REQUEUE_FAILED_JOBS = """UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = false,
     max_attempts = attempt + max_attempts, run_at = %(now)s, scheduled = false, runner = NULL,
     finished_at = NULL, updated_at = %(now)s
-WHERE status = 'failed'
-    AND (%(kind)s::text IS NULL OR kind = %(kind)s)
-    AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+WHERE jobs.status = 'failed'
+    AND (%(kind)s::text IS NULL OR jobs.kind = %(kind)s)
+    AND (%(queue)s::text IS NULL OR jobs.queue = %(queue)s)
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS holder
+        WHERE holder.kind = jobs.kind AND holder.unique_key = jobs.unique_key
+            AND holder.seq <> jobs.seq
+            AND (holder.unique_statuses & CASE holder.status
+                WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+                WHEN 'failed' THEN 8 ELSE 16 END) <> 0
+    ))
+    -- Of failed jobs sharing a unique key, only the newest: queued, they would
+    -- collide with each other.
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS twin
+        WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
+            AND twin.status = 'failed' AND twin.seq > jobs.seq
+    ))
 """
 
 WAKE_RUNNERS = """SELECT pg_notify(jobtable_channel(current_schema()), '')
@@ -108,7 +131,8 @@ class Querier:
         RequeueJob puts a failed or cancelled job back in its queue, ready at once,
         allowed max_attempts more claims: attempt keeps counting claims, since it
         fences every write a worker makes. Its error history is kept; its error,
-        result and cancel request are cleared.
+        result and cancel request are cleared. A unique job whose key another job
+        holds now (see jobs_unique) is left as it is.
         """
         cur = self._conn.execute(
             REQUEUE_JOB,

@@ -11,16 +11,39 @@ REQUEUE_JOB = """UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts, run_at = ?1, scheduled = 0, runner = NULL,
     finished_at = NULL, updated_at = ?1
-WHERE id = ?2 AND status IN ('failed', 'cancelled')
+WHERE jobs.id = ?2 AND jobs.status IN ('failed', 'cancelled')
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS holder
+        WHERE holder.kind = jobs.kind AND holder.unique_key = jobs.unique_key
+            AND holder.seq <> jobs.seq
+            AND (holder.unique_statuses & CASE holder.status
+                WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+                WHEN 'failed' THEN 8 ELSE 16 END) <> 0
+    ))
 """
 
 REQUEUE_FAILED_JOBS = """UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts, run_at = ?1, scheduled = 0, runner = NULL,
     finished_at = NULL, updated_at = ?1
-WHERE status = 'failed'
-    AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
-    AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
+WHERE jobs.status = 'failed'
+    AND (CAST(?2 AS TEXT) IS NULL OR jobs.kind = ?2)
+    AND (CAST(?3 AS TEXT) IS NULL OR jobs.queue = ?3)
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS holder
+        WHERE holder.kind = jobs.kind AND holder.unique_key = jobs.unique_key
+            AND holder.seq <> jobs.seq
+            AND (holder.unique_statuses & CASE holder.status
+                WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
+                WHEN 'failed' THEN 8 ELSE 16 END) <> 0
+    ))
+    -- Of failed jobs sharing a unique key, only the newest: queued, they would
+    -- collide with each other.
+    AND (jobs.unique_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs AS twin
+        WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
+            AND twin.status = 'failed' AND twin.seq > jobs.seq
+    ))
 """
 
 DELETE_JOB = """DELETE FROM jobs WHERE id = ?1 AND status <> 'running'
@@ -100,7 +123,8 @@ class Querier:
         RequeueJob puts a failed or cancelled job back in its queue, ready at once,
         allowed max_attempts more claims: attempt keeps counting claims, since it
         fences every write a worker makes. Its error history is kept; its error,
-        result and cancel request are cleared.
+        result and cancel request are cleared. A unique job whose key another job
+        holds now (see jobs_unique) is left as it is.
         """
         cur = self._conn.execute(
             REQUEUE_JOB,
@@ -213,8 +237,9 @@ class Querier:
         """FinishedPerMinute counts the jobs that finished since since, per minute and
         status. A finished row never changes again, so its updated_at is its
         finished_at: filtering on it lets the index of finished rows read only the
-        window. Without ANALYZE's statistics SQLite would rather take an index on
-        status, which reads every finished row, so the query names its index.
+        window. Differs from PostgreSQL: SQLite's planner, without statistics,
+        prefers an index that leads with status, which reads every finished row, so
+        the index is named.
         """
         cur = self._conn.execute(
             FINISHED_PER_MINUTE,
