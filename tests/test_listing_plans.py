@@ -17,6 +17,7 @@ import pathlib
 import re
 import sqlite3
 from collections.abc import Sequence
+from typing import Protocol, cast
 
 import jobtable
 from jobtable import _listing
@@ -141,6 +142,48 @@ def test_each_sqlite_page_reads_the_same_with_ten_times_the_rows_that_do_not_mat
             # A scan would take about ten times the steps.
             assert steps <= small_steps * 1.2 + 50, (fs, small_steps, steps)
             assert_reads_in_order(fs, sqlite_plan(conn, fs))
+    finally:
+        conn.close()
+
+
+class Listed(Protocol):
+    """What the listing's rows have in common, which this test reads."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+
+def test_each_sqlite_listing_pages_through_what_matches_newest_first(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Every status with every kind and queue filter: three keyset pages, as a scan finds them."""
+    path = tmp_path / "jobs.db"
+    jobtable.Store.open(path).close()
+    jobs = old_jobs() + new_jobs(300, 0)
+    conn = sqlite3.connect(path)
+    try:
+        sqlite_insert(conn, jobs)
+        q = cast(ListingQueries[Listed], sqlite_jobs.Querier(conn))
+        for status, kind, queue in itertools.product(
+            [None, *STATUSES], [None, "report"], [None, "mail"]
+        ):
+            want = [
+                job_id
+                for job_id, k, qu, st in reversed(jobs)
+                if status in (None, st) and kind in (None, k) and queue in (None, qu)
+            ][:21]
+            got: list[str] = []
+            before = 1 << 62
+            for _ in range(3):
+                page = _listing.list_page(
+                    q, before=before, status=status, kind=kind, queue=queue, max_jobs=7
+                )
+                got += [row.id for row in page]
+                before = page[-1].seq if page else 0
+            assert got == want, (status, kind, queue)
     finally:
         conn.close()
 
