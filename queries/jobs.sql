@@ -294,10 +294,10 @@ WHERE status = 'running' AND seq < @before
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByKind :many
--- ListJobsByKind reads the newest page of each status, at most five pages of seqs,
--- and keeps the newest page of them: the running jobs' from jobs_running, each
--- other status's from jobs_by_status_kind in order; an index on
--- (kind, seq) would serve it too, at a cost to every write.
+-- ListJobsByKind reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running, each other status's from jobs_by_status_kind in order.
+-- An index on (kind, seq) would serve it too, at a cost to every insert.
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
@@ -333,10 +333,10 @@ WHERE seq IN (
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByQueue :many
--- ListJobsByQueue reads the newest page of each status, at most five pages of seqs,
--- and keeps the newest page of them: the running jobs' from jobs_running, each
--- other status's from jobs_by_status_queue in order; an index on
--- (queue, seq) would serve it too, at a cost to every write.
+-- ListJobsByQueue reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running, each other status's from jobs_by_status_queue in order.
+-- An index on (queue, seq) would serve it too, at a cost to every insert.
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
@@ -372,10 +372,10 @@ WHERE seq IN (
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByKindQueue :many
--- ListJobsByKindQueue reads the newest page of each status, at most five pages of seqs,
--- and keeps the newest page of them: the running jobs' from jobs_running, each
--- other status's from jobs_by_status_kind in order; it keeps
--- the jobs of queue from the kind's.
+-- ListJobsByKindQueue reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running, each other status's from jobs_by_status_kind in order.
+-- It keeps the jobs of queue from the kind's.
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,

@@ -402,11 +402,11 @@ FROM running
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByKind :many
--- ListJobsByKind reads the newest page of each status, at most five pages of seqs,
--- and keeps the newest page of them: the running jobs' from jobs_running (a
--- MATERIALIZED CTE, as in ListJobsRunning), each
--- other status's from jobs_by_status_kind in order; an index on
--- (kind, seq) would serve it too, at a cost to every write.
+-- ListJobsByKind reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+-- status's from jobs_by_status_kind in order.
+-- An index on (kind, seq) would serve it too, at a cost to every write.
 -- It lists every status of the jobs table's CHECK.
 WITH running AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND seq < @before
@@ -443,11 +443,11 @@ WHERE seq IN (
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByQueue :many
--- ListJobsByQueue reads the newest page of each status, at most five pages of seqs,
--- and keeps the newest page of them: the running jobs' from jobs_running (a
--- MATERIALIZED CTE, as in ListJobsRunning), each
--- other status's from jobs_by_status_queue in order; an index on
--- (queue, seq) would serve it too, at a cost to every write.
+-- ListJobsByQueue reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+-- status's from jobs_by_status_queue in order.
+-- An index on (queue, seq) would serve it too, at a cost to every write.
 -- It lists every status of the jobs table's CHECK.
 WITH running AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'running' AND queue = @queue AND seq < @before
@@ -484,11 +484,11 @@ WHERE seq IN (
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByKindQueue :many
--- ListJobsByKindQueue reads the newest page of each status, at most five pages of seqs,
--- and keeps the newest page of them: the running jobs' from jobs_running (a
--- MATERIALIZED CTE, as in ListJobsRunning), each
--- other status's from jobs_by_status_kind in order; it keeps
--- the jobs of queue from the kind's.
+-- ListJobsByKindQueue reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+-- status's from jobs_by_status_kind in order.
+-- It keeps the jobs of queue from the kind's.
 -- It lists every status of the jobs table's CHECK.
 WITH running AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND queue = @queue AND seq < @before

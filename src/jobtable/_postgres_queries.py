@@ -60,6 +60,7 @@ _StoredRecord = (
     | jobs.ListJobsByStatusQueueRow
     | jobs.ListJobsByKindQueueRow
     | jobs.ListJobsByStatusKindQueueRow
+    | jobs.ListJobsRunningRow
 )
 
 

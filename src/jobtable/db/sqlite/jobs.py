@@ -1574,10 +1574,10 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByKindRow]:
-        """ListJobsByKind reads the newest page of each status, at most five pages of seqs,
-        and keeps the newest page of them: the running jobs' from jobs_running, each
-        other status's from jobs_by_status_kind in order; an index on
-        (kind, seq) would serve it too, at a cost to every write.
+        """ListJobsByKind reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running, each other status's from jobs_by_status_kind in order.
+        An index on (kind, seq) would serve it too, at a cost to every insert.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(
@@ -1621,10 +1621,10 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByQueueRow]:
-        """ListJobsByQueue reads the newest page of each status, at most five pages of seqs,
-        and keeps the newest page of them: the running jobs' from jobs_running, each
-        other status's from jobs_by_status_queue in order; an index on
-        (queue, seq) would serve it too, at a cost to every write.
+        """ListJobsByQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running, each other status's from jobs_by_status_queue in order.
+        An index on (queue, seq) would serve it too, at a cost to every insert.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(
@@ -1669,10 +1669,10 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByKindQueueRow]:
-        """ListJobsByKindQueue reads the newest page of each status, at most five pages of seqs,
-        and keeps the newest page of them: the running jobs' from jobs_running, each
-        other status's from jobs_by_status_kind in order; it keeps
-        the jobs of queue from the kind's.
+        """ListJobsByKindQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running, each other status's from jobs_by_status_kind in order.
+        It keeps the jobs of queue from the kind's.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(
