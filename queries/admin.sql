@@ -80,5 +80,5 @@ FROM jobs GROUP BY queue, status ORDER BY queue, status;
 -- the index is named.
 SELECT CAST(substr(updated_at, 1, 16) || ':00.000000Z' AS TEXT) AS minute, status, count(*) AS jobs
 FROM jobs INDEXED BY jobs_finished
-WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at >= @since
+WHERE (status = 'succeeded' OR status = 'failed' OR status = 'cancelled') AND updated_at >= @since
 GROUP BY minute, status ORDER BY minute, status;

@@ -217,6 +217,9 @@ FROM jobs WHERE id = @id;
 -- They are one query per set of filters, not one with "filter IS NULL OR",
 -- which no index can serve: the store picks the query by the filters given,
 -- and each reads about one page of an index however many rows the table has.
+-- The listing's indexes leave running rows out, so the queries that read them
+-- say "status <> 'running'" (SQLite uses a partial index only for a query
+-- that names its condition), and running jobs are read from jobs_running.
 
 -- name: ListJobsUnfiltered :many
 -- ListJobsUnfiltered reads the primary key in order.
@@ -228,53 +231,73 @@ WHERE seq < @before
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByStatus :many
--- ListJobsByStatus reads jobs_by_status in order.
+-- ListJobsByStatus reads jobs_by_status in order. Its status is
+-- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < @before
-    AND status = @status
+    AND status = @status AND status <> 'running'
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByStatusKind :many
--- ListJobsByStatusKind reads jobs_by_status_kind in order.
+-- ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
+-- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < @before
-    AND status = @status
+    AND status = @status AND status <> 'running'
     AND kind = @kind
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByStatusQueue :many
--- ListJobsByStatusQueue reads jobs_by_status_queue in order.
+-- ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
+-- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < @before
-    AND status = @status
+    AND status = @status AND status <> 'running'
     AND queue = @queue
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByStatusKindQueue :many
--- ListJobsByStatusKindQueue reads jobs_by_status_kind_queue in order.
+-- ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
+-- jobs of queue: a kind's jobs are mostly in one queue, and an index on
+-- (status, kind, queue, seq) would cost every job's writes. Its status is any
+-- but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq < @before
-    AND status = @status
+    AND status = @status AND status <> 'running'
     AND kind = @kind
     AND queue = @queue
 ORDER BY seq DESC LIMIT @max_jobs;
 
+-- name: ListJobsRunning :many
+-- ListJobsRunning lists the running jobs that match each filter given (a null
+-- filter matches all): it reads every running row from jobs_running, as many
+-- as the runners have workers at most, and sorts them.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs INDEXED BY jobs_running
+WHERE status = 'running' AND seq < @before
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq DESC LIMIT @max_jobs;
+
 -- name: ListJobsByKind :many
--- ListJobsByKind reads the newest page of each status from jobs_by_status_kind, at most
--- five pages of seqs, and keeps the newest page of them: an index on
--- (kind, seq) would serve it too, at a cost to every write.
+-- ListJobsByKind reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running, each other status's from jobs_by_status_kind in order.
+-- An index on (kind, seq) would serve it too, at a cost to every insert.
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
@@ -283,36 +306,37 @@ FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.kind = @kind AND page.seq < @before
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
+        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
         WHERE page.status = 'running' AND page.kind = @kind AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.kind = @kind AND page.seq < @before
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.kind = @kind AND page.seq < @before
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.kind = @kind AND page.seq < @before
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
 )
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByQueue :many
--- ListJobsByQueue reads the newest page of each status from jobs_by_status_queue, at most
--- five pages of seqs, and keeps the newest page of them: an index on
--- (queue, seq) would serve it too, at a cost to every write.
+-- ListJobsByQueue reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running, each other status's from jobs_by_status_queue in order.
+-- An index on (queue, seq) would serve it too, at a cost to every insert.
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
@@ -321,36 +345,37 @@ FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
+        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
         WHERE page.status = 'running' AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
 )
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByKindQueue :many
--- ListJobsByKindQueue reads the newest page of each status from jobs_by_status_kind_queue, at most
--- five pages of seqs, and keeps the newest page of them: an index on
--- (kind, queue, seq) would serve it too, at a cost to every write.
+-- ListJobsByKindQueue reads the newest page of each status, at most five pages of
+-- seqs, and keeps the newest page of them: the running jobs' from
+-- jobs_running, each other status's from jobs_by_status_kind in order.
+-- It keeps the jobs of queue from the kind's.
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
@@ -359,27 +384,27 @@ FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
+        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
         WHERE page.status = 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
         ORDER BY page.seq DESC LIMIT @max_jobs
     )
 )
@@ -394,7 +419,8 @@ SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY
 -- oldest first.
 DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
-    WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < @before
+    WHERE (finished.status = 'succeeded' OR finished.status = 'failed' OR finished.status = 'cancelled')
+        AND finished.updated_at < @before
     ORDER BY finished.updated_at LIMIT @max_jobs
 );
 

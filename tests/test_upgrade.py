@@ -110,7 +110,7 @@ def test_a_version_1_sqlite_file_is_upgraded_keeping_every_job(tmp_path: pathlib
         assert "WHERE status = 'queued'" in index
         # Version 1 goes to the latest at once: the rebuild makes the latest table.
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
-        assert {"jobs_unique", "jobs_by_status_kind_queue"} <= names
+        assert {"jobs_unique", "jobs_by_status_queue"} <= names
         assert conn.execute(
             "SELECT count(*) FROM jobs WHERE unique_key IS NULL AND traceparent IS NULL"
         ).fetchone() == (len(V1_JOBS) + 1,)
@@ -147,7 +147,7 @@ def test_a_version_1_postgres_schema_is_upgraded_keeping_every_job(
         [indexdef] = row.fetchone() or [""]
         assert "(status = 'queued'::text)" in indexdef
         rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
-        assert {"jobs_unique", "jobs_by_status_kind_queue"} <= {row[0] for row in rows}
+        assert {"jobs_unique", "jobs_by_status_queue"} <= {row[0] for row in rows}
         assert conn.execute(
             "SELECT count(*) FROM jobs WHERE unique_key IS NULL AND traceparent IS NULL"
         ).fetchone() == (len(V1_JOBS) + 1,)

@@ -42,13 +42,29 @@ COLUMNS = (
     " max_attempts, timeout, scheduled, run_at, started_at, finished_at, created_at, updated_at"
 )
 
-V3_INDEXES = {
-    "jobs_unique",
-    "jobs_by_status",
-    "jobs_by_status_kind",
-    "jobs_by_status_queue",
-    "jobs_by_status_kind_queue",
-}
+V3_INDEXES = {"jobs_unique", "jobs_by_status", "jobs_by_status_kind", "jobs_by_status_queue"}
+
+
+def sqlite_indexes(path: pathlib.Path) -> dict[str, str]:
+    """Each index of the file's jobs table, and the statement that created it."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'index'")
+        return {name: sql for name, sql in rows if sql is not None}
+    finally:
+        conn.close()
+
+
+def postgres_indexes(url: str) -> dict[str, str]:
+    """Each index of the schema's tables and its definition, the schema's name left out."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT indexname, replace(indexdef, current_schema() || '.', '') FROM pg_indexes"
+            " WHERE schemaname = current_schema()"
+        ).fetchall()
+    return dict(rows)
 
 
 def check_kept(store: jobtable.Store) -> None:
@@ -115,6 +131,9 @@ def test_a_version_2_sqlite_file_is_upgraded_keeping_every_job(tmp_path: pathlib
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
+    # The indexes are a new file's, jobs_finished's new condition too.
+    jobtable.Store.open(tmp_path / "new.db").close()
+    assert sqlite_indexes(path) == sqlite_indexes(tmp_path / "new.db")
 
 
 def test_a_version_2_postgres_schema_is_upgraded_keeping_every_job(
@@ -146,3 +165,6 @@ def test_a_version_2_postgres_schema_is_upgraded_keeping_every_job(
         ).fetchone() == (len(V2_JOBS),)
         rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
         assert {row[0] for row in rows} >= V3_INDEXES
+    fresh = new_pg_url()
+    jobtable.Store.open(fresh).close()
+    assert postgres_indexes(url) == postgres_indexes(fresh)

@@ -19,13 +19,10 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
         WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
 
 -- name: CreateJobsByStatusIndexV3 :exec
-CREATE INDEX jobs_by_status ON jobs (status, seq);
+CREATE INDEX jobs_by_status ON jobs (status, seq) WHERE status <> 'running';
 
 -- name: CreateJobsByStatusKindIndexV3 :exec
-CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq);
+CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq) WHERE status <> 'running';
 
 -- name: CreateJobsByStatusQueueIndexV3 :exec
-CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq);
-
--- name: CreateJobsByStatusKindQueueIndexV3 :exec
-CREATE INDEX jobs_by_status_kind_queue ON jobs (status, kind, queue, seq);
+CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq) WHERE status <> 'running';

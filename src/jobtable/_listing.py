@@ -3,6 +3,8 @@
 A single query with ``(filter IS NULL OR column = filter)`` conditions can
 use no index, so each set of filters has a query of its own that reads one
 index in seq order (queries/jobs.sql says which), and this module picks it.
+The listing's indexes leave running rows out: a listing of running jobs is
+ListJobsRunning, whatever its other filters, which reads jobs_running.
 Both engines' generated Queriers have the same methods, so the choice is made
 once, here.
 """
@@ -19,6 +21,10 @@ class ListingQueries(Protocol[Row]):
     def list_jobs_unfiltered(self, *, before: int, max_jobs: int) -> Sequence[Row]: ...
 
     def list_jobs_by_status(self, *, before: int, status: str, max_jobs: int) -> Sequence[Row]: ...
+
+    def list_jobs_running(
+        self, *, before: int, kind: str | None, queue: str | None, max_jobs: int
+    ) -> Sequence[Row]: ...
 
     def list_jobs_by_kind(self, *, kind: str, before: int, max_jobs: int) -> Sequence[Row]: ...
 
@@ -59,6 +65,8 @@ def list_page(
         if queue is None:
             return q.list_jobs_by_kind(kind=kind, before=before, max_jobs=max_jobs)
         return q.list_jobs_by_kind_queue(kind=kind, queue=queue, before=before, max_jobs=max_jobs)
+    if status == "running":
+        return q.list_jobs_running(before=before, kind=kind, queue=queue, max_jobs=max_jobs)
     if kind is None:
         if queue is None:
             return q.list_jobs_by_status(before=before, status=status, max_jobs=max_jobs)

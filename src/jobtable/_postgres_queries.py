@@ -60,6 +60,7 @@ _StoredRecord = (
     | jobs.ListJobsByStatusQueueRow
     | jobs.ListJobsByKindQueueRow
     | jobs.ListJobsByStatusKindQueueRow
+    | jobs.ListJobsRunningRow
 )
 
 
@@ -345,4 +346,3 @@ def upgrade_to_v3(conn: _Connection) -> None:
     q.create_jobs_by_status_index_v3()
     q.create_jobs_by_status_kind_index_v3()
     q.create_jobs_by_status_queue_index_v3()
-    q.create_jobs_by_status_kind_queue_index_v3()

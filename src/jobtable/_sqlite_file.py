@@ -22,14 +22,15 @@ Bump it with every change to schema.sql, and add the step from the previous
 version to ``_UPGRADES``.
 """
 
-# The indexes version 3 adds: unique keys and the listing's pages.
+# The indexes version 3 adds (unique keys and the listing's pages) or changes
+# (jobs_finished's condition: schema.sql drops it, then creates it).
 _INDEXES_V3 = frozenset(
     {
         "jobs_unique",
         "jobs_by_status",
         "jobs_by_status_kind",
         "jobs_by_status_queue",
-        "jobs_by_status_kind_queue",
+        "jobs_finished",
     }
 )
 
@@ -50,8 +51,13 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
 
 
 def _upgrade_to_v3(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
-    # Version 3 adds nullable columns, in place, and indexes.
-    indexes = [st for st in schema.statements if (n := schema.creates(st)) and n <= _INDEXES_V3]
+    # Version 3 adds nullable columns, in place, and indexes; it changes one,
+    # which schema.sql drops before creating it.
+    indexes = [
+        st
+        for st in schema.statements
+        if (n := schema.creates(st) or schema.drops(st)) and n <= _INDEXES_V3
+    ]
     upgrade_to_v3(conn, indexes)
     return 3
 
@@ -85,6 +91,7 @@ def _split_statements(script: str) -> list[str]:
     return statements
 
 
+_DROP_NAME = re.compile(r"^\s*DROP\s+INDEX\s+IF\s+EXISTS\s+(\w+)", re.IGNORECASE | re.MULTILINE)
 _CREATE_NAME = re.compile(
     r"^\s*CREATE\s+(?:UNIQUE\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
     re.IGNORECASE | re.MULTILINE,
@@ -108,6 +115,11 @@ class SQLiteSchema:
     def creates(statement: str) -> frozenset[str]:
         """The names, lowercased, of what statement creates."""
         return frozenset(name.lower() for name in _CREATE_NAME.findall(statement))
+
+    @staticmethod
+    def drops(statement: str) -> frozenset[str]:
+        """The names, lowercased, of the indexes statement drops if they exist."""
+        return frozenset(name.lower() for name in _DROP_NAME.findall(statement))
 
 
 def check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> int:

@@ -178,7 +178,8 @@ def upgrade_to_v3(conn: sqlite3.Connection, create_indexes: Sequence[str]) -> No
     """Adds the columns of version 3 to a version 2 jobs table, then create_indexes.
 
     create_indexes are the latest schema's statements that create the indexes
-    version 3 adds. Every job is kept, not unique and with no trace context.
+    version 3 adds, and drop and create jobs_finished, which it changes.
+    Every job is kept, not unique and with no trace context.
     """
     q = UpgradeV3(conn)
     q.add_unique_key_column_v3()

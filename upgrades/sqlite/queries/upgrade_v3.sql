@@ -1,7 +1,8 @@
 -- The step from schema version 2 to 3: nullable columns, added in place
 -- (SQLite adds a column without rebuilding the table), then the schema's new
--- indexes, all in the one transaction that records the new version. Every
--- job is kept, not unique and with no trace context.
+-- indexes, and jobs_finished anew with its new condition (schema.sql's DROP
+-- and CREATE statements), all in the one transaction that records the new
+-- version. Every job is kept, not unique and with no trace context.
 
 -- name: AddUniqueKeyColumnV3 :exec
 ALTER TABLE jobs ADD COLUMN unique_key TEXT;
@@ -14,3 +15,4 @@ ALTER TABLE jobs ADD COLUMN unique_statuses INTEGER CHECK (
 
 -- name: AddTraceparentColumnV3 :exec
 ALTER TABLE jobs ADD COLUMN traceparent TEXT;
+

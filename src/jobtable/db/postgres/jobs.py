@@ -249,7 +249,7 @@ LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload,
     finished_at, updated_at
 FROM jobs
 WHERE seq < %(before)s
-    AND status = %(status)s
+    AND status = %(status)s AND status <> 'running'
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
@@ -258,7 +258,7 @@ LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, pay
     finished_at, updated_at
 FROM jobs
 WHERE seq < %(before)s
-    AND status = %(status)s
+    AND status = %(status)s AND status <> 'running'
     AND kind = %(kind)s
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
@@ -268,7 +268,7 @@ LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, pa
     finished_at, updated_at
 FROM jobs
 WHERE seq < %(before)s
-    AND status = %(status)s
+    AND status = %(status)s AND status <> 'running'
     AND queue = %(queue)s
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
@@ -278,108 +278,127 @@ LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, statu
     finished_at, updated_at
 FROM jobs
 WHERE seq < %(before)s
-    AND status = %(status)s
+    AND status = %(status)s AND status <> 'running'
     AND kind = %(kind)s
     AND queue = %(queue)s
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
-LIST_JOBS_BY_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_RUNNING = """WITH running AS MATERIALIZED (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at
+    FROM jobs
+    WHERE status = 'running' AND seq < %(before)s
+        AND (%(kind)s::text IS NULL OR kind = %(kind)s)
+        AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+)
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM running
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_KIND = """WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND kind = %(kind)s AND seq < %(before)s
+)
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.kind = %(kind)s AND page.seq < %(before)s
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS queued
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS running
+        SELECT seq FROM running ORDER BY seq DESC LIMIT %(max_jobs)s
+    ) AS running_page
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.kind = %(kind)s AND page.seq < %(before)s
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS succeeded
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.kind = %(kind)s AND page.seq < %(before)s
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS failed
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.kind = %(kind)s AND page.seq < %(before)s
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS cancelled
 )
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
-LIST_JOBS_BY_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_QUEUE = """WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND queue = %(queue)s AND seq < %(before)s
+)
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS queued
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS running
+        SELECT seq FROM running ORDER BY seq DESC LIMIT %(max_jobs)s
+    ) AS running_page
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS succeeded
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS failed
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS cancelled
 )
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
-LIST_JOBS_BY_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_KIND_QUEUE = """WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND kind = %(kind)s AND queue = %(queue)s AND seq < %(before)s
+)
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS queued
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS running
+        SELECT seq FROM running ORDER BY seq DESC LIMIT %(max_jobs)s
+    ) AS running_page
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS succeeded
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS failed
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
         ORDER BY page.seq DESC LIMIT %(max_jobs)s
     ) AS cancelled
 )
@@ -663,6 +682,32 @@ class ListJobsByStatusQueueRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListJobsByStatusKindQueueRow:
     """A row that ListJobsByStatusKindQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRunningRow:
+    """A row that ListJobsRunning returns."""
 
     seq: int
     id: str
@@ -1468,6 +1513,9 @@ class Querier:
         They are one query per set of filters, not one with "filter IS NULL OR",
         which no index can serve: the store picks the query by the filters given,
         and each reads about one page of an index however many rows the table has.
+        The listing's indexes leave running rows out, so the queries that read them
+        say "status <> 'running'" (SQLite uses a partial index only for a query
+        that names its condition), and running jobs are read from jobs_running.
         ListJobsUnfiltered reads the primary key in order.
         """
         cur = self._conn.execute(
@@ -1510,7 +1558,9 @@ class Querier:
         status: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusRow]:
-        """ListJobsByStatus reads jobs_by_status in order."""
+        """ListJobsByStatus reads jobs_by_status in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS,
             {
@@ -1553,7 +1603,9 @@ class Querier:
         kind: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusKindRow]:
-        """ListJobsByStatusKind reads jobs_by_status_kind in order."""
+        """ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS_KIND,
             {
@@ -1597,7 +1649,9 @@ class Querier:
         queue: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusQueueRow]:
-        """ListJobsByStatusQueue reads jobs_by_status_queue in order."""
+        """ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS_QUEUE,
             {
@@ -1642,7 +1696,11 @@ class Querier:
         queue: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusKindQueueRow]:
-        """ListJobsByStatusKindQueue reads jobs_by_status_kind_queue in order."""
+        """ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
+        jobs of queue: a kind's jobs are mostly in one queue, and an index on
+        (status, kind, queue, seq) would cost every job's writes. Its status is any
+        but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS_KIND_QUEUE,
             {
@@ -1679,6 +1737,56 @@ class Querier:
             for row in cur.fetchall()
         ]
 
+    def list_jobs_running(
+        self,
+        *,
+        max_jobs: int,
+        before: int,
+        kind: str | None,
+        queue: str | None,
+    ) -> list[ListJobsRunningRow]:
+        """ListJobsRunning lists the running jobs that match each filter given (a null
+        filter matches all): it reads every running row from jobs_running, as many
+        as the runners have workers at most, and sorts them. The rows are a
+        MATERIALIZED CTE, which the planner plans for all its rows: given the LIMIT,
+        it would rather read the primary key backwards, past every finished row
+        newer than the running ones.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_RUNNING,
+            {
+                "max_jobs": max_jobs,
+                "before": before,
+                "kind": kind,
+                "queue": queue,
+            },
+        )
+        return [
+            ListJobsRunningRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
     def list_jobs_by_kind(
         self,
         *,
@@ -1686,9 +1794,11 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByKindRow]:
-        """ListJobsByKind reads the newest page of each status from jobs_by_status_kind, at most
-        five pages of seqs, and keeps the newest page of them: an index on
-        (kind, seq) would serve it too, at a cost to every write.
+        """ListJobsByKind reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_kind in order.
+        An index on (kind, seq) would serve it too, at a cost to every write.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(
@@ -1732,9 +1842,11 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByQueueRow]:
-        """ListJobsByQueue reads the newest page of each status from jobs_by_status_queue, at most
-        five pages of seqs, and keeps the newest page of them: an index on
-        (queue, seq) would serve it too, at a cost to every write.
+        """ListJobsByQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_queue in order.
+        An index on (queue, seq) would serve it too, at a cost to every write.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(
@@ -1779,9 +1891,11 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByKindQueueRow]:
-        """ListJobsByKindQueue reads the newest page of each status from jobs_by_status_kind_queue, at most
-        five pages of seqs, and keeps the newest page of them: an index on
-        (kind, queue, seq) would serve it too, at a cost to every write.
+        """ListJobsByKindQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_kind in order.
+        It keeps the jobs of queue from the kind's.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(

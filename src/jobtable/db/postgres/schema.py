@@ -104,14 +104,16 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
     WHERE unique_key IS NOT NULL AND (unique_statuses & CASE status
         WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
         WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
--- The listing's pages (the ListJobs* queries): one index per set of filters
--- that holds a status, each ending in seq so that a keyset page reads in
--- order. A listing without a status reads each status's page of the
--- matching one.
-CREATE INDEX jobs_by_status ON jobs (status, seq);
-CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq);
-CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq);
-CREATE INDEX jobs_by_status_kind_queue ON jobs (status, kind, queue, seq);
+-- The listing's pages (the ListJobs* queries): an index per status, per
+-- status and kind, per status and queue, each ending in seq so that a keyset
+-- page reads in order; status, kind and queue together read the kind's. A
+-- listing without a status reads each status's page of the matching one.
+-- They leave running rows out, so that a job's life (queued, running,
+-- finished) moves each of their entries once, not twice: the running jobs,
+-- no more than the runners' workers, are listed from jobs_running and sorted.
+CREATE INDEX jobs_by_status ON jobs (status, seq) WHERE status <> 'running';
+CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq) WHERE status <> 'running';
+CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq) WHERE status <> 'running';
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running

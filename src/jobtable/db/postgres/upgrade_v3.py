@@ -22,16 +22,13 @@ CREATE_JOBS_UNIQUE_INDEX_V3 = """CREATE UNIQUE INDEX jobs_unique ON jobs (kind, 
         WHEN 'failed' THEN 8 ELSE 16 END) <> 0
 """
 
-CREATE_JOBS_BY_STATUS_INDEX_V3 = """CREATE INDEX jobs_by_status ON jobs (status, seq)
+CREATE_JOBS_BY_STATUS_INDEX_V3 = """CREATE INDEX jobs_by_status ON jobs (status, seq) WHERE status <> 'running'
 """
 
-CREATE_JOBS_BY_STATUS_KIND_INDEX_V3 = """CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq)
+CREATE_JOBS_BY_STATUS_KIND_INDEX_V3 = """CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq) WHERE status <> 'running'
 """
 
-CREATE_JOBS_BY_STATUS_QUEUE_INDEX_V3 = """CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq)
-"""
-
-CREATE_JOBS_BY_STATUS_KIND_QUEUE_INDEX_V3 = """CREATE INDEX jobs_by_status_kind_queue ON jobs (status, kind, queue, seq)
+CREATE_JOBS_BY_STATUS_QUEUE_INDEX_V3 = """CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq) WHERE status <> 'running'
 """
 
 
@@ -79,11 +76,4 @@ class Querier:
     ) -> None:
         self._conn.execute(
             CREATE_JOBS_BY_STATUS_QUEUE_INDEX_V3,
-        )
-
-    def create_jobs_by_status_kind_queue_index_v3(
-        self,
-    ) -> None:
-        self._conn.execute(
-            CREATE_JOBS_BY_STATUS_KIND_QUEUE_INDEX_V3,
         )

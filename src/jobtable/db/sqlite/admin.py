@@ -64,7 +64,7 @@ FROM jobs GROUP BY queue, status ORDER BY queue, status
 
 FINISHED_PER_MINUTE = """SELECT CAST(substr(updated_at, 1, 16) || ':00.000000Z' AS TEXT) AS minute, status, count(*) AS jobs
 FROM jobs INDEXED BY jobs_finished
-WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at >= ?1
+WHERE (status = 'succeeded' OR status = 'failed' OR status = 'cancelled') AND updated_at >= ?1
 GROUP BY minute, status ORDER BY minute, status
 """
 

@@ -183,7 +183,7 @@ LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload,
     finished_at, updated_at
 FROM jobs
 WHERE seq < ?1
-    AND status = ?2
+    AND status = ?2 AND status <> 'running'
 ORDER BY seq DESC LIMIT ?3
 """
 
@@ -192,7 +192,7 @@ LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, pay
     finished_at, updated_at
 FROM jobs
 WHERE seq < ?1
-    AND status = ?2
+    AND status = ?2 AND status <> 'running'
     AND kind = ?3
 ORDER BY seq DESC LIMIT ?4
 """
@@ -202,7 +202,7 @@ LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, pa
     finished_at, updated_at
 FROM jobs
 WHERE seq < ?1
-    AND status = ?2
+    AND status = ?2 AND status <> 'running'
     AND queue = ?3
 ORDER BY seq DESC LIMIT ?4
 """
@@ -212,10 +212,20 @@ LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, statu
     finished_at, updated_at
 FROM jobs
 WHERE seq < ?1
-    AND status = ?2
+    AND status = ?2 AND status <> 'running'
     AND kind = ?3
     AND queue = ?4
 ORDER BY seq DESC LIMIT ?5
+"""
+
+LIST_JOBS_RUNNING = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM jobs INDEXED BY jobs_running
+WHERE status = 'running' AND seq < ?1
+    AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
+    AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
+ORDER BY seq DESC LIMIT ?4
 """
 
 LIST_JOBS_BY_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
@@ -225,27 +235,27 @@ FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.kind = ?1 AND page.seq < ?2
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
+        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
         WHERE page.status = 'running' AND page.kind = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.kind = ?1 AND page.seq < ?2
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.kind = ?1 AND page.seq < ?2
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.kind = ?1 AND page.seq < ?2
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
 )
@@ -259,27 +269,27 @@ FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.queue = ?1 AND page.seq < ?2
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
+        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
         WHERE page.status = 'running' AND page.queue = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.queue = ?1 AND page.seq < ?2
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.queue = ?1 AND page.seq < ?2
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.queue = ?1 AND page.seq < ?2
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
         ORDER BY page.seq DESC LIMIT ?3
     )
 )
@@ -293,27 +303,27 @@ FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
         ORDER BY page.seq DESC LIMIT ?4
     )
     UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
+        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
         WHERE page.status = 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
         ORDER BY page.seq DESC LIMIT ?4
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
         ORDER BY page.seq DESC LIMIT ?4
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
         ORDER BY page.seq DESC LIMIT ?4
     )
     UNION ALL SELECT seq FROM (
         SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
+        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
         ORDER BY page.seq DESC LIMIT ?4
     )
 )
@@ -325,7 +335,8 @@ COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue,
 
 DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
-    WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < ?1
+    WHERE (finished.status = 'succeeded' OR finished.status = 'failed' OR finished.status = 'cancelled')
+        AND finished.updated_at < ?1
     ORDER BY finished.updated_at LIMIT ?2
 )
 """
@@ -564,6 +575,32 @@ class ListJobsByStatusQueueRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListJobsByStatusKindQueueRow:
     """A row that ListJobsByStatusKindQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRunningRow:
+    """A row that ListJobsRunning returns."""
 
     seq: int
     id: str
@@ -1259,6 +1296,9 @@ class Querier:
         They are one query per set of filters, not one with "filter IS NULL OR",
         which no index can serve: the store picks the query by the filters given,
         and each reads about one page of an index however many rows the table has.
+        The listing's indexes leave running rows out, so the queries that read them
+        say "status <> 'running'" (SQLite uses a partial index only for a query
+        that names its condition), and running jobs are read from jobs_running.
         ListJobsUnfiltered reads the primary key in order.
         """
         cur = self._conn.execute(
@@ -1301,7 +1341,9 @@ class Querier:
         status: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusRow]:
-        """ListJobsByStatus reads jobs_by_status in order."""
+        """ListJobsByStatus reads jobs_by_status in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS,
             (
@@ -1344,7 +1386,9 @@ class Querier:
         kind: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusKindRow]:
-        """ListJobsByStatusKind reads jobs_by_status_kind in order."""
+        """ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS_KIND,
             (
@@ -1388,7 +1432,9 @@ class Querier:
         queue: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusQueueRow]:
-        """ListJobsByStatusQueue reads jobs_by_status_queue in order."""
+        """ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS_QUEUE,
             (
@@ -1433,7 +1479,11 @@ class Querier:
         queue: str,
         max_jobs: int,
     ) -> list[ListJobsByStatusKindQueueRow]:
-        """ListJobsByStatusKindQueue reads jobs_by_status_kind_queue in order."""
+        """ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
+        jobs of queue: a kind's jobs are mostly in one queue, and an index on
+        (status, kind, queue, seq) would cost every job's writes. Its status is any
+        but running, which ListJobsRunning lists.
+        """
         cur = self._conn.execute(
             LIST_JOBS_BY_STATUS_KIND_QUEUE,
             (
@@ -1470,6 +1520,53 @@ class Querier:
             for row in cur.fetchall()
         ]
 
+    def list_jobs_running(
+        self,
+        *,
+        before: int,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsRunningRow]:
+        """ListJobsRunning lists the running jobs that match each filter given (a null
+        filter matches all): it reads every running row from jobs_running, as many
+        as the runners have workers at most, and sorts them.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_RUNNING,
+            (
+                before,
+                kind,
+                queue,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsRunningRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+            )
+            for row in cur.fetchall()
+        ]
+
     def list_jobs_by_kind(
         self,
         *,
@@ -1477,9 +1574,10 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByKindRow]:
-        """ListJobsByKind reads the newest page of each status from jobs_by_status_kind, at most
-        five pages of seqs, and keeps the newest page of them: an index on
-        (kind, seq) would serve it too, at a cost to every write.
+        """ListJobsByKind reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running, each other status's from jobs_by_status_kind in order.
+        An index on (kind, seq) would serve it too, at a cost to every insert.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(
@@ -1523,9 +1621,10 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByQueueRow]:
-        """ListJobsByQueue reads the newest page of each status from jobs_by_status_queue, at most
-        five pages of seqs, and keeps the newest page of them: an index on
-        (queue, seq) would serve it too, at a cost to every write.
+        """ListJobsByQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running, each other status's from jobs_by_status_queue in order.
+        An index on (queue, seq) would serve it too, at a cost to every insert.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(
@@ -1570,9 +1669,10 @@ class Querier:
         before: int,
         max_jobs: int,
     ) -> list[ListJobsByKindQueueRow]:
-        """ListJobsByKindQueue reads the newest page of each status from jobs_by_status_kind_queue, at most
-        five pages of seqs, and keeps the newest page of them: an index on
-        (kind, queue, seq) would serve it too, at a cost to every write.
+        """ListJobsByKindQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running, each other status's from jobs_by_status_kind in order.
+        It keeps the jobs of queue from the kind's.
         It lists every status of the jobs table's CHECK.
         """
         cur = self._conn.execute(

@@ -85,9 +85,15 @@ CREATE INDEX jobs_scheduled ON jobs (queue, run_at)
     WHERE status = 'queued' AND scheduled = 1;
 -- Crash recovery and cancel requests read only running rows.
 CREATE INDEX jobs_running ON jobs (runner) WHERE status = 'running';
--- Pruning reads only finished rows, oldest first.
+-- Pruning reads only finished rows, oldest first. Its condition is ORs, not
+-- IN: SQLite evaluates an IN list of three values or more through a temporary
+-- table it builds at each statement that writes a row, which cost every
+-- insert and change of status (BENCHMARKS.md). Version 2 had the IN: the
+-- upgrade to version 3 runs this DROP before the CREATE; a new file has no
+-- such index, so the DROP does nothing there.
+DROP INDEX IF EXISTS jobs_finished;
 CREATE INDEX jobs_finished ON jobs (updated_at)
-    WHERE status IN ('succeeded', 'failed', 'cancelled');
+    WHERE status = 'succeeded' OR status = 'failed' OR status = 'cancelled';
 -- At most one job of a kind holds a unique key in a status its
 -- unique_statuses covers: an enqueue that collides inserts nothing
 -- (CreateUniqueJob) and reads the holder (GetUniqueHolder). A job that leaves
@@ -96,14 +102,16 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
     WHERE unique_key IS NOT NULL AND (unique_statuses & CASE status
         WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
         WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
--- The listing's pages (the ListJobs* queries): one index per set of filters
--- that holds a status, each ending in seq so that a keyset page reads in
--- order. A listing without a status reads each status's page of the
--- matching one.
-CREATE INDEX jobs_by_status ON jobs (status, seq);
-CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq);
-CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq);
-CREATE INDEX jobs_by_status_kind_queue ON jobs (status, kind, queue, seq);
+-- The listing's pages (the ListJobs* queries): an index per status, per
+-- status and kind, per status and queue, each ending in seq so that a keyset
+-- page reads in order; status, kind and queue together read the kind's. A
+-- listing without a status reads each status's page of the matching one.
+-- They leave running rows out, so that a job's life (queued, running,
+-- finished) moves each of their entries once, not twice: the running jobs,
+-- no more than the runners' workers, are listed from jobs_running and sorted.
+CREATE INDEX jobs_by_status ON jobs (status, seq) WHERE status <> 'running';
+CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq) WHERE status <> 'running';
+CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq) WHERE status <> 'running';
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running

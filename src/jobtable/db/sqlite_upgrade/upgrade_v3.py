@@ -30,8 +30,9 @@ class Querier:
     ) -> None:
         """The step from schema version 2 to 3: nullable columns, added in place
         (SQLite adds a column without rebuilding the table), then the schema's new
-        indexes, all in the one transaction that records the new version. Every
-        job is kept, not unique and with no trace context.
+        indexes, and jobs_finished anew with its new condition (schema.sql's DROP
+        and CREATE statements), all in the one transaction that records the new
+        version. Every job is kept, not unique and with no trace context.
         """
         self._conn.execute(
             ADD_UNIQUE_KEY_COLUMN_V3,
