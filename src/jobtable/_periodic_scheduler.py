@@ -92,17 +92,30 @@ class _Schedule:
         return Unique(key=f"periodic:{self.name}:{timestamp(tick)}", statuses=ALL_STATUSES)
 
 
+# The nicknames of Vixie and Debian cron (and croniter), which cronsim does not read.
+_NICKNAMES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
 def _ticks(where: str, cron: str | None, every: object, timezone: str) -> _Every | _Cron:
     if (cron is None) == (every is None):
         raise ValueError(f"{where}: give cron or every, exactly one")
-    if every is not None:
-        if not isinstance(every, datetime.timedelta) or every <= datetime.timedelta(0):
-            raise ValueError(f"{where}: every must be a positive timedelta, got {every!r}")
-        return _Every(every)
+    # Checked for every too: a mistyped zone beside every is a mistake all the same.
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError, TypeError) as err:
         raise ValueError(f"{where}: unknown timezone {timezone!r}") from err
+    if every is not None:
+        if not isinstance(every, datetime.timedelta) or every <= datetime.timedelta(0):
+            raise ValueError(f"{where}: every must be a positive timedelta, got {every!r}")
+        return _Every(every)
     try:
         import cronsim
     except ImportError as err:  # pragma: no cover - the dev extra installs it
@@ -111,6 +124,7 @@ def _ticks(where: str, cron: str | None, every: object, timezone: str) -> _Every
         ) from err
     if not isinstance(cron, str):
         raise ValueError(f"{where}: cron must be a str, got {cron!r}")
+    cron = _NICKNAMES.get(cron.strip().lower(), cron)
     try:
         cronsim.CronSim(cron, datetime.datetime.now(zone))
     except cronsim.CronSimError as err:
@@ -148,8 +162,9 @@ class PeriodicScheduler:
     ) -> None:
         """Enqueues a job of kind with payload at each tick of a schedule, from start to stop.
 
-        The schedule is ``cron`` (five fields, ``"0 7 * * 1-5"``, read in
-        ``timezone``, an IANA name; DST as ``cronsim`` does it: a time the
+        The schedule is ``cron`` (five fields, ``"0 7 * * 1-5"``, or a
+        nickname, ``"@daily"``, ``"@hourly"``..., read in ``timezone``, an
+        IANA name, which must exist for every too; DST as ``cronsim`` does it: a time the
         spring-forward gap skips runs just after it, a time the fall-back
         repeats runs once) or ``every`` (a timedelta; ticks are counted from
         1970-01-01 UTC, so ``every=timedelta(hours=1)`` ticks on the hour).

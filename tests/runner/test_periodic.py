@@ -266,6 +266,21 @@ async def test_new_york_spring_forward_and_fall_back(
     ]
 
 
+async def test_cron_nicknames_tick_as_their_five_fields(
+    stores: Callable[[], jobtable.Store], clock: Clock
+) -> None:
+    runner = jobtable.Runner(stores())
+    runner.periodic(report, cron="@daily", payload="daily", missed="skip")
+    runner.periodic(report, cron="@HOURLY", payload="hourly", missed="skip")
+    runner._periodic.begin()
+    await walk(runner, clock, utc(2026, 12, 5, 0, 30), datetime.timedelta(minutes=30))
+    records = runner.store.list_jobs(kind="report", limit=1000)
+    daily = sorted(r.run_at for r in records if r.payload == "daily")
+    assert daily == [utc(2026, 12, 4), utc(2026, 12, 5)]
+    hourly = [r for r in records if r.payload == "hourly"]
+    assert len(hourly) == 36  # 13:00 on the 3rd to 00:00 on the 5th
+
+
 @pytest.mark.parametrize(
     ("schedule", "error", "message"),
     [
@@ -273,6 +288,8 @@ async def test_new_york_spring_forward_and_fall_back(
         ({"cron": "* * * * *", "every": datetime.timedelta(1)}, ValueError, "cron or every"),
         ({"cron": "61 * * * *"}, ValueError, "bad cron expression '61 \\* \\* \\* \\*'"),
         ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, ValueError, "Mars/Olympus"),
+        ({"every": datetime.timedelta(1), "timezone": "Mars/Olympus"}, ValueError, "Mars/Olympus"),
+        ({"cron": "@fortnightly"}, ValueError, "bad cron expression '@fortnightly'"),
         ({"every": datetime.timedelta(0)}, ValueError, "every"),
         ({"every": 60}, ValueError, "every"),
         ({"every": datetime.timedelta(1), "missed": "all"}, ValueError, "missed"),
