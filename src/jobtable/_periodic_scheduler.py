@@ -238,6 +238,19 @@ class PeriodicScheduler:
             results.append(result)
         return results
 
+    async def enqueue_inline(self) -> list[EnqueueResult]:
+        """Enqueues each schedule's due tick as a runner starting now would; for ``drain``.
+
+        The first call begins (closes the declarations, applies ``missed``),
+        as start does; each later one enqueues the ticks due since, by the
+        store's clock. Returns what each enqueue stored.
+        """
+        if not self._schedules:
+            return []
+        if not self._started:
+            self.begin()
+        return await self.enqueue_due()
+
     def next_tick(self) -> datetime.datetime | None:
         """The earliest tick, over the schedules, after the last one each enqueued."""
         now = self._store.clock()
