@@ -12,6 +12,7 @@ import datetime
 import hashlib
 import json
 import logging
+from collections.abc import Collection
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -201,11 +202,23 @@ class PeriodicScheduler:
             raise ValueError(f"{where}: a schedule named {name!r} is already declared")
         self._schedules[key] = _Schedule(kind, payload, name, ticks, missed)
 
-    def begin(self) -> None:
-        """Closes the declarations and notes, per schedule, the ticks already past to skip."""
+    def begin(self, handled: Collection[str] = (), queues: Collection[str] = ()) -> None:
+        """Closes the declarations and notes, per schedule, the ticks already past to skip.
+
+        Logs a warning for each schedule whose kind has no handler among
+        handled while its queue is one of queues: this runner would fail
+        every tick with "no handler for job kind".
+        """
         self._started = True
         now = self._store.clock()
         for schedule in self._schedules.values():
+            kind = schedule.kind
+            if kind.name not in handled and kind.options.queue in queues:
+                self._logger.warning(
+                    "periodic kind has no handler on this runner, which runs its queue: "
+                    "each tick it claims fails with 'no handler for job kind'",
+                    extra={"kind": kind.name, "queue": kind.options.queue},
+                )
             latest = schedule.ticks.latest(now)
             too_old = self._retention is not None and now - latest > self._retention
             if schedule.missed == "skip" or too_old:

@@ -7,6 +7,7 @@ so no test waits for a real tick. Tests run on both engines.
 
 import asyncio
 import datetime
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
@@ -332,3 +333,29 @@ async def test_a_started_runner_enqueues_its_ticks_and_runs_them_like_any_job(
         await runner.wait()
     [record] = store.list_jobs(kind="report")
     assert record.run_at == utc(2026, 12, 3, 12)
+
+
+async def test_a_periodic_kind_without_a_handler_on_a_runner_of_its_queue_is_warned_of(
+    stores: Callable[[], jobtable.Store], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="jobtable")
+    elsewhere = jobtable.Kind("elsewhere", str, str, queue="other")
+    store = stores()
+    runner = jobtable.Runner(store, workers=1)
+    runner.periodic(report, every=datetime.timedelta(days=1), payload="r", missed="skip")
+    runner.periodic(elsewhere, every=datetime.timedelta(days=1), payload="e", missed="skip")
+    handled = jobtable.Runner(store, workers=1, name="handled")
+    handled.periodic(report, every=datetime.timedelta(days=1), payload="r", missed="skip")
+    handled.handler(report)(make_report)
+    for started in (runner, handled):
+        await started.start()
+        started.stop()
+        await started.wait()
+    warned = [r for r in caplog.records if "no handler" in r.getMessage()]
+    # Only the report schedule of the runner without its handler: the other
+    # kind's queue is not this runner's, and the second runner has a handler.
+    assert [(r.kind, r.levelno) for r in warned] == [("report", logging.WARNING)]  # type: ignore[attr-defined]
+
+
+async def make_report(ctx: jobtable.JobContext[str], payload: str) -> str:
+    return payload
