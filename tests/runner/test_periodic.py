@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 import jobtable
+from jobtable.testing import FrozenClock
 
 UTC = datetime.UTC
 WaitUntil = Callable[..., Awaitable[None]]
@@ -359,3 +360,22 @@ async def test_a_periodic_kind_without_a_handler_on_a_runner_of_its_queue_is_war
 
 async def make_report(ctx: jobtable.JobContext[str], payload: str) -> str:
     return payload
+
+
+async def test_a_started_runner_notices_a_frozen_clock_moved_on_within_a_second_or_so(
+    store_target: str, wait_until: WaitUntil
+) -> None:
+    clock = FrozenClock(utc(2026, 12, 3, 12, 2))
+    with jobtable.Store.open(store_target, clock=clock) as store:
+        runner = jobtable.Runner(store, workers=1)
+        runner.periodic(report, every=datetime.timedelta(hours=1), payload="h", missed="skip")
+        runner.handler(report)(make_report)
+        await runner.start()
+        try:
+            await asyncio.sleep(0.5)  # the scheduler now sleeps towards 13:00, 58 minutes away
+            clock.set(utc(2026, 12, 3, 13))
+            # Before, it slept up to a minute between looks at the clock.
+            await wait_until(lambda: ticks(store) == [utc(2026, 12, 3, 13)], limit=20.0)
+        finally:
+            runner.stop()
+            await runner.wait()
