@@ -188,7 +188,9 @@ class PeriodicScheduler:
         if not isinstance(kind, Kind):
             raise TypeError(f"{where}: want a jobtable.Kind, got {type(kind).__name__}")
         if self._started:
-            raise RunnerError(f"{where}: declare schedules before start")
+            raise RunnerError(
+                f"{where}: declare schedules before start (and before the first drain)"
+            )
         if missed not in ("once", "skip"):
             raise ValueError(f"{where}: missed must be 'once' or 'skip', got {missed!r}")
         ticks = _ticks(where, cron, every, timezone)
