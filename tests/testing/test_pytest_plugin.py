@@ -96,3 +96,21 @@ def test_a_url_that_gives_no_schema_fails_naming_it_and_where_it_came_from(
         line for line in result.stdout.lines if line.startswith("E ") and "StoreError" in line
     ]
     assert "hunter2" not in line
+
+
+@pytest.mark.parametrize("how", ["conftest", "option"])
+def test_naming_the_plugin_by_its_module_loads_it_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # Installed, the plugin is already loaded through its entry point; naming
+    # its module again (a conftest's pytest_plugins, -p) failed with
+    # "Plugin already registered under a different name".
+    monkeypatch.delenv("JOBTABLE_TEST_URL", raising=False)
+    pytester.makepyfile(CASES)
+    args = ["-p", "no:asyncio"]
+    if how == "conftest":
+        pytester.makeconftest('pytest_plugins = ["jobtable.testing.pytest_plugin"]\n')
+    else:
+        args += ["-p", "jobtable.testing.pytest_plugin"]
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=3)
