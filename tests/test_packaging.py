@@ -151,7 +151,7 @@ def test_the_wheel_holds_the_generated_code_schemas_and_py_typed(dist: Dist) -> 
 def test_the_wheel_declares_the_pytest_plugin(dist: Dist) -> None:
     with zipfile.ZipFile(dist.wheel) as zf:
         text = zf.read(f"jobtable-{VERSION}.dist-info/entry_points.txt").decode()
-    assert "[pytest11]\njobtable = jobtable.testing.pytest_plugin" in text
+    assert "[pytest11]\njobtable.testing.pytest_plugin = jobtable.testing.pytest_plugin" in text
 
 
 def test_the_wheel_ships_every_dashboard_asset(dist: Dist) -> None:

@@ -198,3 +198,20 @@ def test_repr_of_a_postgres_store_hides_the_password(tmp_path: Path) -> None:
         assert "alice:***@db.example/app" in repr(store)
     finally:
         engine.close()
+
+
+async def test_aopen_opens_the_store_off_the_event_loop(store_target: str) -> None:
+    kind = jobtable.Kind("opened", int, int)
+    store = await jobtable.Store.aopen(store_target, max_payload_bytes=64)
+    try:
+        job_id = await kind.aenqueue(store, 1)
+        assert (await store.aget(job_id)).status is jobtable.Status.QUEUED
+        with pytest.raises(jobtable.PayloadError, match="over the limit of 64"):
+            await jobtable.Kind("big", str, str).aenqueue(store, "x" * 100)
+    finally:
+        store.close()
+
+
+async def test_aopen_of_a_dead_server_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="5999"):
+        await jobtable.Store.aopen("postgresql://app:pw@127.0.0.1:5999/test")

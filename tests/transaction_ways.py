@@ -8,6 +8,7 @@ commits at its end and rolls back on an exception (``with conn:``,
 ``engine.begin()``, ``session.begin()``).
 """
 
+import asyncio
 import contextlib
 import dataclasses
 import sqlite3
@@ -17,8 +18,14 @@ from typing import Any
 import psycopg
 import pytest
 from sqlalchemy import Engine, create_engine
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
-from sqlalchemy.orm import Session
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_scoped_session,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import Session, scoped_session, sessionmaker
 from typing_extensions import Unpack
 
 import jobtable
@@ -144,6 +151,45 @@ def _session_block(sa: Engine) -> Iterator[Session]:
         yield session
 
 
+@contextlib.contextmanager
+def _scoped_tx(sa: Engine) -> Iterator[Tx]:
+    # Flask-SQLAlchemy's db.session is a scoped_session: a registry, not a Session.
+    scoped = scoped_session(sessionmaker(sa))
+    try:
+        yield Tx(scoped, _sync(scoped.commit), _sync(scoped.rollback))
+    finally:
+        scoped.remove()
+
+
+@contextlib.contextmanager
+def _scoped_block(sa: Engine) -> Iterator[object]:
+    scoped = scoped_session(sessionmaker(sa))
+    try:
+        with scoped.begin():
+            yield scoped
+    finally:
+        scoped.remove()
+
+
+@contextlib.asynccontextmanager
+async def _async_scoped_tx(sa: AsyncEngine) -> AsyncIterator[Tx]:
+    scoped = async_scoped_session(async_sessionmaker(sa), scopefunc=asyncio.current_task)
+    try:
+        yield Tx(scoped, scoped.commit, scoped.rollback)
+    finally:
+        await scoped.remove()
+
+
+@contextlib.asynccontextmanager
+async def _async_scoped_block(sa: AsyncEngine) -> AsyncIterator[object]:
+    scoped = async_scoped_session(async_sessionmaker(sa), scopefunc=asyncio.current_task)
+    try:
+        async with scoped.begin():
+            yield scoped
+    finally:
+        await scoped.remove()
+
+
 @contextlib.asynccontextmanager
 async def _async_connection_tx(sa: AsyncEngine) -> AsyncIterator[Tx]:
     async with sa.connect() as conn:
@@ -225,7 +271,21 @@ WAYS = [
         _on_engine("sqlite", _session_tx),
         _on_engine("sqlite", _session_block),
     ),
+    Way(
+        "sqlalchemy-scoped-session-sqlite",
+        "sqlite",
+        False,
+        _on_engine("sqlite", _scoped_tx),
+        _on_engine("sqlite", _scoped_block),
+    ),
     Way("psycopg", "postgres", False, _psycopg_tx, _psycopg_block),
+    Way(
+        "sqlalchemy-scoped-session-postgres",
+        "postgres",
+        False,
+        _on_engine("postgres", _scoped_tx),
+        _on_engine("postgres", _scoped_block),
+    ),
     Way("psycopg-async", "postgres", True, _apsycopg_tx, _apsycopg_block),
     Way(
         "sqlalchemy-connection-postgres",
@@ -254,6 +314,13 @@ WAYS = [
         True,
         _on_async_engine(_async_session_tx),
         _on_async_engine(_async_session_block),
+    ),
+    Way(
+        "sqlalchemy-async-scoped-session",
+        "postgres",
+        True,
+        _on_async_engine(_async_scoped_tx),
+        _on_async_engine(_async_scoped_block),
     ),
 ]
 

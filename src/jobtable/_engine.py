@@ -368,6 +368,10 @@ class Engine(Protocol):
         """
         ...
 
+    async def aread_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of read_in, for the driver's async connection."""
+        ...
+
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
     ) -> Callable[[], None] | None:

@@ -12,6 +12,7 @@ import datetime
 import hashlib
 import json
 import logging
+from collections.abc import Collection
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -29,8 +30,9 @@ Missed = Literal["once", "skip"]
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 # The longest sleep between looks at the clock, so a clock that jumps (a
-# suspended machine, a clock set by hand) is noticed within it.
-_MAX_SLEEP = 60.0
+# suspended machine, a clock set by hand, a test's FrozenClock moved on) is
+# noticed within it. A look costs a clock read and a comparison, no query.
+_MAX_SLEEP = 1.0
 # The wait before trying again an enqueue that failed (the database was unreachable).
 _RETRY_AFTER = 1.0
 _TINY = datetime.timedelta(microseconds=1)
@@ -92,17 +94,30 @@ class _Schedule:
         return Unique(key=f"periodic:{self.name}:{timestamp(tick)}", statuses=ALL_STATUSES)
 
 
+# The nicknames of Vixie and Debian cron (and croniter), which cronsim does not read.
+_NICKNAMES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
 def _ticks(where: str, cron: str | None, every: object, timezone: str) -> _Every | _Cron:
     if (cron is None) == (every is None):
         raise ValueError(f"{where}: give cron or every, exactly one")
-    if every is not None:
-        if not isinstance(every, datetime.timedelta) or every <= datetime.timedelta(0):
-            raise ValueError(f"{where}: every must be a positive timedelta, got {every!r}")
-        return _Every(every)
+    # Checked for every too: a mistyped zone beside every is a mistake all the same.
     try:
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError, TypeError) as err:
         raise ValueError(f"{where}: unknown timezone {timezone!r}") from err
+    if every is not None:
+        if not isinstance(every, datetime.timedelta) or every <= datetime.timedelta(0):
+            raise ValueError(f"{where}: every must be a positive timedelta, got {every!r}")
+        return _Every(every)
     try:
         import cronsim
     except ImportError as err:  # pragma: no cover - the dev extra installs it
@@ -111,6 +126,7 @@ def _ticks(where: str, cron: str | None, every: object, timezone: str) -> _Every
         ) from err
     if not isinstance(cron, str):
         raise ValueError(f"{where}: cron must be a str, got {cron!r}")
+    cron = _NICKNAMES.get(cron.strip().lower(), cron)
     try:
         cronsim.CronSim(cron, datetime.datetime.now(zone))
     except cronsim.CronSimError as err:
@@ -148,8 +164,9 @@ class PeriodicScheduler:
     ) -> None:
         """Enqueues a job of kind with payload at each tick of a schedule, from start to stop.
 
-        The schedule is ``cron`` (five fields, ``"0 7 * * 1-5"``, read in
-        ``timezone``, an IANA name; DST as ``cronsim`` does it: a time the
+        The schedule is ``cron`` (five fields, ``"0 7 * * 1-5"``, or a
+        nickname, ``"@daily"``, ``"@hourly"``..., read in ``timezone``, an
+        IANA name, which must exist for every too; DST as ``cronsim`` does it: a time the
         spring-forward gap skips runs just after it, a time the fall-back
         repeats runs once) or ``every`` (a timedelta; ticks are counted from
         1970-01-01 UTC, so ``every=timedelta(hours=1)`` ticks on the hour).
@@ -171,7 +188,9 @@ class PeriodicScheduler:
         if not isinstance(kind, Kind):
             raise TypeError(f"{where}: want a jobtable.Kind, got {type(kind).__name__}")
         if self._started:
-            raise RunnerError(f"{where}: declare schedules before start")
+            raise RunnerError(
+                f"{where}: declare schedules before start (and before the first drain)"
+            )
         if missed not in ("once", "skip"):
             raise ValueError(f"{where}: missed must be 'once' or 'skip', got {missed!r}")
         ticks = _ticks(where, cron, every, timezone)
@@ -186,11 +205,23 @@ class PeriodicScheduler:
             raise ValueError(f"{where}: a schedule named {name!r} is already declared")
         self._schedules[key] = _Schedule(kind, payload, name, ticks, missed)
 
-    def begin(self) -> None:
-        """Closes the declarations and notes, per schedule, the ticks already past to skip."""
+    def begin(self, handled: Collection[str] = (), queues: Collection[str] = ()) -> None:
+        """Closes the declarations and notes, per schedule, the ticks already past to skip.
+
+        Logs a warning for each schedule whose kind has no handler among
+        handled while its queue is one of queues: this runner would fail
+        every tick with "no handler for job kind".
+        """
         self._started = True
         now = self._store.clock()
         for schedule in self._schedules.values():
+            kind = schedule.kind
+            if kind.name not in handled and kind.options.queue in queues:
+                self._logger.warning(
+                    "periodic kind has no handler on this runner, which runs its queue: "
+                    "each tick it claims fails with 'no handler for job kind'",
+                    extra={"kind": kind.name, "queue": kind.options.queue},
+                )
             latest = schedule.ticks.latest(now)
             too_old = self._retention is not None and now - latest > self._retention
             if schedule.missed == "skip" or too_old:
@@ -222,6 +253,19 @@ class PeriodicScheduler:
             schedule.last = tick
             results.append(result)
         return results
+
+    async def enqueue_inline(self) -> list[EnqueueResult]:
+        """Enqueues each schedule's due tick as a runner starting now would; for ``drain``.
+
+        The first call begins (closes the declarations, applies ``missed``),
+        as start does; each later one enqueues the ticks due since, by the
+        store's clock. Returns what each enqueue stored.
+        """
+        if not self._schedules:
+            return []
+        if not self._started:
+            self.begin()
+        return await self.enqueue_due()
 
     def next_tick(self) -> datetime.datetime | None:
         """The earliest tick, over the schedules, after the last one each enqueued."""

@@ -16,7 +16,7 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Self, TypeVar
 
 import psycopg
@@ -33,7 +33,14 @@ from jobtable._postgres_pool import Pool, TextLoader, client_encoding
 from jobtable._postgres_queries import queries as _queries
 from jobtable._postgres_schema import apply_schema
 from jobtable._postgres_schema import schema_version as stored_schema_version
-from jobtable._postgres_transaction import JobsTable, awrite_in, jobs_table, read_in, write_in
+from jobtable._postgres_transaction import (
+    JobsTable,
+    aread_in,
+    awrite_in,
+    jobs_table,
+    read_in,
+    write_in,
+)
 from jobtable._values import redact_url, scrub
 from jobtable.db.postgres import schema_version
 from jobtable.db.postgres.schema import SCHEMA
@@ -265,16 +272,35 @@ class PostgresEngine:
 
     async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         """The async form of write_in, on a psycopg.AsyncConnection."""
+        return await self._ain(awrite_in, conn, op, where)
+
+    async def aread_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of read_in, on a psycopg.AsyncConnection."""
+        return await self._ain(aread_in, conn, op, where)
+
+    async def _ain(
+        self,
+        run: Callable[[object, JobsTable, Callable[[Queries], T], str], Awaitable[T]],
+        conn: object,
+        op: Callable[[Queries], T],
+        where: str,
+    ) -> T:
+        """Runs op on conn through run (awrite_in, aread_in); a psycopg error is a StoreError."""
+        ours = await self._atable()
+        try:
+            return await run(conn, ours, op, where)
+        except psycopg.Error as err:
+            raise _store_error(self._where, where, err) from err
+
+    async def _atable(self) -> JobsTable:
+        """The async form of _table: the jobs table, read off the event loop the first time."""
         ours = None if self._closed else self._jobs_table
         if ours is None:
             try:
                 ours = await asyncio.get_running_loop().run_in_executor(self._threads, self._table)
             except RuntimeError as err:  # the executor was shut down by close
                 raise StoreError(f"postgres store {self._where}: the store is closed") from err
-        try:
-            return await awrite_in(conn, ours, op, where)
-        except psycopg.Error as err:
-            raise _store_error(self._where, where, err) from err
+        return ours
 
     def _table(self) -> JobsTable:
         """The store's jobs table, read once on a pooled connection and remembered."""

@@ -187,8 +187,7 @@ def read_in(conn: object, ours: JobsTable, op: Callable[[Queries], T], where: st
     if not isinstance(conn, psycopg.Connection):
         raise _refused(conn, "Connection", where)
     with _tuple_rows(conn) as tuples:
-        check_table(jobs_table(tuples), ours, where)
-        return op(queries(tuples))
+        return _read(tuples, ours, op, where)
 
 
 @contextlib.asynccontextmanager
@@ -215,3 +214,17 @@ async def awrite_in(conn: object, ours: JobsTable, op: Callable[[Queries], T], w
     async with _atuple_rows(conn) as tuples:
         blocking = cast("_SyncConnection", _Blocking(tuples, asyncio.get_running_loop()))
         return await asyncio.to_thread(_write, blocking, ours, op, where)
+
+
+def _read(conn: _SyncConnection, ours: JobsTable, op: Callable[[Queries], T], where: str) -> T:
+    check_table(jobs_table(conn), ours, where)
+    return op(queries(conn))
+
+
+async def aread_in(conn: object, ours: JobsTable, op: Callable[[Queries], T], where: str) -> T:
+    """The async form of read_in, on a psycopg.AsyncConnection."""
+    if not isinstance(conn, psycopg.AsyncConnection):
+        raise _refused(conn, "AsyncConnection", where)
+    async with _atuple_rows(conn) as tuples:
+        blocking = cast("_SyncConnection", _Blocking(tuples, asyncio.get_running_loop()))
+        return await asyncio.to_thread(_read, blocking, ours, op, where)

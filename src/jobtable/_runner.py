@@ -296,7 +296,7 @@ class Runner:
             )
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
         self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
-        self._periodic.begin()
+        self._periodic.begin(self.kinds, self.queues)
         self._tasks.append(loop.create_task(self._periodic.run(), name="jobtable-periodic"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
         self._unlisten = self.store.engine.listen(self.notify_enqueued, self._cancel_watch.notify)

@@ -232,6 +232,14 @@ class SQLiteEngine:
             f"got {type(conn).__module__}.{type(conn).__qualname__}"
         )
 
+    async def aread_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Refuses, as awrite_in does: sqlite3 connections are synchronous; read_in takes them."""
+        raise TypeError(
+            f"{where}: the store is SQLite, whose sqlite3 connections are synchronous: "
+            f"read its transaction with the sync form; "
+            f"got {type(conn).__module__}.{type(conn).__qualname__}"
+        )
+
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
     ) -> Callable[[], None] | None:

@@ -1,11 +1,15 @@
 """The store: the database jobs live in, which enqueuers and runners share."""
 
+import asyncio
 import datetime
+import functools
 import os
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Self, TypedDict
+
+from typing_extensions import Unpack
 
 from jobtable._engine import CountRow, Engine
 from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
@@ -46,6 +50,17 @@ def _counts(rows: Sequence[CountRow]) -> dict[str, dict[Status, int]]:
     for row in rows:
         counts.setdefault(row.queue, {})[Status(row.status)] = row.jobs
     return counts
+
+
+class OpenOptions(TypedDict, total=False):
+    """The keyword options of ``Store.open`` (and ``Store.aopen``); see ``Store.open``."""
+
+    durable: bool
+    busy_timeout: float
+    readers: int
+    max_payload_bytes: int
+    clock: Callable[[], datetime.datetime] | None
+    migrate: bool
 
 
 class Store(StoreOperations):
@@ -143,6 +158,14 @@ class Store(StoreOperations):
             target, durable=durable, busy_timeout=busy_timeout, readers=readers, upgrade=migrate
         )
         return cls(engine, target=shown, max_payload_bytes=max_payload_bytes, clock=clock)
+
+    @classmethod
+    async def aopen(cls, target: str | os.PathLike[str], **options: Unpack[OpenOptions]) -> Self:
+        """The async form of open, for an event loop (a FastAPI lifespan): it opens off the loop.
+
+        It takes open's keyword options, with the same defaults.
+        """
+        return await asyncio.to_thread(functools.partial(cls.open, target, **options))
 
     def get(self, job_id: str) -> Job:
         """Returns the job with id, its result as plain JSON data.

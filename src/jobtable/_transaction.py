@@ -23,30 +23,51 @@ def _describe(conn: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+def _unscoped(conn: object) -> object:
+    """The session a SQLAlchemy scoped_session (Flask-SQLAlchemy's ``db.session``) stands for.
+
+    A scoped session is a registry that hands each thread (or task) its
+    Session: the current one is the transaction the caller means. Any other
+    object is returned as it is.
+    """
+    if _SYNC_SQLALCHEMY in sys.modules:
+        from sqlalchemy.orm import scoped_session
+
+        if isinstance(conn, scoped_session):
+            return conn()
+    if _ASYNC_SQLALCHEMY in sys.modules:
+        from sqlalchemy.ext.asyncio import async_scoped_session
+
+        if isinstance(conn, async_scoped_session):
+            return conn()
+    return conn
+
+
 def _is_async_sqlalchemy(conn: object) -> bool:
     if _ASYNC_SQLALCHEMY not in sys.modules:
         return False
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_scoped_session
 
-    return isinstance(conn, AsyncConnection | AsyncSession)
+    return isinstance(conn, AsyncConnection | AsyncSession | async_scoped_session)
 
 
 def _is_sync_sqlalchemy(conn: object) -> bool:
     if "sqlalchemy" not in sys.modules:
         return False
     from sqlalchemy.engine import Connection
-    from sqlalchemy.orm import Session
+    from sqlalchemy.orm import Session, scoped_session
 
-    return isinstance(conn, Connection | Session)
+    return isinstance(conn, Connection | Session | scoped_session)
 
 
 def driver_connection(conn: object, where: str) -> object:
     """Returns the driver's connection of conn for a synchronous enqueue.
 
     A SQLAlchemy Session gives its connection (which begins the session's
-    transaction); a SQLAlchemy Connection not yet in a transaction begins
-    one, as its first statement would, so that its ``commit()`` commits the
-    enqueue. Any other object is returned as it is, for the engine to check.
+    transaction), and a scoped_session its current Session's; a SQLAlchemy
+    Connection not yet in a transaction begins one, as its first statement
+    would, so that its ``commit()`` commits the enqueue. Any other object is
+    returned as it is, for the engine to check.
     Raises TypeError, naming where, for an asynchronous connection or
     session: the async forms (``aenqueue``) take those.
     """
@@ -60,6 +81,7 @@ def driver_connection(conn: object, where: str) -> object:
     from sqlalchemy.engine import Connection
     from sqlalchemy.orm import Session
 
+    conn = _unscoped(conn)
     connection = conn.connection() if isinstance(conn, Session) else conn
     assert isinstance(connection, Connection)
     if not connection.in_transaction():
@@ -83,6 +105,7 @@ async def adriver_connection(conn: object, where: str) -> object:
         return conn
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+    conn = _unscoped(conn)
     connection = await conn.connection() if isinstance(conn, AsyncSession) else conn
     assert isinstance(connection, AsyncConnection)
     if not connection.in_transaction():

@@ -7,11 +7,13 @@ so no test waits for a real tick. Tests run on both engines.
 
 import asyncio
 import datetime
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
 import jobtable
+from jobtable.testing import FrozenClock
 
 UTC = datetime.UTC
 WaitUntil = Callable[..., Awaitable[None]]
@@ -266,6 +268,21 @@ async def test_new_york_spring_forward_and_fall_back(
     ]
 
 
+async def test_cron_nicknames_tick_as_their_five_fields(
+    stores: Callable[[], jobtable.Store], clock: Clock
+) -> None:
+    runner = jobtable.Runner(stores())
+    runner.periodic(report, cron="@daily", payload="daily", missed="skip")
+    runner.periodic(report, cron="@HOURLY", payload="hourly", missed="skip")
+    runner._periodic.begin()
+    await walk(runner, clock, utc(2026, 12, 5, 0, 30), datetime.timedelta(minutes=30))
+    records = runner.store.list_jobs(kind="report", limit=1000)
+    daily = sorted(r.run_at for r in records if r.payload == "daily")
+    assert daily == [utc(2026, 12, 4), utc(2026, 12, 5)]
+    hourly = [r for r in records if r.payload == "hourly"]
+    assert len(hourly) == 36  # 13:00 on the 3rd to 00:00 on the 5th
+
+
 @pytest.mark.parametrize(
     ("schedule", "error", "message"),
     [
@@ -273,6 +290,8 @@ async def test_new_york_spring_forward_and_fall_back(
         ({"cron": "* * * * *", "every": datetime.timedelta(1)}, ValueError, "cron or every"),
         ({"cron": "61 * * * *"}, ValueError, "bad cron expression '61 \\* \\* \\* \\*'"),
         ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, ValueError, "Mars/Olympus"),
+        ({"every": datetime.timedelta(1), "timezone": "Mars/Olympus"}, ValueError, "Mars/Olympus"),
+        ({"cron": "@fortnightly"}, ValueError, "bad cron expression '@fortnightly'"),
         ({"every": datetime.timedelta(0)}, ValueError, "every"),
         ({"every": 60}, ValueError, "every"),
         ({"every": datetime.timedelta(1), "missed": "all"}, ValueError, "missed"),
@@ -315,3 +334,48 @@ async def test_a_started_runner_enqueues_its_ticks_and_runs_them_like_any_job(
         await runner.wait()
     [record] = store.list_jobs(kind="report")
     assert record.run_at == utc(2026, 12, 3, 12)
+
+
+async def test_a_periodic_kind_without_a_handler_on_a_runner_of_its_queue_is_warned_of(
+    stores: Callable[[], jobtable.Store], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="jobtable")
+    elsewhere = jobtable.Kind("elsewhere", str, str, queue="other")
+    store = stores()
+    runner = jobtable.Runner(store, workers=1)
+    runner.periodic(report, every=datetime.timedelta(days=1), payload="r", missed="skip")
+    runner.periodic(elsewhere, every=datetime.timedelta(days=1), payload="e", missed="skip")
+    handled = jobtable.Runner(store, workers=1, name="handled")
+    handled.periodic(report, every=datetime.timedelta(days=1), payload="r", missed="skip")
+    handled.handler(report)(make_report)
+    for started in (runner, handled):
+        await started.start()
+        started.stop()
+        await started.wait()
+    warned = [r for r in caplog.records if "no handler" in r.getMessage()]
+    # Only the report schedule of the runner without its handler: the other
+    # kind's queue is not this runner's, and the second runner has a handler.
+    assert [(r.kind, r.levelno) for r in warned] == [("report", logging.WARNING)]  # type: ignore[attr-defined]
+
+
+async def make_report(ctx: jobtable.JobContext[str], payload: str) -> str:
+    return payload
+
+
+async def test_a_started_runner_notices_a_frozen_clock_moved_on_within_a_second_or_so(
+    store_target: str, wait_until: WaitUntil
+) -> None:
+    clock = FrozenClock(utc(2026, 12, 3, 12, 2))
+    with jobtable.Store.open(store_target, clock=clock) as store:
+        runner = jobtable.Runner(store, workers=1)
+        runner.periodic(report, every=datetime.timedelta(hours=1), payload="h", missed="skip")
+        runner.handler(report)(make_report)
+        await runner.start()
+        try:
+            await asyncio.sleep(0.5)  # the scheduler now sleeps towards 13:00, 58 minutes away
+            clock.set(utc(2026, 12, 3, 13))
+            # Before, it slept up to a minute between looks at the clock.
+            await wait_until(lambda: ticks(store) == [utc(2026, 12, 3, 13)], limit=20.0)
+        finally:
+            runner.stop()
+            await runner.wait()

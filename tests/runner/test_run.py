@@ -224,6 +224,9 @@ class CountingEngine:
     def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         return self.inner.read_in(conn, op, where)
 
+    async def aread_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        return await self.inner.aread_in(conn, op, where)
+
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
     ) -> Callable[[], None] | None:

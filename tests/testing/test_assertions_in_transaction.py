@@ -1,5 +1,6 @@
 """assert_enqueued(..., conn=): what the application's transaction enqueued, before it commits."""
 
+import contextlib
 import pathlib
 import sqlite3
 from collections.abc import Iterator
@@ -8,6 +9,7 @@ import psycopg
 import pytest
 import sqlalchemy
 from sqlalchemy import orm
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 import jobtable
 from jobtable.testing import (
@@ -103,8 +105,30 @@ def new_pg_url_or_file(engine: str, tmp_path: pathlib.Path, request: pytest.Fixt
     return url
 
 
-async def test_an_async_connection_is_refused_naming_what_works(pg_url: str) -> None:
+async def test_the_async_forms_read_an_async_connection_in_its_transaction(pg_url: str) -> None:
     with jobtable.Store.open(pg_url) as store:
         async with await psycopg.AsyncConnection.connect(pg_url) as conn:
-            with pytest.raises(TypeError, match="synchronous connection"):
-                await aassert_enqueued(store, ping, conn=conn)
+            job_id = await ping.aenqueue(store, 1, conn=conn)
+            assert (await aassert_enqueued(store, ping, 1, conn=conn)).id == job_id
+            await aassert_not_enqueued(store, ping, 1)  # not committed yet
+            with pytest.raises(TypeError, match="async form"):
+                assert_enqueued(store, ping, conn=conn)
+            await conn.rollback()
+            await aassert_not_enqueued(store, ping, conn=conn)
+        engine = create_async_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1))
+        try:
+            async with AsyncSession(engine) as session:
+                job_id = await ping.aenqueue(store, 2, conn=session)
+                assert (await aassert_enqueued(store, ping, 2, conn=session)).id == job_id
+                await aassert_not_enqueued(store, ping, 2)
+        finally:
+            await engine.dispose()
+
+
+async def test_an_async_read_of_a_sqlite_store_is_refused(tmp_path: pathlib.Path) -> None:
+    target = str(tmp_path / "jobs.db")
+    with jobtable.Store.open(target) as store, contextlib.closing(sqlite3.connect(target)) as conn:
+        # A sync sqlite3 connection is read at once; the engine refuses an async read.
+        await aassert_not_enqueued(store, ping, conn=conn)
+        with pytest.raises(TypeError, match="synchronous"):
+            await store.engine.aread_in(conn, lambda q: None, "aassert_enqueued")

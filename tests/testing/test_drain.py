@@ -12,6 +12,7 @@ import jobtable
 from jobtable.testing import FrozenClock, assert_enqueued, drain, drain_sync
 
 Status = jobtable.Status
+UTC = datetime.UTC
 
 
 @pytest.fixture
@@ -119,6 +120,34 @@ async def test_drain_leaves_scheduled_jobs_for_later_unless_asked(
     tomorrow = order.enqueue(timed_store, 3, run_at=clock() + datetime.timedelta(days=1))
     assert [r.id for r in await drain(runner, scheduled=True)][:1] == [tomorrow]
     assert timed_store.get(tomorrow).status is Status.SUCCEEDED
+
+
+async def test_drain_runs_the_periodic_ticks_due_by_the_frozen_clock(
+    timed_store: jobtable.Store, clock: FrozenClock
+) -> None:
+    daily = jobtable.Kind("daily", int, int)
+    hourly = jobtable.Kind("hourly", int, int)
+    clock.set(datetime.datetime(2030, 1, 1, 6, 59, tzinfo=datetime.UTC))
+    runner = jobtable.Runner(timed_store, workers=1)
+
+    @runner.handler(daily)
+    @runner.handler(hourly)
+    async def echo(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return payload
+
+    runner.periodic(daily, cron="0 7 * * *", payload=7)
+    runner.periodic(hourly, every=datetime.timedelta(hours=1), payload=1, missed="skip")
+    # The first drain is the start: yesterday's 07:00 tick is caught up
+    # (missed="once"), the hourly one waits for its next tick.
+    [first] = await drain(runner)
+    assert (first.kind, first.run_at) == ("daily", datetime.datetime(2029, 12, 31, 7, tzinfo=UTC))
+    assert await drain(runner) == []
+    clock.advance(minutes=1)
+    ran = await drain(runner)
+    assert sorted((r.kind, r.run_at.hour) for r in ran) == [("daily", 7), ("hourly", 7)]
+    assert all(r.status is Status.SUCCEEDED for r in ran)
+    clock.advance(hours=3)  # the hourly ticks of 08:00 and 09:00 were missed: one job
+    assert [(r.kind, r.run_at.hour) for r in await drain(runner)] == [("hourly", 10)]
 
 
 async def test_drain_runs_only_the_runners_queues_and_fails_kinds_it_has_no_handler_for(

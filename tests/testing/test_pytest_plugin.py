@@ -74,3 +74,43 @@ def test_a_url_gives_each_test_a_fresh_postgresql_schema_dropped_after(
     used = set(re.findall(r"TARGET .*(jobtable_test_[0-9a-f]{12})", result.stdout.str()))
     assert len(used) == 3
     assert not used & schemas(pg_server)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://app:hunter2@127.0.0.1:5999/test", "cannot make a test schema on *5999"),
+        ("sqlite:///jobs.db", "is not a postgresql:// URL (it starts 'sqlite')"),
+    ],
+)
+def test_a_url_that_gives_no_schema_fails_naming_it_and_where_it_came_from(
+    pytester: pytest.Pytester, url: str, message: str
+) -> None:
+    pytester.makepyfile(CASES)
+    result = pytester.runpytest("-p", "no:asyncio", f"--jobtable-url={url}", "-k", "test_store")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*StoreError: jobtable's pytest plugin: *--jobtable-url*"])
+    result.stdout.fnmatch_lines([f"*StoreError: jobtable's pytest plugin: *{message}*"])
+    # The message hides the password (pytest's own traceback may show the URL).
+    [line] = [
+        line for line in result.stdout.lines if line.startswith("E ") and "StoreError" in line
+    ]
+    assert "hunter2" not in line
+
+
+@pytest.mark.parametrize("how", ["conftest", "option"])
+def test_naming_the_plugin_by_its_module_loads_it_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # Installed, the plugin is already loaded through its entry point; naming
+    # its module again (a conftest's pytest_plugins, -p) failed with
+    # "Plugin already registered under a different name".
+    monkeypatch.delenv("JOBTABLE_TEST_URL", raising=False)
+    pytester.makepyfile(CASES)
+    args = ["-p", "no:asyncio"]
+    if how == "conftest":
+        pytester.makeconftest('pytest_plugins = ["jobtable.testing.pytest_plugin"]\n')
+    else:
+        args += ["-p", "jobtable.testing.pytest_plugin"]
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=3)

@@ -14,7 +14,12 @@ from jobtable._kind import Kind
 from jobtable._ops import ListJobs
 from jobtable._runner import Runner
 from jobtable._store import Store
-from jobtable._transaction import _is_async_driver, _is_async_sqlalchemy, driver_connection
+from jobtable._transaction import (
+    _is_async_driver,
+    _is_async_sqlalchemy,
+    adriver_connection,
+    driver_connection,
+)
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -235,9 +240,8 @@ def _read_in(verb: str, store: Store, conn: object) -> list[JobRecord]:
     """Every job as conn's transaction sees it, its uncommitted enqueues included."""
     if _is_async_sqlalchemy(conn) or _is_async_driver(conn):
         raise TypeError(
-            f"{verb}: conn is asynchronous ({type(conn).__qualname__}); jobtable.testing reads "
-            "a transaction through a synchronous connection (sqlite3, psycopg.Connection, "
-            "SQLAlchemy Connection or Session)"
+            f"{verb}: conn is asynchronous ({type(conn).__qualname__}); pass it to the async "
+            "form (aassert_enqueued, aassert_not_enqueued, aenqueued), or pass a synchronous one"
         )
     return store.engine.read_in(driver_connection(conn, verb), _AllJobs(), verb)
 
@@ -264,13 +268,20 @@ def _records(verb: str, target: Store | Runner, conn: object) -> list[JobRecord]
 
 async def _arecords(verb: str, target: Store | Runner, conn: object) -> list[JobRecord]:
     store = _store(verb, target)
-    if conn is not None:
-        return _read_in(verb, store, conn)
-    return await store.engine.aread(_AllJobs())
+    if conn is None:
+        return await store.engine.aread(_AllJobs())
+    if _is_async_sqlalchemy(conn) or _is_async_driver(conn):
+        return await store.engine.aread_in(await adriver_connection(conn, verb), _AllJobs(), verb)
+    return _read_in(verb, store, conn)
 
 
 async def aenqueued(target: Store | Runner, *, conn: object = None) -> list[JobRecord]:
-    """The async form of enqueued; conn, when given, is read at once, on the calling thread."""
+    """The async form of enqueued; conn may also be an asynchronous connection or session.
+
+    An async conn (psycopg.AsyncConnection, SQLAlchemy's AsyncConnection or
+    AsyncSession) is read in its transaction as enqueued reads a sync one;
+    a sync one is read at once, on the calling thread.
+    """
     return await _arecords("enqueued", target, conn)
 
 

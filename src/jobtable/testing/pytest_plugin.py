@@ -24,7 +24,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
+from jobtable._errors import StoreError
 from jobtable._store import Store
+from jobtable._values import redact_url
 
 from ._clock import FrozenClock
 
@@ -53,6 +55,8 @@ def postgres_schema(url: str) -> Iterator[str]:
 
     The schema, named ``jobtable_test_`` and 12 random hex digits, is
     dropped with everything in it on exit. Needs psycopg (jobtable[postgres]).
+    Raises StoreError, naming the URL (its password hidden) and where it came
+    from, for a URL that is not PostgreSQL's or a server it cannot reach.
     """
     try:
         import psycopg
@@ -62,9 +66,21 @@ def postgres_schema(url: str) -> Iterator[str]:
             f"a PostgreSQL store for tests needs psycopg ({err}); install jobtable[postgres]"
         ) from err
 
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise StoreError(
+            f"jobtable's pytest plugin: the URL of --jobtable-url, {ENVIRONMENT} or jobtable_url "
+            f"is not a postgresql:// URL (it starts {url.partition(':')[0]!r}); "
+            "leave it unset for SQLite"
+        )
     schema = f"jobtable_test_{secrets.token_hex(6)}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    except psycopg.Error as err:
+        raise StoreError(
+            f"jobtable's pytest plugin: cannot make a test schema on {redact_url(url)} "
+            f"(--jobtable-url, {ENVIRONMENT} or jobtable_url): {redact_url(str(err))}"
+        ) from err
     try:
         yield with_search_path(url, schema)
     finally:
