@@ -143,7 +143,12 @@ def test_a_version_1_postgres_schema_is_upgraded_keeping_every_job(
         run_one(store)
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT version FROM jobtable_schema").fetchone() == (PG_VERSION,)
-        row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_queued'")
+        # This test's schema only: other tests drop theirs meanwhile, and
+        # pg_indexes would fail reading an index dropped under it.
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes"
+            " WHERE schemaname = current_schema() AND indexname = 'jobs_queued'"
+        )
         [indexdef] = row.fetchone() or [""]
         assert "(status = 'queued'::text)" in indexdef
         rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")
