@@ -159,7 +159,11 @@ def delete_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption
 def _on_each(
     url: str | None, ids: list[str], as_json: bool, action: Callable[[Store, str], StrEnum]
 ) -> None:
-    """Does action to every job of ids once all are known; prints each outcome."""
+    """Does action to every job of ids once all are known; prints each outcome.
+
+    An id given twice is acted on once: the outcome shown is what the command did.
+    """
+    ids = list(dict.fromkeys(ids))
     with opened_store(url) as opened:
         _known(opened, ids, url or "")
         outcomes = {job_id: action(opened, job_id).value for job_id in ids}

@@ -5,7 +5,10 @@ any other address without a token or basic auth: a job table's payloads and
 actions are not for whoever can reach the port.
 """
 
+import copy
 import ipaddress
+import logging
+import re
 
 from ._dashboard import dashboard
 from ._store import Store
@@ -34,6 +37,21 @@ def check_bind(host: str, *, token: str | None, basic_auth: tuple[str, str] | No
         )
 
 
+_TOKEN_IN_QUERY = re.compile(r"([?&]token=)[^&#\s]*")
+
+
+class _RedactTokens(logging.Filter):
+    """Hides the value of ``?token=`` in uvicorn's access log lines: it is a credential."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _TOKEN_IN_QUERY.sub(r"\1***", arg) if isinstance(arg, str) else arg
+                for arg in record.args
+            )
+        return True
+
+
 def serve(
     store: Store,
     *,
@@ -57,12 +75,17 @@ def serve(
     import uvicorn
 
     app = dashboard(store, read_only=read_only, token=token, basic_auth=basic_auth)
+    # uvicorn's own logging, with a ?token= sign-in kept out of its access log.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config.setdefault("filters", {})["redact_tokens"] = {"()": _RedactTokens}
+    log_config["handlers"]["access"]["filters"] = ["redact_tokens"]
     uvicorn.run(
         app,
         host=host.strip("[]"),
         port=port,
         root_path=root_path,
         log_level="info",
+        log_config=log_config,
         proxy_headers=False,
         server_header=False,
     )

@@ -167,6 +167,18 @@ async def test_cancel_retry_and_delete_act_on_every_id(cli: Cli, store: jobtable
     }
 
 
+def test_an_id_given_twice_is_acted_on_once_and_reports_that_action(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    job_id = ping.enqueue(store, 1)
+    cancelled = json.loads(output(cli("jobs", "cancel", job_id, job_id, "--json")))
+    assert cancelled == {job_id: "cancelled"}
+    # Acted on twice, the second retry's "queued" would hide that the first retried it.
+    retried = json.loads(output(cli("jobs", "retry", job_id, job_id, "--json")))
+    assert retried == {job_id: "retried"}
+    assert store.get(job_id).status == jobtable.Status.QUEUED
+
+
 def test_stats_and_prune(cli: Cli, store: jobtable.Store) -> None:
     ping.enqueue_many(store, [1, 2])
     [queue] = json.loads(output(cli("stats", "--json")))["queues"]
