@@ -118,8 +118,11 @@ def parse_duration(text: str, option: str) -> datetime.timedelta:
     if not parts or "".join(n + u for n, u in parts) != text:
         fail(f"{option} {text!r}: want a duration such as 7d, 12h, 1h30m or 90s")
     delta = datetime.timedelta()
-    for number, unit in parts:
-        delta += datetime.timedelta(**{_UNITS[unit]: int(number)})
+    try:
+        for number, unit in parts:
+            delta += datetime.timedelta(**{_UNITS[unit]: int(number)})
+    except OverflowError:
+        fail(f"{option} {text!r}: too long, the most is {datetime.timedelta.max.days}d")
     return delta
 
 

@@ -125,6 +125,23 @@ def test_bad_filters_and_options_are_one_line_errors(cli: Cli, store: jobtable.S
     assert "limit" in one_line_error(cli("jobs", "list", "--limit", "0"))
     assert "--older-than '7x'" in one_line_error(cli("prune", "--older-than", "7x"))
     assert "--older-than" in one_line_error(cli("prune", "--older-than", "-1d"))
+    # Past what a timedelta holds: an error naming the option, not an OverflowError.
+    assert "--older-than '999999999999d'" in one_line_error(
+        cli("prune", "--older-than", "999999999999d")
+    )
+    assert "'bogus'" in one_line_error(cli("jobs", "list", "--status", "bogus"))
+
+
+def test_edges_of_durations_and_pages_are_answered_not_tracebacks(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    job_id = ping.enqueue(store, 1)
+    # Longer ago than the calendar goes back: nothing finished then.
+    assert json.loads(output(cli("prune", "--older-than", "99999999d", "--json"))) == {"deleted": 0}
+    # Past the largest seq: every job is before it.
+    listed = json.loads(output(cli("jobs", "list", "--before", str(1 << 70), "--json")))
+    assert [record["id"] for record in listed] == [job_id]
+    assert json.loads(output(cli("jobs", "list", "--before", str(-(1 << 70)), "--json"))) == []
 
 
 def test_an_unknown_id_fails_naming_it_and_changes_nothing(cli: Cli, store: jobtable.Store) -> None:
