@@ -18,7 +18,8 @@ from typing import Annotated, NoReturn
 
 import pydantic_core
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.style import StyleType
 from rich.table import Table
 
 from jobtable._errors import JobtableError
@@ -56,7 +57,7 @@ JsonOption = Annotated[
 ]
 """The ``--json`` option every command takes."""
 
-console = Console(width=None if sys.stdout.isatty() else 160)
+console = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False)
 """Where the human tables go: stdout, 160 columns wide when it is not a terminal."""
 
 _DURATION = re.compile(r"(\d+)([wdhms])")
@@ -161,9 +162,40 @@ def age(delta: datetime.timedelta | None) -> str:
 _WRAPPED = frozenset({"error", "value", "jobs"})
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _inert(text: str) -> str:
+    """Returns text with its control characters (ESC, BEL, ...) written as escapes."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
+class _StoredDataTable(Table):
+    """A table of stored data: a cell's control characters are shown, not sent to the terminal.
+
+    A kind, a queue or a Failure message may hold an escape sequence, which
+    would otherwise reach the operator's terminal as a command. (Rich markup
+    in them is shown as written: the console has markup off.)
+    """
+
+    def add_row(
+        self,
+        *renderables: RenderableType | None,
+        style: StyleType | None = None,
+        end_section: bool = False,
+    ) -> None:
+        """Adds a row; each str cell with its control characters escaped."""
+        cells = [_inert(cell) if isinstance(cell, str) else cell for cell in renderables]
+        super().add_row(*cells, style=style, end_section=end_section)
+
+
 def new_table(*columns: str, title: str | None = None) -> Table:
-    """A table with columns: each kept on one line but the long texts (error, value, jobs)."""
-    table = Table(title=title, header_style="bold")
+    """A table with columns: each kept on one line but the long texts (error, value, jobs).
+
+    Its cells are shown as written: neither Rich markup nor control characters in
+    stored data take effect.
+    """
+    table = _StoredDataTable(title=title, header_style="bold")
     for column in columns:
         wrapped = column in _WRAPPED
         table.add_column(column, no_wrap=not wrapped, overflow="fold" if wrapped else "ellipsis")

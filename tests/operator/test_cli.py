@@ -196,6 +196,28 @@ def test_an_id_given_twice_is_acted_on_once_and_reports_that_action(
     assert store.get(job_id).status == jobtable.Status.QUEUED
 
 
+async def test_stored_text_is_shown_as_written_not_as_markup_or_terminal_codes(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    odd = jobtable.Kind("[bold]odd[/bold]", int, int, queue="[/red]q")
+    runner = jobtable.Runner(store, queues={"[/red]q": 1}, name="cli-test")
+
+    @runner.handler(odd)
+    async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:
+        raise jobtable.Failure("[/] title \x1b]0;pwned\x07 set")
+
+    job_id = odd.enqueue(store, 1)
+    await runner.run_next()
+    # Rich markup in a kind, queue or message crashed the tables (MarkupError), and a
+    # message's escape sequence reached the operator's terminal as a command.
+    for command in (("jobs", "list"), ("jobs", "show", job_id), ("stats",)):
+        shown = output(cli(*command))
+        assert "\x1b" not in shown
+        assert "[/red]q" in shown
+    assert "[bold]odd[/bold]" in output(cli("jobs", "list"))
+    assert "[/] title \\x1b]0;pwned\\x07 set" in output(cli("jobs", "show", job_id))
+
+
 def test_stats_and_prune(cli: Cli, store: jobtable.Store) -> None:
     ping.enqueue_many(store, [1, 2])
     [queue] = json.loads(output(cli("stats", "--json")))["queues"]
