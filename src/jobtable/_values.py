@@ -70,10 +70,13 @@ def storable(text: str) -> str:
 
 _USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):([^@]*)@")
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*")
+# libpq's keyword form, "host=db user=app password=...", which a user may pass as a target.
+_KEYWORD_PASSWORD = re.compile(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
 
 def _passwords(url: str) -> list[str]:
     found = [m.group(2) for m in [_USERINFO_PASSWORD.match(url)] if m and m.group(2)]
+    found += [m.group(1) for m in _KEYWORD_PASSWORD.finditer(url)]
     return found + [m.group(0).split("=", 1)[1] for m in _QUERY_PASSWORD.finditer(url)]
 
 

@@ -96,6 +96,14 @@ def test_a_bad_url_is_one_line_without_its_password() -> None:
             line = one_line_error(run_cli(*args))
             assert "hunter2pw" not in line
             assert "***" in line
+    # libpq's keyword form is no URL (it is taken as a file path), but it holds a password.
+    for target in (
+        "host=127.0.0.1 port=1 user=ops password=hunter2pw",
+        "host=127.0.0.1 password = 'hunter2pw quoted' user=ops",
+    ):
+        line = one_line_error(run_cli("stats", "--store", target))
+        assert "hunter2pw" not in line
+        assert "***" in line
 
 
 async def test_list_show_and_the_json_agree_with_the_store(
