@@ -33,8 +33,33 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 """The ``jobtable`` command."""
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from jobtable import __version__
+
+        typer.echo(f"jobtable {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed jobtable's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Inspect and operate a jobtable queue: jobs, stats, runners, pruning, the schema."""
+
 
 jobs = typer.Typer(help="List, show, cancel, retry and delete jobs.", no_args_is_help=True)
 """The ``jobtable jobs`` group."""

@@ -82,6 +82,12 @@ def test_the_script_and_python_m_both_run_the_command() -> None:
     assert "retry" in result.stdout
 
 
+def test_version_and_short_help_answer_as_other_tools_do() -> None:
+    assert output(run_cli("--version")) == f"jobtable {jobtable.__version__}\n"
+    assert "migrate" in output(run_cli("-h"))
+    assert "retry" in output(run_cli("jobs", "-h"))
+
+
 def test_a_command_without_a_store_says_how_to_give_one() -> None:
     assert "JOBTABLE_STORE" in one_line_error(run_cli("stats"))
 
