@@ -321,14 +321,26 @@ def test_the_worker_runs_the_applications_runner_and_no_output_shows_a_handlers_
 
 
 def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None:
-    (tmp_path / "notes.py").write_text("runner = 42\n")
+    (tmp_path / "notes.py").write_text(
+        "import jobtable\n\nrunner = 42\n\n\ndef make(name):\n    return None\n"
+    )
+    (tmp_path / "deadstore.py").write_text(
+        "import jobtable\n\n"
+        "store = jobtable.Store.open('postgresql://ops:hunter2pw@127.0.0.1:1/app')\n"
+        "runner = jobtable.Runner(store)\n"
+    )
     for spec, said in (
         ("notes", "module:attribute"),
         ("missing_module:runner", "cannot import"),
         ("notes:nothing", "no attribute"),
         ("notes:runner", "want a jobtable.Runner"),
+        # These were tracebacks: a factory that takes arguments, a class, a dead store.
+        ("notes:make", "make needs arguments"),
+        ("jobtable:Runner", "want a jobtable.Runner"),
+        ("deadstore:runner", "importing deadstore: postgres store postgresql://ops:***@"),
     ):
         result = subprocess.run(
             [str(SCRIPT), "worker", spec], cwd=tmp_path, capture_output=True, text=True
         )
         assert said in one_line_error(result)
+        assert "hunter2pw" not in result.stderr
