@@ -4,6 +4,7 @@ import os
 import pathlib
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -131,3 +132,17 @@ def test_the_token_of_a_sign_in_link_never_reaches_the_log(
     log = "".join(found)
     assert "GET /jobs?token=***&kind=echo" in log
     assert "tok-123" not in log
+
+
+def test_a_port_in_use_is_a_one_line_error(target: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # uvicorn logged it among its start-up lines and exited with status 3.
+        done = run_dashboard(target, "--port", str(port))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"jobtable: error: dashboard: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
