@@ -8,7 +8,8 @@ import secrets
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_TIME_FORMAT = "-%m-%dT%H:%M:%S.%fZ"
+"""The timestamp text after its year."""
 
 
 def timestamp(moment: datetime) -> str:
@@ -19,7 +20,10 @@ def timestamp(moment: datetime) -> str:
     """
     if moment.tzinfo is None:
         raise ValueError(f"timestamp({moment!r}): a naive datetime has no time zone")
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+    utc = moment.astimezone(UTC)
+    # strftime's %Y does not pad a year before 1000 ("1-01-01"), which would
+    # neither sort nor parse back: the year is padded to four digits here.
+    return f"{utc.year:04d}{utc.strftime(_TIME_FORMAT)}"
 
 
 def now() -> str:
