@@ -54,7 +54,7 @@ async def test_thumbnail(jobtable_store: jobtable.Store, jobtable_clock: FrozenC
 def _readme_block(holding: str) -> str:
     """The README's first python block that holds the text holding, verbatim."""
     readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", readme, re.S)
     return next(b for b in blocks if holding in b)
 
 
