@@ -25,8 +25,12 @@ from jobtable._errors import JobNotFound
 from jobtable._job import JobRecord
 from jobtable._store import Store
 
-IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True}
-"""Job ids are URL-safe base64, so one may start with ``-``: taken as an id, not an option."""
+IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
+"""Job ids are URL-safe base64, so one may start with ``-``: taken as an id, not an option.
+
+Only ``--help`` asks for help here: with ``-h`` too, an id such as
+``-dash-id`` would read as short options holding ``-h``, and show the help.
+"""
 
 IdsArgument = Annotated[list[str], typer.Argument(help="The ids of the jobs.", show_default=False)]
 
