@@ -18,7 +18,8 @@ from typing import Annotated, NoReturn
 
 import pydantic_core
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.style import StyleType
 from rich.table import Table
 
 from jobtable._errors import JobtableError
@@ -32,8 +33,33 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 """The ``jobtable`` command."""
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from jobtable import __version__
+
+        typer.echo(f"jobtable {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed jobtable's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Inspect and operate a jobtable queue: jobs, stats, runners, pruning, the schema."""
+
 
 jobs = typer.Typer(help="List, show, cancel, retry and delete jobs.", no_args_is_help=True)
 """The ``jobtable jobs`` group."""
@@ -56,7 +82,7 @@ JsonOption = Annotated[
 ]
 """The ``--json`` option every command takes."""
 
-console = Console(width=None if sys.stdout.isatty() else 160)
+console = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False)
 """Where the human tables go: stdout, 160 columns wide when it is not a terminal."""
 
 _DURATION = re.compile(r"(\d+)([wdhms])")
@@ -118,8 +144,11 @@ def parse_duration(text: str, option: str) -> datetime.timedelta:
     if not parts or "".join(n + u for n, u in parts) != text:
         fail(f"{option} {text!r}: want a duration such as 7d, 12h, 1h30m or 90s")
     delta = datetime.timedelta()
-    for number, unit in parts:
-        delta += datetime.timedelta(**{_UNITS[unit]: int(number)})
+    try:
+        for number, unit in parts:
+            delta += datetime.timedelta(**{_UNITS[unit]: int(number)})
+    except OverflowError:
+        fail(f"{option} {text!r}: too long, the most is {datetime.timedelta.max.days}d")
     return delta
 
 
@@ -158,9 +187,40 @@ def age(delta: datetime.timedelta | None) -> str:
 _WRAPPED = frozenset({"error", "value", "jobs"})
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _inert(text: str) -> str:
+    """Returns text with its control characters (ESC, BEL, ...) written as escapes."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
+class _StoredDataTable(Table):
+    """A table of stored data: a cell's control characters are shown, not sent to the terminal.
+
+    A kind, a queue or a Failure message may hold an escape sequence, which
+    would otherwise reach the operator's terminal as a command. (Rich markup
+    in them is shown as written: the console has markup off.)
+    """
+
+    def add_row(
+        self,
+        *renderables: RenderableType | None,
+        style: StyleType | None = None,
+        end_section: bool = False,
+    ) -> None:
+        """Adds a row; each str cell with its control characters escaped."""
+        cells = [_inert(cell) if isinstance(cell, str) else cell for cell in renderables]
+        super().add_row(*cells, style=style, end_section=end_section)
+
+
 def new_table(*columns: str, title: str | None = None) -> Table:
-    """A table with columns: each kept on one line but the long texts (error, value, jobs)."""
-    table = Table(title=title, header_style="bold")
+    """A table with columns: each kept on one line but the long texts (error, value, jobs).
+
+    Its cells are shown as written: neither Rich markup nor control characters in
+    stored data take effect.
+    """
+    table = _StoredDataTable(title=title, header_style="bold")
     for column in columns:
         wrapped = column in _WRAPPED
         table.add_column(column, no_wrap=not wrapped, overflow="fold" if wrapped else "ellipsis")

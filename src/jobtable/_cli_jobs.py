@@ -25,8 +25,12 @@ from jobtable._errors import JobNotFound
 from jobtable._job import JobRecord
 from jobtable._store import Store
 
-IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True}
-"""Job ids are URL-safe base64, so one may start with ``-``: taken as an id, not an option."""
+IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
+"""Job ids are URL-safe base64, so one may start with ``-``: taken as an id, not an option.
+
+Only ``--help`` asks for help here: with ``-h`` too, an id such as
+``-dash-id`` would read as short options holding ``-h``, and show the help.
+"""
 
 IdsArgument = Annotated[list[str], typer.Argument(help="The ids of the jobs.", show_default=False)]
 
@@ -159,7 +163,11 @@ def delete_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption
 def _on_each(
     url: str | None, ids: list[str], as_json: bool, action: Callable[[Store, str], StrEnum]
 ) -> None:
-    """Does action to every job of ids once all are known; prints each outcome."""
+    """Does action to every job of ids once all are known; prints each outcome.
+
+    An id given twice is acted on once: the outcome shown is what the command did.
+    """
+    ids = list(dict.fromkeys(ids))
     with opened_store(url) as opened:
         _known(opened, ids, url or "")
         outcomes = {job_id: action(opened, job_id).value for job_id in ids}

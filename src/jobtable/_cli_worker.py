@@ -6,6 +6,7 @@ stops gracefully on SIGINT or SIGTERM.
 """
 
 import importlib
+import inspect
 import logging
 import os
 import sys
@@ -14,15 +15,18 @@ from typing import Annotated
 import typer
 
 from jobtable._cli_app import app, fail
+from jobtable._errors import JobtableError
 from jobtable._runner import Runner
 
 
 def load_runner(spec: str) -> Runner:
     """Returns the Runner that spec (``package.module:attribute``) names.
 
-    The attribute may be dotted, or a function that returns a Runner. The
-    current directory is importable first, as the application's own
-    scripts would have it. Fails with one line for anything else.
+    The attribute may be dotted, or a function of no arguments that returns
+    a Runner. The current directory is importable first, as the application's
+    own scripts would have it. Fails with one line for anything else, and for
+    a jobtable error (a store that cannot be opened) while importing or
+    calling it.
     """
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
@@ -33,12 +37,25 @@ def load_runner(spec: str) -> Runner:
         value: object = importlib.import_module(module_name)
     except ImportError as err:
         fail(f"worker {spec!r}: cannot import {module_name}: {err}")
+    except JobtableError as err:  # the module's own Store.open, say: its message is safe
+        fail(f"worker {spec!r}: importing {module_name}: {err}")
     for part in attribute.split("."):
         if not hasattr(value, part):
             fail(f"worker {spec!r}: {module_name} has no attribute {attribute}")
         value = getattr(value, part)
-    if not isinstance(value, Runner) and callable(value):
-        value = value()
+    if not isinstance(value, Runner) and callable(value) and not isinstance(value, type):
+        try:
+            inspect.signature(value).bind()
+        except TypeError:
+            fail(
+                f"worker {spec!r}: {attribute} needs arguments; want a Runner or a function of none"
+            )
+        except ValueError:
+            pass  # no signature to read (a builtin): call it as it is
+        try:
+            value = value()
+        except JobtableError as err:
+            fail(f"worker {spec!r}: {attribute}(): {err}")
     if not isinstance(value, Runner):
         fail(f"worker {spec!r}: {attribute} is a {type(value).__name__}, want a jobtable.Runner")
     return value

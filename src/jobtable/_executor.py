@@ -234,7 +234,14 @@ class Executor:
                 "the kind's retry policy failed; using the default backoff"
             )
             wait = DEFAULT_RETRY(job.attempt)
-        return Finish.failed(job, error, timestamp(self._store.clock() + wait))
+        return Finish.failed(job, error, self._after(wait))
+
+    def _after(self, wait: datetime.timedelta) -> str:
+        """The stored time wait from now; the last moment of year 9999 for a wait past it."""
+        try:
+            return timestamp(self._store.clock() + wait)
+        except OverflowError:
+            return timestamp(datetime.datetime.max.replace(tzinfo=datetime.UTC))
 
     def _raised(self, job: ClaimedRow, err: BaseException, retry: RetryPolicy) -> Finish | None:
         """The outcome of a handler that raised err.
@@ -250,7 +257,7 @@ class Executor:
             )
             return None
         if isinstance(err, Retry):
-            return Finish.snoozed(job, timestamp(self._store.clock() + err.after))
+            return Finish.snoozed(job, self._after(err.after))
         if isinstance(err, Failure):
             return Finish.failed(job, storable(str(err.message)))
         logger.error("job failed", exc_info=err)

@@ -120,7 +120,12 @@ class Options:
     def run_at(self, where: str, now: datetime.datetime, run_at: object) -> str:
         """The job's run_at as stored: run_at itself, or now plus the delay."""
         if run_at is None:
-            return timestamp(now if self.delay is None else now + self.delay)
+            try:
+                return timestamp(now if self.delay is None else now + self.delay)
+            except OverflowError:
+                raise ValueError(
+                    f"{where}: delay {self.delay!r} puts run_at past the year 9999"
+                ) from None
         if not isinstance(run_at, datetime.datetime) or run_at.tzinfo is None:
             raise ValueError(f"{where}: run_at must be an aware datetime, got {run_at!r}")
         if self.delay is not None:

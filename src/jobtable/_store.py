@@ -23,6 +23,9 @@ def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
+_MAX_SEQ = (1 << 63) - 1
+
+
 def _list(
     status: Status | str | None,
     kind: str | None,
@@ -31,13 +34,20 @@ def _list(
     limit: int,
 ) -> ListJobs:
     if status is not None:
-        status = Status(status)
+        try:
+            status = Status(status)
+        except ValueError:
+            choices = ", ".join(s.value for s in Status)
+            raise ValueError(
+                f"list_jobs: status must be one of {choices}, got {status!r}"
+            ) from None
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise ValueError(f"list_jobs: limit must be an int from 1 to 1000, got {limit!r}")
     if before is not None and (isinstance(before, bool) or not isinstance(before, int)):
         raise ValueError(f"list_jobs: before must be the int seq of a record, got {before!r}")
+    # A seq is a positive 64-bit int: before past either end means all jobs, or none.
     return ListJobs(
-        (1 << 63) - 1 if before is None else before,
+        _MAX_SEQ if before is None else min(max(before, 0), _MAX_SEQ),
         None if status is None else str(status),
         kind,
         queue,

@@ -120,7 +120,11 @@ class StoreOperations:
         It deletes in batches, each its own transaction, so runners keep
         claiming meanwhile. Raises ValueError for a negative older_than.
         """
-        before = timestamp(self.clock() - _older_than(older_than))
+        older_than = _older_than(older_than)
+        try:
+            before = timestamp(self.clock() - older_than)
+        except OverflowError:
+            return 0  # before year 1: no job finished so long ago
         total = 0
         while True:
             deleted = self.engine.write(PruneJobs(before, _PRUNE_BATCH))

@@ -8,7 +8,8 @@ import secrets
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_TIME_FORMAT = "-%m-%dT%H:%M:%S.%fZ"
+"""The timestamp text after its year."""
 
 
 def timestamp(moment: datetime) -> str:
@@ -19,7 +20,10 @@ def timestamp(moment: datetime) -> str:
     """
     if moment.tzinfo is None:
         raise ValueError(f"timestamp({moment!r}): a naive datetime has no time zone")
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+    utc = moment.astimezone(UTC)
+    # strftime's %Y does not pad a year before 1000 ("1-01-01"), which would
+    # neither sort nor parse back: the year is padded to four digits here.
+    return f"{utc.year:04d}{utc.strftime(_TIME_FORMAT)}"
 
 
 def now() -> str:
@@ -70,10 +74,13 @@ def storable(text: str) -> str:
 
 _USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):([^@]*)@")
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*")
+# libpq's keyword form, "host=db user=app password=...", which a user may pass as a target.
+_KEYWORD_PASSWORD = re.compile(r"(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
 
 
 def _passwords(url: str) -> list[str]:
     found = [m.group(2) for m in [_USERINFO_PASSWORD.match(url)] if m and m.group(2)]
+    found += [m.group(1) for m in _KEYWORD_PASSWORD.finditer(url)]
     return found + [m.group(0).split("=", 1)[1] for m in _QUERY_PASSWORD.finditer(url)]
 
 

@@ -4,9 +4,11 @@ import os
 import pathlib
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -34,21 +36,26 @@ def environ(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def started(target: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """The command serving target on a free port, with a token from the environment."""
+def started(target: str) -> Iterator[tuple[subprocess.Popen[str], str, list[str]]]:
+    """The command serving target on a free port, with a token from the environment.
+
+    Yields the process, its base URL and the lines of its log (stdout and
+    stderr) read so far.
+    """
     proc = subprocess.Popen(
         [str(SCRIPT), "dashboard", "--store", target, "--port", "0"],
         env=environ(JOBTABLE_DASHBOARD_TOKEN="tok-123"),
-        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # uvicorn's access log
+        stderr=subprocess.STDOUT,
         text=True,
     )
-    assert proc.stderr is not None
+    assert proc.stdout is not None
     found: list[str] = []
     ready = threading.Event()
 
     def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
+        assert proc.stdout is not None
+        for line in proc.stdout:
             found.append(line)
             if RUNNING.search(line):
                 ready.set()
@@ -60,19 +67,19 @@ def started(target: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
         assert ready.wait(120), "the dashboard did not start"
         match = RUNNING.search("".join(found))
         assert match is not None, "".join(found)
-        yield proc, f"http://127.0.0.1:{match.group(1)}"
+        yield proc, f"http://127.0.0.1:{match.group(1)}", found
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
             proc.wait(120)
         reader.join(120)
-        proc.stderr.close()
+        proc.stdout.close()
 
 
 def test_it_serves_the_store_and_stops_cleanly_on_sigint(
-    started: tuple[subprocess.Popen[str], str],
+    started: tuple[subprocess.Popen[str], str, list[str]],
 ) -> None:
-    proc, base = started
+    proc, base, _ = started
     refused = Client(base).get("/")
     page = Client(base).get("/jobs?kind=echo", {"Authorization": "Bearer tok-123"})
     assert refused.status == 401
@@ -107,3 +114,35 @@ def test_a_bad_basic_auth_is_a_one_line_error(target: str) -> None:
     done = run_dashboard(target, "--basic-auth", "nocolon")
     assert done.returncode == 1
     assert done.stderr == "jobtable: error: --basic-auth: want user:password\n"
+
+
+def test_the_token_of_a_sign_in_link_never_reaches_the_log(
+    started: tuple[subprocess.Popen[str], str, list[str]],
+) -> None:
+    proc, base, found = started
+    signed_in = Client(base).get("/jobs?token=tok-123&kind=echo")
+    assert signed_in.status == 303
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(120) == 0
+    # uvicorn logged the request as it answered; the reader thread may lag behind.
+    for _ in range(1200):
+        if "See Other" in "".join(found):
+            break
+        time.sleep(0.1)
+    log = "".join(found)
+    assert "GET /jobs?token=***&kind=echo" in log
+    assert "tok-123" not in log
+
+
+def test_a_port_in_use_is_a_one_line_error(target: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # uvicorn logged it among its start-up lines and exited with status 3.
+        done = run_dashboard(target, "--port", str(port))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"jobtable: error: dashboard: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]

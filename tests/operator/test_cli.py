@@ -82,6 +82,12 @@ def test_the_script_and_python_m_both_run_the_command() -> None:
     assert "retry" in result.stdout
 
 
+def test_version_and_short_help_answer_as_other_tools_do() -> None:
+    assert output(run_cli("--version")) == f"jobtable {jobtable.__version__}\n"
+    assert "migrate" in output(run_cli("-h"))
+    assert "retry" in output(run_cli("jobs", "-h"))
+
+
 def test_a_command_without_a_store_says_how_to_give_one() -> None:
     assert "JOBTABLE_STORE" in one_line_error(run_cli("stats"))
 
@@ -96,6 +102,14 @@ def test_a_bad_url_is_one_line_without_its_password() -> None:
             line = one_line_error(run_cli(*args))
             assert "hunter2pw" not in line
             assert "***" in line
+    # libpq's keyword form is no URL (it is taken as a file path), but it holds a password.
+    for target in (
+        "host=127.0.0.1 port=1 user=ops password=hunter2pw",
+        "host=127.0.0.1 password = 'hunter2pw quoted' user=ops",
+    ):
+        line = one_line_error(run_cli("stats", "--store", target))
+        assert "hunter2pw" not in line
+        assert "***" in line
 
 
 async def test_list_show_and_the_json_agree_with_the_store(
@@ -125,6 +139,23 @@ def test_bad_filters_and_options_are_one_line_errors(cli: Cli, store: jobtable.S
     assert "limit" in one_line_error(cli("jobs", "list", "--limit", "0"))
     assert "--older-than '7x'" in one_line_error(cli("prune", "--older-than", "7x"))
     assert "--older-than" in one_line_error(cli("prune", "--older-than", "-1d"))
+    # Past what a timedelta holds: an error naming the option, not an OverflowError.
+    assert "--older-than '999999999999d'" in one_line_error(
+        cli("prune", "--older-than", "999999999999d")
+    )
+    assert "'bogus'" in one_line_error(cli("jobs", "list", "--status", "bogus"))
+
+
+def test_edges_of_durations_and_pages_are_answered_not_tracebacks(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    job_id = ping.enqueue(store, 1)
+    # Longer ago than the calendar goes back: nothing finished then.
+    assert json.loads(output(cli("prune", "--older-than", "99999999d", "--json"))) == {"deleted": 0}
+    # Past the largest seq: every job is before it.
+    listed = json.loads(output(cli("jobs", "list", "--before", str(1 << 70), "--json")))
+    assert [record["id"] for record in listed] == [job_id]
+    assert json.loads(output(cli("jobs", "list", "--before", str(-(1 << 70)), "--json"))) == []
 
 
 def test_an_unknown_id_fails_naming_it_and_changes_nothing(cli: Cli, store: jobtable.Store) -> None:
@@ -165,6 +196,40 @@ async def test_cancel_retry_and_delete_act_on_every_id(cli: Cli, store: jobtable
     assert json.loads(output(cli("jobs", "retry-failed", "--kind", "ping", "--json"))) == {
         "retried": 1
     }
+
+
+def test_an_id_given_twice_is_acted_on_once_and_reports_that_action(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    job_id = ping.enqueue(store, 1)
+    cancelled = json.loads(output(cli("jobs", "cancel", job_id, job_id, "--json")))
+    assert cancelled == {job_id: "cancelled"}
+    # Acted on twice, the second retry's "queued" would hide that the first retried it.
+    retried = json.loads(output(cli("jobs", "retry", job_id, job_id, "--json")))
+    assert retried == {job_id: "retried"}
+    assert store.get(job_id).status == jobtable.Status.QUEUED
+
+
+async def test_stored_text_is_shown_as_written_not_as_markup_or_terminal_codes(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    odd = jobtable.Kind("[bold]odd[/bold]", int, int, queue="[/red]q")
+    runner = jobtable.Runner(store, queues={"[/red]q": 1}, name="cli-test")
+
+    @runner.handler(odd)
+    async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:
+        raise jobtable.Failure("[/] title \x1b]0;pwned\x07 set")
+
+    job_id = odd.enqueue(store, 1)
+    await runner.run_next()
+    # Rich markup in a kind, queue or message crashed the tables (MarkupError), and a
+    # message's escape sequence reached the operator's terminal as a command.
+    for command in (("jobs", "list"), ("jobs", "show", job_id), ("stats",)):
+        shown = output(cli(*command))
+        assert "\x1b" not in shown
+        assert "[/red]q" in shown
+    assert "[bold]odd[/bold]" in output(cli("jobs", "list"))
+    assert "[/] title \\x1b]0;pwned\\x07 set" in output(cli("jobs", "show", job_id))
 
 
 def test_stats_and_prune(cli: Cli, store: jobtable.Store) -> None:
@@ -256,14 +321,26 @@ def test_the_worker_runs_the_applications_runner_and_no_output_shows_a_handlers_
 
 
 def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None:
-    (tmp_path / "notes.py").write_text("runner = 42\n")
+    (tmp_path / "notes.py").write_text(
+        "import jobtable\n\nrunner = 42\n\n\ndef make(name):\n    return None\n"
+    )
+    (tmp_path / "deadstore.py").write_text(
+        "import jobtable\n\n"
+        "store = jobtable.Store.open('postgresql://ops:hunter2pw@127.0.0.1:1/app')\n"
+        "runner = jobtable.Runner(store)\n"
+    )
     for spec, said in (
         ("notes", "module:attribute"),
         ("missing_module:runner", "cannot import"),
         ("notes:nothing", "no attribute"),
         ("notes:runner", "want a jobtable.Runner"),
+        # These were tracebacks: a factory that takes arguments, a class, a dead store.
+        ("notes:make", "make needs arguments"),
+        ("jobtable:Runner", "want a jobtable.Runner"),
+        ("deadstore:runner", "importing deadstore: postgres store postgresql://ops:***@"),
     ):
         result = subprocess.run(
             [str(SCRIPT), "worker", spec], cwd=tmp_path, capture_output=True, text=True
         )
         assert said in one_line_error(result)
+        assert "hunter2pw" not in result.stderr

@@ -179,6 +179,20 @@ async def test_runners_lists_each_runner_alive_with_the_jobs_it_holds(
     assert store.runners() == []
 
 
+def test_prune_older_than_the_calendar_deletes_nothing(store: jobtable.Store) -> None:
+    assert store.prune(datetime.timedelta.max) == 0
+
+
+def test_list_jobs_before_past_either_end_of_a_seq_is_every_job_or_none(
+    store: jobtable.Store,
+) -> None:
+    job_id = job.enqueue(store, 1)
+    assert [r.id for r in store.list_jobs(before=1 << 70)] == [job_id]
+    assert store.list_jobs(before=-(1 << 70)) == []
+    with pytest.raises(ValueError, match=r"status must be one of queued, .*, got 'bogus'"):
+        store.list_jobs(status="bogus")
+
+
 def test_runners_refuses_a_lease_that_is_not_positive(store: jobtable.Store) -> None:
     with pytest.raises(ValueError, match="lease"):
         store.runners(lease=0)

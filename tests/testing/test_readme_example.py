@@ -1,8 +1,11 @@
 """The README's "Testing your handlers" example as written there, on the plugin's fixtures."""
 
 import datetime
+import pathlib
+import re
 
 import pydantic
+import pytest
 
 import jobtable
 from jobtable.testing import FrozenClock, assert_enqueued, drain
@@ -30,6 +33,7 @@ async def make_thumbnail(ctx: jobtable.JobContext[Progress], payload: Thumbnail)
     return Progress(done=3, total=3, url=f"/thumbs/{payload.photo_id}")
 
 
+@pytest.mark.asyncio
 async def test_thumbnail(jobtable_store: jobtable.Store, jobtable_clock: FrozenClock) -> None:
     runner = jobtable.Runner(jobtable_store)
     runner.handler(thumbnail)(make_thumbnail)
@@ -45,3 +49,23 @@ async def test_thumbnail(jobtable_store: jobtable.Store, jobtable_clock: FrozenC
 
     jobtable_clock.advance(hours=1)
     assert [record.id for record in await drain(runner)] == [later]
+
+
+def _readme_block(holding: str) -> str:
+    """The README's first python block that holds the text holding, verbatim."""
+    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
+    blocks: list[str] = re.findall(r"```python\n(.*?)```", readme, re.S)
+    return next(b for b in blocks if holding in b)
+
+
+def test_the_readmes_example_passes_as_pasted_into_a_project_of_its_own(
+    pytester: pytest.Pytester,
+) -> None:
+    # A fresh project: no asyncio_mode = "auto", only what the README shows.
+    pytester.makepyfile(
+        tasks=_readme_block("# tasks.py"),
+        worker=_readme_block("# worker.py"),
+        test_thumbnails=_readme_block("def test_thumbnail("),
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
