@@ -61,7 +61,9 @@ def _readme_block(holding: str) -> str:
 def test_the_readmes_example_passes_as_pasted_into_a_project_of_its_own(
     pytester: pytest.Pytester,
 ) -> None:
-    # A fresh project: no asyncio_mode = "auto", only what the README shows.
+    # A fresh project: no asyncio_mode = "auto", only what the README shows,
+    # and the loop scope pytest-asyncio warns about when it is unset.
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(
         tasks=_readme_block("# tasks.py"),
         worker=_readme_block("# worker.py"),
