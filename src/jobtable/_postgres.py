@@ -256,17 +256,23 @@ class PostgresEngine:
         See ``jobtable._postgres_transaction.write_in``; a psycopg error is a
         StoreError.
         """
-        ours = self._table()
-        try:
-            return write_in(conn, ours, op, where)
-        except psycopg.Error as err:
-            raise _store_error(self._where, where, err) from err
+        return self._in(write_in, conn, op, where)
 
     def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         """Runs op, which only reads, on conn, the app's psycopg connection, in its transaction."""
+        return self._in(read_in, conn, op, where)
+
+    def _in(
+        self,
+        run: Callable[[object, JobsTable, Callable[[Queries], T], str], T],
+        conn: object,
+        op: Callable[[Queries], T],
+        where: str,
+    ) -> T:
+        """Runs op on conn through run (write_in, read_in); a psycopg error is a StoreError."""
         ours = self._table()
         try:
-            return read_in(conn, ours, op, where)
+            return run(conn, ours, op, where)
         except psycopg.Error as err:
             raise _store_error(self._where, where, err) from err
 
