@@ -17,7 +17,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError, schema_refusal
@@ -182,7 +182,7 @@ class SQLiteEngine:
         Cancelling the caller before op starts means op never runs; once it
         has started it still commits.
         """
-        return cast("T", await asyncio.wrap_future(self._writer.submit(op)))
+        return await self._writer.awrite(op)
 
     def read(self, op: Callable[[Queries], T]) -> T:
         """Runs op on a read-only connection, in one snapshot, in the calling thread.

@@ -23,18 +23,23 @@ _TRANSIENT_CODES = frozenset(
 """SQLite's primary result codes that a later retry of the same call may not get."""
 
 
-@contextlib.contextmanager
-def driver_errors(path: Path) -> Iterator[None]:
-    """Turns a sqlite3 error into a StoreError naming path; lets every other exception by.
+def store_error(path: Path, err: sqlite3.Error) -> StoreError:
+    """The StoreError naming path that err becomes, transient or not.
 
     This is the one place a driver error is translated, and classified: a
     busy or locked database, an I/O error, a full disk or a file that cannot
     be opened now is transient (the same call may succeed later); any other
     error (a constraint, bad data, a bad statement) is not.
     """
+    code = getattr(err, "sqlite_errorcode", None)
+    transient = code is not None and code & 0xFF in _TRANSIENT_CODES
+    return StoreError(f"sqlite store {path}: {err}", transient=transient)
+
+
+@contextlib.contextmanager
+def driver_errors(path: Path) -> Iterator[None]:
+    """Turns a sqlite3 error into a StoreError naming path (``store_error``); lets others by."""
     try:
         yield
     except sqlite3.Error as err:
-        code = getattr(err, "sqlite_errorcode", None)
-        transient = code is not None and code & 0xFF in _TRANSIENT_CODES
-        raise StoreError(f"sqlite store {path}: {err}", transient=transient) from err
+        raise store_error(path, err) from err

@@ -9,32 +9,32 @@ Who leads is a design decision (BENCHMARKS.md, "Group commit: who leads"). A
 synchronous ``write`` that finds the writer idle leads: it runs its own
 transaction in its own thread, so an uncontended write pays no hop to
 another thread and back. Writes that arrive while a leader is busy queue
-behind it; once the leader has committed, it hands the writer to the writer
-thread, which commits everything queued in one transaction and goes on
-until nothing waits, then lets the writer go idle. The leader returns as
-soon as its own batch is committed: it never serves a stream of others'
-writes. An asynchronous write never leads on the event loop, since a commit
-waits for an fsync: it queues, and wakes the writer thread to lead when the
-writer is idle.
+behind it. Once the leader has committed, it hands the writer on: to the
+oldest synchronous write waiting, whose thread is woken to lead the next
+batch (which holds its own write) instead of being woken later for its
+result, or, when only asynchronous writes wait, to the writer thread, which
+commits batches until nothing waits and then lets the writer go idle. A
+caller that leads returns as soon as its own batch is committed: it never
+serves a stream of others' writes. An asynchronous write never leads on the
+event loop, since a commit waits for an fsync: it queues, and wakes the
+writer thread to lead when the writer is idle; its result reaches the event
+loop with one call_soon_threadsafe per batch.
 
-The only SQL here is transaction plumbing (BEGIN, SAVEPOINT, COMMIT) that
-sqlc cannot express.
+How a batch commits, each write in its own savepoint, is
+``jobtable._sqlite_commit``.
 """
 
+import asyncio
 import collections
 import contextlib
-import queue
-import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
-from jobtable._sqlite_errors import driver_errors
+from jobtable._sqlite_commit import DONE, LEAD, Call, commit, resolve
 from jobtable._sqlite_text import Connection
 
 T = TypeVar("T")
@@ -42,18 +42,7 @@ T = TypeVar("T")
 MAX_BATCH = 512
 """The most operations the writer commits in one transaction."""
 
-
-@dataclass(slots=True)
-class _Call:
-    op: Callable[[Queries], Any]
-    future: Future[Any]
-
-
-@dataclass(slots=True)
-class _Outcome:
-    call: _Call
-    ok: bool
-    value: Any
+_get_ident = threading.get_ident
 
 
 class Writer:
@@ -77,15 +66,18 @@ class Writer:
         self._lock = threading.Lock()
         self._closed = False
         # The writes waiting, and whether someone leads (a thread holds the
-        # connection, or the writer thread was woken to). Both under _lock;
-        # while a write waits, someone leads.
-        self._pending: collections.deque[_Call] = collections.deque()
+        # connection, or was woken to lead). Both under _lock; while a write
+        # waits, someone leads.
+        self._pending: collections.deque[Call] = collections.deque()
         self._leading = False
         self._idle = threading.Condition(self._lock)
-        # Set in the thread that runs a batch, while it runs it.
-        self._local = threading.local()
-        # Wakes the writer thread to lead (True) or to exit (None).
-        self._wake: queue.SimpleQueue[bool | None] = queue.SimpleQueue()
+        # The thread running operations, while it runs them: 0 otherwise.
+        self._op_thread = 0
+        # Held while the writer thread sleeps; released once to wake it, to
+        # lead (or, once _stopping, to exit).
+        self._wake = threading.Lock()
+        self._wake.acquire()
+        self._stopping = False
         self._thread = threading.Thread(
             target=self._write_loop, name=f"jobtable-sqlite-writer {path.name}", daemon=True
         )
@@ -104,30 +96,54 @@ class Writer:
     def write(self, op: Callable[[Queries], T]) -> T:
         """Runs op in a write transaction; returns its result once committed.
 
-        When no other write is under way, op runs in the calling thread.
+        When no other write is under way, op runs in the calling thread; when
+        one is, this thread may be woken to lead the batch that holds op.
         Refused from inside an operation.
         """
-        self.refuse_in_op("write")
-        call = _Call(op, Future())
-        if self._submit(call, lead=True):
-            self._lead_once()
-        return cast("T", call.future.result())
+        if self._op_thread == _get_ident():
+            raise self._inside("write")
+        call = Call(op)
+        with self._lock:
+            if self._closed:
+                raise self._closed_error()
+            if self._leading:
+                call.wake = wake = threading.Lock()
+                wake.acquire()
+                self._pending.append(call)
+            else:
+                self._leading = True
+        if call.wake is None:
+            self._lead([call], call)
+            return cast("T", call.result())
+        self._wait(call)
+        if call.state == LEAD:
+            with self._lock:
+                batch = self._take()
+            self._lead(batch, call)
+        return cast("T", call.result())
 
-    def submit(self, op: Callable[[Queries], T]) -> "Future[T]":
-        """Queues op for the writer thread; the future gives its result once committed.
+    async def awrite(self, op: Callable[[Queries], T]) -> T:
+        """Queues op for the writer thread; returns its result once committed.
 
-        Cancelling the future before op starts means op never runs.
+        Cancelling the caller before op starts means op never runs; once it
+        has started it still commits.
         """
-        call = _Call(op, Future())
-        self._submit(call, lead=False)
-        return call.future
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        call = Call(op, future)
+        with self._lock:
+            if self._closed:
+                raise self._closed_error()
+            self._pending.append(call)
+            wake = not self._leading
+            self._leading = True
+        if wake:
+            self._wake.release()
+        return await future
 
     def refuse_in_op(self, doing: str) -> None:
         """Raises StoreError when called from inside an operation, where doing would deadlock."""
-        if getattr(self._local, "in_op", False):
-            raise StoreError(
-                f"sqlite store {self.path}: {doing} called from inside a write operation"
-            )
+        if self._op_thread == _get_ident():
+            raise self._inside(doing)
 
     def close(self) -> None:
         """Commits the writes already queued, then closes the connection; again does nothing."""
@@ -139,145 +155,126 @@ class Writer:
             # Whoever leads finishes the writes already queued first.
             while self._leading:
                 self._idle.wait()
-            self._wake.put(None)
+            self._stopping = True
+        self._wake.release()
         self._thread.join()
         self.connection.close()
 
-    def _submit(self, call: _Call, *, lead: bool) -> bool:
-        """Queues call; True when the caller is to lead (lead, and the writer was idle).
+    def _inside(self, doing: str) -> StoreError:
+        return StoreError(f"sqlite store {self.path}: {doing} called from inside a write operation")
 
-        Otherwise, if the writer was idle, wakes the writer thread to lead.
-        """
-        with self._lock:
-            if self._closed:
-                raise StoreError(f"sqlite store {self.path}: the store is closed")
-            self._pending.append(call)
-            if self._leading:
-                return False
-            self._leading = True
-        if lead:
-            return True
-        self._wake.put(True)
-        return False
+    def _closed_error(self) -> StoreError:
+        return StoreError(f"sqlite store {self.path}: the store is closed")
 
-    def _take(self) -> list[_Call]:
+    def _wait(self, call: Call) -> None:
+        """Waits until call's thread is woken, to lead or with call's outcome."""
+        wake = cast("threading.Lock", call.wake)
+        try:
+            wake.acquire()
+        except BaseException:
+            # Interrupted (KeyboardInterrupt): op still runs with its batch,
+            # and if this thread was just chosen to lead, the writer thread
+            # leads instead, so the writes behind it are not stranded.
+            with self._lock:
+                call.wake = None
+                if call.state == LEAD:
+                    self._wake.release()
+            raise
+
+    def _take(self) -> list[Call]:
         """The writes waiting, oldest first, up to MAX_BATCH; called under _lock."""
         pending = self._pending
-        return [pending.popleft() for _ in range(min(len(pending), MAX_BATCH))]
+        if len(pending) <= MAX_BATCH:
+            batch = list(pending)
+            pending.clear()
+            return batch
+        return [pending.popleft() for _ in range(MAX_BATCH)]
 
-    def _lead_once(self) -> None:
-        """Commits the writes waiting, the caller's own first, then hands the writer on."""
+    def _lead(self, batch: list[Call], own: Call) -> None:
+        """Commits batch, which holds own (the caller's), hands the writer on, wakes the others."""
         try:
-            with self._lock:
-                batch = self._take()
-            self._run_batch(batch)
+            self._run(batch)
         finally:
             with self._lock:
-                if self._pending:
-                    # Writes queued behind this batch: the writer thread leads
-                    # on, and this caller returns now.
-                    self._wake.put(True)
-                else:
+                if not self._pending:
                     self._leading = False
-                    self._idle.notify_all()
+                    if self._closed:
+                        self._idle.notify_all()
+                elif not self._hand_to_waiter():
+                    self._wake.release()
+        self._deliver(batch, own)
+
+    def _hand_to_waiter(self) -> bool:
+        """Wakes the oldest synchronous write among the next batch to lead it; under _lock.
+
+        False when none waits there: the writer thread is to lead.
+        """
+        for number, call in enumerate(self._pending):
+            if number == MAX_BATCH:
+                break
+            if call.wake is not None:
+                call.state = LEAD
+                call.wake.release()
+                return True
+        return False
 
     def _write_loop(self) -> None:
         # Leads each time it is woken, until no write waits. What is already
         # waiting goes in one transaction, and it never waits for more: a
         # lone write commits at once.
-        while self._wake.get():
+        while True:
+            self._wake.acquire()
+            if self._stopping:
+                return
             while True:
                 with self._lock:
                     batch = self._take()
-                    if not batch:
+                self._run(batch)
+                with self._lock:
+                    more = bool(self._pending)
+                    if not more:
                         self._leading = False
-                        self._idle.notify_all()
-                        break
-                self._run_batch(batch)
+                        if self._closed:
+                            self._idle.notify_all()
+                self._deliver(batch, None)
+                if not more:
+                    break
 
-    def _run_batch(self, batch: list[_Call]) -> None:
-        calls = [call for call in batch if call.future.set_running_or_notify_cancel()]
+    def _deliver(self, batch: list[Call], own: Call | None) -> None:
+        """Wakes every write of batch but own with its outcome: threads, then event loops."""
+        loop: asyncio.AbstractEventLoop | None = None
+        resolved: list[Call] = []
+        others: dict[asyncio.AbstractEventLoop, list[Call]] = {}
+        for call in batch:
+            if call is own:
+                continue
+            if call.future is not None:
+                call_loop = call.future.get_loop()
+                if loop is None:
+                    loop = call_loop
+                if call_loop is loop:
+                    resolved.append(call)
+                else:
+                    others.setdefault(call_loop, []).append(call)
+            elif call.wake is not None:
+                call.state = DONE
+                call.wake.release()
+        if loop is None:
+            return
+        others[loop] = resolved
+        for each_loop, calls in others.items():
+            # A loop already closed has no one left to tell.
+            with contextlib.suppress(RuntimeError):
+                each_loop.call_soon_threadsafe(resolve, calls)
+
+    def _run(self, batch: list[Call]) -> None:
+        """Runs and commits batch: each write gets its outcome (a cancelled awrite is skipped)."""
+        calls = [c for c in batch if c.future is None or not c.future.cancelled()]
         if not calls:
             return
-        self._local.in_op = True
+        self._op_thread = _get_ident()
         try:
-            if len(calls) == 1:
-                self._commit_one(calls[0])
-            else:
-                self._commit_batch(calls)
+            if commit(self.connection, self._queries, self.path, calls):
+                self.commits += 1
         finally:
-            self._local.in_op = False
-
-    def _commit_one(self, call: _Call) -> None:
-        """A batch of one write: its own transaction, without a savepoint.
-
-        If op raises, rolling back the transaction rolls back its writes
-        alone, as the savepoint does in a shared batch.
-        """
-        conn = self.connection
-        try:
-            with driver_errors(self.path):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    with driver_errors(self.path):
-                        value = conn.run(call.op, self._queries)
-                except BaseException:
-                    conn.finish_statements()
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-        except BaseException as err:
-            conn.finish_statements()
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            call.future.set_exception(err)
-            return
-        self.commits += 1
-        call.future.set_result(value)
-
-    def _commit_batch(self, calls: list[_Call]) -> None:
-        conn = self.connection
-        outcomes: list[_Outcome] = []
-        try:
-            with driver_errors(self.path):
-                conn.execute("BEGIN IMMEDIATE")
-                for call in calls:
-                    conn.execute("SAVEPOINT jobtable_op")
-                    try:
-                        with driver_errors(self.path):
-                            value = conn.run(call.op, self._queries)
-                    except BaseException as exc:
-                        outcomes.append(_Outcome(call, False, exc))
-                        if not conn.in_transaction:
-                            # SQLite rolled back the whole transaction (a
-                            # full disk, an I/O error): the batch is lost.
-                            raise StoreError(
-                                f"sqlite store {self.path}: the transaction was rolled back: {exc}",
-                                transient=True,
-                            ) from exc
-                        conn.execute("ROLLBACK TO jobtable_op")
-                        conn.execute("RELEASE jobtable_op")
-                    else:
-                        conn.execute("RELEASE jobtable_op")
-                        outcomes.append(_Outcome(call, True, value))
-                conn.execute("COMMIT")
-        except BaseException as batch_error:
-            conn.finish_statements()
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            # An op that raised keeps its own exception; every other op of the
-            # batch had writes that were not committed, and gets the cause.
-            failed = {id(o.call): o.value for o in outcomes if not o.ok}
-            for call in calls:
-                call.future.set_exception(failed.get(id(call), batch_error))
-            return
-        self.commits += 1
-        # Only now, after COMMIT: no caller sees a result before it is stored.
-        for outcome in outcomes:
-            if outcome.ok:
-                outcome.call.future.set_result(outcome.value)
-            else:
-                outcome.call.future.set_exception(outcome.value)
+            self._op_thread = 0
