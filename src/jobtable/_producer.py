@@ -85,6 +85,12 @@ class Producer:
         self._backoff = backoff
         self._stopping = stopping
         self._astopping = astopping
+        # An enqueue or a commit was seen since the claim under way began
+        # (poke, from any thread); the claimer reads it before it waits.
+        self._poked = False
+        # True while the claimer waits for jobs: only then does a poke need
+        # to wake it, through _wake, on the loop.
+        self._waits_for_jobs = False
         self._wake = asyncio.Event()
         self._slots = 0
         # Workers without a job: the claimer and the workers waiting.
@@ -105,8 +111,20 @@ class Producer:
         """Takes slots workers, each of which calls next_job until it returns None."""
         self._slots = slots
 
+    def poke(self) -> bool:
+        """Notes that jobs may have come; safe from any thread.
+
+        Returns whether the claimer waits for jobs, so that wake must follow
+        on the event loop. Otherwise the claim under way, or the next one,
+        looks anyway: one that finds fewer jobs than free workers claims
+        again instead of waiting.
+        """
+        self._poked = True
+        return self._waits_for_jobs
+
     def wake(self) -> None:
         """Makes the producer look for jobs now; call it on the event loop."""
+        self._poked = True
         self._wake.set()
 
     def stop(self) -> None:
@@ -179,6 +197,7 @@ class Producer:
                 await self._idle()
             backoff = self._backoff.first
             while not self._stopping.is_set():
+                self._poked = False
                 self._wake.clear()
                 wanted = self._free
                 # The outcomes of the jobs that freed the slots commit with the
@@ -218,7 +237,15 @@ class Producer:
     async def _idle(self) -> None:
         """Waits for jobs, the outcomes waiting stored meanwhile: a wake, a due job or the poll."""
         self._completer.flush()
-        await self._wait(self._wake, await self._idle_wait())
+        seconds = await self._idle_wait()
+        # Set before _poked is read, as poke sets _poked before it reads this:
+        # a poke either is seen here or sees the claimer idle and wakes it.
+        self._waits_for_jobs = True
+        try:
+            if not self._poked:
+                await self._wait(self._wake, seconds)
+        finally:
+            self._waits_for_jobs = False
 
     async def claim(self, max_jobs: int, outcomes: Sequence[Finish] = ()) -> Sequence[ClaimedRow]:
         """Stores outcomes and claims up to max_jobs jobs, in one write.

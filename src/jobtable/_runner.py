@@ -238,10 +238,14 @@ class Runner:
         """Wakes an idle worker to look for a new job; safe from any thread.
 
         Every enqueue through the runner's store calls it; it does nothing
-        while the runner is not running.
+        while the runner is not running. Where every queue's workers are busy
+        or claiming, it only marks them poked, and the event loop is not woken.
         """
         loop = self._loop
         if loop is None or loop.is_closed():
+            return
+        idle = [producer.poke() for producer in self._producers]
+        if not any(idle):
             return
         try:
             running = asyncio.get_running_loop()

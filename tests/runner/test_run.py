@@ -262,19 +262,29 @@ async def test_a_jobs_outcome_commits_in_the_write_that_claims_the_next_job(
 
 
 class HoldingEngine(CountingEngine):
-    """A store's real engine whose claims wait, once hold is set, until release is."""
+    """A store's real engine whose claims wait, once hold is set, until release is.
+
+    hold "before" holds a claim before it runs, "after" once it committed.
+    """
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
-        self.hold = False
+        self.hold: str | None = None
         self.held = asyncio.Event()
         self.release = asyncio.Event()
 
+    async def _held(self) -> None:
+        self.held.set()
+        await self.release.wait()
+
     async def awrite(self, op: Callable[[Queries], T]) -> T:
-        if self.hold and getattr(op, "max_jobs", 0) > 0:
-            self.held.set()
-            await self.release.wait()
-        return await super().awrite(op)
+        claims = getattr(op, "max_jobs", 0) > 0
+        if claims and self.hold == "before":
+            await self._held()
+        done = await super().awrite(op)
+        if claims and self.hold == "after":
+            await self._held()
+        return done
 
 
 async def test_the_jobs_of_a_claim_under_way_when_stop_begins_still_run(
@@ -294,7 +304,7 @@ async def test_the_jobs_of_a_claim_under_way_when_stop_begins_still_run(
     try:
         await wait_until(lambda: runner.get(first).status is jobtable.Status.RUNNING)
         # Two workers are free: the next claim is for both, and it waits.
-        holding.hold = True
+        holding.hold = "before"
         later = numbers.enqueue_many([1, 2])
         await wait_until(holding.held.is_set)
         runner.stop()
@@ -306,6 +316,35 @@ async def test_the_jobs_of_a_claim_under_way_when_stop_begins_still_run(
         await runner.wait()
     # Claimed, the jobs ran: none was left running with no worker to run it.
     assert [runner.get(i).status for i in [first, *later]] == [jobtable.Status.SUCCEEDED] * 3
+
+
+async def test_a_job_enqueued_elsewhere_while_a_claim_finds_none_is_not_missed(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    async def double(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return 2 * payload
+
+    holding = HoldingEngine(store.engine)
+    holding.hold = "after"
+    # Polling an hour apart, only the enqueue's wake can find the job in time.
+    runner = jobtable.Runner(
+        jobtable.Store(holding, target="holding"), workers=1, poll_interval=3600
+    )
+    numbers = runner.register("number", double)
+    await runner.start()
+    try:
+        # The first claim found the queue empty; before the claimer waits, a
+        # job commits from another thread.
+        await wait_until(holding.held.is_set)
+        job_id = await asyncio.to_thread(numbers.enqueue, 21)
+        holding.hold = None
+        holding.release.set()
+        await wait_until(finished(runner, [job_id]))
+    finally:
+        holding.release.set()
+        runner.stop()
+        await runner.wait()
+    assert numbers.get(job_id).result == 42
 
 
 async def test_an_attempt_that_ends_before_its_timeout_leaves_no_timer_behind(
