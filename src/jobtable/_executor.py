@@ -244,7 +244,7 @@ class Executor:
             finally:
                 if timer is not None:
                     timer.cancel()
-                del self._attempts[job.id]
+                self._attempts.pop(job.id, None)
                 # The task's cancel request was the attempt's own ending, not
                 # a shutdown's, when no other request remains after it.
                 ours = running.why is not None and task.uncancel() <= running.cancelling

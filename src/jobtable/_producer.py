@@ -142,13 +142,12 @@ class Producer:
         otherwise at once.
         """
         self._free += 1
-        if self._stopping.is_set():
+        if self._unhanded or self._stopping.is_set():
             if outcome is not None:
                 self._completer.add(outcome, claim_follows=False)
-            return None
-        if self._unhanded:
-            if outcome is not None:
-                self._completer.add(outcome, claim_follows=False)
+            if not self._unhanded:
+                return None
+            # Claimed, a job runs even once stop began.
             self._free -= 1
             return self._unhanded.popleft()
         if self._claimer:

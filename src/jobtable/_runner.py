@@ -1,10 +1,10 @@
 """The runner: a worker process's handlers, and the services that run their jobs.
 
 It wires four services, each owning its own state, with explicit hand-offs:
-the producer claims jobs for free worker slots and puts them on a queue; a
-worker takes one, the executor runs it and decides its outcome, and the
-worker hands the outcome to the completer (which stores it with the next
-claim, or at once) and its slot back to the producer; maintenance renews the
+the producer claims jobs for free worker slots, in the task of a free worker
+whose turn it is, and hands them to the workers; the executor runs a job and
+decides its outcome, and the worker hands the outcome back with its slot, for
+the completer to store with the next claim or at once; maintenance renews the
 lease, fails dead runners' jobs and prunes; the periodic scheduler enqueues ticks.
 """
 
