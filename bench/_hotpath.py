@@ -3,7 +3,8 @@
 Enqueues jobs no-op jobs (untimed) on a fresh SQLite file, or with engine
 ``postgres`` a fresh schema on the default server, then runs them with a
 runner of workers workers until the table says all finished, and prints the
-rate. With workers 0 it enqueues the jobs one a call instead (timed) and
+rate. Engine ``sqlite-normal`` is SQLite with synchronous=NORMAL: no fsync,
+so the CPU's cost dominates. With workers 0 it enqueues the jobs one a call instead (timed) and
 runs none: the single caller's enqueue. Run it under a sampling profiler, e.g.
 ``py-spy record -r 250 -f raw -o hot.txt -- python -m bench._hotpath``.
 """
@@ -43,7 +44,11 @@ def _enqueue(db: _db.Database, jobs: int) -> float:
 def main() -> None:
     jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 40_000
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-    db = _db.create(sys.argv[3] if len(sys.argv) > 3 else "sqlite")
+    engine = sys.argv[3] if len(sys.argv) > 3 else "sqlite"
+    if engine == "sqlite-normal":
+        db: _db.Database = _db.SQLiteDatabase.create(durable=False)
+    else:
+        db = _db.create(engine)
     try:
         rate = _enqueue(db, jobs) if workers == 0 else asyncio.run(_run(db, jobs, workers))
         print(f"{rate:,.0f} jobs/s")

@@ -2,10 +2,27 @@
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 R = TypeVar("R")
+R_contra = TypeVar("R_contra", contravariant=True)
+
+
+class Running(Protocol[R_contra]):
+    """The attempt a context belongs to, as the executor keeps it."""
+
+    @property
+    def ended(self) -> bool:
+        """True once the attempt ended without its handler: a timeout or a cancel."""
+        ...
+
+    def publish(self, partial: R_contra) -> None:
+        """Stores partial as the job's result while it runs; blocks until stored."""
+        ...
+
+    async def apublish(self, partial: R_contra) -> None:
+        """Stores partial as the job's result while it runs."""
+        ...
 
 
 class JobContext(Generic[R]):
@@ -26,16 +43,7 @@ class JobContext(Generic[R]):
     is fenced off.
     """
 
-    __slots__ = (
-        "_apublish",
-        "_astopping",
-        "_cancelled",
-        "_publish",
-        "_stopping",
-        "attempt",
-        "id",
-        "kind",
-    )
+    __slots__ = ("_astopping", "_running", "_stopping", "attempt", "id", "kind")
 
     def __init__(
         self,
@@ -45,9 +53,7 @@ class JobContext(Generic[R]):
         attempt: int,
         stopping: threading.Event,
         astopping: asyncio.Event,
-        publish: Callable[[R], None],
-        apublish: Callable[[R], Awaitable[None]],
-        cancelled: threading.Event | None = None,
+        running: Running[R],
     ) -> None:
         self.id = id
         """The job's id."""
@@ -57,9 +63,7 @@ class JobContext(Generic[R]):
         """How many times the job has been claimed, this claim included."""
         self._stopping = stopping
         self._astopping = astopping
-        self._publish = publish
-        self._apublish = apublish
-        self._cancelled = cancelled if cancelled is not None else threading.Event()
+        self._running = running
 
     @property
     def stopping(self) -> bool:
@@ -69,15 +73,15 @@ class JobContext(Generic[R]):
     @property
     def cancelled(self) -> bool:
         """True once this attempt ended without the handler: a timeout or a cancel."""
-        return self._cancelled.is_set()
+        return self._running.ended
 
     def publish(self, partial: R) -> None:
         """Stores partial as the job's result while it runs; blocks until stored."""
-        self._publish(partial)
+        self._running.publish(partial)
 
     async def apublish(self, partial: R) -> None:
         """Stores partial as the job's result while it runs."""
-        await self._apublish(partial)
+        await self._running.apublish(partial)
 
     def sleep(self, seconds: float) -> bool:
         """Blocks for seconds, or less if the runner stops; returns whether it is stopping."""

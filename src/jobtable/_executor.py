@@ -14,10 +14,10 @@ import functools
 import logging
 import threading
 import time
-from typing import TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from ._backoff import Backoff
-from ._codec import ResultTooLarge
+from ._codec import Codec, ResultTooLarge
 from ._context import JobContext
 from ._daemon_pool import DaemonPool
 from ._engine import ClaimedRow
@@ -33,6 +33,10 @@ from ._values import storable, timestamp
 
 P = TypeVar("P")
 R = TypeVar("R")
+
+_TIMED_OUT = "timed out"
+_CANCELLED = "cancelled"
+"""Why an attempt ended early, without its handler."""
 
 
 def _undecodable_text(job: ClaimedRow) -> str | None:
@@ -56,16 +60,63 @@ def _printable(text: str) -> str:
     return text.encode(errors="surrogateescape").decode(errors="backslashreplace")
 
 
-class _Attempt:
-    """An attempt under way: what ends it early, and why it ended."""
+class _Attempt(Generic[R]):
+    """An attempt under way: what its handler's context publishes through, and why it ended early.
 
-    __slots__ = ("attempt", "cancel_requested", "cancelled", "scope")
+    ended turns true when the attempt ends without its handler (a timeout or
+    a cancel); a plain ``def`` handler reads it from its thread, through
+    ``ctx.cancelled``. A bool is enough: nothing waits for it.
+    """
 
-    def __init__(self, attempt: int) -> None:
-        self.attempt = attempt
-        self.cancelled = threading.Event()
-        self.cancel_requested = False
-        self.scope: asyncio.Timeout | None = None
+    __slots__ = ("_codec", "_executor", "_job", "attempt", "cancelling", "ended", "task", "why")
+
+    def __init__(
+        self,
+        executor: "Executor",
+        job: ClaimedRow,
+        codec: "Codec[Any, R]",
+        task: "asyncio.Task[Any]",
+    ) -> None:
+        self._executor = executor
+        self._job = job
+        self._codec = codec
+        self.attempt = job.attempt
+        self.task = task
+        # The task's cancel requests before the attempt began: those are not its.
+        self.cancelling = task.cancelling()
+        self.ended = False
+        self.why: str | None = None  # _TIMED_OUT or _CANCELLED once it ended early
+
+    def end(self, why: str) -> bool:
+        """Ends the attempt early, for why: cancels its task; False when it ended already."""
+        if self.why is not None:
+            return False
+        self.why = why
+        self.ended = True
+        self.task.cancel()
+        return True
+
+    def _publish_op(self, partial: R) -> Publish:
+        executor, job = self._executor, self._job
+        if executor._abandoned:
+            # The runner stopped waiting for this handler (its grace period
+            # ended): the job is left running for the next start, and a late
+            # write must not make it look alive.
+            raise NotRunning(
+                f"publish result: job {job.id} was left running when the runner stopped"
+            )
+        encoded = self._codec.encode_result(partial, executor._max_result_bytes)
+        return Publish(job, encoded, executor._store.now())
+
+    def publish(self, partial: R) -> None:
+        """Stores partial as the job's result; blocks until stored (a plain handler's thread)."""
+        self._executor._publish(self._publish_op(partial))
+
+    async def apublish(self, partial: R) -> None:
+        """Stores partial as the job's result, from the event loop."""
+        op = self._publish_op(partial)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor._threads, self._executor._publish, op)
 
 
 class Executor:
@@ -100,7 +151,7 @@ class Executor:
         self._astopping = astopping
         self._max_result_bytes = max_result_bytes
         self._threads: DaemonPool | None = None
-        self._attempts: dict[str, _Attempt] = {}
+        self._attempts: dict[str, _Attempt[Any]] = {}
         # Set once the runner gives up on the handlers still running (the
         # grace period ended): their publishes then raise NotRunning.
         self._abandoned = False
@@ -142,13 +193,9 @@ class Executor:
         Returns whether such an attempt was running here. Call it on the loop.
         """
         running = self._attempts.get(job_id)
-        if running is None or running.attempt != attempt or running.cancel_requested:
+        if running is None or running.attempt != attempt:
             return False
-        running.cancel_requested = True
-        running.cancelled.set()
-        if running.scope is not None:
-            running.scope.reschedule(asyncio.get_running_loop().time())
-        return True
+        return running.end(_CANCELLED)
 
     async def run(self, job: ClaimedRow, queue: str) -> Finish | None:
         """Runs one attempt of a job claimed from queue and returns the outcome to store.
@@ -166,38 +213,50 @@ class Executor:
         return outcome
 
     async def _attempt(self, job: ClaimedRow) -> Finish | None:
-        undecodable = _undecodable_text(job)
-        if undecodable is not None:
-            # Nothing of the row is written back but the runner's own message.
-            JobLogger(self._logger, job.id, _printable(job.kind)).error(
-                "job row cannot be read: %s", undecodable
-            )
-            return Finish.failed(job, MESSAGE_INTERNAL)
+        # Text that is all ASCII holds no undecodable byte: the check is for the rest.
+        if not (job.payload.isascii() and job.kind.isascii()):
+            undecodable = _undecodable_text(job)
+            if undecodable is not None:
+                # Nothing of the row is written back but the runner's own message.
+                JobLogger(self._logger, job.id, _printable(job.kind)).error(
+                    "job row cannot be read: %s", undecodable
+                )
+                return Finish.failed(job, MESSAGE_INTERNAL)
         handler = self._handlers.get(job.kind)
         if handler is None:
             JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
             return self._failed(job, f"no handler for job kind {job.kind}", DEFAULT_RETRY)
-        running = _Attempt(job.attempt)
+        task = asyncio.current_task()
+        assert task is not None
+        running = _Attempt(self, job, handler.codec, task)
         self._attempts[job.id] = running
-        loop = asyncio.get_running_loop()
-        when = None if job.timeout is None else loop.time() + job.timeout
+        # A timeout ends the attempt as a cancel does: through the task. With
+        # none, an attempt costs no timer.
+        timer = (
+            None
+            if job.timeout is None
+            else asyncio.get_running_loop().call_later(job.timeout, running.end, _TIMED_OUT)
+        )
+        ours = False
         try:
-            async with asyncio.timeout_at(when) as scope:
-                running.scope = scope
+            try:
                 result = await self._call(handler, job, running)
-        except TimeoutError as err:
-            if not scope.expired():
-                return self._raised(job, err, handler.retry)
-            running.cancelled.set()
-            logger = JobLogger(self._logger, job.id, job.kind)
-            if running.cancel_requested:
-                logger.warning("job cancelled on request")
-                return Finish.cancelled(job)
-            logger.error("job timed out after %s s", job.timeout)
-            return self._failed(job, MESSAGE_TIMED_OUT, handler.retry)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                self._attempts.pop(job.id, None)
+                # The task's cancel request was the attempt's own ending, not
+                # a shutdown's, when no other request remains after it.
+                ours = running.why is not None and task.uncancel() <= running.cancelling
         except asyncio.CancelledError as err:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
+            if ours:
+                logger = JobLogger(self._logger, job.id, job.kind)
+                if running.why == _CANCELLED:
+                    logger.warning("job cancelled on request")
+                    return Finish.cancelled(job)
+                logger.error("job timed out after %s s", job.timeout)
+                return self._failed(job, MESSAGE_TIMED_OUT, handler.retry)
+            if task.cancelling():
                 JobLogger(self._logger, job.id, job.kind).warning(
                     "job cancelled by shutdown; it is interrupted at the next start"
                 )
@@ -207,9 +266,6 @@ class Executor:
             return self._raised(job, err, handler.retry)
         except Exception as err:
             return self._raised(job, err, handler.retry)
-        finally:
-            running.scope = None
-            self._attempts.pop(job.id, None)
         try:
             encoded = handler.codec.encode_result(result, self._max_result_bytes)
         except ResultTooLarge as err:
@@ -263,48 +319,24 @@ class Executor:
         logger.error("job failed", exc_info=err)
         return self._failed(job, MESSAGE_INTERNAL, retry)
 
-    async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: _Attempt) -> R:
+    async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: _Attempt[R]) -> R:
         """Decodes the payload, calls the handler and returns what it returned."""
-        codec = handler.codec
-        payload = codec.decode_payload(job.payload)
-        store = self._store
-
-        def publish_op(partial: R) -> Publish:
-            if self._abandoned:
-                # The runner stopped waiting for this handler (its grace
-                # period ended): the job is left running for the next start,
-                # and a late write must not make it look alive.
-                raise NotRunning(
-                    f"publish result: job {job.id} was left running when the runner stopped"
-                )
-            return Publish(job, codec.encode_result(partial, self._max_result_bytes), store.now())
-
-        def publish(partial: R) -> None:
-            self._publish(publish_op(partial))
-
-        async def apublish(partial: R) -> None:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._threads, self._publish, publish_op(partial))
-
+        payload = handler.codec.decode_payload(job.payload)
         ctx: JobContext[R] = JobContext(
             id=job.id,
             kind=job.kind,
             attempt=job.attempt,
             stopping=self._stopping,
             astopping=self._astopping,
-            publish=publish,
-            apublish=apublish,
-            cancelled=running.cancelled,
+            running=running,
         )
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
-            result = await fn(ctx, payload)
-        else:
-            sync_fn = cast("SyncHandler[R, P]", handler.fn)
-            loop = asyncio.get_running_loop()
-            call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
-            result = await loop.run_in_executor(self._threads, call)
-        return result
+            return await fn(ctx, payload)
+        sync_fn = cast("SyncHandler[R, P]", handler.fn)
+        loop = asyncio.get_running_loop()
+        call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
+        return await loop.run_in_executor(self._threads, call)
 
     def _publish(self, op: Publish) -> None:
         """Stores a partial result; retries a transient store error with backoff for up to a lease.

@@ -1,11 +1,11 @@
 """The runner: a worker process's handlers, and the services that run their jobs.
 
 It wires four services, each owning its own state, with explicit hand-offs:
-the producer claims jobs for free worker slots and puts them on a queue; a
-worker takes one, the executor runs it and decides its outcome, and the
-worker hands the outcome to the completer (which stores it with the next
-claim, or at once) and its slot back to the producer; maintenance renews the
-lease, fails dead runners' jobs and prunes; the periodic scheduler enqueues ticks.
+the producer claims jobs for free worker slots, in the task of the free worker
+whose turn it is; the executor runs a job and decides its outcome, which the
+worker hands back with its slot, for the completer to store with the next
+claim or at once; maintenance renews the lease, fails dead runners' jobs and
+prunes; the periodic scheduler enqueues ticks.
 """
 
 import asyncio
@@ -237,11 +237,11 @@ class Runner:
     def notify_enqueued(self) -> None:
         """Wakes an idle worker to look for a new job; safe from any thread.
 
-        Every enqueue through the runner's store calls it; it does nothing
-        while the runner is not running.
+        Every enqueue through the runner's store calls it; it does nothing while
+        the runner is not running, and only pokes the claimers while none waits.
         """
         loop = self._loop
-        if loop is None or loop.is_closed():
+        if loop is None or loop.is_closed() or not any([p.poke() for p in self._producers]):
             return
         try:
             running = asyncio.get_running_loop()

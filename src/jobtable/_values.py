@@ -8,9 +8,6 @@ import secrets
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-_TIME_FORMAT = "-%m-%dT%H:%M:%S.%fZ"
-"""The timestamp text after its year."""
-
 
 def timestamp(moment: datetime) -> str:
     """Returns an aware datetime as UTC text ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
@@ -20,10 +17,14 @@ def timestamp(moment: datetime) -> str:
     """
     if moment.tzinfo is None:
         raise ValueError(f"timestamp({moment!r}): a naive datetime has no time zone")
-    utc = moment.astimezone(UTC)
-    # strftime's %Y does not pad a year before 1000 ("1-01-01"), which would
-    # neither sort nor parse back: the year is padded to four digits here.
-    return f"{utc.year:04d}{utc.strftime(_TIME_FORMAT)}"
+    u = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+    # Formatted field by field: strftime costs twice as much, and its %Y
+    # does not pad a year before 1000 ("1-01-01"), which would neither sort
+    # nor parse back.
+    return (
+        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T"
+        f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z"
+    )
 
 
 def now() -> str:

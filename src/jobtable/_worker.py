@@ -4,7 +4,6 @@ import asyncio
 import threading
 
 from ._completer import Completer
-from ._engine import ClaimedRow
 from ._executor import Executor
 from ._producer import Producer
 
@@ -13,22 +12,20 @@ async def work(
     executor: Executor,
     completer: Completer,
     producer: Producer,
-    jobs: "asyncio.Queue[ClaimedRow | None]",
     running: set["asyncio.Task[None]"],
     stopping: threading.Event,
 ) -> None:
-    """Runs the jobs producer puts on jobs, one at a time, until it puts None.
+    """Runs the jobs producer hands it, one at a time, until it hands None.
 
     While a job runs, the calling task is in running, so that the end of the
-    grace period can cancel it. Each outcome goes to completer, riding on the
-    producer's next claim when it waits for this slot.
+    grace period can cancel it. Each outcome goes back to producer with the
+    request for the next job, so that it rides on the claim that follows
+    when this worker or the claimer gathering claims next.
     """
     task = asyncio.current_task()
     assert task is not None
-    while True:
-        job = await jobs.get()
-        if job is None:
-            return
+    job = await producer.next_job()
+    while job is not None:
         running.add(task)
         try:
             outcome = await executor.run(job, producer.queue)
@@ -42,9 +39,7 @@ async def work(
             running.discard(task)
         if outcome is None:
             completer.abandon(job.id)
-        else:
-            completer.add(outcome, claim_follows=producer.waits_for_slot)
-        producer.freed()
+        job = await producer.next_job(outcome)
 
 
 def start_queue(
@@ -56,15 +51,13 @@ def start_queue(
     running: set["asyncio.Task[None]"],
     stopping: threading.Event,
 ) -> list["asyncio.Task[None]"]:
-    """Starts producer's task and its queue's slots workers on loop; returns their tasks."""
-    jobs: asyncio.Queue[ClaimedRow | None] = asyncio.Queue()
+    """Starts the slots workers of producer's queue on loop; returns their tasks."""
+    producer.start(slots)
     queue = producer.queue
-    tasks = [loop.create_task(producer.run(slots, jobs), name=f"jobtable-producer-{queue}")]
-    tasks += [
+    return [
         loop.create_task(
-            work(executor, completer, producer, jobs, running, stopping),
+            work(executor, completer, producer, running, stopping),
             name=f"jobtable-worker-{queue}-{i}",
         )
         for i in range(slots)
     ]
-    return tasks

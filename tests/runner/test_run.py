@@ -236,25 +236,137 @@ class CountingEngine:
         self.inner.close()
 
 
+@pytest.mark.parametrize("workers", [1, 4])
 async def test_a_jobs_outcome_commits_in_the_write_that_claims_the_next_job(
-    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished, workers: int
 ) -> None:
     async def double(ctx: jobtable.JobContext[int], payload: int) -> int:
         return 2 * payload
 
     counting = CountingEngine(store.engine)
-    runner = jobtable.Runner(jobtable.Store(counting, target="counting"), workers=1)
+    runner = jobtable.Runner(jobtable.Store(counting, target="counting"), workers=workers)
     numbers = runner.register("number", double)
-    ids = numbers.enqueue_many(range(20))
+    ids = numbers.enqueue_many(range(40))
     counting.writes = 0
 
     await run_until_finished(runner, ids, wait_until, finished)
 
-    assert [numbers.get(i).result for i in ids] == [2 * n for n in range(20)]
-    # One write per job, storing the outcome of the job before it, plus the
-    # start, the claim that finds the queue empty and the goodbye; a write
-    # for each outcome and another for each claim would make two per job.
-    assert counting.writes <= len(ids) + 5
+    assert [numbers.get(i).result for i in ids] == [2 * n for n in range(40)]
+    # One write per claim, storing the outcomes of the jobs before it, plus
+    # the start, the claim that finds the queue empty and the goodbye; a
+    # write for each outcome and another for each claim would make two per
+    # job. Four workers' no-op jobs end in one turn of the event loop, and
+    # the worker that claims next waits that turn out, so one write stores
+    # four outcomes and claims four jobs.
+    assert counting.writes <= len(ids) // workers + 5
+
+
+class HoldingEngine(CountingEngine):
+    """A store's real engine whose claims wait, once hold is set, until release is.
+
+    hold "before" holds a claim before it runs, "after" once it committed.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.hold: str | None = None
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def _held(self) -> None:
+        self.held.set()
+        await self.release.wait()
+
+    async def awrite(self, op: Callable[[Queries], T]) -> T:
+        claims = getattr(op, "max_jobs", 0) > 0
+        if claims and self.hold == "before":
+            await self._held()
+        done = await super().awrite(op)
+        if claims and self.hold == "after":
+            await self._held()
+        return done
+
+
+async def test_the_jobs_of_a_claim_under_way_when_stop_begins_still_run(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    gate = asyncio.Event()
+
+    async def gated(ctx: jobtable.JobContext[int], payload: int) -> int:
+        await gate.wait()
+        return payload
+
+    holding = HoldingEngine(store.engine)
+    runner = jobtable.Runner(jobtable.Store(holding, target="holding"), workers=3)
+    numbers = runner.register("number", gated)
+    first = numbers.enqueue(0)
+    await runner.start()
+    try:
+        await wait_until(lambda: runner.get(first).status is jobtable.Status.RUNNING)
+        # Two workers are free: the next claim is for both, and it waits.
+        holding.hold = "before"
+        later = numbers.enqueue_many([1, 2])
+        await wait_until(holding.held.is_set)
+        runner.stop()
+        holding.release.set()
+        gate.set()
+    finally:
+        holding.release.set()
+        gate.set()
+        await runner.wait()
+    # Claimed, the jobs ran: none was left running with no worker to run it.
+    assert [runner.get(i).status for i in [first, *later]] == [jobtable.Status.SUCCEEDED] * 3
+
+
+async def test_a_job_enqueued_elsewhere_while_a_claim_finds_none_is_not_missed(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    async def double(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return 2 * payload
+
+    holding = HoldingEngine(store.engine)
+    holding.hold = "after"
+    # Polling an hour apart, only the enqueue's wake can find the job in time.
+    runner = jobtable.Runner(
+        jobtable.Store(holding, target="holding"), workers=1, poll_interval=3600
+    )
+    numbers = runner.register("number", double)
+    await runner.start()
+    try:
+        # The first claim found the queue empty; before the claimer waits, a
+        # job commits from another thread.
+        await wait_until(holding.held.is_set)
+        job_id = await asyncio.to_thread(numbers.enqueue, 21)
+        holding.hold = None
+        holding.release.set()
+        await wait_until(finished(runner, [job_id]))
+    finally:
+        holding.release.set()
+        runner.stop()
+        await runner.wait()
+    assert numbers.get(job_id).result == 42
+
+
+async def test_an_attempt_that_ends_before_its_timeout_leaves_no_timer_behind(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    quick = jobtable.Kind("quick", int, int, timeout=0.05)
+    untimed = jobtable.Kind("untimed", int, int)
+    runner = jobtable.Runner(store, workers=1)
+
+    @runner.handler(quick)
+    async def run_quick(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return payload
+
+    @runner.handler(untimed)
+    async def run_untimed(ctx: jobtable.JobContext[int], payload: int) -> int:
+        # Well past the first job's timeout, on the same worker and task.
+        await asyncio.sleep(0.3)
+        return payload
+
+    ids = [quick.enqueue(store, 1), untimed.enqueue(store, 2)]
+    await run_until_finished(runner, ids, wait_until, finished)
+    assert [runner.get(i).status for i in ids] == [jobtable.Status.SUCCEEDED] * 2
 
 
 async def test_a_lone_jobs_outcome_is_stored_at_once_not_with_a_later_claim(
