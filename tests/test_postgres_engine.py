@@ -305,7 +305,7 @@ def test_a_one_statement_write_sends_its_statement_alone(
         engine.close()
 
 
-def test_a_lone_enqueue_is_one_statement_and_several_share_a_transaction(
+def test_an_enqueue_is_one_statement_of_one_job_or_several(
     pg_url: str, tmp_path: pathlib.Path
 ) -> None:
     engine = PostgresEngine.open(pg_url, max_connections=1)
@@ -319,9 +319,17 @@ def test_a_lone_enqueue_is_one_statement_and_several_share_a_transaction(
         assert executes(sent) == 1
         two = create_jobs("k", [NewJob("b", "{}", now()), NewJob("c", "{}", now())], now())
         sent = traced(engine, tmp_path / "two", lambda: engine.write(two))
-        assert sent_queries(sent) == ['"BEGIN"', '"COMMIT"']  # both or neither
+        # One INSERT of both rows, its own transaction: no BEGIN and COMMIT.
+        assert sent_queries(sent) == []
+        assert executes(sent) == 1
         rows = engine.read(lambda q: [q.get_job(id=i) for i in "abc"])
         assert [None if row is None else row.status for row in rows] == ["queued"] * 3
+        # Both or neither: the server refuses the taken id "a", so "d" is not stored.
+        taken = create_jobs("k", [NewJob("d", "{}", now()), NewJob("a", "{}", now())], now())
+        with pytest.raises(StoreError) as refused:
+            engine.write(taken)
+        assert not refused.value.transient
+        assert engine.read(lambda q: q.get_job(id="d")) is None
     finally:
         engine.close()
 

@@ -30,7 +30,7 @@ from jobtable._postgres_operator_queries import PostgresOperatorQueries
 from jobtable._postgres_operator_queries import pg_time as _time
 from jobtable._values import timestamp
 from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
-from jobtable.db.postgres.jobs import CreateJobsParams, CreateUniqueJobsParams
+from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -126,45 +126,88 @@ class _RecordRow:
         )
 
 
+class JobRows:
+    """Jobs to store, gathered from enqueues: CreateJob stores one, CreateJobs several at once.
+
+    ``insert_jobs`` adds jobs as the seam's method of that name takes them;
+    the jobs of several calls, of several kinds and moments, go in one
+    statement (group commit gathers concurrent enqueues this way: see
+    ``jobtable._postgres_batch``). ``store`` sends that statement, which on
+    an autocommit connection is its own transaction.
+    """
+
+    __slots__ = ("_rows",)
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[str, NewJob, datetime.datetime]] = []
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        """Adds jobs of kind enqueued at now; raises ValueError for a time without a zone."""
+        moment = _time(now)
+        self._rows.extend((kind, job, moment) for job in jobs)
+
+    def truncate(self, size: int) -> None:
+        """Forgets the jobs added after the first size."""
+        del self._rows[size:]
+
+    def part(self, start: int, end: int) -> "JobRows":
+        """The jobs added from the start-th up to the end-th, apart."""
+        part = JobRows()
+        part._rows = self._rows[start:end]
+        return part
+
+    def store(self, conn: _Connection) -> None:
+        """Inserts the jobs, in the order added, with one statement on conn; none, nothing.
+
+        Raises psycopg's error when the server refuses a row (then it stores
+        none) or the connection is lost.
+        """
+        rows = self._rows
+        q = jobs.Querier(conn)
+        if len(rows) == 1:
+            [(kind, job, moment)] = rows
+            q.create_job(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=_time(job.run_at),
+                now=moment,
+                traceparent=job.traceparent,
+            )
+        elif rows:
+            q.create_jobs(
+                ids=[job.id for _, job, _ in rows],
+                kinds=[kind for kind, _, _ in rows],
+                queues=[job.queue for _, job, _ in rows],
+                priorities=[job.priority for _, job, _ in rows],
+                payloads=[job.payload for _, job, _ in rows],
+                max_attempts=[job.max_attempts for _, job, _ in rows],
+                timeouts=[job.timeout for _, job, _ in rows],
+                run_ats=[_time(job.run_at) for _, job, _ in rows],
+                nows=[moment for _, _, moment in rows],
+                traceparents=[job.traceparent for _, job, _ in rows],
+            )
+
+
 class _Queries(PostgresOperatorQueries):
     """The generated Querier in the shape of the ``Queries`` seam (operators' queries: the base)."""
 
     def __init__(self, conn: _Connection) -> None:
         super().__init__(conn)
+        self._conn = conn
         self._q = jobs.Querier(conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
-        moment = _time(now)
-        if len(jobs) == 1:
-            [job] = jobs
-            self._q.create_job(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=_time(job.run_at),
-                now=moment,
-                traceparent=job.traceparent,
-            )
-            return
-        self._q.create_jobs(
-            CreateJobsParams(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=_time(job.run_at),
-                now=moment,
-                traceparent=job.traceparent,
-            )
-            for job in jobs
-        )
+        rows = JobRows()
+        rows.insert_jobs(kind=kind, jobs=jobs, now=now)
+        rows.store(self._conn)
 
     def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
         params = [

@@ -25,10 +25,22 @@ CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent
 )
-VALUES (
-    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
-    %(now)s, %(now)s, %(traceparent)s
-)
+SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent
+FROM (
+    -- Set-returning functions in one select list run in step: row i holds
+    -- element i of every array, and the rows come in that order.
+    SELECT unnest(%(ids)s::text[]) AS id,
+        unnest(%(kinds)s::text[]) AS kind,
+        unnest(%(queues)s::text[]) AS queue,
+        unnest(%(priorities)s::integer[]) AS priority,
+        unnest(%(payloads)s::text[]) AS payload,
+        unnest(%(max_attempts)s::integer[]) AS max_attempts,
+        unnest(%(timeouts)s::double precision[]) AS timeout,
+        unnest(%(run_ats)s::timestamptz[]) AS run_at,
+        unnest(%(nows)s::timestamptz[]) AS now,
+        unnest(%(traceparents)s::text[]) AS traceparent
+) AS job
 """
 
 CREATE_UNIQUE_JOB = """INSERT INTO jobs (
@@ -452,22 +464,6 @@ GROUP BY queue ORDER BY queue
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class CreateJobsParams:
-    """The parameters of one statement of CreateJobs."""
-
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    payload: str
-    max_attempts: int
-    timeout: float | None
-    run_at: datetime.datetime
-    now: datetime.datetime
-    traceparent: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class CreateUniqueJobsRow:
     """A row that CreateUniqueJobs returns."""
 
@@ -887,28 +883,41 @@ class Querier:
 
     def create_jobs(
         self,
-        rows: Iterable[CreateJobsParams],
+        *,
+        ids: list[str],
+        kinds: list[str],
+        queues: list[str],
+        priorities: list[int],
+        payloads: list[str],
+        max_attempts: list[int],
+        timeouts: list[float | None] | None,
+        run_ats: list[datetime.datetime],
+        nows: list[datetime.datetime],
+        traceparents: list[str | None] | None,
     ) -> None:
-        """CreateJobs stores queued jobs, one statement per row, all sent at once."""
-        with self._conn.cursor() as cur:
-            cur.executemany(
-                CREATE_JOBS,
-                [
-                    {
-                        "id": row.id,
-                        "kind": row.kind,
-                        "queue": row.queue,
-                        "priority": row.priority,
-                        "payload": row.payload,
-                        "max_attempts": row.max_attempts,
-                        "timeout": row.timeout,
-                        "run_at": row.run_at,
-                        "now": row.now,
-                        "traceparent": row.traceparent,
-                    }
-                    for row in rows
-                ],
-            )
+        """CreateJobs stores queued jobs, as CreateJob does one, in one statement:
+        job i is element i of every array, and the jobs take their seq in that
+        order. The jobs may be of several kinds and enqueued at several moments
+        (nows[i]), so that concurrent enqueues can share the statement. One
+        statement is one round trip and, without BEGIN, its own transaction; its
+        insert trigger fires once. Differs from SQLite, whose engine has no round
+        trip to save: there CreateJobs sends a statement per row.
+        """
+        self._conn.execute(
+            CREATE_JOBS,
+            {
+                "ids": ids,
+                "kinds": kinds,
+                "queues": queues,
+                "priorities": priorities,
+                "payloads": payloads,
+                "max_attempts": max_attempts,
+                "timeouts": timeouts,
+                "run_ats": run_ats,
+                "nows": nows,
+                "traceparents": traceparents,
+            },
+        )
 
     def create_unique_job(
         self,
