@@ -334,6 +334,47 @@ def test_an_enqueue_is_one_statement_of_one_job_or_several(
         engine.close()
 
 
+def test_jobs_stored_together_read_back_as_the_same_jobs_stored_alone(
+    engine: PostgresEngine,
+) -> None:
+    # CreateJobs sends its jobs as one JSON parameter, CreateJob as columns:
+    # every field reads back the same either way, text of any kind, float
+    # timeouts, a run_at to come (scheduled) and a zone other than UTC
+    # included. The jobs are of two kinds at two moments, as concurrent
+    # enqueues sharing a statement are.
+    moment, later = now(), "2031-05-06T07:08:09.123456+02:00"
+    odd = 'quote " backslash \\ tab \t newline \n é 漢 🙂 \u2028'
+
+    def jobs(prefix: str) -> list[NewJob]:
+        return [
+            NewJob(f"{prefix}1", f'{{"text": "{odd}"}}', moment, priority=-3, max_attempts=4),
+            NewJob(f"{prefix}2", "[1, 2.5e-7]", later, queue=odd, timeout=0.1),
+            NewJob(f"{prefix}3", "{}", moment, timeout=7, traceparent="00-" + "a" * 32 + "-x-01"),
+        ]
+
+    for job in jobs("alone"):
+        engine.write(create_jobs("kind one", [job], moment))
+    together = jobs("together")
+    # Through the seam's insert_jobs, in a transaction of the engine's.
+    engine.write(lambda q: q.insert_jobs(kind="kind one", jobs=together, now=moment))
+    engine.write(create_jobs(odd, jobs("other"), later))
+
+    def read(job_id: str) -> tuple[object, ...]:
+        record = engine.read(lambda q: q.get_job_record(id=job_id))
+        assert record is not None
+        return (
+            record.kind, record.queue, record.priority, record.status, record.payload,
+            record.max_attempts, record.timeout, record.run_at, record.created_at,
+        )  # fmt: skip
+
+    for n in "123":
+        assert read(f"together{n}") == read(f"alone{n}")
+    assert read("other1")[0] == odd
+    assert read("other1")[8] == read("other2")[8]  # created at the call's moment
+    scheduled = engine.read(lambda q: q.next_run_at(queue=odd))
+    assert scheduled == read("alone2")[7]
+
+
 def test_listening_on_a_closed_engine_raises_store_error(pg_url: str) -> None:
     engine = PostgresEngine.open(pg_url)
     engine.close()

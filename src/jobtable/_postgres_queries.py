@@ -126,6 +126,13 @@ class _RecordRow:
         )
 
 
+def _zoned(text: str) -> str:
+    """Returns the seam's time text as it goes in JSON; raises ValueError for one without a zone."""
+    if not text.endswith("Z"):
+        _time(text)
+    return text
+
+
 class JobRows:
     """Jobs to store, gathered from enqueues: CreateJob stores one, CreateJobs several at once.
 
@@ -139,14 +146,14 @@ class JobRows:
     __slots__ = ("_rows",)
 
     def __init__(self) -> None:
-        self._rows: list[tuple[str, NewJob, datetime.datetime]] = []
+        self._rows: list[tuple[str, NewJob, str]] = []
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         """Adds jobs of kind enqueued at now; raises ValueError for a time without a zone."""
-        moment = _time(now)
+        moment = _zoned(now)
         self._rows.extend((kind, job, moment) for job in jobs)
 
     def truncate(self, size: int) -> None:
@@ -163,7 +170,8 @@ class JobRows:
         """Inserts the jobs, in the order added, with one statement on conn; none, nothing.
 
         Raises psycopg's error when the server refuses a row (then it stores
-        none) or the connection is lost.
+        none) or the connection is lost, and ValueError for a run_at without
+        a zone.
         """
         rows = self._rows
         q = jobs.Querier(conn)
@@ -178,21 +186,26 @@ class JobRows:
                 max_attempts=job.max_attempts,
                 timeout=job.timeout,
                 run_at=_time(job.run_at),
-                now=moment,
+                now=_time(moment),
                 traceparent=job.traceparent,
             )
         elif rows:
             q.create_jobs(
-                ids=[job.id for _, job, _ in rows],
-                kinds=[kind for kind, _, _ in rows],
-                queues=[job.queue for _, job, _ in rows],
-                priorities=[job.priority for _, job, _ in rows],
-                payloads=[job.payload for _, job, _ in rows],
-                max_attempts=[job.max_attempts for _, job, _ in rows],
-                timeouts=[job.timeout for _, job, _ in rows],
-                run_ats=[_time(job.run_at) for _, job, _ in rows],
-                nows=[moment for _, _, moment in rows],
-                traceparents=[job.traceparent for _, job, _ in rows],
+                jobs=[
+                    {
+                        "id": job.id,
+                        "kind": kind,
+                        "queue": job.queue,
+                        "priority": job.priority,
+                        "payload": job.payload,
+                        "max_attempts": job.max_attempts,
+                        "timeout": job.timeout,
+                        "run_at": _zoned(job.run_at),
+                        "now": moment,
+                        "traceparent": job.traceparent,
+                    }
+                    for kind, job, moment in rows
+                ]
             )
 
 

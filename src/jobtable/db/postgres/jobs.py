@@ -9,7 +9,10 @@ import datetime
 from collections.abc import Iterable
 
 import psycopg
+import psycopg.types.json
 from psycopg.rows import TupleRow
+
+from .models import JSONValue
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
@@ -27,20 +30,10 @@ CREATE_JOBS = """INSERT INTO jobs (
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
     job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent
-FROM (
-    -- Set-returning functions in one select list run in step: row i holds
-    -- element i of every array, and the rows come in that order.
-    SELECT unnest(%(ids)s::text[]) AS id,
-        unnest(%(kinds)s::text[]) AS kind,
-        unnest(%(queues)s::text[]) AS queue,
-        unnest(%(priorities)s::integer[]) AS priority,
-        unnest(%(payloads)s::text[]) AS payload,
-        unnest(%(max_attempts)s::integer[]) AS max_attempts,
-        unnest(%(timeouts)s::double precision[]) AS timeout,
-        unnest(%(run_ats)s::timestamptz[]) AS run_at,
-        unnest(%(nows)s::timestamptz[]) AS now,
-        unnest(%(traceparents)s::text[]) AS traceparent
-) AS job
+FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
+    id text, kind text, queue text, priority integer, payload text, max_attempts integer,
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text
+)
 """
 
 CREATE_UNIQUE_JOB = """INSERT INTO jobs (
@@ -884,38 +877,23 @@ class Querier:
     def create_jobs(
         self,
         *,
-        ids: list[str],
-        kinds: list[str],
-        queues: list[str],
-        priorities: list[int],
-        payloads: list[str],
-        max_attempts: list[int],
-        timeouts: list[float | None] | None,
-        run_ats: list[datetime.datetime],
-        nows: list[datetime.datetime],
-        traceparents: list[str | None] | None,
+        jobs: JSONValue,
     ) -> None:
         """CreateJobs stores queued jobs, as CreateJob does one, in one statement:
-        job i is element i of every array, and the jobs take their seq in that
-        order. The jobs may be of several kinds and enqueued at several moments
-        (nows[i]), so that concurrent enqueues can share the statement. One
-        statement is one round trip and, without BEGIN, its own transaction; its
-        insert trigger fires once. Differs from SQLite, whose engine has no round
-        trip to save: there CreateJobs sends a statement per row.
+        jobs is a JSON array of one object a job, holding CreateJob's parameters
+        under the names below (times as text with a zone), and the jobs take
+        their seq in the array's order. The jobs may be of several kinds and
+        enqueued at several moments, so that concurrent enqueues can share the
+        statement. One statement is one round trip and, without BEGIN, its own
+        transaction; its insert trigger fires once. One JSON parameter costs the
+        client a third of what an array a column does (psycopg builds arrays
+        element by element in Python). Differs from SQLite, whose engine has no
+        round trip to save: there CreateJobs sends a statement per row.
         """
         self._conn.execute(
             CREATE_JOBS,
             {
-                "ids": ids,
-                "kinds": kinds,
-                "queues": queues,
-                "priorities": priorities,
-                "payloads": payloads,
-                "max_attempts": max_attempts,
-                "timeouts": timeouts,
-                "run_ats": run_ats,
-                "nows": nows,
-                "traceparents": traceparents,
+                "jobs": psycopg.types.json.Jsonb(jobs),
             },
         )
 
