@@ -41,7 +41,6 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import psycopg
@@ -68,10 +67,75 @@ smaller transactions (BENCHMARKS.md, "Group commit on PostgreSQL").
 """
 
 
-@dataclass(slots=True)
 class _Call:
-    op: _Op
-    future: Future[Any]
+    """An operation in the queue, and how its caller hears the outcome."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: _Op) -> None:
+        self.op = op
+
+    def start(self) -> bool:
+        """False when the caller gave up on op (it must not run), else True."""
+        return True
+
+    def finish(self, value: Any) -> None:
+        raise NotImplementedError
+
+    def fail(self, err: BaseException) -> None:
+        raise NotImplementedError
+
+
+class _Waiting(_Call):
+    """The call of a synchronous caller, which blocks in result().
+
+    A bare lock, held from the start and released with the outcome, wakes
+    the caller: cheaper for the committer than a Future's condition, which
+    costs it Python code under the GIL for each caller it wakes.
+    """
+
+    __slots__ = ("_done", "_error", "_value")
+
+    def __init__(self, op: _Op) -> None:
+        super().__init__(op)
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._done = threading.Lock()
+        self._done.acquire()
+
+    def finish(self, value: Any) -> None:
+        self._value = value
+        self._done.release()
+
+    def fail(self, err: BaseException) -> None:
+        self._error = err
+        self._done.release()
+
+    def result(self) -> Any:
+        """Waits for the outcome: returns op's value or raises its error."""
+        self._done.acquire()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _Submitted(_Call):
+    """The call of an asynchronous caller, which awaits future."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, op: _Op) -> None:
+        super().__init__(op)
+        self.future: Future[Any] = Future()
+
+    def start(self) -> bool:
+        return self.future.set_running_or_notify_cancel()
+
+    def finish(self, value: Any) -> None:
+        self.future.set_result(value)
+
+    def fail(self, err: BaseException) -> None:
+        self.future.set_exception(err)
 
 
 class GroupCommit:
@@ -120,11 +184,10 @@ class GroupCommit:
                 self._leaders = 1
                 call = None
             else:
-                call = _Call(op, Future())
-                self._pending.append(call)
-                self._add_leader()
+                call = _Waiting(op)
+                self._queue(call)
         if call is not None:
-            return cast("T", call.future.result())
+            return cast("T", call.result())
         try:
             rows = JobRows()
             value = op(cast("Queries", rows))
@@ -144,11 +207,10 @@ class GroupCommit:
 
         Cancelling the future before op starts means op never runs.
         """
-        call = _Call(op, Future())
+        call = _Submitted(op)
         with self._lock:
             self._refuse_closed()
-            self._pending.append(call)
-            self._add_leader()
+            self._queue(call)
         return call.future
 
     def close(self) -> None:
@@ -168,6 +230,11 @@ class GroupCommit:
     def _refuse_closed(self) -> None:
         if self._closed:
             raise StoreError(f"postgres store {self._where}: the store is closed")
+
+    def _queue(self, call: _Call) -> None:
+        # Called under _lock.
+        self._pending.append(call)
+        self._add_leader()
 
     def _add_leader(self) -> None:
         # Called under _lock with operations waiting: wakes a committer
@@ -189,7 +256,7 @@ class GroupCommit:
 
     def _commit_loop(self) -> None:
         # Leads each time it is woken, until nothing waits. What is waiting
-        # goes in one transaction; it never waits for more.
+        # goes in one statement; it never waits for more.
         while self._wake.get():
             while True:
                 with self._lock:
@@ -210,14 +277,14 @@ class GroupCommit:
         rows = JobRows()
         added: list[tuple[_Call, Any, int]] = []
         for call in batch:
-            if not call.future.set_running_or_notify_cancel():
+            if not call.start():
                 continue
             start = len(rows)
             try:
                 value = call.op(cast("Queries", rows))
             except BaseException as err:
                 rows.truncate(start)
-                call.future.set_exception(err)
+                call.fail(err)
             else:
                 added.append((call, value, start))
         ends = [start for _, _, start in added[1:]] + [len(rows)]
@@ -228,16 +295,16 @@ class GroupCommit:
                 try:
                     self._store(rows.part(start, end))
                 except BaseException as err:
-                    call.future.set_exception(err)
+                    call.fail(err)
                 else:
-                    call.future.set_result(value)
+                    call.finish(value)
             return
         except BaseException as err:
             for call, _, _ in added:
-                call.future.set_exception(err)
+                call.fail(err)
             return
         for call, value, _ in added:
-            call.future.set_result(value)
+            call.finish(value)
 
     def _store(self, rows: JobRows, *, shared: bool = False) -> None:
         """Stores rows with one statement on a pooled connection, as its own transaction.
