@@ -24,6 +24,7 @@ from jobtable._engine import Engine, NewJob, Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._ops import create_jobs
 from jobtable._postgres import PostgresEngine
+from jobtable._postgres_pool import Pool
 
 LIMIT = 10.0
 """Seconds a test waits for background work before it fails."""
@@ -231,6 +232,42 @@ def test_an_unreachable_server_raises_store_error(pg_server: str) -> None:
     with pytest.raises(StoreError, match="open") as raised:
         PostgresEngine.open(url)
     assert isinstance(raised.value.__cause__, psycopg.OperationalError)
+
+
+def test_a_pool_lends_its_last_connection_to_one_caller_at_a_time(pg_url: str) -> None:
+    # With its one connection lent, a caller waits for it to come back and
+    # gets it; one that waits past the timeout gets StoreError.
+    pool = Pool(pg_url, "test", max_size=1, configure=lambda conn: None, timeout=LIMIT)
+    short = Pool(pg_url, "test", max_size=1, configure=lambda conn: None, timeout=0.01)
+    got: list[object] = []
+
+    def wait_for_it() -> None:
+        with pool.connection() as conn:
+            got.append(conn)
+
+    try:
+        with pool.connection() as first:
+            waiter = threading.Thread(target=wait_for_it)
+            waiter.start()
+            with short.connection(), pytest.raises(StoreError, match="1 connections stayed"):
+                short.connection().__enter__()
+        waiter.join(LIMIT)
+        assert got == [first]  # the same connection, once returned
+    finally:
+        pool.close()
+        short.close()
+
+
+def test_a_pool_frees_the_place_of_a_connection_that_failed_to_open(pg_server: str) -> None:
+    # Each caller tries to connect afresh: a failed attempt leaves no place taken.
+    url = with_query(with_port(pg_server, 1), connect_timeout="5")
+    pool = Pool(url, "test", max_size=1, configure=lambda conn: None, timeout=LIMIT)
+    try:
+        for _ in range(3):
+            with pytest.raises(psycopg.OperationalError), pool.connection():
+                pass
+    finally:
+        pool.close()
 
 
 def test_a_connection_lost_in_the_pool_is_replaced_before_the_next_write(
