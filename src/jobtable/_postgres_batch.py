@@ -48,7 +48,7 @@ from psycopg.rows import TupleRow
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
-from jobtable._postgres_queries import JobRows
+from jobtable._postgres_job_rows import JobRows
 
 T = TypeVar("T")
 _Connection = psycopg.Connection[TupleRow]
