@@ -172,14 +172,18 @@ def test_a_failing_enqueue_among_those_sharing_a_transaction_fails_alone(
     enqueue(engine, "taken")
     boom = ValueError("the op's own failure")
     leader = Leader(engine)
-    join = start_writers(engine, [job("a"), job("taken"), RaisingEnqueue("raised", boom), job("b")])
-    wait_for_queued(engine, 4)
+    naive = create_jobs("k", [NewJob("naive", "{}", "2030-01-01T00:00:00")], now())
+    ops = [job("a"), job("taken"), RaisingEnqueue("raised", boom), naive, job("b")]
+    join = start_writers(engine, ops)
+    wait_for_queued(engine, len(ops))
     leader.finish()
-    a, taken, raised, b = join()
+    a, taken, raised, zoneless, b = join()
     assert (a, b) == (None, None)
     assert isinstance(taken, StoreError)  # the server refused the duplicate id
     assert not taken.transient
     assert raised is boom
+    assert isinstance(zoneless, ValueError)  # a run_at without a zone, refused before sending
+    assert not exists(engine, "naive")
     assert exists(engine, "a")
     assert exists(engine, "b")
     assert not exists(engine, "raised")  # its INSERT was rolled back with it

@@ -21,8 +21,8 @@ PostgreSQL"):
 - an asynchronous enqueue (``aenqueue``) queues and, when nothing is under
   way, wakes the committer thread, which runs a batch of one alone;
 - the operations of a batch are called first, each adding its jobs to one
-  ``JobRows``; then one INSERT of every row (CreateJobs, an array per
-  column) is sent on an autocommit connection: one round trip, its own
+  ``JobRows``; then one INSERT of every row (CreateJobs, their JSON as one
+  parameter) is sent on an autocommit connection: one round trip, its own
   transaction, one firing of the insert trigger. An operation that raises
   has its rows taken out and fails alone. When the server refuses the
   statement (which then stored nothing), each operation's rows are sent
@@ -31,8 +31,10 @@ PostgreSQL"):
   StoreError, and whether they were kept is unknown, as for a lone write.
 
 Only enqueues (``CreateJobs``) are batched: they insert and read nothing
-back, so their rows can be gathered before any is sent. Claims and outcomes
-keep their own connections and are never held behind an enqueue.
+back, so their rows can be gathered before any is sent. Claims, outcomes
+and unique enqueues keep their own connections and are never held behind
+an enqueue. A synchronous caller waits on a bare lock rather than a Future:
+waking it is then C code, not Python the committer runs under the GIL.
 """
 
 import collections

@@ -43,8 +43,14 @@ class JobRows:
         return len(self._rows)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
-        """Adds jobs of kind enqueued at now; raises ValueError for a time without a zone."""
+        """Adds jobs of kind enqueued at now; raises ValueError for a time without a zone.
+
+        The times are checked here, so that an enqueue with a bad one fails
+        before anything is sent and the jobs gathered with it are not lost.
+        """
         moment = _zoned(now)
+        for job in jobs:
+            _zoned(job.run_at)
         self._rows.extend((kind, job, moment) for job in jobs)
 
     def truncate(self, size: int) -> None:
@@ -61,8 +67,7 @@ class JobRows:
         """Inserts the jobs, in the order added, with one statement on conn; none, nothing.
 
         Raises psycopg's error when the server refuses a row (then it stores
-        none) or the connection is lost, and ValueError for a run_at without
-        a zone.
+        none) or the connection is lost.
         """
         rows = self._rows
         q = jobs.Querier(conn)
@@ -91,7 +96,7 @@ class JobRows:
                         "payload": job.payload,
                         "max_attempts": job.max_attempts,
                         "timeout": job.timeout,
-                        "run_at": _zoned(job.run_at),
+                        "run_at": job.run_at,
                         "now": moment,
                         "traceparent": job.traceparent,
                     }
