@@ -33,6 +33,7 @@ ROWS = [
     ("enqueue.1", "enqueue, 1 job a call", "raw.insert1"),
     ("drain.1", "drain, 1 worker", "raw.cycle1"),
     ("e2e.1", "end to end, 1 worker", None),
+    ("enqueue.100", "enqueue, 100 jobs a call", None),
     ("drain.4", "drain, 4 workers", "raw.cycle4"),
     ("threads.8", "enqueue, 1 job a call, 8 threads (vs one caller)", "enqueue.1"),
     ("threads.32", "enqueue, 1 job a call, 32 threads (vs one caller)", "enqueue.1"),
@@ -59,7 +60,7 @@ def child(engine: str, jobs: int, *, durable: bool = True) -> dict[str, float]:
         queue.clear()
         out["raw.cycle1"] = jobs / db.raw_cycle(jobs, 1)
         db.reset()
-        queue.enqueue_batch(jobs)
+        out["enqueue.100"] = jobs / queue.enqueue_batch(jobs)
         out["drain.4"] = jobs / queue.drain(jobs, 4)
         queue.clear()
         out["raw.cycle4"] = jobs / db.raw_cycle(jobs, 4)

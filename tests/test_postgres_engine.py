@@ -24,6 +24,7 @@ from jobtable._engine import Engine, NewJob, Queries, Statement
 from jobtable._errors import StoreError
 from jobtable._ops import create_jobs
 from jobtable._postgres import PostgresEngine
+from jobtable._postgres_pool import Pool
 
 LIMIT = 10.0
 """Seconds a test waits for background work before it fails."""
@@ -233,6 +234,42 @@ def test_an_unreachable_server_raises_store_error(pg_server: str) -> None:
     assert isinstance(raised.value.__cause__, psycopg.OperationalError)
 
 
+def test_a_pool_lends_its_last_connection_to_one_caller_at_a_time(pg_url: str) -> None:
+    # With its one connection lent, a caller waits for it to come back and
+    # gets it; one that waits past the timeout gets StoreError.
+    pool = Pool(pg_url, "test", max_size=1, configure=lambda conn: None, timeout=LIMIT)
+    short = Pool(pg_url, "test", max_size=1, configure=lambda conn: None, timeout=0.01)
+    got: list[object] = []
+
+    def wait_for_it() -> None:
+        with pool.connection() as conn:
+            got.append(conn)
+
+    try:
+        with pool.connection() as first:
+            waiter = threading.Thread(target=wait_for_it)
+            waiter.start()
+            with short.connection(), pytest.raises(StoreError, match="1 connections stayed"):
+                short.connection().__enter__()
+        waiter.join(LIMIT)
+        assert got == [first]  # the same connection, once returned
+    finally:
+        pool.close()
+        short.close()
+
+
+def test_a_pool_frees_the_place_of_a_connection_that_failed_to_open(pg_server: str) -> None:
+    # Each caller tries to connect afresh: a failed attempt leaves no place taken.
+    url = with_query(with_port(pg_server, 1), connect_timeout="5")
+    pool = Pool(url, "test", max_size=1, configure=lambda conn: None, timeout=LIMIT)
+    try:
+        for _ in range(3):
+            with pytest.raises(psycopg.OperationalError), pool.connection():
+                pass
+    finally:
+        pool.close()
+
+
 def test_a_connection_lost_in_the_pool_is_replaced_before_the_next_write(
     pg_url: str,
 ) -> None:
@@ -305,7 +342,7 @@ def test_a_one_statement_write_sends_its_statement_alone(
         engine.close()
 
 
-def test_a_lone_enqueue_is_one_statement_and_several_share_a_transaction(
+def test_an_enqueue_is_one_statement_of_one_job_or_several(
     pg_url: str, tmp_path: pathlib.Path
 ) -> None:
     engine = PostgresEngine.open(pg_url, max_connections=1)
@@ -319,11 +356,60 @@ def test_a_lone_enqueue_is_one_statement_and_several_share_a_transaction(
         assert executes(sent) == 1
         two = create_jobs("k", [NewJob("b", "{}", now()), NewJob("c", "{}", now())], now())
         sent = traced(engine, tmp_path / "two", lambda: engine.write(two))
-        assert sent_queries(sent) == ['"BEGIN"', '"COMMIT"']  # both or neither
+        # One INSERT of both rows, its own transaction: no BEGIN and COMMIT.
+        assert sent_queries(sent) == []
+        assert executes(sent) == 1
         rows = engine.read(lambda q: [q.get_job(id=i) for i in "abc"])
         assert [None if row is None else row.status for row in rows] == ["queued"] * 3
+        # Both or neither: the server refuses the taken id "a", so "d" is not stored.
+        taken = create_jobs("k", [NewJob("d", "{}", now()), NewJob("a", "{}", now())], now())
+        with pytest.raises(StoreError) as refused:
+            engine.write(taken)
+        assert not refused.value.transient
+        assert engine.read(lambda q: q.get_job(id="d")) is None
     finally:
         engine.close()
+
+
+def test_jobs_stored_together_read_back_as_the_same_jobs_stored_alone(
+    engine: PostgresEngine,
+) -> None:
+    # CreateJobs sends its jobs as one JSON parameter, CreateJob as columns:
+    # every field reads back the same either way, text of any kind, float
+    # timeouts, a run_at to come (scheduled) and a zone other than UTC
+    # included. The jobs are of two kinds at two moments, as concurrent
+    # enqueues sharing a statement are.
+    moment, later = now(), "2031-05-06T07:08:09.123456+02:00"
+    odd = 'quote " backslash \\ tab \t newline \n é 漢 🙂 \u2028'
+
+    def jobs(prefix: str) -> list[NewJob]:
+        return [
+            NewJob(f"{prefix}1", f'{{"text": "{odd}"}}', moment, priority=-3, max_attempts=4),
+            NewJob(f"{prefix}2", "[1, 2.5e-7]", later, queue=odd, timeout=0.1),
+            NewJob(f"{prefix}3", "{}", moment, timeout=7, traceparent="00-" + "a" * 32 + "-x-01"),
+        ]
+
+    for job in jobs("alone"):
+        engine.write(create_jobs("kind one", [job], moment))
+    together = jobs("together")
+    # Through the seam's insert_jobs, in a transaction of the engine's.
+    engine.write(lambda q: q.insert_jobs(kind="kind one", jobs=together, now=moment))
+    engine.write(create_jobs(odd, jobs("other"), later))
+
+    def read(job_id: str) -> tuple[object, ...]:
+        record = engine.read(lambda q: q.get_job_record(id=job_id))
+        assert record is not None
+        return (
+            record.kind, record.queue, record.priority, record.status, record.payload,
+            record.max_attempts, record.timeout, record.run_at, record.created_at,
+        )  # fmt: skip
+
+    for n in "123":
+        assert read(f"together{n}") == read(f"alone{n}")
+    assert read("other1")[0] == odd
+    assert read("other1")[8] == read("other2")[8]  # created at the call's moment
+    scheduled = engine.read(lambda q: q.next_run_at(queue=odd))
+    assert scheduled == read("alone2")[7]
 
 
 def test_listening_on_a_closed_engine_raises_store_error(pg_url: str) -> None:

@@ -13,16 +13,18 @@ import pathlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 import pg_cluster
 import psycopg
 import pytest
-from seam import enqueue, exists, now
+from seam import claim, enqueue, exists, now
 
 from jobtable._engine import NewJob, Queries
 from jobtable._errors import StoreError
 from jobtable._ops import CreateJob, CreateJobs, create_jobs
 from jobtable._postgres import PostgresEngine
+from jobtable._unique import EnqueueResult, create_unique_jobs
 
 LIMIT = 10.0
 """Seconds a test waits for another thread before it fails."""
@@ -170,14 +172,18 @@ def test_a_failing_enqueue_among_those_sharing_a_transaction_fails_alone(
     enqueue(engine, "taken")
     boom = ValueError("the op's own failure")
     leader = Leader(engine)
-    join = start_writers(engine, [job("a"), job("taken"), RaisingEnqueue("raised", boom), job("b")])
-    wait_for_queued(engine, 4)
+    naive = create_jobs("k", [NewJob("naive", "{}", "2030-01-01T00:00:00")], now())
+    ops = [job("a"), job("taken"), RaisingEnqueue("raised", boom), naive, job("b")]
+    join = start_writers(engine, ops)
+    wait_for_queued(engine, len(ops))
     leader.finish()
-    a, taken, raised, b = join()
+    a, taken, raised, zoneless, b = join()
     assert (a, b) == (None, None)
     assert isinstance(taken, StoreError)  # the server refused the duplicate id
     assert not taken.transient
     assert raised is boom
+    assert isinstance(zoneless, ValueError)  # a run_at without a zone, refused before sending
+    assert not exists(engine, "naive")
     assert exists(engine, "a")
     assert exists(engine, "b")
     assert not exists(engine, "raised")  # its INSERT was rolled back with it
@@ -225,10 +231,12 @@ def test_close_commits_the_enqueues_queued_then_refuses_more(pg_url: str) -> Non
     assert transactions(pg_url, ["leader", "a", "b"]) == 2
 
 
-def test_a_shared_transaction_costs_one_round_trip(pg_url: str, tmp_path: pathlib.Path) -> None:
+def test_enqueues_sharing_a_transaction_share_one_statement(
+    pg_url: str, tmp_path: pathlib.Path
+) -> None:
     # libpq's trace of the engine's one connection: the leader's INSERT is
-    # answered at its Sync; the three behind it go out with BEGIN and COMMIT
-    # in one pipeline, answered at a single Sync.
+    # answered at its Sync; the three behind it go in one INSERT of three
+    # rows, without BEGIN and COMMIT.
     engine = PostgresEngine.open(pg_url, max_connections=1)
     trace = tmp_path / "trace"
     try:
@@ -247,9 +255,86 @@ def test_a_shared_transaction_costs_one_round_trip(pg_url: str, tmp_path: pathli
         engine.close()
     lines = [line.split("\t") for line in trace.read_text().splitlines()]
     sent = [fields[2] for fields in lines if len(fields) > 2 and fields[0] == "F"]
-    assert sent.count("Execute") == 1 + 3 + 2  # the leader's, the three, BEGIN and COMMIT
+    assert sent.count("Execute") == 2  # the leader's and the three's
     assert sent.count("Sync") == 2
+    assert "Query" not in sent  # no BEGIN, no COMMIT
     assert transactions(pg_url, ["leader", "a", "b", "c"]) == 2
+
+
+def test_a_shared_statement_notifies_listeners_as_it_commits(
+    engine: PostgresEngine, pg_url: str
+) -> None:
+    # The insert trigger notifies once per statement, at its commit: the
+    # leader's INSERT and the shared one of the three behind it make two
+    # notifications. (Runners listen through engine.listen, which turns
+    # them into wake-ups; here a session listens itself to count them.)
+    with psycopg.connect(pg_url, autocommit=True) as listening:
+        listening.execute("SELECT jobtable_listen()")
+        leader = Leader(engine)
+        join = start_writers(engine, [job("a"), job("b"), job("c")])
+        wait_for_queued(engine, 3)
+        leader.finish()
+        assert join() == [None] * 3
+        heard = list(listening.notifies(timeout=LIMIT, stop_after=2))
+    assert len(heard) == 2
+    assert transactions(pg_url, ["leader", "a", "b", "c"]) == 2
+
+
+def test_claims_and_unique_enqueues_do_not_wait_behind_enqueues_under_way(
+    engine: PostgresEngine, pg_url: str
+) -> None:
+    # Only plain enqueues ride on a shared statement: a claim, and a unique
+    # enqueue (which reads the holder back), run on their own connections
+    # while the leader holds its enqueue open and two wait behind it.
+    enqueue(engine, "ready")
+    leader = Leader(engine)
+    join = start_writers(engine, [job("a"), job("b")])
+    wait_for_queued(engine, 2)
+    assert claim(engine, 1) == ["ready"]
+
+    def unique(job_id: str, key: str) -> NewJob:
+        return NewJob(job_id, "{}", now(), unique_key=key, unique_statuses=3)
+
+    # Collisions within one call and with a job stored before it.
+    first = engine.write(create_unique_jobs("k", [unique("u1", "x")], now()))
+    assert first == [EnqueueResult("u1", duplicate=False)]
+    many = create_unique_jobs("k", [unique("u2", "x"), unique("u3", "y"), unique("u4", "y")], now())
+    assert engine.write(many) == [
+        EnqueueResult("u1", duplicate=True),
+        EnqueueResult("u3", duplicate=False),
+        EnqueueResult("u3", duplicate=True),
+    ]
+    assert engine._enqueues.pending == 2  # all of that went past them
+    leader.finish()
+    assert join() == [None, None]
+    assert transactions(pg_url, ["leader", "a", "b"]) == 2
+    assert not exists(engine, "u2")
+    assert not exists(engine, "u4")
+
+
+def test_unique_enqueues_from_many_threads_store_one_job_a_key(engine: PostgresEngine) -> None:
+    # Concurrent unique enqueues of one key, with plain enqueues sharing
+    # statements around them: the server lets one store; the others name it.
+    leader = Leader(engine)
+    plain = [job(f"p{n}") for n in range(8)]
+    uniques = [
+        create_unique_jobs(
+            "k", [NewJob(f"u{n}", "{}", now(), unique_key="x", unique_statuses=3)], now()
+        )
+        for n in range(8)
+    ]
+    join = start_writers(engine, [*plain, *uniques])
+    wait_for_queued(engine, len(plain))
+    leader.finish()
+    outcomes = join()
+    assert outcomes[: len(plain)] == [None] * len(plain)
+    unique_outcomes = outcomes[len(plain) :]
+    assert all(isinstance(outcome, list) for outcome in unique_outcomes)
+    results = [r for outcome in unique_outcomes for r in cast("list[EnqueueResult]", outcome)]
+    stored = [r.id for r in results if not r.duplicate]
+    assert len(stored) == 1
+    assert {r.id for r in results} == set(stored)
+    assert all(exists(engine, f"p{n}") for n in range(8))
 
 
 @pytest.mark.slow

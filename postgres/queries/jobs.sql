@@ -10,15 +10,26 @@ VALUES (
     @now, @now, sqlc.narg(traceparent)
 );
 
--- name: CreateJobs :batchexec
--- CreateJobs stores queued jobs, one statement per row, all sent at once.
+-- name: CreateJobs :exec
+-- CreateJobs stores queued jobs, as CreateJob does one, in one statement:
+-- jobs is a JSON array of one object a job, holding CreateJob's parameters
+-- under the names below (times as text with a zone), and the jobs take
+-- their seq in the array's order. The jobs may be of several kinds and
+-- enqueued at several moments, so that concurrent enqueues can share the
+-- statement. One statement is one round trip and, without BEGIN, its own
+-- transaction; its insert trigger fires once. One JSON parameter costs the
+-- client a third of what an array a column does (psycopg builds arrays
+-- element by element in Python). Differs from SQLite, whose engine has no
+-- round trip to save: there CreateJobs sends a statement per row.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent
 )
-VALUES (
-    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now, sqlc.narg(traceparent)
+SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent
+FROM jsonb_to_recordset(@jobs::jsonb) AS job(
+    id text, kind text, queue text, priority integer, payload text, max_attempts integer,
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text
 );
 
 -- name: CreateUniqueJob :execrows

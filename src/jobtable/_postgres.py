@@ -158,9 +158,7 @@ class PostgresEngine:
         # Concurrent enqueues share transactions (see _postgres_batch).
         self._enqueues = GroupCommit(
             where,
-            alone=lambda op: self._run(op, "write"),
             connection=pool.connection,
-            queries=_queries,
             error=lambda err: _store_error(where, "write", err),
         )
 

@@ -11,30 +11,30 @@ Who commits what is a design decision (BENCHMARKS.md, "Group commit on
 PostgreSQL"):
 
 - a synchronous write that finds no enqueue under way leads: it runs alone,
-  in its own thread, on a pooled connection, as it did before group commit
-  (a lone enqueue stays one INSERT, one round trip);
+  in its own thread, on a pooled connection (a lone enqueue stays one
+  INSERT, one round trip);
 - enqueues that arrive while one is under way queue; when the leader is
-  done, it hands on to the committer thread, which commits everything
-  queued in one transaction and goes on until nothing waits, then goes idle
+  done, it hands on to the committer thread, which stores everything
+  queued with one statement and goes on until nothing waits, then goes idle
   so that the next lone caller leads again. The leader never commits
   others' writes, so its latency stays one commit;
 - an asynchronous enqueue (``aenqueue``) queues and, when nothing is under
   way, wakes the committer thread, which runs a batch of one alone;
-- a batch of several is sent in pipeline mode: BEGIN, every operation's
-  statements and COMMIT go out without waiting for a reply, and the server
-  answers once. Savepoints would not isolate a failure there (a pipeline
-  skips everything after an error up to its end), so when the server
-  refuses any statement, or an operation raises, the transaction is rolled
-  back whole and each operation runs again alone, as it would have without
-  group commit: a failing one fails alone and the others commit. A lost
+- the operations of a batch are called first, each adding its jobs to one
+  ``JobRows``; then one INSERT of every row (CreateJobs, their JSON as one
+  parameter) is sent on an autocommit connection: one round trip, its own
+  transaction, one firing of the insert trigger. An operation that raises
+  has its rows taken out and fails alone. When the server refuses the
+  statement (which then stored nothing), each operation's rows are sent
+  again alone: a failing enqueue fails alone and the others commit. A lost
   connection is not retried: every operation of the batch gets the
   StoreError, and whether they were kept is unknown, as for a lone write.
 
-Only operations that read nothing back may be batched: in pipeline mode a
-statement's result (its row count included) is not there until the server
-answers, which is after the operation returned. The engine batches only
-``CreateJobs``, which inserts and reads nothing; claims and outcomes keep
-their own connections and are never held behind an enqueue.
+Only enqueues (``CreateJobs``) are batched: they insert and read nothing
+back, so their rows can be gathered before any is sent. Claims, outcomes
+and unique enqueues keep their own connections and are never held behind
+an enqueue. A synchronous caller waits on a bare lock rather than a Future:
+waking it is then C code, not Python the committer runs under the GIL.
 """
 
 import collections
@@ -43,22 +43,21 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import psycopg
-from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
+from jobtable._postgres_job_rows import JobRows
 
 T = TypeVar("T")
 _Connection = psycopg.Connection[TupleRow]
 _Op = Callable[[Queries], Any]
 
 MAX_BATCH = 256
-"""The most operations one group transaction commits."""
+"""The most operations one shared statement stores the jobs of."""
 
 LANES = 1
 """The most transactions of enqueues under way at once.
@@ -70,46 +69,103 @@ smaller transactions (BENCHMARKS.md, "Group commit on PostgreSQL").
 """
 
 
-@dataclass(slots=True)
 class _Call:
-    op: _Op
-    future: Future[Any]
+    """An operation in the queue, and how its caller hears the outcome."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: _Op) -> None:
+        self.op = op
+
+    def start(self) -> bool:
+        """False when the caller gave up on op (it must not run), else True."""
+        return True
+
+    def finish(self, value: Any) -> None:
+        raise NotImplementedError
+
+    def fail(self, err: BaseException) -> None:
+        raise NotImplementedError
 
 
-class _RunAlone(Exception):
-    """The group transaction was rolled back and committed nothing: run each op alone."""
+class _Waiting(_Call):
+    """The call of a synchronous caller, which blocks in result().
+
+    A bare lock, held from the start and released with the outcome, wakes
+    the caller: cheaper for the committer than a Future's condition, which
+    costs it Python code under the GIL for each caller it wakes.
+    """
+
+    __slots__ = ("_done", "_error", "_value")
+
+    def __init__(self, op: _Op) -> None:
+        super().__init__(op)
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._done = threading.Lock()
+        self._done.acquire()
+
+    def finish(self, value: Any) -> None:
+        self._value = value
+        self._done.release()
+
+    def fail(self, err: BaseException) -> None:
+        self._error = err
+        self._done.release()
+
+    def result(self) -> Any:
+        """Waits for the outcome: returns op's value or raises its error."""
+        self._done.acquire()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _Submitted(_Call):
+    """The call of an asynchronous caller, which awaits future."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, op: _Op) -> None:
+        super().__init__(op)
+        self.future: Future[Any] = Future()
+
+    def start(self) -> bool:
+        return self.future.set_running_or_notify_cancel()
+
+    def finish(self, value: Any) -> None:
+        self.future.set_result(value)
+
+    def fail(self, err: BaseException) -> None:
+        self.future.set_exception(err)
 
 
 class GroupCommit:
-    """Commits concurrent operations in shared transactions; safe from any thread.
+    """Stores the jobs of concurrent enqueues with shared statements; safe from any thread.
 
-    alone(op) runs one operation in a transaction of its own and raises
-    StoreError for a database error (the engine's ordinary write);
-    connection() lends a pooled autocommit connection; queries(conn) gives
-    the operations their ``Queries`` on it; error(err, doing) translates a
-    psycopg error. A result is given only after its transaction committed.
+    Each operation is called with a ``JobRows`` as its queries, so it may
+    call only ``insert_jobs`` (an enqueue, ``CreateJobs``, does nothing
+    else). connection() lends a pooled autocommit connection; error(err)
+    translates a psycopg error. A result is given only after the statement
+    storing the operation's jobs committed.
     """
 
     def __init__(
         self,
         where: str,
         *,
-        alone: Callable[[_Op], Any],
         connection: Callable[[], contextlib.AbstractContextManager[_Connection]],
-        queries: Callable[[_Connection], Queries],
         error: Callable[[psycopg.Error], StoreError],
     ) -> None:
         self._where = where
-        self._alone = alone
         self._connection = connection
-        self._queries = queries
         self._error = error
         self.commits = 0
         """How many transactions this has committed: a signal for tests."""
         self._lock = threading.Lock()
         # The operations waiting, and how many lead (callers running their
-        # own alone, committer threads woken): at most LANES. Both under
-        # _lock; while an operation waits, someone leads.
+        # own, committer threads woken): at most LANES. Both under _lock;
+        # while an operation waits, someone leads.
         self._pending: collections.deque[_Call] = collections.deque()
         self._leaders = 0
         self._idle = threading.Condition(self._lock)
@@ -130,14 +186,15 @@ class GroupCommit:
                 self._leaders = 1
                 call = None
             else:
-                call = _Call(op, Future())
-                self._pending.append(call)
-                self._add_leader()
+                call = _Waiting(op)
+                self._queue(call)
         if call is not None:
-            return cast("T", call.future.result())
+            return cast("T", call.result())
         try:
-            value = cast("T", self._alone(op))
-            self.commits += 1
+            rows = JobRows()
+            value = op(cast("Queries", rows))
+            if rows:
+                self._store(rows)
             return value
         finally:
             with self._lock:
@@ -152,11 +209,10 @@ class GroupCommit:
 
         Cancelling the future before op starts means op never runs.
         """
-        call = _Call(op, Future())
+        call = _Submitted(op)
         with self._lock:
             self._refuse_closed()
-            self._pending.append(call)
-            self._add_leader()
+            self._queue(call)
         return call.future
 
     def close(self) -> None:
@@ -176,6 +232,11 @@ class GroupCommit:
     def _refuse_closed(self) -> None:
         if self._closed:
             raise StoreError(f"postgres store {self._where}: the store is closed")
+
+    def _queue(self, call: _Call) -> None:
+        # Called under _lock.
+        self._pending.append(call)
+        self._add_leader()
 
     def _add_leader(self) -> None:
         # Called under _lock with operations waiting: wakes a committer
@@ -197,7 +258,7 @@ class GroupCommit:
 
     def _commit_loop(self) -> None:
         # Leads each time it is woken, until nothing waits. What is waiting
-        # goes in one transaction; it never waits for more.
+        # goes in one statement; it never waits for more.
         while self._wake.get():
             while True:
                 with self._lock:
@@ -210,64 +271,66 @@ class GroupCommit:
                 self._commit(batch)
 
     def _commit(self, batch: list[_Call]) -> None:
-        calls = [call for call in batch if call.future.set_running_or_notify_cancel()]
-        if len(calls) > 1:
+        # Each operation adds its jobs to one JobRows, which one statement
+        # stores. An operation that raises has its jobs taken out again and
+        # fails alone. When the server refuses the statement, which then
+        # stored nothing, each operation's jobs are stored alone, so that
+        # the one at fault fails alone.
+        rows = JobRows()
+        added: list[tuple[_Call, Any, int]] = []
+        for call in batch:
+            if not call.start():
+                continue
+            start = len(rows)
             try:
-                values = self._together([call.op for call in calls])
-            except _RunAlone:
-                pass  # each below, in a transaction of its own
+                value = call.op(cast("Queries", rows))
             except BaseException as err:
-                for call in calls:
-                    call.future.set_exception(err)
-                return
+                rows.truncate(start)
+                call.fail(err)
             else:
-                self.commits += 1
-                for call, value in zip(calls, values, strict=True):
-                    call.future.set_result(value)
-                return
-        for call in calls:
-            try:
-                value = self._alone(call.op)
-            except BaseException as err:
-                call.future.set_exception(err)
-            else:
-                self.commits += 1
-                call.future.set_result(value)
+                added.append((call, value, start))
+        ends = [start for _, _, start in added[1:]] + [len(rows)]
+        try:
+            self._store(rows, shared=len(added) > 1)
+        except _Refused:
+            for (call, value, start), end in zip(added, ends, strict=True):
+                try:
+                    self._store(rows.part(start, end))
+                except BaseException as err:
+                    call.fail(err)
+                else:
+                    call.finish(value)
+            return
+        except BaseException as err:
+            for call, _, _ in added:
+                call.fail(err)
+            return
+        for call, value, _ in added:
+            call.finish(value)
 
-    def _together(self, ops: list[_Op]) -> list[Any]:
-        """Runs ops in one pipelined transaction; raises _RunAlone when it committed nothing.
+    def _store(self, rows: JobRows, *, shared: bool = False) -> None:
+        """Stores rows with one statement on a pooled connection, as its own transaction.
 
-        Raises StoreError when the pool lends no connection or the
-        connection is lost: then nothing is run again.
+        Raises StoreError when the pool lends no connection, the server
+        refuses a row or the connection is lost; but _Refused when the server
+        refused shared rows (several operations' jobs) on a connection still
+        working: the statement stored nothing, and each operation's jobs may
+        be stored apart.
         """
+        if not rows:
+            return
         try:
             with self._connection() as conn:
                 try:
-                    # BEGIN, the statements and COMMIT go out without waiting
-                    # for replies, and the server answers them all at the
-                    # end: one round trip. (psycopg's own transaction block
-                    # would wait for the server after BEGIN and again after
-                    # COMMIT.)
-                    with conn.pipeline():
-                        conn.execute("BEGIN")
-                        q = self._queries(conn)
-                        values = [op(q) for op in ops]
-                        conn.execute("COMMIT")
-                    return values
+                    rows.store(conn)
                 except psycopg.Error as err:
-                    if err.sqlstate is None or conn.broken:
-                        raise  # no answer from the server: the commit's fate is unknown
-                    _roll_back(conn)
-                    raise _RunAlone from err
-                except Exception as err:
-                    _roll_back(conn)
-                    raise _RunAlone from err
+                    if shared and not conn.broken:
+                        raise _Refused from err
+                    raise
         except psycopg.Error as err:  # the connection, lent or lost
             raise self._error(err) from err
+        self.commits += 1
 
 
-def _roll_back(conn: _Connection) -> None:
-    """Ends conn's failed or open transaction; a connection that cannot is closed by the pool."""
-    if conn.info.transaction_status != TransactionStatus.IDLE:
-        with contextlib.suppress(psycopg.Error):
-            conn.execute("ROLLBACK")
+class _Refused(Exception):
+    """The server refused a shared statement, which stored nothing: store each operation apart."""

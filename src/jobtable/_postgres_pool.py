@@ -15,7 +15,7 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import psycopg
 from psycopg.abc import Buffer
@@ -94,32 +94,56 @@ class Pool:
         self._where = where
         self._configure = configure
         self._timeout = timeout
-        self._slots = threading.BoundedSemaphore(max_size)
         self._lock = threading.Lock()
+        # How many connections are lent, the condition a caller waits on for
+        # one to come back when max_size are, and how many wait; all under
+        # _lock. (One lock for the count and the idle connections: a
+        # semaphore beside it cost each checkout more Python than the rest.)
+        self._lent = 0
+        self._returned = threading.Condition(self._lock)
+        self._waiting = 0
         # Idle connections with the drain generation they were opened in and
         # when they were returned, the most recently returned last.
         self._idle: collections.deque[tuple[_Connection, int, float]] = collections.deque()
         self._generation = 0
         self._closed = False
 
-    @contextlib.contextmanager
-    def connection(self) -> Iterator[_Connection]:
+    def connection(self) -> contextlib.AbstractContextManager[_Connection]:
         """A connection alive as it left the pool; returned to the pool after, unless broken."""
-        if not self._slots.acquire(timeout=self._timeout):
-            raise StoreError(
-                f"postgres store {self._where}: all {self.max_size} connections stayed in use "
-                f"for {self._timeout:g} s"
-            )
+        return _Lent(self)
+
+    def _lend(self) -> tuple[_Connection, int]:
+        # A connection and its generation, counted as lent.
+        with self._lock:
+            if self._lent >= self.max_size:
+                self._waiting += 1
+                try:
+                    freed = self._returned.wait_for(
+                        lambda: self._lent < self.max_size, self._timeout
+                    )
+                finally:
+                    self._waiting -= 1
+                if not freed:
+                    raise StoreError(
+                        f"postgres store {self._where}: all {self.max_size} connections "
+                        f"stayed in use for {self._timeout:g} s"
+                    )
+            self._lent += 1
         try:
-            conn, generation = self._take()
+            return self._take()
         except BaseException:
-            self._slots.release()
+            self._release()
             raise
-        try:
-            yield conn
-        finally:
-            self._give_back(conn, generation)
-            self._slots.release()
+
+    def _release(self) -> None:
+        with self._lock:
+            self._free()
+
+    def _free(self) -> None:
+        # Called under _lock: one lent connection's place is free again.
+        self._lent -= 1
+        if self._waiting:
+            self._returned.notify()
 
     def _take(self) -> tuple[_Connection, int]:
         while True:
@@ -156,9 +180,11 @@ class Pool:
 
     def _give_back(self, conn: _Connection, generation: int) -> None:
         # A connection that broke, was left inside a transaction, or was
-        # opened before a drain is closed rather than kept.
-        keep = not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
+        # opened before a drain is closed rather than kept; either way its
+        # place is free again.
+        keep = not conn.closed and conn.pgconn.transaction_status == TransactionStatus.IDLE
         with self._lock:
+            self._free()
             if keep and not self._closed and generation == self._generation:
                 self._idle.append((conn, generation, time.monotonic()))
                 return
@@ -181,6 +207,22 @@ class Pool:
         with self._lock:
             self._closed = True
         self.drain()
+
+
+class _Lent:
+    """The context of one connection lent by a pool (``Pool.connection``)."""
+
+    __slots__ = ("_conn", "_generation", "_pool")
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    def __enter__(self) -> _Connection:
+        self._conn, self._generation = self._pool._lend()
+        return self._conn
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._pool._give_back(self._conn, self._generation)
 
 
 class TextLoader(psycopg.adapt.Loader):

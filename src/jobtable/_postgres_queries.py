@@ -26,11 +26,12 @@ from jobtable._engine import (
     RunnerRow,
 )
 from jobtable._listing import list_page
+from jobtable._postgres_job_rows import JobRows
 from jobtable._postgres_operator_queries import PostgresOperatorQueries
 from jobtable._postgres_operator_queries import pg_time as _time
 from jobtable._values import timestamp
 from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
-from jobtable.db.postgres.jobs import CreateJobsParams, CreateUniqueJobsParams
+from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -131,40 +132,13 @@ class _Queries(PostgresOperatorQueries):
 
     def __init__(self, conn: _Connection) -> None:
         super().__init__(conn)
+        self._conn = conn
         self._q = jobs.Querier(conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
-        moment = _time(now)
-        if len(jobs) == 1:
-            [job] = jobs
-            self._q.create_job(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=_time(job.run_at),
-                now=moment,
-                traceparent=job.traceparent,
-            )
-            return
-        self._q.create_jobs(
-            CreateJobsParams(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=_time(job.run_at),
-                now=moment,
-                traceparent=job.traceparent,
-            )
-            for job in jobs
-        )
+        rows = JobRows()
+        rows.insert_jobs(kind=kind, jobs=jobs, now=now)
+        rows.store(self._conn)
 
     def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
         params = [

@@ -21,6 +21,7 @@ ADAPTERS = frozenset(
         "_sqlite_operator_queries.py",
         "_postgres.py",
         "_postgres_queries.py",
+        "_postgres_job_rows.py",
         "_postgres_operator_queries.py",
         "_postgres_transaction.py",
     }

@@ -9,7 +9,10 @@ import datetime
 from collections.abc import Iterable
 
 import psycopg
+import psycopg.types.json
 from psycopg.rows import TupleRow
+
+from .models import JSONValue
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
@@ -25,9 +28,11 @@ CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent
 )
-VALUES (
-    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
-    %(now)s, %(now)s, %(traceparent)s
+SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent
+FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
+    id text, kind text, queue text, priority integer, payload text, max_attempts integer,
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text
 )
 """
 
@@ -452,22 +457,6 @@ GROUP BY queue ORDER BY queue
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class CreateJobsParams:
-    """The parameters of one statement of CreateJobs."""
-
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    payload: str
-    max_attempts: int
-    timeout: float | None
-    run_at: datetime.datetime
-    now: datetime.datetime
-    traceparent: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class CreateUniqueJobsRow:
     """A row that CreateUniqueJobs returns."""
 
@@ -887,28 +876,26 @@ class Querier:
 
     def create_jobs(
         self,
-        rows: Iterable[CreateJobsParams],
+        *,
+        jobs: JSONValue,
     ) -> None:
-        """CreateJobs stores queued jobs, one statement per row, all sent at once."""
-        with self._conn.cursor() as cur:
-            cur.executemany(
-                CREATE_JOBS,
-                [
-                    {
-                        "id": row.id,
-                        "kind": row.kind,
-                        "queue": row.queue,
-                        "priority": row.priority,
-                        "payload": row.payload,
-                        "max_attempts": row.max_attempts,
-                        "timeout": row.timeout,
-                        "run_at": row.run_at,
-                        "now": row.now,
-                        "traceparent": row.traceparent,
-                    }
-                    for row in rows
-                ],
-            )
+        """CreateJobs stores queued jobs, as CreateJob does one, in one statement:
+        jobs is a JSON array of one object a job, holding CreateJob's parameters
+        under the names below (times as text with a zone), and the jobs take
+        their seq in the array's order. The jobs may be of several kinds and
+        enqueued at several moments, so that concurrent enqueues can share the
+        statement. One statement is one round trip and, without BEGIN, its own
+        transaction; its insert trigger fires once. One JSON parameter costs the
+        client a third of what an array a column does (psycopg builds arrays
+        element by element in Python). Differs from SQLite, whose engine has no
+        round trip to save: there CreateJobs sends a statement per row.
+        """
+        self._conn.execute(
+            CREATE_JOBS,
+            {
+                "jobs": psycopg.types.json.Jsonb(jobs),
+            },
+        )
 
     def create_unique_job(
         self,

@@ -5,6 +5,10 @@
 
 import dataclasses
 import datetime
+from typing import TypeAlias
+
+JSONScalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
