@@ -267,3 +267,20 @@ async def test_an_interrupted_job_is_retried_while_attempts_remain(store: jobtab
     assert store.get(failed).error == jobtable.MESSAGE_INTERRUPTED
     assert await restarted.run_next() == retried
     assert store.get(retried).result == 1
+
+
+def test_created_at_is_the_enqueue_time_whether_run_at_is_now_later_or_given(
+    timed_store: jobtable.Store,
+) -> None:
+    later = jobtable.Kind("later", int, int, delay=datetime.timedelta(minutes=1))
+    now = timed_store.inspect(ping.enqueue(timed_store, 1))
+    delayed = timed_store.inspect(later.enqueue(timed_store, 2))
+    at = T0 + datetime.timedelta(days=2)
+    given = timed_store.inspect(later.enqueue(timed_store, 3, run_at=at))
+    assert (now.run_at, delayed.run_at, given.run_at) == (
+        T0,
+        T0 + datetime.timedelta(minutes=1),
+        at,
+    )
+    assert now.created_at == delayed.created_at == given.created_at == T0
+
