@@ -17,7 +17,7 @@ from ._engine import JobRow, NewJob, Queries
 from ._errors import JobNotFound
 from ._job import Job, Status
 from ._ops import GetJob, create_jobs
-from ._options import EnqueueOptions, Options, RetryPolicy, check_retry
+from ._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
 from ._store import Store
 from ._telemetry import enqueue_trace
 from ._transaction import adriver_connection, driver_connection
@@ -98,6 +98,7 @@ class Kind(Generic[P, R]):
         self.options = Options(max_attempts, priority, queue, timeout, delay)
         """The defaults of the kind's jobs; each enqueue may override them."""
         self.options.check(where)
+        self._merges = Merges()
         self.unique = _check_unique(where, unique)
         """The kind's uniqueness, or None; each enqueue may override it."""
         self._binding: _Binding | None = None
@@ -185,7 +186,7 @@ class Kind(Generic[P, R]):
         unique = _check_unique(where, given.pop("unique", self.unique))
         if run_at is not None and "delay" not in given:
             given["delay"] = None  # an explicit run_at replaces the kind's delay
-        options = self.options.merged(where, given) if given else self.options
+        options = self._merges.merged(where, self.options, given) if given else self.options
         return options, unique, run_at
 
     @overload
