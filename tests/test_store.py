@@ -190,6 +190,26 @@ def test_open_postgres_without_psycopg_says_what_to_install(
     assert "s3cret" not in str(raised.value)
 
 
+# Waking runners.
+
+
+def test_an_enqueue_calls_each_watching_wake_until_it_stops(tmp_path: Path) -> None:
+    calls: list[str] = []
+    ping = jobtable.Kind("ping", int, int)
+    with Store.open(tmp_path / "app.db") as store:
+        stop_a = store._watch_enqueues(lambda: calls.append("a"))
+        stop_b = store._watch_enqueues(lambda: calls.append("b"))
+        ping.enqueue(store, 1)
+        assert calls == ["a", "b"]
+        stop_a()
+        stop_a()  # stopping twice does nothing
+        ping.enqueue_many(store, [2, 3])
+        assert calls == ["a", "b", "b"]
+        stop_b()
+        ping.enqueue(store, 4)
+        assert calls == ["a", "b", "b"]
+
+
 # Closing and showing.
 
 
