@@ -21,7 +21,7 @@ from ._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
 from ._store import Store
 from ._telemetry import enqueue_trace
 from ._transaction import adriver_connection, driver_connection
-from ._unique import EnqueueResult, Unique, create_unique_jobs
+from ._unique import EnqueueResult, Unique, create_unique_jobs, ids_of, kept_jobs, results_of
 from ._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -213,7 +213,7 @@ class Kind(Generic[P, R]):
         database or file, or a search_path without the store's schema).
         """
         binding, payload = self._where("enqueue", args)
-        return _ids(*self._enqueue_many("enqueue", binding, [payload], options))[0]
+        return ids_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     async def aenqueue(
@@ -224,7 +224,7 @@ class Kind(Generic[P, R]):
     async def aenqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
         """The async form of enqueue."""
         binding, payload = self._where("enqueue", args)
-        return _ids(*await self._aenqueue_many("enqueue", binding, [payload], options))[0]
+        return ids_of(*await self._aenqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     def enqueue_many(
@@ -241,7 +241,7 @@ class Kind(Generic[P, R]):
         or, on any error, none is.
         """
         binding, payloads = self._where("enqueue_many", args)
-        return _ids(*self._enqueue_many("enqueue_many", binding, payloads, options))
+        return ids_of(*self._enqueue_many("enqueue_many", binding, payloads, options))
 
     @overload
     async def aenqueue_many(
@@ -254,7 +254,7 @@ class Kind(Generic[P, R]):
     async def aenqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
         """The async form of enqueue_many."""
         binding, payloads = self._where("enqueue_many", args)
-        return _ids(*await self._aenqueue_many("enqueue_many", binding, payloads, options))
+        return ids_of(*await self._aenqueue_many("enqueue_many", binding, payloads, options))
 
     @overload
     def enqueue_result(
@@ -269,7 +269,7 @@ class Kind(Generic[P, R]):
         was stored and id is the holder's. Without ``unique`` it is False.
         """
         binding, payload = self._where("enqueue", args)
-        return _results(*self._enqueue_many("enqueue", binding, [payload], options))[0]
+        return results_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     async def aenqueue_result(
@@ -282,7 +282,7 @@ class Kind(Generic[P, R]):
     async def aenqueue_result(self, *args: Any, **options: Unpack[EnqueueOptions]) -> EnqueueResult:
         """The async form of enqueue_result."""
         binding, payload = self._where("enqueue", args)
-        return _results(*await self._aenqueue_many("enqueue", binding, [payload], options))[0]
+        return results_of(*await self._aenqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     def enqueue_many_results(
@@ -300,7 +300,7 @@ class Kind(Generic[P, R]):
         A payload whose key an earlier one of the batch took is a duplicate of it.
         """
         binding, payloads = self._where("enqueue_many", args)
-        return _results(*self._enqueue_many("enqueue_many", binding, payloads, options))
+        return results_of(*self._enqueue_many("enqueue_many", binding, payloads, options))
 
     @overload
     async def aenqueue_many_results(
@@ -315,7 +315,7 @@ class Kind(Generic[P, R]):
     ) -> list[EnqueueResult]:
         """The async form of enqueue_many_results."""
         binding, payloads = self._where("enqueue_many", args)
-        return _results(*await self._aenqueue_many("enqueue_many", binding, payloads, options))
+        return results_of(*await self._aenqueue_many("enqueue_many", binding, payloads, options))
 
     def _enqueue_many(
         self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
@@ -332,7 +332,7 @@ class Kind(Generic[P, R]):
                 # commit, from the engine (NOTIFY, the WAL watch), not from here.
                 where = f"{verb} {self.name!r}"
                 results = binding.store.engine.write_in(driver_connection(conn, where), op, where)
-            trace.stored(_kept(jobs, results))
+            trace.stored(kept_jobs(jobs, results))
             return jobs, results
 
     async def _aenqueue_many(
@@ -349,7 +349,7 @@ class Kind(Generic[P, R]):
                 where = f"{verb} {self.name!r}"
                 driver = await adriver_connection(conn, where)
                 results = await binding.store.engine.awrite_in(driver, op, where)
-            trace.stored(_kept(jobs, results))
+            trace.stored(kept_jobs(jobs, results))
             return jobs, results
 
     def _typed(self, row: JobRow) -> Job[R]:
@@ -391,22 +391,3 @@ def _check_unique(where: str, unique: object) -> Unique | None:
     if unique is not None and not isinstance(unique, Unique):
         raise TypeError(f"{where}: unique must be a jobtable.Unique or None, got {unique!r}")
     return unique
-
-
-def _kept(jobs: list[NewJob], results: list[EnqueueResult] | None) -> list[NewJob]:
-    """The jobs a write with results stored: all, or those not a duplicate when unique."""
-    if results is None:
-        return jobs
-    return [job for job, done in zip(jobs, results, strict=True) if not done.duplicate]
-
-
-def _ids(jobs: list[NewJob], results: list[EnqueueResult] | None) -> list[str]:
-    """The ids an enqueue returns, in order: the jobs', or when unique each result's."""
-    return [job.id for job in (jobs if results is None else results)]
-
-
-def _results(jobs: list[NewJob], results: list[EnqueueResult] | None) -> list[EnqueueResult]:
-    """The EnqueueResults of an enqueue, in order: results, or none a duplicate when not unique."""
-    if results is None:
-        return [EnqueueResult(job.id, False) for job in jobs]
-    return results
