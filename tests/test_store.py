@@ -1,5 +1,6 @@
 """Store.open and the ids and times the store writes."""
 
+import base64
 import importlib.util
 import re
 import string
@@ -7,7 +8,9 @@ import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import example, given
 
 import jobtable
 from jobtable._engine import JobRow, NewJob, Queries
@@ -72,6 +75,35 @@ def test_timestamp_refuses_a_naive_datetime() -> None:
         timestamp(datetime(2026, 1, 1))
 
 
+def strftime_timestamp(moment: datetime) -> str:
+    """timestamp as strftime wrote it until issue 18, the reference its faster form must match."""
+    utc = moment.astimezone(UTC)
+    return f"{utc.year:04d}{utc.strftime('-%m-%dT%H:%M:%S.%fZ')}"
+
+
+OFFSETS = st.builds(
+    timezone,
+    st.timedeltas(
+        min_value=timedelta(hours=-23, minutes=-59), max_value=timedelta(hours=23, minutes=59)
+    ),
+)
+
+
+@given(st.datetimes(timezones=st.one_of(st.just(UTC), OFFSETS, st.timezones())))
+@example(datetime(1, 1, 1, tzinfo=UTC))
+@example(datetime(999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+@example(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+@example(datetime(2026, 3, 4, 5, 6, 7, 89, tzinfo=timezone(timedelta(hours=-5))))
+def test_timestamp_writes_the_text_strftime_wrote(moment: datetime) -> None:
+    try:
+        expected = strftime_timestamp(moment)
+    except OverflowError:  # UTC of a time near year 1 or 9999 is out of range: both refuse it
+        with pytest.raises(OverflowError):
+            timestamp(moment)
+        return
+    assert timestamp(moment) == expected
+
+
 # Ids.
 
 
@@ -79,6 +111,14 @@ def test_new_id_is_128_bits_of_url_safe_text() -> None:
     job_id = new_id()
     assert len(job_id) == 22  # ceil(128 / 6) base64 characters, no padding
     assert set(job_id) <= set(string.ascii_letters + string.digits + "-_")
+
+
+def test_new_id_is_the_url_safe_base64_of_16_bytes() -> None:
+    for _ in range(100):
+        job_id = new_id()
+        raw = base64.urlsafe_b64decode(job_id + "==")
+        assert len(raw) == 16
+        assert base64.urlsafe_b64encode(raw).rstrip(b"=").decode() == job_id
 
 
 def test_new_ids_do_not_repeat() -> None:
@@ -148,6 +188,26 @@ def test_open_postgres_without_psycopg_says_what_to_install(
     with pytest.raises(StoreError, match=r"install jobtable\[postgres\]") as raised:
         Store.open("postgresql://alice:s3cret@db.example/app")
     assert "s3cret" not in str(raised.value)
+
+
+# Waking runners.
+
+
+def test_an_enqueue_calls_each_watching_wake_until_it_stops(tmp_path: Path) -> None:
+    calls: list[str] = []
+    ping = jobtable.Kind("ping", int, int)
+    with Store.open(tmp_path / "app.db") as store:
+        stop_a = store._watch_enqueues(lambda: calls.append("a"))
+        stop_b = store._watch_enqueues(lambda: calls.append("b"))
+        ping.enqueue(store, 1)
+        assert calls == ["a", "b"]
+        stop_a()
+        stop_a()  # stopping twice does nothing
+        ping.enqueue_many(store, [2, 3])
+        assert calls == ["a", "b", "b"]
+        stop_b()
+        ping.enqueue(store, 4)
+        assert calls == ["a", "b", "b"]
 
 
 # Closing and showing.

@@ -17,11 +17,11 @@ from ._engine import JobRow, NewJob, Queries
 from ._errors import JobNotFound
 from ._job import Job, Status
 from ._ops import GetJob, create_jobs
-from ._options import EnqueueOptions, Options, RetryPolicy, check_retry
+from ._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
 from ._store import Store
-from ._telemetry import EnqueueTrace, enqueue_trace
+from ._telemetry import enqueue_trace
 from ._transaction import adriver_connection, driver_connection
-from ._unique import EnqueueResult, Unique, create_unique_jobs
+from ._unique import EnqueueResult, Unique, create_unique_jobs, ids_of, kept_jobs, results_of
 from ._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -33,6 +33,10 @@ class _Binding(NamedTuple):
 
     store: Store
     max_payload_bytes: int
+
+
+_Stored = tuple[list[NewJob], list[EnqueueResult] | None]
+"""What an enqueue stored: its jobs, and its write's results (None: every job stored)."""
 
 
 class Kind(Generic[P, R]):
@@ -94,6 +98,7 @@ class Kind(Generic[P, R]):
         self.options = Options(max_attempts, priority, queue, timeout, delay)
         """The defaults of the kind's jobs; each enqueue may override them."""
         self.options.check(where)
+        self._merges = Merges()
         self.unique = _check_unique(where, unique)
         """The kind's uniqueness, or None; each enqueue may override it."""
         self._binding: _Binding | None = None
@@ -138,13 +143,12 @@ class Kind(Generic[P, R]):
         overrides: EnqueueOptions,
         traceparent: str | None = None,
     ) -> tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]:
-        where = f"{verb} {self.name!r}"
-        given: dict[str, Any] = dict(overrides)
-        run_at = given.pop("run_at", None)
-        unique = _check_unique(where, given.pop("unique", self.unique))
-        if run_at is not None and "delay" not in given:
-            given["delay"] = None  # an explicit run_at replaces the kind's delay
-        options = self.options.merged(where, given) if given else self.options
+        kind = self._codec.kind
+        where = f"{verb} {kind!r}"
+        if overrides:
+            options, unique, run_at = self._overridden(where, overrides)
+        else:
+            options, unique, run_at = self.options, self.unique, None
         moment = binding.store.clock()
         starts = options.run_at(where, moment, run_at)
         limit = binding.max_payload_bytes
@@ -161,16 +165,29 @@ class Kind(Generic[P, R]):
             )
             for p in payloads
         ]
-        now = timestamp(moment)
+        # A job that starts now has run_at and created_at the same text: one timestamp for both.
+        now = starts if run_at is None and options.delay is None else timestamp(moment)
         if unique is None:
-            return jobs, create_jobs(self.name, jobs, now)
+            return jobs, create_jobs(kind, jobs, now)
         jobs = [
             job._replace(
                 unique_key=unique.key_of(where, job.payload, moment), unique_statuses=unique.mask
             )
             for job in jobs
         ]
-        return jobs, create_unique_jobs(self.name, jobs, now)
+        return jobs, create_unique_jobs(kind, jobs, now)
+
+    def _overridden(
+        self, where: str, overrides: EnqueueOptions
+    ) -> tuple[Options, Unique | None, object]:
+        """The options, uniqueness and run_at of an enqueue that gave overrides, checked."""
+        given: dict[str, Any] = dict(overrides)
+        run_at = given.pop("run_at", None)
+        unique = _check_unique(where, given.pop("unique", self.unique))
+        if run_at is not None and "delay" not in given:
+            given["delay"] = None  # an explicit run_at replaces the kind's delay
+        options = self._merges.merged(where, self.options, given) if given else self.options
+        return options, unique, run_at
 
     @overload
     def enqueue(self, store: Store, payload: P, /, **options: Unpack[EnqueueOptions]) -> str: ...
@@ -196,7 +213,7 @@ class Kind(Generic[P, R]):
         database or file, or a search_path without the store's schema).
         """
         binding, payload = self._where("enqueue", args)
-        return self._enqueue_many("enqueue", binding, [payload], options)[0].id
+        return ids_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     async def aenqueue(
@@ -207,7 +224,7 @@ class Kind(Generic[P, R]):
     async def aenqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
         """The async form of enqueue."""
         binding, payload = self._where("enqueue", args)
-        return (await self._aenqueue_many("enqueue", binding, [payload], options))[0].id
+        return ids_of(*await self._aenqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     def enqueue_many(
@@ -224,7 +241,7 @@ class Kind(Generic[P, R]):
         or, on any error, none is.
         """
         binding, payloads = self._where("enqueue_many", args)
-        return [r.id for r in self._enqueue_many("enqueue_many", binding, payloads, options)]
+        return ids_of(*self._enqueue_many("enqueue_many", binding, payloads, options))
 
     @overload
     async def aenqueue_many(
@@ -237,7 +254,7 @@ class Kind(Generic[P, R]):
     async def aenqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
         """The async form of enqueue_many."""
         binding, payloads = self._where("enqueue_many", args)
-        return [r.id for r in await self._aenqueue_many("enqueue_many", binding, payloads, options)]
+        return ids_of(*await self._aenqueue_many("enqueue_many", binding, payloads, options))
 
     @overload
     def enqueue_result(
@@ -252,7 +269,7 @@ class Kind(Generic[P, R]):
         was stored and id is the holder's. Without ``unique`` it is False.
         """
         binding, payload = self._where("enqueue", args)
-        return self._enqueue_many("enqueue", binding, [payload], options)[0]
+        return results_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     async def aenqueue_result(
@@ -265,7 +282,7 @@ class Kind(Generic[P, R]):
     async def aenqueue_result(self, *args: Any, **options: Unpack[EnqueueOptions]) -> EnqueueResult:
         """The async form of enqueue_result."""
         binding, payload = self._where("enqueue", args)
-        return (await self._aenqueue_many("enqueue", binding, [payload], options))[0]
+        return results_of(*await self._aenqueue_many("enqueue", binding, [payload], options))[0]
 
     @overload
     def enqueue_many_results(
@@ -283,7 +300,7 @@ class Kind(Generic[P, R]):
         A payload whose key an earlier one of the batch took is a duplicate of it.
         """
         binding, payloads = self._where("enqueue_many", args)
-        return self._enqueue_many("enqueue_many", binding, payloads, options)
+        return results_of(*self._enqueue_many("enqueue_many", binding, payloads, options))
 
     @overload
     async def aenqueue_many_results(
@@ -298,13 +315,14 @@ class Kind(Generic[P, R]):
     ) -> list[EnqueueResult]:
         """The async form of enqueue_many_results."""
         binding, payloads = self._where("enqueue_many", args)
-        return await self._aenqueue_many("enqueue_many", binding, payloads, options)
+        return results_of(*await self._aenqueue_many("enqueue_many", binding, payloads, options))
 
     def _enqueue_many(
         self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
-    ) -> list[EnqueueResult]:
+    ) -> _Stored:
+        """Stores a job per payload; returns the jobs and the write's results (see _Stored)."""
         conn = options.pop("conn", None)
-        with enqueue_trace(binding.store, self.name) as trace:
+        with enqueue_trace(binding.store, self._codec.kind) as trace:
             jobs, op = self._create(verb, binding, payloads, options, trace.traceparent)
             if conn is None:
                 results = binding.store.engine.write(op)
@@ -314,13 +332,15 @@ class Kind(Generic[P, R]):
                 # commit, from the engine (NOTIFY, the WAL watch), not from here.
                 where = f"{verb} {self.name!r}"
                 results = binding.store.engine.write_in(driver_connection(conn, where), op, where)
-            return _stored(trace, jobs, results)
+            trace.stored(kept_jobs(jobs, results))
+            return jobs, results
 
     async def _aenqueue_many(
         self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
-    ) -> list[EnqueueResult]:
+    ) -> _Stored:
+        """The async form of _enqueue_many."""
         conn = options.pop("conn", None)
-        with enqueue_trace(binding.store, self.name) as trace:
+        with enqueue_trace(binding.store, self._codec.kind) as trace:
             jobs, op = self._create(verb, binding, payloads, options, trace.traceparent)
             if conn is None:
                 results = await binding.store.engine.awrite(op)
@@ -329,7 +349,8 @@ class Kind(Generic[P, R]):
                 where = f"{verb} {self.name!r}"
                 driver = await adriver_connection(conn, where)
                 results = await binding.store.engine.awrite_in(driver, op, where)
-            return _stored(trace, jobs, results)
+            trace.stored(kept_jobs(jobs, results))
+            return jobs, results
 
     def _typed(self, row: JobRow) -> Job[R]:
         if row.kind != self.name:
@@ -370,17 +391,3 @@ def _check_unique(where: str, unique: object) -> Unique | None:
     if unique is not None and not isinstance(unique, Unique):
         raise TypeError(f"{where}: unique must be a jobtable.Unique or None, got {unique!r}")
     return unique
-
-
-def _stored(
-    trace: EnqueueTrace, jobs: list[NewJob], results: list[EnqueueResult] | None
-) -> list[EnqueueResult]:
-    """The results of storing jobs, reported to trace: results, or none a duplicate when not unique.
-
-    A duplicate stored nothing, so the trace counts only the jobs stored.
-    """
-    if results is None:
-        trace.stored(jobs)
-        return [EnqueueResult(job.id, duplicate=False) for job in jobs]
-    trace.stored([job for job, done in zip(jobs, results, strict=True) if not done.duplicate])
-    return results

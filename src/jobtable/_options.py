@@ -81,10 +81,18 @@ class Options:
 
     def merged(self, where: str, overrides: dict[str, Any]) -> "Options":
         """Returns these options with overrides, checked; raises naming where and the option."""
-        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        unknown = overrides.keys() - _OPTION_NAMES
         if unknown:
             raise TypeError(f"{where}: unknown option {sorted(unknown)[0]!r}")
-        options = dataclasses.replace(self, **overrides)
+        # What dataclasses.replace does, for a fifth of its cost: an enqueue may pay it.
+        get = overrides.get
+        options = Options(
+            get("max_attempts", self.max_attempts),
+            get("priority", self.priority),
+            get("queue", self.queue),
+            get("timeout", self.timeout),
+            get("delay", self.delay),
+        )
         options.check(where)
         return options
 
@@ -131,6 +139,45 @@ class Options:
         if self.delay is not None:
             raise ValueError(f"{where}: give run_at or delay, not both")
         return timestamp(run_at)
+
+
+_OPTION_NAMES = frozenset(field.name for field in dataclasses.fields(Options))
+"""The options an enqueue may override; merged builds Options from exactly these."""
+
+
+_REMEMBERED = frozenset({int, float, str, datetime.timedelta, type(None)})
+"""The types of override whose equal values are alike in every way, so a merge can be reused."""
+
+
+class Merges:
+    """Merges enqueues' overrides into a kind's options, remembering up to size merges.
+
+    An enqueue that gives the same overrides as an earlier one (``queue="emails"``
+    on every call) gets the options checked then, instead of building and
+    checking them again. Only values of plain types are remembered, and each by
+    its type too, so that ``True`` is never taken for ``1`` nor ``1.0`` for
+    ``1``: what was checked is exactly what is given.
+    """
+
+    __slots__ = ("_made", "_size")
+
+    def __init__(self, size: int = 64) -> None:
+        self._made: dict[tuple[object, ...], tuple[Options, Options]] = {}
+        self._size = size
+
+    def merged(self, where: str, base: Options, overrides: dict[str, Any]) -> Options:
+        """base.merged(where, overrides), or the same merge made before from base."""
+        types = tuple(map(type, overrides.values()))
+        if not _REMEMBERED.issuperset(types):
+            return base.merged(where, overrides)
+        key = (*overrides.items(), *types)
+        made = self._made.get(key)
+        if made is not None and made[0] is base:
+            return made[1]
+        options = base.merged(where, overrides)
+        if made is not None or len(self._made) < self._size:
+            self._made[key] = (base, options)
+        return options
 
 
 def check_retry(where: str, retry: object) -> RetryPolicy:

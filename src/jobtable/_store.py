@@ -18,9 +18,8 @@ from jobtable._store_operator import StoreOperations
 from jobtable._store_target import URL_SCHEME, open_engine
 from jobtable._values import redact_url, timestamp
 
-
-def _utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+_utc_now = functools.partial(datetime.datetime.now, datetime.UTC)
+"""The default clock: the current time in UTC (a partial, cheaper to call than a function)."""
 
 
 _MAX_SEQ = (1 << 63) - 1
@@ -128,7 +127,8 @@ class Store(StoreOperations):
         # Only the redacted form is kept, so no password lingers in the object.
         self._target = redact_url(target) if URL_SCHEME.match(target) else target
         self._lock = threading.Lock()
-        self._wakes: list[Callable[[], None]] = []
+        # Replaced whole under _lock, never changed in place: _enqueued reads it without the lock.
+        self._wakes: tuple[Callable[[], None], ...] = ()
 
     @classmethod
     def open(
@@ -266,20 +266,20 @@ class Store(StoreOperations):
         quickly; stopping twice does nothing.
         """
         with self._lock:
-            self._wakes.append(wake)
+            self._wakes = (*self._wakes, wake)
 
         def stop() -> None:
             with self._lock:
                 if wake in self._wakes:
-                    self._wakes.remove(wake)
+                    wakes = list(self._wakes)
+                    wakes.remove(wake)
+                    self._wakes = tuple(wakes)
 
         return stop
 
     def _enqueued(self) -> None:
         """Calls every wake given to _watch_enqueues: an enqueue through the store committed."""
-        with self._lock:
-            wakes = list(self._wakes)
-        for wake in wakes:
+        for wake in self._wakes:
             wake()
 
     def close(self) -> None:

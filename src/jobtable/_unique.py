@@ -204,3 +204,22 @@ def _holder(q: Queries, kind: str, job: NewJob, now: str) -> EnqueueResult:
     raise StoreError(
         f"enqueue {kind!r}: the unique key changed hands {_TRIES} times during one enqueue"
     )
+
+
+def kept_jobs(jobs: list[NewJob], results: list[EnqueueResult] | None) -> list[NewJob]:
+    """The jobs a write with results stored: all, or those not a duplicate when unique."""
+    if results is None:
+        return jobs
+    return [job for job, done in zip(jobs, results, strict=True) if not done.duplicate]
+
+
+def ids_of(jobs: list[NewJob], results: list[EnqueueResult] | None) -> list[str]:
+    """The ids an enqueue returns, in order: the jobs', or when unique each result's."""
+    return [job.id for job in (jobs if results is None else results)]
+
+
+def results_of(jobs: list[NewJob], results: list[EnqueueResult] | None) -> list[EnqueueResult]:
+    """The EnqueueResults of an enqueue, in order: results, or none a duplicate when not unique."""
+    if results is None:
+        return [EnqueueResult(job.id, False) for job in jobs]
+    return results

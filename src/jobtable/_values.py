@@ -3,27 +3,36 @@
 A leaf: it imports nothing of jobtable, so every other module may use it.
 """
 
+import binascii
+import os
 import re
-import secrets
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+_TWO_DIGITS = tuple(f"{n:02d}" for n in range(100))
+"""Each month, day, hour, minute and second as its two digits, looked up rather than formatted."""
 
 
 def timestamp(moment: datetime) -> str:
     """Returns an aware datetime as UTC text ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
 
-    The text has a fixed width, so comparing two texts compares the times.
-    Raises ValueError for a naive datetime.
+    The text has a fixed width, so comparing two texts compares the times:
+    the year is padded to four digits too (``0999-...``). Raises ValueError
+    for a naive datetime.
     """
     if moment.tzinfo is None:
         raise ValueError(f"timestamp({moment!r}): a naive datetime has no time zone")
-    u = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
-    # Formatted field by field: strftime costs twice as much, and its %Y
-    # does not pad a year before 1000 ("1-01-01"), which would neither sort
-    # nor parse back.
-    return (
-        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T"
-        f"{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{u.microsecond:06d}Z"
+    utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+    # Every enqueue takes one: this is a third of strftime's cost, for the same text.
+    two = _TWO_DIGITS
+    return "%04d-%s-%sT%s:%s:%s.%06dZ" % (  # noqa: UP031 (faster than format specs here)
+        utc.year,
+        two[utc.month],
+        two[utc.day],
+        two[utc.hour],
+        two[utc.minute],
+        two[utc.second],
+        utc.microsecond,
     )
 
 
@@ -36,12 +45,18 @@ def now() -> str:
     return timestamp(datetime.now(UTC))
 
 
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
+"""base64's two characters that are not URL-safe, replaced as base64.urlsafe_b64encode does."""
+
+
 def new_id() -> str:
     """Returns a new job id: 128 random bits as 22 URL-safe characters.
 
-    Ids appear in URLs, so they come from ``secrets`` and cannot be guessed.
+    Ids appear in URLs, so the bits come from ``os.urandom``, as ``secrets``
+    tokens do, and cannot be guessed. It is ``secrets.token_urlsafe(16)``,
+    without its layers of calls: every enqueue takes one.
     """
-    return secrets.token_urlsafe(16)
+    return binascii.b2a_base64(os.urandom(16), newline=False).translate(_URL_SAFE)[:22].decode()
 
 
 def unstorable(text: str) -> str | None:

@@ -4,12 +4,15 @@ Each test runs on both engines. Time is the store's clock, which a test sets
 (jobtable.testing's ``FrozenClock``) instead of sleeping.
 """
 
+import dataclasses
 import datetime
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 
 import jobtable
+from jobtable._options import Merges, Options
 from jobtable.testing import FrozenClock as Clock
 
 WaitUntil = Callable[..., Awaitable[None]]
@@ -267,3 +270,77 @@ async def test_an_interrupted_job_is_retried_while_attempts_remain(store: jobtab
     assert store.get(failed).error == jobtable.MESSAGE_INTERRUPTED
     assert await restarted.run_next() == retried
     assert store.get(retried).result == 1
+
+
+def test_created_at_is_the_enqueue_time_whether_run_at_is_now_later_or_given(
+    timed_store: jobtable.Store,
+) -> None:
+    later = jobtable.Kind("later", int, int, delay=datetime.timedelta(minutes=1))
+    now = timed_store.inspect(ping.enqueue(timed_store, 1))
+    delayed = timed_store.inspect(later.enqueue(timed_store, 2))
+    at = T0 + datetime.timedelta(days=2)
+    given = timed_store.inspect(later.enqueue(timed_store, 3, run_at=at))
+    assert (now.run_at, delayed.run_at, given.run_at) == (
+        T0,
+        T0 + datetime.timedelta(minutes=1),
+        at,
+    )
+    assert now.created_at == delayed.created_at == given.created_at == T0
+
+
+def test_an_enqueues_overrides_apply_each_time_and_only_to_it(
+    timed_store: jobtable.Store,
+) -> None:
+    report = jobtable.Kind("report", int, int, priority=5, queue="reports")
+
+    def options(job_id: str) -> tuple[str, int]:
+        record = timed_store.inspect(job_id)
+        return record.queue, record.priority
+
+    # The second enqueue of the same overrides reuses the first's checked options.
+    assert options(report.enqueue(timed_store, 1, priority=1)) == ("reports", 1)
+    assert options(report.enqueue(timed_store, 2, priority=1)) == ("reports", 1)
+    assert options(report.enqueue(timed_store, 3, priority=2)) == ("reports", 2)
+    assert options(report.enqueue(timed_store, 4, queue="urgent")) == ("urgent", 5)
+    assert options(report.enqueue(timed_store, 5)) == ("reports", 5)
+    with pytest.raises(TypeError, match="priority"):
+        report.enqueue(timed_store, 6, priority=True)  # equal to 1, which was accepted
+    report.options = dataclasses.replace(report.options, queue="moved")
+    assert options(report.enqueue(timed_store, 7, priority=1)) == ("moved", 1)
+    assert options(report.enqueue(timed_store, 8)) == ("moved", 5)
+
+
+OVERRIDES: dict[str, Any] = {
+    "max_attempts": 4,
+    "priority": -3,
+    "queue": "other",
+    "timeout": 1.5,
+    "delay": datetime.timedelta(seconds=9),
+}
+
+
+def test_merged_applies_each_option_given_and_keeps_the_others() -> None:
+    base = Options(max_attempts=2, priority=1, queue="q", timeout=3.0, delay=None)
+    assert {field.name for field in dataclasses.fields(Options)} == OVERRIDES.keys()
+    for name, value in OVERRIDES.items():
+        assert base.merged("k", {name: value}) == dataclasses.replace(base, **{name: value})
+    assert base.merged("k", OVERRIDES) == Options(**OVERRIDES)
+
+
+def test_merges_reuse_a_checked_merge_only_for_the_same_values_of_the_same_types() -> None:
+    merges, base = Merges(size=2), Options()
+    first = merges.merged("k", base, {"priority": 1})
+    assert merges.merged("k", base, {"priority": 1}) is first
+    assert merges.merged("k", base, {"priority": 2}).priority == 2
+    for refused in ({"priority": True}, {"priority": 1.0}, {"max_attempts": True}):
+        with pytest.raises(TypeError):
+            merges.merged("k", base, refused)
+    other = Options(queue="other")
+    assert merges.merged("k", other, {"priority": 1}) == Options(queue="other", priority=1)
+    # Past its size it still merges, without remembering.
+    third = merges.merged("k", base, {"priority": 3})
+    assert third.priority == 3
+    assert merges.merged("k", base, {"priority": 3}) is not third
+    assert merges.merged("k", base, {"timeout": 2}).timeout == 2
+    with pytest.raises(ValueError, match="queue"):
+        merges.merged("k", base, {"queue": ["not", "a", "str"]})
