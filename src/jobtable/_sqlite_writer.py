@@ -100,8 +100,7 @@ class Writer:
         one is, this thread may be woken to lead the batch that holds op.
         Refused from inside an operation.
         """
-        if self._op_thread == _get_ident():
-            raise self._inside("write")
+        self.refuse_in_op("write")
         call = Call(op)
         with self._lock:
             if self._closed:
@@ -196,13 +195,18 @@ class Writer:
             self._run(batch)
         finally:
             with self._lock:
-                if not self._pending:
-                    self._leading = False
-                    if self._closed:
-                        self._idle.notify_all()
-                elif not self._hand_to_waiter():
+                if not self._go_idle() and not self._hand_to_waiter():
                     self._wake.release()
         self._deliver(batch, own)
+
+    def _go_idle(self) -> bool:
+        """Lets the writer go idle when no write waits; False when one does. Under _lock."""
+        if self._pending:
+            return False
+        self._leading = False
+        if self._closed:
+            self._idle.notify_all()
+        return True
 
     def _hand_to_waiter(self) -> bool:
         """Wakes the oldest synchronous write among the next batch to lead it; under _lock.
@@ -231,38 +235,23 @@ class Writer:
                     batch = self._take()
                 self._run(batch)
                 with self._lock:
-                    more = bool(self._pending)
-                    if not more:
-                        self._leading = False
-                        if self._closed:
-                            self._idle.notify_all()
+                    idle = self._go_idle()
                 self._deliver(batch, None)
-                if not more:
+                if idle:
                     break
 
     def _deliver(self, batch: list[Call], own: Call | None) -> None:
         """Wakes every write of batch but own with its outcome: threads, then event loops."""
-        loop: asyncio.AbstractEventLoop | None = None
-        resolved: list[Call] = []
-        others: dict[asyncio.AbstractEventLoop, list[Call]] = {}
+        by_loop: dict[asyncio.AbstractEventLoop, list[Call]] = {}
         for call in batch:
             if call is own:
                 continue
             if call.future is not None:
-                call_loop = call.future.get_loop()
-                if loop is None:
-                    loop = call_loop
-                if call_loop is loop:
-                    resolved.append(call)
-                else:
-                    others.setdefault(call_loop, []).append(call)
+                by_loop.setdefault(call.future.get_loop(), []).append(call)
             elif call.wake is not None:
                 call.state = DONE
                 call.wake.release()
-        if loop is None:
-            return
-        others[loop] = resolved
-        for each_loop, calls in others.items():
+        for each_loop, calls in by_loop.items():
             # A loop already closed has no one left to tell.
             with contextlib.suppress(RuntimeError):
                 each_loop.call_soon_threadsafe(resolve, calls)
