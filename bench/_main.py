@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import _db, _uniqueness
+from bench import _db, _hop, _uniqueness
 from bench._stats import Figure, Table, cell, fmt, machine_details, ratio
 from bench._suite import (
     CONCURRENT_TASKS,
@@ -98,7 +98,26 @@ def targets_table(engine: str, r: Results) -> Table:
             "-" if value is None else (f"{value * 100:.0f}%" if unit == "%" else f"{value:.2f}x")
         )
         table.add(label, f"{cell(ours)} / {cell(base)}", shown, _verdict(value, want))
+    hop = g("hop.thread")
+    if engine == "sqlite" and hop is not None and hop.values:
+        table.notes.append(_hop_note(hop.median, g("raw.cycle1"), g("raw.cycle4")))
     return table
+
+
+def _hop_note(hop_us: float, cycle1: Figure | None, cycle4: Figure | None) -> str:
+    """What one loop-thread-loop round trip a commit leaves of the raw cycles, at most."""
+    ceilings = [
+        f"{_hop.ceiling(cycle.median, jobs, hop_us) * 100:.0f}% ({jobs} a commit)"
+        for cycle, jobs in ((cycle1, 1), (cycle4, 4))
+        if cycle is not None and cycle.values
+    ]
+    return (
+        f"an event loop -> thread -> event loop round trip took {hop_us:.0f} µs in this run"
+        " (bench._hop); a runner whose claims cross to the writer thread once a commit,"
+        " with the raw cycle's SQL and no Python of its own, could reach at most "
+        + ", ".join(ceilings)
+        + " of the raw cycle"
+    )
 
 
 def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import jobtable
-from bench import _db
+from bench import _db, _hop
 from bench import _uniqueness as _uniqueness_section
 from bench._jobs import Ping, make_runner
 from bench._stats import Figure, percentile
@@ -541,6 +541,8 @@ def _raw_lives(db: _db.Database, plan: Plan, results: Results) -> None:
     def cycles(workers: int) -> Callable[[int], float]:
         return lambda count: db.raw_cycle(count, workers)
 
+    for _ in range(plan.repeat):
+        results.add("hop.thread", _hop.round_trip(), "µs")
     for workers in (1, 4, 16):
         # What a runner of this many workers can put in one commit.
         key = f"raw.cycle{workers}"
