@@ -3,11 +3,13 @@
 A write that finds the writer busy queues; once the batch under way has
 committed, the oldest synchronous write waiting is woken to lead the next
 batch (which holds it), and only when none waits does the writer thread
-lead. These tests hold the writer with a ``Leader`` so that writes queue
+lead. The other synchronous callers of a batch are woken one by one, each
+by the one before. These tests hold the writer with a ``Leader`` so that writes queue
 behind it, and never assert on time.
 """
 
 import asyncio
+import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -194,6 +196,83 @@ def test_awrites_from_two_event_loops_share_a_batch_and_each_loop_gets_its_resul
     assert results == {"x": [None] * 3, "y": [None] * 3}
     assert engine.commits - before == 2  # the leader's, then all six in one
     assert all(exists(engine, f"{name}{n}") for name in "xy" for n in range(3))
+
+
+def write_interrupted_in_main_thread(
+    engine: SQLiteEngine, *, once_batch_delivered: bool
+) -> tuple[list[object], bool]:
+    """A write from the main thread, queued between two others, whose wait a signal interrupts.
+
+    The batch is [a leader-to-be, the main thread's "interrupted", "after"].
+    The signal arrives while the main thread waits; its handler raises
+    KeyboardInterrupt at once, or, with once_batch_delivered, only after the
+    batch committed and its leader woke the callers it wakes. Returns the
+    result of "after" and whether the main thread got the KeyboardInterrupt.
+    """
+    assert threading.current_thread() is threading.main_thread()
+    main = threading.get_ident()
+    handler_entered = threading.Event()
+    leader_returned = threading.Event()
+    after: list[object] = []
+
+    def handler(signum: int, frame: object) -> None:
+        handler_entered.set()
+        if once_batch_delivered:
+            assert leader_returned.wait(WAIT)
+        raise KeyboardInterrupt
+
+    leader = Leader(engine)
+    next_leader = queue_one_by_one(engine, [create("next-leader")])
+
+    def orchestrate() -> None:
+        wait_for_queued(engine, 2)  # the main thread's write is queued
+        rest = start_writers(engine, [create("after")])
+        wait_for_queued(engine, 3)
+        signal.pthread_kill(main, signal.SIGUSR1)
+        assert handler_entered.wait(WAIT)
+        leader.finish()
+        assert finish_writers(next_leader) == [None]  # its batch is over and delivered
+        leader_returned.set()
+        after.extend(rest())
+
+    helper = threading.Thread(target=orchestrate)
+    previous = signal.signal(signal.SIGUSR1, handler)
+    interrupted = False
+    try:
+        helper.start()
+        try:
+            engine.write(create("interrupted"))
+        except KeyboardInterrupt:
+            interrupted = True
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    helper.join(WAIT * 2)
+    assert not helper.is_alive()
+    return after, interrupted
+
+
+def test_a_caller_interrupted_while_it_waits_still_has_its_write_committed_with_its_batch(
+    engine: SQLiteEngine,
+) -> None:
+    after, interrupted = write_interrupted_in_main_thread(engine, once_batch_delivered=False)
+    assert interrupted
+    assert after == [None]
+    assert exists(engine, "interrupted")
+    assert exists(engine, "after")
+
+
+def test_a_caller_interrupted_once_its_batch_is_over_still_wakes_the_callers_after_it(
+    engine: SQLiteEngine,
+) -> None:
+    # Its wake was released while it ran the handler: nobody will wait for
+    # it again, so the interrupted caller itself wakes the next one.
+    after, interrupted = write_interrupted_in_main_thread(engine, once_batch_delivered=True)
+    assert interrupted
+    assert after == [None]
+    assert exists(engine, "interrupted")
+    assert exists(engine, "after")
+    engine.write(create("later"))  # the writer is in working order
+    assert exists(engine, "later")
 
 
 def test_close_while_writes_wait_behind_a_leader_commits_them_all(tmp_path: Path) -> None:

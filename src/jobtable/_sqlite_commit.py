@@ -34,11 +34,13 @@ class Call:
 
     ok and value are read only after the batch committed or failed. A
     synchronous write waiting behind a leader has wake, a lock held until
-    its thread is to go on (to lead, or with its outcome, as state says);
-    an asynchronous one has future, resolved on its event loop.
+    its thread is to go on (to lead, or with its outcome, as state says),
+    and, once its batch is over, after: the wake of the next synchronous
+    write of the batch, which its thread releases in turn; an asynchronous
+    one has future, resolved on its event loop.
     """
 
-    __slots__ = ("future", "ok", "op", "state", "value", "wake")
+    __slots__ = ("after", "future", "ok", "op", "state", "value", "wake")
 
     def __init__(
         self,
@@ -48,6 +50,7 @@ class Call:
         self.op = op
         self.future = future
         self.wake: threading.Lock | None = None
+        self.after: threading.Lock | None = None
         self.state = WAITING
         self.ok = False
         self.value: Any = None

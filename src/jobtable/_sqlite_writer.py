@@ -15,10 +15,14 @@ batch (which holds its own write) instead of being woken later for its
 result, or, when only asynchronous writes wait, to the writer thread, which
 commits batches until nothing waits and then lets the writer go idle. A
 caller that leads returns as soon as its own batch is committed: it never
-serves a stream of others' writes. An asynchronous write never leads on the
-event loop, since a commit waits for an fsync: it queues, and wakes the
-writer thread to lead when the writer is idle; its result reaches the event
-loop with one call_soon_threadsafe per batch.
+serves a stream of others' writes. The synchronous callers of a committed
+batch are woken one after the other, each by the one before as soon as that
+one runs: woken all at once, they would all wait for the GIL together, and
+the thread switches of that herd cost as much CPU as the writes. An
+asynchronous write never leads on the event loop, since a commit waits for
+an fsync: it queues, and wakes the writer thread to lead when the writer is
+idle; its result reaches the event loop with one call_soon_threadsafe per
+batch.
 
 How a batch commits, each write in its own savepoint, is
 ``jobtable._sqlite_commit``.
@@ -166,19 +170,28 @@ class Writer:
         return StoreError(f"sqlite store {self.path}: the store is closed")
 
     def _wait(self, call: Call) -> None:
-        """Waits until call's thread is woken, to lead or with call's outcome."""
+        """Waits until call's thread is woken, to lead or with call's outcome.
+
+        Woken with its outcome, it wakes the next caller of its batch.
+        """
         wake = cast("threading.Lock", call.wake)
         try:
             wake.acquire()
         except BaseException:
             # Interrupted (KeyboardInterrupt): op still runs with its batch,
             # and if this thread was just chosen to lead, the writer thread
-            # leads instead, so the writes behind it are not stranded.
+            # leads instead, so the writes behind it are not stranded; if
+            # its batch is over, it wakes the next caller of the batch now,
+            # since nobody will wait for its own wake.
             with self._lock:
                 call.wake = None
                 if call.state == LEAD:
                     self._wake.release()
+                elif call.after is not None:
+                    call.after.release()
             raise
+        if call.after is not None:
+            call.after.release()
 
     def _take(self) -> list[Call]:
         """The writes waiting, oldest first, up to MAX_BATCH; called under _lock."""
@@ -241,16 +254,29 @@ class Writer:
                     break
 
     def _deliver(self, batch: list[Call], own: Call | None) -> None:
-        """Wakes every write of batch but own with its outcome: threads, then event loops."""
+        """Wakes every write of batch but own with its outcome: threads, then event loops.
+
+        Only the first waiting thread is woken here; each wakes the next
+        (see _wait). The chain is built under _lock, where an interrupted
+        caller gives up its wake, so it never leads to a thread gone.
+        """
         by_loop: dict[asyncio.AbstractEventLoop, list[Call]] = {}
-        for call in batch:
-            if call is own:
-                continue
-            if call.future is not None:
-                by_loop.setdefault(call.future.get_loop(), []).append(call)
-            elif call.wake is not None:
-                call.state = DONE
-                call.wake.release()
+        first = last = None
+        with self._lock:
+            for call in batch:
+                if call is own:
+                    continue
+                if call.future is not None:
+                    by_loop.setdefault(call.future.get_loop(), []).append(call)
+                elif call.wake is not None:
+                    call.state = DONE
+                    if last is None:
+                        first = call.wake
+                    else:
+                        last.after = call.wake
+                    last = call
+        if first is not None:
+            first.release()
         for each_loop, calls in by_loop.items():
             # A loop already closed has no one left to tell.
             with contextlib.suppress(RuntimeError):
