@@ -18,6 +18,7 @@ from typing import cast
 import pg_cluster
 import psycopg
 import pytest
+from interrupting import interrupt_queued_write
 from seam import claim, enqueue, exists, now
 
 from jobtable._engine import NewJob, Queries
@@ -211,6 +212,43 @@ def test_a_lone_aenqueue_commits_alone(engine: PostgresEngine, pg_url: str) -> N
     asyncio.run(engine.awrite(job("a")))
     asyncio.run(engine.awrite(job("b")))
     assert transactions(pg_url, ["a", "b"]) == 2
+
+
+def enqueue_interrupted(
+    engine: PostgresEngine, *, once_batch_delivered: bool
+) -> tuple[list[object], bool]:
+    """The main thread's enqueue of "interrupted", between "before" and "after", interrupted."""
+    leader = Leader(engine)
+    return interrupt_queued_write(
+        write=lambda: engine.write(job("interrupted")),
+        start_before=lambda: start_writers(engine, [job("before")]),
+        start_after=lambda: start_writers(engine, [job("after")]),
+        wait_for_queued=lambda count: wait_for_queued(engine, count),
+        finish_leader=leader.finish,
+        once_batch_delivered=once_batch_delivered,
+        limit=LIMIT,
+    )
+
+
+def test_a_caller_interrupted_while_it_waits_does_not_keep_the_next_caller_waiting(
+    engine: PostgresEngine, pg_url: str
+) -> None:
+    after, interrupted = enqueue_interrupted(engine, once_batch_delivered=False)
+    assert interrupted
+    assert after == [None]
+    # Its enqueue still ran with its batch.
+    assert transactions(pg_url, ["before", "interrupted", "after"]) == 1
+
+
+def test_a_caller_interrupted_once_its_batch_is_over_still_wakes_the_next_caller(
+    engine: PostgresEngine, pg_url: str
+) -> None:
+    after, interrupted = enqueue_interrupted(engine, once_batch_delivered=True)
+    assert interrupted
+    assert after == [None]
+    assert transactions(pg_url, ["before", "interrupted", "after"]) == 1
+    engine.write(job("later"))
+    assert exists(engine, "later")
 
 
 def test_close_commits_the_enqueues_queued_then_refuses_more(pg_url: str) -> None:

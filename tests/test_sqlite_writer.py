@@ -9,13 +9,13 @@ behind it, and never assert on time.
 """
 
 import asyncio
-import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from interrupting import interrupt_queued_write
 from seam import create, exists
 from test_sqlite_engine import (
     WAIT,
@@ -198,63 +198,29 @@ def test_awrites_from_two_event_loops_share_a_batch_and_each_loop_gets_its_resul
     assert all(exists(engine, f"{name}{n}") for name in "xy" for n in range(3))
 
 
-def write_interrupted_in_main_thread(
+def write_interrupted(
     engine: SQLiteEngine, *, once_batch_delivered: bool
 ) -> tuple[list[object], bool]:
-    """A write from the main thread, queued between two others, whose wait a signal interrupts.
+    """The main thread's write of "interrupted", between "next-leader" and "after", interrupted.
 
-    The batch is [a leader-to-be, the main thread's "interrupted", "after"].
-    The signal arrives while the main thread waits; its handler raises
-    KeyboardInterrupt at once, or, with once_batch_delivered, only after the
-    batch committed and its leader woke the callers it wakes. Returns the
-    result of "after" and whether the main thread got the KeyboardInterrupt.
+    "next-leader" leads their batch, so it is the one that wakes the others.
     """
-    assert threading.current_thread() is threading.main_thread()
-    main = threading.get_ident()
-    handler_entered = threading.Event()
-    leader_returned = threading.Event()
-    after: list[object] = []
-
-    def handler(signum: int, frame: object) -> None:
-        handler_entered.set()
-        if once_batch_delivered:
-            assert leader_returned.wait(WAIT)
-        raise KeyboardInterrupt
-
     leader = Leader(engine)
-    next_leader = queue_one_by_one(engine, [create("next-leader")])
-
-    def orchestrate() -> None:
-        wait_for_queued(engine, 2)  # the main thread's write is queued
-        rest = start_writers(engine, [create("after")])
-        wait_for_queued(engine, 3)
-        signal.pthread_kill(main, signal.SIGUSR1)
-        assert handler_entered.wait(WAIT)
-        leader.finish()
-        assert finish_writers(next_leader) == [None]  # its batch is over and delivered
-        leader_returned.set()
-        after.extend(rest())
-
-    helper = threading.Thread(target=orchestrate)
-    previous = signal.signal(signal.SIGUSR1, handler)
-    interrupted = False
-    try:
-        helper.start()
-        try:
-            engine.write(create("interrupted"))
-        except KeyboardInterrupt:
-            interrupted = True
-    finally:
-        signal.signal(signal.SIGUSR1, previous)
-    helper.join(WAIT * 2)
-    assert not helper.is_alive()
-    return after, interrupted
+    return interrupt_queued_write(
+        write=lambda: engine.write(create("interrupted")),
+        start_before=lambda: start_writers(engine, [create("next-leader")]),
+        start_after=lambda: start_writers(engine, [create("after")]),
+        wait_for_queued=lambda count: wait_for_queued(engine, count),
+        finish_leader=leader.finish,
+        once_batch_delivered=once_batch_delivered,
+        limit=WAIT,
+    )
 
 
 def test_a_caller_interrupted_while_it_waits_still_has_its_write_committed_with_its_batch(
     engine: SQLiteEngine,
 ) -> None:
-    after, interrupted = write_interrupted_in_main_thread(engine, once_batch_delivered=False)
+    after, interrupted = write_interrupted(engine, once_batch_delivered=False)
     assert interrupted
     assert after == [None]
     assert exists(engine, "interrupted")
@@ -266,7 +232,7 @@ def test_a_caller_interrupted_once_its_batch_is_over_still_wakes_the_callers_aft
 ) -> None:
     # Its wake was released while it ran the handler: nobody will wait for
     # it again, so the interrupted caller itself wakes the next one.
-    after, interrupted = write_interrupted_in_main_thread(engine, once_batch_delivered=True)
+    after, interrupted = write_interrupted(engine, once_batch_delivered=True)
     assert interrupted
     assert after == [None]
     assert exists(engine, "interrupted")

@@ -34,7 +34,9 @@ Only enqueues (``CreateJobs``) are batched: they insert and read nothing
 back, so their rows can be gathered before any is sent. Claims, outcomes
 and unique enqueues keep their own connections and are never held behind
 an enqueue. A synchronous caller waits on a bare lock rather than a Future:
-waking it is then C code, not Python the committer runs under the GIL.
+waking it is then C code, not Python the committer runs under the GIL. The
+synchronous callers of a batch are woken one by one, each by the one before
+(``jobtable._wake_chain``).
 """
 
 import collections
@@ -48,9 +50,11 @@ from typing import Any, TypeVar, cast
 import psycopg
 from psycopg.rows import TupleRow
 
+from jobtable import _wake_chain as wake_chain
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._postgres_job_rows import JobRows
+from jobtable._wake_chain import Waiter
 
 T = TypeVar("T")
 _Connection = psycopg.Connection[TupleRow]
@@ -89,33 +93,29 @@ class _Call:
 
 
 class _Waiting(_Call):
-    """The call of a synchronous caller, which blocks in result().
+    """The call of a synchronous caller, which blocks on waiter until its outcome is set.
 
-    A bare lock, held from the start and released with the outcome, wakes
-    the caller: cheaper for the committer than a Future's condition, which
-    costs it Python code under the GIL for each caller it wakes.
+    A bare lock wakes the caller: cheaper for the committer than a Future's
+    condition, which costs it Python code under the GIL for each caller it
+    wakes.
     """
 
-    __slots__ = ("_done", "_error", "_value")
+    __slots__ = ("_error", "_value", "waiter")
 
     def __init__(self, op: _Op) -> None:
         super().__init__(op)
         self._value: Any = None
         self._error: BaseException | None = None
-        self._done = threading.Lock()
-        self._done.acquire()
+        self.waiter = Waiter()
 
     def finish(self, value: Any) -> None:
         self._value = value
-        self._done.release()
 
     def fail(self, err: BaseException) -> None:
         self._error = err
-        self._done.release()
 
     def result(self) -> Any:
-        """Waits for the outcome: returns op's value or raises its error."""
-        self._done.acquire()
+        """op's value, or raises its error; once waiter was woken."""
         if self._error is not None:
             raise self._error
         return self._value
@@ -189,6 +189,7 @@ class GroupCommit:
                 call = _Waiting(op)
                 self._queue(call)
         if call is not None:
+            wake_chain.wait(call.waiter, self._lock)
             return cast("T", call.result())
         try:
             rows = JobRows()
@@ -268,7 +269,14 @@ class GroupCommit:
                         self._leaders -= 1
                         self._idle.notify_all()
                         break
-                self._commit(batch)
+                try:
+                    self._commit(batch)
+                finally:
+                    # Interrupted while waiting, a caller's op still ran.
+                    with self._lock:
+                        wake_chain.wake_in_turn(
+                            call.waiter for call in batch if isinstance(call, _Waiting)
+                        )
 
     def _commit(self, batch: list[_Call]) -> None:
         # Each operation adds its jobs to one JobRows, which one statement

@@ -12,7 +12,6 @@ COMMIT) that sqlc cannot express.
 import asyncio
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -21,6 +20,7 @@ from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite_errors import store_error
 from jobtable._sqlite_text import Connection
+from jobtable._wake_chain import Waiter
 
 _execute = sqlite3.Connection.execute
 """Runs transaction plumbing, which has no parameters and leaves no statement open."""
@@ -33,14 +33,12 @@ class Call:
     """One write on its way: the op, then its outcome once its batch is over.
 
     ok and value are read only after the batch committed or failed. A
-    synchronous write waiting behind a leader has wake, a lock held until
-    its thread is to go on (to lead, or with its outcome, as state says),
-    and, once its batch is over, after: the wake of the next synchronous
-    write of the batch, which its thread releases in turn; an asynchronous
-    one has future, resolved on its event loop.
+    synchronous write waiting behind a leader has waiter, which wakes its
+    thread when it is to go on (to lead, or with its outcome, as state
+    says); an asynchronous one has future, resolved on its event loop.
     """
 
-    __slots__ = ("after", "future", "ok", "op", "state", "value", "wake")
+    __slots__ = ("future", "ok", "op", "state", "value", "waiter")
 
     def __init__(
         self,
@@ -49,8 +47,7 @@ class Call:
     ) -> None:
         self.op = op
         self.future = future
-        self.wake: threading.Lock | None = None
-        self.after: threading.Lock | None = None
+        self.waiter: Waiter | None = None
         self.state = WAITING
         self.ok = False
         self.value: Any = None

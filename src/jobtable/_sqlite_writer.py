@@ -16,13 +16,11 @@ result, or, when only asynchronous writes wait, to the writer thread, which
 commits batches until nothing waits and then lets the writer go idle. A
 caller that leads returns as soon as its own batch is committed: it never
 serves a stream of others' writes. The synchronous callers of a committed
-batch are woken one after the other, each by the one before as soon as that
-one runs: woken all at once, they would all wait for the GIL together, and
-the thread switches of that herd cost as much CPU as the writes. An
-asynchronous write never leads on the event loop, since a commit waits for
-an fsync: it queues, and wakes the writer thread to lead when the writer is
-idle; its result reaches the event loop with one call_soon_threadsafe per
-batch.
+batch are woken one by one, each by the one before
+(``jobtable._wake_chain``). An asynchronous write never leads on the event
+loop, since a commit waits for an fsync: it queues, and wakes the writer
+thread to lead when the writer is idle; its result reaches the event loop
+with one call_soon_threadsafe per batch.
 
 How a batch commits, each write in its own savepoint, is
 ``jobtable._sqlite_commit``.
@@ -36,10 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar, cast
 
+from jobtable import _wake_chain as wake_chain
 from jobtable._engine import Queries
 from jobtable._errors import StoreError
 from jobtable._sqlite_commit import DONE, LEAD, Call, commit, resolve
 from jobtable._sqlite_text import Connection
+from jobtable._wake_chain import Waiter
 
 T = TypeVar("T")
 
@@ -110,12 +110,11 @@ class Writer:
             if self._closed:
                 raise self._closed_error()
             if self._leading:
-                call.wake = wake = threading.Lock()
-                wake.acquire()
+                call.waiter = Waiter()
                 self._pending.append(call)
             else:
                 self._leading = True
-        if call.wake is None:
+        if call.waiter is None:
             self._lead([call], call)
             return cast("T", call.result())
         self._wait(call)
@@ -170,28 +169,18 @@ class Writer:
         return StoreError(f"sqlite store {self.path}: the store is closed")
 
     def _wait(self, call: Call) -> None:
-        """Waits until call's thread is woken, to lead or with call's outcome.
-
-        Woken with its outcome, it wakes the next caller of its batch.
-        """
-        wake = cast("threading.Lock", call.wake)
+        """Waits until call's thread is woken, to lead or with call's outcome."""
         try:
-            wake.acquire()
+            wake_chain.wait(cast("Waiter", call.waiter), self._lock)
         except BaseException:
             # Interrupted (KeyboardInterrupt): op still runs with its batch,
-            # and if this thread was just chosen to lead, the writer thread
-            # leads instead, so the writes behind it are not stranded; if
-            # its batch is over, it wakes the next caller of the batch now,
-            # since nobody will wait for its own wake.
+            # and if this thread was chosen to lead before it gave up its
+            # place, the writer thread leads instead, so the writes behind
+            # it are not stranded.
             with self._lock:
-                call.wake = None
                 if call.state == LEAD:
                     self._wake.release()
-                elif call.after is not None:
-                    call.after.release()
             raise
-        if call.after is not None:
-            call.after.release()
 
     def _take(self) -> list[Call]:
         """The writes waiting, oldest first, up to MAX_BATCH; called under _lock."""
@@ -229,9 +218,10 @@ class Writer:
         for number, call in enumerate(self._pending):
             if number == MAX_BATCH:
                 break
-            if call.wake is not None:
+            waiter = call.waiter
+            if waiter is not None and not waiter.gone:
                 call.state = LEAD
-                call.wake.release()
+                waiter.lock.release()
                 return True
         return False
 
@@ -254,29 +244,19 @@ class Writer:
                     break
 
     def _deliver(self, batch: list[Call], own: Call | None) -> None:
-        """Wakes every write of batch but own with its outcome: threads, then event loops.
-
-        Only the first waiting thread is woken here; each wakes the next
-        (see _wait). The chain is built under _lock, where an interrupted
-        caller gives up its wake, so it never leads to a thread gone.
-        """
+        """Wakes every write of batch but own with its outcome: threads (in turn), then loops."""
         by_loop: dict[asyncio.AbstractEventLoop, list[Call]] = {}
-        first = last = None
+        waiters: list[Waiter] = []
         with self._lock:
             for call in batch:
                 if call is own:
                     continue
                 if call.future is not None:
                     by_loop.setdefault(call.future.get_loop(), []).append(call)
-                elif call.wake is not None:
+                elif call.waiter is not None:
                     call.state = DONE
-                    if last is None:
-                        first = call.wake
-                    else:
-                        last.after = call.wake
-                    last = call
-        if first is not None:
-            first.release()
+                    waiters.append(call.waiter)
+            wake_chain.wake_in_turn(waiters)
         for each_loop, calls in by_loop.items():
             # A loop already closed has no one left to tell.
             with contextlib.suppress(RuntimeError):
