@@ -40,17 +40,22 @@ V2_FILES = {
 }
 
 
+def schema_at(rev: str, engine: str) -> str:
+    """The engine's schema as it was at git revision rev."""
+    return subprocess.run(
+        ["git", "show", f"{rev}:{SCHEMA_FILES[engine]}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
 def schemas(engine: str, rev: str | None) -> dict[str, str]:
     """The schemas to compare, by label: version 2, REV's if given, the work tree's."""
     out = {"v2": (ROOT / V2_FILES[engine]).read_text()}
     if rev is not None:
-        out[rev] = subprocess.run(
-            ["git", "show", f"{rev}:{SCHEMA_FILES[engine]}"],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
+        out[rev] = schema_at(rev, engine)
     out["work tree"] = (ROOT / SCHEMA_FILES[engine]).read_text()
     return out
 
