@@ -269,14 +269,11 @@ class GroupCommit:
                         self._leaders -= 1
                         self._idle.notify_all()
                         break
-                try:
-                    self._commit(batch)
-                finally:
-                    # Interrupted while waiting, a caller's op still ran.
-                    with self._lock:
-                        wake_chain.wake_in_turn(
-                            call.waiter for call in batch if isinstance(call, _Waiting)
-                        )
+                self._commit(batch)  # gives every call its outcome
+                with self._lock:
+                    wake_chain.wake_in_turn(
+                        call.waiter for call in batch if isinstance(call, _Waiting)
+                    )
 
     def _commit(self, batch: list[_Call]) -> None:
         # Each operation adds its jobs to one JobRows, which one statement

@@ -20,9 +20,10 @@ from collections.abc import Iterable
 class Waiter:
     """What one synchronous caller blocks on until its batch is over.
 
-    lock is held from the start and released to wake the caller. after (the
-    lock of the caller it wakes next) and gone (it stopped waiting) are read
-    and written under the guard.
+    lock is held from the start and released to wake the caller. after, the
+    lock of the caller it wakes next, is set under the guard before any
+    caller of the batch is woken; gone (it stopped waiting) is read and
+    written under the guard.
     """
 
     __slots__ = ("after", "gone", "lock")
