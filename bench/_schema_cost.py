@@ -41,14 +41,18 @@ V2_FILES = {
 
 
 def schema_at(rev: str, engine: str) -> str:
-    """The engine's schema as it was at git revision rev."""
-    return subprocess.run(
+    """The engine's schema as it was at git revision rev; exits naming rev if git has none."""
+    shown = subprocess.run(
         ["git", "show", f"{rev}:{SCHEMA_FILES[engine]}"],
         cwd=ROOT,
-        check=True,
         capture_output=True,
         text=True,
-    ).stdout
+    )
+    if shown.returncode != 0:
+        raise SystemExit(
+            f"--rev {rev}: git has no {SCHEMA_FILES[engine]} there: {shown.stderr.strip()}"
+        )
+    return shown.stdout
 
 
 def schemas(engine: str, rev: str | None) -> dict[str, str]:
