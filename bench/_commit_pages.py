@@ -60,8 +60,13 @@ def cycle(schema: str, per_commit: int) -> tuple[float, float]:
                 conn.execute(f"PRAGMA {pragma}")
             conn.executescript(schema)
             columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
-            wanted = {"kind": "noop", "payload": "{}", "created_at": NOW, "updated_at": NOW}
-            wanted["run_at"] = NOW
+            wanted = {
+                "kind": "noop",
+                "payload": "{}",
+                "created_at": NOW,
+                "updated_at": NOW,
+                "run_at": NOW,
+            }
             values = {name: value for name, value in wanted.items() if name in columns}
             insert = (
                 f"INSERT INTO jobs (id, {', '.join(values)}) "
@@ -74,13 +79,15 @@ def cycle(schema: str, per_commit: int) -> tuple[float, float]:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             seqs = [row[0] for row in conn.execute("SELECT seq FROM jobs ORDER BY seq")]
             # The columns a claim and a finish change, in any schema's shape.
-            finish = "UPDATE jobs SET status = 'succeeded', result = 'null', updated_at = ?"
-            claim = "UPDATE jobs SET status = 'running', runner = 'r', updated_at = ?"
-            finish, claim = (f"{update} WHERE seq = ?" for update in (finish, claim))
+            finish = (
+                "UPDATE jobs SET status = 'succeeded', result = 'null', updated_at = ? "
+                "WHERE seq = ?"
+            )
+            claim = "UPDATE jobs SET status = 'running', runner = 'r', updated_at = ? WHERE seq = ?"
             begin = time.perf_counter()
             previous: list[int] = []
-            commits = 0
-            for start in range(0, JOBS, per_commit):
+            starts = range(0, JOBS, per_commit)
+            for start in starts:
                 batch = seqs[start : start + per_commit]
                 conn.execute("BEGIN IMMEDIATE")
                 for seq in previous:
@@ -88,10 +95,9 @@ def cycle(schema: str, per_commit: int) -> tuple[float, float]:
                 for seq in batch:
                     conn.execute(claim, (NOW, seq))
                 conn.execute("COMMIT")
-                commits += 1
                 previous = batch
             elapsed = time.perf_counter() - begin
-            frames = Path(f"{path}-wal").stat().st_size / FRAME / commits
+            frames = Path(f"{path}-wal").stat().st_size / FRAME / len(starts)
         finally:
             conn.close()
     return JOBS / elapsed, frames
