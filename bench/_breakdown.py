@@ -32,8 +32,8 @@ from typing import Any
 
 from bench import _db
 from bench._jobs import Ping, make_runner
-from jobtable._engine import NewJob
-from jobtable._ops import create_jobs
+from jobtable._engines.base import NewJob
+from jobtable._operations import create_jobs
 from jobtable.db.postgres import jobs as pg_sql
 from jobtable.db.sqlite import jobs as sqlite_sql
 

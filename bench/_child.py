@@ -25,7 +25,7 @@ from typing import Any
 import jobtable
 from bench import _db
 from bench._jobs import Ping, make_runner
-from jobtable._sqlite import SQLiteEngine
+from jobtable._engines.sqlite.engine import SQLiteEngine
 
 
 def cpu_seconds() -> float:

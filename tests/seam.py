@@ -10,7 +10,7 @@ made here once.
 from collections.abc import Callable, Sequence
 
 import jobtable
-from jobtable._engine import ClaimedRow, Engine, JobRow, NewJob, Queries
+from jobtable._engines.base import ClaimedRow, Engine, JobRow, NewJob, Queries
 from jobtable._values import new_id, now, timestamp
 
 __all__ = [

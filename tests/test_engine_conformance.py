@@ -21,7 +21,7 @@ from typing import TypeVar
 import pytest
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
-from jobtable._engine import Engine, NewJob, Queries
+from jobtable._engines.base import Engine, NewJob, Queries
 from jobtable._errors import StoreError
 
 T = TypeVar("T")
@@ -51,8 +51,8 @@ class Kit:
 
 
 def sqlite_kit(path: pathlib.Path) -> Kit:
-    from jobtable._sqlite import SQLiteEngine
-    from jobtable._sqlite_file import SCHEMA_VERSION
+    from jobtable._engines.sqlite.engine import SQLiteEngine
+    from jobtable._engines.sqlite.file import SCHEMA_VERSION
 
     def query(statement: str) -> int:
         conn = sqlite3.connect(path)
@@ -92,8 +92,8 @@ def sqlite_kit(path: pathlib.Path) -> Kit:
 def postgres_kit(url: str) -> Kit:
     import psycopg
 
-    from jobtable._postgres import PostgresEngine
-    from jobtable._postgres_schema import SCHEMA_VERSION
+    from jobtable._engines.postgres.engine import PostgresEngine
+    from jobtable._engines.postgres.schema import SCHEMA_VERSION
 
     def version() -> int:
         with psycopg.connect(url, autocommit=True) as conn:

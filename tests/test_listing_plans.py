@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Protocol, cast
 
 import jobtable
-from jobtable import _listing
-from jobtable._listing import ListingQueries
+from jobtable._engines import listing
+from jobtable._engines.listing import ListingQueries
 from jobtable.db.postgres import jobs as pg_jobs
 from jobtable.db.sqlite import jobs as sqlite_jobs
 
@@ -80,7 +80,7 @@ def sqlite_insert(conn: sqlite3.Connection, jobs: list[tuple[str, str, str, str]
 
 def list_page(q: ListingQueries[object], fs: dict[str, str]) -> Sequence[object]:
     """The page the store reads for the filters fs, from the query it picks."""
-    return _listing.list_page(
+    return listing.list_page(
         q,
         before=1 << 62,
         status=fs.get("status"),
@@ -178,7 +178,7 @@ def test_each_sqlite_listing_pages_through_what_matches_newest_first(
             got: list[str] = []
             before = 1 << 62
             for _ in range(3):
-                page = _listing.list_page(
+                page = listing.list_page(
                     q, before=before, status=status, kind=kind, queue=queue, max_jobs=7
                 )
                 got += [row.id for row in page]

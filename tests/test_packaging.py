@@ -155,14 +155,19 @@ def test_the_wheel_declares_the_pytest_plugin(dist: Dist) -> None:
 
 
 def test_the_wheel_ships_every_dashboard_asset(dist: Dist) -> None:
-    assets = PACKAGE / "_dashboard_assets"
-    wanted = {p.relative_to(PACKAGE.parent).as_posix() for p in assets.rglob("*") if p.is_file()}
+    assets = [PACKAGE / "_dashboard" / "templates", PACKAGE / "_dashboard" / "static"]
+    wanted = {
+        p.relative_to(PACKAGE.parent).as_posix()
+        for folder in assets
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
     assert {
-        "jobtable/_dashboard_assets/templates/base.html",
-        "jobtable/_dashboard_assets/templates/overview.html",
-        "jobtable/_dashboard_assets/templates/job.html",
-        "jobtable/_dashboard_assets/static/dashboard.css",
-        "jobtable/_dashboard_assets/static/dashboard.js",
+        "jobtable/_dashboard/templates/base.html",
+        "jobtable/_dashboard/templates/overview.html",
+        "jobtable/_dashboard/templates/job.html",
+        "jobtable/_dashboard/static/dashboard.css",
+        "jobtable/_dashboard/static/dashboard.js",
     } <= wanted
     with zipfile.ZipFile(dist.wheel) as zf:
         assert wanted <= set(zf.namelist())

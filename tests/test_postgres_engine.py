@@ -20,11 +20,11 @@ import pytest
 from psycopg import sql
 from seam import claim, claim_rows, enqueue, now
 
-from jobtable._engine import Engine, NewJob, Queries, Statement
+from jobtable._engines.base import Engine, NewJob, Queries, Statement
+from jobtable._engines.postgres.engine import PostgresEngine
+from jobtable._engines.postgres.pool import Pool
 from jobtable._errors import StoreError
-from jobtable._ops import create_jobs
-from jobtable._postgres import PostgresEngine
-from jobtable._postgres_pool import Pool
+from jobtable._operations import create_jobs
 
 LIMIT = 10.0
 """Seconds a test waits for background work before it fails."""

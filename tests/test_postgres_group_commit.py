@@ -1,4 +1,4 @@
-"""Group commit of concurrent enqueues on PostgreSQL (jobtable._postgres_batch), on a real server.
+"""Group commit of concurrent enqueues on PostgreSQL (the engine's batch), on a real server.
 
 A lone enqueue commits alone (test_postgres_engine.py checks it stays one
 INSERT); enqueues that arrive while one is under way share the next
@@ -21,10 +21,10 @@ import pytest
 from interrupting import interrupt_queued_write
 from seam import claim, enqueue, exists, now
 
-from jobtable._engine import NewJob, Queries
+from jobtable._engines.base import NewJob, Queries
+from jobtable._engines.postgres.engine import PostgresEngine
 from jobtable._errors import StoreError
-from jobtable._ops import CreateJob, CreateJobs, create_jobs
-from jobtable._postgres import PostgresEngine
+from jobtable._operations import CreateJob, CreateJobs, create_jobs
 from jobtable._unique import EnqueueResult, create_unique_jobs
 
 LIMIT = 10.0

@@ -67,9 +67,14 @@ def isort_key(name: str) -> tuple[int, str]:
 
 
 def attribute_docstrings() -> dict[str, str]:
-    """Maps each module-level name of jobtable's modules to the string literal below it."""
+    """Maps each module-level name of jobtable's modules, at any depth, to the string below it.
+
+    The generated package ``jobtable.db`` is left out: no public name is defined there.
+    """
     docs: dict[str, str] = {}
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] == "db":
+            continue
         body = ast.parse(path.read_text(encoding="utf-8")).body
         for node, after in itertools.pairwise(body):
             if not (

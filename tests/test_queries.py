@@ -7,7 +7,7 @@ the PostgreSQL server) and reads what it wrote back through GetJob.
 from seam import engine_of, now
 
 import jobtable
-from jobtable._engine import JobRow, NewJob, Outcome, Queries
+from jobtable._engines.base import JobRow, NewJob, Outcome, Queries
 
 
 def enqueue(store: jobtable.Store, *ids: str) -> None:

@@ -38,7 +38,7 @@ from hypothesis.stateful import (
 from seam import engine_of, timestamp
 
 import jobtable
-from jobtable._engine import Engine, NewJob, Outcome, Queries
+from jobtable._engines.base import Engine, NewJob, Outcome, Queries
 from jobtable._errors import StoreError
 from jobtable._unique import create_unique_jobs
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobtable._sqlite_file import connect
-from jobtable._sqlite_text import Connection
+from jobtable._engines.sqlite.file import connect
+from jobtable._engines.sqlite.text import Connection
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from typing import Any, ParamSpec
 import pytest
 from seam import create, exists, now
 
-from jobtable._engine import NewJob, Queries
+from jobtable._engines.base import NewJob, Queries
+from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._errors import StoreError
-from jobtable._sqlite import SQLiteEngine
 
 P = ParamSpec("P")
 

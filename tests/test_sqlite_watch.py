@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import jobtable
-from jobtable._engine import NewJob, Queries
-from jobtable._sqlite import SQLiteEngine
-from jobtable._sqlite_watch import WalWatcher
+from jobtable._engines.base import NewJob, Queries
+from jobtable._engines.sqlite.engine import SQLiteEngine
+from jobtable._engines.sqlite.watch import WalWatcher
 from jobtable._values import now
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")

@@ -26,9 +26,9 @@ from test_sqlite_engine import (
     wait_for_queued,
 )
 
-from jobtable._engine import Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._errors import StoreError
-from jobtable._sqlite import SQLiteEngine
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import example, given
 
 import jobtable
-from jobtable._engine import JobRow, NewJob, Queries
+from jobtable._engines.base import JobRow, NewJob, Queries
+from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._errors import StoreError
-from jobtable._sqlite import SQLiteEngine
 from jobtable._store import Store
 from jobtable._values import new_id, now, redact_url, timestamp
 
@@ -180,10 +180,10 @@ def test_open_something_that_is_not_a_path_is_a_type_error() -> None:
 def test_open_postgres_without_psycopg_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    if importlib.util.find_spec("jobtable._postgres") is None:
+    if importlib.util.find_spec("jobtable._engines.postgres.engine") is None:
         pytest.skip("the PostgreSQL engine is not written yet")
     # A None entry makes `import psycopg` fail as if it were not installed.
-    monkeypatch.delitem(sys.modules, "jobtable._postgres", raising=False)
+    monkeypatch.delitem(sys.modules, "jobtable._engines.postgres.engine", raising=False)
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(StoreError, match=r"install jobtable\[postgres\]") as raised:
         Store.open("postgresql://alice:s3cret@db.example/app")

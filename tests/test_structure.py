@@ -1,49 +1,60 @@
-"""The shape of src/jobtable: no two modules import each other, and no module grows too long.
+"""The shape of the source: floors that import downwards only, no circles, short functions.
 
-Imports are read with ``ast``, those inside functions and under
-``TYPE_CHECKING`` included: a circle hidden in either still ties the
-modules together. The generated package ``jobtable.db`` is left out.
+Every guard here walks the whole tree (``tests/source_tree.py``): the
+package at every depth, the query generator and the benchmark, read with
+``ast``. The generated package ``jobtable.db`` is left out.
 """
 
-import ast
 import pathlib
 
-import jobtable
+import pytest
+import source_tree
+from source_tree import PACKAGE, ROOT, body_lines, functions, hand_written_files, imports, modules
 
-PACKAGE = pathlib.Path(jobtable.__file__).parent
 MAX_LINES = 400
+MAX_FUNCTION_LINES = 60
+LONG_MARK = "# longer than 60 lines:"
+"""A comment on the line above a function that must be long, saying why."""
+
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("jobtable._errors", "jobtable._values", "jobtable._backoff", "jobtable._codec"),
+    ("jobtable._engines",),
+    (
+        "jobtable._job",
+        "jobtable._operations",
+        "jobtable._options",
+        "jobtable._unique",
+        "jobtable._transaction",
+        "jobtable._telemetry",
+        "jobtable._store",
+        "jobtable._kind",
+        "jobtable._operator",
+    ),
+    ("jobtable._runner", "jobtable._otel_metrics", "jobtable._dashboard"),
+    ("jobtable",),
+    ("jobtable.otel", "jobtable.testing", "jobtable.contrib", "jobtable._cli", "jobtable.__main__"),
+)
+"""The architecture, bottom up: a module imports only from its own floor or those below.
+
+The ground holds plain values and errors; then the engines behind their
+seam; then the core that enqueuers and readers use; then the runner and the
+dashboard; then the package's face; at the top, what builds on the public
+package (telemetry, testing, Django, the command line).
+"""
 
 
-def modules() -> dict[str, pathlib.Path]:
-    """jobtable's hand-written modules by name (``_runner``), the package itself as ``jobtable``."""
-    found = {path.stem: path for path in PACKAGE.glob("*.py")}
-    found["jobtable"] = found.pop("__init__")
-    return found
+def room(module: str) -> str:
+    """The longest FLOORS entry that module is, or is inside of."""
+    rooms = [r for floor in FLOORS for r in floor if module == r or module.startswith(r + ".")]
+    if not rooms:
+        raise AssertionError(f"{module} is on no floor: add it to FLOORS")
+    return max(rooms, key=len)
 
 
-def imports(path: pathlib.Path, known: set[str]) -> set[str]:
-    """The modules of known that path imports, in any form."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level == 1:
-                base = node.module or ""
-            elif node.level == 0 and (node.module or "").startswith("jobtable."):
-                base = (node.module or "").split(".")[1]
-            elif node.level == 0 and node.module == "jobtable":
-                base = ""
-            else:
-                continue
-            if base:
-                names.add(base)
-            else:
-                names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "jobtable" and len(parts) > 1:
-                    names.add(parts[1])
-    return names & known
+def floor(module: str) -> int:
+    """The number of the floor module stands on, from 0 at the ground."""
+    name = room(module)
+    return next(i for i, rooms in enumerate(FLOORS) if name in rooms)
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -62,7 +73,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     def visit(node: str) -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
-        for nxt in sorted(graph[node]):
+        for nxt in sorted(graph.get(node, ())):
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
@@ -84,8 +95,40 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module on a higher floor than the importer's."""
+    return [
+        f"{module} (floor {floor(module)}) imports {target} (floor {floor(target)})"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if floor(target) > floor(module)
+    ]
+
+
+def test_the_walk_reaches_every_folder() -> None:
+    folders = {p.relative_to(PACKAGE).parts[0] for p in modules().values() if p.parent != PACKAGE}
+    assert {"_engines", "_runner", "_cli", "_dashboard", "_operator", "testing"} <= folders
+    assert "jobtable._engines.sqlite.writer" in modules()
+
+
 def test_no_two_modules_import_each_other() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_no_module_imports_from_a_higher_floor() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_every_module_stands_on_a_floor() -> None:
+    for module in modules():
+        floor(module)
+
+
+def test_the_floor_check_finds_an_upward_import() -> None:
+    graph = {"jobtable._engines.sqlite.engine": {"jobtable._runner.runner"}}
+    assert upward_imports(graph) == [
+        "jobtable._engines.sqlite.engine (floor 1) imports jobtable._runner.runner (floor 3)"
+    ]
 
 
 def test_the_cycle_check_finds_a_circle_through_three_modules() -> None:
@@ -93,26 +136,74 @@ def test_the_cycle_check_finds_a_circle_through_three_modules() -> None:
     assert cycles(graph) == [["a", "b", "c"]]
 
 
-def test_the_import_reader_sees_imports_inside_functions_and_type_checking(
-    tmp_path: pathlib.Path,
-) -> None:
-    source = tmp_path / "_x.py"
+def test_the_import_reader_sees_every_form(tmp_path: pathlib.Path) -> None:
+    package = tmp_path / "jobtable"
+    (package / "_engines" / "sqlite").mkdir(parents=True)
+    source = package / "_engines" / "x.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "from ._store import Store\n"
+        "from .. import _store\n"
         "if TYPE_CHECKING:\n"
-        "    from ._runner import Runner\n"
+        "    from jobtable._runner.runner import Runner\n"
         "def f():\n"
-        "    from jobtable._postgres import PostgresEngine\n"
-        "    import jobtable._sqlite\n",
+        "    from .sqlite.engine import SQLiteEngine\n"
+        "    import jobtable._kind\n"
+        "    from jobtable.db.sqlite import jobs\n",
         encoding="utf-8",
     )
-    known = {"_store", "_runner", "_postgres", "_sqlite", "_kind"}
-    assert imports(source, known) == {"_store", "_runner", "_postgres", "_sqlite"}
+    known = {"jobtable", "jobtable._store", "jobtable._runner.runner", "jobtable._kind"}
+    known |= {"jobtable._engines.sqlite.engine"}
+    assert imports(source, known, package) == known - {"jobtable"}
+
+
+def test_the_library_imports_its_own_modules_one_way() -> None:
+    relative = {
+        str(path.relative_to(ROOT)): lines
+        for path in PACKAGE.rglob("*.py")
+        if "db" not in path.relative_to(PACKAGE).parts[:1]
+        and (lines := source_tree.relative_imports(path))
+    }
+    assert relative == {}, "jobtable imports its own modules absolutely: from jobtable.x import y"
 
 
 def test_no_hand_written_module_is_over_400_lines() -> None:
     lengths = {
-        name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in hand_written_files()
     }
     assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
+
+
+def long_functions(path: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:
+    """The functions of path over MAX_FUNCTION_LINES whose line above does not say why."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for node in functions(path):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        marked = first >= 2 and lines[first - 2].strip().startswith(LONG_MARK)
+        if body_lines(node) > MAX_FUNCTION_LINES and not marked:
+            found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} {body_lines(node)}")
+    return found
+
+
+def test_no_hand_written_function_is_over_60_lines() -> None:
+    assert [hit for path in hand_written_files() for hit in long_functions(path)] == []
+
+
+@pytest.mark.parametrize("marked", [False, True])
+def test_the_function_check_finds_a_long_function_unless_it_says_why(
+    tmp_path: pathlib.Path, marked: bool
+) -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(61))
+    mark = f"{LONG_MARK} a table of cases reads best whole\n" if marked else ""
+    path = tmp_path / "m.py"
+    path.write_text(f'{mark}def f():\n    """Doc."""\n{body}', encoding="utf-8")
+    line = 2 if marked else 1
+    assert long_functions(path, tmp_path) == ([] if marked else [f"m.py:{line} f 61"])
+
+
+def test_the_function_check_lets_60_lines_pass(tmp_path: pathlib.Path) -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(60))
+    path = tmp_path / "m.py"
+    path.write_text(f'def f():\n    """Doc."""\n{body}', encoding="utf-8")
+    assert long_functions(path, tmp_path) == []

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable
 
 import jobtable
-from jobtable._sqlite_file import SCHEMA_VERSION
+from jobtable._engines.sqlite.file import SCHEMA_VERSION
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
@@ -141,7 +141,7 @@ def test_a_version_2_postgres_schema_is_upgraded_keeping_every_job(
 ) -> None:
     import psycopg
 
-    from jobtable._postgres_schema import SCHEMA_VERSION as PG_VERSION
+    from jobtable._engines.postgres.schema import SCHEMA_VERSION as PG_VERSION
 
     url = new_pg_url()
     with psycopg.connect(url, autocommit=True) as conn:

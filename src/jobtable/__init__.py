@@ -16,10 +16,9 @@ or response body from a dependency, can reach the table or the API.
 
 from importlib import metadata as _metadata
 
-from ._backoff import Backoff
-from ._context import JobContext
-from ._dashboard import dashboard
-from ._errors import (
+from jobtable._backoff import Backoff
+from jobtable._dashboard import dashboard
+from jobtable._errors import (
     Failure,
     JobNotFound,
     JobtableError,
@@ -30,8 +29,7 @@ from ._errors import (
     RunnerError,
     StoreError,
 )
-from ._handler import AsyncHandler, SyncHandler
-from ._job import (
+from jobtable._job import (
     MESSAGE_INTERNAL,
     MESSAGE_INTERRUPTED,
     MESSAGE_TIMED_OUT,
@@ -41,8 +39,8 @@ from ._job import (
     JobRecord,
     Status,
 )
-from ._kind import Kind
-from ._operator_models import (
+from jobtable._kind import Kind
+from jobtable._operator.models import (
     DeleteResult,
     QueueStats,
     RetryResult,
@@ -51,10 +49,12 @@ from ._operator_models import (
     Stats,
     ThroughputPoint,
 )
-from ._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
-from ._runner import Runner
-from ._store import Store
-from ._unique import EnqueueResult, Unique
+from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
+from jobtable._runner.context import JobContext
+from jobtable._runner.handler import AsyncHandler, SyncHandler
+from jobtable._runner.runner import Runner
+from jobtable._store import Store
+from jobtable._unique import EnqueueResult, Unique
 
 __all__ = [
     "MESSAGE_INTERNAL",

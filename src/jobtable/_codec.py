@@ -8,7 +8,7 @@ from typing import Generic, TypeVar
 import pydantic
 import pydantic_core
 
-from ._errors import PayloadError, ResultError
+from jobtable._errors import PayloadError, ResultError
 
 P = TypeVar("P")
 R = TypeVar("R")

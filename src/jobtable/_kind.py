@@ -12,17 +12,24 @@ from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from ._codec import Codec
-from ._engine import JobRow, NewJob, Queries
-from ._errors import JobNotFound
-from ._job import Job, Status
-from ._ops import GetJob, create_jobs
-from ._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
-from ._store import Store
-from ._telemetry import enqueue_trace
-from ._transaction import adriver_connection, driver_connection
-from ._unique import EnqueueResult, Unique, create_unique_jobs, ids_of, kept_jobs, results_of
-from ._values import new_id, timestamp, unstorable
+from jobtable._codec import Codec
+from jobtable._engines.base import JobRow, NewJob, Queries
+from jobtable._errors import JobNotFound
+from jobtable._job import Job, Status
+from jobtable._operations import GetJob, create_jobs
+from jobtable._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
+from jobtable._store import Store
+from jobtable._telemetry import enqueue_trace
+from jobtable._transaction import adriver_connection, driver_connection
+from jobtable._unique import (
+    EnqueueResult,
+    Unique,
+    create_unique_jobs,
+    ids_of,
+    kept_jobs,
+    results_of,
+)
+from jobtable._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
 R = TypeVar("R")

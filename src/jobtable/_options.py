@@ -12,8 +12,8 @@ import random
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from ._unique import Unique
-from ._values import timestamp, unstorable
+from jobtable._unique import Unique
+from jobtable._values import timestamp, unstorable
 
 RetryPolicy = Callable[[int], datetime.timedelta]
 """How long to wait before the next attempt, given the number of the attempt that failed."""

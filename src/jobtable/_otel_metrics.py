@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 
 from opentelemetry import metrics
 
-from ._engine import BacklogRow, Queries
-from ._errors import StoreError
-from ._store import Store
-from ._values import timestamp
+from jobtable._engines.base import BacklogRow, Queries
+from jobtable._errors import StoreError
+from jobtable._store import Store
+from jobtable._values import timestamp
 
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 """The semantic conventions version jobtable's attribute names follow."""

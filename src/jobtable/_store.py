@@ -11,11 +11,11 @@ from typing import Self, TypedDict
 
 from typing_extensions import Unpack
 
-from jobtable._engine import CountRow, Engine
+from jobtable._engines.base import CountRow, Engine
+from jobtable._engines.target import URL_SCHEME, open_engine
 from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
-from jobtable._ops import CancelJob, GetJob, GetJobRecord, ListJobs, count_jobs
-from jobtable._store_operator import StoreOperations
-from jobtable._store_target import URL_SCHEME, open_engine
+from jobtable._operations import CancelJob, GetJob, GetJobRecord, ListJobs, count_jobs
+from jobtable._operator.store import StoreOperations
 from jobtable._values import redact_url, timestamp
 
 _utc_now = functools.partial(datetime.datetime.now, datetime.UTC)
@@ -87,7 +87,7 @@ class Store(StoreOperations):
     engine: Engine
     """The database engine every read and write of the store goes through.
 
-    Its type is the ``Engine`` protocol of ``jobtable._engine`` (write, read,
+    Its type is the ``Engine`` protocol of ``jobtable._engines.base`` (write, read,
     their async forms, listen, close), which takes operations of that
     module's ``Queries``: a stable seam for tests and tools, not part of the
     application API.

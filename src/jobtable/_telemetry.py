@@ -17,9 +17,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
 if TYPE_CHECKING:
-    from ._engine import ClaimedRow, NewJob
-    from ._ops import Finish
-    from ._store import Store
+    from jobtable._engines.base import ClaimedRow, NewJob, Outcome
+    from jobtable._store import Store
 
 
 class Trace(Protocol):
@@ -61,7 +60,7 @@ class RunTrace(Trace, Protocol):
     attempt interrupted.
     """
 
-    def ended(self, outcome: "Finish | None") -> None:
+    def ended(self, outcome: "Outcome | None") -> None:
         """The attempt ended with outcome; None: it stays running, interrupted by shutdown."""
         ...
 
@@ -88,7 +87,7 @@ class _Unobserved:
     def stored(self, jobs: "Sequence[NewJob]") -> None:
         pass
 
-    def ended(self, outcome: "Finish | None") -> None:
+    def ended(self, outcome: "Outcome | None") -> None:
         pass
 
     def __enter__(self) -> Self:

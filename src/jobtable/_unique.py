@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
-from ._engine import NewJob, Queries, Statement
-from ._errors import StoreError
-from ._job import Status
-from ._values import new_id, timestamp, unstorable
+from jobtable._engines.base import NewJob, Queries, Statement
+from jobtable._errors import StoreError
+from jobtable._job import Status
+from jobtable._values import new_id, timestamp, unstorable
 
 # The bit of each status in unique_statuses, as jobs_unique's CASE has them.
 _BITS = {

@@ -27,12 +27,11 @@ from opentelemetry import context, metrics, trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import AttributeValue
 
-from . import _otel_metrics
-from ._engine import ClaimedRow, NewJob
-from ._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, MESSAGE_TIMED_OUT
-from ._ops import Finish
-from ._store import Store
-from ._telemetry import observe
+from jobtable import _otel_metrics
+from jobtable._engines.base import ClaimedRow, NewJob, Outcome
+from jobtable._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, MESSAGE_TIMED_OUT
+from jobtable._store import Store
+from jobtable._telemetry import observe
 
 __all__ = ["instrument", "uninstrument"]
 
@@ -235,11 +234,11 @@ class _RunTrace(_Trace):
         self._outcome: str | None = None
         self._started = time.perf_counter()
 
-    def ended(self, outcome: Finish | None) -> None:
+    def ended(self, outcome: Outcome | None) -> None:
         if outcome is None:
             self._failed("interrupted", MESSAGE_INTERRUPTED)
             return
-        state, error = outcome.outcome.state, outcome.outcome.error
+        state, error = outcome.state, outcome.error
         if state == "succeeded":
             self._span.set_status(trace.StatusCode.OK)
             self._end_as("succeeded")

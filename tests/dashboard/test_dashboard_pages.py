@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 import jobtable
-from jobtable._dashboard_serve import check_bind
+from jobtable._dashboard.serve import check_bind
 
 PLANTED = "planted-secret-7f3a9c"
 NASTY = '<script>alert("x")</script>&<img src=x onerror=alert(1)>'

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 import jobtable
 import jobtable.otel
-from jobtable._engine import NewJob
+from jobtable._engines.base import NewJob
 from otel.conftest import Telemetry
 
 
@@ -291,7 +291,7 @@ async def test_an_uninstrumented_store_reports_nothing(
 async def test_a_job_with_an_unreadable_traceparent_runs_in_a_trace_of_its_own(
     store: jobtable.Store, telemetry: Telemetry
 ) -> None:
-    from jobtable._ops import create_jobs
+    from jobtable._operations import create_jobs
     from jobtable._values import new_id
 
     runner = jobtable.Runner(store)

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 import jobtable
-from jobtable._engine import Queries
+from jobtable._engines.base import Queries
 from jobtable._values import now
 
 WaitUntil = Callable[..., Awaitable[None]]

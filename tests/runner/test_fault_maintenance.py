@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 import jobtable
-from jobtable._engine import Queries
+from jobtable._engines.base import Queries
 from jobtable._values import now, timestamp
 
 WaitUntil = Callable[..., Awaitable[None]]

@@ -3,7 +3,7 @@
 When nobody can write for longer than the lease, no runner can heartbeat, so
 every peer's heartbeat looks stale once the store is back. A runner judges
 peers dead only after its own writes have landed promptly for a whole lease
-(``jobtable._contact``), so an outage with every runner alive fails nothing,
+(``jobtable._runner.contact``), so an outage with every runner alive fails nothing,
 while a runner that really died still has its jobs failed afterwards.
 
 The PostgreSQL server restarts here are of a throwaway cluster of the test's
@@ -26,8 +26,8 @@ import pg_cluster
 import pytest
 
 import jobtable
-from jobtable._engine import Queries
-from jobtable._ops import FinishAndClaim
+from jobtable._engines.base import Queries
+from jobtable._runner.operations import FinishAndClaim
 from jobtable._values import now
 
 WaitUntil = Callable[..., Awaitable[None]]

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 import jobtable
-from jobtable._engine import NewJob, Queries
+from jobtable._engines.base import NewJob, Queries
 from jobtable._values import now
 from jobtable.db.sqlite.jobs import CLAIM_NEXT_JOB
 

@@ -45,8 +45,9 @@ from hypothesis.stateful import (
 from pydantic import BaseModel
 
 import jobtable
-from jobtable._engine import Queries
-from jobtable._ops import CancelJob, Finish, FinishAndClaim, Publish
+from jobtable._engines.base import Queries
+from jobtable._operations import CancelJob
+from jobtable._runner.operations import Finish, FinishAndClaim, Publish
 from jobtable._values import timestamp
 
 Step = Literal["succeed", "error", "failure", "retry", "hang", "cancel"]

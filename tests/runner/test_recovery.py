@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 import jobtable
-from jobtable._engine import Queries
+from jobtable._engines.base import Queries
 from jobtable._values import now, timestamp
 
 WaitUntil = Callable[..., Awaitable[None]]
@@ -52,7 +52,7 @@ def register_runner(store: jobtable.Store, name: str, heartbeat: datetime.dateti
     engine = store.engine
     if type(engine).__name__ == "PostgresEngine":
         # The server stamps heartbeats with its own clock: the test sets one.
-        from jobtable._postgres import PostgresEngine
+        from jobtable._engines.postgres.engine import PostgresEngine
 
         assert isinstance(engine, PostgresEngine)
         with engine._pool.connection() as conn:

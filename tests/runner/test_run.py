@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 import jobtable
-from jobtable._engine import Engine, NewJob, Queries
+from jobtable._engines.base import Engine, NewJob, Queries
 from jobtable._values import new_id, now
 
 WaitUntil = Callable[..., Awaitable[None]]

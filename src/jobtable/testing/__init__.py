@@ -12,7 +12,7 @@
   fixtures ``jobtable_store``, ``jobtable_clock`` and ``jobtable_target``.
 """
 
-from ._assertions import (
+from jobtable.testing._assertions import (
     ANY,
     Criteria,
     aassert_enqueued,
@@ -22,8 +22,8 @@ from ._assertions import (
     assert_not_enqueued,
     enqueued,
 )
-from ._clock import FrozenClock
-from ._drain import drain, drain_sync
+from jobtable.testing._clock import FrozenClock
+from jobtable.testing._drain import drain, drain_sync
 
 __all__ = [
     "ANY",

@@ -7,12 +7,12 @@ from typing import Any, Final, Generic, TypedDict, TypeVar
 import pydantic_core
 from typing_extensions import Unpack
 
-from jobtable._engine import Queries
+from jobtable._engines.base import Queries
 from jobtable._errors import PayloadError
 from jobtable._job import JobRecord, Status, record_from_row
 from jobtable._kind import Kind
-from jobtable._ops import ListJobs
-from jobtable._runner import Runner
+from jobtable._operations import ListJobs
+from jobtable._runner.runner import Runner
 from jobtable._store import Store
 from jobtable._transaction import (
     _is_async_driver,

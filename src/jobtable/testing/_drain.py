@@ -4,11 +4,11 @@ import asyncio
 import datetime
 import weakref
 
-from jobtable._engine import Queries, Statement
+from jobtable._engines.base import Queries, Statement
 from jobtable._errors import RunnerError
 from jobtable._job import JobRecord, Status
-from jobtable._ops import StageJobs
-from jobtable._runner import Runner
+from jobtable._runner.operations import StageJobs
+from jobtable._runner.runner import Runner
 from jobtable._values import timestamp
 
 _END_OF_TIME = timestamp(datetime.datetime.max.replace(tzinfo=datetime.UTC))

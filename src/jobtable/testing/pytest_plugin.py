@@ -27,8 +27,7 @@ import pytest
 from jobtable._errors import StoreError
 from jobtable._store import Store
 from jobtable._values import redact_url
-
-from ._clock import FrozenClock
+from jobtable.testing._clock import FrozenClock
 
 ENVIRONMENT = "JOBTABLE_TEST_URL"
 """The environment variable that gives the fixtures a PostgreSQL server."""

@@ -18,10 +18,10 @@ JobtableTaskError that names TaskFailed, holds jobtable's stored message
 (``"internal error"``) and an empty traceback.
 """
 
-from ._backend import JobtableBackend, close_stores
-from ._payload import KIND_NAME, TASK_KIND, TaskCall
-from ._results import STATUSES, JobtableTaskError, TaskFailed
-from ._worker import TaskRaised, build_runner
+from jobtable.contrib.django._backend import JobtableBackend, close_stores
+from jobtable.contrib.django._payload import KIND_NAME, TASK_KIND, TaskCall
+from jobtable.contrib.django._results import STATUSES, JobtableTaskError, TaskFailed
+from jobtable.contrib.django._worker import TaskRaised, build_runner
 
 __all__ = [
     "KIND_NAME",

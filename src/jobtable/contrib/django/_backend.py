@@ -18,10 +18,9 @@ from typing_extensions import ParamSpec, TypeVar
 
 import jobtable
 from jobtable._kind import _Binding
-from jobtable._ops import CreateJobs
-
-from ._payload import TASK_KIND, TaskCall
-from ._results import AnyResult, AnyTask, new_result, result_of
+from jobtable._operations import CreateJobs
+from jobtable.contrib.django._payload import TASK_KIND, TaskCall
+from jobtable.contrib.django._results import AnyResult, AnyTask, new_result, result_of
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")

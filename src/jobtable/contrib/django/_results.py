@@ -13,8 +13,7 @@ from django.utils.module_loading import import_string
 from typing_extensions import ParamSpec, TypeVar
 
 import jobtable
-
-from ._payload import KIND_NAME, TaskCall
+from jobtable.contrib.django._payload import KIND_NAME, TaskCall
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")

@@ -10,10 +10,9 @@ from django.utils.json import normalize_json
 from pydantic import JsonValue
 
 import jobtable
-
-from ._backend import JobtableBackend
-from ._payload import TASK_KIND, TaskCall
-from ._results import call_of, result_of, task_of
+from jobtable.contrib.django._backend import JobtableBackend
+from jobtable.contrib.django._payload import TASK_KIND, TaskCall
+from jobtable.contrib.django._results import call_of, result_of, task_of
 
 
 class TaskRaised(Exception):

@@ -1,0 +1,181 @@
+"""``jobtable jobs …``: list, show, cancel, retry and delete jobs."""
+
+import json
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from rich.console import Group
+from rich.table import Table
+
+from jobtable._cli.app import (
+    JsonOption,
+    StoreOption,
+    console,
+    emit,
+    fail,
+    jobs,
+    new_table,
+    opened_store,
+    parse_status,
+    when,
+)
+from jobtable._errors import JobNotFound
+from jobtable._job import JobRecord
+from jobtable._store import Store
+
+IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
+"""Job ids are URL-safe base64, so one may start with ``-``: taken as an id, not an option.
+
+Only ``--help`` asks for help here: with ``-h`` too, an id such as
+``-dash-id`` would read as short options holding ``-h``, and show the help.
+"""
+
+IdsArgument = Annotated[list[str], typer.Argument(help="The ids of the jobs.", show_default=False)]
+
+
+def _short(value: object, width: int = 40) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _known(store: Store, ids: list[str], url: str) -> None:
+    """Fails, changing nothing, when any of ids is no job's."""
+    for job_id in ids:
+        try:
+            store.get(job_id)
+        except JobNotFound:
+            fail(f"job {job_id!r} not found", url)
+
+
+@jobs.command("list")
+def list_jobs(
+    store: StoreOption = None,
+    status: Annotated[str | None, typer.Option(help="Only jobs in this status.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only jobs of this kind.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Only jobs in this queue.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many jobs (1 to 1000).")] = 20,
+    before: Annotated[
+        int | None, typer.Option(help="Only jobs enqueued before this seq: the next page.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Lists jobs, newest first, that match every filter given."""
+    wanted = parse_status(status)
+    with opened_store(store) as opened:
+        records = opened.list_jobs(
+            status=wanted, kind=kind, queue=queue, limit=limit, before=before
+        )
+
+    def table() -> Table:
+        shown = new_table("seq", "id", "kind", "queue", "status", "attempt", "created", "error")
+        for r in records:
+            shown.add_row(
+                str(r.seq),
+                r.id,
+                r.kind,
+                r.queue,
+                r.status.value,
+                f"{r.attempt}/{r.max_attempts}",
+                when(r.created_at),
+                _short(r.error or ""),
+            )
+        return shown
+
+    emit(records, as_json, table, empty="no jobs match")
+
+
+@jobs.command("show", context_settings=IDS_MAY_START_WITH_A_DASH)
+def show_job(
+    job_id: Annotated[str, typer.Argument(help="The job's id.", show_default=False)],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Shows a job's whole record: payload, result, times and its error history."""
+    with opened_store(store) as opened:
+        record = opened.inspect(job_id)
+    if as_json:
+        emit(record, True, lambda: "")
+        return
+    console.print(_record_view(record))
+
+
+def _record_view(record: JobRecord) -> Group:
+    fields = new_table("field", "value", title=f"job {record.id}")
+    for name, value in (
+        ("id", record.id),
+        ("seq", str(record.seq)),
+        ("kind", record.kind),
+        ("queue", record.queue),
+        ("priority", str(record.priority)),
+        ("status", record.status.value),
+        ("attempt", f"{record.attempt} of {record.max_attempts}"),
+        ("timeout", "-" if record.timeout is None else f"{record.timeout:g}s"),
+        ("cancel requested", "yes" if record.cancel_requested else "no"),
+        ("runner", record.runner or "-"),
+        ("created", when(record.created_at)),
+        ("run at", when(record.run_at)),
+        ("started", when(record.started_at)),
+        ("finished", when(record.finished_at)),
+        ("error", record.error or "-"),
+        ("payload", json.dumps(record.payload)),
+        ("result", "-" if record.result is None else json.dumps(record.result)),
+    ):
+        fields.add_row(name, value)
+    history = new_table("attempt", "at", "error", title="error history")
+    for entry in record.errors:
+        history.add_row(str(entry.attempt), when(entry.at), entry.error)
+    return Group(fields, history if record.errors else "no failed attempts")
+
+
+@jobs.command("cancel", context_settings=IDS_MAY_START_WITH_A_DASH)
+def cancel_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+    """Cancels jobs: a queued one at once, a running one through its runner."""
+    _on_each(store, ids, as_json, Store.cancel)
+
+
+@jobs.command("retry", context_settings=IDS_MAY_START_WITH_A_DASH)
+def retry_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+    """Queues failed or cancelled jobs again, with fresh attempts; their history is kept."""
+    _on_each(store, ids, as_json, Store.retry)
+
+
+@jobs.command("retry-failed")
+def retry_failed_jobs(
+    store: StoreOption = None,
+    kind: Annotated[str | None, typer.Option(help="Only failed jobs of this kind.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Only failed jobs in this queue.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Queues again every failed job that matches the filters given."""
+    with opened_store(store) as opened:
+        count = opened.retry_failed(kind=kind, queue=queue)
+    emit({"retried": count}, as_json, lambda: f"retried {count} failed job(s)")
+
+
+@jobs.command("delete", context_settings=IDS_MAY_START_WITH_A_DASH)
+def delete_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+    """Deletes jobs that are not running (a running one is kept: cancel it first)."""
+    _on_each(store, ids, as_json, Store.delete)
+
+
+def _on_each(
+    url: str | None, ids: list[str], as_json: bool, action: Callable[[Store, str], StrEnum]
+) -> None:
+    """Does action to every job of ids once all are known; prints each outcome.
+
+    An id given twice is acted on once: the outcome shown is what the command did.
+    """
+    ids = list(dict.fromkeys(ids))
+    with opened_store(url) as opened:
+        _known(opened, ids, url or "")
+        outcomes = {job_id: action(opened, job_id).value for job_id in ids}
+
+    def table() -> Table:
+        shown = new_table("id", "outcome")
+        for job_id, outcome in outcomes.items():
+            shown.add_row(job_id, outcome)
+        return shown
+
+    emit(outcomes, as_json, table)

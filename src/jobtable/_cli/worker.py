@@ -1,0 +1,78 @@
+"""``jobtable worker module:runner``: import an application's runner and run it.
+
+Like ``celery -A`` or ``arq``: the runner, its store and its handlers are
+the application's own; the command only finds it and calls ``run()``, which
+stops gracefully on SIGINT or SIGTERM.
+"""
+
+import importlib
+import inspect
+import logging
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from jobtable._cli.app import app, fail
+from jobtable._errors import JobtableError
+from jobtable._runner.runner import Runner
+
+
+def load_runner(spec: str) -> Runner:
+    """Returns the Runner that spec (``package.module:attribute``) names.
+
+    The attribute may be dotted, or a function of no arguments that returns
+    a Runner. The current directory is importable first, as the application's
+    own scripts would have it. Fails with one line for anything else, and for
+    a jobtable error (a store that cannot be opened) while importing or
+    calling it.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        fail(f"worker {spec!r}: want module:attribute, such as app.tasks:runner")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        value: object = importlib.import_module(module_name)
+    except ImportError as err:
+        fail(f"worker {spec!r}: cannot import {module_name}: {err}")
+    except JobtableError as err:  # the module's own Store.open, say: its message is safe
+        fail(f"worker {spec!r}: importing {module_name}: {err}")
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            fail(f"worker {spec!r}: {module_name} has no attribute {attribute}")
+        value = getattr(value, part)
+    if not isinstance(value, Runner) and callable(value) and not isinstance(value, type):
+        try:
+            inspect.signature(value).bind()
+        except TypeError:
+            fail(
+                f"worker {spec!r}: {attribute} needs arguments; want a Runner or a function of none"
+            )
+        except ValueError:
+            pass  # no signature to read (a builtin): call it as it is
+        try:
+            value = value()
+        except JobtableError as err:
+            fail(f"worker {spec!r}: {attribute}(): {err}")
+    if not isinstance(value, Runner):
+        fail(f"worker {spec!r}: {attribute} is a {type(value).__name__}, want a jobtable.Runner")
+    return value
+
+
+@app.command("worker")
+def worker(
+    spec: Annotated[
+        str, typer.Argument(help="The runner: module:attribute, e.g. app.tasks:runner.")
+    ],
+    log_level: Annotated[
+        str, typer.Option(help="The level of the log lines printed on stderr.")
+    ] = "INFO",
+) -> None:
+    """Runs the application's runner until SIGINT or SIGTERM (a second one cancels the handlers)."""
+    level = logging.getLevelNamesMapping().get(log_level.upper())
+    if level is None:
+        fail(f"--log-level {log_level!r}: want DEBUG, INFO, WARNING or ERROR")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    load_runner(spec).run()

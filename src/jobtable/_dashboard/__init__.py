@@ -1,0 +1,84 @@
+"""The web dashboard's entry point: ``jobtable.dashboard(store)`` returns an ASGI app.
+
+Starlette and Jinja2 are the optional ``jobtable[dashboard]`` extra, so they
+are imported only when a dashboard is built: importing jobtable never needs
+them.
+"""
+
+from typing import TYPE_CHECKING
+
+from jobtable._store import Store
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+
+def dashboard(
+    store: Store,
+    *,
+    read_only: bool = False,
+    token: str | None = None,
+    basic_auth: tuple[str, str] | None = None,
+    secret: str | bytes | None = None,
+    refresh: float = 2.0,
+    lease: float = 30.0,
+) -> "ASGIApp":
+    """Returns the dashboard of store as an ASGI app, to mount or to serve.
+
+    Mount it in a Starlette or FastAPI app, ``app.mount("/jobs",
+    jobtable.dashboard(store))``, and the host app's authentication applies;
+    every link stays under the mount path. Its pages: the overview (counts per
+    queue and status, the last hour's throughput, the runners, refreshed every
+    refresh seconds), the job list (filters and keyset pages), and each job's
+    page. It never shows a handler's exception text: errors are the stored
+    messages only, and every stored value is escaped.
+
+    Every state-changing request (cancel, retry, delete, bulk retry of failed
+    jobs) is a POST that must carry the CSRF token the pages embed; a POST
+    without it is refused with 403. With read_only, the pages show no actions
+    and every POST is refused with 403.
+
+    token or basic_auth (a user and a password) make every request
+    authenticate: ``Authorization: Bearer <token>`` (or ``?token=<token>``
+    once, which sets a cookie), or HTTP basic auth; the standalone ``jobtable
+    dashboard`` sets them. secret signs the CSRF tokens; give the same one to
+    every process that serves one dashboard (a random one by default). lease
+    is the runner lease (seconds) after which the overview shows a runner as
+    dead. Raises ModuleNotFoundError naming the extra when Starlette or
+    Jinja2 is missing, and ValueError or TypeError for a bad argument.
+    """
+    if not isinstance(store, Store):
+        raise TypeError(f"dashboard: store is {type(store).__name__}, want a jobtable.Store")
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ValueError("dashboard: token must be a non-empty str")
+    if basic_auth is not None and (
+        not isinstance(basic_auth, tuple)
+        or len(basic_auth) != 2
+        or not all(isinstance(part, str) and part for part in basic_auth)
+        or ":" in basic_auth[0]
+    ):
+        raise ValueError(
+            "dashboard: basic_auth must be (user, password), non-empty, no ':' in user"
+        )
+    if isinstance(refresh, bool) or not isinstance(refresh, int | float) or not refresh > 0:
+        raise ValueError(
+            f"dashboard: refresh must be a positive number of seconds, got {refresh!r}"
+        )
+    try:
+        from jobtable._dashboard.app import build_app
+    except ModuleNotFoundError as err:
+        if err.name is not None and err.name.split(".")[0] in {"starlette", "jinja2"}:
+            raise ModuleNotFoundError(
+                f"jobtable.dashboard needs {err.name.split('.')[0]}: install jobtable[dashboard]",
+                name=err.name,
+            ) from err
+        raise
+    return build_app(
+        store,
+        read_only=bool(read_only),
+        token=token,
+        basic_auth=basic_auth,
+        secret=secret,
+        refresh=float(refresh),
+        lease=lease,
+    )

@@ -1,0 +1,257 @@
+"""The dashboard's Starlette app: its routes, page handlers and actions.
+
+Every page is rendered on the server from the store's public operations,
+through Jinja2 with autoescaping on, so any stored text (payloads, results,
+messages, kind and queue names) reaches the browser escaped. Links are built
+from the ASGI root_path, so they stay under whatever path the app is mounted
+at. The assets (templates, CSS, the small refresh script) ship inside the
+package, in this folder's ``templates`` and ``static``.
+"""
+
+import asyncio
+import pathlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qsl, quote
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from jobtable._dashboard import views as views
+from jobtable._dashboard.chart import throughput_chart
+from jobtable._dashboard.security import SECURITY_HEADERS, Authenticate, Csrf
+from jobtable._errors import JobNotFound
+from jobtable._job import Status
+from jobtable._operator.models import DeleteResult
+from jobtable._store import Store
+
+ASSETS = pathlib.Path(__file__).parent
+MAX_FORM_BYTES = 16 * 1024
+
+Action = Callable[[dict[str, str]], Awaitable[Response]]
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(ASSETS / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(utc=views.utc, duration=views.duration, pretty=views.pretty)
+    env.filters["path"] = lambda value: quote(str(value), safe="")
+    env.globals["statuses"] = list(Status)
+    return env
+
+
+class Dashboard:
+    """The pages and actions over one store; ``routes`` is what Starlette serves."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        read_only: bool,
+        secret: str | bytes | None,
+        refresh: float,
+        lease: float,
+    ) -> None:
+        self.store = store
+        self.read_only = read_only
+        self.csrf = Csrf(secret)
+        self.refresh_ms = int(refresh * 1000)
+        self.lease = lease
+        self.env = _environment()
+
+    def render(
+        self, request: Request, name: str, status_code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        """The template name rendered for request, with the security headers and CSRF cookie."""
+        token, fresh = self.csrf.token_for(request)
+        base: str = request.scope.get("root_path", "")
+        notice = views.NOTICES.get(request.query_params.get("notice", ""))
+        if notice is not None:
+            count = request.query_params.get("count", "")
+            notice = notice.format(count=int(count) if count.isdigit() and len(count) < 10 else 0)
+        html = self.env.get_template(name).render(
+            base=base,
+            csrf=token,
+            read_only=self.read_only,
+            refresh_ms=self.refresh_ms,
+            notice=notice,
+            **context,
+        )
+        response = HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
+        if fresh:
+            self.csrf.set_cookie(request, response, token)
+        return response
+
+    def problem(self, request: Request, status_code: int, message: str) -> HTMLResponse:
+        """An error page saying message."""
+        return self.render(request, "problem.html", status_code, message=message)
+
+    async def _overview_data(self) -> dict[str, Any]:
+        # Three independent reads: on SQLite each takes its own reader connection.
+        stats, runners, points = await asyncio.gather(
+            self.store.astats(), self.store.arunners(lease=self.lease), self.store.athroughput()
+        )
+        totals = {status: 0 for status in Status}
+        for queue in stats.queues:
+            for status, jobs in queue.counts.items():
+                totals[status] += jobs
+        return {
+            "stats": stats,
+            "totals": totals,
+            "runners": runners,
+            "chart": throughput_chart(points, stats.at),
+        }
+
+    async def overview(self, request: Request) -> Response:
+        """The overview page: counts, throughput and runners."""
+        return self.render(request, "overview.html", **await self._overview_data())
+
+    async def overview_live(self, request: Request) -> Response:
+        """The overview's live part, which the page fetches again every refresh."""
+        return self.render(request, "_overview_live.html", **await self._overview_data())
+
+    async def jobs(self, request: Request) -> Response:
+        """The job list: filtered, newest first, a keyset page at a time."""
+        try:
+            filters = views.parse_filters(request.query_params)
+        except views.BadFilter as err:
+            return self.problem(request, 400, str(err))
+        records = await self.store.alist_jobs(
+            status=filters.status,
+            kind=filters.kind,
+            queue=filters.queue,
+            before=filters.before,
+            limit=filters.limit + 1,
+        )
+        page = records[: filters.limit]
+        older = page[-1].seq if len(records) > filters.limit else None
+        return self.render(request, "jobs.html", filters=filters, jobs=page, older=older)
+
+    async def _record_page(self, request: Request, name: str) -> Response:
+        try:
+            record = await self.store.ainspect(request.path_params["job_id"])
+        except JobNotFound:
+            return self.problem(request, 404, "No job has this id (it may have been deleted).")
+        response = self.render(
+            request, name, job=record, timeline=views.timeline(record), final=views.final(record)
+        )
+        if views.final(record):
+            response.headers["x-jobtable-final"] = "1"
+        return response
+
+    async def job(self, request: Request) -> Response:
+        """One job's page: its record, payload, result, errors and timeline."""
+        return await self._record_page(request, "job.html")
+
+    async def job_live(self, request: Request) -> Response:
+        """The job page's live part."""
+        return await self._record_page(request, "_job_live.html")
+
+    async def _form(self, request: Request) -> dict[str, str] | None:
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        length = request.headers.get("content-length", "0")
+        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
+            return None
+        body = await request.body()
+        if kind != "application/x-www-form-urlencoded" or len(body) > MAX_FORM_BYTES:
+            return {}
+        return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+    async def guarded(self, request: Request, action: Action) -> Response:
+        """Runs action with the POST's form once the read-only and CSRF checks pass."""
+        if self.read_only:
+            return self.problem(request, 403, "This dashboard is read-only.")
+        form = await self._form(request)
+        if form is None:
+            return self.problem(request, 413, "The form is too large.")
+        refusal = self.csrf.refusal(request, form)
+        if refusal is not None:
+            return self.problem(request, 403, f"Refused: {refusal}.")
+        try:
+            return await action(form)
+        except JobNotFound:
+            return self.problem(request, 404, "No job has this id (it may have been deleted).")
+
+    def _to_job(self, request: Request, job_id: str, notice: str) -> Response:
+        base = request.scope.get("root_path", "")
+        target = f"{base}/jobs/{quote(job_id, safe='')}?notice={quote(notice)}"
+        return RedirectResponse(target, status_code=303)
+
+    async def job_action(self, request: Request) -> Response:
+        """POST: cancels, retries (failed or cancelled) or deletes (not running) the job."""
+        job_id: str = request.path_params["job_id"]
+        action: str = request.path_params["action"]
+        if action not in ("cancel", "retry", "delete"):
+            return self.problem(request, 404, "No such action.")
+
+        async def act(form: dict[str, str]) -> Response:
+            if action == "cancel":
+                result: str = await self.store.acancel(job_id)
+            elif action == "retry":
+                result = await self.store.aretry(job_id)
+            else:
+                result = await self.store.adelete(job_id)
+                if result == DeleteResult.DELETED:
+                    base = request.scope.get("root_path", "")
+                    return RedirectResponse(f"{base}/jobs?notice=delete-{result}", 303)
+            return self._to_job(request, job_id, f"{action}-{result}")
+
+        return await self.guarded(request, act)
+
+    async def retry_failed(self, request: Request) -> Response:
+        """POST: queues again every failed job matching the form's kind and queue."""
+
+        async def act(form: dict[str, str]) -> Response:
+            try:
+                filters = views.parse_filters(
+                    {"kind": form.get("kind", ""), "queue": form.get("queue", "")}
+                )
+            except views.BadFilter as err:
+                return self.problem(request, 400, str(err))
+            count = await self.store.aretry_failed(kind=filters.kind, queue=filters.queue)
+            base = request.scope.get("root_path", "")
+            query = filters.query(status="queued", notice="bulk-retry", count=count)
+            return RedirectResponse(f"{base}/jobs?{query}", status_code=303)
+
+        return await self.guarded(request, act)
+
+    def routes(self) -> list[Route | Mount]:
+        """The app's routes."""
+        return [
+            Route("/", self.overview, name="overview"),
+            Route("/live/overview", self.overview_live, name="overview_live"),
+            Route("/jobs", self.jobs, name="jobs"),
+            Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
+            Route("/jobs/{job_id}", self.job, name="job"),
+            Route("/jobs/{job_id}/live", self.job_live, name="job_live"),
+            Route("/jobs/{job_id}/{action}", self.job_action, methods=["POST"], name="action"),
+            Mount("/static", StaticFiles(directory=ASSETS / "static"), name="static"),
+        ]
+
+
+def build_app(
+    store: Store,
+    *,
+    read_only: bool,
+    token: str | None,
+    basic_auth: tuple[str, str] | None,
+    secret: str | bytes | None,
+    refresh: float,
+    lease: float,
+) -> ASGIApp:
+    """The dashboard app; ``jobtable.dashboard`` checks the arguments and documents them."""
+    pages = Dashboard(store, read_only=read_only, secret=secret, refresh=refresh, lease=lease)
+    app: ASGIApp = Starlette(routes=pages.routes())
+    if token is not None or basic_auth is not None:
+        app = Authenticate(app, token=token, basic_auth=basic_auth)
+    return app

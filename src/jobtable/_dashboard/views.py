@@ -1,0 +1,157 @@
+"""What the dashboard's templates show, computed from the store's records: plain data and text.
+
+Nothing here touches the database or the request: the page handlers read
+the store, then hand its records to these functions.
+"""
+
+import dataclasses
+import datetime
+import json
+from collections.abc import Mapping
+from urllib.parse import urlencode
+
+from jobtable._job import JobRecord, Status
+from jobtable._operator.models import DeleteResult, RetryResult
+from jobtable._values import unstorable
+
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+FINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.CANCELLED})
+
+NOTICES: Mapping[str, str] = {
+    "cancel-cancelled": "Cancelled: no handler will run this job.",
+    "cancel-requested": "Cancel requested: its runner stops the handler within about a second.",
+    "cancel-finished": "The job had already finished: nothing changed.",
+    f"retry-{RetryResult.RETRIED}": "Queued again, with fresh attempts.",
+    f"retry-{RetryResult.QUEUED}": "The job is already queued: nothing changed.",
+    f"retry-{RetryResult.RUNNING}": "The job is running: nothing changed (cancel it first).",
+    f"retry-{RetryResult.SUCCEEDED}": "The job succeeded: nothing changed.",
+    f"delete-{DeleteResult.DELETED}": "The job was deleted.",
+    f"delete-{DeleteResult.RUNNING}": "The job is running and was kept: cancel it first.",
+    "bulk-retry": "Failed jobs queued again: {count}.",
+}
+"""The messages an action's redirect may show, by code: a link cannot make a page say more."""
+
+
+class BadFilter(ValueError):
+    """A list filter in the query string that cannot be used; its text names the parameter."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Filters:
+    """The job list's filters and page, as parsed from the query string."""
+
+    status: Status | None = None
+    kind: str | None = None
+    queue: str | None = None
+    before: int | None = None
+    limit: int = PAGE_SIZE
+
+    def query(self, **changes: object) -> str:
+        """The query string of these filters with changes, leaving out empty ones."""
+        values: dict[str, object] = {
+            "status": self.status,
+            "kind": self.kind,
+            "queue": self.queue,
+            "before": self.before,
+            "limit": None if self.limit == PAGE_SIZE else self.limit,
+        }
+        values.update(changes)
+        return urlencode({k: str(v) for k, v in values.items() if v is not None and v != ""})
+
+
+def _text(params: Mapping[str, str], name: str) -> str | None:
+    value = params.get(name, "").strip()
+    if not value:
+        return None
+    if len(value) > 200 or unstorable(value):
+        raise BadFilter(f"{name}: not a {name} name jobtable can store")
+    return value
+
+
+def _int(params: Mapping[str, str], name: str, low: int, high: int) -> int | None:
+    raw = params.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise BadFilter(f"{name}: want a whole number from {low} to {high}, got {raw[:40]!r}")
+    return int(raw)
+
+
+def parse_filters(params: Mapping[str, str]) -> Filters:
+    """The filters of a query string; raises BadFilter naming the parameter that is wrong."""
+    raw_status = params.get("status", "").strip()
+    status = None
+    if raw_status:
+        try:
+            status = Status(raw_status)
+        except ValueError:
+            wanted = ", ".join(s.value for s in Status)
+            raise BadFilter(f"status: want one of {wanted}, got {raw_status[:40]!r}") from None
+    return Filters(
+        status=status,
+        kind=_text(params, "kind"),
+        queue=_text(params, "queue"),
+        before=_int(params, "before", 1, (1 << 63) - 1),
+        limit=_int(params, "limit", 1, MAX_PAGE_SIZE) or PAGE_SIZE,
+    )
+
+
+def pretty(value: object) -> str:
+    """Stored JSON data as indented text (the template escapes it)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def utc(at: datetime.datetime | None) -> str:
+    """A time as UTC text to the second, or a dash."""
+    if at is None:
+        return "-"
+    return at.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def duration(span: datetime.timedelta | None) -> str:
+    """A span as its two largest units (``4m 5s``), or a dash."""
+    if span is None:
+        return "-"
+    seconds = max(0, int(span.total_seconds()))
+    days, seconds = divmod(seconds, 86400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")]
+    shown = [f"{n}{unit}" for n, unit in parts if n][:2]
+    return " ".join(shown) or "0s"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Event:
+    """One line of a job's timeline: when, what happened, and the stored detail if any."""
+
+    at: datetime.datetime
+    what: str
+    detail: str | None = None
+
+
+def timeline(record: JobRecord) -> list[Event]:
+    """The job's timeline from its record, oldest first.
+
+    Each failed attempt is an event with its stored message; the record keeps
+    the start of the latest attempt only, so earlier starts are not shown.
+    """
+    events = [
+        Event(record.created_at, "enqueued", f"queue {record.queue}, priority {record.priority}")
+    ]
+    if record.run_at > record.created_at and record.status == Status.QUEUED:
+        events.append(Event(record.run_at, "due"))
+    for failed in record.errors:
+        events.append(Event(failed.at, f"attempt {failed.attempt} failed", failed.error))
+    if record.started_at is not None:
+        on = None if record.runner is None else f"runner {record.runner}"
+        events.append(Event(record.started_at, f"attempt {record.attempt} started", on))
+    if record.finished_at is not None:
+        events.append(Event(record.finished_at, str(record.status), record.error))
+    return sorted(events, key=lambda event: event.at)
+
+
+def final(record: JobRecord) -> bool:
+    """Whether nothing will change the job by itself any more (a page may stop refreshing)."""
+    return record.status in FINAL

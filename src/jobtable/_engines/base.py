@@ -1,0 +1,421 @@
+"""The seam between the runner and a database engine.
+
+The runner never sees a connection or a line of SQL. It hands an engine
+operations: functions of a ``Queries`` (the generated ``Querier`` of the
+engine's db package, or an adapter in the same shape) that run inside one
+transaction. ``write`` and ``awrite`` are the two fronts of the same call, so
+no logic exists twice as a sync and an async copy.
+
+An operation that runs exactly one statement may say so by being a
+``Statement``; an engine may then skip the transaction's BEGIN and COMMIT,
+since a lone statement is atomic and durable on its own. On a server that
+saves two of the three round trips a claim costs. The runner's
+hot path is such a statement: ``finish_and_claim_jobs`` stores the outcomes of
+the jobs that just finished and claims jobs for the workers they freed.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Generic, NamedTuple, Protocol, TypeVar
+
+# RunnerRow is shared with the operators' queries; the seam's users import it from here.
+from jobtable._engines.operator_queries import OperatorQueries
+from jobtable._engines.operator_queries import RunnerRow as RunnerRow
+
+T = TypeVar("T")
+
+
+class ClaimedRow(Protocol):
+    """A job a claim marked running: what a worker needs to run it."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def payload(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def traceparent(self) -> str | None:
+        """The W3C trace context recorded at enqueue, or None."""
+        ...
+
+
+class NewJob(NamedTuple):
+    """A job to store: its id, encoded payload, run_at as UTC text, and options.
+
+    traceparent is the W3C trace context to record with it (None: none).
+    unique_key and unique_statuses (a bitmask) make it unique among its
+    kind's jobs (None: not unique); see ``jobtable.Unique``.
+    """
+
+    id: str
+    payload: str
+    run_at: str
+    queue: str = "default"
+    priority: int = 0
+    max_attempts: int = 1
+    timeout: float | None = None
+    traceparent: str | None = None
+    unique_key: str | None = None
+    unique_statuses: int | None = None
+
+
+class Outcome(NamedTuple):
+    """How one attempt ends, as ``finish_and_claim_jobs`` stores it.
+
+    state is the status the job moves to: ``succeeded`` (with result),
+    ``failed`` (with error), ``queued`` (from run_at on; with error for a
+    failed attempt, without for a retry the handler asked for) or
+    ``cancelled``.
+    """
+
+    id: str
+    attempt: int
+    state: str
+    result: str | None
+    error: str | None
+    run_at: str | None
+
+
+class JobRow(Protocol):
+    """A job as GetJob reads it; result is JSON text, error is set only when failed."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def result(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class RecordRow(Protocol):
+    """A job's whole row, as GetJobRecord and ListJobs read it, times as UTC text."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def payload(self) -> str: ...
+    @property
+    def result(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def errors(self) -> str: ...
+    @property
+    def runner(self) -> str | None: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def cancel_requested(self) -> int: ...
+    @property
+    def run_at(self) -> str: ...
+    @property
+    def created_at(self) -> str: ...
+    @property
+    def started_at(self) -> str | None: ...
+    @property
+    def finished_at(self) -> str | None: ...
+
+
+class CountRow(Protocol):
+    """How many jobs of one queue have one status."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+
+
+class BacklogRow(Protocol):
+    """How many jobs wait in one queue, and the earliest run_at among them (UTC text)."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def oldest_run_at(self) -> str: ...
+
+
+class HeldRow(Protocol):
+    """A running job's id and the attempt of the claim that holds it."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+class Queries(OperatorQueries, Protocol):
+    """The queries the runner runs, named as in queries/jobs.sql (and queries/admin.sql).
+
+    Times are UTC text from ``jobtable._values.now()``, which sorts in time
+    order. Each engine's generated Querier, or an adapter over it, has
+    exactly these methods.
+    """
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        """Stores queued jobs of kind with CreateJob (one) or CreateJobs (several)."""
+        ...
+
+    def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
+        """Stores each job (each has a unique key) unless its key is held; says which it stored.
+
+        In order, so a job whose key an earlier one of jobs took is not
+        stored. The database decides: of concurrent inserts of one key, one
+        stores. CreateUniqueJob (one) or CreateUniqueJobs (several).
+        """
+        ...
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        """The id of the job of kind that holds unique_key, or None when none does."""
+        ...
+
+    def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
+
+    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
+
+    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int: ...
+
+    def finish_and_claim_jobs(
+        self,
+        *,
+        outcomes: Sequence[Outcome],
+        runner: str | None,
+        queue: str,
+        now: str,
+        max_jobs: int,
+    ) -> tuple[list[str], Sequence[ClaimedRow]]:
+        """Stores finished attempts' outcomes, then claims up to max_jobs ready jobs of queue.
+
+        The claim marks the ready jobs of queue (run_at not later than now)
+        running, lowest priority and then oldest first, one attempt more, and
+        returns them in any order (callers sort by priority and seq).
+
+        Each outcome is stored only while its job is running under the claim
+        of its attempt, as SucceedJob, FailJob, RetryJob, SnoozeJob and
+        CancelRunningJob do one job at a time. Returns the ids of the jobs
+        whose outcome it stored and the jobs it claimed.
+        """
+        ...
+
+    def next_run_at(self, *, queue: str) -> str | None:
+        """The earliest run_at among the scheduled jobs of queue, or None when none waits."""
+        ...
+
+    def stage_jobs(self, *, queue: str, now: str) -> int:
+        """Makes the scheduled jobs of queue whose run_at is not later than now ready."""
+        ...
+
+    def ready_retries(self, *, queue: str) -> int:
+        """Makes the queued jobs of queue that wait for another attempt ready now (for tests)."""
+        ...
+
+    def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int: ...
+
+    def interrupt_jobs_of_dead_runners(
+        self, *, error: str, now: str, lease: float, runner: str
+    ) -> int:
+        """Ends the attempts of the running jobs of runners dead for lease seconds.
+
+        Never those of runner, which asks and is alive. Which clock decides is
+        the engine's: PostgreSQL compares the server's own times, so runners
+        with skewed clocks agree.
+        """
+        ...
+
+    def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int: ...
+
+    def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]: ...
+
+    def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]: ...
+
+    def cancel_queued_job(self, *, now: str, id: str) -> int: ...
+
+    def request_cancel(self, *, now: str, id: str) -> int: ...
+
+    def notify_cancel(self) -> None:
+        """Tells listening runners, once the transaction commits, that a cancel was requested.
+
+        Engines that cannot notify do nothing: their runners poll for requests.
+        """
+        ...
+
+    def get_job(self, *, id: str) -> JobRow | None: ...
+
+    def get_job_record(self, *, id: str) -> RecordRow | None: ...
+
+    def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> Sequence[RecordRow]: ...
+
+    def count_jobs(self) -> Sequence[CountRow]: ...
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]: ...
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]: ...
+
+    def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int: ...
+
+    def register_runner(self, *, name: str, now: str) -> None: ...
+
+    def heartbeat_runner(self, *, now: str, name: str) -> int: ...
+
+    def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
+        """The runner's registration; alive tells whether it beat within lease seconds."""
+        ...
+
+    def delete_runner(self, *, name: str) -> None: ...
+
+    def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
+        """Forgets the runners dead for lease seconds, never the one named name."""
+        ...
+
+
+class Statement(Generic[T]):
+    """An operation that runs exactly one statement, or reads after it.
+
+    A lone statement is atomic and durable on its own, so an engine may run
+    it without BEGIN and COMMIT; so is an insert whose outcome the database
+    decides, followed by a read that needs no atomicity with it (a unique
+    enqueue reading the holder). Subclasses define ``__call__``.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, q: Queries) -> T:
+        raise NotImplementedError
+
+
+class JobInserts(Protocol):
+    """The one query an enqueue runs: storing new jobs. ``Queries`` has it too."""
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        """Stores queued jobs of kind, as ``Queries.insert_jobs`` does."""
+        ...
+
+
+class Insert(Generic[T]):
+    """An operation that only stores new jobs and reads nothing back: a capability.
+
+    It needs no more than ``JobInserts``, so an engine may gather several in
+    one statement (PostgreSQL's group commit does); called with ``Queries``
+    it does the same. Subclasses define ``insert``.
+    """
+
+    __slots__ = ()
+
+    def insert(self, q: JobInserts) -> T:
+        """Stores this operation's jobs through q."""
+        raise NotImplementedError
+
+    def __call__(self, q: Queries) -> T:
+        return self.insert(q)
+
+
+def as_insert(op: Callable[[Queries], T]) -> Insert[T] | None:
+    """op as an ``Insert`` when it is one (it only stores new jobs), else None."""
+    return op if isinstance(op, Insert) else None
+
+
+class Engine(Protocol):
+    """One database behind the runner.
+
+    ``write`` runs an operation in a write transaction and returns once it is
+    committed (durably, unless the store was opened otherwise); an exception
+    the operation raises rolls back its writes and reaches the caller.
+    ``read`` runs an operation that only reads. Both are safe from any thread;
+    ``awrite`` and ``aread`` do the same without blocking the event loop.
+    An operation that is a ``Statement`` may run without BEGIN and COMMIT.
+    """
+
+    def write(self, op: Callable[[Queries], T]) -> T: ...
+
+    async def awrite(self, op: Callable[[Queries], T]) -> T: ...
+
+    def read(self, op: Callable[[Queries], T]) -> T: ...
+
+    async def aread(self, op: Callable[[Queries], T]) -> T: ...
+
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, the application's own connection, inside its transaction.
+
+        conn is the engine's driver connection (sqlite3, psycopg); op's
+        writes join its transaction, so they are kept if and only if that
+        commits, and runners learn of new jobs at the commit as of any other
+        process's. An exception from op leaves none of its writes in the
+        transaction. Raises TypeError, naming where, for a connection of
+        another driver, and ValueError for one that does not reach the
+        store's jobs table (another file or database; PostgreSQL: a
+        search_path that finds no jobs table, or another schema's); a driver
+        error is a StoreError.
+        """
+        ...
+
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of write_in, for the driver's async connection."""
+        ...
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn in its transaction, seeing its uncommitted writes.
+
+        conn is checked as enqueue_in checks it, and errors are the same.
+        jobtable.testing reads a test's transaction with it.
+        """
+        ...
+
+    async def aread_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of read_in, for the driver's async connection."""
+        ...
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None] | None:
+        """Calls wake, from any thread, when another process enqueues a job.
+
+        It may call wake more often (SQLite: after any commit to the file);
+        an extra wake costs the runner one claim that finds nothing. Where the
+        engine can tell (PostgreSQL), it calls cancelled instead when a
+        running job's cancel was requested (see ``Queries.notify_cancel``).
+
+        Returns a function that stops listening, or None when the engine
+        cannot tell (the runner then relies on polling alone).
+        """
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,87 @@
+"""The seam's queries for operators (queries/admin.sql): retry, delete, runners, stats.
+
+``jobtable._engines.base.Queries`` includes these; each engine's adapter has them.
+Times are UTC text, as everywhere on the seam.
+"""
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class RunnerRow(Protocol):
+    """A runner's registration: its name, when it started and last beat, and whether it is alive.
+
+    alive tells whether its heartbeat is within the lease asked about.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def started_at(self) -> str: ...
+    @property
+    def heartbeat_at(self) -> str: ...
+    @property
+    def alive(self) -> bool: ...
+
+
+class HeldJobRow(Protocol):
+    """A running job's id and the runner holding it."""
+
+    @property
+    def runner(self) -> str | None: ...
+    @property
+    def id(self) -> str: ...
+
+
+class StatsRow(Protocol):
+    """How many jobs of one queue have one status, and the earliest run_at of those due."""
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+    @property
+    def oldest_run_at(self) -> str: ...
+
+
+class MinuteRow(Protocol):
+    """How many jobs finished with one status in the minute that starts at minute."""
+
+    @property
+    def minute(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def jobs(self) -> int: ...
+
+
+class OperatorQueries(Protocol):
+    """The queries of queries/admin.sql, named as there."""
+
+    def requeue_job(self, *, now: str, id: str) -> int:
+        """Puts a failed or cancelled job back in its queue with fresh attempts; 0: neither."""
+        ...
+
+    def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
+        """Does what requeue_job does to every failed job matching the filters given."""
+        ...
+
+    def wake_runners(self) -> None:
+        """Wakes idle runners of other processes when the transaction commits."""
+        ...
+
+    def delete_job(self, *, id: str) -> int:
+        """Deletes the job unless it is running; 0: running or unknown."""
+        ...
+
+    def list_runners(self, *, now: str, lease: float) -> Sequence[RunnerRow]:
+        """Every registered runner; alive tells whether it beat within lease seconds."""
+        ...
+
+    def list_held_jobs(self) -> Sequence[HeldJobRow]: ...
+
+    def job_stats(self, *, now: str) -> Sequence[StatsRow]: ...
+
+    def finished_per_minute(self, *, since: str) -> Sequence[MinuteRow]: ...

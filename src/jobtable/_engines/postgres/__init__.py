@@ -1,0 +1,1 @@
+"""The PostgreSQL engine: many runner processes on many machines share one queue."""

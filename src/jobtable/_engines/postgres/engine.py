@@ -1,0 +1,392 @@
+"""The PostgreSQL engine: many runner processes on many machines share one queue.
+
+Every operation runs in its own transaction on a pooled connection, in the
+caller's thread; the async fronts run the same call in a worker thread.
+Claims lock the rows they take (``FOR UPDATE SKIP LOCKED``), so concurrent
+workers never share a job. An insert trigger notifies the schema's channel
+when an enqueue commits, and ``listen`` turns those notifications into
+wake-ups on a dedicated connection.
+
+Every statement comes from the generated ``jobtable.db.postgres`` package,
+which nothing else imports: this module adapts it to the ``Queries`` seam and
+translates psycopg's errors to StoreError in one function.
+"""
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Self, TypeVar
+
+import psycopg
+from psycopg import conninfo
+from psycopg.rows import TupleRow
+
+from jobtable._backoff import Backoff
+from jobtable._engines.base import Queries, Statement, as_insert
+from jobtable._engines.postgres.batch import GroupCommit
+from jobtable._engines.postgres.listener import RECONNECT, Listener
+from jobtable._engines.postgres.pool import Pool, TextLoader, client_encoding
+from jobtable._engines.postgres.queries import queries as _queries
+from jobtable._engines.postgres.schema import apply_schema
+from jobtable._engines.postgres.schema import schema_version as stored_schema_version
+from jobtable._engines.postgres.transaction import (
+    JobsTable,
+    aread_in,
+    awrite_in,
+    jobs_table,
+    read_in,
+    write_in,
+)
+from jobtable._errors import StoreError
+from jobtable._values import redact_url, scrub
+from jobtable.db.postgres import schema_version
+from jobtable.db.postgres.schema import SCHEMA
+
+T = TypeVar("T")
+_Connection = psycopg.Connection[TupleRow]
+
+CONNECT_TIMEOUT = 10
+"""Seconds a connection may take to open, unless the URL or PGCONNECT_TIMEOUT sets connect_timeout.
+
+Without one, libpq waits for the operating system's TCP timeout (minutes)
+on a host that accepts the connection and never answers.
+"""
+
+
+def _with_connect_timeout(url: str, where: str) -> str:
+    """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
+
+    Raises StoreError, naming the URL without its password, for a URL libpq
+    cannot parse.
+    """
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except psycopg.Error as err:
+        raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
+    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
+        return url
+    return conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT)
+
+
+def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
+    """Returns the StoreError for err; the one place psycopg's errors are translated.
+
+    An OperationalError (a lost connection, a server shutting down, a
+    deadlock, a full disk, a pool timeout) or an InterfaceError is transient:
+    the same call may succeed later. Any other (bad data, a constraint, a
+    statement the server refuses) is not.
+    """
+    transient = isinstance(err, psycopg.OperationalError | psycopg.InterfaceError)
+    return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
+
+
+def _configure(durable: bool) -> Callable[[_Connection], None]:
+    """Returns what prepares each new pooled connection.
+
+    It sets the client encoding (``client_encoding``), loads text with
+    ``TextLoader``, and without durable turns synchronous_commit off.
+    """
+
+    def configure(conn: _Connection) -> None:
+        q = schema_version.Querier(conn)
+        q.set_client_encoding(encoding=client_encoding(conn))
+        conn.adapters.register_loader("text", TextLoader)
+        if not durable:
+            q.disable_synchronous_commit()
+
+    return configure
+
+
+def _listen_for_enqueues(conn: _Connection) -> None:
+    schema_version.Querier(conn).listen_for_enqueues()
+
+
+def read_schema_version(url: str) -> int:
+    """Returns the version of the jobtable schema at url, 0 when it has none; changes nothing.
+
+    Raises StoreError as ``PostgresEngine.open`` does for a bad URL, a server
+    it cannot reach, or a schema newer than this library's or unknown.
+    """
+    where = redact_url(url)
+    url = _with_connect_timeout(url, where)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+            return stored_schema_version(schema_version.Querier(conn), where)
+    except psycopg.Error as err:
+        raise _store_error(where, "open", err) from err
+
+
+class PostgresEngine:
+    """A PostgreSQL database behind the runner (see ``jobtable._engines.base.Engine``).
+
+    The tables live in the first schema of the connection's search_path, so
+    ``?options=-csearch_path%3Dname`` in the URL gives one application, or one
+    test, its own queue. Safe to use from any thread.
+    """
+
+    def __init__(
+        self,
+        pool: Pool,
+        *,
+        url: str,
+        where: str,
+        reconnect: Backoff = RECONNECT,
+    ) -> None:
+        """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``."""
+        self._pool = pool
+        self._reconnect = reconnect
+        # The async forms run on threads of their own, one per pooled
+        # connection: asyncio's default executor has only a few (six on two
+        # cores), which would cap the writes under way below the pool's size.
+        self._threads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=pool.max_size, thread_name_prefix="jobtable-postgres"
+        )
+        self._url = url
+        self._where = where
+        self._lock = threading.Lock()
+        self._listeners: set[Listener] = set()
+        self._closed = False
+        self._jobs_table: JobsTable | None = None
+        # Concurrent enqueues share transactions (see the batch module).
+        self._enqueues = GroupCommit(
+            where,
+            connection=pool.connection,
+            error=lambda err: _store_error(where, "write", err),
+        )
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        durable: bool = True,
+        max_connections: int = 10,
+        reconnect: Backoff = RECONNECT,
+        upgrade: bool = True,
+    ) -> Self:
+        """Connects to url, creating the schema when missing or upgrading it.
+
+        Raises StoreError, naming the server (never the password) and the
+        cause, for a malformed URL, when the server cannot be reached within
+        the connect timeout (CONNECT_TIMEOUT, 10 s, unless the URL's
+        ``connect_timeout`` or PGCONNECT_TIMEOUT sets another), or when its
+        schema version is newer than this library's or unknown; the database
+        is then unchanged. The first schema of the search_path is created
+        when it does not exist. With durable (the
+        default) a write that returned survives a server crash; without it
+        (``synchronous_commit=off``) a crash may lose the last moments' writes,
+        never corrupt the queue. At most max_connections connections are open
+        at once, plus one per ``listen``; each is opened by the write that
+        needs it (see ``Pool``), so once an unreachable server is back the
+        next write connects at once. reconnect is how long a listener waits
+        between attempts to reopen its lost connection. Without upgrade, a
+        schema that is missing or older is refused (StoreError) and left as
+        it is.
+        """
+        if max_connections < 1:
+            raise ValueError(f"max_connections is {max_connections}, want at least 1")
+        where = redact_url(url)
+        url = _with_connect_timeout(url, where)
+        # The schema is applied on a connection of its own, before the pool
+        # exists, so that an unreachable server fails now with libpq's own
+        # message.
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                apply_schema(conn, schema_version.Querier(conn), SCHEMA, where, upgrade=upgrade)
+        except psycopg.Error as err:
+            raise _store_error(where, "open", err) from err
+        pool = Pool(url, where, max_size=max_connections, configure=_configure(durable))
+        return cls(pool, url=url, where=where, reconnect=reconnect)
+
+    def __repr__(self) -> str:
+        return f"PostgresEngine({self._where!r})"
+
+    def write(self, op: Callable[[Queries], T]) -> T:
+        """Runs op in one transaction and returns its value once committed.
+
+        An exception from op rolls back its writes and reaches the caller; a
+        database error, a lost connection or an unreachable server included,
+        raises StoreError at once and is not retried (the runner retries with
+        backoff). A connection lost
+        during the commit leaves it unknown whether op's writes were kept. An
+        op that is a ``Statement`` runs without BEGIN and COMMIT. Operations
+        that only insert jobs (an ``Insert``: enqueues) made while another is
+        under way share a transaction (``jobtable._engines.postgres.batch``);
+        a lone one runs alone.
+        """
+        insert = as_insert(op)
+        if insert is not None:
+            return self._enqueues.write(insert)
+        return self._run(op, "write")
+
+    async def awrite(self, op: Callable[[Queries], T]) -> T:
+        """Runs ``write(op)`` in another thread, not blocking the event loop."""
+        insert = as_insert(op)
+        if insert is not None:
+            return await asyncio.wrap_future(self._enqueues.submit(insert))
+        return await self._in_thread(op, "write")
+
+    def read(self, op: Callable[[Queries], T]) -> T:
+        """Runs op, which only reads, in one transaction; errors as for ``write``."""
+        return self._run(op, "read")
+
+    async def aread(self, op: Callable[[Queries], T]) -> T:
+        """Runs ``read(op)`` in a worker thread, not blocking the event loop."""
+        return await self._in_thread(op, "read")
+
+    async def _in_thread(self, op: Callable[[Queries], T], doing: str) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._threads, self._run, op, doing)
+        except RuntimeError as err:  # the executor was shut down by close
+            if self._closed:
+                raise StoreError(f"postgres store {self._where}: the store is closed") from err
+            raise
+
+    def write_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs the write op on conn, the application's psycopg connection, in its transaction.
+
+        See ``jobtable._engines.postgres.transaction.write_in``; a psycopg error is a
+        StoreError.
+        """
+        return self._in(write_in, conn, op, where)
+
+    def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """Runs op, which only reads, on conn, the app's psycopg connection, in its transaction."""
+        return self._in(read_in, conn, op, where)
+
+    def _in(
+        self,
+        run: Callable[[object, JobsTable, Callable[[Queries], T], str], T],
+        conn: object,
+        op: Callable[[Queries], T],
+        where: str,
+    ) -> T:
+        """Runs op on conn through run (write_in, read_in); a psycopg error is a StoreError."""
+        ours = self._table()
+        try:
+            return run(conn, ours, op, where)
+        except psycopg.Error as err:
+            raise _store_error(self._where, where, err) from err
+
+    async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of write_in, on a psycopg.AsyncConnection."""
+        return await self._ain(awrite_in, conn, op, where)
+
+    async def aread_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
+        """The async form of read_in, on a psycopg.AsyncConnection."""
+        return await self._ain(aread_in, conn, op, where)
+
+    async def _ain(
+        self,
+        run: Callable[[object, JobsTable, Callable[[Queries], T], str], Awaitable[T]],
+        conn: object,
+        op: Callable[[Queries], T],
+        where: str,
+    ) -> T:
+        """Runs op on conn through run (awrite_in, aread_in); a psycopg error is a StoreError."""
+        ours = await self._atable()
+        try:
+            return await run(conn, ours, op, where)
+        except psycopg.Error as err:
+            raise _store_error(self._where, where, err) from err
+
+    async def _atable(self) -> JobsTable:
+        """The async form of _table: the jobs table, read off the event loop the first time."""
+        ours = None if self._closed else self._jobs_table
+        if ours is None:
+            try:
+                ours = await asyncio.get_running_loop().run_in_executor(self._threads, self._table)
+            except RuntimeError as err:  # the executor was shut down by close
+                raise StoreError(f"postgres store {self._where}: the store is closed") from err
+        return ours
+
+    def _table(self) -> JobsTable:
+        """The store's jobs table, read once on a pooled connection and remembered."""
+        if self._closed:
+            raise StoreError(f"postgres store {self._where}: the store is closed")
+        if self._jobs_table is None:
+            try:
+                with self._pool.connection() as conn:
+                    self._jobs_table = jobs_table(conn)
+            except psycopg.Error as err:
+                raise _store_error(self._where, "read", err) from err
+        return self._jobs_table
+
+    def listen(
+        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+    ) -> Callable[[], None]:
+        """Calls wake, from a daemon thread, each time a transaction that enqueued commits.
+
+        It calls cancelled (when given) instead for a committed cancel request
+        of a running job (``NotifyCancel``), so the runner holding it need not
+        wait for its next poll of the requests.
+
+        Listens on a connection of its own. It listens before returning, so
+        every enqueue committed after the return wakes; when it cannot yet,
+        it logs a warning and keeps trying in the background. A lost
+        connection is reopened with the engine's reconnect backoff (a doubling
+        wait capped at 5 s by default), and wake
+        is then called once for the enqueues it may have missed (and cancelled
+        once for the cancels). wake should
+        return quickly; an exception from it is logged. Returns the function
+        that stops listening: once it returns, wake is not called again, and
+        the connection closes within a fraction of a second; calling it again
+        does nothing. Raises StoreError once the engine is closed.
+        """
+        listener = Listener(
+            self._url,
+            self._where,
+            wake,
+            listen=_listen_for_enqueues,
+            reconnect=self._reconnect,
+            cancelled=cancelled,
+        )
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"postgres store {self._where}: the store is closed")
+            self._listeners.add(listener)
+        listener.start()
+
+        def stop() -> None:
+            with self._lock:
+                self._listeners.discard(listener)
+            listener.stop()
+
+        return stop
+
+    def close(self) -> None:
+        """Stops every listener and closes every connection; again does nothing.
+
+        Waits for the async operations under way; a connection another thread
+        still uses is closed as it comes back.
+        """
+        # The enqueues already queued commit first; new ones are refused.
+        self._enqueues.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            listeners = list(self._listeners)
+            self._listeners.clear()
+        for listener in listeners:
+            listener.stop()
+        self._threads.shutdown(wait=True)
+        self._pool.close()
+
+    def _run(self, op: Callable[[Queries], T], doing: str) -> T:
+        if self._closed:
+            raise StoreError(f"postgres store {self._where}: the store is closed")
+        try:
+            one_statement = isinstance(op, Statement)
+            with self._pool.connection() as conn:
+                if one_statement:
+                    # The pool's connections autocommit: the statement is its
+                    # own transaction, with no BEGIN and COMMIT round trips.
+                    return op(_queries(conn))
+                with conn.transaction():
+                    return op(_queries(conn))
+        except psycopg.Error as err:
+            raise _store_error(self._where, doing, err) from err

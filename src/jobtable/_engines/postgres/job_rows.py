@@ -1,0 +1,105 @@
+"""The jobs enqueues store on PostgreSQL, gathered so that one statement stores them all.
+
+The engine's adapter (``queries``) stores an ``enqueue_many``'s
+jobs through it, and group commit (``batch``) the jobs of
+concurrent enqueues.
+"""
+
+from collections.abc import Sequence
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from jobtable._engines.base import NewJob
+from jobtable._engines.postgres.operator_queries import pg_time as _time
+from jobtable.db.postgres import jobs
+
+_Connection = psycopg.Connection[TupleRow]
+
+
+def _zoned(text: str) -> str:
+    """Returns the seam's time text as it goes in JSON; raises ValueError for one without a zone."""
+    if not text.endswith("Z"):
+        _time(text)
+    return text
+
+
+class JobRows:
+    """Jobs to store, gathered from enqueues: CreateJob stores one, CreateJobs several at once.
+
+    ``insert_jobs`` adds jobs as the seam's method of that name takes them;
+    the jobs of several calls, of several kinds and moments, go in one
+    statement (group commit gathers concurrent enqueues this way: see
+    ``jobtable._engines.postgres.batch``). ``store`` sends that statement, which on
+    an autocommit connection is its own transaction.
+    """
+
+    __slots__ = ("_rows",)
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[str, NewJob, str]] = []
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        """Adds jobs of kind enqueued at now; raises ValueError for a time without a zone.
+
+        The times are checked here, so that an enqueue with a bad one fails
+        before anything is sent and the jobs gathered with it are not lost.
+        """
+        moment = _zoned(now)
+        for job in jobs:
+            _zoned(job.run_at)
+        self._rows.extend((kind, job, moment) for job in jobs)
+
+    def truncate(self, size: int) -> None:
+        """Forgets the jobs added after the first size."""
+        del self._rows[size:]
+
+    def part(self, start: int, end: int) -> "JobRows":
+        """The jobs added from the start-th up to the end-th, apart."""
+        part = JobRows()
+        part._rows = self._rows[start:end]
+        return part
+
+    def store(self, conn: _Connection) -> None:
+        """Inserts the jobs, in the order added, with one statement on conn; none, nothing.
+
+        Raises psycopg's error when the server refuses a row (then it stores
+        none) or the connection is lost.
+        """
+        rows = self._rows
+        q = jobs.Querier(conn)
+        if len(rows) == 1:
+            [(kind, job, moment)] = rows
+            q.create_job(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=_time(job.run_at),
+                now=_time(moment),
+                traceparent=job.traceparent,
+            )
+        elif rows:
+            q.create_jobs(
+                jobs=[
+                    {
+                        "id": job.id,
+                        "kind": kind,
+                        "queue": job.queue,
+                        "priority": job.priority,
+                        "payload": job.payload,
+                        "max_attempts": job.max_attempts,
+                        "timeout": job.timeout,
+                        "run_at": job.run_at,
+                        "now": moment,
+                        "traceparent": job.traceparent,
+                    }
+                    for kind, job, moment in rows
+                ]
+            )

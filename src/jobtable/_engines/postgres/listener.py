@@ -1,0 +1,132 @@
+"""The PostgreSQL engine's listener: a connection that LISTENs and a thread that wakes runners."""
+
+import logging
+import threading
+from collections.abc import Callable
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from jobtable._backoff import Backoff
+from jobtable._engines.postgres.pool import connect
+
+_Connection = psycopg.Connection[TupleRow]
+
+RECONNECT = Backoff(0.1, 5.0)
+"""The listener's default wait between attempts to reconnect."""
+
+_STOP_POLL = 0.2
+"""Seconds the listener waits for a notification before it checks for stop."""
+
+CANCEL_NOTICE = "cancel"
+"""The payload of the notification NotifyCancel sends; an enqueue's is empty."""
+
+_logger = logging.getLogger("jobtable.postgres")
+
+
+class Listener:
+    """One ``PostgresEngine.listen``: a connection that LISTENs and a thread that wakes.
+
+    listen runs the LISTEN statement on a new connection; reconnect is the
+    wait between attempts to reopen a lost connection. A notification whose
+    payload is CANCEL_NOTICE calls cancelled (when given) instead of wake.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        where: str,
+        wake: Callable[[], None],
+        *,
+        listen: Callable[[_Connection], None],
+        reconnect: Backoff = RECONNECT,
+        cancelled: Callable[[], None] | None = None,
+    ) -> None:
+        self._url = url
+        self._where = where
+        self._wake = wake
+        self._cancelled = cancelled
+        self._listen = listen
+        self._reconnect = reconnect
+        self._stopping = threading.Event()
+        # Held while wake runs, so stop can wait for it; reentrant, so wake
+        # itself may stop listening.
+        self._waking = threading.RLock()
+        self._conn: _Connection | None = None
+        self._thread = threading.Thread(target=self._loop, name="jobtable-listen", daemon=True)
+
+    def start(self) -> None:
+        """Listens now if it can, then starts the thread that waits for notifications."""
+        try:
+            self._conn = self._connect()
+        except psycopg.Error as err:
+            _logger.warning(
+                "postgres store %s: cannot listen for enqueues yet, retrying: %s", self._where, err
+            )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops calling wake, at once; the thread closes the connection soon after.
+
+        Waits for a wake under way to return, so wake is never called after
+        stop returns. Not joining the thread keeps stop from waiting out its
+        poll for notifications.
+        """
+        with self._waking:
+            self._stopping.set()
+
+    def _connect(self) -> _Connection:
+        # Autocommit, so that LISTEN takes effect at once and no transaction
+        # stays open while the connection waits.
+        return connect(self._url, self._listen)
+
+    def _call_wake(self, payload: str = "") -> None:
+        call = self._wake
+        if payload == CANCEL_NOTICE and self._cancelled is not None:
+            call = self._cancelled
+        with self._waking:
+            if self._stopping.is_set():
+                return
+            try:
+                call()
+            except Exception:
+                _logger.exception("postgres store %s: wake failed", self._where)
+
+    def _loop(self) -> None:
+        conn = self._conn
+        delay = self._reconnect.first
+        try:
+            while not self._stopping.is_set():
+                if conn is None:
+                    try:
+                        conn = self._connect()
+                    except psycopg.Error as err:
+                        _logger.warning(
+                            "postgres store %s: cannot listen for enqueues, retrying in %.1f s: %s",
+                            self._where,
+                            delay,
+                            err,
+                        )
+                        self._stopping.wait(delay)
+                        delay = self._reconnect.after(delay)
+                        continue
+                    delay = self._reconnect.first
+                    _logger.info("postgres store %s: listening for enqueues again", self._where)
+                    # Enqueues and cancels committed while no connection
+                    # listened woke no one.
+                    self._call_wake()
+                    self._call_wake(CANCEL_NOTICE)
+                try:
+                    for notice in conn.notifies(timeout=_STOP_POLL):
+                        self._call_wake(notice.payload)
+                except psycopg.Error as err:
+                    _logger.warning(
+                        "postgres store %s: lost the listening connection, reconnecting: %s",
+                        self._where,
+                        err,
+                    )
+                    conn.close()
+                    conn = None
+        finally:
+            if conn is not None:
+                conn.close()

@@ -1,0 +1,92 @@
+"""The PostgreSQL engine's operator queries (postgres/queries/admin.sql) in the shape of the seam.
+
+A base of the engine's ``Queries`` adapter; nothing else imports it. Times
+go in and come out as the seam's UTC text; the lease is measured by the
+server's clock, so the ``now`` passed with it is not used.
+"""
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from jobtable._engines.operator_queries import HeldJobRow, MinuteRow, RunnerRow, StatsRow
+from jobtable._values import timestamp
+from jobtable.db.postgres import admin
+
+
+def pg_time(text: str) -> datetime.datetime:
+    """Returns the time of the seam's text, for a timestamptz parameter.
+
+    Raises ValueError for text without a zone: a naive time would be read in
+    the server's time zone.
+    """
+    moment = datetime.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
+    return moment
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Runner:
+    name: str
+    started_at: str
+    heartbeat_at: str
+    alive: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Stats:
+    queue: str
+    status: str
+    jobs: int
+    oldest_run_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Minute:
+    minute: str
+    status: str
+    jobs: int
+
+
+class PostgresOperatorQueries:
+    """The generated admin Querier on conn, in the seam's shape."""
+
+    def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
+        self._admin = admin.Querier(conn)
+
+    def requeue_job(self, *, now: str, id: str) -> int:
+        return self._admin.requeue_job(now=pg_time(now), id=id)
+
+    def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
+        return self._admin.requeue_failed_jobs(now=pg_time(now), kind=kind, queue=queue)
+
+    def wake_runners(self) -> None:
+        self._admin.wake_runners()
+
+    def delete_job(self, *, id: str) -> int:
+        return self._admin.delete_job(id=id)
+
+    def list_runners(self, *, now: str, lease: float) -> Sequence[RunnerRow]:
+        return [
+            _Runner(r.name, timestamp(r.started_at), timestamp(r.heartbeat_at), r.alive)
+            for r in self._admin.list_runners(lease_seconds=lease)
+        ]
+
+    def list_held_jobs(self) -> Sequence[HeldJobRow]:
+        return self._admin.list_held_jobs()
+
+    def job_stats(self, *, now: str) -> Sequence[StatsRow]:
+        return [
+            _Stats(r.queue, r.status, r.jobs, timestamp(r.oldest_run_at))
+            for r in self._admin.job_stats(now=pg_time(now))
+        ]
+
+    def finished_per_minute(self, *, since: str) -> Sequence[MinuteRow]:
+        return [
+            _Minute(timestamp(r.minute), r.status, r.jobs)
+            for r in self._admin.finished_per_minute(since=pg_time(since))
+        ]

@@ -1,0 +1,322 @@
+"""The PostgreSQL engine's queries: the generated Querier in the shape of the ``Queries`` seam.
+
+Nothing but the engine imports it. The seam passes times as UTC text, the
+generated code as datetimes (timestamptz): times are converted both ways.
+Lease arithmetic is left to the server's clock, so the ``now`` the seam
+passes for it is not used.
+"""
+
+import dataclasses
+import datetime
+from collections.abc import Sequence
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from jobtable._engines.base import (
+    BacklogRow,
+    ClaimedRow,
+    CountRow,
+    HeldRow,
+    JobRow,
+    NewJob,
+    Outcome,
+    Queries,
+    RecordRow,
+    RunnerRow,
+)
+from jobtable._engines.listing import list_page
+from jobtable._engines.postgres.job_rows import JobRows
+from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
+from jobtable._engines.postgres.operator_queries import pg_time as _time
+from jobtable._values import timestamp
+from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
+from jobtable.db.postgres.jobs import CreateUniqueJobsParams
+
+_Connection = psycopg.Connection[TupleRow]
+
+
+def _text(moment: datetime.datetime | None) -> str | None:
+    return None if moment is None else timestamp(moment)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RunnerRow:
+    """A runner's registration with its times as the seam's UTC text."""
+
+    name: str
+    started_at: str
+    heartbeat_at: str
+    alive: bool
+
+
+# A job's whole row as the generated GetJobRecord and ListJobs* read it.
+_StoredRecord = (
+    jobs.GetJobRecordRow
+    | jobs.ListJobsUnfilteredRow
+    | jobs.ListJobsByStatusRow
+    | jobs.ListJobsByKindRow
+    | jobs.ListJobsByQueueRow
+    | jobs.ListJobsByStatusKindRow
+    | jobs.ListJobsByStatusQueueRow
+    | jobs.ListJobsByKindQueueRow
+    | jobs.ListJobsByStatusKindQueueRow
+    | jobs.ListJobsRunningRow
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _BacklogRow:
+    """A queue's backlog with its earliest run_at as the seam's UTC text."""
+
+    queue: str
+    jobs: int
+    oldest_run_at: str
+
+
+def _backlog(rows: Sequence[jobs.CountReadyJobsRow | jobs.CountDueJobsRow]) -> list[BacklogRow]:
+    return [_BacklogRow(r.queue, r.jobs, timestamp(r.oldest_run_at)) for r in rows]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RecordRow:
+    """A job's whole row with its times as the seam's UTC text."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+    @classmethod
+    def of(cls, row: _StoredRecord) -> "_RecordRow":
+        return cls(
+            seq=row.seq,
+            id=row.id,
+            kind=row.kind,
+            queue=row.queue,
+            priority=row.priority,
+            status=row.status,
+            payload=row.payload,
+            result=row.result,
+            error=row.error,
+            errors=row.errors,
+            runner=row.runner,
+            attempt=row.attempt,
+            max_attempts=row.max_attempts,
+            timeout=row.timeout,
+            cancel_requested=row.cancel_requested,
+            run_at=timestamp(row.run_at),
+            created_at=timestamp(row.created_at),
+            started_at=_text(row.started_at),
+            finished_at=_text(row.finished_at),
+        )
+
+
+class _Queries(PostgresOperatorQueries):
+    """The generated Querier in the shape of the ``Queries`` seam (operators' queries: the base)."""
+
+    def __init__(self, conn: _Connection) -> None:
+        super().__init__(conn)
+        self._conn = conn
+        self._q = jobs.Querier(conn)
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        rows = JobRows()
+        rows.insert_jobs(kind=kind, jobs=jobs, now=now)
+        rows.store(self._conn)
+
+    def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
+        params = [
+            CreateUniqueJobsParams(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=_time(job.run_at),
+                now=_time(now),
+                traceparent=job.traceparent,
+                unique_key=job.unique_key,
+                unique_statuses=job.unique_statuses,
+            )
+            for job in jobs
+        ]
+        if len(params) == 1:
+            # One statement, without the pipeline's own round trips.
+            return [self._q.create_unique_job(**dataclasses.asdict(params[0])) == 1]
+        return [row is not None for row in self._q.create_unique_jobs(params)]
+
+    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
+        row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
+        return None if row is None else row.id
+
+    def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
+        return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
+
+    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
+        return self._q.succeed_job(result=result, now=_time(now), id=id, attempt=attempt)
+
+    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int:
+        return self._q.fail_job(error=error, now=_time(now), id=id, attempt=attempt)
+
+    def finish_and_claim_jobs(
+        self,
+        *,
+        outcomes: Sequence[Outcome],
+        runner: str | None,
+        queue: str,
+        now: str,
+        max_jobs: int,
+    ) -> tuple[list[str], Sequence[ClaimedRow]]:
+        rows = self._q.finish_and_claim_jobs(
+            now=_time(now),
+            ids=[o.id for o in outcomes],
+            attempts=[o.attempt for o in outcomes],
+            states=[o.state for o in outcomes],
+            results=[o.result for o in outcomes],
+            errors=[o.error for o in outcomes],
+            run_ats=[None if o.run_at is None else _time(o.run_at) for o in outcomes],
+            queue=queue,
+            max_jobs=max_jobs,
+            runner=runner,
+        )
+        return [row.id for row in rows if row.finished], [row for row in rows if not row.finished]
+
+    def next_run_at(self, *, queue: str) -> str | None:
+        row = self._q.next_run_at(queue=queue)
+        return None if row is None else timestamp(row.run_at)
+
+    def stage_jobs(self, *, queue: str, now: str) -> int:
+        return self._q.stage_jobs(queue=queue, now=_time(now))
+
+    def ready_retries(self, *, queue: str) -> int:
+        return self._q.ready_retries(queue=queue)
+
+    def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
+        return self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
+
+    def interrupt_jobs_of_dead_runners(
+        self, *, error: str, now: str, lease: float, runner: str
+    ) -> int:
+        return self._q.interrupt_jobs_of_dead_runners(
+            error=error, now=_time(now), runner=runner, lease_seconds=lease
+        )
+
+    def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int:
+        return self._q.interrupt_job(error=error, now=_time(now), id=id, attempt=attempt)
+
+    def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
+        return self._q.list_running_jobs(runner=runner, before=_time(before))
+
+    def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]:
+        return self._q.list_cancel_requests(runner=runner)
+
+    def cancel_queued_job(self, *, now: str, id: str) -> int:
+        return self._q.cancel_queued_job(now=_time(now), id=id)
+
+    def request_cancel(self, *, now: str, id: str) -> int:
+        return self._q.request_cancel(now=_time(now), id=id)
+
+    def notify_cancel(self) -> None:
+        self._q.notify_cancel()
+
+    def get_job(self, *, id: str) -> JobRow | None:
+        return self._q.get_job(id=id)
+
+    def get_job_record(self, *, id: str) -> RecordRow | None:
+        row = self._q.get_job_record(id=id)
+        return None if row is None else _RecordRow.of(row)
+
+    def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> Sequence[RecordRow]:
+        rows: Sequence[_StoredRecord] = list_page(
+            self._q, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        )
+        return [_RecordRow.of(row) for row in rows]
+
+    def count_jobs(self) -> Sequence[CountRow]:
+        return self._q.count_jobs()
+
+    def count_ready_jobs(self) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_ready_jobs())
+
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
+        return _backlog(self._q.count_due_jobs(now=_time(now)))
+
+    def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
+        return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
+
+    def register_runner(self, *, name: str, now: str) -> None:
+        self._q.register_runner(name=name)
+
+    def heartbeat_runner(self, *, now: str, name: str) -> int:
+        return self._q.heartbeat_runner(name=name)
+
+    def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
+        row = self._q.get_runner(lease_seconds=lease, name=name)
+        if row is None:
+            return None
+        return _RunnerRow(
+            row.name, timestamp(row.started_at), timestamp(row.heartbeat_at), row.alive
+        )
+
+    def delete_runner(self, *, name: str) -> None:
+        self._q.delete_runner(name=name)
+
+    def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
+        return self._q.delete_dead_runners(lease_seconds=lease, name=name)
+
+
+def queries(conn: _Connection) -> Queries:
+    """The seam's queries on conn; typed as the seam so that mypy proves _Queries satisfies it."""
+    return _Queries(conn)
+
+
+def upgrade_to_v2(conn: _Connection) -> None:
+    """Brings a version 1 schema's jobs table to version 2, keeping every job."""
+    q = upgrade_v2.Querier(conn)
+    q.add_job_option_columns_v2()
+    q.fill_job_option_columns_v2()
+    q.require_run_at_v2()
+    q.allow_cancelled_status_v2()
+    q.drop_job_indexes_v1()
+    q.create_jobs_queued_index_v2()
+    q.create_jobs_scheduled_index_v2()
+    q.create_jobs_finished_index_v2()
+
+
+def upgrade_to_v3(conn: _Connection) -> None:
+    """Brings a version 2 schema's jobs table to version 3, keeping every job.
+
+    The new columns are nullable, so adding them rewrites no row.
+    """
+    q = upgrade_v3.Querier(conn)
+    q.add_unique_and_trace_columns_v3()
+    q.create_jobs_unique_index_v3()
+    q.create_jobs_by_status_index_v3()
+    q.create_jobs_by_status_kind_index_v3()
+    q.create_jobs_by_status_queue_index_v3()

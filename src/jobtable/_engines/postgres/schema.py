@@ -1,0 +1,116 @@
+"""The PostgreSQL schema as jobtable opens it: created, checked or upgraded, all or nothing.
+
+The engine adapter (``_postgres.py``) hands in the generated queries of
+postgres/queries/schema_version.sql and the schema text, so that the
+generated package stays behind it.
+"""
+
+import contextlib
+from collections.abc import Callable
+from typing import LiteralString, Protocol
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from jobtable._engines.postgres.queries import upgrade_to_v2, upgrade_to_v3
+from jobtable._errors import StoreError, schema_refusal
+
+_Connection = psycopg.Connection[TupleRow]
+
+
+class _Applied(Protocol):
+    @property
+    def applied(self) -> bool: ...
+
+
+class _Version(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+class SchemaQueries(Protocol):
+    """The queries of postgres/queries/schema_version.sql that apply_schema runs."""
+
+    def create_search_path_schema(self) -> None: ...
+    def lock_schema(self) -> None: ...
+    def schema_applied(self) -> _Applied | None: ...
+    def get_schema_version(self) -> _Version | None: ...
+    def set_schema_version(self, *, version: int) -> None: ...
+
+
+SCHEMA_VERSION = 3
+"""The schema version this library writes, recorded in the jobtable_schema table.
+
+Bump it with every change to postgres/schema.sql, and add the step from the
+previous version to ``_UPGRADES``.
+"""
+
+
+def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
+    # Maps version N to the step that brings a schema from N to N + 1, run in
+    # order inside the one transaction that also records the new version. A
+    # new schema gets schema.sql whole instead, which is always the latest
+    # version.
+    return {1: upgrade_to_v2, 2: upgrade_to_v3}
+
+
+_UPGRADES = _upgrade_steps()
+
+
+def schema_version(q: SchemaQueries, where: str) -> int:
+    """Returns the version of the jobtable schema in the current schema, 0 when it has none.
+
+    Only reads. Raises StoreError for a version newer than this library's or
+    one it never wrote.
+    """
+    applied = q.schema_applied()
+    if applied is None or not applied.applied:
+        return 0
+    row = q.get_schema_version()
+    if row is None:
+        raise StoreError(f"cannot open {where}: its jobtable_schema table has no row")
+    if not isinstance(row.version, int) or row.version < 1:
+        raise StoreError(
+            f"cannot open {where}: its schema version {row.version!r} is not one jobtable "
+            "ever wrote; the database is left as it is"
+        )
+    if row.version > SCHEMA_VERSION:
+        raise StoreError(
+            f"cannot open {where}: its schema version {row.version} is newer than this "
+            f"jobtable's ({SCHEMA_VERSION}); upgrade jobtable"
+        )
+    return row.version
+
+
+def apply_schema(
+    conn: _Connection, q: SchemaQueries, schema: LiteralString, where: str, *, upgrade: bool = True
+) -> None:
+    """Creates or upgrades the schema in the connection's current schema, all or nothing.
+
+    The first schema of the search_path is created first when it does not
+    exist. Processes opening at once take turns on an advisory lock. Raises
+    StoreError, and writes nothing, for a schema newer than this library's
+    or of a version it never wrote; without upgrade, also for a schema that
+    is missing or older, which it then leaves as it is. q runs on conn;
+    schema is postgres/schema.sql.
+    """
+    if not upgrade:
+        with conn.transaction():
+            version = schema_version(q, where)
+        if version < SCHEMA_VERSION:
+            raise StoreError(schema_refusal(where, version, SCHEMA_VERSION))
+        return
+    # Another process may create it at the same moment.
+    with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
+        q.create_search_path_schema()
+    with conn.transaction():
+        q.lock_schema()
+        version = schema_version(q, where)
+        if version == 0:
+            conn.execute(schema)
+            q.set_schema_version(version=SCHEMA_VERSION)
+            return
+        if version < SCHEMA_VERSION:
+            for step in range(version, SCHEMA_VERSION):
+                _UPGRADES[step](conn)
+            q.set_schema_version(version=SCHEMA_VERSION)

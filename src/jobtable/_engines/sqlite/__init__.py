@@ -1,0 +1,1 @@
+"""The SQLite engine: one database file, one writer connection, a pool of readers."""

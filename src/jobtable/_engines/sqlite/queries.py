@@ -1,0 +1,189 @@
+"""The SQLite engine's queries: the generated Querier in the shape of the ``Queries`` seam.
+
+Nothing but the engine imports it; it adds the seam's calls that take
+several rows or outcomes at once, and computes the lease cutoffs from the
+runner's own clock (a SQLite file is shared by the processes of one machine).
+"""
+
+import datetime
+import sqlite3
+from collections.abc import Sequence
+
+from jobtable._engines.base import ClaimedRow, NewJob, Outcome, RecordRow, RunnerRow
+from jobtable._engines.listing import list_page
+from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
+from jobtable._values import timestamp
+from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
+from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
+from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
+
+
+def _before(now: str, seconds: float) -> str:
+    moment = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=seconds)
+    return timestamp(moment)
+
+
+class Queries(Querier, SQLiteOperatorQueries):
+    """The generated Querier with the seam's calls that take several rows at once.
+
+    Its operator queries come from SQLiteOperatorQueries; both bases share the connection.
+    """
+
+    def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        if len(jobs) == 1:
+            [job] = jobs
+            self.create_job(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=job.run_at,
+                now=now,
+                traceparent=job.traceparent,
+            )
+            return
+        self.create_jobs(
+            CreateJobsParams(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=job.run_at,
+                now=now,
+                traceparent=job.traceparent,
+            )
+            for job in jobs
+        )
+
+    def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
+        return [
+            self.create_unique_job(
+                id=job.id,
+                kind=kind,
+                queue=job.queue,
+                priority=job.priority,
+                payload=job.payload,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout,
+                run_at=job.run_at,
+                now=now,
+                traceparent=job.traceparent,
+                unique_key=job.unique_key,
+                unique_statuses=job.unique_statuses,
+            )
+            == 1
+            for job in jobs
+        ]
+
+    def get_unique_holder(  # type: ignore[override]
+        self, *, kind: str, unique_key: str
+    ) -> str | None:
+        row = super().get_unique_holder(kind=kind, unique_key=unique_key)
+        return None if row is None else row.id
+
+    def finish_and_claim_jobs(
+        self,
+        *,
+        outcomes: Sequence[Outcome],
+        runner: str | None,
+        queue: str,
+        now: str,
+        max_jobs: int,
+    ) -> tuple[list[str], Sequence[ClaimedRow]]:
+        # A statement per job costs no round trip here: they all share the
+        # writer's transaction.
+        finished: list[str] = []
+        for o in outcomes:
+            if o.state == "succeeded":
+                count = self.succeed_job(result=o.result, now=now, id=o.id, attempt=o.attempt)
+            elif o.state == "failed":
+                count = self.fail_job(error=o.error, now=now, id=o.id, attempt=o.attempt)
+            elif o.state == "cancelled":
+                count = self.cancel_running_job(now=now, id=o.id, attempt=o.attempt)
+            elif o.error is None:
+                count = self.snooze_job(run_at=o.run_at or now, now=now, id=o.id, attempt=o.attempt)
+            else:
+                count = self.retry_job(
+                    error=o.error, now=now, run_at=o.run_at or now, id=o.id, attempt=o.attempt
+                )
+            if count:
+                finished.append(o.id)
+        if max_jobs <= 0:
+            return finished, []
+        return finished, self.claim_next_job(runner=runner, now=now, queue=queue, max_jobs=max_jobs)
+
+    def notify_cancel(self) -> None:
+        """Does nothing: SQLite has no NOTIFY, so runners poll for cancel requests."""
+
+    def list_jobs(
+        self,
+        *,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> Sequence[RecordRow]:
+        return list_page(
+            self, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        )
+
+    def next_run_at(self, *, queue: str) -> str | None:  # type: ignore[override]
+        row = super().next_run_at(queue=queue)
+        return None if row is None else row.run_at
+
+    def interrupt_jobs_of_dead_runners(  # type: ignore[override]
+        self, *, error: str, now: str, lease: float, runner: str
+    ) -> int:
+        return super().interrupt_jobs_of_dead_runners(
+            error=error, now=now, runner=runner, cutoff=_before(now, lease)
+        )
+
+    def get_runner(  # type: ignore[override]
+        self, *, name: str, now: str, lease: float
+    ) -> RunnerRow | None:
+        return super().get_runner(cutoff=_before(now, lease), name=name)
+
+    def delete_dead_runners(  # type: ignore[override]
+        self, *, now: str, lease: float, name: str
+    ) -> int:
+        return super().delete_dead_runners(cutoff=_before(now, lease), name=name)
+
+
+def upgrade_to_v2(
+    conn: sqlite3.Connection, create_table: str, create_indexes: Sequence[str]
+) -> None:
+    """Rebuilds a version 1 jobs table as the latest version, keeping every job.
+
+    create_table and create_indexes are the latest schema's statements that
+    create the jobs table and its indexes, so the table it leaves is of the
+    latest version, not of version 2.
+    """
+    q = UpgradeV2(conn)
+    q.rename_jobs_v1()
+    conn.execute(create_table)
+    q.copy_jobs_v1()
+    q.drop_jobs_v1()
+    for statement in create_indexes:
+        conn.execute(statement)
+
+
+def upgrade_to_v3(conn: sqlite3.Connection, create_indexes: Sequence[str]) -> None:
+    """Adds the columns of version 3 to a version 2 jobs table, then create_indexes.
+
+    create_indexes are the latest schema's statements that create the indexes
+    version 3 adds, and drop and create jobs_finished, which it changes.
+    Every job is kept, not unique and with no trace context.
+    """
+    q = UpgradeV3(conn)
+    q.add_unique_key_column_v3()
+    q.add_unique_statuses_column_v3()
+    q.add_traceparent_column_v3()
+    for statement in create_indexes:
+        conn.execute(statement)

@@ -1,0 +1,141 @@
+"""The store's operations on jobs: each a function of ``Queries`` run in one transaction.
+
+Enqueue, read, list and cancel: what an enqueuer, a reader and the operator
+tools hand an engine. Each is a small object holding its parameters, so that
+a write can be retried, logged or batched as a value; its time is the
+``now`` text its caller took from the store's clock as it built it. The
+runner's own operations (claims, outcomes, heartbeats) are in
+``jobtable._runner.operations``.
+"""
+
+import dataclasses
+from collections.abc import Sequence
+
+from jobtable._engines.base import (
+    CountRow,
+    Insert,
+    JobInserts,
+    JobRow,
+    NewJob,
+    Queries,
+    RecordRow,
+    Statement,
+)
+from jobtable._errors import JobNotFound
+from jobtable._job import CancelResult
+from jobtable._values import unstorable
+
+
+class GetJob:
+    """The read of one job; raises JobNotFound when no job has the id.
+
+    Raises TypeError at once for an id that is not a str. A str that no
+    engine can store as text (a NUL, a lone surrogate) is no job's id: it is
+    JobNotFound without a query, so every engine answers alike.
+    """
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        if not isinstance(job_id, str):
+            raise TypeError(f"job id is {type(job_id).__name__}, want str")
+        self.job_id = job_id
+
+    def __call__(self, q: Queries) -> JobRow:
+        row = None if unstorable(self.job_id) else q.get_job(id=self.job_id)
+        if row is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return row
+
+
+class GetJobRecord:
+    """The read of one job's whole record; raises JobNotFound when no job has the id.
+
+    Ids are checked as GetJob checks them, so every engine answers alike.
+    """
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        if not isinstance(job_id, str):
+            raise TypeError(f"job id is {type(job_id).__name__}, want str")
+        self.job_id = job_id
+
+    def __call__(self, q: Queries) -> RecordRow:
+        row = None if unstorable(self.job_id) else q.get_job_record(id=self.job_id)
+        if row is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return row
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobs:
+    """The read of a page of job records, newest first, below seq before."""
+
+    before: int
+    status: str | None
+    kind: str | None
+    queue: str | None
+    limit: int
+
+    def __call__(self, q: Queries) -> Sequence[RecordRow]:
+        return q.list_jobs(
+            before=self.before,
+            status=self.status,
+            kind=self.kind,
+            queue=self.queue,
+            max_jobs=self.limit,
+        )
+
+
+def count_jobs(q: Queries) -> Sequence[CountRow]:
+    """The read of how many jobs each queue has in each status."""
+    return q.count_jobs()
+
+
+class CreateJobs(Insert[None]):
+    """The write that stores jobs of one kind, all queued, in one transaction."""
+
+    __slots__ = ("jobs", "kind", "now")
+
+    def __init__(self, kind: str, jobs: Sequence[NewJob], now: str) -> None:
+        self.kind = kind
+        self.jobs = jobs
+        self.now = now
+
+    def insert(self, q: JobInserts) -> None:
+        if self.jobs:
+            q.insert_jobs(kind=self.kind, jobs=self.jobs, now=self.now)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelJob:
+    """The write that cancels a queued job, or asks the runner of a running one to cancel it."""
+
+    job_id: str
+    now: str
+
+    def __call__(self, q: Queries) -> CancelResult:
+        if q.cancel_queued_job(now=self.now, id=self.job_id):
+            return CancelResult.CANCELLED
+        if q.request_cancel(now=self.now, id=self.job_id):
+            q.notify_cancel()
+            return CancelResult.REQUESTED
+        if q.get_job(id=self.job_id) is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return CancelResult.FINISHED
+
+
+class CreateJob(CreateJobs, Statement[None]):
+    """CreateJobs of exactly one job: one INSERT, which may commit without BEGIN and COMMIT.
+
+    On PostgreSQL that saves the two round trips a lone enqueue would
+    otherwise spend on BEGIN and COMMIT.
+    """
+
+    __slots__ = ()
+
+
+def create_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateJobs:
+    """The write that stores jobs as queued jobs of kind."""
+    return CreateJob(kind, jobs, now) if len(jobs) == 1 else CreateJobs(kind, jobs, now)

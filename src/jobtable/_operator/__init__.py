@@ -1,0 +1,1 @@
+"""The Store's tools for operators: retry, delete, prune, runners, stats, the schema."""

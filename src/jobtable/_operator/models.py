@@ -1,0 +1,104 @@
+"""What the Store's operations for operators return: small models and enums.
+
+The CLI and the dashboard print these; ``model_dump_json()`` is their
+``--json`` form. None holds a handler's exception text: errors are the
+stored messages only.
+"""
+
+import datetime
+import enum
+
+from pydantic import BaseModel, ConfigDict
+
+from jobtable._job import Status
+
+
+class RetryResult(enum.StrEnum):
+    """What ``Store.retry`` did."""
+
+    RETRIED = "retried"
+    """The job had failed or been cancelled; it is queued again, with fresh attempts."""
+    QUEUED = "queued"
+    """The job is already queued; nothing changed."""
+    RUNNING = "running"
+    """The job is running; nothing changed (cancel it first to run it afresh)."""
+    SUCCEEDED = "succeeded"
+    """The job succeeded; nothing changed."""
+    KEY_HELD = "key_held"
+    """The job is unique and another job holds its key now; nothing changed."""
+
+
+class DeleteResult(enum.StrEnum):
+    """What ``Store.delete`` did."""
+
+    DELETED = "deleted"
+    """The job, which was not running, is gone."""
+    RUNNING = "running"
+    """The job is running and was kept: cancel it first."""
+
+
+class RunnerInfo(BaseModel):
+    """A registered runner: when it started, its last heartbeat, and the jobs it holds.
+
+    alive is false once its heartbeat is older than the lease asked about:
+    another runner will then interrupt its jobs. jobs are the ids of the
+    running jobs it holds, oldest claim first.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    started_at: datetime.datetime
+    heartbeat_at: datetime.datetime
+    alive: bool
+    jobs: list[str]
+
+
+class QueueStats(BaseModel):
+    """One queue's jobs: how many are in each status, and how long the oldest due one waited.
+
+    counts leaves out the statuses the queue has no job in. oldest_queued_age
+    is how long the queued job that became due first has been due (since its
+    run_at): zero when the queue's queued jobs are all scheduled for later,
+    None when it has none queued.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    queue: str
+    counts: dict[Status, int]
+    oldest_queued_age: datetime.timedelta | None
+
+
+class Stats(BaseModel):
+    """Every queue that has jobs, by name, as one snapshot read at ``at``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime.datetime
+    queues: list[QueueStats]
+
+
+class ThroughputPoint(BaseModel):
+    """How many jobs finished with status in the minute that starts at minute."""
+
+    model_config = ConfigDict(frozen=True)
+
+    minute: datetime.datetime
+    status: Status
+    jobs: int
+
+
+class SchemaState(BaseModel):
+    """Where a store's schema stands against this jobtable's.
+
+    version is the schema's version in the database, 0 when it has no
+    jobtable schema (or, for SQLite, no file); latest is the version this
+    jobtable writes; pending is true when an upgrade (or the creation) is due.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int
+    latest: int
+    pending: bool

@@ -1,0 +1,169 @@
+"""The operations behind the Store's tools for operators: each a function of ``Queries``.
+
+Like those of ``jobtable._operations``, each is a small value holding its
+parameters and the store clock's ``now`` text its caller took.
+"""
+
+import dataclasses
+import datetime
+
+from jobtable._engines.base import Queries, Statement
+from jobtable._errors import JobNotFound
+from jobtable._job import Status
+from jobtable._operations import GetJob
+from jobtable._operator.models import (
+    DeleteResult,
+    QueueStats,
+    RetryResult,
+    RunnerInfo,
+    Stats,
+    ThroughputPoint,
+)
+from jobtable._values import unstorable
+
+
+def _status_of(q: Queries, job_id: str) -> Status:
+    """The status of the job with id; JobNotFound when none has it (or it cannot be stored)."""
+    if unstorable(job_id):
+        raise JobNotFound(f"job {job_id!r} not found")
+    return Status(GetJob(job_id)(q).status)
+
+
+def check_filter(label: str, value: str | None) -> str | None:
+    """Returns value, a filter on kind or queue; TypeError or ValueError naming a bad one."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{label} filter is {type(value).__name__}, want str or None")
+    if why := unstorable(value):
+        raise ValueError(f"{label} filter {value!r}: {why}")
+    return value
+
+
+class RetryJob:
+    """The write that queues a failed or cancelled job again; see ``Store.retry``."""
+
+    __slots__ = ("job_id", "now")
+
+    def __init__(self, job_id: str, now: str) -> None:
+        if not isinstance(job_id, str):
+            raise TypeError(f"job id is {type(job_id).__name__}, want str")
+        self.job_id = job_id
+        self.now = now
+
+    def __call__(self, q: Queries) -> RetryResult:
+        if not unstorable(self.job_id) and q.requeue_job(now=self.now, id=self.job_id):
+            q.wake_runners()
+            return RetryResult.RETRIED
+        status = _status_of(q, self.job_id)
+        if status in (Status.FAILED, Status.CANCELLED):
+            return RetryResult.KEY_HELD
+        return RetryResult(status.value)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RetryFailedJobs:
+    """The write that queues again every failed job matching the filters; returns how many."""
+
+    kind: str | None
+    queue: str | None
+    now: str
+
+    def __call__(self, q: Queries) -> int:
+        count = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
+        if count:
+            q.wake_runners()
+        return count
+
+
+class DeleteJob:
+    """The write that deletes a job unless it is running; see ``Store.delete``."""
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        if not isinstance(job_id, str):
+            raise TypeError(f"job id is {type(job_id).__name__}, want str")
+        self.job_id = job_id
+
+    def __call__(self, q: Queries) -> DeleteResult:
+        if not unstorable(self.job_id) and q.delete_job(id=self.job_id):
+            return DeleteResult.DELETED
+        _status_of(q, self.job_id)
+        return DeleteResult.RUNNING
+
+
+class PruneJobs(Statement[int]):
+    """The write that deletes up to batch jobs that finished before before, oldest first."""
+
+    __slots__ = ("batch", "before")
+
+    def __init__(self, before: str, batch: int) -> None:
+        self.before = before
+        self.batch = batch
+
+    def __call__(self, q: Queries) -> int:
+        return q.delete_finished_jobs(before=self.before, max_jobs=self.batch)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListRunners:
+    """The read of every registered runner and the running jobs each holds."""
+
+    now: str
+    lease: float
+
+    def __call__(self, q: Queries) -> list[RunnerInfo]:
+        held: dict[str, list[str]] = {}
+        for row in q.list_held_jobs():
+            if row.runner is not None:
+                held.setdefault(row.runner, []).append(row.id)
+        return [
+            RunnerInfo(
+                name=row.name,
+                started_at=datetime.datetime.fromisoformat(row.started_at),
+                heartbeat_at=datetime.datetime.fromisoformat(row.heartbeat_at),
+                alive=row.alive,
+                jobs=held.get(row.name, []),
+            )
+            for row in q.list_runners(now=self.now, lease=self.lease)
+        ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadStats:
+    """The read of each queue's counts by status and the age of its oldest due job."""
+
+    now: str
+
+    def __call__(self, q: Queries) -> Stats:
+        at = datetime.datetime.fromisoformat(self.now)
+        counts: dict[str, dict[Status, int]] = {}
+        ages: dict[str, datetime.timedelta] = {}
+        for row in q.job_stats(now=self.now):
+            counts.setdefault(row.queue, {})[Status(row.status)] = row.jobs
+            if row.status == Status.QUEUED:
+                age = at - datetime.datetime.fromisoformat(row.oldest_run_at)
+                ages[row.queue] = max(age, datetime.timedelta(0))
+        queues = [
+            QueueStats(queue=queue, counts=by_status, oldest_queued_age=ages.get(queue))
+            for queue, by_status in counts.items()
+        ]
+        return Stats(at=at, queues=queues)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadThroughput:
+    """The read of how many jobs finished per minute and status since since."""
+
+    since: str
+
+    def __call__(self, q: Queries) -> list[ThroughputPoint]:
+        return [
+            ThroughputPoint(
+                minute=datetime.datetime.fromisoformat(row.minute),
+                status=Status(row.status),
+                jobs=row.jobs,
+            )
+            for row in q.finished_per_minute(since=self.since)
+        ]

@@ -1,0 +1,215 @@
+"""The Store's operations for operators: retry, delete, prune, runners, stats, the schema.
+
+``Store`` inherits them; the CLI and the dashboard call them as user code
+does. Each that touches the database has its ``a``-prefixed async form.
+"""
+
+import asyncio
+import datetime
+import os
+from collections.abc import Callable
+
+from jobtable._engines.base import Engine
+from jobtable._engines.target import open_engine, schema_versions
+from jobtable._operator.models import (
+    DeleteResult,
+    RetryResult,
+    RunnerInfo,
+    SchemaState,
+    Stats,
+    ThroughputPoint,
+)
+from jobtable._operator.operations import (
+    DeleteJob,
+    ListRunners,
+    PruneJobs,
+    ReadStats,
+    ReadThroughput,
+    RetryFailedJobs,
+    RetryJob,
+    check_filter,
+)
+from jobtable._values import timestamp
+
+_PRUNE_BATCH = 10_000
+_MAX_WINDOW = datetime.timedelta(days=7)
+
+
+def _state(target: str | os.PathLike[str]) -> SchemaState:
+    version, latest = schema_versions(target)
+    return SchemaState(version=version, latest=latest, pending=version < latest)
+
+
+def _older_than(older_than: datetime.timedelta) -> datetime.timedelta:
+    if not isinstance(older_than, datetime.timedelta):
+        raise TypeError(f"prune: older_than is {type(older_than).__name__}, want a timedelta")
+    if older_than < datetime.timedelta(0):
+        raise ValueError(f"prune: older_than must be 0 or more, got {older_than!r}")
+    return older_than
+
+
+def _window(window: datetime.timedelta) -> datetime.timedelta:
+    if not isinstance(window, datetime.timedelta):
+        raise TypeError(f"throughput: window is {type(window).__name__}, want a timedelta")
+    if not datetime.timedelta(0) < window <= _MAX_WINDOW:
+        raise ValueError(f"throughput: window must be above 0 and at most 7 days, got {window!r}")
+    return window
+
+
+def _lease(lease: float) -> float:
+    if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
+        raise ValueError(f"runners: lease must be a positive number of seconds, got {lease!r}")
+    return float(lease)
+
+
+class StoreOperations:
+    """The operations for operators of ``Store``, which sets engine and clock."""
+
+    engine: Engine
+    clock: Callable[[], datetime.datetime]
+
+    def _now(self) -> str:
+        return timestamp(self.clock())
+
+    def retry(self, job_id: str) -> RetryResult:
+        """Queues a failed or cancelled job again, ready at once, with fresh attempts.
+
+        The job may then be claimed as many more times as its max_attempts
+        allowed; its error history is kept, and its error, result and cancel
+        request are cleared. Returns RETRIED, or, changing nothing, QUEUED,
+        RUNNING or SUCCEEDED for a job in that status, and KEY_HELD for a
+        unique job whose key another job holds now. Raises JobNotFound for an
+        unknown id.
+        """
+        return self.engine.write(RetryJob(job_id, self._now()))
+
+    async def aretry(self, job_id: str) -> RetryResult:
+        """The async form of retry."""
+        return await self.engine.awrite(RetryJob(job_id, self._now()))
+
+    def retry_failed(self, *, kind: str | None = None, queue: str | None = None) -> int:
+        """Queues again, as retry does, every failed job of kind in queue; returns how many.
+
+        A filter left None matches every job. A unique job whose key another
+        job holds is left failed, and of failed jobs sharing a key only the
+        newest is queued. Raises TypeError or ValueError
+        for a filter that is not a str or cannot be stored; nothing changes.
+        """
+        op = RetryFailedJobs(check_filter("kind", kind), check_filter("queue", queue), self._now())
+        return self.engine.write(op)
+
+    async def aretry_failed(self, *, kind: str | None = None, queue: str | None = None) -> int:
+        """The async form of retry_failed."""
+        op = RetryFailedJobs(check_filter("kind", kind), check_filter("queue", queue), self._now())
+        return await self.engine.awrite(op)
+
+    def delete(self, job_id: str) -> DeleteResult:
+        """Deletes the job unless it is running; returns DELETED, or RUNNING when kept.
+
+        Raises JobNotFound for an unknown id. A queued job deleted is never run.
+        """
+        return self.engine.write(DeleteJob(job_id))
+
+    async def adelete(self, job_id: str) -> DeleteResult:
+        """The async form of delete."""
+        return await self.engine.awrite(DeleteJob(job_id))
+
+    def prune(self, older_than: datetime.timedelta) -> int:
+        """Deletes the jobs that finished more than older_than ago; returns how many.
+
+        It deletes in batches, each its own transaction, so runners keep
+        claiming meanwhile. Raises ValueError for a negative older_than.
+        """
+        older_than = _older_than(older_than)
+        try:
+            before = timestamp(self.clock() - older_than)
+        except OverflowError:
+            return 0  # before year 1: no job finished so long ago
+        total = 0
+        while True:
+            deleted = self.engine.write(PruneJobs(before, _PRUNE_BATCH))
+            total += deleted
+            if deleted < _PRUNE_BATCH:
+                return total
+
+    async def aprune(self, older_than: datetime.timedelta) -> int:
+        """The async form of prune: the same batches, from a worker thread."""
+        return await asyncio.to_thread(self.prune, older_than)
+
+    def runners(self, *, lease: float = 30.0) -> list[RunnerInfo]:
+        """Returns every registered runner, by name, with the ids of the jobs it holds.
+
+        alive is false for a runner whose heartbeat is older than lease
+        seconds (the Runner's default lease is 30). On PostgreSQL the
+        server's clock decides, as it does for the runners themselves.
+        """
+        return self.engine.read(ListRunners(self._now(), _lease(lease)))
+
+    async def arunners(self, *, lease: float = 30.0) -> list[RunnerInfo]:
+        """The async form of runners."""
+        return await self.engine.aread(ListRunners(self._now(), _lease(lease)))
+
+    def stats(self) -> Stats:
+        """Returns each queue's job counts by status and its oldest due job's age.
+
+        One snapshot, in one pass over the table: it reads every row, so its
+        time grows with the table (BENCHMARKS.md gives it at a million rows).
+        """
+        return self.engine.read(ReadStats(self._now()))
+
+    async def astats(self) -> Stats:
+        """The async form of stats."""
+        return await self.engine.aread(ReadStats(self._now()))
+
+    def throughput(
+        self, window: datetime.timedelta = datetime.timedelta(hours=1)
+    ) -> list[ThroughputPoint]:
+        """Returns how many jobs finished per minute and status over the last window.
+
+        Points are in minute order, then status; a minute in which no job
+        finished has none. It reads only the window's rows, through the
+        index of finished rows. Raises ValueError for a window that is not
+        above 0 and at most 7 days.
+        """
+        since = timestamp(self.clock() - _window(window))
+        return self.engine.read(ReadThroughput(since))
+
+    async def athroughput(
+        self, window: datetime.timedelta = datetime.timedelta(hours=1)
+    ) -> list[ThroughputPoint]:
+        """The async form of throughput."""
+        since = timestamp(self.clock() - _window(window))
+        return await self.engine.aread(ReadThroughput(since))
+
+    @staticmethod
+    def schema_state(target: str | os.PathLike[str]) -> SchemaState:
+        """Tells whether the store at target needs its schema created or upgraded; changes nothing.
+
+        target is what ``Store.open`` takes. A missing SQLite file is version
+        0 and is not created. Raises StoreError as ``Store.open`` does for a
+        target it cannot use, or a schema newer than this jobtable's.
+        """
+        return _state(target)
+
+    @staticmethod
+    async def aschema_state(target: str | os.PathLike[str]) -> SchemaState:
+        """The async form of schema_state."""
+        return await asyncio.to_thread(_state, target)
+
+    @staticmethod
+    def migrate(target: str | os.PathLike[str]) -> SchemaState:
+        """Creates or upgrades the schema at target, all or nothing; returns the state it found.
+
+        What ``Store.open`` does by default, for deploys that open with
+        ``migrate=False``. Running it again does nothing. Raises StoreError
+        as ``Store.open`` does.
+        """
+        found = _state(target)
+        engine, _ = open_engine(target, durable=True, busy_timeout=5.0, readers=1, upgrade=True)
+        engine.close()
+        return found
+
+    @staticmethod
+    async def amigrate(target: str | os.PathLike[str]) -> SchemaState:
+        """The async form of migrate."""
+        return await asyncio.to_thread(StoreOperations.migrate, target)

@@ -1,0 +1,188 @@
+"""The completer: owns the outcomes waiting to be stored and the jobs claimed but not recorded.
+
+An outcome rides on the producer's next claim when one is about to follow
+(one statement, one commit); otherwise the completer stores it at once, with
+the outcomes of the other workers that finished meanwhile (group commit).
+"""
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+
+from jobtable._backoff import Backoff
+from jobtable._engines.base import ClaimedRow
+from jobtable._errors import StoreError
+from jobtable._job import MESSAGE_INTERNAL
+from jobtable._runner.contact import StoreContact
+from jobtable._runner.job_logger import JobLogger
+from jobtable._runner.operations import Finish, FinishAndClaim
+from jobtable._store import Store
+
+
+class Completer:
+    """Stores jobs' outcomes, retrying a transient database error with capped backoff.
+
+    While the runner lives it retries a transient error (StoreError.transient:
+    a lost connection, a lock) until the write lands: the runner keeps its
+    lease, so no other runner would ever fail the jobs, and giving up would
+    leave them running forever. An outcome the database refuses for good (a
+    data or constraint error) is replaced once by MESSAGE_INTERNAL, the cause
+    logged; if even that is refused, the job is failed as interrupted once
+    its claim is older than the lease. Only once stop has begun does it give
+    up on a transient error after give_up_after tries; the jobs then stay
+    running and the next start fails them as interrupted. Each write is
+    fenced by its claim: a job that is no longer running under its claim is
+    left as it is, and that is logged. A failed write is recorded in contact.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        runner: str,
+        logger: logging.Logger,
+        stopping: threading.Event,
+        backoff: Backoff,
+        give_up_after: int,
+        contact: StoreContact,
+    ) -> None:
+        self._store = store
+        self._runner = runner
+        self._logger = logger
+        self._stopping = stopping
+        self._backoff = backoff
+        self._give_up_after = give_up_after
+        self._contact = contact
+        self._outcomes: list[Finish] = []
+        self._task: asyncio.Task[None] | None = None
+        # The jobs this runner claimed and has not recorded, by id: the
+        # maintenance fails a job running under this name that is not here.
+        self._held: dict[str, int] = {}
+
+    # The jobs in flight.
+
+    def claimed(self, rows: Sequence[ClaimedRow]) -> None:
+        """Notes jobs a claim gave this runner."""
+        for row in rows:
+            self._held[row.id] = row.attempt
+
+    def abandon(self, job_id: str) -> None:
+        """Forgets a job whose outcome will not be stored: it stays running."""
+        self._held.pop(job_id, None)
+
+    def held(self) -> frozenset[str]:
+        """The ids of the jobs claimed and not yet recorded."""
+        return frozenset(self._held)
+
+    # The outcome buffer.
+
+    def add(self, outcome: Finish, *, claim_follows: bool) -> None:
+        """Queues a job's outcome to be stored; the worker moves on at once.
+
+        With claim_follows (the producer waits for the slot this outcome
+        frees), the outcome waits for that claim, which takes it. Otherwise
+        the completer stores it at once. drain waits for either.
+        """
+        self._outcomes.append(outcome)
+        if not claim_follows:
+            self.flush()
+
+    def take(self) -> list[Finish]:
+        """Hands every waiting outcome to a claim, which stores them in its statement."""
+        outcomes, self._outcomes = self._outcomes, []
+        return outcomes
+
+    def give_back(self, outcomes: Sequence[Finish]) -> None:
+        """Takes back the outcomes of a claim that failed, and stores them on their own."""
+        self._outcomes[:0] = outcomes
+        self.flush()
+
+    def flush(self) -> None:
+        """Starts storing the waiting outcomes, unless that is under way or none waits."""
+        if self._outcomes and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._complete(), name="jobtable-completer")
+
+    async def drain(self) -> None:
+        """Waits until no outcome is being stored."""
+        while self._task is not None and not self._task.done():
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _complete(self) -> None:
+        while self._outcomes:
+            batch, self._outcomes = self._outcomes, []
+            await self.record(batch)
+
+    async def record(self, outcomes: Sequence[Finish]) -> None:
+        """Stores outcomes in one write, retrying; then forgets their jobs."""
+        changed = None
+        try:
+            changed = await self._write(outcomes)
+        finally:
+            self.recorded(outcomes, changed)
+
+    def recorded(self, outcomes: Sequence[Finish], changed: Sequence[str] | None) -> None:
+        """Forgets the outcomes' jobs, logging each one whose claim no longer held.
+
+        changed holds the ids of the jobs the outcomes finished; None (given
+        up, or not stored) logs nothing more.
+        """
+        stored = None if changed is None else set(changed)
+        for outcome in outcomes:
+            self._held.pop(outcome.job_id, None)
+            if stored is not None and outcome.job_id not in stored:
+                JobLogger(self._logger, outcome.job_id, outcome.kind).error(
+                    "record job outcome: job is not running under this claim"
+                )
+
+    async def _write(self, outcomes: Sequence[Finish]) -> list[str] | None:
+        """Returns the ids of the jobs the outcomes finished, or None when it gave up."""
+        delay = self._backoff.first
+        tries = 0
+        while True:
+            try:
+                changed, _ = await self._store.engine.awrite(
+                    FinishAndClaim(outcomes, self._runner, "", 0, self._store.now())
+                )
+                return changed
+            except Exception as err:
+                self._contact.failed()
+                if len(outcomes) > 1:
+                    # One bad outcome must not hold the others back: each is
+                    # retried on its own.
+                    ids: list[str] = []
+                    for outcome in outcomes:
+                        alone = await self._write([outcome])
+                        # One given up was logged already; counting it as
+                        # stored keeps it from being logged again as fenced off.
+                        ids += [outcome.job_id] if alone is None else alone
+                    return ids
+                tries += 1
+                extra = {"jobs": [o.job_id for o in outcomes], "runner": self._runner}
+                if not (isinstance(err, StoreError) and err.transient):
+                    # The database refused this outcome itself (a data or
+                    # constraint error): the same write would fail for ever.
+                    [outcome] = outcomes
+                    if outcome.error == MESSAGE_INTERNAL:
+                        self._logger.exception(
+                            "record job outcome: the database refused it; giving up, the job "
+                            "fails as interrupted once its claim is older than the lease",
+                            extra=extra,
+                        )
+                        return None
+                    JobLogger(self._logger, outcome.job_id, outcome.kind).error(
+                        "record job outcome: the database refused it; failing the job with "
+                        "the internal message",
+                        exc_info=True,
+                    )
+                    outcomes = [outcome.refused()]
+                    continue
+                if tries >= self._give_up_after and self._stopping.is_set():
+                    self._logger.exception(
+                        "record job outcomes; giving up as the runner stops, the jobs stay "
+                        "running and fail at the next start",
+                        extra=extra,
+                    )
+                    return None
+                self._logger.warning("record job outcomes; retrying", exc_info=True, extra=extra)
+                await asyncio.sleep(delay)
+                delay = self._backoff.after(delay)

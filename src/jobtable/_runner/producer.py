@@ -1,0 +1,295 @@
+"""The producer: claims ready jobs of one queue for the runner's free worker slots of it."""
+
+import asyncio
+import collections
+import contextlib
+import datetime
+import logging
+import threading
+from collections.abc import Sequence
+
+from jobtable._backoff import Backoff
+from jobtable._engines.base import ClaimedRow
+from jobtable._runner.completer import Completer
+from jobtable._runner.contact import StoreContact
+from jobtable._runner.operations import Finish, FinishAndClaim, NextRunAt, StageJobs
+from jobtable._store import Store
+from jobtable._values import timestamp
+
+_SOONEST = 0.005
+"""The shortest wait for a scheduled job, in seconds: one due now but not staged yet
+is staged by the claim that follows."""
+
+
+class _Turn:
+    """What a free worker waiting for a job is handed instead of one: the claimer's turn."""
+
+    __slots__ = ("idle_first",)
+
+    def __init__(self, *, idle_first: bool) -> None:
+        # True after a claim that found fewer jobs than free workers: the
+        # new claimer waits for jobs before it claims again.
+        self.idle_first = idle_first
+
+
+_CLAIM_NOW = _Turn(idle_first=False)
+_IDLE_FIRST = _Turn(idle_first=True)
+
+_Handed = ClaimedRow | _Turn | None
+
+
+class Producer:
+    """Fills the free worker slots of one queue with its ready jobs, in order, until stop.
+
+    Jobs are claimed lowest priority first and oldest first within one, once
+    their run_at has come, never more at once than there are free workers.
+
+    The queue's workers take turns claiming: a worker that finishes its job
+    when no other one claims becomes the claimer. It claims for every free
+    worker, keeps the first job, hands the others to the workers waiting,
+    and hands the turn on to one of them when workers are still free. So in
+    the busy steady state a finished job's outcome and the claim of the next
+    one go as one write, from the worker's own task, with no task between.
+    With more than one worker, the claimer first lets the workers that finish
+    in the same turn of the event loop add their outcomes, so they share the
+    claim. A claim also stores the outcomes the completer holds for it. A
+    failed claim is retried with capped backoff, its outcomes handed back to
+    the completer, and recorded in contact. With no job for itself the
+    claimer looks for jobs again when woken (an enqueue), when the earliest
+    scheduled job it saw is due, or every poll_interval seconds. At stop the
+    workers waiting get None.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        runner: str,
+        logger: logging.Logger,
+        completer: Completer,
+        contact: StoreContact,
+        *,
+        queue: str,
+        poll_interval: float,
+        backoff: Backoff,
+        stopping: threading.Event,
+        astopping: asyncio.Event,
+    ) -> None:
+        self._store = store
+        self._runner = runner
+        self.queue = queue
+        """The name of the queue whose jobs it claims."""
+        self._logger = logger
+        self._completer = completer
+        self._contact = contact
+        self._poll_interval = poll_interval
+        self._backoff = backoff
+        self._stopping = stopping
+        self._astopping = astopping
+        # An enqueue or a commit was seen since the claim under way began
+        # (poke, from any thread); the claimer reads it before it waits.
+        self._poked = False
+        # True while the claimer waits for jobs: only then does a poke need
+        # to wake it, through _wake, on the loop.
+        self._waits_for_jobs = False
+        self._wake = asyncio.Event()
+        self._slots = 0
+        # Workers without a job: the claimer and the workers waiting.
+        self._free = 0
+        self._claimer = False
+        # True while the claimer lets the workers finishing in this turn of
+        # the loop add their outcomes to its claim.
+        self._gathering = False
+        self._waiting: collections.deque[asyncio.Future[_Handed]] = collections.deque()
+        # Jobs claimed for a worker that stopped waiting (cancelled): the next free one takes them.
+        self._unhanded: collections.deque[ClaimedRow] = collections.deque()
+        # When the next claim stages scheduled jobs first: at the earliest
+        # run_at seen, and at least every poll interval, for the jobs other
+        # processes schedule.
+        self._stage_at: datetime.datetime | None = None
+
+    def start(self, slots: int) -> None:
+        """Takes slots workers, each of which calls next_job until it returns None."""
+        self._slots = slots
+
+    def poke(self) -> bool:
+        """Notes that jobs may have come; safe from any thread.
+
+        Returns whether the claimer waits for jobs, so that wake must follow
+        on the event loop. Otherwise the claim under way, or the next one,
+        looks anyway: one that finds fewer jobs than free workers claims
+        again instead of waiting.
+        """
+        self._poked = True
+        return self._waits_for_jobs
+
+    def wake(self) -> None:
+        """Makes the producer look for jobs now; call it on the event loop."""
+        self._poked = True
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Ends the claims soon: next_job returns None from now on; call it on the event loop."""
+        self._wake.set()
+        if not self._claimer:
+            # With nobody claiming every worker is busy; none waits.
+            self._release()
+
+    async def next_job(self, outcome: Finish | None = None) -> ClaimedRow | None:
+        """Frees the calling worker's slot and returns its next job; None ends the worker.
+
+        outcome, the outcome of the job it ran, goes to the completer: with
+        the claim that follows when the worker claims or the claimer gathers,
+        otherwise at once.
+        """
+        self._free += 1
+        if self._unhanded or self._stopping.is_set():
+            if outcome is not None:
+                self._completer.add(outcome, claim_follows=False)
+            if not self._unhanded:
+                return None
+            # Claimed, a job runs even once stop began.
+            self._free -= 1
+            return self._unhanded.popleft()
+        if self._claimer:
+            if outcome is not None:
+                self._completer.add(outcome, claim_follows=self._gathering)
+            handed = await self._wait_for_job()
+            if not isinstance(handed, _Turn):
+                return handed
+            return await self._claim_turn(idle_first=handed.idle_first, gather=False)
+        if outcome is not None:
+            self._completer.add(outcome, claim_follows=True)
+        return await self._claim_turn(idle_first=False, gather=self._slots > 1)
+
+    async def _wait_for_job(self) -> _Handed:
+        waiter: asyncio.Future[_Handed] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        return await waiter
+
+    def _hand(self, handed: _Handed) -> bool:
+        """Gives handed to the longest-waiting worker; False when none waits."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(handed)
+                return True
+        return False
+
+    def _release(self) -> None:
+        """Ends every waiting worker: the runner stops."""
+        while self._hand(None):
+            pass
+
+    async def _claim_turn(self, *, idle_first: bool, gather: bool) -> ClaimedRow | None:
+        """Claims for the free workers until one job is the caller's; None at stop."""
+        self._claimer = True
+        # Whether the turn went on to a waiting worker: then it is still taken.
+        passed = False
+        try:
+            if gather:
+                self._gathering = True
+                try:
+                    await asyncio.sleep(0)
+                finally:
+                    self._gathering = False
+            if idle_first:
+                await self._idle()
+            backoff = self._backoff.first
+            while not self._stopping.is_set():
+                self._poked = False
+                self._wake.clear()
+                wanted = self._free
+                # The outcomes of the jobs that freed the slots commit with the
+                # claim that fills them: one statement, one commit.
+                outcomes = self._completer.take()
+                try:
+                    jobs = await self.claim(wanted, outcomes)
+                except Exception:
+                    self._contact.failed()
+                    if outcomes:
+                        # The completer retries them on their own.
+                        self._completer.give_back(outcomes)
+                    self._logger.exception(
+                        "claim jobs; retrying", extra={"runner": self._runner, "backoff": backoff}
+                    )
+                    await self._wait(self._astopping, backoff)
+                    backoff = self._backoff.after(backoff)
+                    continue
+                if not jobs:
+                    await self._idle()
+                    continue
+                self._free -= len(jobs)
+                for job in jobs[1:]:
+                    if not self._hand(job):
+                        self._unhanded.append(job)
+                if self._free > 0:
+                    # Workers freed during the claim, or the queue ran short:
+                    # one of the waiting workers claims next.
+                    passed = self._hand(_IDLE_FIRST if len(jobs) < wanted else _CLAIM_NOW)
+                return jobs[0]
+            self._completer.flush()
+            self._release()
+            return None
+        finally:
+            self._claimer = passed
+
+    async def _idle(self) -> None:
+        """Waits for jobs, the outcomes waiting stored meanwhile: a wake, a due job or the poll."""
+        self._completer.flush()
+        seconds = await self._idle_wait()
+        # Set before _poked is read, as poke sets _poked before it reads this:
+        # a poke either is seen here or sees the claimer idle and wakes it.
+        self._waits_for_jobs = True
+        try:
+            if not self._poked:
+                await self._wait(self._wake, seconds)
+        finally:
+            self._waits_for_jobs = False
+
+    async def claim(self, max_jobs: int, outcomes: Sequence[Finish] = ()) -> Sequence[ClaimedRow]:
+        """Stores outcomes and claims up to max_jobs jobs, in one write.
+
+        Returns the claimed jobs in claim order; the completer holds them
+        until their outcomes are recorded.
+        """
+        store = self._store
+        now = store.clock()
+        if self._stage_at is None or now >= self._stage_at:
+            await self.stage(now)
+        changed, rows = await store.engine.awrite(
+            FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, timestamp(now))
+        )
+        self._completer.claimed(rows)
+        if outcomes:
+            self._completer.recorded(outcomes, changed)
+        if len(rows) > 1:
+            return sorted(rows, key=lambda row: (row.priority, row.seq))
+        return rows
+
+    async def stage(self, now: datetime.datetime) -> None:
+        """Makes the queue's scheduled jobs whose run_at has come ready to be claimed."""
+        self._stage_at = now + datetime.timedelta(seconds=self._poll_interval)
+        try:
+            await self._store.engine.awrite(StageJobs(self.queue, timestamp(now)))
+        except Exception:
+            self._stage_at = None  # the claim that follows retries
+            raise
+
+    async def _idle_wait(self) -> float:
+        """Seconds to wait for jobs: the poll interval, or less when a scheduled job is due."""
+        try:
+            run_at = await self._store.engine.aread(NextRunAt(self.queue))
+        except Exception:
+            self._logger.exception("read the next run_at", extra={"runner": self._runner})
+            return self._poll_interval
+        if run_at is None:
+            return self._poll_interval
+        at = datetime.datetime.fromisoformat(run_at)
+        if self._stage_at is None or at < self._stage_at:
+            self._stage_at = at
+        due = at - self._store.clock()
+        return min(self._poll_interval, max(due.total_seconds(), _SOONEST))
+
+    async def _wait(self, event: asyncio.Event, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)

@@ -1,0 +1,400 @@
+"""The runner: a worker process's handlers, and the services that run their jobs.
+
+It wires four services, each owning its own state, with explicit hand-offs:
+the producer claims jobs for free worker slots, in the task of the free worker
+whose turn it is; the executor runs a job and decides its outcome, which the
+worker hands back with its slot, for the completer to store with the next
+claim or at once; maintenance renews the lease, fails dead runners' jobs and
+prunes; the periodic scheduler enqueues ticks.
+"""
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar, overload
+
+from jobtable._backoff import Backoff
+from jobtable._errors import RunnerError
+from jobtable._job import Job
+from jobtable._kind import Kind
+from jobtable._runner.cancel_watch import CancelWatch
+from jobtable._runner.completer import Completer
+from jobtable._runner.contact import StoreContact
+from jobtable._runner.executor import Executor
+from jobtable._runner.handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
+from jobtable._runner.maintenance import Maintenance
+from jobtable._runner.operations import DeleteRunner
+from jobtable._runner.periodic import PeriodicScheduler
+from jobtable._runner.producer import Producer
+from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
+from jobtable._runner.signals import handling_signals
+from jobtable._runner.worker import start_queue
+from jobtable._store import Store
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+class Runner:
+    """Owns the job handlers and the pools of workers that run their jobs.
+
+    Each of the runner's ``queues`` (name to workers; ``workers=n`` is the
+    shorthand for ``{"default": n}``, 4 by default) has a fixed pool of
+    workers of its own, so a flood of one queue never starves another. A
+    queue's workers claim its ready jobs lowest priority first, oldest first
+    within one. An enqueue in this process wakes an idle worker at once; jobs
+    enqueued by other processes are found by polling every ``poll_interval``
+    seconds, or at once where the engine can notify (PostgreSQL; SQLite where
+    inotify works). Runners sharing a database know each other by ``name``
+    and a heartbeat: a runner whose heartbeat is older than ``lease`` seconds
+    is dead, and its running jobs are interrupted. Finished jobs older than
+    ``retention`` are deleted (None keeps them forever). A result over
+    ``max_result_bytes`` fails its job. A failed claim or outcome write is
+    retried after ``retry_backoff``; once stop has begun, an outcome write
+    gives up after ``give_up_after`` tries.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        workers: int | None = None,
+        queues: dict[str, int] | None = None,
+        logger: logging.Logger | None = None,
+        name: str | None = None,
+        poll_interval: float = 1.0,
+        lease: float = 30.0,
+        grace_period: float = 10.0,
+        retention: datetime.timedelta | None = datetime.timedelta(days=7),
+        max_payload_bytes: int = 1 << 20,
+        max_result_bytes: int = 1 << 20,
+        retry_backoff: Backoff = RETRY,
+        give_up_after: int = 8,
+        cancel_check: float = 0.5,
+    ) -> None:
+        self.queues = check_queues(workers, queues)
+        """How many workers each queue the runner consumes has, by queue name."""
+        check_settings(
+            store=store,
+            logger=logger,
+            poll_interval=poll_interval,
+            lease=lease,
+            cancel_check=cancel_check,
+            grace_period=grace_period,
+            retention=retention,
+            max_payload_bytes=max_payload_bytes,
+            max_result_bytes=max_result_bytes,
+            retry_backoff=retry_backoff,
+            give_up_after=give_up_after,
+        )
+        self.store = store
+        """The store the runner's jobs live in."""
+        self.workers = sum(self.queues.values())
+        """How many jobs the runner runs at once, over all its queues."""
+        self.logger = logger if logger is not None else logging.getLogger("jobtable")
+        """Where the runner logs; records about a job carry its job_id and kind as fields."""
+        self.name = runner_name(name)
+        """Identifies this runner among the runners that share the database.
+
+        A runner that starts fails at once the jobs an earlier runner of the
+        same name left running, so each worker process needs its own name. The
+        default, host name and process id, differs per process (``uvicorn
+        --workers N`` gets N names); a restarted process gets a new one, and
+        its predecessor's jobs fail as interrupted once that lease expires. A
+        stable name per process slot fails them at once on restart instead.
+        """
+        self.poll_interval = poll_interval
+        """Seconds an idle runner waits before it looks for jobs enqueued elsewhere."""
+        self.lease = lease
+        """Seconds without a heartbeat after which a runner counts as dead."""
+        self.grace_period = grace_period
+        """Seconds running handlers get to finish after stop, before they are cancelled."""
+        self.retention = retention
+        """How long finished jobs are kept; None keeps them forever."""
+        self.max_payload_bytes = max_payload_bytes
+        """The largest encoded payload the kinds ``register`` returns accept."""
+        self.max_result_bytes = max_result_bytes
+        """The largest encoded result or partial result; a bigger publish raises, a result fails."""
+        self.retry_backoff = retry_backoff
+        """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
+        self.give_up_after = give_up_after
+        """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
+        self._handlers = Handlers()
+        self._stopping = threading.Event()
+        # asyncio's events and queues bind to the first loop that waits: start's or run_next's.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._astopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running: set[asyncio.Task[None]] = set()
+        stop = (self._stopping, self._astopping)
+        self._executor = Executor(
+            store, self._handlers, self.logger, *stop, lease, retry_backoff, max_result_bytes
+        )
+        contact = StoreContact.of_runner(lease)
+        self._completer = Completer(
+            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after, contact
+        )
+        self._producers = [
+            Producer(
+                store,
+                self.name,
+                self.logger,
+                self._completer,
+                contact,
+                queue=queue,
+                poll_interval=poll_interval,
+                backoff=retry_backoff,
+                stopping=self._stopping,
+                astopping=self._astopping,
+            )
+            for queue in self.queues
+        ]
+        self._cancel_watch = CancelWatch(
+            store,
+            self.name,
+            self.logger,
+            interval=cancel_check,
+            busy=self._executor.busy,
+            cancel=self._executor.cancel,
+            stopping=self._stopping,
+        )
+        self._maintenance = Maintenance(
+            store,
+            self.name,
+            self.logger,
+            lease=lease,
+            retention=retention,
+            held=self._completer.held,
+            contact=contact,
+            stopping=self._stopping,
+            astopping=self._astopping,
+        )
+        self._periodic = PeriodicScheduler(store, self.logger, retention, self._astopping)
+        self.periodic = self._periodic.add  # see PeriodicScheduler.add
+        self._unwatch: Callable[[], None] | None = None
+        self._unlisten: Callable[[], None] | None = None
+        self._grace_timer: asyncio.TimerHandle | None = None
+        self._stopped = False
+
+    def __repr__(self) -> str:
+        return f"Runner(name={self.name!r}, queues={self.queues}, kinds={list(self.kinds)})"
+
+    def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
+        """Returns a decorator that makes the function it decorates the handler of kind's jobs.
+
+        The function takes ``(ctx: JobContext[R], payload: P)`` and returns an
+        R, where P and R are kind's types; mypy rejects one whose annotations
+        do not match. It must be attached before start, once per kind;
+        otherwise it raises an error naming the kind. The decorated function
+        is returned unchanged.
+        """
+        if not isinstance(kind, Kind):
+            raise TypeError(f"handler: want a jobtable.Kind, got {type(kind).__name__}")
+        return Attach(self._handlers, kind)
+
+    @overload
+    def register(self, kind: str, handler: AsyncHandler[R, P]) -> Kind[P, R]: ...
+
+    @overload
+    def register(self, kind: str, handler: SyncHandler[R, P]) -> Kind[P, R]: ...
+
+    def register(self, kind: str, handler: AsyncHandler[R, P] | SyncHandler[R, P]) -> Kind[P, R]:
+        """Makes handler the handler for kind and returns the Kind that enqueues its jobs.
+
+        P and R are the handler's payload annotation and return annotation
+        (any type pydantic can validate and dump). The Kind is bound to this
+        runner: its methods also work without a store, through the runner's
+        store. It must be called before start, once per kind; otherwise, and
+        for an empty kind, a missing handler or a missing annotation, it
+        raises an error naming the kind.
+        """
+        where = f"register {kind!r}"
+        if not isinstance(kind, str) or not kind:
+            raise ValueError(f"{where}: empty kind")
+        if handler is None:
+            raise TypeError(f"{where}: no handler")
+        payload_type, result_type = annotated_types(where, handler)
+        declared = Kind[P, R](kind, payload_type, result_type)
+        self._handlers.attach(where, declared, handler)
+        return declared._bind(self.store, self.max_payload_bytes)
+
+    @property
+    def kinds(self) -> Sequence[str]:
+        """The kinds that have a handler, sorted."""
+        return self._handlers.kinds()
+
+    def get(self, job_id: str) -> Job:
+        """Returns the job with id; raises JobNotFound for an unknown id (see ``Store.get``)."""
+        return self.store.get(job_id)
+
+    async def aget(self, job_id: str) -> Job:
+        """The async form of get."""
+        return await self.store.aget(job_id)
+
+    def notify_enqueued(self) -> None:
+        """Wakes an idle worker to look for a new job; safe from any thread.
+
+        Every enqueue through the runner's store calls it; it does nothing while
+        the runner is not running, and only pokes the claimers while none waits.
+        """
+        loop = self._loop
+        if loop is None or loop.is_closed() or not any([p.poke() for p in self._producers]):
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._wake_producers()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._wake_producers)
+
+    def _wake_producers(self) -> None:
+        for producer in self._producers:
+            producer.wake()
+
+    async def start(self) -> None:
+        """Fails the jobs that dead runners left running, then starts the workers.
+
+        Jobs of an earlier runner of this name, and of runners whose heartbeat
+        lease expired, are failed with MESSAGE_INTERRUPTED and the count is
+        logged as a warning. The workers run on the calling event loop until
+        stop; wait waits for them. A second start, and a start after stop
+        (even a stop before any start), raise RunnerError.
+        """
+        if self._stopping.is_set():
+            raise RunnerError(
+                "start: the runner was stopped; a stopped runner never starts again, "
+                "make a new Runner"
+            )
+        if not self._handlers.close():
+            raise RunnerError("start: runner already started")
+        try:
+            await self._maintenance.begin()
+        except BaseException:
+            self._handlers.reopen()
+            raise
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        if self._stopping.is_set():
+            self._astopping.set()
+        self._executor.start(self.workers, f"jobtable-{self.name}")
+        self._tasks = []
+        for producer in self._producers:
+            self._tasks += start_queue(
+                loop,
+                self.queues[producer.queue],
+                self._executor,
+                self._completer,
+                producer,
+                self._running,
+                self._stopping,
+            )
+        self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
+        self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
+        self._periodic.begin(self.kinds, self.queues)
+        self._tasks.append(loop.create_task(self._periodic.run(), name="jobtable-periodic"))
+        self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
+        self._unlisten = self.store.engine.listen(self.notify_enqueued, self._cancel_watch.notify)
+
+    def stop(self) -> None:
+        """Begins a graceful stop; safe from any thread and from signal handlers.
+
+        Workers claim no more jobs. Running handlers see ctx.stopping and get
+        grace_period seconds to finish, and their outcome is recorded; then the
+        ones left are cancelled and their jobs stay running, so the next start
+        fails them as interrupted. It does not wait: wait does.
+        """
+        self._stopping.set()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._begin_stop)
+
+    @property
+    def stopping(self) -> bool:
+        """True once stop was called."""
+        return self._stopping.is_set()
+
+    def _begin_stop(self) -> None:
+        self._astopping.set()
+        self._cancel_watch.poke()
+        for producer in self._producers:
+            producer.stop()
+        if self._grace_timer is None and self._loop is not None:
+            self._grace_timer = self._loop.call_later(self.grace_period, self._cancel_running)
+
+    def _cancel_running(self) -> None:
+        self._executor.abandon()
+        for task in self._running:
+            task.cancel()
+
+    async def wait(self) -> None:
+        """Waits until every worker has stopped, then deregisters the runner."""
+        if not self._tasks:
+            return
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._executor.abandon()
+        await self._completer.drain()
+        if self._grace_timer is not None:
+            self._grace_timer.cancel()
+        for undo in (self._unwatch, self._unlisten):
+            if undo is not None:
+                undo()
+        self._unwatch = self._unlisten = None
+        self._executor.close()
+        if not self._stopped:
+            self._stopped = True
+            try:
+                await self.store.engine.awrite(DeleteRunner(self.name))
+            except Exception:
+                self.logger.exception("deregister runner", extra={"runner": self.name})
+
+    def run(self) -> None:
+        """Starts, stops gracefully on SIGINT or SIGTERM, and waits: what a worker process calls.
+
+        A second signal cancels the handlers still running at once.
+        """
+        asyncio.run(self._run_until_signal())
+
+    async def _run_until_signal(self) -> None:
+        def on_signal() -> None:
+            if self._stopping.is_set():
+                self._cancel_running()
+            self.stop()
+
+        with handling_signals(on_signal):
+            await self.start()
+            self.logger.info("runner started", extra={"runner": self.name, "workers": self.workers})
+            await self.wait()
+        self.logger.info("runner stopped", extra={"runner": self.name})
+
+    async def run_next(self) -> str | None:
+        """Claims the next ready job and runs it to completion in the calling task.
+
+        The job is the first ready one of the runner's queues, in their order.
+        Returns the job's id, or None when no job is ready. It claims, runs
+        and records through the same producer, executor and completer as the
+        workers, and returns once the outcome is stored; tests use it to run
+        jobs one at a time, deterministically, without starting the runner.
+        """
+        if self._stopping.is_set():
+            self._astopping.set()
+        for producer in self._producers:
+            await producer.stage(self.store.clock())
+            jobs = await producer.claim(1)
+            if jobs:
+                break
+        else:
+            return None
+        job = jobs[0]
+        outcome = await self._executor.run(job, producer.queue)
+        if outcome is not None:
+            await self._completer.record([outcome])
+        self._completer.abandon(job.id)
+        return job.id

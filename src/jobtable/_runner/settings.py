@@ -1,0 +1,99 @@
+"""The checks of a Runner's settings, and its defaults that are not plain values.
+
+Each bad setting is a TypeError or ValueError naming it, raised before the
+runner exists.
+"""
+
+import datetime
+import logging
+import os
+import socket
+
+from jobtable._backoff import Backoff
+from jobtable._store import Store
+from jobtable._values import unstorable
+
+RETRY = Backoff(0.05, 5.0)
+"""The default wait between retries of a failed claim or outcome write."""
+
+
+def check_queues(workers: object, queues: object) -> dict[str, int]:
+    """Returns the slots of each queue; raises naming the bad value."""
+    if queues is None:
+        slots = 4 if workers is None else workers
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"jobtable: {slots!r} workers, want at least 1")
+        return {"default": slots}
+    if workers is not None:
+        raise ValueError("jobtable: give workers (the default queue's) or queues, not both")
+    if not isinstance(queues, dict) or not queues:
+        raise ValueError(
+            f"jobtable: queues must be a non-empty dict of name to slots, got {queues!r}"
+        )
+    for queue, slots in queues.items():
+        if not isinstance(queue, str) or not queue:
+            raise ValueError(f"jobtable: a queue name must be a non-empty str, got {queue!r}")
+        if why := unstorable(queue):
+            raise ValueError(f"jobtable: queue {queue!r} cannot be stored: {why}")
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"jobtable: queue {queue!r} has {slots!r} workers, want at least 1")
+    return dict(queues)
+
+
+def check_settings(
+    *,
+    store: object,
+    logger: object,
+    poll_interval: float,
+    lease: float,
+    cancel_check: float,
+    grace_period: float,
+    retention: datetime.timedelta | None,
+    max_payload_bytes: object,
+    max_result_bytes: object,
+    retry_backoff: object,
+    give_up_after: object,
+) -> None:
+    """Raises TypeError or ValueError, naming the setting, for the first bad one."""
+    if not isinstance(store, Store):
+        raise TypeError(f"jobtable: Runner needs a Store, got {type(store).__name__}")
+    if logger is not None and not isinstance(logger, logging.Logger):
+        raise TypeError(f"jobtable: logger must be a logging.Logger, got {logger!r}")
+    for label, value in (
+        ("poll_interval", poll_interval),
+        ("lease", lease),
+        ("cancel_check", cancel_check),
+    ):
+        if not value > 0:
+            raise ValueError(f"jobtable: {label} must be positive, got {value!r}")
+    if grace_period < 0:
+        raise ValueError(f"jobtable: grace_period must be 0 or more, got {grace_period!r}")
+    for label, limit in (
+        ("max_payload_bytes", max_payload_bytes),
+        ("max_result_bytes", max_result_bytes),
+    ):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"jobtable: {label} must be a positive int, got {limit!r}")
+    if retention is not None and retention < datetime.timedelta(0):
+        raise ValueError(
+            f"jobtable: retention must be 0 or more, or None (keep forever), got {retention!r}"
+        )
+    if not isinstance(retry_backoff, Backoff):
+        raise TypeError(f"jobtable: retry_backoff must be a Backoff, got {retry_backoff!r}")
+    if isinstance(give_up_after, bool) or not isinstance(give_up_after, int) or give_up_after < 1:
+        raise ValueError(f"jobtable: give_up_after must be at least 1, got {give_up_after!r}")
+
+
+def runner_name(name: object) -> str:
+    """Returns name, or by default the host name and process id, which differ per process.
+
+    Raises ValueError for a name that is empty, not a str, or text the
+    engines cannot store.
+    """
+    if name is None:
+        return f"{socket.gethostname()}-{os.getpid()}"
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"jobtable: a runner name must be a non-empty str, got {name!r}")
+    if why := unstorable(name):
+        raise ValueError(f"jobtable: runner name {name!r} cannot be stored: {why}")
+    return name

@@ -1,0 +1,63 @@
+"""A worker: takes the jobs its queue's producer claims and runs them one at a time."""
+
+import asyncio
+import threading
+
+from jobtable._runner.completer import Completer
+from jobtable._runner.executor import Executor
+from jobtable._runner.producer import Producer
+
+
+async def work(
+    executor: Executor,
+    completer: Completer,
+    producer: Producer,
+    running: set["asyncio.Task[None]"],
+    stopping: threading.Event,
+) -> None:
+    """Runs the jobs producer hands it, one at a time, until it hands None.
+
+    While a job runs, the calling task is in running, so that the end of the
+    grace period can cancel it. Each outcome goes back to producer with the
+    request for the next job, so that it rides on the claim that follows
+    when this worker or the claimer gathering claims next.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    job = await producer.next_job()
+    while job is not None:
+        running.add(task)
+        try:
+            outcome = await executor.run(job, producer.queue)
+        except asyncio.CancelledError:
+            if not stopping.is_set():
+                raise
+            # The grace period ran out: the job stays running and is
+            # interrupted at the next start.
+            return
+        finally:
+            running.discard(task)
+        if outcome is None:
+            completer.abandon(job.id)
+        job = await producer.next_job(outcome)
+
+
+def start_queue(
+    loop: asyncio.AbstractEventLoop,
+    slots: int,
+    executor: Executor,
+    completer: Completer,
+    producer: Producer,
+    running: set["asyncio.Task[None]"],
+    stopping: threading.Event,
+) -> list["asyncio.Task[None]"]:
+    """Starts the slots workers of producer's queue on loop; returns their tasks."""
+    producer.start(slots)
+    queue = producer.queue
+    return [
+        loop.create_task(
+            work(executor, completer, producer, running, stopping),
+            name=f"jobtable-worker-{queue}-{i}",
+        )
+        for i in range(slots)
+    ]
