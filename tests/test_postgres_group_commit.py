@@ -21,7 +21,7 @@ import pytest
 from interrupting import interrupt_queued_write
 from seam import claim, enqueue, exists, now
 
-from jobtable._engines.base import NewJob, Queries
+from jobtable._engines.base import JobInserts, NewJob, Queries
 from jobtable._engines.postgres.engine import PostgresEngine
 from jobtable._errors import StoreError
 from jobtable._operations import CreateJob, CreateJobs, create_jobs
@@ -52,11 +52,11 @@ class HeldEnqueue(CreateJob):
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def __call__(self, q: Queries) -> None:
+    def insert(self, q: JobInserts) -> None:
         self.entered.set()
         if not self.release.wait(LIMIT):
             raise TimeoutError("the held enqueue was never released")
-        super().__call__(q)
+        super().insert(q)
 
 
 class RaisingEnqueue(CreateJobs):
@@ -66,8 +66,8 @@ class RaisingEnqueue(CreateJobs):
         super().__init__("k", [NewJob(job_id, "{}", now())], now())
         self.error = error
 
-    def __call__(self, q: Queries) -> None:
-        super().__call__(q)
+    def insert(self, q: JobInserts) -> None:
+        super().insert(q)
         raise self.error
 
 

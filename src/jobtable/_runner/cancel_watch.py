@@ -2,12 +2,10 @@
 
 import asyncio
 import contextlib
-import logging
-import threading
 from collections.abc import Callable
 
 from jobtable._runner.operations import ListCancelRequests
-from jobtable._store import Store
+from jobtable._runner.shared import Shared
 
 
 class CancelWatch:
@@ -22,22 +20,18 @@ class CancelWatch:
 
     def __init__(
         self,
-        store: Store,
-        runner: str,
-        logger: logging.Logger,
+        shared: Shared,
         *,
-        interval: float,
         busy: Callable[[], bool],
         cancel: Callable[[str, int], bool],
-        stopping: threading.Event,
     ) -> None:
-        self._store = store
-        self._runner = runner
-        self._logger = logger
-        self._interval = interval
+        self._store = shared.store
+        self._runner = shared.name
+        self._logger = shared.logger
+        self._interval = shared.settings.cancel_check
         self._busy = busy
         self._cancel = cancel
-        self._stopping = stopping
+        self._stop = shared.stop
         self._poked = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -55,13 +49,13 @@ class CancelWatch:
     async def run(self) -> None:
         """Hands on cancel requests until stop."""
         self._loop = asyncio.get_running_loop()
-        while not self._stopping.is_set():
+        while not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._poked.wait(), self._interval)
             # Cleared before the read: a poke during it makes the next round
             # read again at once.
             self._poked.clear()
-            if not self._stopping.is_set() and self._busy():
+            if not self._stop.is_set() and self._busy():
                 await self.check()
 
     async def check(self) -> None:

@@ -6,18 +6,14 @@ the outcomes of the other workers that finished meanwhile (group commit).
 """
 
 import asyncio
-import logging
-import threading
 from collections.abc import Sequence
 
-from jobtable._backoff import Backoff
 from jobtable._engines.base import ClaimedRow
 from jobtable._errors import StoreError
 from jobtable._job import MESSAGE_INTERNAL
-from jobtable._runner.contact import StoreContact
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Finish, FinishAndClaim
-from jobtable._store import Store
+from jobtable._runner.shared import Shared
 
 
 class Completer:
@@ -36,23 +32,14 @@ class Completer:
     left as it is, and that is logged. A failed write is recorded in contact.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        runner: str,
-        logger: logging.Logger,
-        stopping: threading.Event,
-        backoff: Backoff,
-        give_up_after: int,
-        contact: StoreContact,
-    ) -> None:
-        self._store = store
-        self._runner = runner
-        self._logger = logger
-        self._stopping = stopping
-        self._backoff = backoff
-        self._give_up_after = give_up_after
-        self._contact = contact
+    def __init__(self, shared: Shared) -> None:
+        self._store = shared.store
+        self._runner = shared.name
+        self._logger = shared.logger
+        self._stop = shared.stop
+        self._backoff = shared.settings.retry_backoff
+        self._give_up_after = shared.settings.give_up_after
+        self._contact = shared.contact
         self._outcomes: list[Finish] = []
         self._task: asyncio.Task[None] | None = None
         # The jobs this runner claimed and has not recorded, by id: the
@@ -176,7 +163,7 @@ class Completer:
                     )
                     outcomes = [outcome.refused()]
                     continue
-                if tries >= self._give_up_after and self._stopping.is_set():
+                if tries >= self._give_up_after and self._stop.is_set():
                     self._logger.exception(
                         "record job outcomes; giving up as the runner stops, the jobs stay "
                         "running and fail at the next start",

@@ -1,8 +1,8 @@
 """What a handler gets besides its payload: its job's identity, publishing, and stop."""
 
-import asyncio
-import threading
 from typing import Generic, Protocol, TypeVar
+
+from jobtable._runner.shared import Stop
 
 R = TypeVar("R")
 R_contra = TypeVar("R_contra", contravariant=True)
@@ -43,7 +43,7 @@ class JobContext(Generic[R]):
     is fenced off.
     """
 
-    __slots__ = ("_astopping", "_running", "_stopping", "attempt", "id", "kind")
+    __slots__ = ("_running", "_stop", "attempt", "id", "kind")
 
     def __init__(
         self,
@@ -51,8 +51,7 @@ class JobContext(Generic[R]):
         id: str,
         kind: str,
         attempt: int,
-        stopping: threading.Event,
-        astopping: asyncio.Event,
+        stop: Stop,
         running: Running[R],
     ) -> None:
         self.id = id
@@ -61,14 +60,13 @@ class JobContext(Generic[R]):
         """The job's kind."""
         self.attempt = attempt
         """How many times the job has been claimed, this claim included."""
-        self._stopping = stopping
-        self._astopping = astopping
+        self._stop = stop
         self._running = running
 
     @property
     def stopping(self) -> bool:
         """True once the runner has begun to stop."""
-        return self._stopping.is_set()
+        return self._stop.is_set()
 
     @property
     def cancelled(self) -> bool:
@@ -85,12 +83,8 @@ class JobContext(Generic[R]):
 
     def sleep(self, seconds: float) -> bool:
         """Blocks for seconds, or less if the runner stops; returns whether it is stopping."""
-        return self._stopping.wait(seconds)
+        return self._stop.block(seconds)
 
     async def asleep(self, seconds: float) -> bool:
         """Waits for seconds, or less if the runner stops; returns whether it is stopping."""
-        try:
-            await asyncio.wait_for(self._astopping.wait(), seconds)
-        except TimeoutError:
-            return False
-        return True
+        return await self._stop.wait(seconds)

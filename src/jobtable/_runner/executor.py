@@ -11,12 +11,9 @@ import asyncio
 import contextvars
 import datetime
 import functools
-import logging
-import threading
 import time
 from typing import Any, Generic, TypeVar, cast
 
-from jobtable._backoff import Backoff
 from jobtable._codec import Codec, ResultTooLarge
 from jobtable._engines.base import ClaimedRow
 from jobtable._errors import Failure, NotRunning, ResultError, Retry, StoreError
@@ -27,7 +24,7 @@ from jobtable._runner.daemon_pool import DaemonPool
 from jobtable._runner.handler import AsyncHandler, Handler, Handlers, SyncHandler
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Finish, Publish
-from jobtable._store import Store
+from jobtable._runner.shared import Shared
 from jobtable._telemetry import run_trace
 from jobtable._values import storable, timestamp
 
@@ -131,25 +128,14 @@ class Executor:
     max_result_bytes is refused.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        handlers: Handlers,
-        logger: logging.Logger,
-        stopping: threading.Event,
-        astopping: asyncio.Event,
-        lease: float,
-        backoff: Backoff,
-        max_result_bytes: int,
-    ) -> None:
-        self._store = store
+    def __init__(self, shared: Shared, handlers: Handlers) -> None:
+        self._store = shared.store
         self._handlers = handlers
-        self._logger = logger
-        self._lease = lease
-        self._backoff = backoff
-        self._stopping = stopping
-        self._astopping = astopping
-        self._max_result_bytes = max_result_bytes
+        self._logger = shared.logger
+        self._lease = shared.settings.lease
+        self._backoff = shared.settings.retry_backoff
+        self._stop = shared.stop
+        self._max_result_bytes = shared.settings.max_result_bytes
         self._threads: DaemonPool | None = None
         self._attempts: dict[str, _Attempt[Any]] = {}
         # Set once the runner gives up on the handlers still running (the
@@ -212,7 +198,8 @@ class Executor:
             trace.ended(None if outcome is None else outcome.outcome)
         return outcome
 
-    async def _attempt(self, job: ClaimedRow) -> Finish | None:
+    def _unrunnable(self, job: ClaimedRow) -> Finish | None:
+        """The outcome of a job no handler can run (its row unreadable, or no handler), or None."""
         # Text that is all ASCII holds no undecodable byte: the check is for the rest.
         if not (job.payload.isascii() and job.kind.isascii()):
             undecodable = _undecodable_text(job)
@@ -222,10 +209,29 @@ class Executor:
                     "job row cannot be read: %s", undecodable
                 )
                 return Finish.failed(job, MESSAGE_INTERNAL)
-        handler = self._handlers.get(job.kind)
-        if handler is None:
+        if self._handlers.get(job.kind) is None:
             JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
             return self._failed(job, f"no handler for job kind {job.kind}", DEFAULT_RETRY)
+        return None
+
+    def _succeeded(self, job: ClaimedRow, codec: "Codec[Any, R]", result: R) -> Finish:
+        """The outcome of a handler that returned result: stored, or failed when it cannot be."""
+        try:
+            encoded = codec.encode_result(result, self._max_result_bytes)
+        except ResultTooLarge as err:
+            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
+            return Finish.failed(job, str(err))
+        except ResultError as err:
+            # The cause may quote the value: logged, never stored.
+            JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
+            return Finish.failed(job, MESSAGE_INTERNAL)
+        return Finish.succeeded(job, encoded)
+
+    async def _attempt(self, job: ClaimedRow) -> Finish | None:
+        unrunnable = self._unrunnable(job)
+        handler = self._handlers.get(job.kind)
+        if unrunnable is not None or handler is None:
+            return unrunnable
         task = asyncio.current_task()
         assert task is not None
         running = _Attempt(self, job, handler.codec, task)
@@ -266,16 +272,7 @@ class Executor:
             return self._raised(job, err, handler.retry)
         except Exception as err:
             return self._raised(job, err, handler.retry)
-        try:
-            encoded = handler.codec.encode_result(result, self._max_result_bytes)
-        except ResultTooLarge as err:
-            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
-            return Finish.failed(job, str(err))
-        except ResultError as err:
-            # The cause may quote the value: logged, never stored.
-            JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
-            return Finish.failed(job, MESSAGE_INTERNAL)
-        return Finish.succeeded(job, encoded)
+        return self._succeeded(job, handler.codec, result)
 
     def _failed(self, job: ClaimedRow, error: str, retry: RetryPolicy) -> Finish:
         """The attempt failed with error: retried after retry's wait while attempts remain."""
@@ -307,7 +304,7 @@ class Executor:
         (final), or MESSAGE_INTERNAL with err logged, never stored.
         """
         logger = JobLogger(self._logger, job.id, job.kind)
-        if self._stopping.is_set():
+        if self._stop.is_set():
             logger.warning(
                 "job interrupted by shutdown; it is interrupted at the next start", exc_info=err
             )
@@ -326,8 +323,7 @@ class Executor:
             id=job.id,
             kind=job.kind,
             attempt=job.attempt,
-            stopping=self._stopping,
-            astopping=self._astopping,
+            stop=self._stop,
             running=running,
         )
         if handler.is_async:
@@ -358,7 +354,7 @@ class Executor:
             except StoreError as err:
                 if (
                     not err.transient
-                    or self._stopping.is_set()
+                    or self._stop.is_set()
                     or time.monotonic() + delay > give_up_at
                 ):
                     raise

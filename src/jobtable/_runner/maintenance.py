@@ -1,16 +1,11 @@
 """Maintenance: the runner's registration and heartbeat, crash recovery and retention."""
 
-import asyncio
-import contextlib
 import datetime
-import logging
-import threading
 import time
 from collections.abc import Callable
 
-from jobtable._runner.contact import StoreContact
 from jobtable._runner.operations import Maintain, StartRunner
-from jobtable._store import Store
+from jobtable._runner.shared import Shared
 
 
 class Maintenance:
@@ -26,28 +21,15 @@ class Maintenance:
     contact how each of its own writes went.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        runner: str,
-        logger: logging.Logger,
-        *,
-        lease: float,
-        retention: datetime.timedelta | None,
-        held: Callable[[], frozenset[str]],
-        contact: StoreContact,
-        stopping: threading.Event,
-        astopping: asyncio.Event,
-    ) -> None:
-        self._store = store
-        self._runner = runner
-        self._logger = logger
-        self._lease = lease
-        self._retention = retention
+    def __init__(self, shared: Shared, *, held: Callable[[], frozenset[str]]) -> None:
+        self._store = shared.store
+        self._runner = shared.name
+        self._logger = shared.logger
+        self._lease = shared.settings.lease
+        self._retention = shared.settings.retention
         self._held = held
-        self._contact = contact
-        self._stopping = stopping
-        self._astopping = astopping
+        self._contact = shared.contact
+        self._stop = shared.stop
 
     async def begin(self) -> None:
         """Registers the runner and fails the jobs it and dead runners left running."""
@@ -75,10 +57,8 @@ class Maintenance:
     async def run(self) -> None:
         """Renews the lease, fails dead runners' jobs and prunes old ones, until stop."""
         interval = self._lease / 3
-        while not self._stopping.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._astopping.wait(), interval)
-            if self._stopping.is_set():
+        while not self._stop.is_set():
+            if await self._stop.wait(interval):
                 return
             try:
                 await self._round()

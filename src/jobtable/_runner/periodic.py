@@ -5,20 +5,17 @@ holding the tick's time makes the database keep one job per tick, however
 many runners on however many machines declare it: no runner leads.
 """
 
-import asyncio
-import contextlib
 import dataclasses
 import datetime
 import hashlib
 import json
-import logging
 from collections.abc import Collection
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from jobtable._errors import RunnerError
 from jobtable._kind import Kind
-from jobtable._store import Store
+from jobtable._runner.shared import Shared
 from jobtable._unique import ALL_STATUSES, EnqueueResult, Unique
 from jobtable._values import timestamp
 
@@ -137,17 +134,11 @@ def _ticks(where: str, cron: str | None, every: object, timezone: str) -> _Every
 class PeriodicScheduler:
     """The runner's service that enqueues the jobs of its declared schedules at their ticks."""
 
-    def __init__(
-        self,
-        store: Store,
-        logger: logging.Logger,
-        retention: datetime.timedelta | None,
-        stopping: asyncio.Event,
-    ) -> None:
-        self._store = store
-        self._logger = logger
-        self._retention = retention
-        self._stopping = stopping
+    def __init__(self, shared: Shared) -> None:
+        self._store = shared.store
+        self._logger = shared.logger
+        self._retention = shared.settings.retention
+        self._stop = shared.stop
         self._schedules: dict[str, _Schedule] = {}
         self._started = False
 
@@ -275,7 +266,7 @@ class PeriodicScheduler:
 
     async def run(self) -> None:
         """Enqueues each due tick until the runner stops; begin must have been called."""
-        while self._schedules and not self._stopping.is_set():
+        while self._schedules and not self._stop.is_set():
             await self.enqueue_due()
             now = self._store.clock()
             upcoming = self.next_tick()
@@ -285,5 +276,4 @@ class PeriodicScheduler:
                 delay = _RETRY_AFTER  # an enqueue failed: try it again soon
             else:
                 delay = (upcoming - now).total_seconds()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), min(max(delay, 0.0), _MAX_SLEEP))
+            await self._stop.wait(min(max(delay, 0.0), _MAX_SLEEP))

@@ -4,16 +4,12 @@ import asyncio
 import collections
 import contextlib
 import datetime
-import logging
-import threading
 from collections.abc import Sequence
 
-from jobtable._backoff import Backoff
 from jobtable._engines.base import ClaimedRow
 from jobtable._runner.completer import Completer
-from jobtable._runner.contact import StoreContact
 from jobtable._runner.operations import Finish, FinishAndClaim, NextRunAt, StageJobs
-from jobtable._store import Store
+from jobtable._runner.shared import Shared
 from jobtable._values import timestamp
 
 _SOONEST = 0.005
@@ -60,31 +56,17 @@ class Producer:
     workers waiting get None.
     """
 
-    def __init__(
-        self,
-        store: Store,
-        runner: str,
-        logger: logging.Logger,
-        completer: Completer,
-        contact: StoreContact,
-        *,
-        queue: str,
-        poll_interval: float,
-        backoff: Backoff,
-        stopping: threading.Event,
-        astopping: asyncio.Event,
-    ) -> None:
-        self._store = store
-        self._runner = runner
+    def __init__(self, shared: Shared, completer: Completer, *, queue: str) -> None:
+        self._store = shared.store
+        self._runner = shared.name
         self.queue = queue
         """The name of the queue whose jobs it claims."""
-        self._logger = logger
+        self._logger = shared.logger
         self._completer = completer
-        self._contact = contact
-        self._poll_interval = poll_interval
-        self._backoff = backoff
-        self._stopping = stopping
-        self._astopping = astopping
+        self._contact = shared.contact
+        self._poll_interval = shared.settings.poll_interval
+        self._backoff = shared.settings.retry_backoff
+        self._stop = shared.stop
         # An enqueue or a commit was seen since the claim under way began
         # (poke, from any thread); the claimer reads it before it waits.
         self._poked = False
@@ -142,7 +124,7 @@ class Producer:
         otherwise at once.
         """
         self._free += 1
-        if self._unhanded or self._stopping.is_set():
+        if self._unhanded or self._stop.is_set():
             if outcome is not None:
                 self._completer.add(outcome, claim_follows=False)
             if not self._unhanded:
@@ -195,7 +177,7 @@ class Producer:
             if idle_first:
                 await self._idle()
             backoff = self._backoff.first
-            while not self._stopping.is_set():
+            while not self._stop.is_set():
                 self._poked = False
                 self._wake.clear()
                 wanted = self._free
@@ -212,7 +194,7 @@ class Producer:
                     self._logger.exception(
                         "claim jobs; retrying", extra={"runner": self._runner, "backoff": backoff}
                     )
-                    await self._wait(self._astopping, backoff)
+                    await self._stop.wait(backoff)
                     backoff = self._backoff.after(backoff)
                     continue
                 if not jobs:

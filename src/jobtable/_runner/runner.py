@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar, overload
 
@@ -30,6 +29,7 @@ from jobtable._runner.operations import DeleteRunner
 from jobtable._runner.periodic import PeriodicScheduler
 from jobtable._runner.producer import Producer
 from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
+from jobtable._runner.shared import Settings, Shared, Stop
 from jobtable._runner.signals import handling_signals
 from jobtable._runner.worker import start_queue
 from jobtable._store import Store
@@ -77,7 +77,7 @@ class Runner:
     ) -> None:
         self.queues = check_queues(workers, queues)
         """How many workers each queue the runner consumes has, by queue name."""
-        check_settings(
+        settings = check_settings(
             store=store,
             logger=logger,
             poll_interval=poll_interval,
@@ -123,61 +123,29 @@ class Runner:
         self.give_up_after = give_up_after
         """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
         self._handlers = Handlers()
-        self._stopping = threading.Event()
-        # asyncio's events and queues bind to the first loop that waits: start's or run_next's.
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._astopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
-        stop = (self._stopping, self._astopping)
-        self._executor = Executor(
-            store, self._handlers, self.logger, *stop, lease, retry_backoff, max_result_bytes
-        )
-        contact = StoreContact.of_runner(lease)
-        self._completer = Completer(
-            store, self.name, self.logger, self._stopping, retry_backoff, give_up_after, contact
-        )
-        self._producers = [
-            Producer(
-                store,
-                self.name,
-                self.logger,
-                self._completer,
-                contact,
-                queue=queue,
-                poll_interval=poll_interval,
-                backoff=retry_backoff,
-                stopping=self._stopping,
-                astopping=self._astopping,
-            )
-            for queue in self.queues
-        ]
-        self._cancel_watch = CancelWatch(
-            store,
-            self.name,
-            self.logger,
-            interval=cancel_check,
-            busy=self._executor.busy,
-            cancel=self._executor.cancel,
-            stopping=self._stopping,
-        )
-        self._maintenance = Maintenance(
-            store,
-            self.name,
-            self.logger,
-            lease=lease,
-            retention=retention,
-            held=self._completer.held,
-            contact=contact,
-            stopping=self._stopping,
-            astopping=self._astopping,
-        )
-        self._periodic = PeriodicScheduler(store, self.logger, retention, self._astopping)
+        self._build_services(settings)
         self.periodic = self._periodic.add  # see PeriodicScheduler.add
         self._unwatch: Callable[[], None] | None = None
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
         self._stopped = False
+
+    def _build_services(self, settings: Settings) -> None:
+        """Makes the runner's services, which share its store, name, logger, settings and stop."""
+        contact = StoreContact.of_runner(settings.lease)
+        shared = Shared(self.store, self.name, self.logger, settings, Stop(), contact)
+        self._stop = shared.stop
+        self._executor = Executor(shared, self._handlers)
+        self._completer = Completer(shared)
+        self._producers = [Producer(shared, self._completer, queue=q) for q in self.queues]
+        self._cancel_watch = CancelWatch(
+            shared, busy=self._executor.busy, cancel=self._executor.cancel
+        )
+        self._maintenance = Maintenance(shared, held=self._completer.held)
+        self._periodic = PeriodicScheduler(shared)
 
     def __repr__(self) -> str:
         return f"Runner(name={self.name!r}, queues={self.queues}, kinds={list(self.kinds)})"
@@ -266,7 +234,7 @@ class Runner:
         stop; wait waits for them. A second start, and a start after stop
         (even a stop before any start), raise RunnerError.
         """
-        if self._stopping.is_set():
+        if self._stop.is_set():
             raise RunnerError(
                 "start: the runner was stopped; a stopped runner never starts again, "
                 "make a new Runner"
@@ -280,8 +248,8 @@ class Runner:
             raise
         loop = asyncio.get_running_loop()
         self._loop = loop
-        if self._stopping.is_set():
-            self._astopping.set()
+        if self._stop.is_set():
+            self._stop.reach_loop()
         self._executor.start(self.workers, f"jobtable-{self.name}")
         self._tasks = []
         for producer in self._producers:
@@ -292,7 +260,7 @@ class Runner:
                 self._completer,
                 producer,
                 self._running,
-                self._stopping,
+                self._stop,
             )
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
         self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
@@ -309,7 +277,7 @@ class Runner:
         ones left are cancelled and their jobs stay running, so the next start
         fails them as interrupted. It does not wait: wait does.
         """
-        self._stopping.set()
+        self._stop.begin()
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -319,10 +287,10 @@ class Runner:
     @property
     def stopping(self) -> bool:
         """True once stop was called."""
-        return self._stopping.is_set()
+        return self._stop.is_set()
 
     def _begin_stop(self) -> None:
-        self._astopping.set()
+        self._stop.reach_loop()
         self._cancel_watch.poke()
         for producer in self._producers:
             producer.stop()
@@ -364,7 +332,7 @@ class Runner:
 
     async def _run_until_signal(self) -> None:
         def on_signal() -> None:
-            if self._stopping.is_set():
+            if self._stop.is_set():
                 self._cancel_running()
             self.stop()
 
@@ -383,8 +351,8 @@ class Runner:
         workers, and returns once the outcome is stored; tests use it to run
         jobs one at a time, deterministically, without starting the runner.
         """
-        if self._stopping.is_set():
-            self._astopping.set()
+        if self._stop.is_set():
+            self._stop.reach_loop()
         for producer in self._producers:
             await producer.stage(self.store.clock())
             jobs = await producer.claim(1)

@@ -10,6 +10,7 @@ import os
 import socket
 
 from jobtable._backoff import Backoff
+from jobtable._runner.shared import Settings
 from jobtable._store import Store
 from jobtable._values import unstorable
 
@@ -49,12 +50,15 @@ def check_settings(
     cancel_check: float,
     grace_period: float,
     retention: datetime.timedelta | None,
-    max_payload_bytes: object,
-    max_result_bytes: object,
-    retry_backoff: object,
-    give_up_after: object,
-) -> None:
-    """Raises TypeError or ValueError, naming the setting, for the first bad one."""
+    max_payload_bytes: int,
+    max_result_bytes: int,
+    retry_backoff: Backoff,
+    give_up_after: int,
+) -> Settings:
+    """Returns the settings the runner's services share; raises naming the first bad one.
+
+    Each bad setting is a TypeError or ValueError naming it.
+    """
     if not isinstance(store, Store):
         raise TypeError(f"jobtable: Runner needs a Store, got {type(store).__name__}")
     if logger is not None and not isinstance(logger, logging.Logger):
@@ -82,6 +86,16 @@ def check_settings(
         raise TypeError(f"jobtable: retry_backoff must be a Backoff, got {retry_backoff!r}")
     if isinstance(give_up_after, bool) or not isinstance(give_up_after, int) or give_up_after < 1:
         raise ValueError(f"jobtable: give_up_after must be at least 1, got {give_up_after!r}")
+    return Settings(
+        poll_interval=poll_interval,
+        lease=lease,
+        grace_period=grace_period,
+        retention=retention,
+        max_result_bytes=max_result_bytes,
+        retry_backoff=retry_backoff,
+        give_up_after=give_up_after,
+        cancel_check=cancel_check,
+    )
 
 
 def runner_name(name: object) -> str:

@@ -1,11 +1,11 @@
 """A worker: takes the jobs its queue's producer claims and runs them one at a time."""
 
 import asyncio
-import threading
 
 from jobtable._runner.completer import Completer
 from jobtable._runner.executor import Executor
 from jobtable._runner.producer import Producer
+from jobtable._runner.shared import Stop
 
 
 async def work(
@@ -13,7 +13,7 @@ async def work(
     completer: Completer,
     producer: Producer,
     running: set["asyncio.Task[None]"],
-    stopping: threading.Event,
+    stop: Stop,
 ) -> None:
     """Runs the jobs producer hands it, one at a time, until it hands None.
 
@@ -30,7 +30,7 @@ async def work(
         try:
             outcome = await executor.run(job, producer.queue)
         except asyncio.CancelledError:
-            if not stopping.is_set():
+            if not stop.is_set():
                 raise
             # The grace period ran out: the job stays running and is
             # interrupted at the next start.
@@ -49,14 +49,14 @@ def start_queue(
     completer: Completer,
     producer: Producer,
     running: set["asyncio.Task[None]"],
-    stopping: threading.Event,
+    stop: Stop,
 ) -> list["asyncio.Task[None]"]:
     """Starts the slots workers of producer's queue on loop; returns their tasks."""
     producer.start(slots)
     queue = producer.queue
     return [
         loop.create_task(
-            work(executor, completer, producer, running, stopping),
+            work(executor, completer, producer, running, stop),
             name=f"jobtable-worker-{queue}-{i}",
         )
         for i in range(slots)
