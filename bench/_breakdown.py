@@ -32,7 +32,7 @@ from typing import Any
 
 from bench import _db
 from bench._jobs import Ping, make_runner
-from jobtable._engines.base import NewJob
+from jobtable._engines.rows import NewJob
 from jobtable._operations import create_jobs
 from jobtable.db.postgres import jobs as pg_sql
 from jobtable.db.sqlite import jobs as sqlite_sql

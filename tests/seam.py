@@ -10,7 +10,8 @@ made here once.
 from collections.abc import Callable, Sequence
 
 import jobtable
-from jobtable._engines.base import ClaimedRow, Engine, JobRow, NewJob, Queries
+from jobtable._engines.base import Engine, Queries
+from jobtable._engines.rows import ClaimedRow, JobRow, NewJob
 from jobtable._values import new_id, now, timestamp
 
 __all__ = [

@@ -21,7 +21,8 @@ from typing import TypeVar
 import pytest
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
-from jobtable._engines.base import Engine, NewJob, Queries
+from jobtable._engines.base import Engine, Queries
+from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
 
 T = TypeVar("T")

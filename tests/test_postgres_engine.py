@@ -20,9 +20,10 @@ import pytest
 from psycopg import sql
 from seam import claim, claim_rows, enqueue, now
 
-from jobtable._engines.base import Engine, NewJob, Queries, Statement
+from jobtable._engines.base import Engine, Queries, Statement
 from jobtable._engines.postgres.engine import PostgresEngine
 from jobtable._engines.postgres.pool import Pool
+from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
 from jobtable._operations import create_jobs
 

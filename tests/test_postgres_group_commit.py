@@ -21,8 +21,9 @@ import pytest
 from interrupting import interrupt_queued_write
 from seam import claim, enqueue, exists, now
 
-from jobtable._engines.base import JobInserts, NewJob, Queries
+from jobtable._engines.base import JobInserts, Queries
 from jobtable._engines.postgres.engine import PostgresEngine
+from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
 from jobtable._operations import CreateJob, CreateJobs, create_jobs
 from jobtable._unique import EnqueueResult, create_unique_jobs

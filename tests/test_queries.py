@@ -7,7 +7,8 @@ the PostgreSQL server) and reads what it wrote back through GetJob.
 from seam import engine_of, now
 
 import jobtable
-from jobtable._engines.base import JobRow, NewJob, Outcome, Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import JobRow, NewJob, Outcome
 
 
 def enqueue(store: jobtable.Store, *ids: str) -> None:

@@ -38,7 +38,8 @@ from hypothesis.stateful import (
 from seam import engine_of, timestamp
 
 import jobtable
-from jobtable._engines.base import Engine, NewJob, Outcome, Queries
+from jobtable._engines.base import Engine, Queries
+from jobtable._engines.rows import NewJob, Outcome
 from jobtable._errors import StoreError
 from jobtable._unique import create_unique_jobs
 

@@ -19,7 +19,8 @@ from typing import Any, ParamSpec
 import pytest
 from seam import create, exists, now
 
-from jobtable._engines.base import NewJob, Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import NewJob
 from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._errors import StoreError
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import jobtable
-from jobtable._engines.base import NewJob, Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import NewJob
 from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._engines.sqlite.watch import WalWatcher
 from jobtable._values import now

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import example, given
 
 import jobtable
-from jobtable._engines.base import JobRow, NewJob, Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import JobRow, NewJob
 from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._errors import StoreError
 from jobtable._store import Store

@@ -8,7 +8,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, JsonValue
 from typing_extensions import TypeVar
 
-from jobtable._engines.base import JobRow, RecordRow
+from jobtable._engines.rows import JobRow, RecordRow
 
 ResultT = TypeVar("ResultT", default=JsonValue)
 

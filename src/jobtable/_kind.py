@@ -13,7 +13,8 @@ from typing import Any, Generic, NamedTuple, TypeVar, overload
 from typing_extensions import Unpack
 
 from jobtable._codec import Codec
-from jobtable._engines.base import JobRow, NewJob, Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import JobRow, NewJob
 from jobtable._errors import JobNotFound
 from jobtable._job import Job, Status
 from jobtable._operations import GetJob, create_jobs

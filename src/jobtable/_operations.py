@@ -11,16 +11,8 @@ runner's own operations (claims, outcomes, heartbeats) are in
 import dataclasses
 from collections.abc import Sequence
 
-from jobtable._engines.base import (
-    CountRow,
-    Insert,
-    JobInserts,
-    JobRow,
-    NewJob,
-    Queries,
-    RecordRow,
-    Statement,
-)
+from jobtable._engines.base import Insert, JobInserts, Queries, Statement
+from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
 from jobtable._errors import JobNotFound
 from jobtable._job import CancelResult
 from jobtable._values import unstorable

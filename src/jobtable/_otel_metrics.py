@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 
 from opentelemetry import metrics
 
-from jobtable._engines.base import BacklogRow, Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import BacklogRow
 from jobtable._errors import StoreError
 from jobtable._store import Store
 from jobtable._values import timestamp

@@ -11,7 +11,8 @@ from typing import Self, TypedDict
 
 from typing_extensions import Unpack
 
-from jobtable._engines.base import CountRow, Engine
+from jobtable._engines.base import Engine
+from jobtable._engines.rows import CountRow
 from jobtable._engines.target import URL_SCHEME, open_engine
 from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
 from jobtable._operations import CancelJob, GetJob, GetJobRecord, ListJobs, count_jobs

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
 if TYPE_CHECKING:
-    from jobtable._engines.base import ClaimedRow, NewJob, Outcome
+    from jobtable._engines.rows import ClaimedRow, NewJob, Outcome
     from jobtable._store import Store
 
 

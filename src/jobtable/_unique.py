@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
-from jobtable._engines.base import NewJob, Queries, Statement
+from jobtable._engines.base import Queries, Statement
+from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
 from jobtable._job import Status
 from jobtable._values import new_id, timestamp, unstorable

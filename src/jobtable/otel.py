@@ -28,7 +28,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from opentelemetry.util.types import AttributeValue
 
 from jobtable import _otel_metrics
-from jobtable._engines.base import ClaimedRow, NewJob, Outcome
+from jobtable._engines.rows import ClaimedRow, NewJob, Outcome
 from jobtable._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, MESSAGE_TIMED_OUT
 from jobtable._store import Store
 from jobtable._telemetry import observe

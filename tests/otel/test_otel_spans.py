@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 import jobtable
 import jobtable.otel
-from jobtable._engines.base import NewJob
+from jobtable._engines.rows import NewJob
 from otel.conftest import Telemetry
 
 

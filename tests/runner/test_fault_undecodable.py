@@ -21,7 +21,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 import jobtable
-from jobtable._engines.base import NewJob, Queries
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import NewJob
 from jobtable._values import now
 from jobtable.db.sqlite.jobs import CLAIM_NEXT_JOB
 

@@ -48,7 +48,7 @@ from pydantic import BaseModel
 from seam import engine_of, now
 
 import jobtable
-from jobtable._engines.base import NewJob
+from jobtable._engines.rows import NewJob
 
 Outcome = Literal["succeed", "failure", "error", "crash"]
 RUNNER_NAME = "machine"

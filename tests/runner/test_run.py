@@ -18,7 +18,8 @@ import pytest
 from pydantic import BaseModel
 
 import jobtable
-from jobtable._engines.base import Engine, NewJob, Queries
+from jobtable._engines.base import Engine, Queries
+from jobtable._engines.rows import NewJob
 from jobtable._values import new_id, now
 
 WaitUntil = Callable[..., Awaitable[None]]

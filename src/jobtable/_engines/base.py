@@ -15,164 +15,21 @@ the jobs that just finished and claims jobs for the workers they freed.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-# RunnerRow is shared with the operators' queries; the seam's users import it from here.
-from jobtable._engines.operator_queries import OperatorQueries
-from jobtable._engines.operator_queries import RunnerRow as RunnerRow
+from jobtable._engines.operator_queries import OperatorQueries, RunnerRow
+from jobtable._engines.rows import (
+    BacklogRow,
+    ClaimedRow,
+    CountRow,
+    HeldRow,
+    JobRow,
+    NewJob,
+    Outcome,
+    RecordRow,
+)
 
 T = TypeVar("T")
-
-
-class ClaimedRow(Protocol):
-    """A job a claim marked running: what a worker needs to run it."""
-
-    @property
-    def seq(self) -> int: ...
-    @property
-    def id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def payload(self) -> str: ...
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def timeout(self) -> float | None: ...
-    @property
-    def priority(self) -> int: ...
-    @property
-    def traceparent(self) -> str | None:
-        """The W3C trace context recorded at enqueue, or None."""
-        ...
-
-
-class NewJob(NamedTuple):
-    """A job to store: its id, encoded payload, run_at as UTC text, and options.
-
-    traceparent is the W3C trace context to record with it (None: none).
-    unique_key and unique_statuses (a bitmask) make it unique among its
-    kind's jobs (None: not unique); see ``jobtable.Unique``.
-    """
-
-    id: str
-    payload: str
-    run_at: str
-    queue: str = "default"
-    priority: int = 0
-    max_attempts: int = 1
-    timeout: float | None = None
-    traceparent: str | None = None
-    unique_key: str | None = None
-    unique_statuses: int | None = None
-
-
-class Outcome(NamedTuple):
-    """How one attempt ends, as ``finish_and_claim_jobs`` stores it.
-
-    state is the status the job moves to: ``succeeded`` (with result),
-    ``failed`` (with error), ``queued`` (from run_at on; with error for a
-    failed attempt, without for a retry the handler asked for) or
-    ``cancelled``.
-    """
-
-    id: str
-    attempt: int
-    state: str
-    result: str | None
-    error: str | None
-    run_at: str | None
-
-
-class JobRow(Protocol):
-    """A job as GetJob reads it; result is JSON text, error is set only when failed."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def result(self) -> str | None: ...
-    @property
-    def error(self) -> str | None: ...
-
-
-class RecordRow(Protocol):
-    """A job's whole row, as GetJobRecord and ListJobs read it, times as UTC text."""
-
-    @property
-    def seq(self) -> int: ...
-    @property
-    def id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def queue(self) -> str: ...
-    @property
-    def priority(self) -> int: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def payload(self) -> str: ...
-    @property
-    def result(self) -> str | None: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def errors(self) -> str: ...
-    @property
-    def runner(self) -> str | None: ...
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def timeout(self) -> float | None: ...
-    @property
-    def cancel_requested(self) -> int: ...
-    @property
-    def run_at(self) -> str: ...
-    @property
-    def created_at(self) -> str: ...
-    @property
-    def started_at(self) -> str | None: ...
-    @property
-    def finished_at(self) -> str | None: ...
-
-
-class CountRow(Protocol):
-    """How many jobs of one queue have one status."""
-
-    @property
-    def queue(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def jobs(self) -> int: ...
-
-
-class BacklogRow(Protocol):
-    """How many jobs wait in one queue, and the earliest run_at among them (UTC text)."""
-
-    @property
-    def queue(self) -> str: ...
-    @property
-    def jobs(self) -> int: ...
-    @property
-    def oldest_run_at(self) -> str: ...
-
-
-class HeldRow(Protocol):
-    """A running job's id and the attempt of the claim that holds it."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def attempt(self) -> int: ...
 
 
 class Queries(OperatorQueries, Protocol):

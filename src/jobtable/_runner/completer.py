@@ -8,7 +8,7 @@ the outcomes of the other workers that finished meanwhile (group commit).
 import asyncio
 from collections.abc import Sequence
 
-from jobtable._engines.base import ClaimedRow
+from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import StoreError
 from jobtable._job import MESSAGE_INTERNAL
 from jobtable._runner.job_logger import JobLogger

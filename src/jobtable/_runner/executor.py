@@ -15,7 +15,7 @@ import time
 from typing import Any, Generic, TypeVar, cast
 
 from jobtable._codec import Codec, ResultTooLarge
-from jobtable._engines.base import ClaimedRow
+from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import Failure, NotRunning, ResultError, Retry, StoreError
 from jobtable._job import MESSAGE_INTERNAL, MESSAGE_TIMED_OUT
 from jobtable._options import DEFAULT_RETRY, RetryPolicy

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from jobtable._engines.base import ClaimedRow, Outcome, Queries, Statement
+from jobtable._engines.base import Queries, Statement
+from jobtable._engines.rows import ClaimedRow, Outcome
 from jobtable._errors import NotRunning
 from jobtable._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED
 from jobtable._runner.contact import StoreContact

@@ -6,7 +6,7 @@ import contextlib
 import datetime
 from collections.abc import Sequence
 
-from jobtable._engines.base import ClaimedRow
+from jobtable._engines.rows import ClaimedRow
 from jobtable._runner.completer import Completer
 from jobtable._runner.operations import Finish, FinishAndClaim, NextRunAt, StageJobs
 from jobtable._runner.shared import Shared

@@ -5,14 +5,17 @@ jobs through it, and group commit (``batch``) the jobs of
 concurrent enqueues.
 """
 
+import datetime
 from collections.abc import Sequence
+from typing import TypedDict, cast
 
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.base import NewJob
 from jobtable._engines.postgres.operator_queries import pg_time as _time
+from jobtable._engines.rows import JobFields, NewJob
 from jobtable.db.postgres import jobs
+from jobtable.db.postgres.models import JSONValue
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -22,6 +25,37 @@ def _zoned(text: str) -> str:
     if not text.endswith("Z"):
         _time(text)
     return text
+
+
+class TimedFields(TypedDict):
+    """JobFields with its times as the datetimes psycopg binds to timestamptz."""
+
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    payload: str
+    max_attempts: int
+    timeout: float | None
+    run_at: datetime.datetime
+    now: datetime.datetime
+    traceparent: str | None
+
+
+def timed(fields: JobFields) -> TimedFields:
+    """fields with run_at and now as datetimes: the parameters of CreateJob and CreateUniqueJob."""
+    return TimedFields(
+        id=fields["id"],
+        kind=fields["kind"],
+        queue=fields["queue"],
+        priority=fields["priority"],
+        payload=fields["payload"],
+        max_attempts=fields["max_attempts"],
+        timeout=fields["timeout"],
+        run_at=_time(fields["run_at"]),
+        now=_time(fields["now"]),
+        traceparent=fields["traceparent"],
+    )
 
 
 class JobRows:
@@ -73,33 +107,9 @@ class JobRows:
         q = jobs.Querier(conn)
         if len(rows) == 1:
             [(kind, job, moment)] = rows
-            q.create_job(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=_time(job.run_at),
-                now=_time(moment),
-                traceparent=job.traceparent,
-            )
+            q.create_job(**timed(job.fields(kind, moment)))
         elif rows:
-            q.create_jobs(
-                jobs=[
-                    {
-                        "id": job.id,
-                        "kind": kind,
-                        "queue": job.queue,
-                        "priority": job.priority,
-                        "payload": job.payload,
-                        "max_attempts": job.max_attempts,
-                        "timeout": job.timeout,
-                        "run_at": job.run_at,
-                        "now": moment,
-                        "traceparent": job.traceparent,
-                    }
-                    for kind, job, moment in rows
-                ]
-            )
+            # The JSON array of CreateJobs carries the times as text, zoned (see
+            # _zoned); every field of JobFields is a str, an int, a float or None.
+            fields = [job.fields(kind, moment) for kind, job, moment in rows]
+            q.create_jobs(jobs=cast("JSONValue", fields))

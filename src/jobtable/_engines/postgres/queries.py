@@ -13,7 +13,13 @@ from collections.abc import Sequence
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.base import (
+from jobtable._engines.base import Queries
+from jobtable._engines.listing import list_page
+from jobtable._engines.operator_queries import RunnerRow
+from jobtable._engines.postgres.job_rows import JobRows, timed
+from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
+from jobtable._engines.postgres.operator_queries import pg_time as _time
+from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
     CountRow,
@@ -21,14 +27,8 @@ from jobtable._engines.base import (
     JobRow,
     NewJob,
     Outcome,
-    Queries,
     RecordRow,
-    RunnerRow,
 )
-from jobtable._engines.listing import list_page
-from jobtable._engines.postgres.job_rows import JobRows
-from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
-from jobtable._engines.postgres.operator_queries import pg_time as _time
 from jobtable._values import timestamp
 from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
@@ -143,16 +143,7 @@ class _Queries(PostgresOperatorQueries):
     def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
         params = [
             CreateUniqueJobsParams(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=_time(job.run_at),
-                now=_time(now),
-                traceparent=job.traceparent,
+                **timed(job.fields(kind, now)),
                 unique_key=job.unique_key,
                 unique_statuses=job.unique_statuses,
             )

@@ -9,8 +9,9 @@ import datetime
 import sqlite3
 from collections.abc import Sequence
 
-from jobtable._engines.base import ClaimedRow, NewJob, Outcome, RecordRow, RunnerRow
 from jobtable._engines.listing import list_page
+from jobtable._engines.operator_queries import RunnerRow
+from jobtable._engines.rows import ClaimedRow, NewJob, Outcome, RecordRow
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
@@ -31,49 +32,14 @@ class Queries(Querier, SQLiteOperatorQueries):
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         if len(jobs) == 1:
-            [job] = jobs
-            self.create_job(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=job.run_at,
-                now=now,
-                traceparent=job.traceparent,
-            )
+            self.create_job(**jobs[0].fields(kind, now))
             return
-        self.create_jobs(
-            CreateJobsParams(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=job.run_at,
-                now=now,
-                traceparent=job.traceparent,
-            )
-            for job in jobs
-        )
+        self.create_jobs(CreateJobsParams(**job.fields(kind, now)) for job in jobs)
 
     def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
         return [
             self.create_unique_job(
-                id=job.id,
-                kind=kind,
-                queue=job.queue,
-                priority=job.priority,
-                payload=job.payload,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout,
-                run_at=job.run_at,
-                now=now,
-                traceparent=job.traceparent,
+                **job.fields(kind, now),
                 unique_key=job.unique_key,
                 unique_statuses=job.unique_statuses,
             )
