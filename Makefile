@@ -121,7 +121,7 @@ bench-peers: $(BENCH_STAMP)
 	$(BIN)/python -m bench --peers
 
 # Runs the dashboard's browser tests and keeps their screenshots of the
-# overview and a job page in docs/, which the README shows.
+# overview and a job page in docs/, which the README and the dashboard guide show.
 screenshots: $(STAMP)
 	JOBTABLE_SCREENSHOTS=1 $(BIN)/pytest -q tests/dashboard/test_dashboard_browser.py -k sqlite
 
