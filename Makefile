@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 GENERATED := src/jobtable/db
 
-.PHONY: all check generate generate-check lint format typecheck test test-fast test-django demo bench bench-peers screenshots clean
+.PHONY: all check generate generate-check lint format typecheck test test-fast test-django docs demo bench bench-peers screenshots clean
 
 all: check
 
@@ -88,7 +88,20 @@ test-django: $(DJANGO_STAMP)
 	exit $$status
 endif
 
-check: lint typecheck generate-check test test-django
+# The documentation site: the guides in docs/ and the API reference that
+# mkdocstrings reads from the docstrings, built into site/. --strict turns
+# every warning into a failure: a broken link or anchor, a page missing from
+# the nav, a reference to a name that does not exist.
+DOCS_STAMP := $(VENV)/.installed-docs
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e '.[postgres,dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+check: lint typecheck generate-check test test-django docs
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
@@ -108,12 +121,12 @@ bench-peers: $(BENCH_STAMP)
 	$(BIN)/python -m bench --peers
 
 # Runs the dashboard's browser tests and keeps their screenshots of the
-# overview and a job page in docs/, which the README shows.
+# overview and a job page in docs/, which the README and the dashboard guide show.
 screenshots: $(STAMP)
 	JOBTABLE_SCREENSHOTS=1 $(BIN)/pytest -q tests/dashboard/test_dashboard_browser.py -k sqlite
 
 clean:
-	rm -rf $(VENV) $(DJANGO_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(DJANGO_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis site
 
 # The sdist and the wheel people install, in dist/ (tests/test_packaging.py
 # checks what they hold and installs the wheel into a fresh venv).

@@ -5,8 +5,9 @@ server, then uses the pages as an operator would: it watches the counts
 change without reloading, opens a failed job, cancels a running one,
 retries a failed one, and checks that a POST without the CSRF token is
 refused. The overview and job page screenshots come from these runs: they
-are written to the test's folder, and to docs/ (which the README shows) when
-JOBTABLE_SCREENSHOTS is set, as ``make screenshots`` does.
+are written to the test's folder, and to docs/ (which the README and the
+dashboard guide show) when JOBTABLE_SCREENSHOTS is set, as ``make
+screenshots`` does.
 
 chromium comes from the system (``apt-get install -y chromium``); Playwright
 only drives it (never ``playwright install``).

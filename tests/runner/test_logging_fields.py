@@ -1,19 +1,36 @@
-"""The README's logging set-up shows the job id and kind of every record about a job."""
+"""The telemetry guide's logging set-up shows the job id and kind of every record about a job."""
 
 import io
 import logging
+import re
+
+from doc_blocks import block_holding
 
 import jobtable
 
-README_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s [job_id=%(job_id)s kind=%(kind)s]"
+GUIDE_BLOCK = block_holding("logging.Formatter(")
+"""The guide's set-up (docs/guides/operating/telemetry.md), whose format the test uses."""
 
 
-async def test_the_readme_formatter_prints_the_job_id_and_kind_of_a_failed_job(
+def guide_format() -> str:
+    """The format string the guide's block passes to logging.Formatter."""
+    match = re.search(r'logging\.Formatter\(\s*"([^"]+)"', GUIDE_BLOCK.text)
+    assert match, f"{GUIDE_BLOCK.where}: no format string"
+    return match[1]
+
+
+def test_the_guides_format_names_the_job_id_and_kind_fields() -> None:
+    assert GUIDE_BLOCK.document.name == "telemetry.md"
+    assert "[job_id=%(job_id)s kind=%(kind)s]" in guide_format()
+    assert 'defaults={"job_id": "-", "kind": "-"}' in GUIDE_BLOCK.text
+
+
+async def test_the_guides_formatter_prints_the_job_id_and_kind_of_a_failed_job(
     store: jobtable.Store,
 ) -> None:
     out = io.StringIO()
     handler = logging.StreamHandler(out)
-    handler.setFormatter(logging.Formatter(README_FORMAT, defaults={"job_id": "-", "kind": "-"}))
+    handler.setFormatter(logging.Formatter(guide_format(), defaults={"job_id": "-", "kind": "-"}))
     logger = logging.getLogger("jobtable.test_logging_fields")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

@@ -1,11 +1,13 @@
-"""The README's "Testing your handlers" example as written there, on the plugin's fixtures."""
+"""The testing guide's example as written there (docs/guides/testing.md), on the plugin's fixtures.
+
+It tests the handler of the README's first kind (tasks.py and worker.py).
+"""
 
 import datetime
-import pathlib
-import re
 
 import pydantic
 import pytest
+from doc_blocks import block_holding
 
 import jobtable
 from jobtable.testing import FrozenClock, assert_enqueued, drain
@@ -51,23 +53,16 @@ async def test_thumbnail(jobtable_store: jobtable.Store, jobtable_clock: FrozenC
     assert [record.id for record in await drain(runner)] == [later]
 
 
-def _readme_block(holding: str) -> str:
-    """The README's first python block that holds the text holding, verbatim."""
-    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
-    blocks: list[str] = re.findall(r"```python\n(.*?)```", readme, re.S)
-    return next(b for b in blocks if holding in b)
-
-
-def test_the_readmes_example_passes_as_pasted_into_a_project_of_its_own(
+def test_the_guides_example_passes_as_pasted_into_a_project_of_its_own(
     pytester: pytest.Pytester,
 ) -> None:
-    # A fresh project: no asyncio_mode = "auto", only what the README shows,
+    # A fresh project: no asyncio_mode = "auto", only what the documents show,
     # and the loop scope pytest-asyncio warns about when it is unset.
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(
-        tasks=_readme_block("# tasks.py"),
-        worker=_readme_block("# worker.py"),
-        test_thumbnails=_readme_block("def test_thumbnail("),
+        tasks=block_holding("# tasks.py").text,
+        worker=block_holding("# worker.py").text,
+        test_thumbnails=block_holding("def test_thumbnail(").text,
     )
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
