@@ -251,7 +251,7 @@ class Engine(Protocol):
     def read_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         """Runs op, which only reads, on conn in its transaction, seeing its uncommitted writes.
 
-        conn is checked as enqueue_in checks it, and errors are the same.
+        conn is checked as write_in checks it, and errors are the same.
         jobtable.testing reads a test's transaction with it.
         """
         ...

@@ -8,8 +8,10 @@ when an enqueue commits, and ``listen`` turns those notifications into
 wake-ups on a dedicated connection.
 
 Every statement comes from the generated ``jobtable.db.postgres`` package,
-which nothing else imports: this module adapts it to the ``Queries`` seam and
-translates psycopg's errors to StoreError in one function.
+which nothing outside this engine's package imports: its adapters
+(``queries``, ``job_rows``, ``operator_queries``, ``transaction``) fit it to
+the ``Queries`` seam, and this module translates psycopg's errors to
+StoreError in one function.
 """
 
 import asyncio
