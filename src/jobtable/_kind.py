@@ -7,7 +7,7 @@ code or the runner.
 
 import copy
 import datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -34,6 +34,13 @@ from jobtable._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
 R = TypeVar("R")
+
+
+class _Named(NamedTuple):
+    """The ids and the enqueue time an enqueue's jobs take, given before it runs."""
+
+    ids: Sequence[str]
+    at: datetime.datetime
 
 
 class _Binding(NamedTuple):
@@ -150,6 +157,7 @@ class Kind(Generic[P, R]):
         payloads: Iterable[P],
         overrides: EnqueueOptions,
         traceparent: str | None = None,
+        named: "_Named | None" = None,
     ) -> tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]:
         kind = self._codec.kind
         where = f"{verb} {kind!r}"
@@ -157,12 +165,13 @@ class Kind(Generic[P, R]):
             options, unique, run_at = self._overridden(where, overrides)
         else:
             options, unique, run_at = self.options, self.unique, None
-        moment = binding.store.clock()
+        moment = binding.store.clock() if named is None else named.at
         starts = options.run_at(where, moment, run_at)
         limit = binding.max_payload_bytes
+        made = None if named is None else iter(named.ids)
         jobs = [
             NewJob(
-                new_id(),
+                new_id() if made is None else next(made),
                 self._codec.encode_payload(p, limit),
                 starts,
                 options.queue,
@@ -326,12 +335,24 @@ class Kind(Generic[P, R]):
         return results_of(*await self._aenqueue_many("enqueue_many", binding, payloads, options))
 
     def _enqueue_many(
-        self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
+        self,
+        verb: str,
+        binding: _Binding,
+        payloads: Iterable[P],
+        options: EnqueueOptions,
+        named: "_Named | None" = None,
     ) -> _Stored:
-        """Stores a job per payload; returns the jobs and the write's results (see _Stored)."""
+        """Stores a job per payload; returns the jobs and the write's results (see _Stored).
+
+        Every enqueue goes through here or its async form: the trace, the
+        traceparent stored with the jobs, and the runners' wake-up. named, when
+        given, holds the jobs' ids and their enqueue time (the Django backend
+        names a job before its transaction commits); by default each gets a
+        new id, and the time is the store clock's.
+        """
         conn = options.pop("conn", None)
         with enqueue_trace(binding.store, self._codec.kind) as trace:
-            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent)
+            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent, named)
             if conn is None:
                 results = binding.store.engine.write(op)
                 binding.store._enqueued()
@@ -344,12 +365,17 @@ class Kind(Generic[P, R]):
             return jobs, results
 
     async def _aenqueue_many(
-        self, verb: str, binding: _Binding, payloads: Iterable[P], options: EnqueueOptions
+        self,
+        verb: str,
+        binding: _Binding,
+        payloads: Iterable[P],
+        options: EnqueueOptions,
+        named: "_Named | None" = None,
     ) -> _Stored:
         """The async form of _enqueue_many."""
         conn = options.pop("conn", None)
         with enqueue_trace(binding.store, self._codec.kind) as trace:
-            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent)
+            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent, named)
             if conn is None:
                 results = await binding.store.engine.awrite(op)
                 binding.store._enqueued()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import pydantic
 from django.db import connections, transaction
@@ -17,8 +17,9 @@ from django.utils.json import normalize_json
 from typing_extensions import ParamSpec, TypeVar
 
 import jobtable
-from jobtable._kind import _Binding
-from jobtable._operations import CreateJobs
+from jobtable._kind import _Binding, _Named
+from jobtable._options import EnqueueOptions
+from jobtable._values import new_id, timestamp
 from jobtable.contrib.django._payload import TASK_KIND, TaskCall
 from jobtable.contrib.django._results import AnyResult, AnyTask, new_result, result_of
 
@@ -49,6 +50,15 @@ def close_stores() -> None:
         _stores.clear()
     for store in stores:
         store.close()
+
+
+class _Job(NamedTuple):
+    """A task call checked and named, ready to be enqueued now or at commit."""
+
+    id: str
+    call: TaskCall
+    options: EnqueueOptions
+    binding: _Binding
 
 
 class JobtableBackend(BaseTaskBackend):
@@ -103,8 +113,8 @@ class JobtableBackend(BaseTaskBackend):
         """The store the backend's jobs live in, shared by every backend of its target."""
         return shared_store(self.target)
 
-    def _job(self, task: AnyTask, args: Any, kwargs: Any) -> tuple[str, CreateJobs]:
-        """Checks the call and returns its job's id and the write that stores it."""
+    def _job(self, task: AnyTask, args: Any, kwargs: Any) -> _Job:
+        """Checks the call and returns its job: a new id, its payload and its options."""
         self.validate_task(task)
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
@@ -122,17 +132,13 @@ class JobtableBackend(BaseTaskBackend):
                 f"enqueue {task.module_path!r}: its arguments do not round-trip through JSON: {err}"
             ) from err
         store = self.store
-        options: jobtable.EnqueueOptions = {
+        options: EnqueueOptions = {
             "priority": -task.priority,
             "queue": task.queue_name,
             "max_attempts": self.max_attempts,
             "run_at": run_after,
         }
-        binding = _Binding(store, store.max_payload_bytes)
-        jobs, write = TASK_KIND._create("enqueue", binding, [call], options)
-        # The task kind has no unique key, so its write is the plain insert.
-        assert isinstance(write, CreateJobs)
-        return jobs[0].id, write
+        return _Job(new_id(), call, options, _Binding(store, store.max_payload_bytes))
 
     def _read(self, job_id: str) -> AnyResult:
         try:
@@ -149,15 +155,15 @@ class JobtableBackend(BaseTaskBackend):
         return result_of(record, self.alias)
 
     def _stored(
-        self, task: Task[_P, _R], job_id: str, write: CreateJobs, args: Any, kwargs: Any
+        self, task: Task[_P, _R], job: _Job, moment: datetime.datetime, args: Any, kwargs: Any
     ) -> TaskResult[_P, _R]:
         """The result of a job whose write committed, as get_result reads it until a worker runs it.
 
         Not read back: a worker in this process may claim the job at once.
         """
-        self.store._enqueued()
-        moment = datetime.datetime.fromisoformat(write.now)
-        result = new_result(task, job_id, args, kwargs, self.alias, moment)
+        # As stored: the text of the store's clock, read back.
+        stored = datetime.datetime.fromisoformat(timestamp(moment))
+        result = new_result(task, job.id, args, kwargs, self.alias, stored)
         task_enqueued.send(type(self), task_result=result)
         return result
 
@@ -174,28 +180,31 @@ class JobtableBackend(BaseTaskBackend):
         run, TypeError or jobtable.PayloadError for arguments JSON cannot
         hold as they are, storing nothing.
         """
-        job_id, write = self._job(task, args, kwargs)
+        job = self._job(task, args, kwargs)
         connection = connections[self.database]
         if self.enqueue_on_commit and connection.in_atomic_block:
-            transaction.on_commit(
-                lambda: self._write(task, job_id, write, args, kwargs), using=self.database
-            )
-            return new_result(task, job_id, args, kwargs, self.alias, None)
-        return self._write(task, job_id, write, args, kwargs)
+            transaction.on_commit(lambda: self._write(task, job, args, kwargs), using=self.database)
+            return new_result(task, job.id, args, kwargs, self.alias, None)
+        return self._write(task, job, args, kwargs)
 
-    def _write(
-        self, task: Task[_P, _R], job_id: str, write: CreateJobs, args: Any, kwargs: Any
-    ) -> TaskResult[_P, _R]:
-        self.store.engine.write(write)
-        return self._stored(task, job_id, write, args, kwargs)
+    def _write(self, task: Task[_P, _R], job: _Job, args: Any, kwargs: Any) -> TaskResult[_P, _R]:
+        moment = job.binding.store.clock()
+        # The same path as every enqueue: its span, its traceparent, its wake-up.
+        named = _Named([job.id], moment)
+        TASK_KIND._enqueue_many("enqueue", job.binding, [job.call], job.options.copy(), named)
+        return self._stored(task, job, moment, args, kwargs)
 
     async def aenqueue(
         self, task: Task[_P, _R], args: list[Any], kwargs: dict[str, Any]
     ) -> TaskResult[_P, _R]:
         """The async form of enqueue; it stores the job at once (async code has no atomic())."""
-        job_id, write = self._job(task, args, kwargs)
-        await self.store.engine.awrite(write)
-        return self._stored(task, job_id, write, args, kwargs)
+        job = self._job(task, args, kwargs)
+        moment = job.binding.store.clock()
+        named = _Named([job.id], moment)
+        await TASK_KIND._aenqueue_many(
+            "enqueue", job.binding, [job.call], job.options.copy(), named
+        )
+        return self._stored(task, job, moment, args, kwargs)
 
     def get_result(self, result_id: str) -> AnyResult:
         """Returns the TaskResult of the job with id result_id, as stored now.
