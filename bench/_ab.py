@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import _db, _suite
+from bench import _db, _enqueue
 from bench._stats import Table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ ROWS = [
 
 def child(engine: str, jobs: int, *, durable: bool = True) -> dict[str, float]:
     """One round of one version, in this process: jobs per second by figure."""
-    from bench._peers import Jobtable
+    from bench._peer_jobtable import Jobtable
 
     queue = Jobtable(engine, _db.PG_URL, durable=durable)
     out: dict[str, float] = {}
@@ -68,7 +68,7 @@ def child(engine: str, jobs: int, *, durable: bool = True) -> dict[str, float]:
         for threads in (8, 32):
             out[f"threads.{threads}"] = jobs / queue.enqueue_threads(jobs, threads)
             queue.clear()
-        out["tasks.32"] = jobs / _suite.enqueue_tasks(db.store, jobs, 32)
+        out["tasks.32"] = jobs / _enqueue.enqueue_tasks(db.store, jobs, 32)
         queue.clear()
     finally:
         queue.close()
@@ -85,7 +85,7 @@ def _export(revision: str, into: Path) -> Path:
     return into / "src"
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench._ab")
     parser.add_argument("before")
     parser.add_argument("after", nargs="?", default=None, help="default: the work tree")
@@ -98,10 +98,30 @@ def main() -> None:
         help="SQLite with synchronous=NORMAL on both sides: no fsync, the CPU's costs alone",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(child(args.engine, args.jobs, durable=not args.normal)))
-        return
+    return parser
+
+
+def _child_round(args: argparse.Namespace, src: Path) -> dict[str, float]:
+    """One round of the version whose source is src, in a child process: its figures."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT)])}
+    line = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench._ab", args.before, "--child"),
+            *("--engine", args.engine, "--jobs", str(args.jobs)),
+            *(["--normal"] if args.normal else []),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    found: dict[str, float] = json.loads(line)
+    return found
+
+
+def _interleaved(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+    """Each version's figures over args.rounds rounds, the versions alternating in each."""
     temp = Path(tempfile.mkdtemp(prefix="jobtable-ab-"))
     try:
         versions = {"before": _export(args.before, temp / "before")}
@@ -113,23 +133,15 @@ def main() -> None:
         for number in range(args.rounds):
             for name, src in versions.items():
                 print(f"  round {number + 1}: {name}", file=sys.stderr, flush=True)
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT)])}
-                line = subprocess.run(
-                    [
-                        *(sys.executable, "-m", "bench._ab", args.before, "--child"),
-                        *("--engine", args.engine, "--jobs", str(args.jobs)),
-                        *(["--normal"] if args.normal else []),
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                ).stdout.strip()
-                for key, value in json.loads(line).items():
+                for key, value in _child_round(args, src).items():
                     found[name].setdefault(key, []).append(value)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+    return found
+
+
+def _table(args: argparse.Namespace, found: dict[str, dict[str, list[float]]]) -> Table:
+    """The medians of both versions, each figure beside its ratio to raw SQL or one caller."""
     after = args.after or "work tree"
     table = Table(
         f"{args.engine}{', synchronous=NORMAL' if args.normal else ''}: "
@@ -154,7 +166,16 @@ def main() -> None:
             shown.format(b / rb) if b and rb else "-",
             shown.format(a / ra) if a and ra else "-",
         )
-    print(table.render(markdown=True))
+    return table
+
+
+def main() -> None:
+    """Runs ``python -m bench._ab`` on the command line's arguments."""
+    args = _parser().parse_args()
+    if args.child:
+        print(json.dumps(child(args.engine, args.jobs, durable=not args.normal)))
+        return
+    print(_table(args, _interleaved(args)).render(markdown=True))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import _db
+from bench import _databases, _db, _postgres_db, _sqlite_db
 from bench._jobs import Ping, make_runner
 from jobtable._engines.rows import NewJob
 from jobtable._operations import create_jobs
@@ -45,7 +45,50 @@ def _per_call(fn: Callable[[], object], calls: int) -> float:
     return (time.perf_counter() - begin) / calls * 1e6
 
 
-def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], object]]]:
+Step = tuple[str, Callable[[], object]]
+"""A line of the breakdown: its label, and the call it times."""
+
+
+def _sqlite_raw_steps(db: _sqlite_db.SQLiteDatabase, synchronous: str) -> list[Step]:
+    """The raw INSERT on a connection of its own, alone and in the engine's transaction shape."""
+    ex = db._connect(synchronous).execute
+
+    def raw() -> None:
+        ex(sqlite_sql.CREATE_JOB, _sqlite_db.create_params())
+
+    def shaped() -> None:
+        ex("BEGIN IMMEDIATE")
+        ex("SAVEPOINT jobtable_op")
+        ex(sqlite_sql.CREATE_JOB, _sqlite_db.create_params())
+        ex("RELEASE jobtable_op")
+        ex("COMMIT")
+
+    return [
+        ("raw INSERT, autocommit (make bench's raw)", raw),
+        ("BEGIN IMMEDIATE/SAVEPOINT/INSERT/RELEASE/COMMIT, caller's thread", shaped),
+    ]
+
+
+def _postgres_raw_steps(db: _postgres_db.PostgresDatabase) -> list[Step]:
+    """The raw INSERT on a connection of its own, autocommit and in a transaction."""
+    pconn = db._connect()
+    pex = pconn.execute
+
+    def praw() -> None:
+        pex(pg_sql.CREATE_JOB, _postgres_db.create_params())
+
+    def pshaped() -> None:
+        with pconn.transaction():
+            pex(pg_sql.CREATE_JOB, _postgres_db.create_params())
+
+    return [
+        ("raw INSERT, autocommit (make bench's raw)", praw),
+        ("BEGIN/INSERT/COMMIT, own connection", pshaped),
+    ]
+
+
+def _library_steps(db: _db.Database) -> list[Step]:
+    """The library's layers, from engine.write of enqueue's own op up to Kind.enqueue."""
     kinds = make_runner(db.store, workers=1, name="bench-breakdown")
     payload = Ping()
     engine = db.store.engine
@@ -57,62 +100,28 @@ def _steps(db: _db.Database, synchronous: str) -> list[tuple[str, Callable[[], o
         moment = _db.utc_text()
         q.insert_jobs(kind=_db.KIND, jobs=[NewJob(_db.new_id(), _db.PAYLOAD, moment)], now=moment)
 
-    steps: list[tuple[str, Callable[[], object]]] = []
-    if isinstance(db, _db.SQLiteDatabase):
-        conn = db._connect(synchronous)
-        ex = conn.execute
-
-        def raw() -> None:
-            ex(sqlite_sql.CREATE_JOB, _db._sqlite_job())
-
-        def shaped() -> None:
-            ex("BEGIN IMMEDIATE")
-            ex("SAVEPOINT jobtable_op")
-            ex(sqlite_sql.CREATE_JOB, _db._sqlite_job())
-            ex("RELEASE jobtable_op")
-            ex("COMMIT")
-
-        steps += [
-            ("raw INSERT, autocommit (make bench's raw)", raw),
-            ("BEGIN IMMEDIATE/SAVEPOINT/INSERT/RELEASE/COMMIT, caller's thread", shaped),
-        ]
-    elif isinstance(db, _db.PostgresDatabase):
-        pconn = db._connect()
-        pex = pconn.execute
-
-        def params() -> dict[str, Any]:
-            return _db._pg_job()
-
-        def praw() -> None:
-            pex(pg_sql.CREATE_JOB, params())
-
-        def pshaped() -> None:
-            with pconn.transaction():
-                pex(pg_sql.CREATE_JOB, params())
-
-        steps += [
-            ("raw INSERT, autocommit (make bench's raw)", praw),
-            ("BEGIN/INSERT/COMMIT, own connection", pshaped),
-        ]
-
     def create_op() -> None:
         moment = _db.utc_text()
         engine.write(create_jobs(_db.KIND, [NewJob(_db.new_id(), _db.PAYLOAD, moment)], moment))
 
-    steps += [
+    return [
         ("engine.write(CreateJob), enqueue's own op", create_op),
         ("engine.write(CreateJob in a plain function)", lambda: engine.write(create_job)),
         ("engine.write(nothing)", lambda: engine.write(lambda q: None)),
         ("encode + id (Kind._create)", lambda: kind._create("enqueue", binding, [payload], {})),
         ("Kind.enqueue", lambda: kind.enqueue(payload)),
     ]
-    return steps
 
 
-def _pg_now() -> Any:
-    import datetime
-
-    return datetime.datetime.now(datetime.UTC)
+def _steps(db: _db.Database, synchronous: str) -> list[Step]:
+    """Every line of the breakdown on db, the raw ones first."""
+    library = _library_steps(db)
+    raw: list[Step] = []
+    if isinstance(db, _sqlite_db.SQLiteDatabase):
+        raw = _sqlite_raw_steps(db, synchronous)
+    elif isinstance(db, _postgres_db.PostgresDatabase):
+        raw = _postgres_raw_steps(db)
+    return raw + library
 
 
 def main() -> None:
@@ -121,10 +130,10 @@ def main() -> None:
     synchronous = "FULL"
     if engine == "sqlite-normal":
         # Both sides without a sync per commit: what is left is the CPU's cost.
-        db: _db.Database = _db.SQLiteDatabase.create(durable=False)
+        db: _db.Database = _sqlite_db.SQLiteDatabase.create(durable=False)
         synchronous = "NORMAL"
     else:
-        db = _db.create(engine)
+        db = _databases.create(engine)
     try:
         steps = _steps(db, synchronous)
         times: dict[str, list[float]] = {name: [] for name, _ in steps}

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jobtable
-from bench import _db
+from bench import _databases, _db
 from bench._jobs import Ping, make_runner
 from jobtable._engines.sqlite.engine import SQLiteEngine
 
@@ -83,7 +83,7 @@ async def _drain(runner: jobtable.Runner, seconds: float, pending: Callable[[], 
 def memory(args: dict[str, Any]) -> None:
     count: int = args["jobs"]
     out: dict[str, float] = {"baseline": peak_rss_mib()}
-    database = _db.attach(args["engine"], args["target"])
+    database = _databases.attach(args["engine"], args["target"])
     store = database.store
     kinds = make_runner(store, workers=args["workers"], name="bench-memory")
     out["opened"] = peak_rss_mib()
@@ -103,7 +103,7 @@ def memory(args: dict[str, Any]) -> None:
 def memory_raw(args: dict[str, Any]) -> None:
     count: int = args["jobs"]
     out: dict[str, float] = {"baseline": peak_rss_mib()}
-    database = _db.attach(args["engine"], args["target"])
+    database = _databases.attach(args["engine"], args["target"])
     out["opened"] = peak_rss_mib()
     database.raw_insert(count, 1000)
     out["enqueued"] = peak_rss_mib()

@@ -13,9 +13,10 @@ import asyncio
 import sys
 import time
 
-from bench import _db
+from bench import _databases, _db, _sqlite_db
+from bench._end_to_end import wait_done
 from bench._jobs import Ping, make_runner
-from bench._suite import PAYLOADS, _wait_done
+from bench._plan import PAYLOADS
 
 
 async def _run(db: _db.Database, jobs: int, workers: int) -> float:
@@ -25,7 +26,7 @@ async def _run(db: _db.Database, jobs: int, workers: int) -> float:
     started = kinds.expect(jobs)
     begin = time.perf_counter()
     await kinds.runner.start()
-    await _wait_done(db, started)
+    await wait_done(db, started)
     elapsed = time.perf_counter() - begin
     kinds.runner.stop()
     await kinds.runner.wait()
@@ -46,9 +47,9 @@ def main() -> None:
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     engine = sys.argv[3] if len(sys.argv) > 3 else "sqlite"
     if engine == "sqlite-normal":
-        db: _db.Database = _db.SQLiteDatabase.create(durable=False)
+        db: _db.Database = _sqlite_db.SQLiteDatabase.create(durable=False)
     else:
-        db = _db.create(engine)
+        db = _databases.create(engine)
     try:
         rate = _enqueue(db, jobs) if workers == 0 else asyncio.run(_run(db, jobs, workers))
         print(f"{rate:,.0f} jobs/s")

@@ -16,8 +16,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from bench import _db, _suite
-from bench._peers import Jobtable
+from bench import _db, _enqueue
+from bench._peer_jobtable import Jobtable
 from bench._stats import Table
 
 JOBS = 6000
@@ -34,7 +34,7 @@ def measure(engine: str) -> Table:
         ("one caller", lambda: queue.enqueue_one(JOBS)),
         ("8 threads", lambda: queue.enqueue_threads(JOBS, 8)),
         ("32 threads", lambda: queue.enqueue_threads(JOBS, 32)),
-        ("32 async tasks", lambda: _suite.enqueue_tasks(queue.db.store, JOBS, 32)),
+        ("32 async tasks", lambda: _enqueue.enqueue_tasks(queue.db.store, JOBS, 32)),
     ]
     try:
         for label, enqueue in ways:

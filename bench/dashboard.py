@@ -28,7 +28,7 @@ from contextlib import contextmanager
 import uvicorn
 
 import jobtable
-from bench import _db
+from bench import _db, _postgres_db, _sqlite_db
 
 RARE = jobtable.Kind("rare", dict, dict)
 
@@ -97,7 +97,7 @@ def measure(store: jobtable.Store, rare_id: str, repeat: int) -> dict[str, float
 
 def backdate(db: _db.Database, hours: float) -> None:
     """Moves the filled jobs' times hours back, out of the throughput chart's hour."""
-    if isinstance(db, _db.SQLiteDatabase):
+    if isinstance(db, _sqlite_db.SQLiteDatabase):
         stamp = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=hours)).strftime(
             "%Y-%m-%dT%H:%M:%S.%fZ"
         )
@@ -106,7 +106,7 @@ def backdate(db: _db.Database, hours: float) -> None:
             " updated_at = ? WHERE kind = ?",
             (*[stamp] * 5, _db.KIND),
         )
-    elif isinstance(db, _db.PostgresDatabase):
+    elif isinstance(db, _postgres_db.PostgresDatabase):
         db._conn.execute(
             "UPDATE jobs SET run_at = run_at - %s * interval '1 hour',"
             " created_at = created_at - %s * interval '1 hour',"
@@ -121,10 +121,10 @@ def backdate(db: _db.Database, hours: float) -> None:
 def run(engine: str, rows: int, repeat: int, finished_ago: float) -> None:
     """Prints the table of one engine."""
     if engine == "sqlite":
-        db: _db.Database = _db.SQLiteDatabase.create()
+        db: _db.Database = _sqlite_db.SQLiteDatabase.create()
     else:
         url = os.environ.get("JOBTABLE_TEST_POSTGRES_URL") or _db.PG_URL
-        db = _db.PostgresDatabase.create(url)
+        db = _postgres_db.PostgresDatabase.create(url)
     try:
         rare_ids = [RARE.enqueue(db.store, {"n": n}) for n in range(100)]
         small = measure(db.store, rare_ids[0], repeat)

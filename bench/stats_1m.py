@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import _db
+from bench import _databases, _db
 
 SCRIPT = str(Path(sys.executable).with_name("jobtable"))
 
@@ -58,7 +58,7 @@ def _vacuum(db: _db.Database) -> None:
 
 def measure(engine: str, rows: int, repeat: int) -> dict[str, float]:
     """The figures of engine, in seconds: empty table first, then with rows."""
-    db = _db.create(engine)
+    db = _databases.create(engine)
     try:
         figures = {
             "help": _median(_command("--help"), repeat),
