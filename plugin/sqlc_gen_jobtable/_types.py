@@ -487,104 +487,129 @@ class TypeMap:
         where (the query or table), the column and the type when the type has
         no exact Python type.
         """
-        engine = self.engine
         dims = max(column.array_dims, 1 if column.is_array else 0)
-        base = self._override(column, owner)
-        enum_type = self._enum(column)
-        enum = None if base is not None else enum_type
-        if base is not None:
-            text_form = enum_type or self._composite(column)
-            if dims and (text_form or _normal(engine, column.type_name) in _EXTENSION_TEXT):
-                # psycopg returns these arrays in their text form until the
-                # type is registered: the override's type gets each element.
-                return self._text_array(column, base.annotation, dims, where)
-        elif engine == "sqlite":
-            base = _SQLITE.get(_sqlite_name(column.type_name))
-            if base is None and column.type_name.lower() != "any":
-                base = _sqlite_affinity(column.type_name)
+        override = self._override(column, owner)
+        if override is not None:
+            return self._overridden(column, override, dims, where)
+        if self.engine == "sqlite":
+            base = _sqlite_base(column, dims, where, owner)
+            if base is None:
+                raise _untyped(column, self.engine, where)
+            return _finish(base, column, dims, where)
+        if self.engine == "postgresql":
+            return self._postgres(column, dims, where)
+        raise RequestError(f"engine {self.engine!r} is not supported: want sqlite or postgresql")
+
+    def _overridden(self, column: Column, base: PyType, dims: int, where: str) -> PyType:
+        text_form = self._enum(column) or self._composite(column)
+        if dims and (text_form or _normal(self.engine, column.type_name) in _EXTENSION_TEXT):
+            # psycopg returns these arrays in their text form until the type
+            # is registered: the override's type gets each element.
+            return self._text_array(column, base.annotation, dims, where)
+        return _finish(base, column, dims, where)
+
+    def _postgres(self, column: Column, dims: int, where: str) -> PyType:
+        enum = self._enum(column)
+        if enum is not None:
             if dims:
-                raise RequestError(f"{where}: column {column.name!r}: SQLite has no arrays")
-            if base is None and column.type_name.lower() == "any" and owner:
-                raise RequestError(
-                    f"{where}: column {column.name!r} is declared without a type, so "
-                    "SQLite stores values of any type in it: declare one, or map it "
-                    "with an override by column"
-                )
-            if base is None and column.type_name.lower() == "any":
-                raise RequestError(
-                    f"{where}: column {column.name!r}: sqlc infers no type for this "
-                    "expression (SQLite's max(), min(), ifnull(), datetime() and the like "
-                    "return any type): CAST it, as in CAST(max(x) AS INTEGER) AS x, or map "
-                    "sqlc's type any with an override (db_type: any, py_type: ..., "
-                    "nullable: true)"
-                )
-        elif engine == "postgresql":
-            if enum is not None:
-                base = PyType(
-                    f"models.{enum}",
-                    decode=f"models.{enum}({{}})",
-                    decode_nullable=f"_or_none(models.{enum}, {{}})",
-                )
-                if dims:
-                    return self._text_array(column, f"models.{enum}", dims, where)
-            elif self._composite(column):
-                base = _STR
-                if dims:
-                    return self._text_array(column, "str", dims, where)
-            else:
-                base = _POSTGRES.get(_normal(engine, column.type_name))
-                if _normal(engine, column.type_name) in _EXTENSION_TEXT and dims:
-                    # psycopg knows no array type of an extension's type: it
-                    # returns the array's text form.
-                    return self._text_array(column, "str", dims, where)
-                if base is _JSON and dims == 1:
-                    base = _JSON_ARRAY
-                    inner = "JSONValue" if column.not_null else "JSONValue | None"
-                    listed = f"list[{inner}]" + ("" if column.not_null else " | None")
-                    return dataclasses.replace(base, annotation=listed)
-        else:
-            raise RequestError(f"engine {engine!r} is not supported: want sqlite or postgresql")
+                return self._text_array(column, f"models.{enum}", dims, where)
+            member = PyType(
+                f"models.{enum}",
+                decode=f"models.{enum}({{}})",
+                decode_nullable=f"_or_none(models.{enum}, {{}})",
+            )
+            return _finish(member, column, dims, where)
+        if self._composite(column):
+            if dims:
+                return self._text_array(column, "str", dims, where)
+            return _finish(_STR, column, dims, where)
+        name = _normal(self.engine, column.type_name)
+        if name in _EXTENSION_TEXT and dims:
+            # psycopg knows no array type of an extension's type: it returns
+            # the array's text form.
+            return self._text_array(column, "str", dims, where)
+        base = _POSTGRES.get(name)
         if base is None:
-            if column.type_name.lower() == "any":
-                raise RequestError(
-                    f"{where}: column {column.name!r}: sqlc infers no type for this "
-                    "expression: CAST it, as in CAST(x || y AS text) AS x, or map sqlc's "
-                    "type any with an override (db_type: any, py_type: ..., nullable: true)"
-                )
-            if not column.type_name and column.embed_table:
-                raise RequestError(
-                    f"{where}: column {column.name!r}: sqlc.embed is not supported here"
-                )
-            if not column.type_name:
-                raise RequestError(
-                    f"{where}: column {column.name!r}: sqlc infers no type for it: "
-                    "CAST it in the SQL, or map it with an override"
-                )
-            raise RequestError(
-                f"{where}: column {column.name!r}: type {column.type_name!r} "
-                f"has no exact Python type for {engine}: map it with an override "
-                "(db_type or column) to a Python type"
-            )
-        result = base
-        if dims and (base.encode != "{}" or base.decode != "{}"):
-            raise RequestError(
-                f"{where}: column {column.name!r}: type {column.type_name!r}: "
-                f"arrays of {column.type_name} are not supported: map the column "
-                "with an override"
-            )
-        for _ in range(dims):
-            inner = result.annotation
-            if not column.not_null:
-                # PostgreSQL cannot declare array elements NOT NULL: a nullable
-                # array column is taken to hold nullable elements, a NOT NULL one
-                # (whose elements a CHECK can keep from NULL) not.
-                inner = f"{inner} | None"
-            result = PyType(f"list[{inner}]", aliases=result.aliases)
-        if column.not_null:
-            return result
-        return PyType(
-            f"{result.annotation} | None",
-            decode=result.decode_nullable,
-            encode=result.encode_nullable,
-            aliases=result.aliases,
+            raise _untyped(column, self.engine, where)
+        if base is _JSON and dims == 1:
+            inner = "JSONValue" if column.not_null else "JSONValue | None"
+            listed = f"list[{inner}]" + ("" if column.not_null else " | None")
+            return dataclasses.replace(_JSON_ARRAY, annotation=listed)
+        return _finish(base, column, dims, where)
+
+
+def _sqlite_base(column: Column, dims: int, where: str, owner: str) -> PyType | None:
+    """Returns the type of a SQLite column by its declared type, None when it has none."""
+    untyped = column.type_name.lower() == "any"
+    base = _SQLITE.get(_sqlite_name(column.type_name))
+    if base is None and not untyped:
+        base = _sqlite_affinity(column.type_name)
+    if dims:
+        raise RequestError(f"{where}: column {column.name!r}: SQLite has no arrays")
+    if base is None and untyped and owner:
+        raise RequestError(
+            f"{where}: column {column.name!r} is declared without a type, so "
+            "SQLite stores values of any type in it: declare one, or map it "
+            "with an override by column"
         )
+    if base is None and untyped:
+        raise RequestError(
+            f"{where}: column {column.name!r}: sqlc infers no type for this "
+            "expression (SQLite's max(), min(), ifnull(), datetime() and the like "
+            "return any type): CAST it, as in CAST(max(x) AS INTEGER) AS x, or map "
+            "sqlc's type any with an override (db_type: any, py_type: ..., "
+            "nullable: true)"
+        )
+    return base
+
+
+def _untyped(column: Column, engine: str, where: str) -> RequestError:
+    """Returns the error that says why column has no Python type and how to give it one."""
+    if column.type_name.lower() == "any":
+        return RequestError(
+            f"{where}: column {column.name!r}: sqlc infers no type for this "
+            "expression: CAST it, as in CAST(x || y AS text) AS x, or map sqlc's "
+            "type any with an override (db_type: any, py_type: ..., nullable: true)"
+        )
+    if not column.type_name and column.embed_table:
+        return RequestError(f"{where}: column {column.name!r}: sqlc.embed is not supported here")
+    if not column.type_name:
+        return RequestError(
+            f"{where}: column {column.name!r}: sqlc infers no type for it: "
+            "CAST it in the SQL, or map it with an override"
+        )
+    return RequestError(
+        f"{where}: column {column.name!r}: type {column.type_name!r} "
+        f"has no exact Python type for {engine}: map it with an override "
+        "(db_type or column) to a Python type"
+    )
+
+
+def _finish(base: PyType, column: Column, dims: int, where: str) -> PyType:
+    """Returns base as column's type: a list per array dimension, then None if nullable.
+
+    Raises RequestError when an array's elements would need a conversion.
+    """
+    if dims and (base.encode != "{}" or base.decode != "{}"):
+        raise RequestError(
+            f"{where}: column {column.name!r}: type {column.type_name!r}: "
+            f"arrays of {column.type_name} are not supported: map the column "
+            "with an override"
+        )
+    result = base
+    for _ in range(dims):
+        inner = result.annotation
+        if not column.not_null:
+            # PostgreSQL cannot declare array elements NOT NULL: a nullable
+            # array column is taken to hold nullable elements, a NOT NULL one
+            # (whose elements a CHECK can keep from NULL) not.
+            inner = f"{inner} | None"
+        result = PyType(f"list[{inner}]", aliases=result.aliases)
+    if column.not_null:
+        return result
+    return PyType(
+        f"{result.annotation} | None",
+        decode=result.decode_nullable,
+        encode=result.encode_nullable,
+        aliases=result.aliases,
+    )
