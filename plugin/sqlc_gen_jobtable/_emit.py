@@ -19,6 +19,7 @@ from ._module import Text, assemble
 from ._options import Options
 from ._plan import QueryPlan, plan_query
 from ._request import Query, Request, RequestError
+from ._sqlite_source import repair_sqlite_text
 from ._types import HELPER_NEEDS, HELPERS
 from ._writer import Writer
 
@@ -146,6 +147,7 @@ def _module_name(filename: str, files: dict[str, str], options: Options) -> str:
 def generate(request: Request) -> dict[str, str]:
     """Returns the generated files by name, or raises RequestError naming every refusal."""
     options = Options.parse(request)
+    request = repair_sqlite_text(request)
     catalog = Catalog(request, options)
     by_file: dict[str, list[Query]] = {}
     for query in request.queries:

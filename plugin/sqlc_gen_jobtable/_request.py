@@ -78,7 +78,11 @@ class Query:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Request:
-    """A whole generate request."""
+    """A whole generate request.
+
+    ``schema_paths`` and ``query_paths`` are as sqlc.yaml names them, relative
+    to its directory, where sqlc runs the plugin.
+    """
 
     engine: str
     schema_paths: tuple[str, ...]
@@ -89,6 +93,7 @@ class Request:
     enums: tuple[Enum, ...] = ()
     default_schema: str = ""
     composites: tuple[tuple[str, str], ...] = ()
+    query_paths: tuple[str, ...] = ()
 
 
 JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
@@ -285,4 +290,7 @@ def parse(data: bytes) -> Request:
         enums=catalog.enums,
         default_schema=catalog.default_schema,
         composites=catalog.composites,
+        query_paths=tuple(
+            _str(p, "settings.queries") for p in _list(settings.get("queries"), "settings.queries")
+        ),
     )
