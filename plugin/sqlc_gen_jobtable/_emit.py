@@ -11,6 +11,7 @@ import re
 
 from . import _naming as naming
 from ._catalog import Catalog
+from ._check import check
 from ._classes import exec_result_plan, render_class
 from ._literals import header, triple_quoted
 from ._methods import ASYNC, SYNC, render_method
@@ -79,10 +80,9 @@ def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text
     return w.result()
 
 
-def _query_module(catalog: Catalog, filename: str, queries: list[Query]) -> str:
-    """Returns the module of one query file, or raises RequestError naming each bad query."""
+def _query_module(catalog: Catalog, filename: str, plans: list[QueryPlan]) -> str:
+    """Returns the module of one query file from the plans of its queries."""
     text = Text()
-    plans = _plans(catalog, queries)
     body: list[str] = []
     for plan in plans:
         body += ["", f"{plan.constant} = {text.hold(triple_quoted(plan.sql))}"]
@@ -100,11 +100,12 @@ def _query_module(catalog: Catalog, filename: str, queries: list[Query]) -> str:
     return assemble(head, body, text, taken, catalog.override_modules)
 
 
-def _schema_module(request: Request) -> str:
-    """Returns the schema module: the schema files' SQL as one constant, SCHEMA.
+def schema_sql(request: Request, option: str) -> str:
+    """Returns the schema files' SQL joined, each file's last statement ended by ``;``.
 
     sqlc names the schema files relative to the directory it runs in; a
-    directory stands for its .sql files in name order.
+    directory stands for its .sql files in name order. Raises RequestError,
+    naming option (what needs the schema), when a file cannot be read.
     """
     parts: list[str] = []
     for name in request.schema_paths:
@@ -117,7 +118,7 @@ def _schema_module(request: Request) -> str:
                 # sqlc gives the paths relative to sqlc.yaml but runs the plugin
                 # in its own working directory, and sends nothing to resolve them.
                 raise RequestError(
-                    f"option emit_schema: cannot read {file}: {err.strerror}; "
+                    f"{option}: cannot read {file}: {err.strerror}; "
                     "run sqlc from the directory of sqlc.yaml"
                 ) from None
             # A file may end its last statement without a semicolon; the next
@@ -126,9 +127,14 @@ def _schema_module(request: Request) -> str:
             if part and not part.endswith(";"):
                 part += "\n;"
             parts.append(part)
+    return "\n".join(parts)
+
+
+def _schema_module(request: Request) -> str:
+    """Returns the schema module: the schema files' SQL as one constant, SCHEMA."""
     lines = header(request, ", ".join(request.schema_paths))
     lines += ['"""The schema this package was generated from."""', ""]
-    lines += [f"SCHEMA = {triple_quoted(chr(10).join(parts))}"]
+    lines += [f"SCHEMA = {triple_quoted(schema_sql(request, 'option emit_schema'))}"]
     return "\n".join(lines) + "\n"
 
 
@@ -157,12 +163,22 @@ def generate(request: Request) -> dict[str, str]:
     if options.emit_schema:
         files["schema.py"] = _schema_module(request)
     errors: list[str] = []
+    planned: dict[str, list[QueryPlan]] = {}
     for filename, queries in sorted(by_file.items()):
         module = _module_name(filename, files, options)
+        files[module + ".py"] = ""
         try:
-            files[module + ".py"] = _query_module(catalog, filename, queries)
+            planned[module] = _plans(catalog, queries)
         except RequestError as err:
             errors.append(str(err))
+    if not errors and options.check_sql:
+        schema = schema_sql(request, "option check_sql")
+        try:
+            check(request.engine, schema, [p for plans in planned.values() for p in plans])
+        except RequestError as err:
+            errors.append(str(err))
+    for module, plans in planned.items():
+        files[module + ".py"] = _query_module(catalog, plans[0].filename, plans)
     # The models last: the query modules tell which type aliases they use.
     try:
         files["models.py"] = models_module(catalog)

@@ -54,6 +54,7 @@ class QueryPlan:
     """
 
     name: str
+    filename: str
     command: str
     driver: str
     models: str
@@ -259,6 +260,7 @@ def plan_query(catalog: Catalog, query: Query) -> QueryPlan:
         names.add("ExecResult")
     return QueryPlan(
         name=query.name,
+        filename=query.filename,
         command=query.cmd,
         driver=options.driver,
         models=options.models,
