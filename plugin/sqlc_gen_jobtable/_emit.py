@@ -13,7 +13,7 @@ from . import _naming as naming
 from ._catalog import Catalog
 from ._check import check
 from ._classes import exec_result_plan, render_class
-from ._literals import header, triple_quoted
+from ._literals import header, sql_triple_quoted
 from ._methods import ASYNC, SYNC, render_method
 from ._models import models_module
 from ._module import Text, assemble
@@ -85,7 +85,7 @@ def _query_module(catalog: Catalog, filename: str, plans: list[QueryPlan]) -> st
     text = Text()
     body: list[str] = []
     for plan in plans:
-        body += ["", f"{plan.constant} = {text.hold(triple_quoted(plan.sql))}"]
+        body += ["", f"{plan.constant} = {text.hold(sql_triple_quoted(plan.sql))}"]
     classes = _classes(catalog, filename, plans, text)
     helpers = _helpers("\n".join(classes))
     helper_text = "\n".join(HELPERS[h] for h in helpers)
@@ -134,7 +134,7 @@ def _schema_module(request: Request) -> str:
     """Returns the schema module: the schema files' SQL as one constant, SCHEMA."""
     lines = header(request, ", ".join(request.schema_paths))
     lines += ['"""The schema this package was generated from."""', ""]
-    lines += [f"SCHEMA = {triple_quoted(schema_sql(request, 'option emit_schema'))}"]
+    lines += [f"SCHEMA = {sql_triple_quoted(schema_sql(request, 'option emit_schema'))}"]
     return "\n".join(lines) + "\n"
 
 

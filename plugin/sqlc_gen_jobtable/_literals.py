@@ -29,6 +29,46 @@ def triple_quoted(text: str) -> str:
     return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '\n"""'
 
 
+# A string or quoted identifier of SQL (either engine's quotes, PostgreSQL's
+# dollar quotes), whose every character is data; else a comment, in which a
+# quote opens nothing, or a run of code. A quote left open runs to the end.
+_SQL_LITERAL = re.compile(
+    r"""
+    (?P<literal>
+        '(?:[^']|'')*'? | "(?:[^"]|"")*"? | `(?:[^`]|``)*`?
+        | (?P<tag>\$(?:[A-Za-z_]\w*)?\$)(?s:.*?)(?:(?P=tag)|\Z)
+    )
+    | --[^\n]* | /\*.*?(?:\*/|\Z)
+    | [^'"`$/-]+ | .
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_TRAILING = re.compile(r"[ \t]+(?=\n)")
+
+
+def sql_triple_quoted(sql: str) -> str:
+    """Returns sql as triple_quoted does, with no line of the literal ending in whitespace.
+
+    Trailing whitespace of code and comments goes, which changes nothing the
+    database reads; inside a SQL string literal it is data, so it stays,
+    escaped (``\\x20``, ``\\t``) where a linter or an editor would see or strip it.
+    """
+    if not _TRAILING.search(sql):
+        return triple_quoted(sql)
+    out: list[str] = []
+    for match in _SQL_LITERAL.finditer(sql):
+        part = match.group().replace("\\", "\\\\")
+        if match.group("literal"):
+            out.append(_TRAILING.sub(_escape_spaces, part))
+        else:
+            out.append(_TRAILING.sub("", part))
+    return '"""' + "".join(out).replace('"""', '\\"\\"\\"') + '\n"""'
+
+
+def _escape_spaces(match: re.Match[str]) -> str:
+    return match.group().replace(" ", "\\x20").replace("\t", "\\t")
+
+
 def quoted(text: str) -> str:
     """Returns text as a double-quoted Python string literal on one line."""
     out = text.replace("\\", "\\\\").replace('"', '\\"')
