@@ -10,8 +10,9 @@ import dataclasses
 
 from . import _naming as naming
 from ._options import Options
+from ._pytype import PyType
 from ._request import Column, Parameter, Request, RequestError, Table
-from ._types import PyType, TypeMap
+from ._types import TypeMap
 
 # Class names the generated code defines itself, which no table or enum may take.
 _RESERVED = ("JSONValue", "JSONScalar", "Inet", "ExecResult")

@@ -6,8 +6,8 @@ from . import _naming as naming
 from ._catalog import Field, renamed_by_pydantic
 from ._literals import docstring, quoted
 from ._module import Text
+from ._pytype import PyType
 from ._request import Enum
-from ._types import PyType
 from ._writer import Writer
 
 

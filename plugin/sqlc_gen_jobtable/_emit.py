@@ -13,6 +13,7 @@ from . import _naming as naming
 from ._catalog import Catalog
 from ._check import check
 from ._classes import exec_result_plan, render_class
+from ._helpers import HELPER_NEEDS, HELPERS
 from ._literals import header, sql_triple_quoted
 from ._methods import ASYNC, SYNC, render_method
 from ._models import models_module
@@ -21,7 +22,6 @@ from ._options import Options
 from ._plan import QueryPlan, plan_query
 from ._request import Query, Request, RequestError
 from ._sqlite_source import repair_sqlite_text
-from ._types import HELPER_NEEDS, HELPERS
 from ._writer import Writer
 
 __all__ = ["Options", "generate"]

@@ -4,9 +4,9 @@ import re
 
 from ._catalog import Catalog
 from ._classes import ClassPlan, render_class, render_enum
+from ._helpers import ALIASES
 from ._literals import header
 from ._module import Text, assemble
-from ._types import ALIASES
 from ._writer import Writer
 
 # Two short aliases rather than one long one: each fits on a line at any line

@@ -21,7 +21,7 @@ from sqlc_gen_jobtable._check import (
     server_describe,
 )
 from sqlc_gen_jobtable._plan import QueryPlan
-from sqlc_gen_jobtable._types import PyType
+from sqlc_gen_jobtable._pytype import PyType
 
 SCHEMA = "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
 _INT, _STR = PyType("int"), PyType("str")
