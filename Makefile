@@ -20,6 +20,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The plugin prepares every generated SQL constant: on SQLite always, on
+# PostgreSQL on the server this names (the test server's URL when set).
+SQLC_GEN_JOBTABLE_POSTGRES_URL ?= $(JOBTABLE_TEST_POSTGRES_URL)
+export SQLC_GEN_JOBTABLE_POSTGRES_URL
+
 # Regenerates the db module from scratch: schema and queries through sqlc and
 # our plugin (plugin/), which needs only Python on PATH.
 generate: $(STAMP)

@@ -54,6 +54,50 @@ def _refs(code: str, modules: list[str]) -> set[str]:
     return set(re.findall(rf"(?<![\w.])({pattern})\.", code))
 
 
+def _imports(
+    code: str, used: set[str], aliases: dict[str, str], uses_models: bool, local: bool
+) -> list[str]:
+    """Returns the import block of code: standard library, third party, then the package.
+
+    used are the modules code refers to, aliases the private names of those
+    a name of the file would shadow.
+    """
+    names = {name for name in _FROM if re.search(rf"(?<![\w.]){name}\b", code)}
+
+    def line(module: str) -> str:
+        alias = aliases.get(module)
+        return f"import {module}" + (f" as {alias}" if alias else "")
+
+    def from_lines(modules: set[str]) -> list[str]:
+        lines = []
+        for module in sorted(modules):
+            imported = sorted(n for n in names if _FROM[n] == module)
+            lines.append(f"from {module} import {', '.join(imported)}")
+        return lines
+
+    def is_stdlib(module: str) -> bool:
+        return module.split(".", 1)[0] in sys.stdlib_module_names
+
+    std_from = {_FROM[n] for n in names if not _FROM[n].startswith("psycopg")}
+    third_from = {_FROM[n] for n in names if _FROM[n].startswith("psycopg")}
+    std = sorted(line(m) for m in used if is_stdlib(m)) + from_lines(std_from)
+    third = sorted(
+        (line(m) for m in used if not is_stdlib(m)), key=lambda s: s.split(" ")[1]
+    ) + from_lines(third_from)
+    loc: list[str] = []
+    if uses_models:
+        loc.append("from . import models" + (" as _models" if "models" in aliases else ""))
+    if local and re.search(r"(?<![\w.])JSONValue\b", code):
+        loc.append("from .models import JSONValue")
+    imports: list[str] = []
+    for group in (std, third, loc):
+        if group:
+            if imports:
+                imports.append("")
+            imports.extend(group)
+    return imports
+
+
 def assemble(
     head: list[str],
     body: list[str],
@@ -79,40 +123,7 @@ def assemble(
     if aliases:
         pattern = "|".join(re.escape(m) for m in sorted(aliases, key=len, reverse=True))
         code = re.sub(rf"(?<![\w.])({pattern})\.", lambda m: aliases[m.group(1)] + ".", code)
-    names = {name for name in _FROM if re.search(rf"(?<![\w.]){name}\b", code)}
-
-    def line(module: str) -> str:
-        alias = aliases.get(module)
-        return f"import {module}" + (f" as {alias}" if alias else "")
-
-    def from_lines(modules: set[str]) -> list[str]:
-        lines = []
-        for module in sorted(modules):
-            imported = sorted(n for n in names if _FROM[n] == module)
-            lines.append(f"from {module} import {', '.join(imported)}")
-        return lines
-
-    std_from = {_FROM[n] for n in names if not _FROM[n].startswith("psycopg")}
-    third_from = {_FROM[n] for n in names if _FROM[n].startswith("psycopg")}
-
-    def is_stdlib(module: str) -> bool:
-        return module.split(".", 1)[0] in sys.stdlib_module_names
-
-    std = sorted(line(m) for m in used if is_stdlib(m)) + from_lines(std_from)
-    third = sorted(
-        (line(m) for m in used if not is_stdlib(m)), key=lambda s: s.split(" ")[1]
-    ) + from_lines(third_from)
-    loc: list[str] = []
-    if uses_models:
-        loc.append("from . import models" + (" as _models" if "models" in aliases else ""))
-    if local and re.search(r"(?<![\w.])JSONValue\b", code):
-        loc.append("from .models import JSONValue")
-    imports: list[str] = []
-    for group in (std, third, loc):
-        if group:
-            if imports:
-                imports.append("")
-            imports.extend(group)
+    imports = _imports(code, used, aliases, uses_models, local)
     lines = list(head)
     if imports:
         lines += ["", *imports]

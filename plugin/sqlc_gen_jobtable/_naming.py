@@ -16,6 +16,9 @@ _BUILTINS_USED = frozenset(
 )
 # Names the generated methods use for their own locals.
 _LOCALS = frozenset({"self", "row", "rows", "cur"})
+# Names that read as 1 or 0 in some fonts; ruff refuses them (E741, E742,
+# E743) as variables, classes and functions, so they are escaped as keywords are.
+_AMBIGUOUS = frozenset({"l", "O", "I"})
 
 # Words whose plural is irregular, or that are the same in both numbers.
 _IRREGULAR = {
@@ -164,8 +167,8 @@ def singular(word: str) -> str:
 
 
 def escape(name: str) -> str:
-    """Returns name, with an underscore added when it is a keyword or a builtin constant."""
-    if keyword.iskeyword(name) or name == "_":
+    """Returns name, with an underscore added when it is a keyword or ambiguous (l, O, I)."""
+    if keyword.iskeyword(name) or name == "_" or name in _AMBIGUOUS:
         return name + "_"
     return name
 
@@ -210,7 +213,12 @@ def identifier(name: str) -> str:
     ident = re.sub(r"\W+", "_", name).strip("_").lower() or "param"
     if ident[0].isdigit():
         ident = "p" + ident
-    if keyword.iskeyword(ident) or ident in _LOCALS or ident in _BUILTINS_USED:
+    if (
+        keyword.iskeyword(ident)
+        or ident in _LOCALS
+        or ident in _BUILTINS_USED
+        or ident in _AMBIGUOUS
+    ):
         ident += "_"
     return ident
 
@@ -220,7 +228,7 @@ def enum_member(value: str, taken: set[str]) -> str:
     name = re.sub(r"\W+", "_", value).strip("_").upper() or "EMPTY"
     if name[0].isdigit():
         name = "V" + name
-    if name.startswith("_") or keyword.iskeyword(name) or name in ("MRO",):
+    if name.startswith("_") or keyword.iskeyword(name) or name in ("MRO", *_AMBIGUOUS):
         name = "V" + name
     base, n = name, 2
     while name in taken:

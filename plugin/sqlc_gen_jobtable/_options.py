@@ -11,8 +11,8 @@ _DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",)}
 _PY_TYPE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\[.*\])?")
 
 
-def _flag(options: dict[str, JSON], name: str) -> bool:
-    value = options.pop(name, False)
+def _flag(options: dict[str, JSON], name: str, default: bool = False) -> bool:
+    value = options.pop(name, default)
     if value in (True, "true"):
         return True
     if value in (False, "false"):
@@ -63,6 +63,7 @@ class Options:
     emit_schema: bool
     emit_exact_table_names: bool = False
     emit_one_column_rows: bool = False
+    check_sql: bool = True
     rename: dict[str, str] = dataclasses.field(default_factory=dict)
     overrides: tuple[Override, ...] = ()
 
@@ -89,6 +90,7 @@ class Options:
         emit_schema = _flag(options, "emit_schema")
         exact = _flag(options, "emit_exact_table_names")
         one_column_rows = _flag(options, "emit_one_column_rows")
+        check_sql = _flag(options, "check_sql", default=True)
         rename_value = options.pop("rename", {})
         if not isinstance(rename_value, dict):
             raise RequestError("option rename: want a mapping of SQL names to Python names")
@@ -110,6 +112,7 @@ class Options:
             emit_schema=emit_schema,
             emit_exact_table_names=exact,
             emit_one_column_rows=one_column_rows,
+            check_sql=check_sql,
             rename=rename,
             overrides=overrides,
         )

@@ -78,7 +78,11 @@ class Query:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Request:
-    """A whole generate request."""
+    """A whole generate request.
+
+    ``schema_paths`` and ``query_paths`` are as sqlc.yaml names them, relative
+    to its directory, where sqlc runs the plugin.
+    """
 
     engine: str
     schema_paths: tuple[str, ...]
@@ -89,6 +93,7 @@ class Request:
     enums: tuple[Enum, ...] = ()
     default_schema: str = ""
     composites: tuple[tuple[str, str], ...] = ()
+    query_paths: tuple[str, ...] = ()
 
 
 JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
@@ -171,8 +176,94 @@ def _options(raw: str) -> dict[str, JSON]:
     return decoded
 
 
+def _enum(value: JSON, schema: str, where: str) -> Enum:
+    enum = _object(value, where)
+    return Enum(
+        name=_str(enum.get("name"), where + ".name"),
+        schema=schema,
+        values=tuple(_str(v, where + ".vals") for v in _list(enum.get("vals"), where + ".vals")),
+        comment=_str(enum.get("comment"), where + ".comment"),
+    )
+
+
+def _table(value: JSON, schema: str, where: str) -> Table:
+    table = _object(value, where)
+    rel = _object(table.get("rel") or {}, where + ".rel")
+    columns = _list(table.get("columns"), where + ".columns")
+    return Table(
+        name=_str(rel.get("name"), where + ".rel.name"),
+        comment=_str(table.get("comment"), where + ".comment"),
+        columns=tuple(_column(c, f"{where}.columns[{k}]") for k, c in enumerate(columns)),
+        schema=schema,
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Catalog:
+    """The user-defined parts of sqlc's catalog: tables, enums and composite types."""
+
+    default_schema: str
+    tables: tuple[Table, ...]
+    enums: tuple[Enum, ...]
+    composites: tuple[tuple[str, str], ...]
+
+
+def _catalog(value: JSON) -> _Catalog:
+    """Returns the catalog's own schemas' contents; PostgreSQL's system schemas are left out."""
+    catalog = _object(value or {}, "catalog")
+    default_schema = _str(catalog.get("default_schema"), "catalog.default_schema")
+    tables: list[Table] = []
+    enums: list[Enum] = []
+    composites: list[tuple[str, str]] = []
+    for i, schema_value in enumerate(_list(catalog.get("schemas"), "catalog.schemas")):
+        schema = _object(schema_value, f"catalog.schemas[{i}]")
+        name = _str(schema.get("name"), "schema.name")
+        if name in ("pg_catalog", "information_schema"):
+            continue
+        # Names in the default schema go unqualified, as sqlc writes them.
+        schema_name = "" if name == default_schema else name
+        where = f"catalog.schemas[{i}]"
+        for j, composite in enumerate(_list(schema.get("composite_types"), f"{name}.types")):
+            at = f"{where}.composite_types[{j}]"
+            composites.append((schema_name, _str(_object(composite, at).get("name"), at)))
+        for j, enum in enumerate(_list(schema.get("enums"), f"{name}.enums")):
+            enums.append(_enum(enum, schema_name, f"{where}.enums[{j}]"))
+        for j, table in enumerate(_list(schema.get("tables"), f"{name}.tables")):
+            tables.append(_table(table, schema_name, f"{where}.tables[{j}]"))
+    return _Catalog(default_schema, tuple(tables), tuple(enums), tuple(composites))
+
+
+def _query(value: JSON, where: str) -> Query:
+    query = _object(value, where)
+    params: list[Parameter] = []
+    for k, param_value in enumerate(_list(query.get("params"), where + ".params")):
+        param = _object(param_value, f"{where}.params[{k}]")
+        params.append(
+            Parameter(
+                number=_int(param.get("number"), f"{where}.params[{k}].number"),
+                column=_column(param.get("column"), f"{where}.params[{k}].column"),
+            )
+        )
+    insert_schema, insert_table = _identifier(
+        query.get("insert_into_table"), where + ".insert_into_table"
+    )
+    comments = _list(query.get("comments"), where + ".comments")
+    columns = _list(query.get("columns"), where + ".columns")
+    return Query(
+        name=_str(query.get("name"), where + ".name"),
+        cmd=_str(query.get("cmd"), where + ".cmd"),
+        text=_str(query.get("text"), where + ".text"),
+        filename=_str(query.get("filename"), where + ".filename"),
+        comments=tuple(_str(c, where + ".comments") for c in comments),
+        columns=tuple(_column(c, f"{where}.columns[{k}]") for k, c in enumerate(columns)),
+        params=tuple(params),
+        insert_table=insert_table,
+        insert_schema=insert_schema,
+    )
+
+
 def parse(data: bytes) -> Request:
-    """Returns the request sqlc sent, or raises RequestError."""
+    """Returns the request sqlc sent, or raises RequestError naming the field it cannot read."""
     if not data.lstrip().startswith(b"{"):
         # Without format: json, sqlc sends (and wants back) protobuf.
         raise RequestError(
@@ -186,94 +277,20 @@ def parse(data: bytes) -> Request:
         raise RequestError(f"request: not JSON: {err}") from None
     obj = _object(root, "request")
     settings = _object(obj.get("settings") or {}, "settings")
-    catalog = _object(obj.get("catalog") or {}, "catalog")
-    default_schema = _str(catalog.get("default_schema"), "catalog.default_schema")
-    tables: list[Table] = []
-    enums: list[Enum] = []
-    composites: list[tuple[str, str]] = []
-    for i, schema_value in enumerate(_list(catalog.get("schemas"), "catalog.schemas")):
-        schema = _object(schema_value, f"catalog.schemas[{i}]")
-        name = _str(schema.get("name"), "schema.name")
-        if name in ("pg_catalog", "information_schema"):
-            continue
-        # Names in the default schema go unqualified, as sqlc writes them.
-        schema_name = "" if name == default_schema else name
-        for j, composite in enumerate(_list(schema.get("composite_types"), f"{name}.types")):
-            where = f"catalog.schemas[{i}].composite_types[{j}]"
-            composites.append((schema_name, _str(_object(composite, where).get("name"), where)))
-        for j, enum_value in enumerate(_list(schema.get("enums"), f"{name}.enums")):
-            where = f"catalog.schemas[{i}].enums[{j}]"
-            enum = _object(enum_value, where)
-            enums.append(
-                Enum(
-                    name=_str(enum.get("name"), where + ".name"),
-                    schema=schema_name,
-                    values=tuple(
-                        _str(v, where + ".vals") for v in _list(enum.get("vals"), where + ".vals")
-                    ),
-                    comment=_str(enum.get("comment"), where + ".comment"),
-                )
-            )
-        for j, table_value in enumerate(_list(schema.get("tables"), f"{name}.tables")):
-            where = f"catalog.schemas[{i}].tables[{j}]"
-            table = _object(table_value, where)
-            rel = _object(table.get("rel") or {}, where + ".rel")
-            columns = _list(table.get("columns"), where + ".columns")
-            tables.append(
-                Table(
-                    name=_str(rel.get("name"), where + ".rel.name"),
-                    comment=_str(table.get("comment"), where + ".comment"),
-                    columns=tuple(
-                        _column(c, f"{where}.columns[{k}]") for k, c in enumerate(columns)
-                    ),
-                    schema=schema_name,
-                )
-            )
-    queries: list[Query] = []
-    for i, query_value in enumerate(_list(obj.get("queries"), "queries")):
-        where = f"queries[{i}]"
-        query = _object(query_value, where)
-        params: list[Parameter] = []
-        for k, param_value in enumerate(_list(query.get("params"), where + ".params")):
-            param = _object(param_value, f"{where}.params[{k}]")
-            params.append(
-                Parameter(
-                    number=_int(param.get("number"), f"{where}.params[{k}].number"),
-                    column=_column(param.get("column"), f"{where}.params[{k}].column"),
-                )
-            )
-        insert_schema, insert_table = _identifier(
-            query.get("insert_into_table"), where + ".insert_into_table"
-        )
-        queries.append(
-            Query(
-                name=_str(query.get("name"), where + ".name"),
-                cmd=_str(query.get("cmd"), where + ".cmd"),
-                text=_str(query.get("text"), where + ".text"),
-                filename=_str(query.get("filename"), where + ".filename"),
-                comments=tuple(
-                    _str(c, where + ".comments")
-                    for c in _list(query.get("comments"), where + ".comments")
-                ),
-                columns=tuple(
-                    _column(c, f"{where}.columns[{k}]")
-                    for k, c in enumerate(_list(query.get("columns"), where + ".columns"))
-                ),
-                params=tuple(params),
-                insert_table=insert_table,
-                insert_schema=insert_schema,
-            )
-        )
+    catalog = _catalog(obj.get("catalog"))
+    queries = _list(obj.get("queries"), "queries")
+    schema_paths = _list(settings.get("schema"), "settings.schema")
     return Request(
         engine=_str(settings.get("engine"), "settings.engine"),
-        schema_paths=tuple(
-            _str(p, "settings.schema") for p in _list(settings.get("schema"), "settings.schema")
-        ),
+        schema_paths=tuple(_str(p, "settings.schema") for p in schema_paths),
         sqlc_version=_str(obj.get("sqlc_version"), "sqlc_version"),
         options=_options(_str(obj.get("plugin_options"), "plugin_options")),
-        tables=tuple(tables),
-        queries=tuple(queries),
-        enums=tuple(enums),
-        default_schema=default_schema,
-        composites=tuple(composites),
+        tables=catalog.tables,
+        queries=tuple(_query(q, f"queries[{i}]") for i, q in enumerate(queries)),
+        enums=catalog.enums,
+        default_schema=catalog.default_schema,
+        composites=catalog.composites,
+        query_paths=tuple(
+            _str(p, "settings.queries") for p in _list(settings.get("queries"), "settings.queries")
+        ),
     )

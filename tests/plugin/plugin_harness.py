@@ -36,6 +36,11 @@ def sqlc_env() -> dict[str, str]:
     """Returns an environment where sqlc finds the plugin by its bare name."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(PLUGIN_DIR), str(BIN), env.get("PATH", "")])
+    # The plugin prepares each PostgreSQL constant on the test server.
+    env.setdefault(
+        "SQLC_GEN_JOBTABLE_POSTGRES_URL",
+        env.get("JOBTABLE_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test",
+    )
     return env
 
 

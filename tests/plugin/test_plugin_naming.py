@@ -51,7 +51,7 @@ def test_method_name_of_a_query(query: str, method: str) -> None:
 def test_every_helper_is_formatted_for_the_default_line_length() -> None:
     # A helper is pasted into generated modules as it is: a line past 88
     # would make the output unformatted for ruff's default.
-    from sqlc_gen_jobtable._types import ALIASES, HELPERS
+    from sqlc_gen_jobtable._helpers import ALIASES, HELPERS
 
     long = [
         f"{name}: {line}"

@@ -90,3 +90,22 @@ def test_golden_package_never_mentions_any(case: str) -> None:
         if re.search(r"\bAny\b", line)
     ]
     assert not offending, "\n".join(offending)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_golden_package_passes_ruff_as_a_user_runs_it(case: str) -> None:
+    # No configuration of ours (--isolated): ruff's default rules, plus the
+    # ambiguous names (E741-E743) and trailing whitespace (W291, W293) that
+    # a user's selection often adds. A user lints their tree with the
+    # generated package in it.
+    done = _run(
+        tool("ruff"),
+        "check",
+        "--isolated",
+        "--no-cache",
+        "--extend-select",
+        "E741,E742,E743,W291,W293",
+        *_python_files(case),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,197 @@
+"""Checks every generated SQL constant against the schema before any file is written.
+
+A constant that was cut or rewritten wrong (see ``_sqlite_source``) reads as
+plausible SQL; nothing but the database tells. So each constant is prepared
+as the method sends it: on SQLite with ``EXPLAIN`` in a scratch database made
+from the schema files, on PostgreSQL with ``PREPARE`` (through libpq's
+describe) in a transaction that is rolled back, when the environment names a
+server in ``SQLC_GEN_JOBTABLE_POSTGRES_URL``. Each must prepare, take as many
+parameters as the method binds and return as many columns as it reads.
+"""
+
+import dataclasses
+import os
+import re
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ._plan import QueryPlan
+from ._request import RequestError
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg.rows import TupleRow
+
+POSTGRES_URL = "SQLC_GEN_JOBTABLE_POSTGRES_URL"
+_SLICE = re.compile(r"/\*SLICE:\w+\*/\?")
+_PSYCOPG_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+_ROWS = (":one", ":many", ":batchone", ":batchmany")
+# SQLite compiles DDL against the schema as it is, but a query file's DDL
+# (an upgrade step) is written for another state of it: of DDL, only what
+# makes the text wrong whatever the schema counts.
+_DDL = re.compile(r"\s*(CREATE|ALTER|DROP)\b", re.IGNORECASE)
+_MALFORMED = re.compile(
+    r"syntax error|incomplete input|unrecognized token|one statement at a time|bindings",
+    re.IGNORECASE,
+)
+
+
+def result_columns(plan: QueryPlan) -> int | None:
+    """Returns how many columns plan's method reads from a row, None when it reads none."""
+    if plan.command not in _ROWS:
+        return None
+    return sum(len(f.embed_fields) if f.embed else 1 for f in plan.row_fields)
+
+
+def _mismatch(plan: QueryPlan, params: int, columns: int | None) -> str:
+    """Returns what differs between the prepared statement and plan, or ""."""
+    where = f"query {plan.name} ({plan.filename}): its SQL constant"
+    if params != len(plan.binds):
+        return f"{where} takes {params} parameters, the method binds {len(plan.binds)}"
+    expected = result_columns(plan)
+    if expected is not None and columns != expected:
+        return f"{where} returns {columns} columns, the method reads {expected}"
+    return ""
+
+
+def check_sqlite(schema: str, plans: list[QueryPlan]) -> list[str]:
+    """Returns an error for each plan whose SQL does not prepare on SQLite as planned.
+
+    Each sqlc.slice stands for one value. EXPLAIN compiles the statement
+    without running it; its ResultRow instruction tells the result's width.
+    """
+    conn = sqlite3.connect(":memory:")
+    errors: list[str] = []
+    try:
+        conn.executescript(schema)
+        for plan in plans:
+            sql = _SLICE.sub("?", plan.sql)
+            try:
+                rows = conn.execute("EXPLAIN " + sql, [None] * len(plan.binds)).fetchall()
+            except sqlite3.Error as err:
+                if _DDL.match(sql) and not _MALFORMED.search(str(err)):
+                    continue
+                errors.append(
+                    f"query {plan.name} ({plan.filename}): its SQL constant does not prepare: {err}"
+                )
+                continue
+            widths = {row[3] for row in rows if row[1] == "ResultRow"}
+            columns = max(widths) if widths else 0
+            message = _mismatch(plan, len(plan.binds), columns)
+            if message:
+                errors.append(message)
+    except sqlite3.Error as err:
+        errors.append(f"the schema does not run on SQLite: {err}")
+    finally:
+        conn.close()
+    return errors
+
+
+def postgres_placeholders(sql: str) -> tuple[str, int]:
+    """Returns sql with psycopg's %(name)s as $n, one n per name, and the count of names."""
+    names: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return "%"
+        return f"${names.setdefault(match.group(1), len(names) + 1)}"
+
+    return _PSYCOPG_PLACEHOLDER.sub(number, sql), len(names)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Described:
+    """What the server says of a prepared statement: its parameters and result columns."""
+
+    params: int
+    columns: int
+
+
+# A function that prepares SQL on the server and returns its description, or
+# raises RequestError with the server's message.
+Describe = Callable[[str], Described]
+
+
+def check_postgres(describe: Describe, plans: list[QueryPlan]) -> list[str]:
+    """Returns an error for each plan whose SQL does not prepare on PostgreSQL as planned.
+
+    A COPY cannot be prepared; it is built from the INSERT that sqlc parsed.
+    """
+    errors: list[str] = []
+    for plan in plans:
+        if plan.command == ":copyfrom":
+            continue
+        sql = plan.sql if not plan.params else postgres_placeholders(plan.sql)[0]
+        try:
+            described = describe(sql)
+        except RequestError as err:
+            errors.append(
+                f"query {plan.name} ({plan.filename}): its SQL constant does not prepare: {err}"
+            )
+            continue
+        message = _mismatch(plan, described.params, described.columns)
+        if message:
+            errors.append(message)
+    return errors
+
+
+def server_describe(conn: "psycopg.Connection[TupleRow]") -> Describe:
+    """Returns a Describe that prepares on conn, inside the transaction conn is in.
+
+    Each statement is prepared under a savepoint, so that one that fails
+    leaves the transaction usable for the next.
+    """
+
+    def describe(sql: str) -> Described:
+        conn.execute("SAVEPOINT sqlc_gen_jobtable_check")
+        prepared = conn.pgconn.prepare(b"", sql.encode())
+        if prepared.error_message:
+            conn.execute("ROLLBACK TO SAVEPOINT sqlc_gen_jobtable_check")
+            raise RequestError(prepared.error_message.decode(errors="replace").strip())
+        result = conn.pgconn.describe_prepared(b"")
+        return Described(result.nparams, result.nfields)
+
+    return describe
+
+
+def check_on_server(url: str, schema: str, plans: list[QueryPlan]) -> list[str]:
+    """Runs check_postgres on the server at url, in a transaction rolled back after.
+
+    The schema runs in a schema of its own first on the search path. Raises
+    RequestError when psycopg is missing or the server cannot be reached.
+    """
+    try:
+        import psycopg
+    except ImportError:
+        raise RequestError(
+            f"{POSTGRES_URL} is set, but psycopg is not installed where the plugin runs"
+        ) from None
+    try:
+        conn = psycopg.connect(url)
+    except psycopg.Error as err:
+        raise RequestError(f"{POSTGRES_URL}: cannot connect: {err}") from None
+    with conn:
+        conn.execute("CREATE SCHEMA sqlc_gen_jobtable_check")
+        conn.execute("SET LOCAL search_path = sqlc_gen_jobtable_check, public")
+        try:
+            conn.execute(schema.encode())
+        except psycopg.Error as err:
+            conn.rollback()
+            return [f"the schema does not run on PostgreSQL: {err}"]
+
+        errors = check_postgres(server_describe(conn), plans)
+        conn.rollback()
+    return errors
+
+
+def check(engine: str, schema: str, plans: list[QueryPlan]) -> None:
+    """Raises RequestError listing every plan whose SQL constant fails its check."""
+    errors = check_sqlite(schema, plans) if engine == "sqlite" else []
+    url = os.environ.get(POSTGRES_URL, "")
+    if engine == "postgresql" and url:
+        errors = check_on_server(url, schema, plans)
+    if errors:
+        raise RequestError(
+            "generated SQL failed its check against the schema:\n  " + "\n  ".join(errors)
+        )

@@ -1,0 +1,6 @@
+CREATE TABLE i (
+    id INTEGER PRIMARY KEY,
+    l INTEGER NOT NULL,
+    O TEXT NOT NULL,   
+    note TEXT NOT NULL
+);
