@@ -27,6 +27,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._transaction",
         "jobtable._telemetry",
         "jobtable._store",
+        "jobtable._enqueue",
         "jobtable._kind",
         "jobtable._operator",
     ),

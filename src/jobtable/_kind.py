@@ -7,51 +7,31 @@ code or the runner.
 
 import copy
 import datetime
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, NamedTuple, TypeVar, overload
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import Unpack
 
 from jobtable._codec import Codec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import JobRow, NewJob
+from jobtable._enqueue import Binding, Named, Stored, astore_jobs, store_jobs
 from jobtable._errors import JobNotFound
 from jobtable._job import Job, Status
 from jobtable._operations import GetJob, create_jobs
 from jobtable._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
 from jobtable._store import Store
-from jobtable._telemetry import enqueue_trace
-from jobtable._transaction import adriver_connection, driver_connection
 from jobtable._unique import (
     EnqueueResult,
     Unique,
     create_unique_jobs,
     ids_of,
-    kept_jobs,
     results_of,
 )
 from jobtable._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
 R = TypeVar("R")
-
-
-class _Named(NamedTuple):
-    """The ids and the enqueue time an enqueue's jobs take, given before it runs."""
-
-    ids: Sequence[str]
-    at: datetime.datetime
-
-
-class _Binding(NamedTuple):
-    """Where a bound kind's jobs go: its runner's store, under the runner's payload limit."""
-
-    store: Store
-    max_payload_bytes: int
-
-
-_Stored = tuple[list[NewJob], list[EnqueueResult] | None]
-"""What an enqueue stored: its jobs, and its write's results (None: every job stored)."""
 
 
 class Kind(Generic[P, R]):
@@ -116,7 +96,7 @@ class Kind(Generic[P, R]):
         self._merges = Merges()
         self.unique = _check_unique(where, unique)
         """The kind's uniqueness, or None; each enqueue may override it."""
-        self._binding: _Binding | None = None
+        self._binding: Binding | None = None
 
     @property
     def name(self) -> str:
@@ -129,10 +109,10 @@ class Kind(Generic[P, R]):
     def _bind(self, store: Store, max_payload_bytes: int) -> "Kind[P, R]":
         """Returns a copy of this kind bound to store, whose methods also work without one."""
         bound = copy.copy(self)
-        bound._binding = _Binding(store, max_payload_bytes)
+        bound._binding = Binding(store, max_payload_bytes)
         return bound
 
-    def _where(self, verb: str, args: tuple[Any, ...]) -> tuple[_Binding, Any]:
+    def _where(self, verb: str, args: tuple[Any, ...]) -> tuple[Binding, Any]:
         """Returns the store and limit of a call with args, and the call's one other argument."""
         if len(args) == 2:
             store, value = args
@@ -140,7 +120,7 @@ class Kind(Generic[P, R]):
                 raise TypeError(
                     f"{verb} {self.name!r}: want a Store first, got {type(store).__name__}"
                 )
-            return _Binding(store, store.max_payload_bytes), value
+            return Binding(store, store.max_payload_bytes), value
         if len(args) != 1:
             raise TypeError(f"{verb} {self.name!r}: takes (store, ...), got {len(args)} arguments")
         if self._binding is None:
@@ -153,11 +133,11 @@ class Kind(Generic[P, R]):
     def _create(
         self,
         verb: str,
-        binding: _Binding,
+        binding: Binding,
         payloads: Iterable[P],
         overrides: EnqueueOptions,
         traceparent: str | None = None,
-        named: "_Named | None" = None,
+        named: Named | None = None,
     ) -> tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]:
         kind = self._codec.kind
         where = f"{verb} {kind!r}"
@@ -337,54 +317,43 @@ class Kind(Generic[P, R]):
     def _enqueue_many(
         self,
         verb: str,
-        binding: _Binding,
+        binding: Binding,
         payloads: Iterable[P],
         options: EnqueueOptions,
-        named: "_Named | None" = None,
-    ) -> _Stored:
-        """Stores a job per payload; returns the jobs and the write's results (see _Stored).
+        named: Named | None = None,
+    ) -> Stored:
+        """Stores a job per payload through the one enqueue path (see ``store_jobs``).
 
-        Every enqueue goes through here or its async form: the trace, the
-        traceparent stored with the jobs, and the runners' wake-up. named, when
-        given, holds the jobs' ids and their enqueue time (the Django backend
-        names a job before its transaction commits); by default each gets a
-        new id, and the time is the store clock's.
+        named, when given, holds the jobs' ids and their enqueue time (the
+        Django backend names a job before its transaction commits); by
+        default each gets a new id, and the time is the store clock's.
         """
         conn = options.pop("conn", None)
-        with enqueue_trace(binding.store, self._codec.kind) as trace:
-            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent, named)
-            if conn is None:
-                results = binding.store.engine.write(op)
-                binding.store._enqueued()
-            else:
-                # In the caller's transaction: runners learn of the jobs at its
-                # commit, from the engine (NOTIFY, the WAL watch), not from here.
-                where = f"{verb} {self.name!r}"
-                results = binding.store.engine.write_in(driver_connection(conn, where), op, where)
-            trace.stored(kept_jobs(jobs, results))
-            return jobs, results
+        return store_jobs(
+            binding,
+            self.name,
+            verb,
+            lambda traceparent: self._create(verb, binding, payloads, options, traceparent, named),
+            conn,
+        )
 
     async def _aenqueue_many(
         self,
         verb: str,
-        binding: _Binding,
+        binding: Binding,
         payloads: Iterable[P],
         options: EnqueueOptions,
-        named: "_Named | None" = None,
-    ) -> _Stored:
+        named: Named | None = None,
+    ) -> Stored:
         """The async form of _enqueue_many."""
         conn = options.pop("conn", None)
-        with enqueue_trace(binding.store, self._codec.kind) as trace:
-            jobs, op = self._create(verb, binding, payloads, options, trace.traceparent, named)
-            if conn is None:
-                results = await binding.store.engine.awrite(op)
-                binding.store._enqueued()
-            else:
-                where = f"{verb} {self.name!r}"
-                driver = await adriver_connection(conn, where)
-                results = await binding.store.engine.awrite_in(driver, op, where)
-            trace.stored(kept_jobs(jobs, results))
-            return jobs, results
+        return await astore_jobs(
+            binding,
+            self.name,
+            verb,
+            lambda traceparent: self._create(verb, binding, payloads, options, traceparent, named),
+            conn,
+        )
 
     def _typed(self, row: JobRow) -> Job[R]:
         if row.kind != self.name:

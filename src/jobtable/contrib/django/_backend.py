@@ -17,7 +17,7 @@ from django.utils.json import normalize_json
 from typing_extensions import ParamSpec, TypeVar
 
 import jobtable
-from jobtable._kind import _Binding, _Named
+from jobtable._enqueue import Binding, Named
 from jobtable._options import EnqueueOptions
 from jobtable._values import new_id, timestamp
 from jobtable.contrib.django._payload import TASK_KIND, TaskCall
@@ -58,7 +58,7 @@ class _Job(NamedTuple):
     id: str
     call: TaskCall
     options: EnqueueOptions
-    binding: _Binding
+    binding: Binding
 
 
 class JobtableBackend(BaseTaskBackend):
@@ -138,7 +138,7 @@ class JobtableBackend(BaseTaskBackend):
             "max_attempts": self.max_attempts,
             "run_at": run_after,
         }
-        return _Job(new_id(), call, options, _Binding(store, store.max_payload_bytes))
+        return _Job(new_id(), call, options, Binding(store, store.max_payload_bytes))
 
     def _read(self, job_id: str) -> AnyResult:
         try:
@@ -190,7 +190,7 @@ class JobtableBackend(BaseTaskBackend):
     def _write(self, task: Task[_P, _R], job: _Job, args: Any, kwargs: Any) -> TaskResult[_P, _R]:
         moment = job.binding.store.clock()
         # The same path as every enqueue: its span, its traceparent, its wake-up.
-        named = _Named([job.id], moment)
+        named = Named([job.id], moment)
         TASK_KIND._enqueue_many("enqueue", job.binding, [job.call], job.options.copy(), named)
         return self._stored(task, job, moment, args, kwargs)
 
@@ -200,7 +200,7 @@ class JobtableBackend(BaseTaskBackend):
         """The async form of enqueue; it stores the job at once (async code has no atomic())."""
         job = self._job(task, args, kwargs)
         moment = job.binding.store.clock()
-        named = _Named([job.id], moment)
+        named = Named([job.id], moment)
         await TASK_KIND._aenqueue_many(
             "enqueue", job.binding, [job.call], job.options.copy(), named
         )

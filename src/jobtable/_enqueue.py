@@ -1,0 +1,79 @@
+"""The one path every enqueue takes: its trace, its write, and the runners' wake-up.
+
+A kind builds the jobs and the write that stores them (``Kind._create``);
+``store_jobs`` runs that write inside the enqueue's trace, so the jobs carry
+the trace's traceparent and the enqueued count is kept, then wakes this
+process's runners. ``Kind.enqueue`` and its relatives, and the Django
+backend, all come here.
+"""
+
+import datetime
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import NewJob
+from jobtable._store import Store
+from jobtable._telemetry import enqueue_trace
+from jobtable._transaction import adriver_connection, driver_connection
+from jobtable._unique import EnqueueResult, kept_jobs
+
+
+class Binding(NamedTuple):
+    """Where an enqueue's jobs go: a store, under a payload limit (a runner's, or the store's)."""
+
+    store: Store
+    max_payload_bytes: int
+
+
+class Named(NamedTuple):
+    """The ids and the enqueue time an enqueue's jobs take, given before it runs."""
+
+    ids: Sequence[str]
+    at: datetime.datetime
+
+
+Stored = tuple[list[NewJob], list[EnqueueResult] | None]
+"""What an enqueue stored: its jobs, and its write's results (None: every job stored)."""
+
+Create = Callable[
+    [str | None], tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]
+]
+"""Builds an enqueue's jobs, given the traceparent to store with them, and their write."""
+
+
+def store_jobs(binding: Binding, kind: str, verb: str, create: Create, conn: object) -> Stored:
+    """Builds the jobs and stores them, in the store's transaction or, given conn, in conn's.
+
+    In conn's transaction, runners learn of the jobs at its commit, from the
+    engine (NOTIFY, the WAL watch), not from here.
+    """
+    store = binding.store
+    with enqueue_trace(store, kind) as trace:
+        jobs, op = create(trace.traceparent)
+        if conn is None:
+            results = store.engine.write(op)
+            store._enqueued()
+        else:
+            where = f"{verb} {kind!r}"
+            results = store.engine.write_in(driver_connection(conn, where), op, where)
+        trace.stored(kept_jobs(jobs, results))
+        return jobs, results
+
+
+async def astore_jobs(
+    binding: Binding, kind: str, verb: str, create: Create, conn: object
+) -> Stored:
+    """The async form of store_jobs."""
+    store = binding.store
+    with enqueue_trace(store, kind) as trace:
+        jobs, op = create(trace.traceparent)
+        if conn is None:
+            results = await store.engine.awrite(op)
+            store._enqueued()
+        else:
+            where = f"{verb} {kind!r}"
+            driver = await adriver_connection(conn, where)
+            results = await store.engine.awrite_in(driver, op, where)
+        trace.stored(kept_jobs(jobs, results))
+        return jobs, results
