@@ -8,7 +8,7 @@ code or the runner.
 import copy
 import datetime
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, NamedTuple, TypeVar, overload
+from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 from typing_extensions import Unpack
 
@@ -16,6 +16,8 @@ from jobtable._codec import Codec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import JobRow, NewJob
 from jobtable._errors import JobNotFound
+from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, with_flow
+from jobtable._flow import Sequence as JobSequence
 from jobtable._job import Job, Status
 from jobtable._operations import GetJob, create_jobs
 from jobtable._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
@@ -78,9 +80,11 @@ class Kind(Generic[P, R]):
     default is ``ExponentialBackoff()``. ``unique`` (a ``Unique``; None, the
     default, for none) makes at most one job per key at a time: a colliding
     enqueue stores nothing and returns the holder's id (``enqueue_result``
-    tells it was a duplicate); an enqueue's ``unique=None`` turns it off. A
-    bad value raises TypeError or ValueError naming the option, and stores
-    nothing.
+    tells it was a duplicate); an enqueue's ``unique=None`` turns it off.
+    ``partition`` (a ``Partition``) and ``sequence`` (a ``Sequence``) give each
+    job its partition and sequence keys; an enqueue may give
+    ``partition_key=`` and ``sequence_key=`` instead. A bad value raises
+    TypeError or ValueError naming the option, and stores nothing.
     """
 
     def __init__(
@@ -96,6 +100,8 @@ class Kind(Generic[P, R]):
         timeout: float | None = None,
         delay: datetime.timedelta | None = None,
         unique: Unique | None = None,
+        partition: Partition | None = None,
+        sequence: JobSequence | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Kind {name!r}: empty kind")
@@ -116,6 +122,9 @@ class Kind(Generic[P, R]):
         self._merges = Merges()
         self.unique = _check_unique(where, unique)
         """The kind's uniqueness, or None; each enqueue may override it."""
+        check_flow(where, partition, sequence)
+        self.flow: tuple[Partition | None, JobSequence | None] = (partition, sequence)
+        """The kind's ``Partition`` and ``Sequence``, each or both None (see Flow control)."""
         self._binding: _Binding | None = None
 
     @property
@@ -161,6 +170,11 @@ class Kind(Generic[P, R]):
     ) -> tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]:
         kind = self._codec.kind
         where = f"{verb} {kind!r}"
+        keyed = self.flow != (None, None) or not FLOW_OPTIONS.isdisjoint(overrides)
+        if keyed:
+            given = {k: v for k, v in overrides.items() if k in FLOW_OPTIONS}
+            overrides = cast(EnqueueOptions, {k: v for k, v in overrides.items() if k not in given})
+            payloads = list(payloads)
         if overrides:
             options, unique, run_at = self._overridden(where, overrides)
         else:
@@ -182,6 +196,8 @@ class Kind(Generic[P, R]):
             )
             for p in payloads
         ]
+        if keyed:
+            jobs = with_flow(where, jobs, cast(list[P], payloads), *self.flow, given)
         # A job that starts now has run_at and created_at the same text: one timestamp for both.
         now = starts if run_at is None and options.delay is None else timestamp(moment)
         if unique is None:

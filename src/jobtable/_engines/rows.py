@@ -32,6 +32,7 @@ class ClaimedRow(Protocol):
     def traceparent(self) -> str | None:
         """The W3C trace context recorded at enqueue, or None."""
         ...
+
     @property
     def partition_key(self) -> str | None:
         """The job's partition key, or None."""

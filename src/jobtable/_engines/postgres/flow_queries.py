@@ -117,7 +117,9 @@ class PostgresFlowQueries:
         row = self._flow.get_wait_facts(id=id)
         if row is None:
             return None
-        limits = QueueLimits(row.concurrency, row.partition_limit, row.rate_limit, None, row.rate_per_key)
+        limits = QueueLimits(
+            row.concurrency, row.partition_limit, row.rate_limit, None, row.rate_per_key
+        )
         return WaitFacts(
             row.paused,
             limits,

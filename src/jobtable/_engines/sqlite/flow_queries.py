@@ -140,7 +140,9 @@ class SQLiteFlowQueries:
         row = self._flow.get_wait_facts(now_seconds=_seconds(now), id=id)
         if row is None:
             return None
-        limits = _limits(row.concurrency, row.partition_limit, row.rate_limit, None, row.rate_per_key)
+        limits = _limits(
+            row.concurrency, row.partition_limit, row.rate_limit, None, row.rate_per_key
+        )
         return WaitFacts(
             bool(row.paused),
             limits,
@@ -150,4 +152,3 @@ class SQLiteFlowQueries:
             row.starts_in_key,
             bool(row.behind_sequence),
         )
-
