@@ -1,4 +1,4 @@
-"""A database written by schema version 3 opens, upgrades to version 4 (flow control), keeps every job.
+"""A database written by schema version 3 upgrades to version 4 (flow control), keeping every job.
 
 The version 3 schemas are checked in as fixtures (tests/fixtures), copied
 from the release that wrote them. Version 4 adds the jobs' partition and

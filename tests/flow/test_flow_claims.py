@@ -7,6 +7,7 @@ processes.
 """
 
 import datetime
+from collections.abc import Callable
 
 import pytest
 from flow_helpers import claim, finish
@@ -228,26 +229,26 @@ def test_queues_lists_pauses_limits_and_counts(store: jobtable.Store) -> None:
 
 
 @pytest.mark.parametrize(
-    "make",
+    ("make", "message"),
     [
-        lambda: jobtable.Queue("q", concurrency=0),
-        lambda: jobtable.Queue("q", partition_limit=-1),
-        lambda: jobtable.Rate(0, per=HOUR),
-        lambda: jobtable.Rate(5, per=datetime.timedelta(0)),
-        lambda: jobtable.Queue("", concurrency=1),
-        lambda: jobtable.Queue("a\x00b", concurrency=1),
+        (lambda: jobtable.Queue("q", concurrency=0), "concurrency must be at least 1"),
+        (lambda: jobtable.Queue("q", partition_limit=-1), "partition_limit must be at least 1"),
+        (lambda: jobtable.Rate(0, per=HOUR), "limit must be at least 1"),
+        (lambda: jobtable.Rate(5, per=datetime.timedelta(0)), "per must be a positive timedelta"),
+        (lambda: jobtable.Queue("", concurrency=1), "a queue name must be a non-empty str"),
+        (lambda: jobtable.Queue("a\x00b", concurrency=1), "cannot be stored"),
     ],
 )
-def test_a_bad_limit_is_refused(make: object) -> None:
-    with pytest.raises(ValueError):
-        make()  # type: ignore[operator]
+def test_a_bad_limit_is_refused(make: Callable[[], object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
 
 
 def test_a_bad_operator_limit_stores_nothing(store: jobtable.Store) -> None:
     store.set_limits("q", concurrency=2)
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         store.set_limits("q", concurrency=0)
-    with pytest.raises(TypeError, match="rate must be a jobtable.Rate"):
+    with pytest.raises(TypeError, match=r"rate must be a jobtable\.Rate"):
         store.set_limits("q", rate=5)  # type: ignore[arg-type]
     [info] = store.queues()
     assert info.concurrency == 2

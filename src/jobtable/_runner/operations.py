@@ -172,7 +172,7 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
 
 
 class FlowClaim:
-    """The write that stores outcomes and claims up to max_jobs jobs of queue within its flow control.
+    """The write that stores outcomes and claims up to max_jobs jobs of queue within its limits.
 
     It reads the queue's flow control with the lock that serializes limited
     claims (see ``FlowQueries.queue_flow``), stores the outcomes first, so
