@@ -107,7 +107,9 @@ def test_a_version_3_postgres_schema_is_upgraded_keeping_every_job(
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute((FIXTURES / "schema_v3_postgres.sql").read_text())
         with conn.cursor() as cur:
-            cur.executemany(f"INSERT INTO jobs ({COLUMNS}) VALUES ({', '.join(['%s'] * 8)})", V3_JOBS)
+            cur.executemany(
+                f"INSERT INTO jobs ({COLUMNS}) VALUES ({', '.join(['%s'] * 8)})", V3_JOBS
+            )
         conn.execute("INSERT INTO jobtable_schema (version) VALUES (3)")
     with jobtable.Store.open(url) as store:
         run_kept_then_limited(store)
