@@ -66,7 +66,17 @@ CREATE TABLE jobs (
         AND (unique_statuses IS NULL OR ((unique_statuses & 3) = 3 AND unique_statuses < 32))
     ),
     -- traceparent is the W3C trace context current at enqueue, if any.
-    traceparent TEXT
+    traceparent TEXT,
+    -- partition_key is the job's key among its queue's partitions: a queue
+    -- with a partition limit runs at most that many jobs of one key at once
+    -- (the jobs without a key count as one key). sequence_key puts the job in
+    -- a sequence: the jobs of one key run one at a time in seq order, a job
+    -- waiting while an earlier one of its key is queued or running, or, when
+    -- that one has sequence_blocks set, failed or cancelled. All three are
+    -- null or 0 for a job that uses neither (schema version 4).
+    partition_key TEXT,
+    sequence_key TEXT,
+    sequence_blocks INTEGER NOT NULL DEFAULT 0
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue
@@ -106,6 +116,58 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
 CREATE INDEX jobs_by_status ON jobs (status, seq) WHERE status <> 'running';
 CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq) WHERE status <> 'running';
 CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq) WHERE status <> 'running';
+
+-- A partitioned claim finds the keys that have ready jobs, and each key's
+-- oldest, through this index; jobs without a key are not in it, so it costs
+-- nothing to a queue that does not partition (schema version 4).
+CREATE INDEX jobs_partition ON jobs (queue, partition_key, priority, seq)
+    WHERE status = 'queued' AND scheduled = 0 AND partition_key IS NOT NULL;
+-- A claim looks for an earlier job of a job's sequence that still holds the
+-- sequence back; succeeded jobs never do, so they leave the index (schema
+-- version 4).
+CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
+    WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
+
+-- queues holds the flow control of the queues that have any: whether the
+-- queue is paused, and its limits. A queue without a row, or whose row has
+-- no limit and is not paused, is claimed as it always was. The limit columns
+-- are the ones claims obey; the declared_ ones are what the code of the
+-- latest runner that started declared, and they are copied over the limits
+-- unless an operator set limits (overridden), which are kept until cleared
+-- (schema version 4).
+CREATE TABLE queues (
+    name TEXT PRIMARY KEY,
+    paused INTEGER NOT NULL DEFAULT 0,
+    -- concurrency is the most jobs of the queue running at once, across
+    -- every runner; partition_limit the most of one partition key.
+    concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
+    partition_limit INTEGER CHECK (partition_limit IS NULL OR partition_limit >= 1),
+    -- rate_limit jobs at most start in any rate_period seconds; per key when
+    -- rate_per_key is set.
+    rate_limit INTEGER CHECK (rate_limit IS NULL OR rate_limit >= 1),
+    rate_period REAL CHECK (rate_period IS NULL OR rate_period > 0),
+    rate_per_key INTEGER NOT NULL DEFAULT 0,
+    declared_concurrency INTEGER,
+    declared_partition_limit INTEGER,
+    declared_rate_limit INTEGER,
+    declared_rate_period REAL,
+    declared_rate_per_key INTEGER NOT NULL DEFAULT 0,
+    overridden INTEGER NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL,
+    CHECK ((rate_limit IS NULL) = (rate_period IS NULL))
+) WITHOUT ROWID;
+
+-- queue_starts records when each job of a rate-limited queue started, one
+-- row per attempt whatever its outcome, so that a claim counts the starts
+-- of the last period; a claim deletes the rows older than its period.
+-- started_at is seconds since 1970 on the clock of the process that claims
+-- (a SQLite file is shared by the processes of one machine).
+CREATE TABLE queue_starts (
+    queue TEXT NOT NULL,
+    partition_key TEXT,
+    started_at REAL NOT NULL
+);
+CREATE INDEX queue_starts_by_time ON queue_starts (queue, started_at);
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running

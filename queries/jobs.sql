@@ -2,22 +2,24 @@
 -- CreateJob stores a queued job that may be claimed from run_at on.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now, sqlc.narg(traceparent)
+    @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
+    @sequence_blocks
 );
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now, sqlc.narg(traceparent)
+    @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
+    @sequence_blocks
 );
 
 -- name: CreateUniqueJob :execrows
@@ -28,11 +30,13 @@ VALUES (
 -- job; the caller then reads the holder.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, unique_key, unique_statuses
+    created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
+    sequence_key, sequence_blocks
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses
+    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
+    sqlc.narg(sequence_key), @sequence_blocks
 )
 ON CONFLICT DO NOTHING;
 
@@ -49,7 +53,12 @@ WHERE kind = @kind AND unique_key = @unique_key AND unique_key IS NOT NULL
 -- ClaimNextJob marks up to max_jobs ready jobs of queue running for runner,
 -- lowest priority first and oldest first within one, and returns them with
 -- their new attempt. Only ready jobs are claimed: a scheduled job becomes
--- ready when StageJobs finds its run_at has come.
+-- ready when StageJobs finds its run_at has come. It is the claim of a queue
+-- without flow control: it claims nothing while the queue's row in queues is
+-- paused or has a limit (the runner then claims with ClaimLimitedJobs or
+-- ClaimPartitionedJobs), which costs one primary key lookup per claim. A job
+-- of a sequence is skipped while an earlier one of its sequence holds it back
+-- (see jobs_sequence); a job without one pays nothing for it.
 -- RETURNING does not keep the subquery's order: callers sort by (priority, seq).
 UPDATE jobs
 SET status = 'running', runner = @runner, attempt = attempt + 1,
@@ -57,9 +66,20 @@ SET status = 'running', runner = @runner, attempt = attempt + 1,
 WHERE seq IN (
     SELECT ready.seq FROM jobs AS ready
     WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = @queue
+        AND NOT EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = @queue AND (flow.paused = 1 OR flow.concurrency IS NOT NULL
+                OR flow.partition_limit IS NOT NULL OR flow.rate_limit IS NOT NULL)
+        )
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+        ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
 
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:

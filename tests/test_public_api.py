@@ -15,6 +15,12 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "Partition",
+    "Queue",
+    "QueueInfo",
+    "Rate",
+    "Sequence",
+    "WaitReason",
     "dashboard",
     "ThroughputPoint",
     "Stats",

@@ -24,6 +24,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._operations",
         "jobtable._options",
         "jobtable._unique",
+        "jobtable._flow",
         "jobtable._transaction",
         "jobtable._telemetry",
         "jobtable._store",

@@ -3,11 +3,12 @@
 -- trigger notifies idle runners in every process when the transaction commits.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now, sqlc.narg(traceparent)
+    @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
+    @sequence_blocks
 );
 
 -- name: CreateJobs :exec
@@ -23,13 +24,15 @@ VALUES (
 -- round trip to save: there CreateJobs sends a statement per row.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
-    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
+    job.sequence_key, coalesce(job.sequence_blocks, false)
 FROM jsonb_to_recordset(@jobs::jsonb) AS job(
     id text, kind text, queue text, priority integer, payload text, max_attempts integer,
-    timeout double precision, run_at timestamptz, now timestamptz, traceparent text
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
+    partition_key text, sequence_key text, sequence_blocks boolean
 );
 
 -- name: CreateUniqueJob :execrows
@@ -40,11 +43,13 @@ FROM jsonb_to_recordset(@jobs::jsonb) AS job(
 -- job; the caller then reads the holder.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, unique_key, unique_statuses
+    created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
+    sequence_key, sequence_blocks
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses
+    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
+    sqlc.narg(sequence_key), @sequence_blocks
 )
 ON CONFLICT DO NOTHING;
 
@@ -56,11 +61,13 @@ ON CONFLICT DO NOTHING;
 -- CreateUniqueJob.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, unique_key, unique_statuses
+    created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
+    sequence_key, sequence_blocks
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
-    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses
+    @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
+    sqlc.narg(sequence_key), @sequence_blocks
 )
 ON CONFLICT DO NOTHING
 RETURNING id;
@@ -93,6 +100,14 @@ WHERE kind = @kind AND unique_key = @unique_key AND unique_key IS NOT NULL
 --
 -- The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
 -- lowest priority and then oldest first, and returns them with finished false and their new attempt.
+-- It is the claim of a queue without flow control: it claims nothing while
+-- the queue's row in queues is paused or has a limit (the runner then claims
+-- with LockQueueFlow and ClaimLimitedJobs or ClaimPartitionedJobs), which
+-- costs one primary key lookup per claim. A job of a sequence is skipped
+-- while an earlier one of its sequence holds it back (see jobs_sequence);
+-- no lock is needed for that: the earlier job's row decides, and a claim
+-- that skips a locked head finds it queued in its snapshot, so it never
+-- takes the job behind it.
 -- RETURNING does not keep the pick's order: callers sort by (priority, seq).
 -- Differs from SQLite, whose single writer serializes claims: here claims
 -- run concurrently, so the picked rows are locked and rows another claim has
@@ -137,6 +152,17 @@ WITH finished AS (
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
     WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = @queue
+        AND NOT EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = @queue AND (flow.paused OR flow.concurrency IS NOT NULL
+                OR flow.partition_limit IS NOT NULL OR flow.rate_limit IS NOT NULL)
+        )
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+        ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
 ),
@@ -147,13 +173,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent
+    traceparent, partition_key
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text FROM finished;
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+FROM finished;
 
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:

@@ -29,6 +29,7 @@ from jobtable._errors import (
     RunnerError,
     StoreError,
 )
+from jobtable._flow import Partition, Queue, Rate, Sequence, WaitReason
 from jobtable._job import (
     MESSAGE_INTERNAL,
     MESSAGE_INTERRUPTED,
@@ -49,6 +50,7 @@ from jobtable._operator.models import (
     Stats,
     ThroughputPoint,
 )
+from jobtable._operator.queues import QueueInfo
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from jobtable._runner.context import JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
@@ -76,8 +78,12 @@ __all__ = [
     "JobtableError",
     "Kind",
     "NotRunning",
+    "Partition",
     "PayloadError",
+    "Queue",
+    "QueueInfo",
     "QueueStats",
+    "Rate",
     "ResultError",
     "Retry",
     "RetryPolicy",
@@ -86,6 +92,7 @@ __all__ = [
     "RunnerError",
     "RunnerInfo",
     "SchemaState",
+    "Sequence",
     "Stats",
     "Status",
     "Store",
@@ -93,6 +100,7 @@ __all__ = [
     "SyncHandler",
     "ThroughputPoint",
     "Unique",
+    "WaitReason",
     "dashboard",
 ]
 

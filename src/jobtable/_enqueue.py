@@ -9,7 +9,7 @@ backend, all come here.
 
 import datetime
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
@@ -31,6 +31,29 @@ class Named(NamedTuple):
 
     ids: Sequence[str]
     at: datetime.datetime
+
+
+def binding_of(
+    where: str, verb: str, args: tuple[object, ...], bound: Binding | None
+) -> tuple[Binding, Any]:
+    """The store and limit of a kind's call with args, and its one other argument.
+
+    args is (store, value), or (value,) for a kind bound to a runner (bound);
+    anything else raises TypeError saying what the call takes.
+    """
+    if len(args) == 2:
+        store, value = args
+        if not isinstance(store, Store):
+            raise TypeError(f"{where}: want a Store first, got {type(store).__name__}")
+        return Binding(store, store.max_payload_bytes), value
+    if len(args) != 1:
+        raise TypeError(f"{where}: takes (store, ...), got {len(args)} arguments")
+    if bound is None:
+        raise TypeError(
+            f"{where}: the kind is not bound to a runner; "
+            f"pass the store first: kind.{verb}(store, ...)"
+        )
+    return bound, args[0]
 
 
 Stored = tuple[list[NewJob], list[EnqueueResult] | None]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from typing_extensions import TypeVar
 
 from jobtable._engines.rows import JobRow, RecordRow
+from jobtable._flow import WaitReason
 
 ResultT = TypeVar("ResultT", default=JsonValue)
 
@@ -122,6 +123,8 @@ class JobRecord(BaseModel):
     error: str | None
     payload: JsonValue
     result: JsonValue | None
+    waiting: WaitReason | None = None
+    """Why a queued job whose run_at came waits (``Store.inspect`` only; None in listings)."""
 
 
 def record_from_row(row: RecordRow) -> JobRecord:

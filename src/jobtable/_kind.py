@@ -8,15 +8,17 @@ code or the runner.
 import copy
 import datetime
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 from typing_extensions import Unpack
 
 from jobtable._codec import Codec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import JobRow, NewJob
-from jobtable._enqueue import Binding, Named, Stored, astore_jobs, store_jobs
+from jobtable._enqueue import Binding, Named, Stored, astore_jobs, binding_of, store_jobs
 from jobtable._errors import JobNotFound
+from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, with_flow
+from jobtable._flow import Sequence as JobSequence
 from jobtable._job import Job, Status
 from jobtable._operations import GetJob, create_jobs
 from jobtable._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
@@ -26,6 +28,7 @@ from jobtable._unique import (
     Unique,
     create_unique_jobs,
     ids_of,
+    keyed_unique,
     results_of,
 )
 from jobtable._values import new_id, timestamp, unstorable
@@ -58,9 +61,11 @@ class Kind(Generic[P, R]):
     default is ``ExponentialBackoff()``. ``unique`` (a ``Unique``; None, the
     default, for none) makes at most one job per key at a time: a colliding
     enqueue stores nothing and returns the holder's id (``enqueue_result``
-    tells it was a duplicate); an enqueue's ``unique=None`` turns it off. A
-    bad value raises TypeError or ValueError naming the option, and stores
-    nothing.
+    tells it was a duplicate); an enqueue's ``unique=None`` turns it off.
+    ``partition`` (a ``Partition``) and ``sequence`` (a ``Sequence``) give each
+    job its partition and sequence keys; an enqueue may give
+    ``partition_key=`` and ``sequence_key=`` instead. A bad value raises
+    TypeError or ValueError naming the option, and stores nothing.
     """
 
     def __init__(
@@ -76,6 +81,8 @@ class Kind(Generic[P, R]):
         timeout: float | None = None,
         delay: datetime.timedelta | None = None,
         unique: Unique | None = None,
+        partition: Partition | None = None,
+        sequence: JobSequence | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Kind {name!r}: empty kind")
@@ -96,6 +103,9 @@ class Kind(Generic[P, R]):
         self._merges = Merges()
         self.unique = _check_unique(where, unique)
         """The kind's uniqueness, or None; each enqueue may override it."""
+        check_flow(where, partition, sequence)
+        self.flow: tuple[Partition | None, JobSequence | None] = (partition, sequence)
+        """The kind's ``Partition`` and ``Sequence``, each or both None (see Flow control)."""
         self._binding: Binding | None = None
 
     @property
@@ -114,21 +124,7 @@ class Kind(Generic[P, R]):
 
     def _where(self, verb: str, args: tuple[Any, ...]) -> tuple[Binding, Any]:
         """Returns the store and limit of a call with args, and the call's one other argument."""
-        if len(args) == 2:
-            store, value = args
-            if not isinstance(store, Store):
-                raise TypeError(
-                    f"{verb} {self.name!r}: want a Store first, got {type(store).__name__}"
-                )
-            return Binding(store, store.max_payload_bytes), value
-        if len(args) != 1:
-            raise TypeError(f"{verb} {self.name!r}: takes (store, ...), got {len(args)} arguments")
-        if self._binding is None:
-            raise TypeError(
-                f"{verb} {self.name!r}: the kind is not bound to a runner; "
-                f"pass the store first: kind.{verb}(store, ...)"
-            )
-        return self._binding, args[0]
+        return binding_of(f"{verb} {self.name!r}", verb, args, self._binding)
 
     def _create(
         self,
@@ -141,6 +137,11 @@ class Kind(Generic[P, R]):
     ) -> tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]:
         kind = self._codec.kind
         where = f"{verb} {kind!r}"
+        keyed = self.flow != (None, None) or not FLOW_OPTIONS.isdisjoint(overrides)
+        if keyed:
+            given = {k: v for k, v in overrides.items() if k in FLOW_OPTIONS}
+            overrides = cast(EnqueueOptions, {k: v for k, v in overrides.items() if k not in given})
+            payloads = list(payloads)
         if overrides:
             options, unique, run_at = self._overridden(where, overrides)
         else:
@@ -162,16 +163,13 @@ class Kind(Generic[P, R]):
             )
             for p in payloads
         ]
+        if keyed:
+            jobs = with_flow(where, jobs, cast(list[P], payloads), *self.flow, given)
         # A job that starts now has run_at and created_at the same text: one timestamp for both.
         now = starts if run_at is None and options.delay is None else timestamp(moment)
         if unique is None:
             return jobs, create_jobs(kind, jobs, now)
-        jobs = [
-            job._replace(
-                unique_key=unique.key_of(where, job.payload, moment), unique_statuses=unique.mask
-            )
-            for job in jobs
-        ]
+        jobs = keyed_unique(where, unique, jobs, moment)
         return jobs, create_unique_jobs(kind, jobs, now)
 
     def _overridden(

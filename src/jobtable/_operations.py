@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from jobtable._engines.base import Insert, JobInserts, Queries, Statement
 from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
 from jobtable._errors import JobNotFound
+from jobtable._flow import WaitReason, wait_reason
 from jobtable._job import CancelResult
 from jobtable._values import unstorable
 
@@ -58,6 +59,20 @@ class GetJobRecord:
         if row is None:
             raise JobNotFound(f"job {self.job_id!r} not found")
         return row
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InspectJob:
+    """The read of one job's record and, when it is queued, why flow control holds it."""
+
+    job_id: str
+    now: str
+
+    def __call__(self, q: Queries) -> tuple[RecordRow, WaitReason | None]:
+        row = GetJobRecord(self.job_id)(q)
+        if row.status != "queued":
+            return row, None
+        return row, wait_reason(q.get_wait_facts(id=self.job_id, now=self.now))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

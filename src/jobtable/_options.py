@@ -31,6 +31,10 @@ class EnqueueOptions(TypedDict, total=False):
     delay: datetime.timedelta | None
     run_at: datetime.datetime | None
     unique: "Unique | None"
+    partition_key: str | None
+    """The job's partition key, instead of the one its kind's ``Partition`` computes."""
+    sequence_key: str | None
+    """The job's sequence key, instead of the one its kind's ``Sequence`` computes."""
     conn: object
     """The application's own connection whose transaction the jobs join (see ``Kind.enqueue``)."""
 

@@ -15,7 +15,8 @@ from jobtable._engines.base import Engine
 from jobtable._engines.rows import CountRow
 from jobtable._engines.target import URL_SCHEME, open_engine
 from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
-from jobtable._operations import CancelJob, GetJob, GetJobRecord, ListJobs, count_jobs
+from jobtable._operations import CancelJob, GetJob, InspectJob, ListJobs, count_jobs
+from jobtable._operator.queues import QueueOperations
 from jobtable._operator.store import StoreOperations
 from jobtable._values import redact_url, timestamp
 
@@ -73,7 +74,7 @@ class OpenOptions(TypedDict, total=False):
     migrate: bool
 
 
-class Store(StoreOperations):
+class Store(StoreOperations, QueueOperations):
     """The database jobs live in: a SQLite file or a PostgreSQL server.
 
     A store opened once is shared by every runner and enqueuer of the process
@@ -211,12 +212,18 @@ class Store(StoreOperations):
         return await self.engine.awrite(CancelJob(job_id, self.now()))
 
     def inspect(self, job_id: str) -> JobRecord:
-        """Returns the job's whole record; raises JobNotFound for an unknown id."""
-        return record_from_row(self.engine.read(GetJobRecord(job_id)))
+        """Returns the job's whole record; raises JobNotFound for an unknown id.
+
+        A queued job's ``waiting`` says why it waits when flow control holds it
+        (see ``WaitReason``), computed as it is read.
+        """
+        row, reason = self.engine.read(InspectJob(job_id, timestamp(self.clock())))
+        return record_from_row(row).model_copy(update={"waiting": reason})
 
     async def ainspect(self, job_id: str) -> JobRecord:
         """The async form of inspect."""
-        return record_from_row(await self.engine.aread(GetJobRecord(job_id)))
+        row, reason = await self.engine.aread(InspectJob(job_id, timestamp(self.clock())))
+        return record_from_row(row).model_copy(update={"waiting": reason})
 
     def list_jobs(
         self,

@@ -189,6 +189,18 @@ def create_unique_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateUni
     return CreateUniqueJob(kind, jobs, now) if len(jobs) == 1 else CreateUniqueJobs(kind, jobs, now)
 
 
+def keyed_unique(
+    where: str, unique: Unique, jobs: Sequence[NewJob], moment: datetime.datetime
+) -> list[NewJob]:
+    """jobs with the unique key and statuses unique gives each at moment."""
+    return [
+        job._replace(
+            unique_key=unique.key_of(where, job.payload, moment), unique_statuses=unique.mask
+        )
+        for job in jobs
+    ]
+
+
 def _holder(q: Queries, kind: str, job: NewJob, now: str) -> EnqueueResult:
     """The result of job, whose insert found its key held: the holder, or job stored after all."""
     if job.unique_key is None:

@@ -391,6 +391,7 @@ class _Claimed:
     timeout: float | None = None
     priority: int = 0
     traceparent: str | None = None
+    partition_key: str | None = None
 
 
 EXAMPLES = {"sqlite": 60, "postgres": 15}

@@ -33,6 +33,11 @@ class ClaimedRow(Protocol):
         """The W3C trace context recorded at enqueue, or None."""
         ...
 
+    @property
+    def partition_key(self) -> str | None:
+        """The job's partition key, or None."""
+        ...
+
 
 class JobFields(TypedDict):
     """A new job as the columns every engine's insert statements take, times as UTC text."""
@@ -47,6 +52,9 @@ class JobFields(TypedDict):
     run_at: str
     now: str
     traceparent: str | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: bool
 
 
 class NewJob(NamedTuple):
@@ -54,7 +62,10 @@ class NewJob(NamedTuple):
 
     traceparent is the W3C trace context to record with it (None: none).
     unique_key and unique_statuses (a bitmask) make it unique among its
-    kind's jobs (None: not unique); see ``jobtable.Unique``.
+    kind's jobs (None: not unique); see ``jobtable.Unique``. partition_key
+    is its key in its queue's partitions; sequence_key puts it in a
+    sequence, which it holds back when it ends failed or cancelled if
+    sequence_blocks (see ``jobtable.Sequence``).
     """
 
     id: str
@@ -67,6 +78,9 @@ class NewJob(NamedTuple):
     traceparent: str | None = None
     unique_key: str | None = None
     unique_statuses: int | None = None
+    partition_key: str | None = None
+    sequence_key: str | None = None
+    sequence_blocks: bool = False
 
     def fields(self, kind: str, now: str) -> JobFields:
         """The job as the columns of an insert of kind at now (unique_* apart)."""
@@ -81,6 +95,9 @@ class NewJob(NamedTuple):
             run_at=self.run_at,
             now=now,
             traceparent=self.traceparent,
+            partition_key=self.partition_key,
+            sequence_key=self.sequence_key,
+            sequence_blocks=self.sequence_blocks,
         )
 
 

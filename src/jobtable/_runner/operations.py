@@ -171,6 +171,61 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
         )
 
 
+class FlowClaim:
+    """The write that stores outcomes and claims up to max_jobs jobs of queue within its limits.
+
+    It reads the queue's flow control with the lock that serializes limited
+    claims (see ``FlowQueries.queue_flow``), stores the outcomes first, so
+    that the slots they free count, then claims what the limits allow. A
+    queue without flow control is claimed as ``FinishAndClaim`` claims it.
+    Returns the ids of the jobs it finished, the jobs it claimed, and
+    whether the queue has flow control.
+    """
+
+    __slots__ = ("max_jobs", "now", "outcomes", "queue", "runner")
+
+    def __init__(
+        self, outcomes: Sequence[Finish], runner: str, queue: str, max_jobs: int, now: str
+    ) -> None:
+        self.outcomes = outcomes
+        self.runner = runner
+        self.queue = queue
+        self.max_jobs = max_jobs
+        self.now = now
+
+    def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow], bool]:
+        flow = q.queue_flow(queue=self.queue, lock=True)
+        outcomes = [f.outcome for f in self.outcomes]
+        if flow is None:
+            finished, rows = q.finish_and_claim_jobs(
+                outcomes=outcomes,
+                runner=self.runner,
+                queue=self.queue,
+                now=self.now,
+                max_jobs=self.max_jobs,
+            )
+            return finished, rows, False
+        finished = []
+        if outcomes:
+            finished, _ = q.finish_and_claim_jobs(
+                outcomes=outcomes, runner=self.runner, queue=self.queue, now=self.now, max_jobs=0
+            )
+        rows = q.claim_within_limits(
+            flow=flow, runner=self.runner, queue=self.queue, now=self.now, max_jobs=self.max_jobs
+        )
+        return finished, rows, True
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HasFlow:
+    """The read of whether queue has flow control (paused or limited), without a lock."""
+
+    queue: str
+
+    def __call__(self, q: Queries) -> bool:
+        return q.queue_flow(queue=self.queue, lock=False) is not None
+
+
 class Started(NamedTuple):
     """What StartRunner found and did."""
 

@@ -8,7 +8,14 @@ from collections.abc import Sequence
 
 from jobtable._engines.rows import ClaimedRow
 from jobtable._runner.completer import Completer
-from jobtable._runner.operations import Finish, FinishAndClaim, NextRunAt, StageJobs
+from jobtable._runner.operations import (
+    Finish,
+    FinishAndClaim,
+    FlowClaim,
+    HasFlow,
+    NextRunAt,
+    StageJobs,
+)
 from jobtable._runner.shared import Shared
 from jobtable._values import timestamp
 
@@ -88,6 +95,9 @@ class Producer:
         # run_at seen, and at least every poll interval, for the jobs other
         # processes schedule.
         self._stage_at: datetime.datetime | None = None
+        # Whether the queue had flow control (a pause or a limit) at the last
+        # look: its claims then go through FlowClaim.
+        self._flow = False
 
     def start(self, slots: int) -> None:
         """Takes slots workers, each of which calls next_job until it returns None."""
@@ -238,9 +248,25 @@ class Producer:
         now = store.clock()
         if self._stage_at is None or now >= self._stage_at:
             await self.stage(now)
-        changed, rows = await store.engine.awrite(
-            FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, timestamp(now))
-        )
+        stamp = timestamp(now)
+        if self._flow:
+            changed, rows, self._flow = await store.engine.awrite(
+                FlowClaim(outcomes, self._runner, self.queue, max_jobs, stamp)
+            )
+        else:
+            changed, rows = await store.engine.awrite(
+                FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, stamp)
+            )
+            # The plain claim takes nothing from a queue with flow control: a
+            # claim that found nothing looks whether the queue gained some,
+            # and claims within it from now on. A queue without it pays one
+            # read only when it ran dry, before its workers wait anyway.
+            if not rows:
+                self._flow = await store.engine.aread(HasFlow(self.queue))
+                if self._flow:
+                    _, rows, self._flow = await store.engine.awrite(
+                        FlowClaim((), self._runner, self.queue, max_jobs, stamp)
+                    )
         self._completer.claimed(rows)
         if outcomes:
             self._completer.recorded(outcomes, changed)

@@ -12,13 +12,15 @@ import asyncio
 import contextlib
 import datetime
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, overload
 
 from jobtable._backoff import Backoff
 from jobtable._errors import RunnerError
+from jobtable._flow import Queue
 from jobtable._job import Job
 from jobtable._kind import Kind
+from jobtable._operator.queues import check_declared
 from jobtable._runner.cancel_watch import CancelWatch
 from jobtable._runner.completer import Completer
 from jobtable._runner.contact import StoreContact
@@ -54,7 +56,8 @@ class Runner:
     ``retention`` are deleted (None keeps them forever). A result over
     ``max_result_bytes`` fails its job. A failed claim or outcome write is
     retried after ``retry_backoff``; once stop has begun, an outcome write
-    gives up after ``give_up_after`` tries.
+    gives up after ``give_up_after`` tries. ``flow`` declares queues' limits
+    across every runner (see ``Queue``), which start writes to the store.
     """
 
     def __init__(
@@ -74,8 +77,11 @@ class Runner:
         retry_backoff: Backoff = RETRY,
         give_up_after: int = 8,
         cancel_check: float = 0.5,
+        flow: Iterable[Queue] = (),
     ) -> None:
         self.queues = check_queues(workers, queues)
+        self.flow = check_declared("jobtable", flow)
+        """The flow control the runner's code declares (``Queue``); start writes it to the store."""
         """How many workers each queue the runner consumes has, by queue name."""
         settings = check_settings(
             store=store,
@@ -243,6 +249,8 @@ class Runner:
             raise RunnerError("start: runner already started")
         try:
             await self._maintenance.begin()
+            if self.flow:
+                await self.store.adeclare(self.flow)
         except BaseException:
             self._handlers.reopen()
             raise

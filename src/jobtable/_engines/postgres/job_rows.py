@@ -40,6 +40,9 @@ class TimedFields(TypedDict):
     run_at: datetime.datetime
     now: datetime.datetime
     traceparent: str | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: bool
 
 
 def timed(fields: JobFields) -> TimedFields:
@@ -55,6 +58,9 @@ def timed(fields: JobFields) -> TimedFields:
         run_at=_time(fields["run_at"]),
         now=_time(fields["now"]),
         traceparent=fields["traceparent"],
+        partition_key=fields["partition_key"],
+        sequence_key=fields["sequence_key"],
+        sequence_blocks=fields["sequence_blocks"],
     )
 
 

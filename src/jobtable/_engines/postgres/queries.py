@@ -16,6 +16,7 @@ from psycopg.rows import TupleRow
 from jobtable._engines.base import Queries
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
+from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
@@ -30,7 +31,7 @@ from jobtable._engines.rows import (
     RecordRow,
 )
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3
+from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3, upgrade_v4
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -127,11 +128,15 @@ class _RecordRow:
         )
 
 
-class _Queries(PostgresOperatorQueries):
-    """The generated Querier in the shape of the ``Queries`` seam (operators' queries: the base)."""
+class _Queries(PostgresOperatorQueries, PostgresFlowQueries):
+    """The generated Querier in the shape of the ``Queries`` seam.
+
+    Operators' queries and flow control's come from the bases.
+    """
 
     def __init__(self, conn: _Connection) -> None:
-        super().__init__(conn)
+        PostgresOperatorQueries.__init__(self, conn)
+        PostgresFlowQueries.__init__(self, conn)
         self._conn = conn
         self._q = jobs.Querier(conn)
 
@@ -311,3 +316,18 @@ def upgrade_to_v3(conn: _Connection) -> None:
     q.create_jobs_by_status_index_v3()
     q.create_jobs_by_status_kind_index_v3()
     q.create_jobs_by_status_queue_index_v3()
+
+
+def upgrade_to_v4(conn: _Connection) -> None:
+    """Brings a version 3 schema to version 4 (flow control), keeping every job.
+
+    The new columns are nullable or have a constant default, so adding them
+    rewrites no row.
+    """
+    q = upgrade_v4.Querier(conn)
+    q.add_flow_columns_v4()
+    q.create_jobs_partition_index_v4()
+    q.create_jobs_sequence_index_v4()
+    q.create_queues_table_v4()
+    q.create_queue_starts_table_v4()
+    q.create_queue_starts_index_v4()

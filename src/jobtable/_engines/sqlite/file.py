@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jobtable._engines.sqlite.queries import upgrade_to_v2, upgrade_to_v3
+from jobtable._engines.sqlite.queries import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
 from jobtable._engines.sqlite.text import Connection
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -35,6 +35,11 @@ _INDEXES_V3 = frozenset(
 )
 
 
+# The tables version 4 adds (flow control), and with its indexes all it creates.
+_TABLES_V4 = frozenset({"queues", "queue_starts", "queue_starts_by_time"})
+_CREATES_V4 = _TABLES_V4 | {"jobs_partition", "jobs_sequence"}
+
+
 def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     # Version 2 adds the job options and the cancelled status: the jobs table
     # is rebuilt from the latest schema's statements for it, which makes it
@@ -46,7 +51,9 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
         for st in schema.statements
         if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
     ]
-    upgrade_to_v2(conn, table, indexes)
+    # The tables later versions add beside jobs (flow control's, version 4).
+    tables = [st for st in schema.statements if (n := schema.creates(st)) and n <= _TABLES_V4]
+    upgrade_to_v2(conn, table, [*indexes, *tables])
     return SCHEMA_VERSION
 
 
@@ -62,13 +69,20 @@ def _upgrade_to_v3(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     return 3
 
 
+def _upgrade_to_v4(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
+    # Version 4 adds columns in place, then flow control's indexes and tables.
+    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V4]
+    upgrade_to_v4(conn, creates)
+    return 4
+
+
 def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or the latest for a step that
     # rebuilds a table from the latest schema. The steps run in order inside
     # the one transaction that also records the new version. A new database
     # gets schema.sql whole instead, which is always the latest version.
-    return {1: _upgrade_to_v2, 2: _upgrade_to_v3}
+    return {1: _upgrade_to_v2, 2: _upgrade_to_v3, 3: _upgrade_to_v4}
 
 
 _UPGRADES = _upgrade_steps()

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.rows import ClaimedRow, NewJob, Outcome, RecordRow
+from jobtable._engines.sqlite.flow_queries import SQLiteFlowQueries
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
 from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
+from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
 
 
 def _before(now: str, seconds: float) -> str:
@@ -24,11 +26,16 @@ def _before(now: str, seconds: float) -> str:
     return timestamp(moment)
 
 
-class Queries(Querier, SQLiteOperatorQueries):
+class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries):
     """The generated Querier with the seam's calls that take several rows at once.
 
-    Its operator queries come from SQLiteOperatorQueries; both bases share the connection.
+    Its operator queries come from SQLiteOperatorQueries and its flow
+    control's from SQLiteFlowQueries; the bases share the connection.
     """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        Querier.__init__(self, conn)
+        SQLiteFlowQueries.__init__(self, conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         if len(jobs) == 1:
@@ -152,4 +159,19 @@ def upgrade_to_v3(conn: sqlite3.Connection, create_indexes: Sequence[str]) -> No
     q.add_unique_statuses_column_v3()
     q.add_traceparent_column_v3()
     for statement in create_indexes:
+        conn.execute(statement)
+
+
+def upgrade_to_v4(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Adds the columns of version 4 to a version 3 jobs table, then creates.
+
+    creates are the latest schema's statements that create the indexes and
+    tables version 4 adds (flow control). Every job is kept, in no partition
+    and no sequence.
+    """
+    q = UpgradeV4(conn)
+    q.add_partition_key_column_v4()
+    q.add_sequence_key_column_v4()
+    q.add_sequence_blocks_column_v4()
+    for statement in creates:
         conn.execute(statement)

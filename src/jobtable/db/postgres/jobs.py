@@ -16,44 +16,51 @@ from .models import JSONValue
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
-    %(now)s, %(now)s, %(traceparent)s
+    %(now)s, %(now)s, %(traceparent)s, %(partition_key)s, %(sequence_key)s,
+    %(sequence_blocks)s
 )
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
-    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
+    job.sequence_key, coalesce(job.sequence_blocks, false)
 FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
     id text, kind text, queue text, priority integer, payload text, max_attempts integer,
-    timeout double precision, run_at timestamptz, now timestamptz, traceparent text
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
+    partition_key text, sequence_key text, sequence_blocks boolean
 )
 """
 
 CREATE_UNIQUE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, unique_key, unique_statuses
+    created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
+    sequence_key, sequence_blocks
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
-    %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s
+    %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
+    %(sequence_key)s, %(sequence_blocks)s
 )
 ON CONFLICT DO NOTHING
 """
 
 CREATE_UNIQUE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, unique_key, unique_statuses
+    created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
+    sequence_key, sequence_blocks
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
-    %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s
+    %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
+    %(sequence_key)s, %(sequence_blocks)s
 )
 ON CONFLICT DO NOTHING
 RETURNING id
@@ -101,6 +108,17 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
     WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = %(queue)s
+        AND NOT EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = %(queue)s AND (flow.paused OR flow.concurrency IS NOT NULL
+                OR flow.partition_limit IS NOT NULL OR flow.rate_limit IS NOT NULL)
+        )
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+        ))
     ORDER BY ready.priority, ready.seq LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 ),
@@ -111,13 +129,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent
+    traceparent, partition_key
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text FROM finished
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+FROM finished
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s
@@ -479,6 +498,9 @@ class CreateUniqueJobsParams:
     traceparent: str | None
     unique_key: str | None
     unique_statuses: int | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: bool
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -502,6 +524,7 @@ class FinishAndClaimJobsRow:
     timeout: float | None
     priority: int
     traceparent: str | None
+    partition_key: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -854,6 +877,9 @@ class Querier:
         run_at: datetime.datetime,
         now: datetime.datetime,
         traceparent: str | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: bool,
     ) -> None:
         """CreateJob stores a queued job that may be claimed from run_at on. Its insert
         trigger notifies idle runners in every process when the transaction commits.
@@ -871,6 +897,9 @@ class Querier:
                 "run_at": run_at,
                 "now": now,
                 "traceparent": traceparent,
+                "partition_key": partition_key,
+                "sequence_key": sequence_key,
+                "sequence_blocks": sequence_blocks,
             },
         )
 
@@ -912,6 +941,9 @@ class Querier:
         traceparent: str | None,
         unique_key: str | None,
         unique_statuses: int | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: bool,
     ) -> int:
         """CreateUniqueJob stores a queued job with a unique key, or nothing when a
         job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
@@ -934,6 +966,9 @@ class Querier:
                 "traceparent": traceparent,
                 "unique_key": unique_key,
                 "unique_statuses": unique_statuses,
+                "partition_key": partition_key,
+                "sequence_key": sequence_key,
+                "sequence_blocks": sequence_blocks,
             },
         )
         return cur.rowcount
@@ -962,6 +997,9 @@ class Querier:
                 "traceparent": row.traceparent,
                 "unique_key": row.unique_key,
                 "unique_statuses": row.unique_statuses,
+                "partition_key": row.partition_key,
+                "sequence_key": row.sequence_key,
+                "sequence_blocks": row.sequence_blocks,
             }
             for row in rows
         ]
@@ -1039,6 +1077,14 @@ class Querier:
 
         The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
         lowest priority and then oldest first, and returns them with finished false and their new attempt.
+        It is the claim of a queue without flow control: it claims nothing while
+        the queue's row in queues is paused or has a limit (the runner then claims
+        with LockQueueFlow and ClaimLimitedJobs or ClaimPartitionedJobs), which
+        costs one primary key lookup per claim. A job of a sequence is skipped
+        while an earlier one of its sequence holds it back (see jobs_sequence);
+        no lock is needed for that: the earlier job's row decides, and a claim
+        that skips a locked head finds it queued in its snapshot, so it never
+        takes the job behind it.
         RETURNING does not keep the pick's order: callers sort by (priority, seq).
         Differs from SQLite, whose single writer serializes claims: here claims
         run concurrently, so the picked rows are locked and rows another claim has
@@ -1076,6 +1122,7 @@ class Querier:
                 timeout=row[7],
                 priority=row[8],
                 traceparent=row[9],
+                partition_key=row[10],
             )
             for row in cur.fetchall()
         ]

@@ -39,6 +39,9 @@ class Job:
     unique_key: str | None
     unique_statuses: int | None
     traceparent: str | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: bool
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,6 +50,35 @@ class JobtableSchema:
 
     singleton: bool
     version: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueStart:
+    """A row of the queue_starts table."""
+
+    queue: str
+    partition_key: str | None
+    started_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Queue:
+    """A row of the queues table."""
+
+    name: str
+    paused: bool
+    concurrency: int | None
+    partition_limit: int | None
+    rate_limit: int | None
+    rate_period: float | None
+    rate_per_key: bool
+    declared_concurrency: int | None
+    declared_partition_limit: int | None
+    declared_rate_limit: int | None
+    declared_rate_period: float | None
+    declared_rate_per_key: bool
+    overridden: bool
+    updated_at: datetime.datetime
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -10,31 +10,35 @@ from collections.abc import Iterable
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
-    ?9, ?9, ?10
+    ?9, ?9, ?10, ?11, ?12,
+    ?13
 )
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
-    ?9, ?9, ?10
+    ?9, ?9, ?10, ?11, ?12,
+    ?13
 )
 """
 
 CREATE_UNIQUE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, unique_key, unique_statuses
+    created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
+    sequence_key, sequence_blocks
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
-    ?9, ?9, ?10, ?11, ?12
+    ?9, ?9, ?10, ?11, ?12, ?13,
+    ?14, ?15
 )
 ON CONFLICT DO NOTHING
 """
@@ -52,9 +56,20 @@ SET status = 'running', runner = ?1, attempt = attempt + 1,
 WHERE seq IN (
     SELECT ready.seq FROM jobs AS ready
     WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = ?3
+        AND NOT EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = ?3 AND (flow.paused = 1 OR flow.concurrency IS NOT NULL
+                OR flow.partition_limit IS NOT NULL OR flow.rate_limit IS NOT NULL)
+        )
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+        ))
     ORDER BY ready.priority, ready.seq LIMIT ?4
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
@@ -384,6 +399,9 @@ class CreateJobsParams:
     run_at: str
     now: str
     traceparent: str | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -406,6 +424,7 @@ class ClaimNextJobRow:
     timeout: float | None
     priority: int
     traceparent: str | None
+    partition_key: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -758,6 +777,9 @@ class Querier:
         run_at: str,
         now: str,
         traceparent: str | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: int,
     ) -> None:
         """CreateJob stores a queued job that may be claimed from run_at on."""
         self._conn.execute(
@@ -773,6 +795,9 @@ class Querier:
                 run_at,
                 now,
                 traceparent,
+                partition_key,
+                sequence_key,
+                sequence_blocks,
             ),
         )
 
@@ -795,6 +820,9 @@ class Querier:
                     row.run_at,
                     row.now,
                     row.traceparent,
+                    row.partition_key,
+                    row.sequence_key,
+                    row.sequence_blocks,
                 )
                 for row in rows
             ],
@@ -815,6 +843,9 @@ class Querier:
         traceparent: str | None,
         unique_key: str | None,
         unique_statuses: int | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: int,
     ) -> int:
         """CreateUniqueJob stores a queued job with a unique key, or nothing when a
         job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
@@ -837,6 +868,9 @@ class Querier:
                 traceparent,
                 unique_key,
                 unique_statuses,
+                partition_key,
+                sequence_key,
+                sequence_blocks,
             ),
         )
         return cur.rowcount
@@ -875,7 +909,12 @@ class Querier:
         """ClaimNextJob marks up to max_jobs ready jobs of queue running for runner,
         lowest priority first and oldest first within one, and returns them with
         their new attempt. Only ready jobs are claimed: a scheduled job becomes
-        ready when StageJobs finds its run_at has come.
+        ready when StageJobs finds its run_at has come. It is the claim of a queue
+        without flow control: it claims nothing while the queue's row in queues is
+        paused or has a limit (the runner then claims with ClaimLimitedJobs or
+        ClaimPartitionedJobs), which costs one primary key lookup per claim. A job
+        of a sequence is skipped while an earlier one of its sequence holds it back
+        (see jobs_sequence); a job without one pays nothing for it.
         RETURNING does not keep the subquery's order: callers sort by (priority, seq).
         """
         cur = self._conn.execute(
@@ -898,6 +937,7 @@ class Querier:
                 timeout=row[6],
                 priority=row[7],
                 traceparent=row[8],
+                partition_key=row[9],
             )
             for row in cur.fetchall()
         ]

@@ -34,6 +34,38 @@ class Job:
     unique_key: str | None
     unique_statuses: int | None
     traceparent: str | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueueStart:
+    """A row of the queue_starts table."""
+
+    queue: str
+    partition_key: str | None
+    started_at: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Queue:
+    """A row of the queues table."""
+
+    name: str
+    paused: int
+    concurrency: int | None
+    partition_limit: int | None
+    rate_limit: int | None
+    rate_period: float | None
+    rate_per_key: int
+    declared_concurrency: int | None
+    declared_partition_limit: int | None
+    declared_rate_limit: int | None
+    declared_rate_period: float | None
+    declared_rate_per_key: int
+    overridden: int
+    updated_at: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -1,0 +1,319 @@
+-- Flow control: pauses, limits and their claims (schema version 4).
+--
+-- Why a lock: a limit is a count over rows that other claims are changing.
+-- Two runners claiming at once under READ COMMITTED would each count the
+-- other's claim as not yet made, and together start more than the limit
+-- allows; SKIP LOCKED makes this worse, not better, since each skips what the
+-- other took. So a claim of a queue that has a limit first locks the queue's
+-- row in queues (LockQueueFlow, SELECT ... FOR UPDATE), which serializes the
+-- limited claims of that queue, and then, in a later statement of the same
+-- transaction (a fresh snapshot, taken after the lock was granted, so it sees
+-- every claim committed before), counts and claims (ClaimLimitedJobs or
+-- ClaimPartitionedJobs). Jobs that finish meanwhile only free slots, so the
+-- counts can only be too high, never too low. A queue without limits takes
+-- no lock: FinishAndClaimJobs claims it as before, and claims of different
+-- queues never wait for each other. Counters kept in the queues row were the
+-- other choice; they would need every outcome, interruption, cancel and
+-- delete to update them in step, and a missed one would leak a slot forever,
+-- where counting the jobs table cannot leak.
+
+-- name: LockQueueFlow :one
+-- LockQueueFlow reads the flow control of queue when it has any (a row that
+-- is paused or has a limit), and locks that row until the transaction ends.
+-- None means FinishAndClaimJobs claims it, without a lock.
+SELECT paused, concurrency, partition_limit, rate_limit, rate_period, rate_per_key
+FROM queues
+WHERE name = @queue AND (paused OR concurrency IS NOT NULL
+    OR partition_limit IS NOT NULL OR rate_limit IS NOT NULL)
+FOR UPDATE;
+
+-- name: GetQueueFlow :one
+-- GetQueueFlow reads what LockQueueFlow reads, without the lock: a runner
+-- whose claim came back short looks whether its queue gained flow control.
+SELECT paused, concurrency, partition_limit, rate_limit, rate_period, rate_per_key
+FROM queues
+WHERE name = @queue AND (paused OR concurrency IS NOT NULL
+    OR partition_limit IS NOT NULL OR rate_limit IS NOT NULL);
+
+-- name: ClaimLimitedJobs :many
+-- ClaimLimitedJobs claims, as FinishAndClaimJobs does, at most the room the
+-- limits of queue leave: concurrency less its running jobs, rate_limit less
+-- the starts recorded within the last rate_period seconds of the server's
+-- clock (a null limit leaves max_jobs); it records each start when the
+-- queue has a rate, and forgets the starts older than the period. Run it
+-- after LockQueueFlow, in the same transaction.
+WITH picked AS MATERIALIZED (
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = @queue
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+        ))
+    ORDER BY ready.priority, ready.seq
+    LIMIT GREATEST(0, LEAST(
+        @max_jobs::integer,
+        COALESCE(sqlc.narg(concurrency)::integer - (
+            SELECT count(*) FROM jobs AS busy
+            WHERE busy.status = 'running' AND busy.queue = @queue
+        ), @max_jobs::integer),
+        COALESCE(sqlc.narg(rate_limit)::integer - (
+            SELECT count(*) FROM queue_starts AS start
+            WHERE start.queue = @queue AND start.started_at
+                > statement_timestamp() - make_interval(secs => sqlc.narg(rate_period)::float8)
+        ), @max_jobs::integer)
+    ))
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE jobs
+    SET status = 'running', runner = @runner, attempt = jobs.attempt + 1,
+        started_at = @now, updated_at = @now
+    FROM picked
+    WHERE jobs.seq = picked.seq
+    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+),
+started AS (
+    INSERT INTO queue_starts (queue, partition_key, started_at)
+    SELECT @queue, claimed.partition_key, statement_timestamp() FROM claimed
+    WHERE sqlc.narg(rate_limit)::integer IS NOT NULL
+),
+forgotten AS (
+    DELETE FROM queue_starts
+    WHERE queue = @queue AND started_at
+        <= statement_timestamp() - make_interval(secs => sqlc.narg(rate_period)::float8)
+)
+SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent,
+    partition_key
+FROM claimed;
+
+-- name: ClaimPartitionedJobs :many
+-- ClaimPartitionedJobs is ClaimLimitedJobs for a queue with a partition
+-- limit or a rate limit per key, and it is fair between keys. It finds every
+-- key that has ready jobs (a skip scan of jobs_partition: one lookup per
+-- key, not per job; the jobs without a key count as one more key), takes up
+-- to key_cap of the oldest ready jobs of each (key_cap is at most max_jobs,
+-- so no key is read further than a claim could take), and keeps those that
+-- fit the key's room: partition_limit less the key's running jobs, and with
+-- rate_per_key, rate_limit less the key's starts within the period. It
+-- claims them in rounds, the oldest job of each key first, then the second
+-- oldest of each, and so on (within a round by priority and seq), up to the
+-- queue's room as ClaimLimitedJobs counts it. So a key with 10,000 ready
+-- jobs takes one slot per round like a key with 3. Run it after
+-- LockQueueFlow, in the same transaction. The window function rules out
+-- FOR UPDATE on the pick: the claim re-checks that each job is still queued.
+WITH RECURSIVE keys (partition_key) AS (
+    (
+        SELECT first.partition_key FROM jobs AS first
+        WHERE first.status = 'queued' AND first.scheduled = false AND first.queue = @queue
+            AND first.partition_key IS NOT NULL
+        ORDER BY first.partition_key LIMIT 1
+    )
+    UNION ALL
+    SELECT (
+        SELECT later.partition_key FROM jobs AS later
+        WHERE later.status = 'queued' AND later.scheduled = false AND later.queue = @queue
+            AND later.partition_key IS NOT NULL AND later.partition_key > keys.partition_key
+        ORDER BY later.partition_key LIMIT 1
+    ) FROM keys WHERE keys.partition_key IS NOT NULL
+),
+busy AS (
+    SELECT running.partition_key FROM jobs AS running
+    WHERE running.status = 'running' AND running.queue = @queue
+),
+recent AS (
+    SELECT start.partition_key FROM queue_starts AS start
+    WHERE start.queue = @queue AND start.started_at
+        > statement_timestamp() - make_interval(secs => sqlc.narg(rate_period)::float8)
+),
+candidates AS (
+    SELECT ready.seq, ready.priority, ready.partition_key
+    FROM keys CROSS JOIN LATERAL (
+        SELECT head.seq, head.priority, head.partition_key FROM jobs AS head
+        WHERE head.status = 'queued' AND head.scheduled = false AND head.queue = @queue
+            AND head.partition_key = keys.partition_key
+            AND (head.sequence_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM jobs AS prior
+                WHERE prior.sequence_key = head.sequence_key AND prior.seq < head.seq
+                    AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                    AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+            ))
+        ORDER BY head.priority, head.seq LIMIT @key_cap::integer
+    ) AS ready
+    WHERE keys.partition_key IS NOT NULL
+    UNION ALL
+    (
+        SELECT head.seq, head.priority, head.partition_key FROM jobs AS head
+        WHERE head.status = 'queued' AND head.scheduled = false AND head.queue = @queue
+            AND head.partition_key IS NULL
+            AND (head.sequence_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM jobs AS prior
+                WHERE prior.sequence_key = head.sequence_key AND prior.seq < head.seq
+                    AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                    AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+            ))
+        ORDER BY head.priority, head.seq LIMIT @key_cap::integer
+    )
+),
+heads AS (
+    SELECT candidates.seq, candidates.priority,
+        row_number() OVER (
+            PARTITION BY candidates.partition_key ORDER BY candidates.priority, candidates.seq
+        ) AS place,
+        LEAST(
+            COALESCE(sqlc.narg(partition_limit)::integer - (
+                SELECT count(*) FROM busy
+                WHERE busy.partition_key IS NOT DISTINCT FROM candidates.partition_key
+            ), @key_cap::integer),
+            CASE WHEN @rate_per_key::boolean THEN COALESCE(sqlc.narg(rate_limit)::integer - (
+                SELECT count(*) FROM recent
+                WHERE recent.partition_key IS NOT DISTINCT FROM candidates.partition_key
+            ), @key_cap::integer) ELSE @key_cap::integer END
+        ) AS key_room
+    FROM candidates
+),
+picked AS MATERIALIZED (
+    SELECT heads.seq FROM heads
+    WHERE heads.place <= heads.key_room
+    ORDER BY heads.place, heads.priority, heads.seq
+    LIMIT GREATEST(0, LEAST(
+        @max_jobs::integer,
+        COALESCE(sqlc.narg(concurrency)::integer - (SELECT count(*) FROM busy), @max_jobs::integer),
+        CASE WHEN @rate_per_key::boolean THEN @max_jobs::integer
+            ELSE COALESCE(sqlc.narg(rate_limit)::integer - (SELECT count(*) FROM recent),
+                @max_jobs::integer) END
+    ))
+),
+claimed AS (
+    UPDATE jobs
+    SET status = 'running', runner = @runner, attempt = jobs.attempt + 1,
+        started_at = @now, updated_at = @now
+    FROM picked
+    WHERE jobs.seq = picked.seq AND jobs.status = 'queued'
+    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+),
+started AS (
+    INSERT INTO queue_starts (queue, partition_key, started_at)
+    SELECT @queue, claimed.partition_key, statement_timestamp() FROM claimed
+    WHERE sqlc.narg(rate_limit)::integer IS NOT NULL
+),
+forgotten AS (
+    DELETE FROM queue_starts
+    WHERE queue = @queue AND started_at
+        <= statement_timestamp() - make_interval(secs => sqlc.narg(rate_period)::float8)
+)
+SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent,
+    partition_key
+FROM claimed;
+
+-- name: DeclareQueue :exec
+-- DeclareQueue records the limits a runner's code declares for queue. They
+-- become the queue's limits unless an operator set limits (overridden),
+-- which are kept until ClearQueueLimits. A pause is never declared: it is
+-- the operator's, and kept.
+INSERT INTO queues (
+    name, concurrency, partition_limit, rate_limit, rate_period, rate_per_key,
+    declared_concurrency, declared_partition_limit, declared_rate_limit,
+    declared_rate_period, declared_rate_per_key, updated_at
+)
+VALUES (
+    @name, sqlc.narg(concurrency), sqlc.narg(partition_limit), sqlc.narg(rate_limit),
+    sqlc.narg(rate_period), @rate_per_key,
+    sqlc.narg(concurrency), sqlc.narg(partition_limit), sqlc.narg(rate_limit),
+    sqlc.narg(rate_period), @rate_per_key, @now
+)
+ON CONFLICT (name) DO UPDATE SET
+    declared_concurrency = excluded.declared_concurrency,
+    declared_partition_limit = excluded.declared_partition_limit,
+    declared_rate_limit = excluded.declared_rate_limit,
+    declared_rate_period = excluded.declared_rate_period,
+    declared_rate_per_key = excluded.declared_rate_per_key,
+    concurrency = CASE WHEN queues.overridden THEN queues.concurrency ELSE excluded.concurrency END,
+    partition_limit = CASE WHEN queues.overridden THEN queues.partition_limit ELSE excluded.partition_limit END,
+    rate_limit = CASE WHEN queues.overridden THEN queues.rate_limit ELSE excluded.rate_limit END,
+    rate_period = CASE WHEN queues.overridden THEN queues.rate_period ELSE excluded.rate_period END,
+    rate_per_key = CASE WHEN queues.overridden THEN queues.rate_per_key ELSE excluded.rate_per_key END,
+    updated_at = excluded.updated_at;
+
+-- name: SetQueueLimits :exec
+-- SetQueueLimits sets the limits of queue as an operator: they are kept,
+-- whatever runners declare, until ClearQueueLimits.
+INSERT INTO queues (
+    name, concurrency, partition_limit, rate_limit, rate_period, rate_per_key, overridden, updated_at
+)
+VALUES (
+    @name, sqlc.narg(concurrency), sqlc.narg(partition_limit), sqlc.narg(rate_limit),
+    sqlc.narg(rate_period), @rate_per_key, true, @now
+)
+ON CONFLICT (name) DO UPDATE SET
+    concurrency = excluded.concurrency, partition_limit = excluded.partition_limit,
+    rate_limit = excluded.rate_limit, rate_period = excluded.rate_period,
+    rate_per_key = excluded.rate_per_key, overridden = true, updated_at = excluded.updated_at;
+
+-- name: ClearQueueLimits :execrows
+-- ClearQueueLimits drops an operator's limits of queue: the limits the code
+-- declared last apply again.
+UPDATE queues
+SET concurrency = declared_concurrency, partition_limit = declared_partition_limit,
+    rate_limit = declared_rate_limit, rate_period = declared_rate_period,
+    rate_per_key = declared_rate_per_key, overridden = false, updated_at = @now
+WHERE name = @name;
+
+-- name: SetQueuePaused :exec
+-- SetQueuePaused pauses or resumes queue.
+INSERT INTO queues (name, paused, updated_at) VALUES (@name, @paused, @now)
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
+
+-- name: ListQueues :many
+-- ListQueues reads every queue that has a row in queues or jobs that wait or
+-- run, with its flow control (null for a queue without a row) and how many
+-- of its jobs are queued and running.
+SELECT names.name AS name,
+    coalesce(flow.paused, false) AS paused,
+    flow.concurrency, flow.partition_limit, flow.rate_limit, flow.rate_period,
+    coalesce(flow.rate_per_key, false) AS rate_per_key,
+    coalesce(flow.overridden, false) AS overridden,
+    (SELECT count(*) FROM jobs AS waiting
+        WHERE waiting.status = 'queued' AND waiting.queue = names.name) AS queued,
+    (SELECT count(*) FROM jobs AS busy
+        WHERE busy.status = 'running' AND busy.queue = names.name) AS running
+FROM (
+    SELECT queues.name FROM queues
+    UNION SELECT DISTINCT jobs.queue FROM jobs WHERE jobs.status = 'queued' OR jobs.status = 'running'
+) AS names
+LEFT JOIN queues AS flow ON flow.name = names.name
+ORDER BY names.name;
+
+-- name: GetWaitFacts :one
+-- GetWaitFacts reads what may hold back the queued job id: its queue's flow
+-- control, the counts its limits compare with (starts within the rate
+-- period, on the server's clock), and whether an earlier job of its sequence
+-- holds it back. The caller decides which reason to show.
+SELECT
+    coalesce(flow.paused, false) AS paused,
+    flow.concurrency, flow.partition_limit, flow.rate_limit,
+    coalesce(flow.rate_per_key, false) AS rate_per_key,
+    (SELECT count(*) FROM jobs AS busy
+        WHERE busy.status = 'running' AND busy.queue = job.queue) AS running,
+    (SELECT count(*) FROM jobs AS busy
+        WHERE busy.status = 'running' AND busy.queue = job.queue
+            AND busy.partition_key IS NOT DISTINCT FROM job.partition_key) AS running_in_key,
+    (SELECT count(*) FROM queue_starts AS start
+        WHERE start.queue = job.queue AND start.started_at
+            > statement_timestamp() - make_interval(secs => coalesce(flow.rate_period, 0))) AS starts,
+    (SELECT count(*) FROM queue_starts AS start
+        WHERE start.queue = job.queue AND start.started_at
+            > statement_timestamp() - make_interval(secs => coalesce(flow.rate_period, 0))
+            AND start.partition_key IS NOT DISTINCT FROM job.partition_key) AS starts_in_key,
+    EXISTS (
+        SELECT 1 FROM jobs AS prior
+        WHERE job.sequence_key IS NOT NULL AND prior.sequence_key = job.sequence_key
+            AND prior.seq < job.seq AND prior.status <> 'succeeded'
+            AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+    ) AS behind_sequence
+FROM jobs AS job
+LEFT JOIN queues AS flow ON flow.name = job.queue
+WHERE job.id = @id AND job.status = 'queued';
