@@ -136,8 +136,7 @@ LIMIT max(0, min(
             SELECT count(*) FROM queue_starts AS start
             WHERE start.queue = @queue AND start.started_at > CAST(@since AS REAL)
         ), CAST(@max_jobs AS INTEGER)) END
-))
-;
+));
 
 -- name: ClaimJob :one
 -- ClaimJob marks the queued job seq running for runner, as ClaimNextJob

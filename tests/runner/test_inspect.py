@@ -47,6 +47,7 @@ async def test_inspect_returns_the_whole_record(store: jobtable.Store) -> None:
         "error": None,
         "payload": 21,
         "result": 42,
+        "waiting": None,
     }
     assert record.started_at is not None
     assert record.finished_at is not None

@@ -120,9 +120,7 @@ LIMIT max(0, min(
 ))
 """
 
-CLAIM_JOB = """;
-
-UPDATE jobs
+CLAIM_JOB = """UPDATE jobs
 SET status = 'running', runner = ?1, attempt = attempt + 1,
     started_at = ?2, updated_at = ?2
 WHERE seq = ?3 AND status = 'queued'
