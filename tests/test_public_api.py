@@ -47,6 +47,7 @@ EXPECTED = {
     "RetryPolicy",
     "Runner",
     "RunnerError",
+    "SecretKeyError",
     "Status",
     "Store",
     "StoreError",

@@ -27,6 +27,7 @@ from jobtable._errors import (
     ResultError,
     Retry,
     RunnerError,
+    SecretKeyError,
     StoreError,
 )
 from jobtable._job import (
@@ -86,6 +87,7 @@ __all__ = [
     "RunnerError",
     "RunnerInfo",
     "SchemaState",
+    "SecretKeyError",
     "Stats",
     "Status",
     "Store",

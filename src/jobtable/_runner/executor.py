@@ -19,7 +19,14 @@ from typing import Any, Generic, TypeVar, cast
 from jobtable._backoff import Backoff
 from jobtable._codec import Codec, ResultTooLarge
 from jobtable._engines.base import ClaimedRow
-from jobtable._errors import Failure, NotRunning, ResultError, Retry, StoreError
+from jobtable._errors import (
+    Failure,
+    NotRunning,
+    ResultError,
+    Retry,
+    SecretKeyError,
+    StoreError,
+)
 from jobtable._job import MESSAGE_INTERNAL, MESSAGE_TIMED_OUT
 from jobtable._options import DEFAULT_RETRY, RetryPolicy
 from jobtable._runner.context import JobContext
@@ -105,8 +112,9 @@ class _Attempt(Generic[R]):
             raise NotRunning(
                 f"publish result: job {job.id} was left running when the runner stopped"
             )
-        encoded = self._codec.encode_result(partial, executor._max_result_bytes)
-        return Publish(job, encoded, executor._store.now())
+        store = executor._store
+        encoded = self._codec.encode_result(partial, executor._max_result_bytes, store.secret_keys)
+        return Publish(job, encoded, store.now())
 
     def publish(self, partial: R) -> None:
         """Stores partial as the job's result; blocks until stored (a plain handler's thread)."""
@@ -248,6 +256,12 @@ class Executor:
                 # The task's cancel request was the attempt's own ending, not
                 # a shutdown's, when no other request remains after it.
                 ours = running.why is not None and task.uncancel() <= running.cancelling
+        except SecretKeyError as err:
+            # The payload's key is missing here, or differs: another runner,
+            # or this one restarted with the key, can run it. The message
+            # names the key id only, so it is stored.
+            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
+            return self._failed(job, str(err), handler.retry)
         except asyncio.CancelledError as err:
             if ours:
                 logger = JobLogger(self._logger, job.id, job.kind)
@@ -266,9 +280,19 @@ class Executor:
             return self._raised(job, err, handler.retry)
         except Exception as err:
             return self._raised(job, err, handler.retry)
+        return self._succeeded(job, handler.codec, result)
+
+    def _succeeded(self, job: ClaimedRow, codec: "Codec[Any, R]", result: R) -> Finish:
+        """The outcome of a handler that returned result: stored, or failed when it cannot be.
+
+        A result too large, or holding secrets with no key configured, fails
+        the job with our message, finally: another attempt would return the
+        same. Any other invalid result fails it with MESSAGE_INTERNAL.
+        """
         try:
-            encoded = handler.codec.encode_result(result, self._max_result_bytes)
-        except ResultTooLarge as err:
+            keys = self._store.secret_keys
+            encoded = codec.encode_result(result, self._max_result_bytes, keys)
+        except (ResultTooLarge, SecretKeyError) as err:
             JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
             return Finish.failed(job, str(err))
         except ResultError as err:
@@ -321,7 +345,7 @@ class Executor:
 
     async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: _Attempt[R]) -> R:
         """Decodes the payload, calls the handler and returns what it returned."""
-        payload = handler.codec.decode_payload(job.payload)
+        payload = handler.codec.decode_payload(job.payload, self._store.secret_keys)
         ctx: JobContext[R] = JobContext(
             id=job.id,
             kind=job.kind,
