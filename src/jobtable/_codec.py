@@ -85,31 +85,38 @@ class Codec(Generic[P, R]):
 
     @staticmethod
     def _encode(
-        adapter: "pydantic.TypeAdapter[T]", value: T, keys: SecretKeys | None, secrets: bool
+        adapter: "pydantic.TypeAdapter[T]",
+        value: T,
+        keys: SecretKeys | None,
+        secrets: bool,
+        masked: bool = False,
     ) -> bytes:
         """Returns value as JSON; raises _Invalid, chained to the cause, when it is not valid.
 
-        With secrets, each secret is sealed under keys; raises NoKey when
-        there is one and keys is None.
+        With secrets (the type has some), each secret is sealed under keys,
+        or left masked with masked; raises NoKey when there is one, keys is
+        None and not masked. What is checked is the JSON with the secrets in
+        clear, as the reader will validate it.
         """
         try:
             # The adapter's own serializer and validator, called directly: the
             # adapter's methods take the same arguments and cost as much again.
             data = adapter.serializer.to_json(value, by_alias=True, warnings="error")
-            adapter.validator.validate_json(data)
+            clear = data
+            if secrets:
+                python = adapter.serializer.to_python(value, by_alias=True)
+                data, clear = seal_all(python, data, keys, masked=masked)
+            adapter.validator.validate_json(clear)
         except pydantic_core.PydanticSerializationError as err:
             raise _Invalid(_serializer_problem(str(err))) from err
         except pydantic.ValidationError as err:
             raise _Invalid(str(err)) from err
+        except Misplaced as err:
+            raise _Invalid(f"its secrets cannot be stored: {err}") from err
         # pydantic dumps NaN and infinities as null, which a type that allows
         # None would read back as None: a changed value, not the one given.
-        if b"null" in data and _non_finite(adapter.dump_python(value, mode="python")):
+        if b"null" in clear and _non_finite(adapter.dump_python(value, mode="python")):
             raise _Invalid("it holds a float NaN or infinity, which JSON cannot store")
-        if secrets:
-            try:
-                return seal_all(adapter.serializer.to_python(value, by_alias=True), data, keys)
-            except Misplaced as err:
-                raise _Invalid(f"its secrets cannot be stored: {err}") from err
         return data
 
     def shown_payload(self, payload: P) -> str:
@@ -118,11 +125,12 @@ class Codec(Generic[P, R]):
         Raises PayloadError when payload is not a P. Never stored.
         """
         try:
-            return self._encode(self._payload, payload, None, False).decode()
+            encoded = self._encode(self._payload, payload, None, self._payload_secrets, True)
         except _Invalid as err:
             raise PayloadError(
                 f"{self.kind!r}: payload is not a valid {_name(self.payload_type)}: {err}"
             ) from err.__cause__
+        return encoded.decode()
 
     def encode_payload(self, payload: P, limit: int, keys: SecretKeys | None) -> str:
         """Returns payload as stored JSON, its secrets encrypted under keys.

@@ -175,7 +175,12 @@ def mentions_secrets(schema: object, seen: set[int] | None = None) -> bool:
         return any(mentions_secrets(v, seen) for v in schema.values())
     if isinstance(schema, list | tuple):
         return any(mentions_secrets(v, seen) for v in schema)
-    return isinstance(schema, type) and issubclass(schema, _SECRET_TYPES)
+    if isinstance(schema, type):
+        return issubclass(schema, _SECRET_TYPES)
+    # Secret[T]'s schema names no class: only its serializer tells.
+    return getattr(schema, "__module__", None) == "pydantic.types" and getattr(
+        schema, "__name__", ""
+    ).startswith("_serialize_secret")
 
 
 class NoKey(Exception):
@@ -186,45 +191,59 @@ class Misplaced(Exception):
     """A secret's place in the JSON cannot be found, or an object has the key MARK."""
 
 
-def seal_all(python: object, data: bytes, keys: SecretKeys | None) -> bytes:
+def seal_all(
+    python: object, data: bytes, keys: SecretKeys | None, *, masked: bool = False
+) -> tuple[bytes, bytes]:
     """Returns data, a value's JSON, with each secret of python, its python dump, sealed.
 
-    pydantic dumps a secret as its mask in JSON and as itself in python, in
-    the same place: the two dumps are walked side by side. data is returned
-    unchanged when python holds no secret. Raises NoKey when it does and keys
-    is None, and Misplaced when a secret is not where its mask is.
+    And the JSON with each secret in clear, which is what its reader will
+    validate: for the caller to check, never to store. pydantic dumps a
+    secret as its mask in JSON and as itself in python, in the same place:
+    the two dumps are walked side by side. With masked, the secrets stay
+    masked instead of sealed. Raises NoKey when python holds a secret and
+    keys is None (unless masked), and Misplaced when a secret is not where
+    its mask is.
     """
-    tree, found = _seal(python, json.loads(data), keys)
-    return pydantic_core.to_json(tree) if found else data
 
-
-def _seal(python: object, tree: Any, keys: SecretKeys | None) -> tuple[Any, bool]:
-    """tree, the JSON of python, with the secrets of python sealed; and whether it held any."""
-    if isinstance(python, _SECRET_TYPES):
+    def seal(plaintext: bytes, mask: Any) -> Any:
+        if masked:
+            return mask
         if keys is None:
             raise NoKey
+        return keys.seal(plaintext)
+
+    sealed, clear, found = _seal(python, json.loads(data), seal)
+    if not found:
+        return data, data
+    return pydantic_core.to_json(sealed), pydantic_core.to_json(clear)
+
+
+def _seal(python: object, tree: Any, seal: Callable[[bytes, Any], Any]) -> tuple[Any, Any, bool]:
+    """tree, the JSON of python, with its secrets sealed; with them in clear; whether it had any."""
+    if isinstance(python, _SECRET_TYPES):
         if not isinstance(tree, str):
             raise Misplaced("a secret is not dumped as its mask")
-        return keys.seal(pydantic_core.to_json(python.get_secret_value())), True
-    found = False
+        plaintext = pydantic_core.to_json(python.get_secret_value())
+        return seal(plaintext, tree), json.loads(plaintext), True
     if isinstance(python, dict):
         if not isinstance(tree, dict) or len(tree) != len(python):
             raise Misplaced("an object dumps with other keys in JSON")
         if MARK in tree:
             raise Misplaced(f"an object has the key {MARK!r}, which marks a stored secret")
+        sealed, clear, found = {}, {}, False
         # Both dumps keep the object's order; only the keys' types may differ.
-        for value, name in zip(python.values(), list(tree), strict=True):
-            tree[name], sealed = _seal(value, tree[name], keys)
-            found |= sealed
-    elif isinstance(python, list | tuple):
+        for value, name in zip(python.values(), tree, strict=True):
+            sealed[name], clear[name], had = _seal(value, tree[name], seal)
+            found |= had
+        return sealed, clear, found
+    if isinstance(python, list | tuple):
         if not isinstance(tree, list) or len(tree) != len(python):
             raise Misplaced("a list dumps with other items in JSON")
-        for i, value in enumerate(python):
-            tree[i], sealed = _seal(value, tree[i], keys)
-            found |= sealed
-    elif isinstance(python, set | frozenset) and any(isinstance(v, _SECRET_TYPES) for v in python):
+        parts = [_seal(value, item, seal) for value, item in zip(python, tree, strict=True)]
+        return [p[0] for p in parts], [p[1] for p in parts], any(p[2] for p in parts)
+    if isinstance(python, set | frozenset) and any(isinstance(v, _SECRET_TYPES) for v in python):
         raise Misplaced("a set holds a secret, whose place in JSON is not kept")
-    return tree, found
+    return tree, tree, False
 
 
 def _is_envelope(value: object) -> bool:
