@@ -17,6 +17,7 @@ values; the others only decrypt, so keys can be rotated.
 
 import base64
 import binascii
+import collections
 import json
 import os
 import re
@@ -230,20 +231,33 @@ def _seal(python: object, tree: Any, seal: Callable[[bytes, Any], Any]) -> tuple
             raise Misplaced("an object dumps with other keys in JSON")
         if MARK in tree:
             raise Misplaced(f"an object has the key {MARK!r}, which marks a stored secret")
+        if any(_holds_secret(key) for key in python):
+            raise Misplaced("a secret is an object's key, which is stored in clear")
         sealed, clear, found = {}, {}, False
         # Both dumps keep the object's order; only the keys' types may differ.
         for value, name in zip(python.values(), tree, strict=True):
             sealed[name], clear[name], had = _seal(value, tree[name], seal)
             found |= had
         return sealed, clear, found
-    if isinstance(python, list | tuple):
+    if isinstance(python, list | tuple | collections.deque):
         if not isinstance(tree, list) or len(tree) != len(python):
             raise Misplaced("a list dumps with other items in JSON")
         parts = [_seal(value, item, seal) for value, item in zip(python, tree, strict=True)]
         return [p[0] for p in parts], [p[1] for p in parts], any(p[2] for p in parts)
-    if isinstance(python, set | frozenset) and any(isinstance(v, _SECRET_TYPES) for v in python):
+    if _holds_secret(python):
         raise Misplaced("a set holds a secret, whose place in JSON is not kept")
     return tree, tree, False
+
+
+def _holds_secret(python: object) -> bool:
+    """Tells whether a python dump holds a secret anywhere, keys and set members included."""
+    if isinstance(python, _SECRET_TYPES):
+        return True
+    if isinstance(python, dict):
+        return any(_holds_secret(k) or _holds_secret(v) for k, v in python.items())
+    if isinstance(python, list | tuple | set | frozenset | collections.deque):
+        return any(_holds_secret(v) for v in python)
+    return False
 
 
 def _is_envelope(value: object) -> bool:

@@ -8,6 +8,7 @@ none, while the handler receives it intact; keys rotate across a restart.
 
 import asyncio
 import base64
+import collections
 import logging
 import pathlib
 import re
@@ -354,6 +355,7 @@ def test_a_secret_in_any_shape_round_trips(tmp_path: pathlib.Path) -> None:
         (tuple[int, pydantic.SecretBytes], (1, pydantic.SecretBytes(PLANTED_BYTES))),
         (pydantic.Secret[int], pydantic.Secret[int](42)),
         (list[pydantic.SecretStr | None], [None, pydantic.SecretStr(PLANTED)]),
+        (collections.deque[pydantic.SecretStr], collections.deque([pydantic.SecretStr(PLANTED)])),
     ]
     with jobtable.Store.open(tmp_path / "jobs.db", secret_keys=K1) as store:
         runner = jobtable.Runner(store, workers=1)
@@ -376,6 +378,25 @@ def test_a_payload_that_would_be_mistaken_for_a_stored_secret_is_refused(
     with jobtable.Store.open(tmp_path / "jobs.db", secret_keys=K1) as store:
         with pytest.raises(jobtable.PayloadError, match=r"the key '\$secret'"):
             kind.enqueue(store, (pydantic.SecretStr("x"), {"$secret": "k1", "v": "x"}))
+        assert store.list_jobs() == []
+
+
+@pytest.mark.parametrize(
+    ("payload_type", "payload"),
+    [
+        (frozenset[pydantic.SecretStr], frozenset({pydantic.SecretStr(PLANTED)})),
+        (set[tuple[int, pydantic.SecretStr]], {(1, pydantic.SecretStr(PLANTED))}),
+        (dict[pydantic.SecretStr, int], {pydantic.SecretStr(PLANTED): 1}),
+    ],
+    ids=["set", "set of tuples", "dict key"],
+)
+def test_a_secret_whose_place_is_not_kept_is_refused_not_stored_masked(
+    tmp_path: pathlib.Path, payload_type: Any, payload: Any
+) -> None:
+    kind = jobtable.Kind("placeless", payload_type, int)
+    with jobtable.Store.open(tmp_path / "jobs.db", secret_keys=K1) as store:
+        with pytest.raises(jobtable.PayloadError, match="its secrets cannot be stored"):
+            kind.enqueue(store, payload)
         assert store.list_jobs() == []
 
 
