@@ -82,3 +82,22 @@ SELECT CAST(substr(updated_at, 1, 16) || ':00.000000Z' AS TEXT) AS minute, statu
 FROM jobs INDEXED BY jobs_finished
 WHERE (status = 'succeeded' OR status = 'failed' OR status = 'cancelled') AND updated_at >= @since
 GROUP BY minute, status ORDER BY minute, status;
+
+-- name: ListSealedJobs :many
+-- ListSealedJobs reads, in seq order after after_seq, up to max_jobs jobs
+-- whose payload or result holds an encrypted secret (an object with the key
+-- "$secret"): what Store.rotate_secrets re-encrypts. It reads every row, as
+-- an operator's command may; no index serves it.
+SELECT seq, id, payload, result FROM jobs
+WHERE seq > @after_seq AND (payload LIKE '%"$secret"%' OR result LIKE '%"$secret"%')
+ORDER BY seq LIMIT @max_jobs;
+
+-- name: ResealJob :execrows
+-- ResealJob stores a job's payload and result with their secrets encrypted
+-- anew, unless either changed since they were read (a running job published
+-- meanwhile): 0 then. updated_at is kept, since for a finished row it is its
+-- finished_at (see FinishedPerMinute).
+UPDATE jobs SET payload = @new_payload, result = sqlc.narg(new_result)
+WHERE id = @id AND payload = @old_payload
+    AND (result = sqlc.narg(old_result)
+        OR (result IS NULL AND CAST(sqlc.narg(old_result) AS TEXT) IS NULL));

@@ -53,6 +53,7 @@ EXPECTED = {
     "RetryPolicy",
     "Runner",
     "RunnerError",
+    "SecretKeyError",
     "Status",
     "Store",
     "StoreError",

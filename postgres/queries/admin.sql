@@ -88,3 +88,22 @@ SELECT date_bin('1 minute', updated_at, TIMESTAMPTZ '2000-01-01 00:00:00+00')::t
 FROM jobs
 WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at >= @since
 GROUP BY minute, status ORDER BY minute, status;
+
+-- name: ListSealedJobs :many
+-- ListSealedJobs reads, in seq order after after_seq, up to max_jobs jobs
+-- whose payload or result holds an encrypted secret (an object with the key
+-- "$secret"): what Store.rotate_secrets re-encrypts. It reads every row, as
+-- an operator's command may; no index serves it.
+SELECT seq, id, payload, result FROM jobs
+WHERE seq > @after_seq AND (payload LIKE '%"$secret"%' OR result LIKE '%"$secret"%')
+ORDER BY seq LIMIT @max_jobs;
+
+-- name: ResealJob :execrows
+-- ResealJob stores a job's payload and result with their secrets encrypted
+-- anew, unless either changed since they were read (a running job published
+-- meanwhile): 0 then. updated_at is kept, since for a finished row it is its
+-- finished_at (see FinishedPerMinute). Differs from SQLite by spelling only:
+-- IS NOT DISTINCT FROM compares a null result.
+UPDATE jobs SET payload = @new_payload, result = sqlc.narg(new_result)
+WHERE id = @id AND payload = @old_payload
+    AND result IS NOT DISTINCT FROM sqlc.narg(old_result);

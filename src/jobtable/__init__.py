@@ -27,6 +27,7 @@ from jobtable._errors import (
     ResultError,
     Retry,
     RunnerError,
+    SecretKeyError,
     StoreError,
 )
 from jobtable._flow import Partition, Queue, Rate, Sequence, WaitReason
@@ -93,6 +94,7 @@ __all__ = [
     "RunnerInfo",
     "SchemaState",
     "Sequence",
+    "SecretKeyError",
     "Stats",
     "Status",
     "Store",

@@ -8,7 +8,16 @@ from typing import Generic, TypeVar
 import pydantic
 import pydantic_core
 
-from jobtable._errors import PayloadError, ResultError
+from jobtable._errors import PayloadError, ResultError, SecretKeyError
+from jobtable._secrets import (
+    HOW,
+    Misplaced,
+    NoKey,
+    SecretKeys,
+    mentions_secrets,
+    open_all,
+    seal_all,
+)
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -58,6 +67,11 @@ class Codec(Generic[P, R]):
     are checked alike: the value must be of the type, dump to JSON that
     validates back as the type, hold no NaN or infinity (JSON has none, and
     pydantic would store null for them), and fit the size limit.
+
+    A type that holds secrets (``SecretStr``, ``SecretBytes``, ``Secret[T]``,
+    at any depth) has each secret encrypted under keys, the store's secret
+    keys (see ``jobtable._secrets``), and decrypted again for its handler;
+    with keys None such a value is refused, never stored masked.
     """
 
     def __init__(self, kind: str, payload_type: type[P], result_type: type[R]) -> None:
@@ -66,29 +80,71 @@ class Codec(Generic[P, R]):
         self.result_type = result_type
         self._payload = pydantic.TypeAdapter[P](payload_type)
         self._result = pydantic.TypeAdapter[R](result_type)
+        self._payload_secrets = mentions_secrets(self._payload.core_schema)
+        self._result_secrets = mentions_secrets(self._result.core_schema)
 
     @staticmethod
-    def _encode(adapter: "pydantic.TypeAdapter[T]", value: T) -> bytes:
-        """Returns value as JSON; raises _Invalid, chained to the cause, when it is not valid."""
+    def _encode(
+        adapter: "pydantic.TypeAdapter[T]",
+        value: T,
+        keys: SecretKeys | None,
+        secrets: bool,
+        masked: bool = False,
+    ) -> bytes:
+        """Returns value as JSON; raises _Invalid, chained to the cause, when it is not valid.
+
+        With secrets (the type has some), each secret is sealed under keys,
+        or left masked with masked; raises NoKey when there is one, keys is
+        None and not masked. What is checked is the JSON with the secrets in
+        clear, as the reader will validate it.
+        """
         try:
             # The adapter's own serializer and validator, called directly: the
             # adapter's methods take the same arguments and cost as much again.
             data = adapter.serializer.to_json(value, by_alias=True, warnings="error")
-            adapter.validator.validate_json(data)
+            clear = data
+            if secrets:
+                python = adapter.serializer.to_python(value, by_alias=True)
+                data, clear = seal_all(python, data, keys, masked=masked)
+            adapter.validator.validate_json(clear)
         except pydantic_core.PydanticSerializationError as err:
             raise _Invalid(_serializer_problem(str(err))) from err
         except pydantic.ValidationError as err:
             raise _Invalid(str(err)) from err
+        except Misplaced as err:
+            raise _Invalid(f"its secrets cannot be stored: {err}") from err
         # pydantic dumps NaN and infinities as null, which a type that allows
         # None would read back as None: a changed value, not the one given.
-        if b"null" in data and _non_finite(adapter.dump_python(value, mode="python")):
+        if b"null" in clear and _non_finite(adapter.dump_python(value, mode="python")):
             raise _Invalid("it holds a float NaN or infinity, which JSON cannot store")
         return data
 
-    def encode_payload(self, payload: P, limit: int) -> str:
-        """Returns payload as JSON; raises PayloadError when it is not a P or too large."""
+    def shown_payload(self, payload: P) -> str:
+        """Returns payload's JSON as every reader but its handler sees it: secrets masked.
+
+        Raises PayloadError when payload is not a P. Never stored.
+        """
         try:
-            data = self._encode(self._payload, payload)
+            encoded = self._encode(self._payload, payload, None, self._payload_secrets, True)
+        except _Invalid as err:
+            raise PayloadError(
+                f"{self.kind!r}: payload is not a valid {_name(self.payload_type)}: {err}"
+            ) from err.__cause__
+        return encoded.decode()
+
+    def encode_payload(self, payload: P, limit: int, keys: SecretKeys | None) -> str:
+        """Returns payload as stored JSON, its secrets encrypted under keys.
+
+        Raises PayloadError when it is not a P, too large, or holds a secret
+        while keys is None (the message says how to configure a key).
+        """
+        try:
+            data = self._encode(self._payload, payload, keys, self._payload_secrets)
+        except NoKey:
+            raise PayloadError(
+                f"enqueue {self.kind!r}: the payload holds secrets (SecretStr, SecretBytes), "
+                f"which are stored encrypted, and no secret key is configured: {HOW}"
+            ) from None
         except _Invalid as err:
             raise PayloadError(
                 f"enqueue {self.kind!r}: payload is not a valid {_name(self.payload_type)}: {err}"
@@ -99,12 +155,15 @@ class Codec(Generic[P, R]):
             )
         return data.decode()
 
-    def decode_payload(self, text: str) -> P:
-        """Returns the stored payload as a P.
+    def decode_payload(self, text: str, keys: SecretKeys | None) -> P:
+        """Returns the stored payload as a P, its secrets decrypted with keys.
 
         A field the type does not know is an error, not silently dropped: the
-        payload was written by other code than this handler expects.
+        payload was written by other code than this handler expects. Raises
+        SecretKeyError naming the key id of a secret keys cannot decrypt.
         """
+        if self._payload_secrets:
+            text = open_all(text, keys)
         value = self._payload.validate_json(text)
         if self._payload.dump_json(value, by_alias=True) == text.encode():
             # What encode_payload wrote comes back the same: no field is unknown.
@@ -116,15 +175,21 @@ class Codec(Generic[P, R]):
             raise ValueError(f"payload of {self.kind!r} has an unknown field {unknown!r}")
         return value
 
-    def encode_result(self, result: R, limit: int) -> str:
-        """Returns result as JSON, as strictly checked as a payload.
+    def encode_result(self, result: R, limit: int, keys: SecretKeys | None) -> str:
+        """Returns result as JSON, as strictly checked as a payload, its secrets encrypted.
 
         Raises ResultError when it is not a valid R (its message may quote the
-        value: log it, never store it), and ResultTooLarge, whose message
-        quotes nothing, when its JSON is over limit bytes.
+        value: log it, never store it), ResultTooLarge, whose message quotes
+        nothing, when its JSON is over limit bytes, and SecretKeyError, which
+        quotes nothing either, when it holds a secret and keys is None.
         """
         try:
-            data = self._encode(self._result, result)
+            data = self._encode(self._result, result, keys, self._result_secrets)
+        except NoKey:
+            raise SecretKeyError(
+                "the result holds secrets, which are stored encrypted, "
+                "and no secret key is configured"
+            ) from None
         except _Invalid as err:
             raise ResultError(
                 f"job kind {self.kind!r}: result is not a valid {_name(self.result_type)}: {err}"
@@ -135,12 +200,15 @@ class Codec(Generic[P, R]):
             )
         return data.decode()
 
-    def decode_result(self, text: str, job_id: str) -> R:
-        """Returns a stored result as an R.
+    def decode_result(self, text: str, job_id: str, keys: SecretKeys | None) -> R:
+        """Returns a stored result as an R, its secrets decrypted with keys.
 
         Raises ResultError naming the job and the kind when it no longer
-        validates as R (the type changed since it was stored).
+        validates as R (the type changed since it was stored), and
+        SecretKeyError naming the key id of a secret keys cannot decrypt.
         """
+        if self._result_secrets:
+            text = open_all(text, keys)
         try:
             return self._result.validate_json(text)
         except pydantic.ValidationError as err:

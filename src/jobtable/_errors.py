@@ -17,6 +17,9 @@ from one root::
     │                   stop
     ├── NotRunning      a handler published for a job that is no longer
     │                   running under its claim
+    ├── SecretKeyError  a stored secret's key is not configured or does not
+    │                   decrypt it, or a result holds secrets and no key is
+    │                   configured; the message names the key id only
     └── JobNotFound     no job has the id (also a LookupError)
 
 Bad arguments are the standard ``TypeError`` and ``ValueError``.
@@ -63,6 +66,17 @@ class RunnerError(JobtableError):
 
 class NotRunning(JobtableError):
     """A handler published for a job that is no longer running under its claim."""
+
+
+class SecretKeyError(JobtableError):
+    """A secret cannot be encrypted or decrypted for want of its key; names the key id only.
+
+    At an attempt, the job's payload names a key the runner's store lacks
+    (or has under that id a different key): the attempt fails with this
+    message, and the job retries while attempts remain, as for a kind with
+    no handler, since another runner, or this one restarted with the key,
+    can run it.
+    """
 
 
 class JobNotFound(JobtableError, LookupError):
@@ -122,6 +136,7 @@ for _error in (
     ResultError,
     RunnerError,
     NotRunning,
+    SecretKeyError,
     JobNotFound,
     Failure,
     Retry,

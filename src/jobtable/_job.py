@@ -10,6 +10,7 @@ from typing_extensions import TypeVar
 
 from jobtable._engines.rows import JobRow, RecordRow
 from jobtable._flow import WaitReason
+from jobtable._secrets import masked
 
 ResultT = TypeVar("ResultT", default=JsonValue)
 
@@ -56,7 +57,8 @@ class Job(BaseModel, Generic[ResultT]):
     """A job as an application reports it, e.g. from ``GET /api/v1/jobs/{id}``.
 
     ``result`` is the latest partial or final result, and is None until the
-    handler publishes one. ``error`` is set only on a failed job. ``Job`` alone
+    handler publishes one; a secret in it shows as ``"**********"``. ``error``
+    is set only on a failed job. ``Job`` alone
     holds the result as plain JSON data; ``Job[R]``, from ``Kind.get``, holds
     it parsed as the kind's result type. ``model_dump_json()`` gives exactly
     the shape of the Job struct in shared/reference/jobs.go: id, kind,
@@ -78,9 +80,14 @@ def job_from_row(row: JobRow) -> Job:
         id=row.id,
         kind=row.kind,
         status=Status(row.status),
-        result=None if row.result is None else pydantic_core.from_json(row.result),
+        result=None if row.result is None else _shown(row.result),
         error=row.error,
     )
+
+
+def _shown(text: str) -> JsonValue:
+    """Stored JSON text as plain data, each encrypted secret shown as ``"**********"``."""
+    return masked(pydantic_core.from_json(text), text)  # type: ignore[no-any-return]
 
 
 class AttemptError(BaseModel):
@@ -96,7 +103,8 @@ class AttemptError(BaseModel):
 class JobRecord(BaseModel):
     """A job's whole record, for operators: ``Store.inspect`` and ``Store.list_jobs`` return it.
 
-    ``payload`` and ``result`` are the stored JSON as plain data. ``errors``
+    ``payload`` and ``result`` are the stored JSON as plain data, each
+    encrypted secret shown as ``"**********"`` (as pydantic dumps it). ``errors``
     holds the stored message of every failed attempt (never exception text).
     ``runner`` names the runner that claimed the job last. ``seq`` is the
     enqueue order; pass the last one of a page as ``before`` to get the next.
@@ -151,6 +159,6 @@ def record_from_row(row: RecordRow) -> JobRecord:
         runner=row.runner,
         errors=pydantic_core.from_json(row.errors),
         error=row.error,
-        payload=pydantic_core.from_json(row.payload),
-        result=None if row.result is None else pydantic_core.from_json(row.result),
+        payload=_shown(row.payload),
+        result=None if row.result is None else _shown(row.result),
     )

@@ -148,12 +148,12 @@ class Kind(Generic[P, R]):
             options, unique, run_at = self.options, self.unique, None
         moment = binding.store.clock() if named is None else named.at
         starts = options.run_at(where, moment, run_at)
-        limit = binding.max_payload_bytes
+        limit, keys = binding.max_payload_bytes, binding.store.secret_keys
         made = None if named is None else iter(named.ids)
         jobs = [
             NewJob(
                 new_id() if made is None else next(made),
-                self._codec.encode_payload(p, limit),
+                self._codec.encode_payload(p, limit, keys),
                 starts,
                 options.queue,
                 options.priority,
@@ -353,15 +353,13 @@ class Kind(Generic[P, R]):
             conn,
         )
 
-    def _typed(self, row: JobRow) -> Job[R]:
+    def _typed(self, store: Store, row: JobRow) -> Job[R]:
         if row.kind != self.name:
             raise JobNotFound(f"job {row.id!r} is a {row.kind!r} job, not {self.name!r}")
+        text, keys = row.result, store.secret_keys
+        result = None if text is None else self._codec.decode_result(text, row.id, keys)
         return Job[R](
-            id=row.id,
-            kind=row.kind,
-            status=Status(row.status),
-            result=None if row.result is None else self._codec.decode_result(row.result, row.id),
-            error=row.error,
+            id=row.id, kind=row.kind, status=Status(row.status), result=result, error=row.error
         )
 
     @overload
@@ -372,11 +370,12 @@ class Kind(Generic[P, R]):
         """Returns the job with its result parsed as R.
 
         Raises JobNotFound for an unknown id or a job of another kind,
-        TypeError for an id that is not a str, and ResultError, naming the job
-        and the kind, for a stored result that no longer validates as R.
+        TypeError for an id that is not a str, ResultError, naming the job
+        and the kind, for a stored result that no longer validates as R, and
+        SecretKeyError naming the key id of a secret the store cannot decrypt.
         """
         binding, job_id = self._where("get", args)
-        return self._typed(binding.store.engine.read(GetJob(job_id)))
+        return self._typed(binding.store, binding.store.engine.read(GetJob(job_id)))
 
     @overload
     async def aget(self, store: Store, job_id: str, /) -> Job[R]: ...
@@ -385,7 +384,7 @@ class Kind(Generic[P, R]):
     async def aget(self, *args: Any) -> Job[R]:
         """The async form of get."""
         binding, job_id = self._where("get", args)
-        return self._typed(await binding.store.engine.aread(GetJob(job_id)))
+        return self._typed(binding.store, await binding.store.engine.aread(GetJob(job_id)))
 
 
 def _check_unique(where: str, unique: object) -> Unique | None:

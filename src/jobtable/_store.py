@@ -18,6 +18,7 @@ from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, re
 from jobtable._operations import CancelJob, GetJob, InspectJob, ListJobs, count_jobs
 from jobtable._operator.queues import QueueOperations
 from jobtable._operator.store import StoreOperations
+from jobtable._secrets import SecretKeys, keys_of
 from jobtable._values import redact_url, timestamp
 
 _utc_now = functools.partial(datetime.datetime.now, datetime.UTC)
@@ -72,6 +73,7 @@ class OpenOptions(TypedDict, total=False):
     max_payload_bytes: int
     clock: Callable[[], datetime.datetime] | None
     migrate: bool
+    secret_keys: str | Sequence[str] | None
 
 
 class Store(StoreOperations, QueueOperations):
@@ -105,6 +107,12 @@ class Store(StoreOperations, QueueOperations):
     skewed machine cannot make a live runner look dead.
     """
 
+    secret_keys: SecretKeys | None
+    """The keys that encrypt the secrets of payloads and results, or None when none are set.
+
+    repr shows their ids only. See ``Store.open``'s secret_keys.
+    """
+
     def __init__(
         self,
         engine: Engine,
@@ -112,6 +120,7 @@ class Store(StoreOperations, QueueOperations):
         target: str,
         max_payload_bytes: int = 1 << 20,
         clock: Callable[[], datetime.datetime] | None = None,
+        secret_keys: SecretKeys | None = None,
     ) -> None:
         """Wraps an open engine; repr shows target, without any password.
 
@@ -126,6 +135,7 @@ class Store(StoreOperations, QueueOperations):
         self.engine = engine
         self.max_payload_bytes = max_payload_bytes
         self.clock = clock if clock is not None else _utc_now
+        self.secret_keys = secret_keys
         # Only the redacted form is kept, so no password lingers in the object.
         self._target = redact_url(target) if URL_SCHEME.match(target) else target
         self._lock = threading.Lock()
@@ -143,6 +153,7 @@ class Store(StoreOperations, QueueOperations):
         max_payload_bytes: int = 1 << 20,
         clock: Callable[[], datetime.datetime] | None = None,
         migrate: bool = True,
+        secret_keys: str | Sequence[str] | None = None,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -165,11 +176,26 @@ class Store(StoreOperations, QueueOperations):
         (``Store.migrate``, ``jobtable migrate``), a database whose schema is
         missing or older is refused with a StoreError saying so, and left as
         it is; a missing SQLite file is not created.
+
+        secret_keys encrypt the secrets (``SecretStr``, ``SecretBytes``) of
+        payloads and results: ``"k2:BASE64,k1:BASE64"`` (or a list of such
+        items), each a key id and a 32-byte AES key in base64; the first
+        encrypts new secrets, every one decrypts those stored under its id.
+        None (the default) reads them from the ``JOBTABLE_SECRET_KEYS``
+        environment variable; ``""`` sets none. A bad key raises ValueError
+        naming its id, never the key; keys need the ``jobtable[secrets]`` extra.
         """
+        keys = keys_of(secret_keys)
         engine, shown = open_engine(
             target, durable=durable, busy_timeout=busy_timeout, readers=readers, upgrade=migrate
         )
-        return cls(engine, target=shown, max_payload_bytes=max_payload_bytes, clock=clock)
+        return cls(
+            engine,
+            target=shown,
+            max_payload_bytes=max_payload_bytes,
+            clock=clock,
+            secret_keys=keys,
+        )
 
     @classmethod
     async def aopen(cls, target: str | os.PathLike[str], **options: Unpack[OpenOptions]) -> Self:

@@ -17,6 +17,7 @@ from jobtable._engines.base import Queries, Statement
 from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
 from jobtable._job import Status
+from jobtable._secrets import masked
 from jobtable._values import new_id, timestamp, unstorable
 
 # The bit of each status in unique_statuses, as jobs_unique's CASE has them.
@@ -101,12 +102,14 @@ class Unique:
     def key_of(self, where: str, payload: str, now: datetime.datetime) -> str:
         """The key stored for a job with JSON payload enqueued at now.
 
-        Raises ValueError naming where when a field is not in the payload.
+        A secret counts as its mask: two payloads that differ only in a
+        secret have one key, which never holds a secret. Raises ValueError
+        naming where when a field is not in the payload.
         """
         if self.key is not None:
             base = "key:" + self.key
         elif self.fields is not None:
-            value = json.loads(payload)
+            value = masked(json.loads(payload), payload)
             if not isinstance(value, dict):
                 raise ValueError(f"{where}: unique fields need a payload that is a JSON object")
             missing = [f for f in self.fields if f not in value]
@@ -114,7 +117,7 @@ class Unique:
                 raise ValueError(f"{where}: unique field {missing[0]!r} is not in the payload")
             base = "fields:" + _canonical({f: value[f] for f in self.fields})
         else:
-            base = "payload:" + _canonical(json.loads(payload))
+            base = "payload:" + _canonical(masked(json.loads(payload), payload))
         if self.period is not None:
             start = _EPOCH + (now - _EPOCH) // self.period * self.period
             # A timestamp starts with a digit, and a key without one never does.

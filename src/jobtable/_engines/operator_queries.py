@@ -1,4 +1,4 @@
-"""The seam's queries for operators (queries/admin.sql): retry, delete, runners, stats.
+"""The seam's queries for operators (queries/admin.sql): retry, delete, runners, stats, secrets.
 
 ``jobtable._engines.base.Queries`` includes these; each engine's adapter has them.
 Times are UTC text, as everywhere on the seam.
@@ -57,6 +57,19 @@ class MinuteRow(Protocol):
     def jobs(self) -> int: ...
 
 
+class SealedRow(Protocol):
+    """A job whose payload or result holds an encrypted secret: its stored texts."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def payload(self) -> str: ...
+    @property
+    def result(self) -> str | None: ...
+
+
 class OperatorQueries(Protocol):
     """The queries of queries/admin.sql, named as there."""
 
@@ -85,3 +98,19 @@ class OperatorQueries(Protocol):
     def job_stats(self, *, now: str) -> Sequence[StatsRow]: ...
 
     def finished_per_minute(self, *, since: str) -> Sequence[MinuteRow]: ...
+
+    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]:
+        """Up to max_jobs jobs after after_seq, in seq order, that hold an encrypted secret."""
+        ...
+
+    def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int:
+        """Stores new texts for a job whose texts are still the old ones; 0: they changed."""
+        ...

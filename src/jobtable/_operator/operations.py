@@ -6,8 +6,10 @@ parameters and the store clock's ``now`` text its caller took.
 
 import dataclasses
 import datetime
+from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
+from jobtable._engines.operator_queries import SealedRow
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
 from jobtable._operations import GetJob
@@ -167,3 +169,44 @@ class ReadThroughput:
             )
             for row in q.finished_per_minute(since=self.since)
         ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListSealed:
+    """The read of up to batch jobs after seq after, in seq order, that hold encrypted secrets."""
+
+    after: int
+    batch: int
+
+    def __call__(self, q: Queries) -> list[SealedRow]:
+        return list(q.list_sealed_jobs(after_seq=self.after, max_jobs=self.batch))
+
+
+class Resealed(NamedTuple):
+    """A job's texts as read, and as they are to be stored with their secrets sealed anew."""
+
+    id: str
+    old_payload: str
+    new_payload: str
+    old_result: str | None
+    new_result: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reseal:
+    """The write that stores each change whose job's texts are still as read; returns their ids."""
+
+    changes: tuple[Resealed, ...]
+
+    def __call__(self, q: Queries) -> set[str]:
+        return {
+            c.id
+            for c in self.changes
+            if q.reseal_job(
+                new_payload=c.new_payload,
+                new_result=c.new_result,
+                id=c.id,
+                old_payload=c.old_payload,
+                old_result=c.old_result,
+            )
+        }

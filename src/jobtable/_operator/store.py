@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from jobtable._engines.base import Engine
 from jobtable._engines.target import open_engine, schema_versions
+from jobtable._errors import SecretKeyError
 from jobtable._operator.models import (
     DeleteResult,
     RetryResult,
@@ -22,16 +23,22 @@ from jobtable._operator.models import (
 from jobtable._operator.operations import (
     DeleteJob,
     ListRunners,
+    ListSealed,
     PruneJobs,
     ReadStats,
     ReadThroughput,
+    Reseal,
+    Resealed,
     RetryFailedJobs,
     RetryJob,
     check_filter,
 )
+from jobtable._secrets import HOW, SecretKeys, reseal
 from jobtable._values import timestamp
 
 _PRUNE_BATCH = 10_000
+_RESEAL_BATCH = 500
+_RESEAL_TRIES = 3
 _MAX_WINDOW = datetime.timedelta(days=7)
 
 
@@ -56,6 +63,24 @@ def _window(window: datetime.timedelta) -> datetime.timedelta:
     return window
 
 
+def _resealed(job_id: str, payload: str, result: str | None, keys: SecretKeys) -> Resealed | None:
+    """The change that seals a job's secrets under the current key; None when none needs it."""
+    try:
+        new_payload = reseal(payload, keys)
+        new_result = None if result is None else reseal(result, keys)
+    except SecretKeyError as err:
+        raise SecretKeyError(f"rotate_secrets: job {job_id}: {err}") from None
+    if new_payload is None and new_result is None:
+        return None
+    return Resealed(
+        job_id,
+        payload,
+        payload if new_payload is None else new_payload,
+        result,
+        result if new_result is None else new_result,
+    )
+
+
 def _lease(lease: float) -> float:
     if isinstance(lease, bool) or not isinstance(lease, int | float) or not lease > 0:
         raise ValueError(f"runners: lease must be a positive number of seconds, got {lease!r}")
@@ -67,6 +92,7 @@ class StoreOperations:
 
     engine: Engine
     clock: Callable[[], datetime.datetime]
+    secret_keys: SecretKeys | None
 
     def _now(self) -> str:
         return timestamp(self.clock())
@@ -135,6 +161,49 @@ class StoreOperations:
     async def aprune(self, older_than: datetime.timedelta) -> int:
         """The async form of prune: the same batches, from a worker thread."""
         return await asyncio.to_thread(self.prune, older_than)
+
+    def rotate_secrets(self) -> int:
+        """Encrypts every stored secret under the current secret key; returns how many jobs changed.
+
+        Run it after putting a new key first in the store's secret keys:
+        once it returns, no stored job needs the old keys, and they can be
+        dropped (run it again if runners without the new key went on
+        enqueuing). It works in batches, each its own transaction, so
+        runners keep running; a job whose result a handler publishes
+        meanwhile is read again, up to 3 times, then left as it is. Running it
+        again changes nothing. Raises SecretKeyError when the store has no
+        key, or naming the job and the key id of a stored secret that no key
+        of the store decrypts; the batches before stay changed.
+        """
+        keys = self.secret_keys
+        if keys is None:
+            raise SecretKeyError(f"rotate_secrets: no secret key is configured: {HOW}")
+        after, total, tries = 0, 0, dict[str, int]()
+        while True:
+            rows = self.engine.read(ListSealed(after, _RESEAL_BATCH))
+            changes = [
+                (row.seq, change)
+                for row in rows
+                if (change := _resealed(row.id, row.payload, row.result, keys)) is not None
+            ]
+            stored = self.engine.write(Reseal(tuple(c for _, c in changes))) if changes else set()
+            total += len(stored)
+            again = []
+            for seq, change in changes:
+                if change.id not in stored:
+                    tries[change.id] = tries.get(change.id, 0) + 1
+                    if tries[change.id] < _RESEAL_TRIES:
+                        again.append(seq)
+            if again:
+                after = min(again) - 1
+            elif len(rows) < _RESEAL_BATCH:
+                return total
+            else:
+                after = rows[-1].seq
+
+    async def arotate_secrets(self) -> int:
+        """The async form of rotate_secrets: the same batches, from a worker thread."""
+        return await asyncio.to_thread(self.rotate_secrets)
 
     def runners(self, *, lease: float = 30.0) -> list[RunnerInfo]:
         """Returns every registered runner, by name, with the ids of the jobs it holds.

@@ -16,7 +16,14 @@ from typing import Any, Generic, TypeVar, cast
 
 from jobtable._codec import Codec, ResultTooLarge
 from jobtable._engines.rows import ClaimedRow
-from jobtable._errors import Failure, NotRunning, ResultError, Retry, StoreError
+from jobtable._errors import (
+    Failure,
+    NotRunning,
+    ResultError,
+    Retry,
+    SecretKeyError,
+    StoreError,
+)
 from jobtable._job import MESSAGE_INTERNAL, MESSAGE_TIMED_OUT
 from jobtable._options import DEFAULT_RETRY, RetryPolicy
 from jobtable._runner.context import JobContext
@@ -102,8 +109,9 @@ class _Attempt(Generic[R]):
             raise NotRunning(
                 f"publish result: job {job.id} was left running when the runner stopped"
             )
-        encoded = self._codec.encode_result(partial, executor._max_result_bytes)
-        return Publish(job, encoded, executor._store.now())
+        store = executor._store
+        encoded = self._codec.encode_result(partial, executor._max_result_bytes, store.secret_keys)
+        return Publish(job, encoded, store.now())
 
     def publish(self, partial: R) -> None:
         """Stores partial as the job's result; blocks until stored (a plain handler's thread)."""
@@ -214,19 +222,6 @@ class Executor:
             return self._failed(job, f"no handler for job kind {job.kind}", DEFAULT_RETRY)
         return None
 
-    def _succeeded(self, job: ClaimedRow, codec: "Codec[Any, R]", result: R) -> Finish:
-        """The outcome of a handler that returned result: stored, or failed when it cannot be."""
-        try:
-            encoded = codec.encode_result(result, self._max_result_bytes)
-        except ResultTooLarge as err:
-            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
-            return Finish.failed(job, str(err))
-        except ResultError as err:
-            # The cause may quote the value: logged, never stored.
-            JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
-            return Finish.failed(job, MESSAGE_INTERNAL)
-        return Finish.succeeded(job, encoded)
-
     async def _attempt(self, job: ClaimedRow) -> Finish | None:
         unrunnable = self._unrunnable(job)
         handler = self._handlers.get(job.kind)
@@ -254,6 +249,12 @@ class Executor:
                 # The task's cancel request was the attempt's own ending, not
                 # a shutdown's, when no other request remains after it.
                 ours = running.why is not None and task.uncancel() <= running.cancelling
+        except SecretKeyError as err:
+            # The payload's key is missing here, or differs: another runner,
+            # or this one restarted with the key, can run it. The message
+            # names the key id only, so it is stored.
+            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
+            return self._failed(job, str(err), handler.retry)
         except asyncio.CancelledError as err:
             if ours:
                 logger = JobLogger(self._logger, job.id, job.kind)
@@ -273,6 +274,25 @@ class Executor:
         except Exception as err:
             return self._raised(job, err, handler.retry)
         return self._succeeded(job, handler.codec, result)
+
+    def _succeeded(self, job: ClaimedRow, codec: "Codec[Any, R]", result: R) -> Finish:
+        """The outcome of a handler that returned result: stored, or failed when it cannot be.
+
+        A result too large, or holding secrets with no key configured, fails
+        the job with our message, finally: another attempt would return the
+        same. Any other invalid result fails it with MESSAGE_INTERNAL.
+        """
+        try:
+            keys = self._store.secret_keys
+            encoded = codec.encode_result(result, self._max_result_bytes, keys)
+        except (ResultTooLarge, SecretKeyError) as err:
+            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
+            return Finish.failed(job, str(err))
+        except ResultError as err:
+            # The cause may quote the value: logged, never stored.
+            JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
+            return Finish.failed(job, MESSAGE_INTERNAL)
+        return Finish.succeeded(job, encoded)
 
     def _failed(self, job: ClaimedRow, error: str, retry: RetryPolicy) -> Finish:
         """The attempt failed with error: retried after retry's wait while attempts remain."""
@@ -318,7 +338,7 @@ class Executor:
 
     async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: _Attempt[R]) -> R:
         """Decodes the payload, calls the handler and returns what it returned."""
-        payload = handler.codec.decode_payload(job.payload)
+        payload = handler.codec.decode_payload(job.payload, self._store.secret_keys)
         ctx: JobContext[R] = JobContext(
             id=job.id,
             kind=job.kind,

@@ -185,8 +185,12 @@ class PeriodicScheduler:
         if missed not in ("once", "skip"):
             raise ValueError(f"{where}: missed must be 'once' or 'skip', got {missed!r}")
         ticks = _ticks(where, cron, every, timezone)
-        encoded = kind._codec.encode_payload(payload, self._store.max_payload_bytes)
+        store = self._store
+        kind._codec.encode_payload(payload, store.max_payload_bytes, store.secret_keys)
         if name is None:
+            # Masked: a secret's ciphertext differs at each encoding, and the
+            # name must not.
+            encoded = kind._codec.shown_payload(payload)
             identity = [cron, None if every is None else every.total_seconds(), timezone, encoded]
             name = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:16]
         elif not isinstance(name, str) or not name:

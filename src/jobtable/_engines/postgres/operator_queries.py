@@ -12,7 +12,13 @@ from collections.abc import Sequence
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.operator_queries import HeldJobRow, MinuteRow, RunnerRow, StatsRow
+from jobtable._engines.operator_queries import (
+    HeldJobRow,
+    MinuteRow,
+    RunnerRow,
+    SealedRow,
+    StatsRow,
+)
 from jobtable._values import timestamp
 from jobtable.db.postgres import admin
 
@@ -90,3 +96,23 @@ class PostgresOperatorQueries:
             _Minute(timestamp(r.minute), r.status, r.jobs)
             for r in self._admin.finished_per_minute(since=pg_time(since))
         ]
+
+    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]:
+        return self._admin.list_sealed_jobs(after_seq=after_seq, max_jobs=max_jobs)
+
+    def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int:
+        return self._admin.reseal_job(
+            new_payload=new_payload,
+            new_result=new_result,
+            id=id,
+            old_payload=old_payload,
+            old_result=old_result,
+        )

@@ -76,6 +76,16 @@ WHERE status IN ('succeeded', 'failed', 'cancelled') AND updated_at >= %(since)s
 GROUP BY minute, status ORDER BY minute, status
 """
 
+LIST_SEALED_JOBS = """SELECT seq, id, payload, result FROM jobs
+WHERE seq > %(after_seq)s AND (payload LIKE '%%"$secret"%%' OR result LIKE '%%"$secret"%%')
+ORDER BY seq LIMIT %(max_jobs)s
+"""
+
+RESEAL_JOB = """UPDATE jobs SET payload = %(new_payload)s, result = %(new_result)s
+WHERE id = %(id)s AND payload = %(old_payload)s
+    AND result IS NOT DISTINCT FROM %(old_result)s
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListRunnersRow:
@@ -112,6 +122,16 @@ class FinishedPerMinuteRow:
     minute: datetime.datetime
     status: str
     jobs: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListSealedJobsRow:
+    """A row that ListSealedJobs returns."""
+
+    seq: int
+    id: str
+    payload: str
+    result: str | None
 
 
 class Querier:
@@ -278,3 +298,58 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def list_sealed_jobs(
+        self,
+        *,
+        after_seq: int,
+        max_jobs: int,
+    ) -> list[ListSealedJobsRow]:
+        """ListSealedJobs reads, in seq order after after_seq, up to max_jobs jobs
+        whose payload or result holds an encrypted secret (an object with the key
+        "$secret"): what Store.rotate_secrets re-encrypts. It reads every row, as
+        an operator's command may; no index serves it.
+        """
+        cur = self._conn.execute(
+            LIST_SEALED_JOBS,
+            {
+                "after_seq": after_seq,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListSealedJobsRow(
+                seq=row[0],
+                id=row[1],
+                payload=row[2],
+                result=row[3],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int:
+        """ResealJob stores a job's payload and result with their secrets encrypted
+        anew, unless either changed since they were read (a running job published
+        meanwhile): 0 then. updated_at is kept, since for a finished row it is its
+        finished_at (see FinishedPerMinute). Differs from SQLite by spelling only:
+        IS NOT DISTINCT FROM compares a null result.
+        """
+        cur = self._conn.execute(
+            RESEAL_JOB,
+            {
+                "new_payload": new_payload,
+                "new_result": new_result,
+                "id": id,
+                "old_payload": old_payload,
+                "old_result": old_result,
+            },
+        )
+        return cur.rowcount
