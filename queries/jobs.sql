@@ -212,6 +212,15 @@ WHERE status = 'running' AND runner = @runner AND updated_at < @before;
 SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = @runner AND cancel_requested;
 
+-- name: LockJob :one
+-- LockJob reads the status of a job, for a write that acts on it (a cancel,
+-- a retry, a delete): the statements after it in the transaction find the
+-- job as it read. Differs by necessity from PostgreSQL, which locks the row
+-- (FOR UPDATE): SQLite has no row locks, and needs none, since its write
+-- transactions (BEGIN IMMEDIATE) hold the database's one write lock from
+-- their start.
+SELECT status FROM jobs WHERE id = @id;
+
 -- name: CancelQueuedJob :execrows
 -- CancelQueuedJob cancels a job that is still queued.
 UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now

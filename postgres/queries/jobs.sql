@@ -321,6 +321,20 @@ WHERE status = 'running' AND runner = @runner AND updated_at < @before;
 SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = @runner AND cancel_requested;
 
+-- name: LockJob :one
+-- LockJob reads the status of a job, for a write that acts on it (a cancel,
+-- a retry, a delete), and locks its row until the transaction ends. Under
+-- READ COMMITTED every statement takes a snapshot of its own, so without the
+-- lock a write of several statements can see the job in one state and act on
+-- another: a cancel saw it running, a snooze put it back in its queue, and
+-- the cancel's next statement saw it queued, so neither matched. FOR UPDATE
+-- waits for a transaction that is writing the row and returns the row as
+-- that one left it; every other write of the job (a claim, an outcome,
+-- another operator's action) then waits for this transaction, and claims
+-- skip the row, so the statements after it find the job as it read.
+-- Differs by necessity from SQLite, which has no row locks.
+SELECT status FROM jobs WHERE id = @id FOR UPDATE;
+
 -- name: CancelQueuedJob :execrows
 -- CancelQueuedJob cancels a job that is still queued.
 UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now

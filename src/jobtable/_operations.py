@@ -15,7 +15,7 @@ from jobtable._engines.base import Insert, JobInserts, Queries, Statement
 from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
 from jobtable._errors import JobNotFound
 from jobtable._flow import WaitReason, wait_reason
-from jobtable._job import CancelResult
+from jobtable._job import CancelResult, Status
 from jobtable._values import unstorable
 
 
@@ -115,21 +115,43 @@ class CreateJobs(Insert[None]):
             q.insert_jobs(kind=self.kind, jobs=self.jobs, now=self.now)
 
 
+def lock_job(q: Queries, job_id: str) -> Status:
+    """The status of the job with id, which no other write can change until the transaction ends.
+
+    A write that acts on a job's status reads it here first, so that its
+    statements act on the status it read: on PostgreSQL each statement of a
+    transaction sees the table anew, and the job could change between them.
+    Raises JobNotFound when no job has the id (or it cannot be stored), and
+    TypeError for an id that is not a str.
+    """
+    if not isinstance(job_id, str):
+        raise TypeError(f"job id is {type(job_id).__name__}, want str")
+    status = None if unstorable(job_id) else q.lock_job(id=job_id)
+    if status is None:
+        raise JobNotFound(f"job {job_id!r} not found")
+    return Status(status)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class CancelJob:
-    """The write that cancels a queued job, or asks the runner of a running one to cancel it."""
+    """The write that cancels a queued job, or asks the runner of a running one to cancel it.
+
+    It acts on one status of the job: the one ``lock_job`` read, which no
+    claim or outcome can change before it commits.
+    """
 
     job_id: str
     now: str
 
     def __call__(self, q: Queries) -> CancelResult:
-        if q.cancel_queued_job(now=self.now, id=self.job_id):
+        status = lock_job(q, self.job_id)
+        if status is Status.QUEUED:
+            q.cancel_queued_job(now=self.now, id=self.job_id)
             return CancelResult.CANCELLED
-        if q.request_cancel(now=self.now, id=self.job_id):
+        if status is Status.RUNNING:
+            q.request_cancel(now=self.now, id=self.job_id)
             q.notify_cancel()
             return CancelResult.REQUESTED
-        if q.get_job(id=self.job_id) is None:
-            raise JobNotFound(f"job {self.job_id!r} not found")
         return CancelResult.FINISHED
 
 

@@ -229,7 +229,10 @@ class Store(StoreOperations, QueueOperations):
         (or tells a sync one, through ``ctx.cancelled``) within about a
         second, and which then ends cancelled (unless it finished first);
         FINISHED, changing nothing, for a job that already finished. Raises
-        JobNotFound for an unknown id.
+        JobNotFound for an unknown id, TypeError for an id that is not a str.
+        It acts on one status of the job: it holds the job's row from its
+        read to its commit, so a job that a retry or snooze puts back in its
+        queue meanwhile is CANCELLED, and FINISHED means it had finished.
         """
         return self.engine.write(CancelJob(job_id, self.now()))
 

@@ -10,9 +10,8 @@ from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
 from jobtable._engines.operator_queries import SealedRow
-from jobtable._errors import JobNotFound
 from jobtable._job import Status
-from jobtable._operations import GetJob
+from jobtable._operations import lock_job
 from jobtable._operator.models import (
     DeleteResult,
     QueueStats,
@@ -22,13 +21,6 @@ from jobtable._operator.models import (
     ThroughputPoint,
 )
 from jobtable._values import unstorable
-
-
-def _status_of(q: Queries, job_id: str) -> Status:
-    """The status of the job with id; JobNotFound when none has it (or it cannot be stored)."""
-    if unstorable(job_id):
-        raise JobNotFound(f"job {job_id!r} not found")
-    return Status(GetJob(job_id)(q).status)
 
 
 def check_filter(label: str, value: str | None) -> str | None:
@@ -43,7 +35,10 @@ def check_filter(label: str, value: str | None) -> str | None:
 
 
 class RetryJob:
-    """The write that queues a failed or cancelled job again; see ``Store.retry``."""
+    """The write that queues a failed or cancelled job again; see ``Store.retry``.
+
+    It acts on one status of the job, the one ``lock_job`` read.
+    """
 
     __slots__ = ("job_id", "now")
 
@@ -54,13 +49,13 @@ class RetryJob:
         self.now = now
 
     def __call__(self, q: Queries) -> RetryResult:
-        if not unstorable(self.job_id) and q.requeue_job(now=self.now, id=self.job_id):
-            q.wake_runners()
-            return RetryResult.RETRIED
-        status = _status_of(q, self.job_id)
-        if status in (Status.FAILED, Status.CANCELLED):
+        status = lock_job(q, self.job_id)
+        if status not in (Status.FAILED, Status.CANCELLED):
+            return RetryResult(status.value)
+        if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
-        return RetryResult(status.value)
+        q.wake_runners()
+        return RetryResult.RETRIED
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -79,7 +74,11 @@ class RetryFailedJobs:
 
 
 class DeleteJob:
-    """The write that deletes a job unless it is running; see ``Store.delete``."""
+    """The write that deletes a job unless it is running; see ``Store.delete``.
+
+    It acts on one status of the job, the one ``lock_job`` read: a job that
+    a claim made running meanwhile is kept.
+    """
 
     __slots__ = ("job_id",)
 
@@ -89,10 +88,10 @@ class DeleteJob:
         self.job_id = job_id
 
     def __call__(self, q: Queries) -> DeleteResult:
-        if not unstorable(self.job_id) and q.delete_job(id=self.job_id):
-            return DeleteResult.DELETED
-        _status_of(q, self.job_id)
-        return DeleteResult.RUNNING
+        if lock_job(q, self.job_id) is Status.RUNNING:
+            return DeleteResult.RUNNING
+        q.delete_job(id=self.job_id)
+        return DeleteResult.DELETED
 
 
 class PruneJobs(Statement[int]):

@@ -224,6 +224,10 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries):
     def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]:
         return self._q.list_cancel_requests(runner=runner)
 
+    def lock_job(self, *, id: str) -> str | None:
+        row = self._q.lock_job(id=id)
+        return None if row is None else row.status
+
     def cancel_queued_job(self, *, now: str, id: str) -> int:
         return self._q.cancel_queued_job(now=_time(now), id=id)
 

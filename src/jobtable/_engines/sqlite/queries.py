@@ -60,6 +60,10 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries):
         row = super().get_unique_holder(kind=kind, unique_key=unique_key)
         return None if row is None else row.id
 
+    def lock_job(self, *, id: str) -> str | None:  # type: ignore[override]
+        row = super().lock_job(id=id)
+        return None if row is None else row.status
+
     def finish_and_claim_jobs(
         self,
         *,

@@ -240,6 +240,9 @@ LIST_CANCEL_REQUESTS = """SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = %(runner)s AND cancel_requested
 """
 
+LOCK_JOB = """SELECT status FROM jobs WHERE id = %(id)s FOR UPDATE
+"""
+
 CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
 WHERE id = %(id)s AND status = 'queued'
 """
@@ -548,6 +551,13 @@ class ListCancelRequestsRow:
 
     id: str
     attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LockJobRow:
+    """A row that LockJob returns."""
+
+    status: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1430,6 +1440,36 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def lock_job(
+        self,
+        *,
+        id: str,
+    ) -> LockJobRow | None:
+        """LockJob reads the status of a job, for a write that acts on it (a cancel,
+        a retry, a delete), and locks its row until the transaction ends. Under
+        READ COMMITTED every statement takes a snapshot of its own, so without the
+        lock a write of several statements can see the job in one state and act on
+        another: a cancel saw it running, a snooze put it back in its queue, and
+        the cancel's next statement saw it queued, so neither matched. FOR UPDATE
+        waits for a transaction that is writing the row and returns the row as
+        that one left it; every other write of the job (a claim, an outcome,
+        another operator's action) then waits for this transaction, and claims
+        skip the row, so the statements after it find the job as it read.
+        Differs by necessity from SQLite, which has no row locks.
+        """
+        cur = self._conn.execute(
+            LOCK_JOB,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return LockJobRow(
+            status=row[0],
+        )
 
     def cancel_queued_job(
         self,

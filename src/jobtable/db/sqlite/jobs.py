@@ -168,6 +168,9 @@ LIST_CANCEL_REQUESTS = """SELECT id, attempt FROM jobs
 WHERE status = 'running' AND runner = ?1 AND cancel_requested
 """
 
+LOCK_JOB = """SELECT status FROM jobs WHERE id = ?1
+"""
+
 CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
 WHERE id = ?2 AND status = 'queued'
 """
@@ -448,6 +451,13 @@ class ListCancelRequestsRow:
 
     id: str
     attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LockJobRow:
+    """A row that LockJob returns."""
+
+    status: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1236,6 +1246,29 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def lock_job(
+        self,
+        *,
+        id: str,
+    ) -> LockJobRow | None:
+        """LockJob reads the status of a job, for a write that acts on it (a cancel,
+        a retry, a delete): the statements after it in the transaction find the
+        job as it read. Differs by necessity from PostgreSQL, which locks the row
+        (FOR UPDATE): SQLite has no row locks, and needs none, since its write
+        transactions (BEGIN IMMEDIATE) hold the database's one write lock from
+        their start.
+        """
+        cur = self._conn.execute(
+            LOCK_JOB,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return LockJobRow(
+            status=row[0],
+        )
 
     def cancel_queued_job(
         self,
