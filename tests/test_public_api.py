@@ -16,6 +16,12 @@ import jobtable
 
 EXPECTED = {
     "dashboard",
+    "BulkCancel",
+    "Health",
+    "KindFigures",
+    "KindReport",
+    "QueueAlarm",
+    "QueueHealth",
     "ThroughputPoint",
     "Stats",
     "SchemaState",

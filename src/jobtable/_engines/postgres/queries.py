@@ -16,6 +16,7 @@ from psycopg.rows import TupleRow
 from jobtable._engines.base import Queries
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
+from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
@@ -127,7 +128,7 @@ class _RecordRow:
         )
 
 
-class _Queries(PostgresOperatorQueries):
+class _Queries(PostgresOperatorQueries, PostgresDashboardQueries):
     """The generated Querier in the shape of the ``Queries`` seam (operators' queries: the base)."""
 
     def __init__(self, conn: _Connection) -> None:

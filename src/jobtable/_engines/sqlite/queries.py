@@ -14,6 +14,7 @@ from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.rows import ClaimedRow, NewJob, Outcome, RecordRow
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
 from jobtable._values import timestamp
+from jobtable.db.sqlite.dashboard import Querier as DashboardQuerier
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
 from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
@@ -24,10 +25,11 @@ def _before(now: str, seconds: float) -> str:
     return timestamp(moment)
 
 
-class Queries(Querier, SQLiteOperatorQueries):
+class Queries(Querier, SQLiteOperatorQueries, DashboardQuerier):
     """The generated Querier with the seam's calls that take several rows at once.
 
-    Its operator queries come from SQLiteOperatorQueries; both bases share the connection.
+    Its operator queries come from SQLiteOperatorQueries, the dashboard's from the
+    generated dashboard Querier; the bases share the connection.
     """
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
