@@ -123,7 +123,10 @@ def test_cancel_matching_cancels_only_the_matching_queued_and_running_jobs(
     assert all(store.inspect(i).status == jobtable.Status.CANCELLED for i in queued)
     assert store.inspect(running).cancel_requested
     assert store.inspect(side).status == jobtable.Status.QUEUED
-    assert asyncio.run(store.acancel_matching(queue="side")).cancelled == 1
+    assert store.cancel_matching(status="running", queue="side").cancelled == 0
+    assert asyncio.run(store.acancel_matching(status="queued", queue="side")).cancelled == 1
+    with pytest.raises(ValueError, match="status must be queued, running or None"):
+        store.cancel_matching(status="failed")
     with pytest.raises(ValueError, match="kind"):
         store.cancel_matching(kind="a\x00")
 

@@ -93,7 +93,7 @@ class DeleteMany:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CancelMatching:
-    """The write that cancels up to batch queued jobs matching the filters.
+    """The write that cancels up to batch queued jobs matching the filters (with queued).
 
     With requests, it also asks the runners of every matching running job to
     cancel it (those are few: no more than the runners' workers).
@@ -103,12 +103,15 @@ class CancelMatching:
     queue: str | None
     now: str
     batch: int
+    queued: bool
     requests: bool
 
     def __call__(self, q: Queries) -> BulkCancel:
-        cancelled = q.cancel_queued_matching(
-            now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch
-        )
+        cancelled = 0
+        if self.queued:
+            cancelled = q.cancel_queued_matching(
+                now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch
+            )
         requested = 0
         if self.requests:
             requested = q.request_cancel_matching(now=self.now, kind=self.kind, queue=self.queue)

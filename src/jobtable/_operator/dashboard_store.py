@@ -145,20 +145,32 @@ class DashboardOperations:
         """The async form of delete_many."""
         return await self.engine.awrite(DeleteMany(_ids("delete_many", job_ids)))
 
-    def cancel_matching(self, *, kind: str | None = None, queue: str | None = None) -> BulkCancel:
+    def cancel_matching(
+        self,
+        *,
+        status: Status | str | None = None,
+        kind: str | None = None,
+        queue: str | None = None,
+    ) -> BulkCancel:
         """Cancels every queued job of kind in queue, and requests the cancel of the running ones.
 
         What cancel does to each, in batches of 10,000 queued jobs, each its
-        own transaction. A filter left None matches every job. Returns how
-        many were cancelled and how many requested. Raises TypeError or
-        ValueError for a filter that is not a str or cannot be stored.
+        own transaction. A filter left None matches every job; status
+        "queued" cancels only the queued jobs, "running" only requests the
+        running ones' cancel. Returns how many were cancelled and how many
+        requested. Raises ValueError for another status, and TypeError or
+        ValueError for a kind or queue that cannot be stored.
         """
+        if status is not None and status not in (Status.QUEUED, Status.RUNNING):
+            raise ValueError(
+                f"cancel_matching: status must be queued, running or None, got {status!r}"
+            )
         kind, queue = check_filter("kind", kind), check_filter("queue", queue)
         total = BulkCancel(cancelled=0, requested=0)
-        requests = True
+        queued, requests = status != Status.RUNNING, status != Status.QUEUED
         while True:
-            op = CancelMatching(kind, queue, timestamp(self.clock()), BULK_BATCH, requests)
-            done = self.engine.write(op)
+            now = timestamp(self.clock())
+            done = self.engine.write(CancelMatching(kind, queue, now, BULK_BATCH, queued, requests))
             requests = False
             total = BulkCancel(
                 cancelled=total.cancelled + done.cancelled,
@@ -168,10 +180,14 @@ class DashboardOperations:
                 return total
 
     async def acancel_matching(
-        self, *, kind: str | None = None, queue: str | None = None
+        self,
+        *,
+        status: Status | str | None = None,
+        kind: str | None = None,
+        queue: str | None = None,
     ) -> BulkCancel:
         """The async form of cancel_matching: the same batches, from a worker thread."""
-        return await asyncio.to_thread(self.cancel_matching, kind=kind, queue=queue)
+        return await asyncio.to_thread(self.cancel_matching, status=status, kind=kind, queue=queue)
 
     def delete_matching(
         self,
