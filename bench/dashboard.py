@@ -54,7 +54,7 @@ def served(store: jobtable.Store) -> Iterator[int]:
 
 
 def load(port: int, path: str) -> float:
-    """Seconds to GET path and read the whole page; fails on a status other than 200."""
+    """Seconds to GET path and read the whole page; fails on a status other than 200 or 303."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     try:
         began = time.perf_counter()
@@ -64,7 +64,7 @@ def load(port: int, path: str) -> float:
         spent = time.perf_counter() - began
     finally:
         conn.close()
-    if response.status != 200:
+    if response.status not in (200, 303):
         raise SystemExit(f"GET {path}: status {response.status}")
     return spent
 
@@ -82,6 +82,9 @@ def pages(store: jobtable.Store, rare_id: str) -> dict[str, str]:
         "job list, kind=rare (oldest 100)": "/jobs?kind=rare",
         "job list, queue=default": "/jobs?queue=default",
         "job page": f"/jobs/{rare_id}",
+        "kinds page (last hour's figures)": "/kinds",
+        "search, payload text (newest 10,000)": "/search?q=no-such-text",
+        "search, a job id (redirect)": f"/search?q={rare_id}",
     }
 
 

@@ -16,6 +16,7 @@ from jobtable._engines.rows import CountRow
 from jobtable._engines.target import URL_SCHEME, open_engine
 from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
 from jobtable._operations import CancelJob, GetJob, InspectJob, ListJobs, count_jobs
+from jobtable._operator.dashboard_store import DashboardOperations
 from jobtable._operator.queues import QueueOperations
 from jobtable._operator.store import StoreOperations
 from jobtable._secrets import SecretKeys, keys_of
@@ -76,7 +77,7 @@ class OpenOptions(TypedDict, total=False):
     secret_keys: str | Sequence[str] | None
 
 
-class Store(StoreOperations, QueueOperations):
+class Store(StoreOperations, QueueOperations, DashboardOperations):
     """The database jobs live in: a SQLite file or a PostgreSQL server.
 
     A store opened once is shared by every runner and enqueuer of the process
@@ -85,7 +86,9 @@ class Store(StoreOperations, QueueOperations):
     when done, or use it as a context manager; a closed store raises
     StoreError. The operations for operators (retry, delete, prune, runners,
     stats, throughput, the schema's state and migrate) come from
-    ``StoreOperations``.
+    ``StoreOperations``; the dashboard's (kinds, queues, search_payloads,
+    cancel_many, delete_many, cancel_matching, delete_matching,
+    kind_figures, health) from ``DashboardOperations``.
     """
 
     engine: Engine

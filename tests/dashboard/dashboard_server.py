@@ -95,7 +95,7 @@ class Client:
         self,
         method: str,
         path: str,
-        form: dict[str, str] | None = None,
+        form: dict[str, str] | list[tuple[str, str]] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Reply:
         """Sends one request; returns the reply, redirects not followed."""
@@ -124,8 +124,13 @@ class Client:
         """GET path."""
         return self.request("GET", path, headers=headers)
 
-    def post(self, path: str, form: dict[str, str], headers: dict[str, str] | None = None) -> Reply:
-        """POST form to path, urlencoded."""
+    def post(
+        self,
+        path: str,
+        form: dict[str, str] | list[tuple[str, str]],
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        """POST form to path, urlencoded (pairs: a field may repeat)."""
         return self.request("POST", path, form=form, headers=headers)
 
 

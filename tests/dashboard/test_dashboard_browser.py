@@ -7,13 +7,15 @@ retries a failed one, and checks that a POST without the CSRF token is
 refused. The overview and job page screenshots come from these runs: they
 are written to the test's folder, and to docs/ (which the README and the
 dashboard guide show) when JOBTABLE_SCREENSHOTS is set, as ``make
-screenshots`` does.
+screenshots`` does. Every page is also opened on a 420 px wide screen, which
+it must fit without scrolling sideways.
 
 chromium comes from the system (``apt-get install -y chromium``); Playwright
 only drives it (never ``playwright install``).
 """
 
 import asyncio
+import datetime
 import os
 import pathlib
 import shutil
@@ -208,7 +210,9 @@ def test_bulk_retry_queues_every_failed_job_of_the_filter(
         wait_for(lambda: all(status_of(store, i) == jobtable.Status.FAILED for i in [*ids, other]))
         work.healed.set()
         page.goto(f"{base}/jobs?status=failed&kind=flaky")
-        page.get_by_role("button", name="Retry all failed of kind flaky").click()
+        page.locator("#bulk-filter").get_by_role("button", name="Retry all failed").click()
+        expect(page.locator("#question")).to_contain_text("matching status failed, kind flaky")
+        page.get_by_role("button", name="Yes, retry").click()
         expect(page.locator(".notice")).to_have_text("Failed jobs queued again: 3.")
         wait_for(lambda: all(status_of(store, i) == jobtable.Status.SUCCEEDED for i in ids))
     assert status_of(store, other) == jobtable.Status.FAILED
@@ -227,3 +231,145 @@ def test_a_post_without_the_csrf_token_is_refused(store: jobtable.Store, page: P
         assert direct.status == 403
         assert status_of(store, job_id) == jobtable.Status.RUNNING
         assert not store.inspect(job_id).cancel_requested
+
+
+PAGES_WIDE = 1200
+NARROW = 420
+
+
+def operator_jobs(store: jobtable.Store, work: Workload) -> dict[str, Any]:
+    """Jobs in every state the operator pages show: done, failed, running, scheduled."""
+    later = datetime.timedelta(hours=2)
+    jobs: dict[str, Any] = {
+        "thumbs": [work.thumbnail.enqueue(Photo(photo_id=f"p{n}", size=256)) for n in range(3)],
+        "reports": [work.report.enqueue({"customer": f"Globex {n}"}) for n in range(2)],
+        "leak": work.leak.enqueue({"account": "a-17"}),
+        "sleepy": work.sleepy.enqueue({}),
+        "scheduled": [
+            work.report.enqueue({"customer": f"Initech {n}"}, delay=later) for n in range(3)
+        ],
+    }
+    return jobs
+
+
+def settled(store: jobtable.Store, jobs: dict[str, Any]) -> bool:
+    done = [*jobs["thumbs"], *jobs["reports"], jobs["leak"]]
+    return all(
+        status_of(store, i) in (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED) for i in done
+    ) and (status_of(store, jobs["sleepy"]) == jobtable.Status.RUNNING)
+
+
+def test_every_page_fits_a_420px_wide_screen(
+    store: jobtable.Store, browser: Browser, tmp_path: pathlib.Path
+) -> None:
+    work = Workload(store)
+    jobs = operator_jobs(store, work)
+    context = browser.new_context(viewport={"width": NARROW, "height": 900})
+    page = context.new_page()
+    try:
+        with serve(jobtable.dashboard(store), work.runner) as base:
+            wait_for(lambda: settled(store, jobs))
+            paths = {
+                "overview": "/",
+                "jobs": "/jobs",
+                "failed": "/jobs?status=failed",
+                "kinds": "/kinds",
+                "search": "/search?q=globex",
+                "job": f"/jobs/{jobs['leak']}",
+                "running job": f"/jobs/{jobs['sleepy']}",
+            }
+            for name, path in paths.items():
+                page.goto(f"{base}{path}")
+                width = page.evaluate("document.documentElement.scrollWidth")
+                assert width <= NARROW, f"{name} ({path}) is {width} px wide"
+            page.goto(f"{base}/jobs")
+            page.locator(f'input[name="id"][value="{jobs["scheduled"][0]}"]').check()
+            page.locator("#bulk-selected").get_by_role("button", name="Delete").click()
+            expect(page.locator("#question")).to_have_text("Delete these 1 selected jobs?")
+            assert page.evaluate("document.documentElement.scrollWidth") <= NARROW
+            page.goto(f"{base}/")
+            if store.engine.__class__.__name__ == "SQLiteEngine":
+                screenshot(page, tmp_path, "dashboard-narrow.png")
+    finally:
+        context.close()
+
+
+def test_an_operator_filters_by_pick_list_selects_jobs_and_cancels_them_after_confirming(
+    store: jobtable.Store, page: Page, tmp_path: pathlib.Path
+) -> None:
+    work = Workload(store)
+    jobs = operator_jobs(store, work)
+    sqlite = store.engine.__class__.__name__ == "SQLiteEngine"
+    with serve(jobtable.dashboard(store), work.runner) as base:
+        wait_for(lambda: settled(store, jobs))
+        page.goto(f"{base}/jobs")
+        if sqlite:
+            screenshot(page, tmp_path, "dashboard-jobs.png")
+        page.locator('select[name="kind"]').select_option("report")
+        page.get_by_role("button", name="Filter").click()
+        expect(page.locator("table.jobs tbody tr")).to_have_count(5)
+        for job_id in jobs["scheduled"][:2]:
+            row = page.locator(f'tr[data-id="{job_id}"]')
+            expect(row.locator("td.status")).to_contain_text("scheduled for")
+            row.locator('input[name="id"]').check()
+        page.locator("#bulk-selected").get_by_role("button", name="Cancel").click()
+        expect(page.locator("#question")).to_have_text("Cancel these 2 selected jobs?")
+        if sqlite:
+            screenshot(page, tmp_path, "dashboard-confirm.png")
+        assert status_of(store, jobs["scheduled"][0]) == jobtable.Status.QUEUED
+        page.get_by_role("button", name="Yes, cancel").click()
+        expect(page.locator(".notice")).to_contain_text("Cancelled or asked to cancel: 2")
+        expect(page.locator('select[name="kind"]')).to_have_value("report")
+    statuses = [status_of(store, i) for i in jobs["scheduled"]]
+    assert statuses == [
+        jobtable.Status.CANCELLED,
+        jobtable.Status.CANCELLED,
+        jobtable.Status.QUEUED,
+    ]
+
+
+def test_search_opens_a_job_by_id_and_finds_payload_text(
+    store: jobtable.Store, page: Page, tmp_path: pathlib.Path
+) -> None:
+    work = Workload(store)
+    jobs = operator_jobs(store, work)
+    with serve(jobtable.dashboard(store), work.runner) as base:
+        wait_for(lambda: settled(store, jobs))
+        page.goto(f"{base}/")
+        box = page.get_by_role("searchbox", name="search jobs by id or payload text")
+        box.fill(jobs["leak"])
+        box.press("Enter")
+        expect(page.locator("h1 code")).to_have_text(jobs["leak"])
+        box.fill("GLOBEX")
+        box.press("Enter")
+        expect(page.locator("table.jobs tbody tr")).to_have_count(2)
+        expect(page.locator("#search-bound")).to_contain_text("10,000 most recent jobs")
+        if store.engine.__class__.__name__ == "SQLiteEngine":
+            screenshot(page, tmp_path, "dashboard-search.png")
+
+
+def test_the_kinds_page_shows_each_kinds_figures_and_the_job_page_a_dead_runners_hold(
+    store: jobtable.Store, page: Page, tmp_path: pathlib.Path
+) -> None:
+    work = Workload(store)
+    jobs = operator_jobs(store, work)
+    with serve(jobtable.dashboard(store), work.runner) as base:
+        wait_for(lambda: settled(store, jobs))
+        page.goto(f"{base}/kinds")
+        expect(page.locator('tr[data-kind="thumbnail"] td[data-figure="finished"]')).to_have_text(
+            "3"
+        )
+        expect(page.locator('tr[data-kind="leak"] td[data-figure="failure-rate"]')).to_have_text(
+            "100.0%"
+        )
+        if store.engine.__class__.__name__ == "SQLiteEngine":
+            screenshot(page, tmp_path, "dashboard-kinds.png")
+    # The server and its runner are gone: the runner's row stays behind,
+    # unrenewed, and a job due now has no live runner to run it.
+    work.report.enqueue({"customer": "Hooli"})
+    with serve(jobtable.dashboard(store, lease=0.001)) as base:
+        page.goto(f"{base}/jobs/{jobs['sleepy']}")
+        expect(page.locator("#state")).to_have_text("(held by a dead runner)")
+        page.goto(f"{base}/")
+        expect(page.locator('[data-alarm="dead-held"]')).to_be_visible()
+        expect(page.locator('[data-alarm="no_live_runner"]').first).to_be_visible()

@@ -22,6 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from jobtable._dashboard import bulk as bulk
 from jobtable._dashboard import views as views
 from jobtable._dashboard.chart import throughput_chart
 from jobtable._dashboard.security import SECURITY_HEADERS, Authenticate, Csrf
@@ -33,7 +34,17 @@ from jobtable._store import Store
 ASSETS = pathlib.Path(__file__).parent
 MAX_FORM_BYTES = 16 * 1024
 
-Action = Callable[[dict[str, str]], Awaitable[Response]]
+SEARCH_SCAN = 10_000
+"""The most recent jobs a payload search reads: its cost stays bounded at any table size."""
+
+
+class Form(dict[str, str]):
+    """A POST's form fields (the last value of each), and every value of its ``id`` fields."""
+
+    ids: list[str]
+
+
+Action = Callable[[Form], Awaitable[Response]]
 
 
 def _environment() -> jinja2.Environment:
@@ -44,7 +55,13 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(utc=views.utc, duration=views.duration, pretty=views.pretty)
+    env.filters.update(
+        utc=views.utc,
+        duration=views.duration,
+        pretty=views.pretty,
+        percent=views.percent,
+        span=views.span,
+    )
     env.filters["path"] = lambda value: quote(str(value), safe="")
     env.globals["statuses"] = list(Status)
     return env
@@ -98,8 +115,11 @@ class Dashboard:
 
     async def _overview_data(self) -> dict[str, Any]:
         # Three independent reads: on SQLite each takes its own reader connection.
-        stats, runners, points = await asyncio.gather(
-            self.store.astats(), self.store.arunners(lease=self.lease), self.store.athroughput()
+        stats, runners, points, health = await asyncio.gather(
+            self.store.astats(),
+            self.store.arunners(lease=self.lease),
+            self.store.athroughput(),
+            self.store.ahealth(lease=self.lease),
         )
         totals = {status: 0 for status in Status}
         for queue in stats.queues:
@@ -109,6 +129,7 @@ class Dashboard:
             "stats": stats,
             "totals": totals,
             "runners": runners,
+            "health": health,
             "chart": throughput_chart(points, stats.at),
         }
 
@@ -126,24 +147,83 @@ class Dashboard:
             filters = views.parse_filters(request.query_params)
         except views.BadFilter as err:
             return self.problem(request, 400, str(err))
-        records = await self.store.alist_jobs(
-            status=filters.status,
-            kind=filters.kind,
-            queue=filters.queue,
-            before=filters.before,
-            limit=filters.limit + 1,
+        records, kinds, queues, alive = await asyncio.gather(
+            self.store.alist_jobs(
+                status=filters.status,
+                kind=filters.kind,
+                queue=filters.queue,
+                before=filters.before,
+                limit=filters.limit + 1,
+            ),
+            self.store.akinds(),
+            self.store.aqueue_names(),
+            self._alive(),
         )
         page = records[: filters.limit]
         older = page[-1].seq if len(records) > filters.limit else None
-        return self.render(request, "jobs.html", filters=filters, jobs=page, older=older)
+        return self.render(
+            request,
+            "jobs.html",
+            filters=filters,
+            jobs=page,
+            older=older,
+            kinds=views.choices(kinds, filters.kind),
+            queues=views.choices(queues, filters.queue),
+            states={job.id: views.state(job, alive, self.store.clock()) for job in page},
+        )
+
+    async def _alive(self) -> frozenset[str]:
+        runners = await self.store.arunners(lease=self.lease)
+        return frozenset(runner.name for runner in runners if runner.alive)
+
+    async def search(self, request: Request) -> Response:
+        """Opens the job whose id is the text, else lists the recent jobs whose payload holds it."""
+        text = request.query_params.get("q", "").strip()
+        if not text:
+            return self.render(request, "search.html", text="", jobs=[], scan=SEARCH_SCAN)
+        if len(text) > 200 or views.unstorable(text):
+            return self.problem(request, 400, "q: search for 1 to 200 storable characters.")
+        try:
+            record = await self.store.ainspect(text)
+        except JobNotFound:
+            pass
+        else:
+            base = request.scope.get("root_path", "")
+            return RedirectResponse(f"{base}/jobs/{quote(record.id, safe='')}", status_code=303)
+        found, alive = await asyncio.gather(
+            self.store.asearch_payloads(text, scan=SEARCH_SCAN, limit=views.PAGE_SIZE),
+            self._alive(),
+        )
+        states = {job.id: views.state(job, alive, self.store.clock()) for job in found}
+        return self.render(
+            request,
+            "search.html",
+            text=text,
+            jobs=found,
+            scan=SEARCH_SCAN,
+            states=states,
+            limit=views.PAGE_SIZE,
+        )
+
+    async def kinds(self, request: Request) -> Response:
+        """The kinds page: each kind's last hour (throughput, failure rate, wait and run times)."""
+        report = await self.store.akind_figures()
+        return self.render(request, "kinds.html", report=report)
 
     async def _record_page(self, request: Request, name: str) -> Response:
         try:
-            record = await self.store.ainspect(request.path_params["job_id"])
+            record, alive = await asyncio.gather(
+                self.store.ainspect(request.path_params["job_id"]), self._alive()
+            )
         except JobNotFound:
             return self.problem(request, 404, "No job has this id (it may have been deleted).")
         response = self.render(
-            request, name, job=record, timeline=views.timeline(record), final=views.final(record)
+            request,
+            name,
+            job=record,
+            timeline=views.timeline(record),
+            final=views.final(record),
+            state=views.state(record, alive, self.store.clock()),
         )
         if views.final(record):
             response.headers["x-jobtable-final"] = "1"
@@ -157,15 +237,20 @@ class Dashboard:
         """The job page's live part."""
         return await self._record_page(request, "_job_live.html")
 
-    async def _form(self, request: Request) -> dict[str, str] | None:
+    async def _form(self, request: Request) -> Form | None:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         length = request.headers.get("content-length", "0")
+        form = Form()
+        form.ids = []
         if not length.isdigit() or int(length) > MAX_FORM_BYTES:
             return None
         body = await request.body()
         if kind != "application/x-www-form-urlencoded" or len(body) > MAX_FORM_BYTES:
-            return {}
-        return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+            return form
+        pairs = parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+        form.update(pairs)
+        form.ids = [value for name, value in pairs if name == "id"]
+        return form
 
     async def guarded(self, request: Request, action: Action) -> Response:
         """Runs action with the POST's form once the read-only and CSRF checks pass."""
@@ -225,12 +310,35 @@ class Dashboard:
 
         return await self.guarded(request, act)
 
+    async def bulk(self, request: Request) -> Response:
+        """POST: a bulk action; without ``confirm``, the page that asks to confirm it."""
+
+        async def act(form: Form) -> Response:
+            try:
+                asked = bulk.parse(form, form.ids)
+            except bulk.BadBulk as err:
+                return self.problem(request, 400, f"Nothing was changed: {err}.")
+            if form.get("confirm") != "yes":
+                return self.render(request, "confirm.html", bulk=asked)
+            count = await bulk.run(self.store, asked)
+            notice = f"bulk-{asked.action}"
+            if asked.action == "retry" and not asked.by_filter:
+                notice = "bulk-retry-selected"
+            base = request.scope.get("root_path", "")
+            query = asked.filters.query(notice=notice, count=count)
+            return RedirectResponse(f"{base}/jobs?{query}", status_code=303)
+
+        return await self.guarded(request, act)
+
     def routes(self) -> list[Route | Mount]:
         """The app's routes."""
         return [
             Route("/", self.overview, name="overview"),
             Route("/live/overview", self.overview_live, name="overview_live"),
             Route("/jobs", self.jobs, name="jobs"),
+            Route("/search", self.search, name="search"),
+            Route("/kinds", self.kinds, name="kinds"),
+            Route("/bulk", self.bulk, methods=["POST"], name="bulk"),
             Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
             Route("/jobs/{job_id}", self.job, name="job"),
             Route("/jobs/{job_id}/live", self.job_live, name="job_live"),

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 from jobtable._job import JobRecord, Status
 from jobtable._operator.models import DeleteResult, RetryResult
-from jobtable._values import unstorable
+from jobtable._values import unstorable as unstorable
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -29,6 +29,9 @@ NOTICES: Mapping[str, str] = {
     f"delete-{DeleteResult.DELETED}": "The job was deleted.",
     f"delete-{DeleteResult.RUNNING}": "The job is running and was kept: cancel it first.",
     "bulk-retry": "Failed jobs queued again: {count}.",
+    "bulk-retry-selected": "Queued again: {count} (failed or cancelled ones; others unchanged).",
+    "bulk-cancel": "Cancelled or asked to cancel: {count} (finished ones unchanged).",
+    "bulk-delete": "Deleted: {count} (running ones are kept: cancel them first).",
 }
 """The messages an action's redirect may show, by code: a link cannot make a page say more."""
 
@@ -97,6 +100,18 @@ def parse_filters(params: Mapping[str, str]) -> Filters:
     )
 
 
+def choices(names: list[str], current: str | None) -> list[str]:
+    """The names a pick-list offers: those seen, plus the current filter's if it has no job now."""
+    if current is not None and current not in names:
+        return sorted([*names, current])
+    return names
+
+
+def percent(rate: float | None) -> str:
+    """A rate from 0 to 1 as a percentage to a tenth (``12.5%``), or a dash."""
+    return "-" if rate is None else f"{rate * 100:.1f}%"
+
+
 def pretty(value: object) -> str:
     """Stored JSON data as indented text (the template escapes it)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
@@ -120,6 +135,18 @@ def duration(span: datetime.timedelta | None) -> str:
     parts = [(days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")]
     shown = [f"{n}{unit}" for n, unit in parts if n][:2]
     return " ".join(shown) or "0s"
+
+
+def span(value: datetime.timedelta | None) -> str:
+    """A short span readably: ``340 ms``, ``4.2 s``, else as duration does; or a dash."""
+    if value is None:
+        return "-"
+    seconds = value.total_seconds()
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return duration(value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -150,6 +177,23 @@ def timeline(record: JobRecord) -> list[Event]:
     if record.finished_at is not None:
         events.append(Event(record.finished_at, str(record.status), record.error))
     return sorted(events, key=lambda event: event.at)
+
+
+def state(record: JobRecord, alive: frozenset[str], at: datetime.datetime) -> str | None:
+    """What the status alone does not say: a dead runner's hold, a cancel asked, a later run_at.
+
+    alive names the live runners; a running job whose runner is not among
+    them is held by a dead runner (another runner will fail it as
+    interrupted). None when the status says it all.
+    """
+    if record.status == Status.RUNNING:
+        if record.runner not in alive:
+            return "held by a dead runner"
+        if record.cancel_requested:
+            return "cancel requested"
+    if record.status == Status.QUEUED and record.run_at > at:
+        return f"scheduled for {utc(record.run_at)}"
+    return None
 
 
 def final(record: JobRecord) -> bool:

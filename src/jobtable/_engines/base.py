@@ -17,6 +17,7 @@ the jobs that just finished and claims jobs for the workers they freed.
 from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
+from jobtable._engines.dashboard_queries import DashboardQueries
 from jobtable._engines.flow import FlowQueries
 from jobtable._engines.operator_queries import OperatorQueries, RunnerRow
 from jobtable._engines.rows import (
@@ -33,8 +34,8 @@ from jobtable._engines.rows import (
 T = TypeVar("T")
 
 
-class Queries(OperatorQueries, FlowQueries, Protocol):
-    """The queries the runner runs, named as in queries/jobs.sql (and queries/admin.sql).
+class Queries(OperatorQueries, FlowQueries, DashboardQueries, Protocol):
+    """The queries jobtable runs, named as in queries/jobs.sql (and admin, flow, dashboard).
 
     Times are UTC text from ``jobtable._values.now()``, which sorts in time
     order. Each engine's generated Querier, or an adapter over it, has

@@ -1,6 +1,7 @@
 // jobtable dashboard: the only script. It refreshes the parts of a page marked
 // data-refresh (fetching server-rendered, escaped HTML from the same origin),
-// and asks before the forms marked data-confirm are sent.
+// asks before the forms marked data-confirm are sent, and ticks every job's
+// box when the select-all box of a job table is ticked.
 "use strict";
 
 function refresh(el) {
@@ -34,7 +35,18 @@ function confirmSubmit(event) {
   }
 }
 
+function selectAll(event) {
+  const box = event.target.closest("input[data-select-all]");
+  if (box) {
+    const form = box.dataset.selectAll;
+    document.querySelectorAll(`input[name="id"][form="${form}"]`).forEach((each) => {
+      each.checked = box.checked;
+    });
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("[data-refresh]").forEach(refresh);
   document.addEventListener("submit", confirmSubmit);
+  document.addEventListener("change", selectAll);
 });

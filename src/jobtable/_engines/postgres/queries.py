@@ -16,6 +16,7 @@ from psycopg.rows import TupleRow
 from jobtable._engines.base import Queries
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
+from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
 from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
@@ -128,10 +129,10 @@ class _RecordRow:
         )
 
 
-class _Queries(PostgresOperatorQueries, PostgresFlowQueries):
+class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQueries):
     """The generated Querier in the shape of the ``Queries`` seam.
 
-    Operators' queries and flow control's come from the bases.
+    Operators', flow control's and the dashboard's queries come from the bases.
     """
 
     def __init__(self, conn: _Connection) -> None:

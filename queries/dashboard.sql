@@ -1,0 +1,117 @@
+-- The dashboard's queries: search, the names to filter by, bulk actions by
+-- filter, the per-kind figures and the health checks. The Store's public
+-- operations run them; see src/jobtable/_operator/dashboard_store.py.
+
+-- name: ListKindNames :many
+-- ListKindNames reads every kind that has a job, without reading every row:
+-- a skip-scan of jobs_by_status_kind, one index seek per status and kind
+-- (each finds the least kind above the last), plus the running rows'
+-- kinds, which that index leaves out (jobs_running reads them).
+WITH RECURSIVE names(status, kind) AS (
+    SELECT statuses.status, (SELECT min(j.kind) FROM jobs AS j
+        WHERE j.status = statuses.status AND j.status <> 'running')
+    FROM (SELECT 'queued' AS status UNION ALL SELECT 'succeeded' UNION ALL SELECT 'failed'
+        UNION ALL SELECT 'cancelled') AS statuses
+    UNION ALL
+    SELECT names.status, (SELECT min(j.kind) FROM jobs AS j
+        WHERE j.status = names.status AND j.status <> 'running' AND j.kind > names.kind)
+    FROM names WHERE names.kind IS NOT NULL
+)
+SELECT CAST(kind AS TEXT) AS kind FROM names WHERE kind IS NOT NULL
+UNION
+SELECT kind FROM jobs WHERE status = 'running'
+ORDER BY kind;
+
+-- name: ListQueueNames :many
+-- ListQueueNames reads every queue that has a job as ListKindNames reads the
+-- kinds: a skip-scan of jobs_by_status_queue, plus the running rows' queues.
+WITH RECURSIVE names(status, queue) AS (
+    SELECT statuses.status, (SELECT min(j.queue) FROM jobs AS j
+        WHERE j.status = statuses.status AND j.status <> 'running')
+    FROM (SELECT 'queued' AS status UNION ALL SELECT 'succeeded' UNION ALL SELECT 'failed'
+        UNION ALL SELECT 'cancelled') AS statuses
+    UNION ALL
+    SELECT names.status, (SELECT min(j.queue) FROM jobs AS j
+        WHERE j.status = names.status AND j.status <> 'running' AND j.queue > names.queue)
+    FROM names WHERE names.queue IS NOT NULL
+)
+SELECT CAST(queue AS TEXT) AS queue FROM names WHERE queue IS NOT NULL
+UNION
+SELECT queue FROM jobs WHERE status = 'running'
+ORDER BY queue;
+
+-- name: SearchPayloads :many
+-- SearchPayloads reads the records of up to max_jobs jobs, newest first,
+-- among the scan most recent ones, whose payload holds text (ignoring ASCII
+-- case). It reads at most scan rows, down the primary key, whatever the
+-- table's size: a search of a payload is bounded, never a full scan.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at
+FROM (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at
+    FROM jobs ORDER BY seq DESC LIMIT @scan
+) AS recent
+WHERE instr(lower(recent.payload), lower(CAST(@text AS TEXT))) > 0
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: CancelQueuedMatching :execrows
+-- CancelQueuedMatching cancels up to max_jobs queued jobs, oldest first, that
+-- match each filter given (a null filter matches all), as CancelQueuedJob
+-- cancels one. It reads the queued rows (jobs_by_status, which needs the
+-- "status <> 'running'" to be chosen).
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE seq IN (
+    SELECT seq FROM jobs
+    WHERE status = 'queued' AND status <> 'running'
+        AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+        AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+    ORDER BY seq LIMIT @max_jobs
+);
+
+-- name: RequestCancelMatching :execrows
+-- RequestCancelMatching asks the runners holding the running jobs that match
+-- each filter given to cancel them, as RequestCancel asks for one. The
+-- running rows are few (no more than the runners' workers).
+UPDATE jobs SET cancel_requested = 1, updated_at = @now
+WHERE status = 'running' AND NOT cancel_requested
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue));
+
+-- name: DeleteMatching :execrows
+-- DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
+-- running and match each filter given (a null filter matches all).
+DELETE FROM jobs
+WHERE seq IN (
+    SELECT seq FROM jobs
+    WHERE status <> 'running'
+        AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
+        AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+        AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+    ORDER BY seq LIMIT @max_jobs
+);
+
+-- name: FinishedSince :many
+-- FinishedSince reads the kind, status and times of up to max_jobs jobs that
+-- finished since since, newest first, through the index of finished rows (a
+-- finished row's updated_at is its finished_at), for the per-kind figures.
+SELECT kind, status, run_at, started_at, CAST(updated_at AS TEXT) AS finished_at
+FROM jobs INDEXED BY jobs_finished
+WHERE (status = 'succeeded' OR status = 'failed' OR status = 'cancelled') AND updated_at >= @since
+ORDER BY updated_at DESC LIMIT @max_jobs;
+
+-- name: OldestDueByQueue :many
+-- OldestDueByQueue reads, for each queue that has queued jobs due by now,
+-- how many are due and the earliest run_at among them. It reads the queued
+-- rows only (jobs_by_status).
+SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at
+FROM jobs
+WHERE status = 'queued' AND status <> 'running' AND run_at <= @now
+GROUP BY queue ORDER BY queue;
+
+-- name: ListRunningQueues :many
+-- ListRunningQueues lists each running job's id, runner and queue, through the
+-- index of running rows.
+SELECT id, runner, queue FROM jobs WHERE status = 'running';
