@@ -5,6 +5,7 @@ test runs in a process of its own and is judged by its exit status, its
 stdout (the table, or ``--json``) and its stderr (one line per error).
 """
 
+import datetime
 import json
 import os
 import pathlib
@@ -234,11 +235,19 @@ async def test_stored_text_is_shown_as_written_not_as_markup_or_terminal_codes(
 
 def test_stats_and_prune(cli: Cli, store: jobtable.Store) -> None:
     ping.enqueue_many(store, [1, 2])
-    [queue] = json.loads(output(cli("stats", "--json")))["queues"]
-    assert (queue["queue"], queue["counts"]) == ("default", {"queued": 2})
+    ping.enqueue(store, 3, queue="later", run_at=store.clock() + datetime.timedelta(hours=1))
+    queues = json.loads(output(cli("stats", "--json")))["queues"]
+    by_queue = {q["queue"]: q for q in queues}
+    assert by_queue["default"]["counts"] == {"queued": 2}
+    assert by_queue["default"]["scheduled"] == 0
+    assert by_queue["default"]["oldest_queued_age"] is not None
+    assert (by_queue["later"]["oldest_queued_age"], by_queue["later"]["scheduled"]) == (None, 1)
     human = cli("stats").stdout
     assert "default" in human
     assert "queued" in human
+    assert "scheduled later" in human
+    [later] = [line for line in human.splitlines() if "later" in line and "scheduled" not in line]
+    assert [cell.strip() for cell in later.split("│")][-3:-1] == ["-", "1"]
     assert json.loads(output(cli("prune", "--older-than", "7d", "--json"))) == {"deleted": 0}
 
 

@@ -25,17 +25,17 @@ from jobtable._store import Store
 
 @app.command("stats")
 def stats(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """Shows each queue's job counts by status and how long its oldest due job has waited."""
+    """Shows each queue's job counts, how long its oldest due job waited, how many are for later."""
     with opened_store(store) as opened:
         found = opened.stats()
     emit(found, as_json, lambda: _stats_table(found) if found.queues else "no jobs")
 
 
 def _stats_table(found: Stats) -> Table:
-    shown = new_table("queue", *(s.value for s in Status), "oldest due")
+    shown = new_table("queue", *(s.value for s in Status), "oldest due", "scheduled later")
     for queue in found.queues:
         counts = [str(queue.counts.get(s, 0)) for s in Status]
-        shown.add_row(queue.queue, *counts, age(queue.oldest_queued_age))
+        shown.add_row(queue.queue, *counts, age(queue.oldest_queued_age), str(queue.scheduled))
     return shown
 
 

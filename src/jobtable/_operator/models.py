@@ -57,10 +57,11 @@ class RunnerInfo(BaseModel):
 class QueueStats(BaseModel):
     """One queue's jobs: how many are in each status, and how long the oldest due one waited.
 
-    counts leaves out the statuses the queue has no job in. oldest_queued_age
-    is how long the queued job that became due first has been due (since its
-    run_at): zero when the queue's queued jobs are all scheduled for later,
-    None when it has none queued.
+    counts leaves out the statuses the queue has no job in; its queued count
+    includes the jobs scheduled for later. oldest_queued_age is how long the
+    queued job that became due first (its run_at not after ``at``) has been
+    due: None when no queued job is due, however many are scheduled for
+    later. scheduled is how many queued jobs have a run_at after ``at``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -68,6 +69,7 @@ class QueueStats(BaseModel):
     queue: str
     counts: dict[Status, int]
     oldest_queued_age: datetime.timedelta | None
+    scheduled: int = 0
 
 
 class Stats(BaseModel):

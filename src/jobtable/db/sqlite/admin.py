@@ -57,6 +57,7 @@ LIST_HELD_JOBS = """SELECT runner, id FROM jobs WHERE status = 'running' ORDER B
 """
 
 JOB_STATS = """SELECT queue, status, count(*) AS jobs,
+    count(CASE WHEN status = 'queued' AND run_at <= ?1 THEN 1 END) AS due,
     CAST(COALESCE(min(CASE WHEN status = 'queued' AND run_at <= ?1 THEN run_at END), ?1) AS TEXT)
         AS oldest_run_at
 FROM jobs GROUP BY queue, status ORDER BY queue, status
@@ -94,6 +95,7 @@ class JobStatsRow:
     queue: str
     status: str
     jobs: int
+    due: int
     oldest_run_at: str
 
 
@@ -212,8 +214,8 @@ class Querier:
         now: str,
     ) -> list[JobStatsRow]:
         """JobStats counts the jobs of each queue by status and, in the same pass,
-        finds the earliest run_at among the queued jobs that may run by now (now
-        itself when none may).
+        counts the queued jobs that may run by now (due) and finds the earliest
+        run_at among them (now itself when none may).
         """
         cur = self._conn.execute(
             JOB_STATS,
@@ -224,7 +226,8 @@ class Querier:
                 queue=row[0],
                 status=row[1],
                 jobs=row[2],
-                oldest_run_at=row[3],
+                due=row[3],
+                oldest_run_at=row[4],
             )
             for row in cur.fetchall()
         ]
