@@ -85,6 +85,27 @@ class Codec(Generic[P, R]):
             raise _Invalid("it holds a float NaN or infinity, which JSON cannot store")
         return data
 
+    def payload_fields(self) -> frozenset[str] | None:
+        """The top-level keys a stored payload may have, as stored (aliases), if the type says.
+
+        None when the type does not fix them: a dict, a model that allows
+        extra fields, a type that is not an object, or one whose JSON schema
+        pydantic cannot make.
+        """
+        try:
+            schema = self._payload.json_schema(by_alias=True, mode="serialization")
+        except Exception:  # a type without a JSON schema fixes no fields
+            return None
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            schema = schema.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
+        properties = schema.get("properties")
+        if schema.get("type") != "object" or not isinstance(properties, dict):
+            return None
+        if schema.get("additionalProperties", False) is not False:
+            return None
+        return frozenset(properties)
+
     def encode_payload(self, payload: P, limit: int) -> str:
         """Returns payload as JSON; raises PayloadError when it is not a P or too large."""
         try:
