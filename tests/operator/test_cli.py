@@ -331,7 +331,8 @@ def test_the_worker_runs_the_applications_runner_and_no_output_shows_a_handlers_
 
 def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None:
     (tmp_path / "notes.py").write_text(
-        "import jobtable\n\nrunner = 42\n\n\ndef make(name):\n    return None\n"
+        "import jobtable\n\nrunner = 42\n\n\ndef make(name):\n    return None\n\n\n"
+        "def make_wrong():\n    return 7\n"
     )
     (tmp_path / "deadstore.py").write_text(
         "import jobtable\n\n"
@@ -342,10 +343,11 @@ def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None
         ("notes", "module:attribute"),
         ("missing_module:runner", "cannot import"),
         ("notes:nothing", "no attribute"),
-        ("notes:runner", "want a jobtable.Runner"),
+        ("notes:runner", "notes:runner is int 42, want a jobtable.Runner"),
+        ("notes:make_wrong", "notes:make_wrong returned int 7, want a jobtable.Runner"),
         # These were tracebacks: a factory that takes arguments, a class, a dead store.
         ("notes:make", "make needs arguments"),
-        ("jobtable:Runner", "want a jobtable.Runner"),
+        ("jobtable:Runner", "the class jobtable._runner.runner.Runner, want a jobtable.Runner"),
         ("deadstore:runner", "importing deadstore: postgres store postgresql://ops:***@"),
     ):
         result = subprocess.run(

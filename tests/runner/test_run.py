@@ -7,6 +7,7 @@ traceback and stored as MESSAGE_INTERNAL.
 
 import asyncio
 import collections
+import gc
 import json
 import logging
 import pathlib
@@ -872,3 +873,19 @@ async def test_a_handler_raising_cancelled_error_unasked_fails_its_job_and_keeps
     assert runner.get(ids[0]).error == jobtable.MESSAGE_INTERNAL
     [record] = records_of(caplog, logging.ERROR, "job failed")
     assert record.__dict__["job_id"] == ids[0]
+
+
+async def test_run_inside_a_running_event_loop_says_to_await_start_and_wait(
+    store: jobtable.Store,
+) -> None:
+    runner = jobtable.Runner(store, workers=1)
+    # Warnings are errors here: asyncio's "coroutine ... was never awaited" would fail the test.
+    with pytest.raises(
+        jobtable.RunnerError, match=r"use `await runner\.start\(\)`.*`await runner\.wait\(\)`"
+    ):
+        runner.run()
+    gc.collect()
+    # Nothing was started: the runner starts as usual afterwards.
+    await runner.start()
+    runner.stop()
+    await runner.wait()
