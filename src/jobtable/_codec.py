@@ -3,12 +3,14 @@
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 import pydantic
 import pydantic_core
 
 from jobtable._errors import PayloadError, ResultError
+from jobtable._typeddict import usable_by_pydantic
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -32,15 +34,27 @@ def _unknown_field(stored: object, known: object, path: str) -> str | None:
     return None
 
 
-def _non_finite(value: object) -> bool:
-    """Tells whether value, as pydantic dumps it in python mode, holds a NaN or an infinity."""
+def _non_finite(value: object, path: str = "") -> str | None:
+    """Where value, as pydantic dumps it in python mode, holds a NaN or an infinity, if it does.
+
+    The place is ``field 'a.b[2]'``, or ``the value`` itself; None when there is none.
+    """
     if isinstance(value, float):
-        return not math.isfinite(value)
+        return None if math.isfinite(value) else (f"field {path!r}" if path else "the value")
     if isinstance(value, dict):
-        return any(_non_finite(v) for v in value.values())
-    if isinstance(value, list | tuple | set | frozenset):
-        return any(_non_finite(v) for v in value)
-    return False
+        items: Iterable[tuple[str, object]] = (
+            (f"{path}.{k}" if path else str(k), v) for k, v in value.items()
+        )
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, set | frozenset):
+        items = ((f"{path}[]", v) for v in value)
+    else:
+        return None
+    for where, item in items:
+        if found := _non_finite(item, where):
+            return found
+    return None
 
 
 class _Invalid(Exception):
@@ -64,8 +78,8 @@ class Codec(Generic[P, R]):
         self.kind = kind
         self.payload_type = payload_type
         self.result_type = result_type
-        self._payload = pydantic.TypeAdapter[P](payload_type)
-        self._result = pydantic.TypeAdapter[R](result_type)
+        self._payload = pydantic.TypeAdapter[P](usable_by_pydantic(payload_type))
+        self._result = pydantic.TypeAdapter[R](usable_by_pydantic(result_type))
 
     @staticmethod
     def _encode(adapter: "pydantic.TypeAdapter[T]", value: T) -> bytes:
@@ -74,15 +88,19 @@ class Codec(Generic[P, R]):
             # The adapter's own serializer and validator, called directly: the
             # adapter's methods take the same arguments and cost as much again.
             data = adapter.serializer.to_json(value, by_alias=True, warnings="error")
-            adapter.validator.validate_json(data)
         except pydantic_core.PydanticSerializationError as err:
             raise _Invalid(_serializer_problem(str(err))) from err
+        # pydantic dumps NaN and infinities as null, which a type that allows
+        # None would read back as None (a changed value), and one that does
+        # not would refuse as "input_value=None": either way, say what it was.
+        if b"null" in data:
+            where = _non_finite(adapter.dump_python(value, mode="python", by_alias=True))
+            if where:
+                raise _Invalid(f"{where} is a float NaN or infinity, which cannot be stored")
+        try:
+            adapter.validator.validate_json(data)
         except pydantic.ValidationError as err:
             raise _Invalid(str(err)) from err
-        # pydantic dumps NaN and infinities as null, which a type that allows
-        # None would read back as None: a changed value, not the one given.
-        if b"null" in data and _non_finite(adapter.dump_python(value, mode="python")):
-            raise _Invalid("it holds a float NaN or infinity, which JSON cannot store")
         return data
 
     def payload_fields(self) -> frozenset[str] | None:
