@@ -32,6 +32,7 @@ from jobtable._errors import (
 from jobtable._job import (
     MESSAGE_INTERNAL,
     MESSAGE_INTERRUPTED,
+    MESSAGE_PAYLOAD_MISMATCH,
     MESSAGE_TIMED_OUT,
     AttemptError,
     CancelResult,
@@ -59,6 +60,7 @@ from jobtable._unique import EnqueueResult, Unique
 __all__ = [
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
+    "MESSAGE_PAYLOAD_MISMATCH",
     "MESSAGE_TIMED_OUT",
     "AsyncHandler",
     "AttemptError",

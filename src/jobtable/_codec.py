@@ -61,6 +61,10 @@ class _Invalid(Exception):
     """A value that is not valid data of its type; the message says why, quoting no data."""
 
 
+class PayloadMismatch(ValueError):
+    """A stored payload that no longer validates as its kind's payload type; may quote it."""
+
+
 class ResultTooLarge(ResultError):
     """A result over the runner's max_result_bytes; its message quotes no data, so it is stored."""
 
@@ -141,10 +145,17 @@ class Codec(Generic[P, R]):
     def decode_payload(self, text: str) -> P:
         """Returns the stored payload as a P.
 
-        A field the type does not know is an error, not silently dropped: the
-        payload was written by other code than this handler expects.
+        Raises PayloadMismatch when it does not validate as P (the type
+        changed since it was stored). A field the type does not know is a
+        ValueError, not silently dropped: the payload was written by other
+        code than this handler expects.
         """
-        value = self._payload.validate_json(text)
+        try:
+            value = self._payload.validate_json(text)
+        except pydantic.ValidationError as err:
+            raise PayloadMismatch(
+                f"payload of {self.kind!r} is not a valid {_name(self.payload_type)}: {err}"
+            ) from err
         if self._payload.dump_json(value, by_alias=True) == text.encode():
             # What encode_payload wrote comes back the same: no field is unknown.
             return value
