@@ -58,9 +58,9 @@ SELECT name, started_at, heartbeat_at, heartbeat_at >= @cutoff AS alive
 FROM runners ORDER BY name;
 
 -- name: ListHeldJobs :many
--- ListHeldJobs lists the running jobs and the runner holding each, through
--- the index of running rows.
-SELECT runner, id FROM jobs WHERE status = 'running' ORDER BY runner, seq;
+-- ListHeldJobs lists the running jobs, the runner holding each and its
+-- queue, through the index of running rows.
+SELECT runner, id, queue FROM jobs WHERE status = 'running' ORDER BY runner, seq;
 
 -- name: JobStats :many
 -- JobStats counts the jobs of each queue by status and, in the same pass,

@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -133,6 +134,41 @@ async def test_list_show_and_the_json_agree_with_the_store(
     human = run_cli("jobs", "show", bad, "--store", store_target).stdout
     assert "error history" in human
     assert jobtable.MESSAGE_INTERNAL in human
+
+
+def test_list_says_how_to_see_more_and_when_a_later_job_runs(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    at = store.clock() + datetime.timedelta(days=3)
+    first, _, third = ping.enqueue_many(store, [1, 2, 3])
+    later = ping.enqueue(store, 4, run_at=at)
+    page = output(cli("jobs", "list", "--limit", "2"))
+    seq = store.inspect(third).seq
+    assert page.splitlines()[-1] == f"more: --before {seq}"
+    assert "run at" in page
+    [row] = [line for line in page.splitlines() if later in line]
+    assert at.strftime("%Y-%m-%d") in row
+    rest = output(cli("jobs", "list", "--limit", "2", "--before", str(seq)))
+    assert first in rest
+    assert "more:" not in rest  # the last page
+    assert "more:" not in output(cli("jobs", "list"))
+    assert len(json.loads(output(cli("jobs", "list", "--limit", "2", "--json")))) == 2
+
+
+def test_show_cuts_a_long_payload_unless_full(cli: Cli, store: jobtable.Store) -> None:
+    def squeezed(shown: str) -> str:
+        """The text of the table's cells, without the wrapping and the borders."""
+        return re.sub(r"[\s│]", "", shown)
+
+    big = jobtable.Kind("big", str, int)
+    job_id = big.enqueue(store, "x" * 100_000)
+    shown = output(cli("jobs", "show", job_id))
+    assert "x" * 4000 in squeezed(shown)
+    assert "x" * 4096 not in squeezed(shown)
+    assert "(100002bytes;--fullshowsall)" in squeezed(shown)
+    whole = squeezed(output(cli("jobs", "show", job_id, "--full")))
+    assert "x" * 100_000 in whole
+    assert "--fullshowsall" not in whole
 
 
 def test_bad_filters_and_options_are_one_line_errors(cli: Cli, store: jobtable.Store) -> None:

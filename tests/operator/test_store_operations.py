@@ -154,8 +154,8 @@ async def test_runners_lists_each_runner_alive_with_the_jobs_it_holds(
 ) -> None:
     entered = asyncio.Event()
     release = asyncio.Event()
-    runner = jobtable.Runner(store, workers=1, name="holder")
-    slow = jobtable.Kind("slow-op", int, int)
+    runner = jobtable.Runner(store, name="holder", queues={"bulk": 1})
+    slow = jobtable.Kind("slow-op", int, int, queue="bulk")
 
     @runner.handler(slow)
     async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:
@@ -169,6 +169,7 @@ async def test_runners_lists_each_runner_alive_with_the_jobs_it_holds(
         await asyncio.wait_for(entered.wait(), 20)
         [info] = await store.arunners()
         assert (info.name, info.alive, info.jobs) == ("holder", True, [job_id])
+        assert info.queues == ["bulk"]  # the held jobs' queues: what it serves is not recorded
         assert info.started_at <= info.heartbeat_at
         [stale] = store.runners(lease=1e-6)
         assert (stale.name, stale.alive) == ("holder", False)

@@ -47,13 +47,17 @@ def runners(
     ] = 30.0,
     as_json: JsonOption = False,
 ) -> None:
-    """Lists the registered runners: when they started, their heartbeats, the jobs they hold."""
+    """Lists the registered runners: when they started, their heartbeats, the jobs they hold.
+
+    The queues shown are those of the jobs each holds: the queues a runner
+    serves are not recorded, so an idle runner shows none.
+    """
     with opened_store(store) as opened:
         found = opened.runners(lease=lease)
         at = opened.clock()
 
     def table() -> Table:
-        shown = new_table("name", "started", "heartbeat", "alive", "jobs")
+        shown = new_table("name", "started", "heartbeat", "alive", "jobs", "their queues")
         for runner in found:
             shown.add_row(
                 runner.name,
@@ -61,6 +65,7 @@ def runners(
                 f"{age(at - runner.heartbeat_at)} ago",
                 "yes" if runner.alive else "NO",
                 _held(runner),
+                ", ".join(runner.queues) or "-",
             )
         return shown
 

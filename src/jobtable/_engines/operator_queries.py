@@ -25,12 +25,14 @@ class RunnerRow(Protocol):
 
 
 class HeldJobRow(Protocol):
-    """A running job's id and the runner holding it."""
+    """A running job's id, the runner holding it, and its queue."""
 
     @property
     def runner(self) -> str | None: ...
     @property
     def id(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
 
 
 class StatsRow(Protocol):

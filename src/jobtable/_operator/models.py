@@ -42,7 +42,9 @@ class RunnerInfo(BaseModel):
 
     alive is false once its heartbeat is older than the lease asked about:
     another runner will then interrupt its jobs. jobs are the ids of the
-    running jobs it holds, oldest claim first.
+    running jobs it holds, oldest claim first; queues are the queues of
+    those jobs, by name. The queues a runner serves are not recorded: an
+    idle runner shows none.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -52,6 +54,7 @@ class RunnerInfo(BaseModel):
     heartbeat_at: datetime.datetime
     alive: bool
     jobs: list[str]
+    queues: list[str] = []
 
 
 class QueueStats(BaseModel):

@@ -115,9 +115,11 @@ class ListRunners:
 
     def __call__(self, q: Queries) -> list[RunnerInfo]:
         held: dict[str, list[str]] = {}
+        queues: dict[str, dict[str, None]] = {}
         for row in q.list_held_jobs():
             if row.runner is not None:
                 held.setdefault(row.runner, []).append(row.id)
+                queues.setdefault(row.runner, {})[row.queue] = None
         return [
             RunnerInfo(
                 name=row.name,
@@ -125,6 +127,7 @@ class ListRunners:
                 heartbeat_at=datetime.datetime.fromisoformat(row.heartbeat_at),
                 alive=row.alive,
                 jobs=held.get(row.name, []),
+                queues=sorted(queues.get(row.name, {})),
             )
             for row in q.list_runners(now=self.now, lease=self.lease)
         ]

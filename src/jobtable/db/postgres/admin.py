@@ -60,7 +60,7 @@ LIST_RUNNERS = """SELECT name, started_at, heartbeat_at,
 FROM runners ORDER BY name
 """
 
-LIST_HELD_JOBS = """SELECT runner, id FROM jobs WHERE status = 'running' ORDER BY runner, seq
+LIST_HELD_JOBS = """SELECT runner, id, queue FROM jobs WHERE status = 'running' ORDER BY runner, seq
 """
 
 JOB_STATS = """SELECT queue, status, count(*) AS jobs,
@@ -94,6 +94,7 @@ class ListHeldJobsRow:
 
     runner: str | None
     id: str
+    queue: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -217,8 +218,8 @@ class Querier:
     def list_held_jobs(
         self,
     ) -> list[ListHeldJobsRow]:
-        """ListHeldJobs lists the running jobs and the runner holding each, through
-        the index of running rows.
+        """ListHeldJobs lists the running jobs, the runner holding each and its
+        queue, through the index of running rows.
         """
         cur = self._conn.execute(
             LIST_HELD_JOBS,
@@ -227,6 +228,7 @@ class Querier:
             ListHeldJobsRow(
                 runner=row[0],
                 id=row[1],
+                queue=row[2],
             )
             for row in cur.fetchall()
         ]
