@@ -383,7 +383,7 @@ def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None
         ("notes:make_wrong", "notes:make_wrong returned int 7, want a jobtable.Runner"),
         # These were tracebacks: a factory that takes arguments, a class, a dead store.
         ("notes:make", "make needs arguments"),
-        ("jobtable:Runner", "the class jobtable._runner.runner.Runner, want a jobtable.Runner"),
+        ("jobtable:Runner", "is the class Runner, not an instance, want a jobtable.Runner"),
         ("deadstore:runner", "importing deadstore: postgres store postgresql://ops:***@"),
     ):
         result = subprocess.run(

@@ -67,7 +67,7 @@ def load_runner(spec: str) -> Runner:
 def _described(value: object) -> str:
     """value's type and a short repr (``int 7``), or a class by its name."""
     if isinstance(value, type):
-        return f"the class {value.__module__}.{value.__qualname__}"
+        return f"the class {value.__qualname__}, not an instance"
     return f"{type(value).__name__} {reprlib.repr(value)}"
 
 
