@@ -145,14 +145,16 @@ class Codec(Generic[P, R]):
     def decode_payload(self, text: str) -> P:
         """Returns the stored payload as a P.
 
-        Raises PayloadMismatch when it does not validate as P (the type
-        changed since it was stored). A field the type does not know is a
+        Raises PayloadMismatch when it is JSON that does not validate as P
+        (the type changed since it was stored). A field the type does not know is a
         ValueError, not silently dropped: the payload was written by other
         code than this handler expects.
         """
         try:
             value = self._payload.validate_json(text)
         except pydantic.ValidationError as err:
+            if any(e["type"] == "json_invalid" for e in err.errors()):
+                raise  # not JSON at all: the row is damaged, not of an older type
             raise PayloadMismatch(
                 f"payload of {self.kind!r} is not a valid {_name(self.payload_type)}: {err}"
             ) from err
