@@ -37,6 +37,7 @@ EXPECTED = {
     "DeleteResult",
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
+    "MESSAGE_PAYLOAD_MISMATCH",
     "MESSAGE_TIMED_OUT",
     "AsyncHandler",
     "AttemptError",

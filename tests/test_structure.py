@@ -22,6 +22,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._values",
         "jobtable._backoff",
         "jobtable._secrets",
+        "jobtable._typeddict",
         "jobtable._codec",
     ),
     ("jobtable._engines",),

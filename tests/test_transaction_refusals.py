@@ -308,3 +308,21 @@ def test_postgres_enqueue_many_on_an_autocommit_connection_is_all_or_none(
         ids = email.enqueue_many(pg_store, [5, 6], conn=conn)  # autocommitted at once
     assert pg_store.counts() == {"default": {jobtable.Status.QUEUED: 2}}
     assert [pg_store.inspect(i).payload for i in ids] == [5, 6]
+
+
+def test_sqlite_enqueue_blocked_by_the_apps_own_open_transaction_names_conn(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = tmp_path / "app.db"
+    with jobtable.Store.open(path, busy_timeout=0.05) as store:
+        app = sqlite3.connect(path, isolation_level=None)
+        try:
+            app.execute("BEGIN IMMEDIATE")  # the application's transaction, still open
+            with pytest.raises(jobtable.StoreError, match="database is locked") as raised:
+                email.enqueue(store, 1)
+            assert "pass conn= to enqueue in it" in str(raised.value)
+            email.enqueue(store, 2, conn=app)  # what the message says to do
+            app.execute("COMMIT")
+        finally:
+            app.close()
+        assert [job.status for job in store.list_jobs()] == [jobtable.Status.QUEUED]

@@ -65,15 +65,16 @@ SELECT name, started_at, heartbeat_at,
 FROM runners ORDER BY name;
 
 -- name: ListHeldJobs :many
--- ListHeldJobs lists the running jobs and the runner holding each, through
--- the index of running rows.
-SELECT runner, id FROM jobs WHERE status = 'running' ORDER BY runner, seq;
+-- ListHeldJobs lists the running jobs, the runner holding each and its
+-- queue, through the index of running rows.
+SELECT runner, id, queue FROM jobs WHERE status = 'running' ORDER BY runner, seq;
 
 -- name: JobStats :many
 -- JobStats counts the jobs of each queue by status and, in the same pass,
--- finds the earliest run_at among the queued jobs that may run by now (now
--- itself when none may).
+-- counts the queued jobs that may run by now (due) and finds the earliest
+-- run_at among them (now itself when none may).
 SELECT queue, status, count(*) AS jobs,
+    count(CASE WHEN status = 'queued' AND run_at <= @now THEN 1 END) AS due,
     COALESCE(min(CASE WHEN status = 'queued' AND run_at <= @now THEN run_at END), @now)::timestamptz
         AS oldest_run_at
 FROM jobs GROUP BY queue, status ORDER BY queue, status;

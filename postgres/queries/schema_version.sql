@@ -50,3 +50,24 @@ BEGIN
     END IF;
 END
 $$;
+
+-- name: DescribeTable :many
+-- DescribeTable lists a table of the current schema: its columns (with
+-- their type and whether they are NOT NULL) and the names of its indexes, in
+-- one read. A table that does not exist has no rows. Differs from SQLite,
+-- which describes a table through its pragma functions.
+SELECT 'column'::text AS what, a.attname::text AS name,
+    format_type(a.atttypid, a.atttypmod)::text AS type, a.attnotnull AS not_null
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ident(@table_name::text))
+    AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT 'index', c.relname::text, '', false
+FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class c ON c.oid = x.indexrelid
+WHERE x.indrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ident(@table_name::text));
+
+-- name: UseTemporarySchema :exec
+-- UseTemporarySchema makes the session's temporary schema the only one of
+-- the search_path until the transaction ends, so that tables created in it
+-- (the reference the schema check compares with) vanish with it.
+SELECT set_config('search_path', 'pg_temp', true);

@@ -34,6 +34,7 @@ from jobtable._flow import Partition, Queue, Rate, Sequence, WaitReason
 from jobtable._job import (
     MESSAGE_INTERNAL,
     MESSAGE_INTERRUPTED,
+    MESSAGE_PAYLOAD_MISMATCH,
     MESSAGE_TIMED_OUT,
     AttemptError,
     CancelResult,
@@ -70,6 +71,7 @@ from jobtable._unique import EnqueueResult, Unique
 __all__ = [
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
+    "MESSAGE_PAYLOAD_MISMATCH",
     "MESSAGE_TIMED_OUT",
     "AsyncHandler",
     "AttemptError",

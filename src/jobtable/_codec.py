@@ -3,6 +3,7 @@
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 import pydantic
@@ -18,6 +19,7 @@ from jobtable._secrets import (
     open_all,
     seal_all,
 )
+from jobtable._typeddict import usable_by_pydantic
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -41,19 +43,35 @@ def _unknown_field(stored: object, known: object, path: str) -> str | None:
     return None
 
 
-def _non_finite(value: object) -> bool:
-    """Tells whether value, as pydantic dumps it in python mode, holds a NaN or an infinity."""
+def _non_finite(value: object, path: str = "") -> str | None:
+    """Where value, as pydantic dumps it in python mode, holds a NaN or an infinity, if it does.
+
+    The place is ``field 'a.b[2]'``, or ``the value`` itself; None when there is none.
+    """
     if isinstance(value, float):
-        return not math.isfinite(value)
+        return None if math.isfinite(value) else (f"field {path!r}" if path else "the value")
     if isinstance(value, dict):
-        return any(_non_finite(v) for v in value.values())
-    if isinstance(value, list | tuple | set | frozenset):
-        return any(_non_finite(v) for v in value)
-    return False
+        items: Iterable[tuple[str, object]] = (
+            (f"{path}.{k}" if path else str(k), v) for k, v in value.items()
+        )
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, set | frozenset):
+        items = ((f"{path}[]", v) for v in value)
+    else:
+        return None
+    for where, item in items:
+        if found := _non_finite(item, where):
+            return found
+    return None
 
 
 class _Invalid(Exception):
     """A value that is not valid data of its type; the message says why, quoting no data."""
+
+
+class PayloadMismatch(ValueError):
+    """A stored payload that no longer validates as its kind's payload type; may quote it."""
 
 
 class ResultTooLarge(ResultError):
@@ -78,8 +96,8 @@ class Codec(Generic[P, R]):
         self.kind = kind
         self.payload_type = payload_type
         self.result_type = result_type
-        self._payload = pydantic.TypeAdapter[P](payload_type)
-        self._result = pydantic.TypeAdapter[R](result_type)
+        self._payload = pydantic.TypeAdapter[P](usable_by_pydantic(payload_type))
+        self._result = pydantic.TypeAdapter[R](usable_by_pydantic(result_type))
         self._payload_secrets = mentions_secrets(self._payload.core_schema)
         self._result_secrets = mentions_secrets(self._result.core_schema)
 
@@ -106,18 +124,43 @@ class Codec(Generic[P, R]):
             if secrets:
                 python = adapter.serializer.to_python(value, by_alias=True)
                 data, clear = seal_all(python, data, keys, masked=masked)
-            adapter.validator.validate_json(clear)
         except pydantic_core.PydanticSerializationError as err:
             raise _Invalid(_serializer_problem(str(err))) from err
-        except pydantic.ValidationError as err:
-            raise _Invalid(str(err)) from err
         except Misplaced as err:
             raise _Invalid(f"its secrets cannot be stored: {err}") from err
         # pydantic dumps NaN and infinities as null, which a type that allows
-        # None would read back as None: a changed value, not the one given.
-        if b"null" in clear and _non_finite(adapter.dump_python(value, mode="python")):
-            raise _Invalid("it holds a float NaN or infinity, which JSON cannot store")
+        # None would read back as None (a changed value), and one that does
+        # not would refuse as "input_value=None": either way, say what it was.
+        if b"null" in clear:
+            where = _non_finite(adapter.dump_python(value, mode="python", by_alias=True))
+            if where:
+                raise _Invalid(f"{where} is a float NaN or infinity, which cannot be stored")
+        try:
+            adapter.validator.validate_json(clear)
+        except pydantic.ValidationError as err:
+            raise _Invalid(str(err)) from err
         return data
+
+    def payload_fields(self) -> frozenset[str] | None:
+        """The top-level keys a stored payload may have, as stored (aliases), if the type says.
+
+        None when the type does not fix them: a dict, a model that allows
+        extra fields, a type that is not an object, or one whose JSON schema
+        pydantic cannot make.
+        """
+        try:
+            schema = self._payload.json_schema(by_alias=True, mode="serialization")
+        except Exception:  # a type without a JSON schema fixes no fields
+            return None
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            schema = schema.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
+        properties = schema.get("properties")
+        if schema.get("type") != "object" or not isinstance(properties, dict):
+            return None
+        if schema.get("additionalProperties", False) is not False:
+            return None
+        return frozenset(properties)
 
     def shown_payload(self, payload: P) -> str:
         """Returns payload's JSON as every reader but its handler sees it: secrets masked.
@@ -158,13 +201,22 @@ class Codec(Generic[P, R]):
     def decode_payload(self, text: str, keys: SecretKeys | None) -> P:
         """Returns the stored payload as a P, its secrets decrypted with keys.
 
-        A field the type does not know is an error, not silently dropped: the
-        payload was written by other code than this handler expects. Raises
-        SecretKeyError naming the key id of a secret keys cannot decrypt.
+        Raises PayloadMismatch when it is JSON that does not validate as P
+        (the type changed since it was stored), and SecretKeyError naming the
+        key id of a secret keys cannot decrypt. A field the type does not know
+        is a ValueError, not silently dropped: the payload was written by other
+        code than this handler expects.
         """
         if self._payload_secrets:
             text = open_all(text, keys)
-        value = self._payload.validate_json(text)
+        try:
+            value = self._payload.validate_json(text)
+        except pydantic.ValidationError as err:
+            if any(e["type"] == "json_invalid" for e in err.errors()):
+                raise  # not JSON at all: the row is damaged, not of an older type
+            raise PayloadMismatch(
+                f"payload of {self.kind!r} is not a valid {_name(self.payload_type)}: {err}"
+            ) from err
         if self._payload.dump_json(value, by_alias=True) == text.encode():
             # What encode_payload wrote comes back the same: no field is unknown.
             return value

@@ -28,6 +28,16 @@ MESSAGE_TIMED_OUT = "timed out"
 """The error of an attempt that ran past its kind's timeout."""
 
 
+MESSAGE_PAYLOAD_MISMATCH = "payload no longer matches the kind's payload type"
+"""The error of a job whose stored payload no longer validates as its kind's payload type.
+
+The type changed since the job was enqueued (a required field added, a
+field's type changed). It is final: another attempt would read the same
+payload. pydantic's account, which may quote the payload, is logged, never
+stored.
+"""
+
+
 class Status(enum.StrEnum):
     """The state of a job.
 

@@ -26,6 +26,7 @@ from jobtable._store import Store
 from jobtable._unique import (
     EnqueueResult,
     Unique,
+    check_unique,
     create_unique_jobs,
     ids_of,
     keyed_unique,
@@ -101,7 +102,7 @@ class Kind(Generic[P, R]):
         """The defaults of the kind's jobs; each enqueue may override them."""
         self.options.check(where)
         self._merges = Merges()
-        self.unique = _check_unique(where, unique)
+        self.unique = check_unique(where, unique, self._codec)
         """The kind's uniqueness, or None; each enqueue may override it."""
         check_flow(where, partition, sequence)
         self.flow: tuple[Partition | None, JobSequence | None] = (partition, sequence)
@@ -178,7 +179,7 @@ class Kind(Generic[P, R]):
         """The options, uniqueness and run_at of an enqueue that gave overrides, checked."""
         given: dict[str, Any] = dict(overrides)
         run_at = given.pop("run_at", None)
-        unique = _check_unique(where, given.pop("unique", self.unique))
+        unique = check_unique(where, given.pop("unique", self.unique), self._codec)
         if run_at is not None and "delay" not in given:
             given["delay"] = None  # an explicit run_at replaces the kind's delay
         options = self._merges.merged(where, self.options, given) if given else self.options
@@ -385,9 +386,3 @@ class Kind(Generic[P, R]):
         """The async form of get."""
         binding, job_id = self._where("get", args)
         return self._typed(binding.store, await binding.store.engine.aread(GetJob(job_id)))
-
-
-def _check_unique(where: str, unique: object) -> Unique | None:
-    if unique is not None and not isinstance(unique, Unique):
-        raise TypeError(f"{where}: unique must be a jobtable.Unique or None, got {unique!r}")
-    return unique

@@ -11,8 +11,9 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from jobtable._codec import Codec
 from jobtable._engines.base import Queries, Statement
 from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
@@ -34,6 +35,30 @@ _MAX_KEY_BYTES = 500
 
 ALL_STATUSES = frozenset(Status)
 """Every status: a key that covers them all is held until its job is pruned."""
+
+
+def check_unique(where: str, unique: object, codec: "Codec[Any, Any]") -> "Unique | None":
+    """Returns unique, a kind's or an enqueue's; raises TypeError or ValueError naming a bad one.
+
+    Unique fields are checked against the payload type's fields when the
+    type fixes them (a model, a dataclass, a TypedDict), so a misspelt field
+    is refused when the kind is made, not at its first enqueue.
+    """
+    if unique is not None and not isinstance(unique, Unique):
+        raise TypeError(f"{where}: unique must be a jobtable.Unique or None, got {unique!r}")
+    if unique is None or unique.fields is None:
+        return unique
+    known = codec.payload_fields()
+    if known is None:
+        return unique
+    for field in unique.fields:
+        if field not in known:
+            raise ValueError(
+                f"{where}: unique field {field!r} is not a field of "
+                f"{getattr(codec.payload_type, '__name__', codec.payload_type)} "
+                f"(its fields: {', '.join(sorted(known)) or 'none'})"
+            )
+    return unique
 
 
 class EnqueueResult(NamedTuple):

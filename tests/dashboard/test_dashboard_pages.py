@@ -5,6 +5,7 @@ chromium; these check what a browser cannot show directly: status codes,
 headers, exact HTML, and requests a page would never send.
 """
 
+import datetime
 import pathlib
 import re
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ import jobtable
 from jobtable._dashboard.serve import check_bind
 
 PLANTED = "planted-secret-7f3a9c"
+_HOUR = datetime.timedelta(hours=1)
 NASTY = '<script>alert("x")</script>&<img src=x onerror=alert(1)>'
 
 
@@ -245,3 +247,16 @@ def test_a_link_cannot_make_a_notice_say_more_than_its_code(sqlite_store: jobtab
     assert "555-0100" not in crafted.text
     assert "Failed jobs queued again: 12." in counted.text
     assert "locked" not in unknown.text
+
+
+def test_the_overview_shows_jobs_scheduled_for_later_apart_from_the_due_ones(
+    sqlite_store: jobtable.Store,
+) -> None:
+    kind = jobtable.Kind("echo", dict, dict)
+    kind.enqueue(sqlite_store, {}, queue="later", run_at=sqlite_store.clock() + _HOUR)
+    with serve(jobtable.dashboard(sqlite_store)) as base:
+        page = Client(base).get("/live/overview")
+    row = re.search(r'<tr data-queue="later">(.*?)</tr>', page.text, re.DOTALL)
+    assert row is not None
+    # Nothing is due: no oldest age (not 0s), and the one job shows as scheduled later.
+    assert re.search(r'<td class="n">-</td>\s*<td class="n" data-scheduled>1</td>', row[1])

@@ -5,9 +5,11 @@ test runs in a process of its own and is judged by its exit status, its
 stdout (the table, or ``--json``) and its stderr (one line per error).
 """
 
+import datetime
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -134,6 +136,41 @@ async def test_list_show_and_the_json_agree_with_the_store(
     assert jobtable.MESSAGE_INTERNAL in human
 
 
+def test_list_says_how_to_see_more_and_when_a_later_job_runs(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    at = store.clock() + datetime.timedelta(days=3)
+    first, _, third = ping.enqueue_many(store, [1, 2, 3])
+    later = ping.enqueue(store, 4, run_at=at)
+    page = output(cli("jobs", "list", "--limit", "2"))
+    seq = store.inspect(third).seq
+    assert page.splitlines()[-1] == f"more: --before {seq}"
+    assert "run at" in page
+    [row] = [line for line in page.splitlines() if later in line]
+    assert at.strftime("%Y-%m-%d") in row
+    rest = output(cli("jobs", "list", "--limit", "2", "--before", str(seq)))
+    assert first in rest
+    assert "more:" not in rest  # the last page
+    assert "more:" not in output(cli("jobs", "list"))
+    assert len(json.loads(output(cli("jobs", "list", "--limit", "2", "--json")))) == 2
+
+
+def test_show_cuts_a_long_payload_unless_full(cli: Cli, store: jobtable.Store) -> None:
+    def squeezed(shown: str) -> str:
+        """The text of the table's cells, without the wrapping and the borders."""
+        return re.sub(r"[\s│]", "", shown)
+
+    big = jobtable.Kind("big", str, int)
+    job_id = big.enqueue(store, "x" * 100_000)
+    shown = output(cli("jobs", "show", job_id))
+    assert "x" * 4000 in squeezed(shown)
+    assert "x" * 4096 not in squeezed(shown)
+    assert "(100002bytes;--fullshowsall)" in squeezed(shown)
+    whole = squeezed(output(cli("jobs", "show", job_id, "--full")))
+    assert "x" * 100_000 in whole
+    assert "--fullshowsall" not in whole
+
+
 def test_bad_filters_and_options_are_one_line_errors(cli: Cli, store: jobtable.Store) -> None:
     assert "--status 'done'" in one_line_error(cli("jobs", "list", "--status", "done"))
     assert "limit" in one_line_error(cli("jobs", "list", "--limit", "0"))
@@ -234,11 +271,19 @@ async def test_stored_text_is_shown_as_written_not_as_markup_or_terminal_codes(
 
 def test_stats_and_prune(cli: Cli, store: jobtable.Store) -> None:
     ping.enqueue_many(store, [1, 2])
-    [queue] = json.loads(output(cli("stats", "--json")))["queues"]
-    assert (queue["queue"], queue["counts"]) == ("default", {"queued": 2})
+    ping.enqueue(store, 3, queue="later", run_at=store.clock() + datetime.timedelta(hours=1))
+    queues = json.loads(output(cli("stats", "--json")))["queues"]
+    by_queue = {q["queue"]: q for q in queues}
+    assert by_queue["default"]["counts"] == {"queued": 2}
+    assert by_queue["default"]["scheduled"] == 0
+    assert by_queue["default"]["oldest_queued_age"] is not None
+    assert (by_queue["later"]["oldest_queued_age"], by_queue["later"]["scheduled"]) == (None, 1)
     human = cli("stats").stdout
     assert "default" in human
     assert "queued" in human
+    assert "scheduled later" in human
+    [later] = [line for line in human.splitlines() if "later" in line and "scheduled" not in line]
+    assert [cell.strip() for cell in later.split("│")][-3:-1] == ["-", "1"]
     assert json.loads(output(cli("prune", "--older-than", "7d", "--json"))) == {"deleted": 0}
 
 
@@ -322,7 +367,8 @@ def test_the_worker_runs_the_applications_runner_and_no_output_shows_a_handlers_
 
 def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None:
     (tmp_path / "notes.py").write_text(
-        "import jobtable\n\nrunner = 42\n\n\ndef make(name):\n    return None\n"
+        "import jobtable\n\nrunner = 42\n\n\ndef make(name):\n    return None\n\n\n"
+        "def make_wrong():\n    return 7\n"
     )
     (tmp_path / "deadstore.py").write_text(
         "import jobtable\n\n"
@@ -333,10 +379,11 @@ def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None
         ("notes", "module:attribute"),
         ("missing_module:runner", "cannot import"),
         ("notes:nothing", "no attribute"),
-        ("notes:runner", "want a jobtable.Runner"),
+        ("notes:runner", "notes:runner is int 42, want a jobtable.Runner"),
+        ("notes:make_wrong", "notes:make_wrong returned int 7, want a jobtable.Runner"),
         # These were tracebacks: a factory that takes arguments, a class, a dead store.
         ("notes:make", "make needs arguments"),
-        ("jobtable:Runner", "want a jobtable.Runner"),
+        ("jobtable:Runner", "is the class Runner, not an instance, want a jobtable.Runner"),
         ("deadstore:runner", "importing deadstore: postgres store postgresql://ops:***@"),
     ):
         result = subprocess.run(

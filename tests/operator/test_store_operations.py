@@ -154,8 +154,8 @@ async def test_runners_lists_each_runner_alive_with_the_jobs_it_holds(
 ) -> None:
     entered = asyncio.Event()
     release = asyncio.Event()
-    runner = jobtable.Runner(store, workers=1, name="holder")
-    slow = jobtable.Kind("slow-op", int, int)
+    runner = jobtable.Runner(store, name="holder", queues={"bulk": 1})
+    slow = jobtable.Kind("slow-op", int, int, queue="bulk")
 
     @runner.handler(slow)
     async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:
@@ -169,6 +169,7 @@ async def test_runners_lists_each_runner_alive_with_the_jobs_it_holds(
         await asyncio.wait_for(entered.wait(), 20)
         [info] = await store.arunners()
         assert (info.name, info.alive, info.jobs) == ("holder", True, [job_id])
+        assert info.queues == ["bulk"]  # the held jobs' queues: what it serves is not recorded
         assert info.started_at <= info.heartbeat_at
         [stale] = store.runners(lease=1e-6)
         assert (stale.name, stale.alive) == ("holder", False)
@@ -220,8 +221,9 @@ def test_stats_counts_each_queue_by_status_with_its_oldest_due_jobs_age(
         <= age
         < datetime.timedelta(minutes=5) + (stats.at - now) + datetime.timedelta(seconds=1)
     )
-    # Scheduled for later only: none has waited yet.
-    assert by_queue["side"].oldest_queued_age == datetime.timedelta(0)
+    assert by_queue["default"].scheduled == 0
+    # Scheduled for later only: none is due, so none has an age, and the count says why.
+    assert (by_queue["side"].oldest_queued_age, by_queue["side"].scheduled) == (None, 1)
     assert store.inspect(waited).status == jobtable.Status.QUEUED
     assert {q.queue: q.counts for q in asyncio.run(store.astats()).queues} == store.counts()
 
@@ -231,6 +233,21 @@ def test_stats_of_a_queue_with_nothing_queued_has_no_age(store: jobtable.Store) 
     run_all(make_runner(store))
     [queue] = store.stats().queues
     assert (queue.counts, queue.oldest_queued_age) == ({jobtable.Status.SUCCEEDED: 1}, None)
+    assert queue.scheduled == 0
+
+
+def test_stats_ages_only_the_due_jobs_of_a_queue_that_also_has_later_ones(
+    store: jobtable.Store,
+) -> None:
+    now = store.clock()
+    job.enqueue(store, 1, run_at=now - datetime.timedelta(minutes=3))
+    job.enqueue(store, 2, run_at=now - datetime.timedelta(hours=2) + datetime.timedelta(days=1))
+    job.enqueue(store, 3, run_at=now + datetime.timedelta(days=2))
+    [queue] = store.stats().queues
+    assert queue.counts == {jobtable.Status.QUEUED: 3}
+    assert queue.scheduled == 2
+    assert queue.oldest_queued_age is not None
+    assert datetime.timedelta(minutes=3) <= queue.oldest_queued_age < datetime.timedelta(hours=1)
 
 
 def test_throughput_counts_the_jobs_finished_per_minute_and_status(

@@ -7,6 +7,7 @@ traceback and stored as MESSAGE_INTERNAL.
 
 import asyncio
 import collections
+import gc
 import json
 import logging
 import pathlib
@@ -821,28 +822,33 @@ async def test_a_stored_payload_with_an_unknown_field_fails_as_internal_and_logs
     assert "watermark" in str(record.exc_info[1])
 
 
-async def test_a_stored_payload_that_does_not_validate_fails_as_internal(
+class ThumbnailV1(BaseModel):
+    photo_id: str
+
+
+async def test_a_stored_payload_that_no_longer_validates_fails_finally_with_a_message_saying_so(
     store: jobtable.Store,
     wait_until: WaitUntil,
     finished: Finished,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    # Enqueued by code whose payload type had no size; the handler's now requires one.
+    old = jobtable.Kind("thumbnail", ThumbnailV1, Progress, max_attempts=3)
+    job_id = old.enqueue(store, ThumbnailV1(photo_id="p1-secret-photo"))
     caplog.set_level(logging.INFO, logger="jobtable")
     runner = jobtable.Runner(store)
     runner.register("thumbnail", make_thumbnail)
-    job_id = new_id()
-
-    def create(q: Queries) -> None:
-        q.insert_jobs(
-            kind="thumbnail", jobs=[NewJob(job_id, '{"photo_id": "p1"}', now())], now=now()
-        )
-
-    store.engine.write(create)
     await run_until_finished(runner, [job_id], wait_until, finished)
-    assert runner.get(job_id).error == jobtable.MESSAGE_INTERNAL
-    [record] = records_of(caplog, logging.ERROR, "job failed")
-    assert record.exc_info is not None
-    assert "size" in str(record.exc_info[1])
+    record = store.inspect(job_id)
+    assert (record.status, record.error) == (
+        jobtable.Status.FAILED,
+        jobtable.MESSAGE_PAYLOAD_MISMATCH,
+    )
+    assert record.attempt == 1  # final: another attempt would read the same payload
+    assert "p1-secret-photo" not in record.model_dump_json(exclude={"payload"})
+    [logged] = records_of(caplog, logging.ERROR, f"job failed: {jobtable.MESSAGE_PAYLOAD_MISMATCH}")
+    assert logged.exc_info is not None
+    assert "size" in str(logged.exc_info[1])  # pydantic's "Field required", in the log only
 
 
 async def test_a_handler_raising_cancelled_error_unasked_fails_its_job_and_keeps_the_worker(
@@ -872,3 +878,19 @@ async def test_a_handler_raising_cancelled_error_unasked_fails_its_job_and_keeps
     assert runner.get(ids[0]).error == jobtable.MESSAGE_INTERNAL
     [record] = records_of(caplog, logging.ERROR, "job failed")
     assert record.__dict__["job_id"] == ids[0]
+
+
+async def test_run_inside_a_running_event_loop_says_to_await_start_and_wait(
+    store: jobtable.Store,
+) -> None:
+    runner = jobtable.Runner(store, workers=1)
+    # Warnings are errors here: asyncio's "coroutine ... was never awaited" would fail the test.
+    with pytest.raises(
+        jobtable.RunnerError, match=r"use `await runner\.start\(\)`.*`await runner\.wait\(\)`"
+    ):
+        runner.run()
+    gc.collect()
+    # Nothing was started: the runner starts as usual afterwards.
+    await runner.start()
+    runner.stop()
+    await runner.wait()

@@ -4,11 +4,13 @@ Each test runs on both engines. Time is the store's clock, which a test sets
 instead of sleeping.
 """
 
+import dataclasses
 import datetime
 from collections.abc import Iterator
 
 import pytest
-from pydantic import BaseModel
+import typing_extensions
+from pydantic import BaseModel, Field
 
 import jobtable
 
@@ -222,13 +224,43 @@ def test_a_bad_unique_at_enqueue_stores_nothing(store: jobtable.Store) -> None:
         ping.enqueue(store, 1, unique="key")  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="payload that is a JSON object"):
         ping.enqueue(store, 1, unique=jobtable.Unique(fields=("nope",)))
-    with pytest.raises(ValueError, match="'nope' is not in the payload"):
+    with pytest.raises(ValueError, match=r"unique field 'nope' is not a field of Sync"):
         sync.enqueue_many(
             store, [Sync(account_id=1)], unique=jobtable.Unique(fields=("account_id", "nope"))
         )
     with pytest.raises(TypeError, match="unique"):
         jobtable.Kind("k", int, int, unique=True)  # type: ignore[arg-type]
     assert store.list_jobs() == []
+
+
+class Account(BaseModel):
+    account_id: int
+    name: str = Field(alias="display_name")
+
+
+@dataclasses.dataclass
+class AccountRow:
+    account_id: int
+
+
+class AccountDict(typing_extensions.TypedDict):
+    account_id: int
+
+
+@pytest.mark.parametrize("payload_type", [Account, AccountRow, AccountDict])
+def test_a_misspelt_unique_field_is_refused_when_the_kind_is_made(payload_type: type) -> None:
+    unique = jobtable.Unique(fields=("acount_id",))
+    with pytest.raises(ValueError, match=r"'acc': unique field 'acount_id' is not a field") as e:
+        jobtable.Kind("acc", payload_type, int, unique=unique)
+    assert "account_id" in str(e.value)  # the fields it has, to pick from
+
+
+def test_unique_fields_are_the_stored_names_and_a_dict_payload_is_checked_at_enqueue() -> None:
+    jobtable.Kind("acc", Account, int, unique=jobtable.Unique(fields=("display_name",)))
+    with pytest.raises(ValueError, match="'name' is not a field of Account"):
+        jobtable.Kind("acc", Account, int, unique=jobtable.Unique(fields=("name",)))
+    # A dict fixes no fields: any name is taken, and a missing one is refused at enqueue.
+    jobtable.Kind("acc", dict[str, int], int, unique=jobtable.Unique(fields=("anything",)))
 
 
 def test_a_batch_with_a_bad_payload_stores_none_of_its_unique_jobs(store: jobtable.Store) -> None:

@@ -22,7 +22,7 @@ from jobtable._cli.app import (
     when,
 )
 from jobtable._errors import JobNotFound
-from jobtable._job import JobRecord
+from jobtable._job import JobRecord, Status
 from jobtable._store import Store
 
 IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
@@ -31,6 +31,10 @@ IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names"
 Only ``--help`` asks for help here: with ``-h`` too, an id such as
 ``-dash-id`` would read as short options holding ``-h``, and show the help.
 """
+
+SHOWN_BYTES = 4096
+"""How much of a payload or a result ``jobtable jobs show`` prints without --full."""
+
 
 IdsArgument = Annotated[list[str], typer.Argument(help="The ids of the jobs.", show_default=False)]
 
@@ -61,16 +65,28 @@ def list_jobs(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Lists jobs, newest first, that match every filter given."""
+    """Lists jobs, newest first, that match every filter given.
+
+    A full page ends with the option that shows the next one (``more:
+    --before SEQ``); the run at column shows when a queued job that waits
+    for a later time may run.
+    """
     wanted = parse_status(status)
     with opened_store(store) as opened:
         records = opened.list_jobs(
             status=wanted, kind=kind, queue=queue, limit=limit, before=before
         )
+        now = opened.clock()
+        more = len(records) == limit and bool(
+            opened.list_jobs(status=wanted, kind=kind, queue=queue, limit=1, before=records[-1].seq)
+        )
 
     def table() -> Table:
-        shown = new_table("seq", "id", "kind", "queue", "status", "attempt", "created", "error")
+        shown = new_table(
+            "seq", "id", "kind", "queue", "status", "attempt", "created", "run at", "error"
+        )
         for r in records:
+            later = r.status is Status.QUEUED and r.run_at > now
             shown.add_row(
                 str(r.seq),
                 r.id,
@@ -79,29 +95,50 @@ def list_jobs(
                 r.status.value,
                 f"{r.attempt}/{r.max_attempts}",
                 when(r.created_at),
+                when(r.run_at) if later else "-",
                 _short(r.error or ""),
             )
         return shown
 
     emit(records, as_json, table, empty="no jobs match")
+    if more and not as_json:
+        typer.echo(f"more: --before {records[-1].seq}")
 
 
 @jobs.command("show", context_settings=IDS_MAY_START_WITH_A_DASH)
 def show_job(
     job_id: Annotated[str, typer.Argument(help="The job's id.", show_default=False)],
     store: StoreOption = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full", help=f"Show the payload and result whole, not cut at {SHOWN_BYTES} bytes."
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Shows a job's whole record: payload, result, times and its error history."""
+    """Shows a job's whole record: payload, result, times and its error history.
+
+    A payload or result longer than SHOWN_BYTES is cut there, saying how
+    long it is, unless --full; --json always holds them whole.
+    """
     with opened_store(store) as opened:
         record = opened.inspect(job_id)
     if as_json:
         emit(record, True, lambda: "")
         return
-    console.print(_record_view(record))
+    console.print(_record_view(record, None if full else SHOWN_BYTES))
 
 
-def _record_view(record: JobRecord) -> Group:
+def _cut(value: object, limit: int | None) -> str:
+    text = json.dumps(value)
+    if limit is None or len(text.encode()) <= limit:
+        return text
+    kept = text.encode()[:limit].decode(errors="ignore")
+    return f"{kept}… ({len(text.encode())} bytes; --full shows all)"
+
+
+def _record_view(record: JobRecord, limit: int | None) -> Group:
     fields = new_table("field", "value", title=f"job {record.id}")
     for name, value in (
         ("id", record.id),
@@ -119,8 +156,8 @@ def _record_view(record: JobRecord) -> Group:
         ("started", when(record.started_at)),
         ("finished", when(record.finished_at)),
         ("error", record.error or "-"),
-        ("payload", json.dumps(record.payload)),
-        ("result", "-" if record.result is None else json.dumps(record.result)),
+        ("payload", _cut(record.payload, limit)),
+        ("result", "-" if record.result is None else _cut(record.result, limit)),
     ):
         fields.add_row(name, value)
     history = new_table("attempt", "at", "error", title="error history")

@@ -25,17 +25,17 @@ from jobtable._store import Store
 
 @app.command("stats")
 def stats(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """Shows each queue's job counts by status and how long its oldest due job has waited."""
+    """Shows each queue's job counts, how long its oldest due job waited, how many are for later."""
     with opened_store(store) as opened:
         found = opened.stats()
     emit(found, as_json, lambda: _stats_table(found) if found.queues else "no jobs")
 
 
 def _stats_table(found: Stats) -> Table:
-    shown = new_table("queue", *(s.value for s in Status), "oldest due")
+    shown = new_table("queue", *(s.value for s in Status), "oldest due", "scheduled later")
     for queue in found.queues:
         counts = [str(queue.counts.get(s, 0)) for s in Status]
-        shown.add_row(queue.queue, *counts, age(queue.oldest_queued_age))
+        shown.add_row(queue.queue, *counts, age(queue.oldest_queued_age), str(queue.scheduled))
     return shown
 
 
@@ -47,13 +47,17 @@ def runners(
     ] = 30.0,
     as_json: JsonOption = False,
 ) -> None:
-    """Lists the registered runners: when they started, their heartbeats, the jobs they hold."""
+    """Lists the registered runners: when they started, their heartbeats, the jobs they hold.
+
+    The queues shown are those of the jobs each holds: the queues a runner
+    serves are not recorded, so an idle runner shows none.
+    """
     with opened_store(store) as opened:
         found = opened.runners(lease=lease)
         at = opened.clock()
 
     def table() -> Table:
-        shown = new_table("name", "started", "heartbeat", "alive", "jobs")
+        shown = new_table("name", "started", "heartbeat", "alive", "jobs", "their queues")
         for runner in found:
             shown.add_row(
                 runner.name,
@@ -61,6 +65,7 @@ def runners(
                 f"{age(at - runner.heartbeat_at)} ago",
                 "yes" if runner.alive else "NO",
                 _held(runner),
+                ", ".join(runner.queues) or "-",
             )
         return shown
 

@@ -9,6 +9,7 @@ import importlib
 import inspect
 import logging
 import os
+import reprlib
 import sys
 from typing import Annotated
 
@@ -56,9 +57,18 @@ def load_runner(spec: str) -> Runner:
             value = value()
         except JobtableError as err:
             fail(f"worker {spec!r}: {attribute}(): {err}")
+        if not isinstance(value, Runner):
+            fail(f"worker: {spec} returned {_described(value)}, want a jobtable.Runner")
     if not isinstance(value, Runner):
-        fail(f"worker {spec!r}: {attribute} is a {type(value).__name__}, want a jobtable.Runner")
+        fail(f"worker: {spec} is {_described(value)}, want a jobtable.Runner")
     return value
+
+
+def _described(value: object) -> str:
+    """value's type and a short repr (``int 7``), or a class by its name."""
+    if isinstance(value, type):
+        return f"the class {value.__qualname__}, not an instance"
+    return f"{type(value).__name__} {reprlib.repr(value)}"
 
 
 @app.command("worker")

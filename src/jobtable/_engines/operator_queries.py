@@ -25,16 +25,23 @@ class RunnerRow(Protocol):
 
 
 class HeldJobRow(Protocol):
-    """A running job's id and the runner holding it."""
+    """A running job's id, the runner holding it, and its queue."""
 
     @property
     def runner(self) -> str | None: ...
     @property
     def id(self) -> str: ...
+    @property
+    def queue(self) -> str: ...
 
 
 class StatsRow(Protocol):
-    """How many jobs of one queue have one status, and the earliest run_at of those due."""
+    """How many jobs of one queue have one status, how many are due, and the earliest due run_at.
+
+    due and oldest_run_at speak of queued jobs only: due is 0 and
+    oldest_run_at is the time asked about for any other status, or when no
+    queued job is due.
+    """
 
     @property
     def queue(self) -> str: ...
@@ -42,6 +49,8 @@ class StatsRow(Protocol):
     def status(self) -> str: ...
     @property
     def jobs(self) -> int: ...
+    @property
+    def due(self) -> int: ...
     @property
     def oldest_run_at(self) -> str: ...
 

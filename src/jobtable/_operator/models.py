@@ -42,7 +42,9 @@ class RunnerInfo(BaseModel):
 
     alive is false once its heartbeat is older than the lease asked about:
     another runner will then interrupt its jobs. jobs are the ids of the
-    running jobs it holds, oldest claim first.
+    running jobs it holds, oldest claim first; queues are the queues of
+    those jobs, by name. The queues a runner serves are not recorded: an
+    idle runner shows none.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -52,15 +54,17 @@ class RunnerInfo(BaseModel):
     heartbeat_at: datetime.datetime
     alive: bool
     jobs: list[str]
+    queues: list[str] = []
 
 
 class QueueStats(BaseModel):
     """One queue's jobs: how many are in each status, and how long the oldest due one waited.
 
-    counts leaves out the statuses the queue has no job in. oldest_queued_age
-    is how long the queued job that became due first has been due (since its
-    run_at): zero when the queue's queued jobs are all scheduled for later,
-    None when it has none queued.
+    counts leaves out the statuses the queue has no job in; its queued count
+    includes the jobs scheduled for later. oldest_queued_age is how long the
+    queued job that became due first (its run_at not after ``at``) has been
+    due: None when no queued job is due, however many are scheduled for
+    later. scheduled is how many queued jobs have a run_at after ``at``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -68,6 +72,7 @@ class QueueStats(BaseModel):
     queue: str
     counts: dict[Status, int]
     oldest_queued_age: datetime.timedelta | None
+    scheduled: int = 0
 
 
 class Stats(BaseModel):

@@ -116,9 +116,11 @@ class ListRunners:
 
     def __call__(self, q: Queries) -> list[RunnerInfo]:
         held: dict[str, list[str]] = {}
+        queues: dict[str, dict[str, None]] = {}
         for row in q.list_held_jobs():
             if row.runner is not None:
                 held.setdefault(row.runner, []).append(row.id)
+                queues.setdefault(row.runner, {})[row.queue] = None
         return [
             RunnerInfo(
                 name=row.name,
@@ -126,6 +128,7 @@ class ListRunners:
                 heartbeat_at=datetime.datetime.fromisoformat(row.heartbeat_at),
                 alive=row.alive,
                 jobs=held.get(row.name, []),
+                queues=sorted(queues.get(row.name, {})),
             )
             for row in q.list_runners(now=self.now, lease=self.lease)
         ]
@@ -141,13 +144,21 @@ class ReadStats:
         at = datetime.datetime.fromisoformat(self.now)
         counts: dict[str, dict[Status, int]] = {}
         ages: dict[str, datetime.timedelta] = {}
+        scheduled: dict[str, int] = {}
         for row in q.job_stats(now=self.now):
             counts.setdefault(row.queue, {})[Status(row.status)] = row.jobs
             if row.status == Status.QUEUED:
-                age = at - datetime.datetime.fromisoformat(row.oldest_run_at)
-                ages[row.queue] = max(age, datetime.timedelta(0))
+                scheduled[row.queue] = row.jobs - row.due
+                if row.due:
+                    age = at - datetime.datetime.fromisoformat(row.oldest_run_at)
+                    ages[row.queue] = max(age, datetime.timedelta(0))
         queues = [
-            QueueStats(queue=queue, counts=by_status, oldest_queued_age=ages.get(queue))
+            QueueStats(
+                queue=queue,
+                counts=by_status,
+                oldest_queued_age=ages.get(queue),
+                scheduled=scheduled.get(queue, 0),
+            )
             for queue, by_status in counts.items()
         ]
         return Stats(at=at, queues=queues)

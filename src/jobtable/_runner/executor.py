@@ -14,7 +14,7 @@ import functools
 import time
 from typing import Any, Generic, TypeVar, cast
 
-from jobtable._codec import Codec, ResultTooLarge
+from jobtable._codec import Codec, PayloadMismatch, ResultTooLarge
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import (
     Failure,
@@ -24,7 +24,7 @@ from jobtable._errors import (
     SecretKeyError,
     StoreError,
 )
-from jobtable._job import MESSAGE_INTERNAL, MESSAGE_TIMED_OUT
+from jobtable._job import MESSAGE_INTERNAL, MESSAGE_PAYLOAD_MISMATCH, MESSAGE_TIMED_OUT
 from jobtable._options import DEFAULT_RETRY, RetryPolicy
 from jobtable._runner.context import JobContext
 from jobtable._runner.daemon_pool import DaemonPool
@@ -321,9 +321,14 @@ class Executor:
 
         After stop began, None: the job stays running and is interrupted at
         the next start. Otherwise a Retry's later attempt, a Failure's message
-        (final), or MESSAGE_INTERNAL with err logged, never stored.
+        (final), MESSAGE_PAYLOAD_MISMATCH (final) for a stored payload that
+        no longer validates, or MESSAGE_INTERNAL with err logged, never stored.
         """
         logger = JobLogger(self._logger, job.id, job.kind)
+        if isinstance(err, PayloadMismatch):
+            # Raised before the handler ran, and the same at every attempt.
+            logger.error("job failed: %s", MESSAGE_PAYLOAD_MISMATCH, exc_info=err)
+            return Finish.failed(job, MESSAGE_PAYLOAD_MISMATCH)
         if self._stop.is_set():
             logger.warning(
                 "job interrupted by shutdown; it is interrupted at the next start", exc_info=err

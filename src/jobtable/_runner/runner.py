@@ -334,9 +334,19 @@ class Runner:
     def run(self) -> None:
         """Starts, stops gracefully on SIGINT or SIGTERM, and waits: what a worker process calls.
 
-        A second signal cancels the handlers still running at once.
+        A second signal cancels the handlers still running at once. Raises
+        RunnerError, starting nothing, when called in a running event loop:
+        async code awaits ``start()`` and ``wait()`` instead.
         """
-        asyncio.run(self._run_until_signal())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self._run_until_signal())
+            return
+        raise RunnerError(
+            "runner.run() blocks and cannot run inside a running event loop: in async code "
+            "use `await runner.start()`, then `await runner.wait()` (after runner.stop())"
+        )
 
     async def _run_until_signal(self) -> None:
         def on_signal() -> None:

@@ -48,6 +48,7 @@ class _Stats:
     queue: str
     status: str
     jobs: int
+    due: int
     oldest_run_at: str
 
 
@@ -87,7 +88,7 @@ class PostgresOperatorQueries:
 
     def job_stats(self, *, now: str) -> Sequence[StatsRow]:
         return [
-            _Stats(r.queue, r.status, r.jobs, timestamp(r.oldest_run_at))
+            _Stats(r.queue, r.status, r.jobs, r.due, timestamp(r.oldest_run_at))
             for r in self._admin.job_stats(now=pg_time(now))
         ]
 

@@ -6,13 +6,15 @@ generated package stays behind it.
 """
 
 import contextlib
-from collections.abc import Callable
-from typing import LiteralString, Protocol
+import re
+from collections.abc import Callable, Sequence
+from typing import LiteralString, Protocol, cast
 
 import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.postgres.queries import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
+from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
 
 _Connection = psycopg.Connection[TupleRow]
@@ -36,6 +38,8 @@ class SchemaQueries(Protocol):
     def schema_applied(self) -> _Applied | None: ...
     def get_schema_version(self) -> _Version | None: ...
     def set_schema_version(self, *, version: int) -> None: ...
+    def describe_table(self, *, table_name: str) -> Sequence[CatalogRow]: ...
+    def use_temporary_schema(self) -> None: ...
 
 
 SCHEMA_VERSION = 4
@@ -82,6 +86,54 @@ def schema_version(q: SchemaQueries, where: str) -> int:
     return row.version
 
 
+# The schema's statements, one match each: a quoted string, a dollar-quoted
+# body or a comment may hold a semicolon that ends nothing.
+_STATEMENT = re.compile(r"(?:--[^\n]*|'(?:[^']|'')*'|\$\$.*?\$\$|[^;'$-]++|[$-])*+;", re.DOTALL)
+_COMMENT = re.compile(r"--[^\n]*")
+_CREATE = re.compile(r"\s*CREATE\s+(?:UNIQUE\s+)?(TABLE|INDEX)\s+(\w+)", re.IGNORECASE)
+
+# The reference tables of each schema text, read once per process.
+_REFERENCES: dict[str, dict[str, Table]] = {}
+
+
+def _reference_tables(
+    conn: _Connection, q: SchemaQueries, schema: LiteralString
+) -> dict[str, Table]:
+    """The tables of schema as a new database gets them.
+
+    Its tables and indexes (not its functions and triggers, which the
+    temporary schema cannot hold) are created in the session's temporary
+    schema, inside a savepoint that is rolled back: nothing remains of them.
+    """
+    if schema not in _REFERENCES:
+        created = [
+            (found[1].upper(), found[2].lower(), statement)
+            for statement in _STATEMENT.findall(schema)
+            if (found := _CREATE.match(_COMMENT.sub("", statement)))
+        ]
+        with conn.transaction(force_rollback=True):
+            q.use_temporary_schema()
+            for _, _, statement in created:
+                conn.execute(cast("LiteralString", statement))
+            _REFERENCES[schema] = {
+                name: Table.of(q.describe_table(table_name=name))
+                for what, name, _ in created
+                if what == "TABLE"
+            }
+    return _REFERENCES[schema]
+
+
+def _check_tables(
+    conn: _Connection, q: SchemaQueries, schema: LiteralString, where: str, version: int
+) -> None:
+    """Refuses a schema whose tables differ from schema's, naming each difference."""
+    check_tables(
+        _reference_tables(conn, q, schema),
+        lambda table: Table.of(q.describe_table(table_name=table)),
+        tables_refusal(where, version, SCHEMA_VERSION),
+    )
+
+
 def apply_schema(
     conn: _Connection, q: SchemaQueries, schema: LiteralString, where: str, *, upgrade: bool = True
 ) -> None:
@@ -97,6 +149,8 @@ def apply_schema(
     if not upgrade:
         with conn.transaction():
             version = schema_version(q, where)
+            if version == SCHEMA_VERSION:
+                _check_tables(conn, q, schema, where, version)
         if version < SCHEMA_VERSION:
             raise StoreError(schema_refusal(where, version, SCHEMA_VERSION))
         return
@@ -114,3 +168,4 @@ def apply_schema(
             for step in range(version, SCHEMA_VERSION):
                 _UPGRADES[step](conn)
             q.set_schema_version(version=SCHEMA_VERSION)
+        _check_tables(conn, q, schema, where, version)

@@ -26,6 +26,7 @@ from jobtable._engines.sqlite.file import (
     SQLiteSchema,
     check_file,
     check_schema,
+    check_tables,
     connect,
     enter_wal,
     migrate,
@@ -142,6 +143,8 @@ class SQLiteEngine:
                 version = check_schema(_SCHEMA, conn, resolved)
                 if version != SCHEMA_VERSION and not upgrade:
                     raise StoreError(schema_refusal(str(resolved), version, SCHEMA_VERSION))
+                if version == SCHEMA_VERSION:
+                    check_tables(_SCHEMA, conn, resolved, version)
                 enter_wal(conn, resolved, busy_timeout)
                 conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000):d}")
                 conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")

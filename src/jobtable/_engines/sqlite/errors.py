@@ -33,7 +33,15 @@ def store_error(path: Path, err: sqlite3.Error) -> StoreError:
     """
     code = getattr(err, "sqlite_errorcode", None)
     transient = code is not None and code & 0xFF in _TRANSIENT_CODES
-    return StoreError(f"sqlite store {path}: {err}", transient=transient)
+    hint = ""
+    if code is not None and code & 0xFF == sqlite3.SQLITE_BUSY:
+        # Most often the application's own open transaction on the same file,
+        # which the store's writer then waits on until busy_timeout.
+        hint = (
+            " (another connection held the write lock past busy_timeout; if this process "
+            "holds an open transaction on the file, pass conn= to enqueue in it)"
+        )
+    return StoreError(f"sqlite store {path}: {err}{hint}", transient=transient)
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 The schema is checked, created or upgraded in one transaction.
 """
 
+import functools
 import os
 import re
 import sqlite3
@@ -10,9 +11,12 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from jobtable._engines.sqlite.queries import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
 from jobtable._engines.sqlite.text import Connection
+from jobtable._engines.tables import Table, tables_refusal
+from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
 SCHEMA_VERSION = 4
@@ -182,8 +186,60 @@ def _check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) ->
     return version
 
 
+class _CatalogRow(NamedTuple):
+    what: str
+    name: str
+    type_: str
+    not_null: int
+
+
+# A table's columns and indexes in one read: sqlc cannot read SQLite's
+# pragma functions, so this catalog read is written here, like the PRAGMAs.
+_DESCRIBE_TABLE = (
+    "SELECT 'column', name, type, \"notnull\" FROM pragma_table_info(?1) "
+    "UNION ALL SELECT 'index', name, '', 0 FROM pragma_index_list(?1)"
+)
+
+
+def _describe(conn: sqlite3.Connection, table: str) -> Table:
+    return Table.of(_CatalogRow(*row) for row in conn.execute(_DESCRIBE_TABLE, (table,)))
+
+
+@functools.cache
+def _reference_tables(schema: SQLiteSchema) -> dict[str, Table]:
+    """The tables of schema as a new database gets them, created once in memory."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for statement in schema.statements:
+            conn.execute(statement)
+        names = [
+            row[0] for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
+        ]
+        return {name: _describe(conn, name) for name in names}
+    finally:
+        conn.close()
+
+
+def check_tables(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path, version: int) -> None:
+    """Refuses a database whose tables differ from schema's, naming each difference.
+
+    version is the schema version the database had when opened: the
+    current one at open, an older one right after its upgrade. One catalog
+    read per table of schema.
+    """
+    tables_check(
+        _reference_tables(schema),
+        lambda table: _describe(conn, table),
+        tables_refusal(str(path), version, SCHEMA_VERSION),
+    )
+
+
 def migrate(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> None:
-    """Brings the schema to SCHEMA_VERSION in one transaction: all of it or none."""
+    """Brings the schema to SCHEMA_VERSION in one transaction: all of it or none.
+
+    A database whose tables, once upgraded (or found current), differ from
+    schema's is refused, and the upgrade rolled back.
+    """
     conn.execute("BEGIN IMMEDIATE")
     try:
         # Checked again under the write lock: another process may have
@@ -196,6 +252,7 @@ def migrate(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) -> None:
             reached = version
             while reached < SCHEMA_VERSION:
                 reached = _UPGRADES[reached](schema, conn)
+            check_tables(schema, conn, path, version)
         if version != SCHEMA_VERSION:
             # A PRAGMA takes no parameters; the value is our own integer.
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")

@@ -60,10 +60,11 @@ LIST_RUNNERS = """SELECT name, started_at, heartbeat_at,
 FROM runners ORDER BY name
 """
 
-LIST_HELD_JOBS = """SELECT runner, id FROM jobs WHERE status = 'running' ORDER BY runner, seq
+LIST_HELD_JOBS = """SELECT runner, id, queue FROM jobs WHERE status = 'running' ORDER BY runner, seq
 """
 
 JOB_STATS = """SELECT queue, status, count(*) AS jobs,
+    count(CASE WHEN status = 'queued' AND run_at <= %(now)s THEN 1 END) AS due,
     COALESCE(min(CASE WHEN status = 'queued' AND run_at <= %(now)s THEN run_at END), %(now)s)::timestamptz
         AS oldest_run_at
 FROM jobs GROUP BY queue, status ORDER BY queue, status
@@ -103,6 +104,7 @@ class ListHeldJobsRow:
 
     runner: str | None
     id: str
+    queue: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ class JobStatsRow:
     queue: str
     status: str
     jobs: int
+    due: int
     oldest_run_at: datetime.datetime
 
 
@@ -235,8 +238,8 @@ class Querier:
     def list_held_jobs(
         self,
     ) -> list[ListHeldJobsRow]:
-        """ListHeldJobs lists the running jobs and the runner holding each, through
-        the index of running rows.
+        """ListHeldJobs lists the running jobs, the runner holding each and its
+        queue, through the index of running rows.
         """
         cur = self._conn.execute(
             LIST_HELD_JOBS,
@@ -245,6 +248,7 @@ class Querier:
             ListHeldJobsRow(
                 runner=row[0],
                 id=row[1],
+                queue=row[2],
             )
             for row in cur.fetchall()
         ]
@@ -255,8 +259,8 @@ class Querier:
         now: datetime.datetime,
     ) -> list[JobStatsRow]:
         """JobStats counts the jobs of each queue by status and, in the same pass,
-        finds the earliest run_at among the queued jobs that may run by now (now
-        itself when none may).
+        counts the queued jobs that may run by now (due) and finds the earliest
+        run_at among them (now itself when none may).
         """
         cur = self._conn.execute(
             JOB_STATS,
@@ -269,7 +273,8 @@ class Querier:
                 queue=row[0],
                 status=row[1],
                 jobs=row[2],
-                oldest_run_at=row[3],
+                due=row[3],
+                oldest_run_at=row[4],
             )
             for row in cur.fetchall()
         ]

@@ -50,6 +50,20 @@ END
 $$
 """
 
+DESCRIBE_TABLE = """SELECT 'column'::text AS what, a.attname::text AS name,
+    format_type(a.atttypid, a.atttypmod)::text AS type, a.attnotnull AS not_null
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ident(%(table_name)s::text))
+    AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT 'index', c.relname::text, '', false
+FROM pg_catalog.pg_index x JOIN pg_catalog.pg_class c ON c.oid = x.indexrelid
+WHERE x.indrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ident(%(table_name)s::text))
+"""
+
+USE_TEMPORARY_SCHEMA = """SELECT set_config('search_path', 'pg_temp', true)
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SchemaAppliedRow:
@@ -70,6 +84,16 @@ class ListenForEnqueuesRow:
     """A row that ListenForEnqueues returns."""
 
     channel: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DescribeTableRow:
+    """A row that DescribeTable returns."""
+
+    what: str
+    name: str
+    type_: str
+    not_null: bool
 
 
 class Querier:
@@ -176,4 +200,41 @@ class Querier:
         """
         self._conn.execute(
             CREATE_SEARCH_PATH_SCHEMA,
+        )
+
+    def describe_table(
+        self,
+        *,
+        table_name: str,
+    ) -> list[DescribeTableRow]:
+        """DescribeTable lists a table of the current schema: its columns (with
+        their type and whether they are NOT NULL) and the names of its indexes, in
+        one read. A table that does not exist has no rows. Differs from SQLite,
+        which describes a table through its pragma functions.
+        """
+        cur = self._conn.execute(
+            DESCRIBE_TABLE,
+            {
+                "table_name": table_name,
+            },
+        )
+        return [
+            DescribeTableRow(
+                what=row[0],
+                name=row[1],
+                type_=row[2],
+                not_null=row[3],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def use_temporary_schema(
+        self,
+    ) -> None:
+        """UseTemporarySchema makes the session's temporary schema the only one of
+        the search_path until the transaction ends, so that tables created in it
+        (the reference the schema check compares with) vanish with it.
+        """
+        self._conn.execute(
+            USE_TEMPORARY_SCHEMA,
         )

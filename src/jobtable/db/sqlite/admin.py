@@ -53,10 +53,11 @@ LIST_RUNNERS = """SELECT name, started_at, heartbeat_at, heartbeat_at >= ?1 AS a
 FROM runners ORDER BY name
 """
 
-LIST_HELD_JOBS = """SELECT runner, id FROM jobs WHERE status = 'running' ORDER BY runner, seq
+LIST_HELD_JOBS = """SELECT runner, id, queue FROM jobs WHERE status = 'running' ORDER BY runner, seq
 """
 
 JOB_STATS = """SELECT queue, status, count(*) AS jobs,
+    count(CASE WHEN status = 'queued' AND run_at <= ?1 THEN 1 END) AS due,
     CAST(COALESCE(min(CASE WHEN status = 'queued' AND run_at <= ?1 THEN run_at END), ?1) AS TEXT)
         AS oldest_run_at
 FROM jobs GROUP BY queue, status ORDER BY queue, status
@@ -96,6 +97,7 @@ class ListHeldJobsRow:
 
     runner: str | None
     id: str
+    queue: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,6 +107,7 @@ class JobStatsRow:
     queue: str
     status: str
     jobs: int
+    due: int
     oldest_run_at: str
 
 
@@ -213,8 +216,8 @@ class Querier:
     def list_held_jobs(
         self,
     ) -> list[ListHeldJobsRow]:
-        """ListHeldJobs lists the running jobs and the runner holding each, through
-        the index of running rows.
+        """ListHeldJobs lists the running jobs, the runner holding each and its
+        queue, through the index of running rows.
         """
         cur = self._conn.execute(
             LIST_HELD_JOBS,
@@ -223,6 +226,7 @@ class Querier:
             ListHeldJobsRow(
                 runner=row[0],
                 id=row[1],
+                queue=row[2],
             )
             for row in cur.fetchall()
         ]
@@ -233,8 +237,8 @@ class Querier:
         now: str,
     ) -> list[JobStatsRow]:
         """JobStats counts the jobs of each queue by status and, in the same pass,
-        finds the earliest run_at among the queued jobs that may run by now (now
-        itself when none may).
+        counts the queued jobs that may run by now (due) and finds the earliest
+        run_at among them (now itself when none may).
         """
         cur = self._conn.execute(
             JOB_STATS,
@@ -245,7 +249,8 @@ class Querier:
                 queue=row[0],
                 status=row[1],
                 jobs=row[2],
-                oldest_run_at=row[3],
+                due=row[3],
+                oldest_run_at=row[4],
             )
             for row in cur.fetchall()
         ]
