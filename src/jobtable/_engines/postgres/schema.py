@@ -12,7 +12,7 @@ from typing import LiteralString, Protocol
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.queries import upgrade_to_v2, upgrade_to_v3
+from jobtable._engines.postgres.queries import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
 from jobtable._errors import StoreError, schema_refusal
 
 _Connection = psycopg.Connection[TupleRow]
@@ -38,7 +38,7 @@ class SchemaQueries(Protocol):
     def set_schema_version(self, *, version: int) -> None: ...
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -51,7 +51,7 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
     # order inside the one transaction that also records the new version. A
     # new schema gets schema.sql whole instead, which is always the latest
     # version.
-    return {1: upgrade_to_v2, 2: upgrade_to_v3}
+    return {1: upgrade_to_v2, 2: upgrade_to_v3, 3: upgrade_to_v4}
 
 
 _UPGRADES = _upgrade_steps()

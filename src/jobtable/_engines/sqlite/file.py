@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from jobtable._engines.sqlite.queries import upgrade_to_v2, upgrade_to_v3
+from jobtable._engines.sqlite.queries import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
 from jobtable._engines.sqlite.text import Connection
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -35,10 +35,16 @@ _INDEXES_V3 = frozenset(
 )
 
 
+# The last version that changed the jobs table: the step to version 2
+# rebuilds that table as the latest schema has it, so it reaches this version.
+_JOBS_TABLE_VERSION = 3
+
+
 def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     # Version 2 adds the job options and the cancelled status: the jobs table
     # is rebuilt from the latest schema's statements for it, which makes it
-    # the latest version's table at once.
+    # the latest version's jobs table at once; later versions that change
+    # only other tables still take their steps.
     [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
     # The jobs table's indexes are named for it.
     indexes = [
@@ -47,7 +53,7 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
         if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
     ]
     upgrade_to_v2(conn, table, indexes)
-    return SCHEMA_VERSION
+    return _JOBS_TABLE_VERSION
 
 
 def _upgrade_to_v3(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
@@ -62,13 +68,19 @@ def _upgrade_to_v3(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     return 3
 
 
+def _upgrade_to_v4(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
+    # Version 4 adds the runners table's host and process, in place.
+    upgrade_to_v4(conn)
+    return 4
+
+
 def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
-    # returns the version it reached: N + 1, or the latest for a step that
+    # returns the version it reached: N + 1, or a later one for a step that
     # rebuilds a table from the latest schema. The steps run in order inside
     # the one transaction that also records the new version. A new database
     # gets schema.sql whole instead, which is always the latest version.
-    return {1: _upgrade_to_v2, 2: _upgrade_to_v3}
+    return {1: _upgrade_to_v2, 2: _upgrade_to_v3, 3: _upgrade_to_v4}
 
 
 _UPGRADES = _upgrade_steps()

@@ -16,6 +16,7 @@ from jobtable._values import timestamp
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
 from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
+from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
 
 
 def _before(now: str, seconds: float) -> str:
@@ -187,3 +188,13 @@ def upgrade_to_v3(conn: sqlite3.Connection, create_indexes: Sequence[str]) -> No
     q.add_traceparent_column_v3()
     for statement in create_indexes:
         conn.execute(statement)
+
+
+def upgrade_to_v4(conn: sqlite3.Connection) -> None:
+    """Adds the runners table's host and process columns of version 4, in place.
+
+    Every runner's row is kept, with neither.
+    """
+    q = UpgradeV4(conn)
+    q.add_runner_host_column_v4()
+    q.add_runner_process_column_v4()
