@@ -17,6 +17,7 @@ import pytest
 
 import jobtable
 from jobtable._engines.base import Queries
+from jobtable._runner import process_watch
 from jobtable._runner.operations import EndGoneRunners, Peer
 from jobtable._runner.process import ProcessId, gone, this_process
 from jobtable._values import now
@@ -213,18 +214,24 @@ async def test_a_runner_that_registered_again_under_the_name_keeps_its_jobs(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("told", [True, False], ids=["pidfd", "probing"])
 async def test_a_live_runner_interrupts_a_killed_peers_jobs_between_heartbeats(
     store: jobtable.Store,
     child: subprocess.Popen[bytes],
     wait_until: WaitUntil,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    told: bool,
 ) -> None:
     """The peer is a process of this host; it is killed after the live runner started.
 
     The lease is a minute and heartbeats come every 20 s, so neither
-    explains the interruption within 10 s: only the watch, which probes the
+    explains the interruption within 10 s: only the watch, told by the
+    kernel (a pidfd), or where it cannot be told (probing), probing the
     peer's process every PROBE_INTERVAL.
     """
+    if not told:
+        monkeypatch.setattr(process_watch, "_open_pidfd", lambda process: None)
     caplog.set_level(logging.WARNING, logger="jobtable")
     lease = 60.0
     runner = jobtable.Runner(store, name="live", workers=1, lease=lease)

@@ -85,9 +85,16 @@ class Maintenance:
     async def run(self) -> None:
         """Renews the lease, fails dead runners' jobs and prunes old ones, until stop.
 
-        Between rounds, while this host has other runners, it probes their
-        processes every PROBE_INTERVAL seconds.
+        Between rounds its ProcessWatch ends the runners of this host whose
+        process ended, as the kernel tells it; those it cannot be told
+        about it probes every PROBE_INTERVAL seconds.
         """
+        try:
+            await self._beat()
+        finally:
+            await self._watch.close()
+
+    async def _beat(self) -> None:
         interval = self._lease / 3
         next_round = time.monotonic() + interval
         while not self._stopping.is_set():
