@@ -1,6 +1,6 @@
 -- The SQLite schema of jobtable. Store.open applies it to a new database and
 -- records its version in PRAGMA user_version; bump SCHEMA_VERSION (in
--- src/jobtable/_sqlite_file.py) with every change here.
+-- src/jobtable/_engines/sqlite/file.py) with every change here.
 
 -- jobs holds one row per job: the table itself is the queue.
 CREATE TABLE jobs (
@@ -171,9 +171,16 @@ CREATE INDEX queue_starts_by_time ON queue_starts (queue, started_at);
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running
--- jobs are failed as interrupted.
+-- jobs are failed as interrupted. host names the machine the runner runs on
+-- (its kernel's boot and the process's pid namespace) and process the
+-- process (its pid and start time), both opaque text the library compares
+-- and never parses in SQL, null where the machine cannot tell: a runner of
+-- the same host whose process is gone is dead at once, whatever its lease
+-- (src/jobtable/_runner/process.py). Version 4 added them.
 CREATE TABLE runners (
     name TEXT PRIMARY KEY,
     started_at TEXT NOT NULL,
-    heartbeat_at TEXT NOT NULL
+    heartbeat_at TEXT NOT NULL,
+    host TEXT,
+    process TEXT
 ) WITHOUT ROWID;

@@ -1,8 +1,8 @@
 -- The PostgreSQL schema of jobtable. PostgresEngine.open applies it, under an
 -- advisory lock, to a schema (the first of the connection's search_path) that
 -- has no jobtable_schema table, and records SCHEMA_VERSION (in
--- _postgres_schema.py) in that table; bump that version with every change
--- here. The tables, columns, checks and partial indexes match the SQLite
+-- src/jobtable/_engines/postgres/schema.py) in that table; bump that version
+-- with every change here. The tables, columns, checks and partial indexes match the SQLite
 -- schema (../schema.sql) with PostgreSQL types.
 
 -- jobs holds one row per job: the table itself is the queue.
@@ -173,11 +173,18 @@ CREATE INDEX queue_starts_by_time ON queue_starts (queue, started_at);
 
 -- runners holds one row per live runner, kept fresh by its heartbeat. A
 -- runner whose heartbeat is older than the lease is dead, and its running
--- jobs are failed as interrupted.
+-- jobs are failed as interrupted. host names the machine the runner runs on
+-- (its kernel's boot and the process's pid namespace) and process the
+-- process (its pid and start time), both opaque text the library compares
+-- and never parses in SQL, null where the machine cannot tell: a runner of
+-- the same host whose process is gone is dead at once, whatever its lease
+-- (src/jobtable/_runner/process.py). Version 4 added them.
 CREATE TABLE runners (
     name text PRIMARY KEY,
     started_at timestamptz NOT NULL,
-    heartbeat_at timestamptz NOT NULL
+    heartbeat_at timestamptz NOT NULL,
+    host text,
+    process text
 );
 
 -- jobtable_schema holds the one row that records which version of this file

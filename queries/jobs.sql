@@ -455,10 +455,12 @@ DELETE FROM jobs WHERE seq IN (
 
 -- name: RegisterRunner :exec
 -- RegisterRunner records a starting runner, replacing an earlier one of the
--- same name.
-INSERT INTO runners (name, started_at, heartbeat_at) VALUES (@name, @now, @now)
+-- same name, with the host and process it runs in (null: unknown).
+INSERT INTO runners (name, started_at, heartbeat_at, host, process)
+VALUES (@name, @now, @now, @host, @process)
 ON CONFLICT (name) DO UPDATE
-SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at;
+SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
+    host = excluded.host, process = excluded.process;
 
 -- name: HeartbeatRunner :execrows
 -- HeartbeatRunner renews a runner's lease; 0 rows means it lost its row.
@@ -472,6 +474,19 @@ FROM runners WHERE name = @name;
 
 -- name: DeleteRunner :exec
 DELETE FROM runners WHERE name = @name;
+
+-- name: ListRunnersOnHost :many
+-- ListRunnersOnHost lists the runners that recorded host as theirs, with
+-- their process, never name, the runner that asks.
+SELECT name, process FROM runners
+WHERE host = @host AND process IS NOT NULL AND name <> @name
+ORDER BY name;
+
+-- name: DeleteRunnerProcess :execrows
+-- DeleteRunnerProcess forgets the runner named name while its row is still
+-- the one process recorded on host: 0 rows means another process has
+-- registered under that name since, or the runner is gone already.
+DELETE FROM runners WHERE name = @name AND host = @host AND process = @process;
 
 -- name: DeleteDeadRunners :execrows
 -- DeleteDeadRunners forgets runners whose heartbeat is older than cutoff,

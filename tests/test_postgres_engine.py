@@ -124,7 +124,7 @@ def test_heartbeats_are_the_servers_time_not_the_runners(engine: PostgresEngine)
     # A runner whose clock is a year behind still registers as alive: the
     # lease is measured on the server's clock alone.
     skewed = "2024-02-29T23:59:58.123456Z"
-    engine.write(lambda q: q.register_runner(name="r", now=skewed))
+    engine.write(lambda q: q.register_runner(name="r", now=skewed, host=None, process=None))
     runner = engine.read(lambda q: q.get_runner(name="r", now=skewed, lease=30.0))
     assert runner is not None
     assert runner.heartbeat_at != skewed

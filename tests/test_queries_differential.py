@@ -69,8 +69,10 @@ JOB_COLUMNS = (
     "id, kind, status, payload, result, error, runner, attempt, created_at, updated_at,"
     " unique_key, unique_statuses, traceparent"
 )
-RUNNER_COLUMNS = "name"
-"""Only the names: PostgreSQL stamps a runner's times with the server's clock."""
+RUNNER_COLUMNS = "name, host, process"
+"""No times: PostgreSQL stamps a runner's times with the server's clock."""
+HOSTS = ["h1", "h2", None]
+PROCESSES = ["1 10", "2 20", None]
 
 
 def outcome(job_id: str, attempt: int, result: str | None, error: str | None) -> Outcome:
@@ -288,13 +290,37 @@ class DifferentialMachine(RuleBasedStateMachine):
             lambda q: q.publish_job_result(result=result, now=moment, id=job_id, attempt=attempt)
         )
 
-    @rule(runner=st.sampled_from(RUNNERS), heartbeat=st.booleans())
-    def register_or_beat(self, runner: str, heartbeat: bool) -> None:
+    @rule(
+        runner=st.sampled_from(RUNNERS),
+        heartbeat=st.booleans(),
+        host=st.sampled_from(HOSTS),
+        process=st.sampled_from(PROCESSES),
+    )
+    def register_or_beat(
+        self, runner: str, heartbeat: bool, host: str | None, process: str | None
+    ) -> None:
         moment = self.at()
         if heartbeat:
             self.both(lambda q: q.heartbeat_runner(now=moment, name=runner))
         else:
-            self.both(lambda q: q.register_runner(name=runner, now=moment))
+            self.both(
+                lambda q: q.register_runner(name=runner, now=moment, host=host, process=process)
+            )
+
+    @rule(runner=st.sampled_from(RUNNERS), host=st.sampled_from(HOSTS))
+    def list_on_host(self, runner: str, host: str | None) -> None:
+        self.both(
+            lambda q: q.list_runners_on_host(host=host, name=runner),
+            lambda rows: [(row.name, row.process) for row in rows],
+        )
+
+    @rule(
+        runner=st.sampled_from(RUNNERS),
+        host=st.sampled_from(HOSTS),
+        process=st.sampled_from(PROCESSES),
+    )
+    def delete_process(self, runner: str, host: str | None, process: str | None) -> None:
+        self.both(lambda q: q.delete_runner_process(name=runner, host=host, process=process))
 
     @rule(runner=st.sampled_from(RUNNERS), error=st.sampled_from(["interrupted", "lost"]))
     def interrupt_running(self, runner: str, error: str) -> None:

@@ -226,7 +226,9 @@ def test_health_says_a_queue_is_not_served_when_live_runners_hold_none_of_its_jo
 ) -> None:
     from jobtable._values import now
 
-    store.engine.write(lambda q: q.register_runner(name="alive", now=now()))
+    store.engine.write(
+        lambda q: q.register_runner(name="alive", now=now(), host=None, process=None)
+    )
     past = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
     waiting = other.enqueue(store, 1, run_at=past)
     served = job.enqueue(store, 2, run_at=past)

@@ -27,7 +27,7 @@ LEASE = 1.0
 
 
 def register(q: Queries, *, name: str, now: str) -> None:
-    q.register_runner(name=name, now=now)
+    q.register_runner(name=name, now=now, host=None, process=None)
 
 
 def heartbeat_of(store: jobtable.Store, name: str) -> str | None:

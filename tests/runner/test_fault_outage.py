@@ -87,7 +87,9 @@ async def live_runners_through_an_outage(
         # have landed for more than a lease.
         await asyncio.sleep(2 * LEASE)
         dead_id = kinds[0].enqueue(-1)
-        stores[0].engine.write(lambda q: q.register_runner(name="dead", now=now()))
+        stores[0].engine.write(
+            lambda q: q.register_runner(name="dead", now=now(), host=None, process=None)
+        )
         stores[0].engine.write(claim_for("dead"))
         assert first.get(dead_id).status is jobtable.Status.RUNNING
         async with outage():

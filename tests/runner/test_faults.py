@@ -46,7 +46,7 @@ LEASE = 1.0
 
 # What the runner and the engine log, as the tests look for it.
 FENCED = "record job outcome: job is not running under this claim"
-DEAD_RUNNERS_FAILED = "jobs of dead runners"
+PROCESS_GONE = "jobs of runners whose process ended"
 LEASE_LOST = "registering again"
 LISTEN_DOWN = "cannot listen for enqueues"
 LISTEN_BACK = "listening for enqueues again"
@@ -320,9 +320,11 @@ async def test_a_worker_killed_mid_job_among_live_ones_loses_only_its_held_jobs(
 ) -> None:
     """Three worker processes; the one holding jobs is killed with SIGKILL.
 
-    The two live ones keep working, and one of them, at a heartbeat (no
-    restart), fails the dead runner's held jobs as interrupted within a few
-    leases; every other job runs exactly once, in a live process.
+    The two live ones keep working, and one of them (no restart) fails the
+    dead runner's held jobs as interrupted: all run on this host, so the
+    process watch sees the process gone without waiting for the lease
+    (test_fault_crash.py measures that). Every other job runs exactly once,
+    in a live process.
     """
     began = time.monotonic()
     parent = client(store)
@@ -343,9 +345,7 @@ async def test_a_worker_killed_mid_job_among_live_ones_loses_only_its_held_jobs(
     victim.process.kill()
     assert await exit_code(victim) == -signal.SIGKILL
     killed_at = time.monotonic()
-    for job_id in held:
-        job = parent.runner.get(job_id)
-        assert (job.status, job.result) == (jobtable.Status.RUNNING, f"w0 {victim.pid}")
+    # A live peer may have interrupted them already: it needs no lease to see the process gone.
     after = parent.work.enqueue_many([0.1] * 40)
 
     def held_failed() -> bool:
@@ -361,7 +361,7 @@ async def test_a_worker_killed_mid_job_among_live_ones_loses_only_its_held_jobs(
         job = parent.runner.get(job_id)
         assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
         assert job.result == f"w0 {victim.pid}", "the dead runner's partial result is kept"
-    assert any(DEAD_RUNNERS_FAILED in w.log() for w in live), spawner.logs()
+    assert any(PROCESS_GONE in w.log() for w in live), spawner.logs()
 
     ran = runs(spawner)
     live_pids = {w.pid: w.name for w in live}

@@ -48,7 +48,9 @@ def claim_as(store: jobtable.Store, runner: str, max_jobs: int) -> list[str]:
 
 def register_runner(store: jobtable.Store, name: str, heartbeat: datetime.datetime) -> None:
     """Registers a runner that last beat at heartbeat (by the database's clock)."""
-    store.engine.write(lambda q: q.register_runner(name=name, now=timestamp(heartbeat)))
+    store.engine.write(
+        lambda q: q.register_runner(name=name, now=timestamp(heartbeat), host=None, process=None)
+    )
     engine = store.engine
     if type(engine).__name__ == "PostgresEngine":
         # The server stamps heartbeats with its own clock: the test sets one.

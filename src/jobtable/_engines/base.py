@@ -19,7 +19,7 @@ from typing import Generic, Protocol, TypeVar
 
 from jobtable._engines.dashboard_queries import DashboardQueries
 from jobtable._engines.flow import FlowQueries
-from jobtable._engines.operator_queries import OperatorQueries, RunnerRow
+from jobtable._engines.operator_queries import OperatorQueries
 from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
@@ -30,11 +30,12 @@ from jobtable._engines.rows import (
     Outcome,
     RecordRow,
 )
+from jobtable._engines.runner_queries import RunnerQueries
 
 T = TypeVar("T")
 
 
-class Queries(OperatorQueries, FlowQueries, DashboardQueries, Protocol):
+class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Protocol):
     """The queries jobtable runs, named as in queries/jobs.sql (and admin, flow, dashboard).
 
     Times are UTC text from ``jobtable._values.now()``, which sorts in time
@@ -101,17 +102,6 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, Protocol):
 
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int: ...
 
-    def interrupt_jobs_of_dead_runners(
-        self, *, error: str, now: str, lease: float, runner: str
-    ) -> int:
-        """Ends the attempts of the running jobs of runners dead for lease seconds.
-
-        Never those of runner, which asks and is alive. Which clock decides is
-        the engine's: PostgreSQL compares the server's own times, so runners
-        with skewed clocks agree.
-        """
-        ...
-
     def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int: ...
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]: ...
@@ -152,20 +142,6 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, Protocol):
     def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]: ...
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int: ...
-
-    def register_runner(self, *, name: str, now: str) -> None: ...
-
-    def heartbeat_runner(self, *, now: str, name: str) -> int: ...
-
-    def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
-        """The runner's registration; alive tells whether it beat within lease seconds."""
-        ...
-
-    def delete_runner(self, *, name: str) -> None: ...
-
-    def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
-        """Forgets the runners dead for lease seconds, never the one named name."""
-        ...
 
 
 class Statement(Generic[T]):

@@ -4,7 +4,9 @@ import datetime
 import time
 from collections.abc import Callable
 
-from jobtable._runner.operations import Maintain, StartRunner
+from jobtable._runner.process import ProcessId, this_process
+from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
+from jobtable._runner.registration import Maintain, StartRunner
 from jobtable._runner.shared import Shared
 
 
@@ -16,9 +18,11 @@ class Maintenance:
     runners whose lease expired, fails the jobs this runner claimed but
     never received, and deletes finished jobs older than retention. held
     returns the ids of the jobs the runner's workers have. It fails other
-    runners' jobs only once contact says this runner's own writes have
-    landed promptly for a lease (see ``StoreContact``), and records in
-    contact how each of its own writes went.
+    runners' jobs by their lease only once contact says this runner's own
+    writes have landed promptly for a lease (see ``StoreContact``), and
+    records in contact how each of its own writes went. The jobs of a
+    runner of this host whose process is gone it fails at once: at begin,
+    at each round, and between rounds through its ``ProcessWatch``.
     """
 
     def __init__(self, shared: Shared, *, held: Callable[[], frozenset[str]]) -> None:
@@ -30,14 +34,20 @@ class Maintenance:
         self._held = held
         self._contact = shared.contact
         self._stop = shared.stop
+        self._me: ProcessId | None = None
+        self._watch = ProcessWatch(shared.store, shared.name, shared.logger)
 
     async def begin(self) -> None:
         """Registers the runner and fails the jobs it and dead runners left running."""
         asked = time.monotonic()
+        self._me = me = this_process()
+        lease = datetime.timedelta(seconds=self._lease)
         started = await self._store.engine.awrite(
-            StartRunner(self._runner, datetime.timedelta(seconds=self._lease), self._store.clock)
+            StartRunner(self._runner, lease, self._store.clock, me)
         )
         self._contact.landed(asked, time.monotonic())
+        self._watch.know(me, started.peers)
+        log_gone(self._logger, self._runner, started.gone)
         extra = {"runner": self._runner}
         if started.live_namesake is not None:
             self._logger.warning(
@@ -55,15 +65,34 @@ class Maintenance:
             )
 
     async def run(self) -> None:
-        """Renews the lease, fails dead runners' jobs and prunes old ones, until stop."""
+        """Renews the lease, fails dead runners' jobs and prunes old ones, until stop.
+
+        Between rounds its ProcessWatch ends the runners of this host whose
+        process ended, as the kernel tells it; those it cannot be told
+        about it probes every PROBE_INTERVAL seconds.
+        """
+        try:
+            await self._beat()
+        finally:
+            await self._watch.close()
+
+    async def _beat(self) -> None:
         interval = self._lease / 3
+        next_round = time.monotonic() + interval
         while not self._stop.is_set():
-            if await self._stop.wait(interval):
+            wait = next_round - time.monotonic()
+            if self._watch.watching:
+                wait = min(wait, PROBE_INTERVAL)
+            if await self._stop.wait(max(wait, 0)):
                 return
+            if time.monotonic() < next_round:
+                await self._watch.probe()
+                continue
             try:
                 await self._round()
             except Exception:
                 self._logger.exception("runner heartbeat", extra={"runner": self._runner})
+            next_round = time.monotonic() + interval
 
     async def _round(self) -> None:
         """One heartbeat: renews the lease, fails stale jobs when it may judge, prunes."""
@@ -77,6 +106,7 @@ class Maintenance:
             clock=self._store.clock,
             contact=self._contact,
             started=started,
+            me=self._me,
         )
         try:
             done = await self._store.engine.awrite(maintain)
@@ -84,6 +114,8 @@ class Maintenance:
             self._contact.failed()
             raise
         self._contact.landed(started, time.monotonic())
+        self._watch.know(self._me, done.peers)
+        log_gone(self._logger, self._runner, done.gone)
         extra = {"runner": self._runner}
         if done.lost_lease:
             self._logger.warning("runner lost its lease; registering again", extra=extra)

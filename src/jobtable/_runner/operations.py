@@ -1,46 +1,24 @@
 """The runner's operations on the store: each a function of ``Queries`` run in one transaction.
 
-Claims, outcomes, partial results, cancel requests, and the runner's own
-registration, heartbeat and crash recovery. Like the store's operations
+Claims (flow control's included), outcomes, partial results and cancel
+requests; the runner's registration, heartbeat and crash recovery are in
+``jobtable._runner.registration``. Like the store's operations
 (``jobtable._operations``), each is a small object holding its parameters, so
 that a write can be retried, logged or batched as a value. Their times come
-from the store's clock: the ``now`` text their caller took as it built them,
-or, for the lease arithmetic, one reading of the clock as they run inside the
-transaction (a write that waited for a lock between two readings would
-compare a heartbeat it wrote before the wait with a cutoff taken after it).
+from the store's clock: the ``now`` text their caller took as it built them.
 """
 
 import dataclasses
 import datetime
-import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
 from jobtable._engines.rows import ClaimedRow, Outcome
 from jobtable._errors import NotRunning
-from jobtable._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED
-from jobtable._runner.contact import StoreContact
-from jobtable._values import timestamp
+from jobtable._job import MESSAGE_INTERNAL
 
 Clock = Callable[[], datetime.datetime]
-
-
-def _before(now: str, delta: datetime.timedelta) -> str:
-    return timestamp(datetime.datetime.fromisoformat(now) - delta)
-
-
-def _end_dead_runners(q: Queries, name: str, stamp: str, lease: float) -> int:
-    """Interrupts the running jobs of runners dead for lease seconds and forgets those runners.
-
-    Never those of the runner named name, which asks: it is alive. Returns
-    how many jobs it interrupted.
-    """
-    dead = q.interrupt_jobs_of_dead_runners(
-        error=MESSAGE_INTERRUPTED, now=stamp, lease=lease, runner=name
-    )
-    q.delete_dead_runners(now=stamp, lease=lease, name=name)
-    return dead
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -224,115 +202,3 @@ class HasFlow:
 
     def __call__(self, q: Queries) -> bool:
         return q.queue_flow(queue=self.queue, lock=False) is not None
-
-
-class Started(NamedTuple):
-    """What StartRunner found and did."""
-
-    live_namesake: str | None
-    """The heartbeat of an earlier runner of this name that was still within its lease."""
-    interrupted: int
-    """How many running jobs, of the earlier runner and of dead runners, it interrupted."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StartRunner:
-    """The write that registers a runner and interrupts the jobs it and dead runners left running.
-
-    A runner whose heartbeat is older than lease is dead. An interrupted job
-    goes back to its queue while attempts remain, and fails as interrupted
-    after its last.
-    """
-
-    name: str
-    lease: datetime.timedelta
-    clock: Clock
-
-    def __call__(self, q: Queries) -> Started:
-        stamp = timestamp(self.clock())
-        lease = self.lease.total_seconds()
-        previous = q.get_runner(name=self.name, now=stamp, lease=lease)
-        namesake = None
-        if previous is not None and previous.alive:
-            namesake = previous.heartbeat_at
-        q.register_runner(name=self.name, now=stamp)
-        own = q.interrupt_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
-        dead = _end_dead_runners(q, self.name, stamp, lease)
-        return Started(namesake, own + dead)
-
-
-class Maintained(NamedTuple):
-    """What a round of Maintain did."""
-
-    lost_lease: bool
-    """The runner's registration was gone (its lease expired), so it registered again."""
-    dead: int
-    """How many running jobs of dead runners it interrupted."""
-    lost: int
-    """How many jobs this runner claimed but never received that it interrupted."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Maintain:
-    """The write that renews a runner's lease, interrupts stale jobs and prunes old ones.
-
-    held is the ids of the jobs the runner's workers have. A runner whose
-    heartbeat is older than lease is dead; finished jobs older than
-    retention are deleted, a thousand at a time (None keeps them). The write
-    was asked for at started, on contact's clock: stale jobs are interrupted
-    only when contact says this runner may judge (see ``StoreContact``),
-    since until then a stale heartbeat may be a peer that could not reach the
-    store either, and a stale claim of its own may be one whose reply is
-    still on its way.
-    """
-
-    name: str
-    held: frozenset[str]
-    lease: datetime.timedelta
-    retention: datetime.timedelta | None
-    clock: Clock
-    contact: StoreContact
-    started: float
-
-    def __call__(self, q: Queries) -> Maintained:
-        judge = self.contact.may_judge(self.started, time.monotonic())
-        stamp = timestamp(self.clock())
-        lost_lease = not q.heartbeat_runner(now=stamp, name=self.name)
-        if lost_lease:
-            q.register_runner(name=self.name, now=stamp)
-        dead, lost = self._end_stale(q, stamp) if judge else (0, 0)
-        if self.retention is not None:
-            q.delete_finished_jobs(before=_before(stamp, self.retention), max_jobs=1000)
-        return Maintained(lost_lease, dead, lost)
-
-    def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:
-        """Interrupts dead runners' jobs, and the claims older than the lease it never received.
-
-        Returns how many of each it interrupted.
-        """
-        dead = _end_dead_runners(q, self.name, stamp, self.lease.total_seconds())
-        # A claim can commit while its reply is lost (a connection dropped at
-        # COMMIT): the job runs under this name, but no worker has it. Once it
-        # is older than the lease and still not held, it is interrupted, as a
-        # dead runner's job would be. Its claim was stamped by this runner's
-        # own clock, so the runner's clock measures its age.
-        lost = [
-            row
-            for row in q.list_running_jobs(runner=self.name, before=_before(stamp, self.lease))
-            if row.id not in self.held
-        ]
-        for row in lost:
-            q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
-        return dead, len(lost)
-
-
-class DeleteRunner:
-    """The write that deregisters a runner that stopped."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __call__(self, q: Queries) -> None:
-        q.delete_runner(name=self.name)

@@ -27,9 +27,9 @@ from jobtable._runner.contact import StoreContact
 from jobtable._runner.executor import Executor
 from jobtable._runner.handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
 from jobtable._runner.maintenance import Maintenance
-from jobtable._runner.operations import DeleteRunner
 from jobtable._runner.periodic import PeriodicScheduler
 from jobtable._runner.producer import Producer
+from jobtable._runner.registration import DeleteRunner
 from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
 from jobtable._runner.shared import Settings, Shared, Stop
 from jobtable._runner.signals import handling_signals
@@ -51,13 +51,14 @@ class Runner:
     enqueued by other processes are found by polling every ``poll_interval``
     seconds, or at once where the engine can notify (PostgreSQL; SQLite where
     inotify works). Runners sharing a database know each other by ``name``
-    and a heartbeat: a runner whose heartbeat is older than ``lease`` seconds
-    is dead, and its running jobs are interrupted. Finished jobs older than
-    ``retention`` are deleted (None keeps them forever). A result over
-    ``max_result_bytes`` fails its job. A failed claim or outcome write is
-    retried after ``retry_backoff``; once stop has begun, an outcome write
-    gives up after ``give_up_after`` tries. ``flow`` declares queues' limits
-    across every runner (see ``Queue``), which start writes to the store.
+    and a heartbeat: one whose heartbeat is older than ``lease`` seconds is
+    dead, and its running jobs are interrupted; so is one of this host whose
+    process is gone, at once. Finished jobs older than ``retention`` are
+    deleted (None keeps them). A result over ``max_result_bytes`` fails its
+    job. A failed claim or outcome write is retried after ``retry_backoff``;
+    once stop has begun, an outcome write gives up after ``give_up_after``
+    tries. ``flow`` declares queues' limits across every runner (see
+    ``Queue``), which start writes to the store.
     """
 
     def __init__(
@@ -109,8 +110,8 @@ class Runner:
         same name left running, so each worker process needs its own name. The
         default, host name and process id, differs per process (``uvicorn
         --workers N`` gets N names); a restarted process gets a new one, and
-        its predecessor's jobs fail as interrupted once that lease expires. A
-        stable name per process slot fails them at once on restart instead.
+        fails its predecessor's jobs at once too when both ran on this host
+        (the kernel says that process is gone), else once that lease expires.
         """
         self.poll_interval = poll_interval
         """Seconds an idle runner waits before it looks for jobs enqueued elsewhere."""
@@ -234,11 +235,11 @@ class Runner:
     async def start(self) -> None:
         """Fails the jobs that dead runners left running, then starts the workers.
 
-        Jobs of an earlier runner of this name, and of runners whose heartbeat
-        lease expired, are failed with MESSAGE_INTERRUPTED and the count is
-        logged as a warning. The workers run on the calling event loop until
-        stop; wait waits for them. A second start, and a start after stop
-        (even a stop before any start), raise RunnerError.
+        Jobs of an earlier runner of this name, of runners whose lease expired
+        and of runners of this host whose process is gone are interrupted, the
+        count logged as a warning. The workers run on the calling event loop
+        until stop; wait waits for them. A second start, and a start after
+        stop (even a stop before any start), raise RunnerError.
         """
         if self._stop.is_set():
             raise RunnerError(

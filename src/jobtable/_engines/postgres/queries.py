@@ -31,8 +31,9 @@ from jobtable._engines.rows import (
     Outcome,
     RecordRow,
 )
+from jobtable._engines.runner_queries import PeerRow
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3, upgrade_v4
+from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -271,8 +272,10 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
         return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
 
-    def register_runner(self, *, name: str, now: str) -> None:
-        self._q.register_runner(name=name)
+    def register_runner(
+        self, *, name: str, now: str, host: str | None, process: str | None
+    ) -> None:
+        self._q.register_runner(name=name, host=host, process=process)
 
     def heartbeat_runner(self, *, now: str, name: str) -> int:
         return self._q.heartbeat_runner(name=name)
@@ -287,6 +290,12 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
 
     def delete_runner(self, *, name: str) -> None:
         self._q.delete_runner(name=name)
+
+    def list_runners_on_host(self, *, host: str | None, name: str) -> Sequence[PeerRow]:
+        return self._q.list_runners_on_host(host=host, name=name)
+
+    def delete_runner_process(self, *, name: str, host: str | None, process: str | None) -> int:
+        return self._q.delete_runner_process(name=name, host=host, process=process)
 
     def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
         return self._q.delete_dead_runners(lease_seconds=lease, name=name)
@@ -336,3 +345,11 @@ def upgrade_to_v4(conn: _Connection) -> None:
     q.create_queues_table_v4()
     q.create_queue_starts_table_v4()
     q.create_queue_starts_index_v4()
+
+
+def upgrade_to_v5(conn: _Connection) -> None:
+    """Brings a version 4 schema's runners table to version 5: its host and process columns.
+
+    They are nullable, so adding them rewrites no row; every runner's row is kept.
+    """
+    upgrade_v5.Querier(conn).add_runner_process_columns_v5()

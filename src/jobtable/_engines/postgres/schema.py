@@ -13,7 +13,12 @@ from typing import LiteralString, Protocol, cast
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.queries import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
+from jobtable._engines.postgres.queries import (
+    upgrade_to_v2,
+    upgrade_to_v3,
+    upgrade_to_v4,
+    upgrade_to_v5,
+)
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
 
@@ -42,7 +47,7 @@ class SchemaQueries(Protocol):
     def use_temporary_schema(self) -> None: ...
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -55,7 +60,7 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
     # order inside the one transaction that also records the new version. A
     # new schema gets schema.sql whole instead, which is always the latest
     # version.
-    return {1: upgrade_to_v2, 2: upgrade_to_v3, 3: upgrade_to_v4}
+    return {1: upgrade_to_v2, 2: upgrade_to_v3, 3: upgrade_to_v4, 4: upgrade_to_v5}
 
 
 _UPGRADES = _upgrade_steps()

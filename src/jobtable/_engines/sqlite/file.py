@@ -13,13 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from jobtable._engines.sqlite.queries import upgrade_to_v2, upgrade_to_v3, upgrade_to_v4
+from jobtable._engines.sqlite.queries import (
+    upgrade_to_v2,
+    upgrade_to_v3,
+    upgrade_to_v4,
+    upgrade_to_v5,
+)
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.tables import Table, tables_refusal
 from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -42,12 +47,17 @@ _INDEXES_V3 = frozenset(
 # The tables version 4 adds (flow control), and with its indexes all it creates.
 _TABLES_V4 = frozenset({"queues", "queue_starts", "queue_starts_by_time"})
 _CREATES_V4 = _TABLES_V4 | {"jobs_partition", "jobs_sequence"}
+# The last version the step to version 2 reaches: it rebuilds the jobs table
+# as the latest schema has it and creates flow control's tables (version 4);
+# the steps after it (the runners table's, version 5) still run.
+_REBUILT_VERSION = 4
 
 
 def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     # Version 2 adds the job options and the cancelled status: the jobs table
     # is rebuilt from the latest schema's statements for it, which makes it
-    # the latest version's table at once.
+    # the latest version's jobs table at once; later versions that change
+    # only other tables still take their steps.
     [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
     # The jobs table's indexes are named for it.
     indexes = [
@@ -58,7 +68,7 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     # The tables later versions add beside jobs (flow control's, version 4).
     tables = [st for st in schema.statements if (n := schema.creates(st)) and n <= _TABLES_V4]
     upgrade_to_v2(conn, table, [*indexes, *tables])
-    return SCHEMA_VERSION
+    return _REBUILT_VERSION
 
 
 def _upgrade_to_v3(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
@@ -80,13 +90,19 @@ def _upgrade_to_v4(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     return 4
 
 
+def _upgrade_to_v5(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
+    # Version 5 adds the runners table's host and process, in place.
+    upgrade_to_v5(conn)
+    return 5
+
+
 def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
-    # returns the version it reached: N + 1, or the latest for a step that
+    # returns the version it reached: N + 1, or a later one for a step that
     # rebuilds a table from the latest schema. The steps run in order inside
     # the one transaction that also records the new version. A new database
     # gets schema.sql whole instead, which is always the latest version.
-    return {1: _upgrade_to_v2, 2: _upgrade_to_v3, 3: _upgrade_to_v4}
+    return {1: _upgrade_to_v2, 2: _upgrade_to_v3, 3: _upgrade_to_v4, 4: _upgrade_to_v5}
 
 
 _UPGRADES = _upgrade_steps()

@@ -20,6 +20,7 @@ from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
 from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
 from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
+from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
 
 
 def _before(now: str, seconds: float) -> str:
@@ -181,3 +182,13 @@ def upgrade_to_v4(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
     q.add_sequence_blocks_column_v4()
     for statement in creates:
         conn.execute(statement)
+
+
+def upgrade_to_v5(conn: sqlite3.Connection) -> None:
+    """Adds the runners table's host and process columns of version 5, in place.
+
+    Every runner's row is kept, with neither.
+    """
+    q = UpgradeV5(conn)
+    q.add_runner_host_column_v5()
+    q.add_runner_process_column_v5()

@@ -443,9 +443,11 @@ DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
 )
 """
 
-REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at) VALUES (%(name)s, now(), now())
+REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at, host, process)
+VALUES (%(name)s, now(), now(), %(host)s, %(process)s)
 ON CONFLICT (name) DO UPDATE
-SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
+    host = excluded.host, process = excluded.process
 """
 
 HEARTBEAT_RUNNER = """UPDATE runners SET heartbeat_at = now() WHERE name = %(name)s
@@ -457,6 +459,14 @@ FROM runners WHERE name = %(name)s
 """
 
 DELETE_RUNNER = """DELETE FROM runners WHERE name = %(name)s
+"""
+
+LIST_RUNNERS_ON_HOST = """SELECT name, process FROM runners
+WHERE host = %(host)s AND process IS NOT NULL AND name <> %(name)s
+ORDER BY name
+"""
+
+DELETE_RUNNER_PROCESS = """DELETE FROM runners WHERE name = %(name)s AND host = %(host)s AND process = %(process)s
 """
 
 DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE name IN (
@@ -848,6 +858,14 @@ class GetRunnerRow:
     started_at: datetime.datetime
     heartbeat_at: datetime.datetime
     alive: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListRunnersOnHostRow:
+    """A row that ListRunnersOnHost returns."""
+
+    name: str
+    process: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -2045,15 +2063,20 @@ class Querier:
         self,
         *,
         name: str,
+        host: str | None,
+        process: str | None,
     ) -> None:
         """RegisterRunner records a starting runner, replacing an earlier one of the
-        same name. Differs from SQLite: the times are the server's (see
+        same name, with the host and process it runs in (null: unknown). Differs
+        from SQLite: the times are the server's (see
         InterruptJobsOfDeadRunners).
         """
         self._conn.execute(
             REGISTER_RUNNER,
             {
                 "name": name,
+                "host": host,
+                "process": process,
             },
         )
 
@@ -2108,6 +2131,54 @@ class Querier:
                 "name": name,
             },
         )
+
+    def list_runners_on_host(
+        self,
+        *,
+        host: str | None,
+        name: str,
+    ) -> list[ListRunnersOnHostRow]:
+        """ListRunnersOnHost lists the runners that recorded host as theirs, with
+        their process, never name, the runner that asks.
+        """
+        cur = self._conn.execute(
+            LIST_RUNNERS_ON_HOST,
+            {
+                "host": host,
+                "name": name,
+            },
+        )
+        return [
+            ListRunnersOnHostRow(
+                name=row[0],
+                process=row[1],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def delete_runner_process(
+        self,
+        *,
+        name: str,
+        host: str | None,
+        process: str | None,
+    ) -> int:
+        """DeleteRunnerProcess forgets the runner named name while its row is still
+        the one process recorded on host: 0 rows means another process has
+        registered under that name since, or the runner is gone already. Until
+        the transaction ends, the deleted row keeps another process from
+        registering under that name (its INSERT waits), so the jobs running under
+        the name are the gone process's.
+        """
+        cur = self._conn.execute(
+            DELETE_RUNNER_PROCESS,
+            {
+                "name": name,
+                "host": host,
+                "process": process,
+            },
+        )
+        return cur.rowcount
 
     def delete_dead_runners(
         self,

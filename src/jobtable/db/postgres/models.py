@@ -88,3 +88,5 @@ class Runner:
     name: str
     started_at: datetime.datetime
     heartbeat_at: datetime.datetime
+    host: str | None
+    process: str | None

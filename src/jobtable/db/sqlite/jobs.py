@@ -359,9 +359,11 @@ DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
 )
 """
 
-REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at) VALUES (?1, ?2, ?2)
+REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at, host, process)
+VALUES (?1, ?2, ?2, ?3, ?4)
 ON CONFLICT (name) DO UPDATE
-SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
+    host = excluded.host, process = excluded.process
 """
 
 HEARTBEAT_RUNNER = """UPDATE runners SET heartbeat_at = ?1 WHERE name = ?2
@@ -372,6 +374,14 @@ FROM runners WHERE name = ?2
 """
 
 DELETE_RUNNER = """DELETE FROM runners WHERE name = ?1
+"""
+
+LIST_RUNNERS_ON_HOST = """SELECT name, process FROM runners
+WHERE host = ?1 AND process IS NOT NULL AND name <> ?2
+ORDER BY name
+"""
+
+DELETE_RUNNER_PROCESS = """DELETE FROM runners WHERE name = ?1 AND host = ?2 AND process = ?3
 """
 
 DELETE_DEAD_RUNNERS = """DELETE FROM runners WHERE heartbeat_at < ?1 AND name <> ?2
@@ -748,6 +758,14 @@ class GetRunnerRow:
     started_at: str
     heartbeat_at: str
     alive: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListRunnersOnHostRow:
+    """A row that ListRunnersOnHost returns."""
+
+    name: str
+    process: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1822,15 +1840,19 @@ class Querier:
         *,
         name: str,
         now: str,
+        host: str | None,
+        process: str | None,
     ) -> None:
         """RegisterRunner records a starting runner, replacing an earlier one of the
-        same name.
+        same name, with the host and process it runs in (null: unknown).
         """
         self._conn.execute(
             REGISTER_RUNNER,
             (
                 name,
                 now,
+                host,
+                process,
             ),
         )
 
@@ -1885,6 +1907,51 @@ class Querier:
             DELETE_RUNNER,
             (name,),
         )
+
+    def list_runners_on_host(
+        self,
+        *,
+        host: str | None,
+        name: str,
+    ) -> list[ListRunnersOnHostRow]:
+        """ListRunnersOnHost lists the runners that recorded host as theirs, with
+        their process, never name, the runner that asks.
+        """
+        cur = self._conn.execute(
+            LIST_RUNNERS_ON_HOST,
+            (
+                host,
+                name,
+            ),
+        )
+        return [
+            ListRunnersOnHostRow(
+                name=row[0],
+                process=row[1],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def delete_runner_process(
+        self,
+        *,
+        name: str,
+        host: str | None,
+        process: str | None,
+    ) -> int:
+        """DeleteRunnerProcess forgets the runner named name while its row is still
+        the one process recorded on host: 0 rows means another process has
+        registered under that name since, or the runner is gone already.
+        """
+        cur = self._conn.execute(
+            DELETE_RUNNER_PROCESS,
+            (
+                name,
+                host,
+                process,
+            ),
+        )
+        return cur.rowcount
 
     def delete_dead_runners(
         self,

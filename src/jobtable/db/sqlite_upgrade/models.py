@@ -92,3 +92,5 @@ class Runner:
     name: str
     started_at: str
     heartbeat_at: str
+    host: str | None
+    process: str | None

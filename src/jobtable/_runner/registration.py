@@ -1,0 +1,236 @@
+"""The runner's registration as store operations: start, heartbeat, crash recovery, stop.
+
+A runner registers at start and interrupts the jobs that it (under its name)
+and dead runners left running; each heartbeat renews its lease, interrupts
+the jobs of runners whose lease expired or whose process is gone, and
+prunes; at stop it deregisters. Like the runner's other operations
+(``jobtable._runner.operations``), each runs in one transaction, and the
+lease arithmetic takes one reading of the clock inside it (a write that
+waited for a lock between two readings would compare a heartbeat it wrote
+before the wait with a cutoff taken after it).
+"""
+
+import dataclasses
+import datetime
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from jobtable._engines.base import Queries
+from jobtable._job import MESSAGE_INTERRUPTED
+from jobtable._runner.contact import StoreContact
+from jobtable._runner.process import ProcessId, gone
+from jobtable._values import timestamp
+
+Clock = Callable[[], datetime.datetime]
+
+
+def _before(now: str, delta: datetime.timedelta) -> str:
+    return timestamp(datetime.datetime.fromisoformat(now) - delta)
+
+
+def _end_dead_runners(q: Queries, name: str, stamp: str, lease: float) -> int:
+    """Interrupts the running jobs of runners dead for lease seconds and forgets those runners.
+
+    Never those of the runner named name, which asks: it is alive. Returns
+    how many jobs it interrupted.
+    """
+    dead = q.interrupt_jobs_of_dead_runners(
+        error=MESSAGE_INTERRUPTED, now=stamp, lease=lease, runner=name
+    )
+    q.delete_dead_runners(now=stamp, lease=lease, name=name)
+    return dead
+
+
+class Peer(NamedTuple):
+    """A runner of this host, and the process it recorded."""
+
+    name: str
+    process: str
+
+
+def _end_gone_runners(
+    q: Queries, host: str, peers: Sequence[Peer], stamp: str
+) -> tuple[int, list[Peer]]:
+    """Interrupts the running jobs of the peers whose process is gone, and forgets those peers.
+
+    A peer is ended only while its row still records the process that is
+    gone: a process that registered under its name since holds the name's
+    jobs now. Returns how many jobs it interrupted and the peers whose
+    process still runs.
+    """
+    interrupted = 0
+    running = []
+    for peer in peers:
+        if not gone(host, peer.process):
+            running.append(peer)
+        elif q.delete_runner_process(name=peer.name, host=host, process=peer.process):
+            interrupted += q.interrupt_running_jobs(
+                error=MESSAGE_INTERRUPTED, now=stamp, runner=peer.name
+            )
+    return interrupted, running
+
+
+def _end_gone_peers(
+    q: Queries, me: ProcessId | None, name: str, stamp: str
+) -> tuple[int, list[Peer]]:
+    """Ends the other runners of me's host whose process is gone (see ``_end_gone_runners``).
+
+    Runner name runs as process me; None (the machine cannot tell) ends none.
+    """
+    if me is None:
+        return 0, []
+    peers = [
+        Peer(row.name, row.process)
+        for row in q.list_runners_on_host(host=me.host, name=name)
+        if row.process is not None
+    ]
+    return _end_gone_runners(q, me.host, peers, stamp)
+
+
+class Started(NamedTuple):
+    """What StartRunner found and did."""
+
+    live_namesake: str | None
+    """The heartbeat of an earlier runner of this name that was still within its lease."""
+    interrupted: int
+    """How many running jobs, of the earlier runner and of dead runners, it interrupted."""
+    gone: int
+    """How many running jobs of runners of this host whose process is gone it interrupted."""
+    peers: list[Peer]
+    """The other runners of this host whose process still runs."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StartRunner:
+    """The write that registers a runner and interrupts the jobs it and dead runners left running.
+
+    The runner runs as process me (None: the machine cannot tell). A runner
+    whose heartbeat is older than lease is dead, and so is one of this host
+    whose process is gone, whatever its heartbeat. An interrupted job goes
+    back to its queue while attempts remain, and fails as interrupted after
+    its last.
+    """
+
+    name: str
+    lease: datetime.timedelta
+    clock: Clock
+    me: ProcessId | None
+
+    def __call__(self, q: Queries) -> Started:
+        stamp = timestamp(self.clock())
+        lease = self.lease.total_seconds()
+        previous = q.get_runner(name=self.name, now=stamp, lease=lease)
+        namesake = None
+        if previous is not None and previous.alive:
+            namesake = previous.heartbeat_at
+        me = self.me
+        host, process = (None, None) if me is None else me
+        q.register_runner(name=self.name, now=stamp, host=host, process=process)
+        own = q.interrupt_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
+        ended, peers = _end_gone_peers(q, me, self.name, stamp)
+        dead = _end_dead_runners(q, self.name, stamp, lease)
+        return Started(namesake, own + dead, ended, peers)
+
+
+class Maintained(NamedTuple):
+    """What a round of Maintain did."""
+
+    lost_lease: bool
+    """The runner's registration was gone (its lease expired), so it registered again."""
+    dead: int
+    """How many running jobs of dead runners it interrupted."""
+    lost: int
+    """How many jobs this runner claimed but never received that it interrupted."""
+    gone: int
+    """How many running jobs of runners of this host whose process is gone it interrupted."""
+    peers: list[Peer]
+    """The other runners of this host whose process still runs."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Maintain:
+    """The write that renews a runner's lease, interrupts stale jobs and prunes old ones.
+
+    held is the ids of the jobs the runner's workers have, and me its
+    process (see ``StartRunner``). A runner whose heartbeat is older than
+    lease is dead; finished jobs older than retention are deleted, a
+    thousand at a time (None keeps them). The write was asked for at
+    started, on contact's clock: stale jobs are interrupted only when
+    contact says this runner may judge (see ``StoreContact``), since until
+    then a stale heartbeat may be a peer that could not reach the store
+    either, and a stale claim of its own may be one whose reply is still on
+    its way. A runner of this host whose process is gone is ended at once:
+    that needs no contact with the store, since no store outage revives a
+    process.
+    """
+
+    name: str
+    held: frozenset[str]
+    lease: datetime.timedelta
+    retention: datetime.timedelta | None
+    clock: Clock
+    contact: StoreContact
+    started: float
+    me: ProcessId | None
+
+    def __call__(self, q: Queries) -> Maintained:
+        judge = self.contact.may_judge(self.started, time.monotonic())
+        stamp = timestamp(self.clock())
+        me = self.me
+        lost_lease = not q.heartbeat_runner(now=stamp, name=self.name)
+        if lost_lease:
+            host, process = (None, None) if me is None else me
+            q.register_runner(name=self.name, now=stamp, host=host, process=process)
+        ended, peers = _end_gone_peers(q, me, self.name, stamp)
+        dead, lost = self._end_stale(q, stamp) if judge else (0, 0)
+        if self.retention is not None:
+            q.delete_finished_jobs(before=_before(stamp, self.retention), max_jobs=1000)
+        return Maintained(lost_lease, dead, lost, ended, peers)
+
+    def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:
+        """Interrupts dead runners' jobs, and the claims older than the lease it never received.
+
+        Returns how many of each it interrupted.
+        """
+        dead = _end_dead_runners(q, self.name, stamp, self.lease.total_seconds())
+        # A claim can commit while its reply is lost (a connection dropped at
+        # COMMIT): the job runs under this name, but no worker has it. Once it
+        # is older than the lease and still not held, it is interrupted, as a
+        # dead runner's job would be. Its claim was stamped by this runner's
+        # own clock, so the runner's clock measures its age.
+        lost = [
+            row
+            for row in q.list_running_jobs(runner=self.name, before=_before(stamp, self.lease))
+            if row.id not in self.held
+        ]
+        for row in lost:
+            q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
+        return dead, len(lost)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EndGoneRunners:
+    """The write that interrupts the jobs of the peers of host whose process is gone.
+
+    Returns how many jobs it interrupted and the peers whose process still runs.
+    """
+
+    host: str
+    peers: Sequence[Peer]
+    clock: Clock
+
+    def __call__(self, q: Queries) -> tuple[int, list[Peer]]:
+        return _end_gone_runners(q, self.host, self.peers, timestamp(self.clock()))
+
+
+class DeleteRunner:
+    """The write that deregisters a runner that stopped."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, q: Queries) -> None:
+        q.delete_runner(name=self.name)
