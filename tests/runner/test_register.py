@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 import jobtable
+from handled import handled
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
@@ -133,7 +134,7 @@ def test_register_twice_for_one_kind_is_an_error_naming_the_kind(store: jobtable
 
 
 async def test_register_after_start_is_an_error_naming_the_kind(store: jobtable.Store) -> None:
-    runner = jobtable.Runner(store)
+    runner = handled(jobtable.Runner(store))
     await runner.start()
     try:
         with pytest.raises(jobtable.RunnerError, match=r"'thumbnail'.*already started"):

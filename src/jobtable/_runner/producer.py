@@ -88,10 +88,15 @@ class Producer:
         # run_at seen, and at least every poll interval, for the jobs other
         # processes schedule.
         self._stage_at: datetime.datetime | None = None
+        self._kinds: list[str] | None = None
 
     def start(self, slots: int) -> None:
         """Takes slots workers, each of which calls next_job until it returns None."""
         self._slots = slots
+
+    def only(self, kinds: Sequence[str] | None) -> None:
+        """Makes claims take only jobs of kinds; None (the default): jobs of any kind."""
+        self._kinds = None if kinds is None else list(kinds)
 
     def poke(self) -> bool:
         """Notes that jobs may have come; safe from any thread.
@@ -239,7 +244,9 @@ class Producer:
         if self._stage_at is None or now >= self._stage_at:
             await self.stage(now)
         changed, rows = await store.engine.awrite(
-            FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, timestamp(now))
+            FinishAndClaim(
+                outcomes, self._runner, self.queue, max_jobs, timestamp(now), self._kinds
+            )
         )
         self._completer.claimed(rows)
         if outcomes:
