@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from handled import handled
 from pydantic import BaseModel
 
 import jobtable
-from handled import handled
 
 WaitUntil = Callable[..., Awaitable[None]]
 

@@ -11,9 +11,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
+from handled import handled
 
 import jobtable
-from handled import handled
 from jobtable.testing import FrozenClock
 
 UTC = datetime.UTC

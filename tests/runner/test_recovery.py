@@ -15,9 +15,9 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
+from handled import handled
 
 import jobtable
-from handled import handled
 from jobtable._engines.base import Queries
 from jobtable._values import now, timestamp
 

@@ -11,10 +11,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from handled import handled
 from pydantic import BaseModel
 
 import jobtable
-from handled import handled
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
+from handled import handled
 from pydantic import BaseModel
 
 import jobtable
-from handled import handled
 from jobtable._engines.base import Engine, NewJob, Queries
 from jobtable._values import new_id, now
 

@@ -13,9 +13,9 @@ import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
+from handled import handled
 
 import jobtable
-from handled import handled
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
