@@ -135,13 +135,28 @@ class ProcessGuard:
             os._exit(EXIT_STATUS)
 
 
+def _park(tasks: Collection[Any]) -> None:
+    """Keeps tasks alive until the process ends, in the frame of a daemon thread that never ends.
+
+    A coroutine that is garbage-collected is closed: GeneratorExit is thrown
+    into it, and a handler that swallows every exception loops for ever in
+    the collector, at the latest as the interpreter exits. Objects a daemon
+    thread's frame holds are never collected.
+    """
+    threading.Thread(
+        target=lambda held=list(tasks): threading.Event().wait(),
+        name="jobtable-stuck-handlers",
+        daemon=True,
+    ).start()
+
+
 def run_loop(main: Coroutine[Any, Any, None], stuck: Callable[[], Collection[Any]]) -> None:
     """Runs main on a new event loop, as asyncio.run does, but leaves the tasks in stuck().
 
     asyncio.run cancels every task left at the end and waits for each: a
     handler that ignores cancellation would hold the process for ever. The
     runner has recorded those tasks' jobs and given up on them; they are
-    left pending when the loop closes.
+    left pending when the loop closes, and never collected (see _park).
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -149,7 +164,10 @@ def run_loop(main: Coroutine[Any, Any, None], stuck: Callable[[], Collection[Any
         loop.run_until_complete(main)
     finally:
         try:
-            left = [t for t in asyncio.all_tasks(loop) if t not in stuck()]
+            given_up = stuck()
+            if given_up:
+                _park(given_up)
+            left = [t for t in asyncio.all_tasks(loop) if t not in given_up]
             for task in left:
                 task.cancel()
             if left:
