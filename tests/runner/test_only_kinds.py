@@ -30,8 +30,10 @@ async def make_report(ctx: jobtable.JobContext[int], n: int) -> int:
     return n * n
 
 
-def mail_app(store: jobtable.Store, **options: bool) -> jobtable.Runner:
-    runner = jobtable.Runner(store, name="mail-app", workers=2, poll_interval=0.05, **options)
+def mail_app(store: jobtable.Store, *, only_kinds: bool = False) -> jobtable.Runner:
+    runner = jobtable.Runner(
+        store, name="mail-app", workers=2, poll_interval=0.05, only_kinds=only_kinds
+    )
     runner.handler(mail)(send)
     return runner
 
