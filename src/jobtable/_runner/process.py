@@ -24,8 +24,11 @@ from collections.abc import Callable, Collection, Coroutine
 from typing import Any
 
 EXIT_SLACK = 5.0
-"""Seconds a stopping runner gets, after its grace period and cancel grace, to record its
-jobs' outcomes and deregister before the process is ended."""
+"""Seconds a stopping process gets after its runner's grace period and cancel grace: to record
+its jobs' outcomes and deregister, or else to record them from the watchdog and exit."""
+
+LAST_WRITE = 2.0
+"""Seconds of EXIT_SLACK kept for the watchdog's own write of the interrupted jobs."""
 
 EXIT_STATUS = 1
 """The exit status of a process ended because its stop overran the bound."""
@@ -41,12 +44,13 @@ def _ignore(signum: int, frame: types.FrameType | None) -> None:
 class ProcessGuard:
     """Turns SIGINT and SIGTERM into a stop, and ends the process when the stop overruns.
 
-    The first signal calls stop; the process must then be done within
+    The first signal calls stop; the process is then done within
     grace_period + cancel_grace + EXIT_SLACK seconds. A second calls
     end_grace (the handlers still running are cancelled at once) and
     shortens the bound to cancel_grace + EXIT_SLACK from then. A third, or
-    the bound running out, calls last_words (which logs what would not stop
-    and records it) and ends the process with os._exit(EXIT_STATUS). stop
+    the bound coming LAST_WRITE seconds close, calls last_words (which logs
+    what would not stop and records it, in up to LAST_WRITE seconds) and
+    ends the process with os._exit(EXIT_STATUS). stop
     and end_grace are called from the guard's thread. Enter and leave it on
     the main thread.
     """
@@ -62,7 +66,8 @@ class ProcessGuard:
         last_words: Callable[[], None],
     ) -> None:
         self._logger = logger
-        self._bounds = (grace_period + cancel_grace + EXIT_SLACK, cancel_grace + EXIT_SLACK)
+        slack = EXIT_SLACK - LAST_WRITE  # the watchdog's last write fits in the bound
+        self._bounds = (grace_period + cancel_grace + slack, cancel_grace + slack)
         self._stop = stop
         self._end_grace = end_grace
         self._last_words = last_words
@@ -111,7 +116,9 @@ class ProcessGuard:
         if self._signals == 1:
             self._deadline = now + self._bounds[0]
             self._logger.info(
-                "%s: stopping; the process ends within %s s", sig.name, self._bounds[0]
+                "%s: stopping; the process ends within %s s",
+                sig.name,
+                self._bounds[0] + LAST_WRITE,
             )
             self._stop()
         elif self._signals == 2:
@@ -159,7 +166,6 @@ def run_loop(main: Coroutine[Any, Any, None], stuck: Callable[[], Collection[Any
     left pending when the loop closes, and never collected (see _park).
     """
     loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
     try:
         loop.run_until_complete(main)
     finally:
@@ -175,5 +181,4 @@ def run_loop(main: Coroutine[Any, Any, None], stuck: Callable[[], Collection[Any
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.run_until_complete(loop.shutdown_default_executor())
         finally:
-            asyncio.set_event_loop(None)
             loop.close()

@@ -30,7 +30,7 @@ from jobtable._runner.maintenance import Maintenance
 from jobtable._runner.operations import DeleteRunner
 from jobtable._runner.periodic import PeriodicScheduler
 from jobtable._runner.pool import WorkerPool
-from jobtable._runner.process import EXIT_SLACK, ProcessGuard, run_loop
+from jobtable._runner.process import LAST_WRITE, ProcessGuard, run_loop
 from jobtable._runner.producer import Producer
 from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
 from jobtable._runner.shared import Settings, Shared, Stop
@@ -379,7 +379,7 @@ class Runner:
             cancel_grace=self.cancel_grace,
             stop=self.stop,
             end_grace=functools.partial(loop.call_soon_threadsafe, self._pool.end_grace),
-            last_words=lambda: self._pool.last_words(EXIT_SLACK),
+            last_words=lambda: self._pool.last_words(LAST_WRITE),
         )
         with guard:
             await self.start()
