@@ -81,6 +81,33 @@ WHERE seq IN (
 )
 RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
 
+-- name: ClaimNextJobOfKinds :many
+-- ClaimNextJobOfKinds is ClaimNextJob for a runner that claims only the
+-- kinds it has handlers for: kinds is a JSON array of their names. It is a
+-- statement of its own so that the plain claim pays nothing for the filter.
+-- RETURNING does not keep the subquery's order: callers sort by (priority, seq).
+UPDATE jobs
+SET status = 'running', runner = @runner, attempt = attempt + 1,
+    started_at = @now, updated_at = @now
+WHERE seq IN (
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = @queue
+        AND ready.kind IN (SELECT value FROM json_each(CAST(@kinds AS TEXT)))
+        AND NOT EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = @queue AND (flow.paused = 1 OR flow.concurrency IS NOT NULL
+                OR flow.partition_limit IS NOT NULL OR flow.rate_limit IS NOT NULL)
+        )
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+        ))
+    ORDER BY ready.priority, ready.seq LIMIT @max_jobs
+)
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
+
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
 -- an idle runner sleeps until then at most.

@@ -1,4 +1,4 @@
-"""A database written by schema version 3 upgrades to version 4 (flow control), keeping every job.
+"""A database written by schema version 3 upgrades to the latest version, keeping every job.
 
 The version 3 schemas are checked in as fixtures (tests/fixtures), copied
 from the release that wrote them. Version 4 adds the jobs' partition and
@@ -67,7 +67,7 @@ def test_a_version_3_sqlite_file_is_upgraded_keeping_every_job(tmp_path: pathlib
         run_kept_then_limited(store)
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert conn.execute(
             "SELECT count(*) FROM jobs WHERE partition_key IS NULL AND sequence_key IS NULL"
             " AND sequence_blocks = 0"
@@ -115,7 +115,7 @@ def test_a_version_3_postgres_schema_is_upgraded_keeping_every_job(
         run_kept_then_limited(store)
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT version FROM jobtable_schema").fetchone() == (PG_VERSION,)
-        assert PG_VERSION == 4
+        assert PG_VERSION == 5
         assert conn.execute(
             "SELECT count(*) FROM jobs WHERE partition_key IS NULL AND sequence_key IS NULL"
             " AND NOT sequence_blocks"

@@ -337,5 +337,11 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
     ) -> None:
         self.close()
 
+    @property
+    def location(self) -> str:
+        """Where the store lives, safe to log: a SQLite file's absolute path, or a URL without
+        its password."""
+        return self._target
+
     def __repr__(self) -> str:
         return f"<jobtable.Store {type(self.engine).__name__} {self._target!r}>"

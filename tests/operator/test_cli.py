@@ -391,3 +391,26 @@ def test_the_worker_refuses_what_is_not_a_runner(tmp_path: pathlib.Path) -> None
         )
         assert said in one_line_error(result)
         assert "hunter2pw" not in result.stderr
+
+
+def test_the_worker_refuses_a_runner_with_no_handler_and_says_why(
+    store_target: str, tmp_path: pathlib.Path
+) -> None:
+    # The module that attaches the handlers was never imported.
+    (tmp_path / "bare.py").write_text(
+        "import os\n"
+        "import jobtable\n"
+        "runner = jobtable.Runner(jobtable.Store.open(os.environ['APP_STORE']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "JOBTABLE_STORE"}
+    env["APP_STORE"] = store_target
+    result = subprocess.run(
+        [str(SCRIPT), "worker", "bare:runner"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "the runner has no handler" in one_line_error(result)

@@ -151,7 +151,8 @@ async def test_the_queue_gauges_report_each_queues_ready_jobs_and_its_oldest_one
         attrs(queue="email"): 90.0,
     }
 
-    runner = jobtable.Runner(store, queues={"email": 1})
+    # The email queue first: run_next takes the job of the first queue with one.
+    runner = jobtable.Runner(store, queues={"email": 1, "default": 1})
     runner.register("work", lambda_free_handler)
     await runner.run_next()
 

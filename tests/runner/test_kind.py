@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from handled import handled
 from pydantic import BaseModel
 
 import jobtable
@@ -176,7 +177,7 @@ def test_a_second_handler_for_a_kind_is_an_error_naming_the_kind(store: jobtable
 async def test_a_handler_attached_after_start_is_an_error_naming_the_kind(
     store: jobtable.Store,
 ) -> None:
-    runner = jobtable.Runner(store)
+    runner = handled(jobtable.Runner(store))
     await runner.start()
     try:
         with pytest.raises(jobtable.RunnerError, match=r"handler 'words'.*already started"):

@@ -443,7 +443,7 @@ def planted(machine: type[OptionsMachine], fault: str) -> type[OptionsMachine]:
             if fault == "retries past max_attempts":
                 clock = self.clock
 
-                def always_retry(job: Any, error: str, retry: Any) -> Finish:
+                def always_retry(job: Any, error: str, retry: Any, **logged: Any) -> Finish:
                     return Finish.failed(job, error, timestamp(clock() + BACKOFF))
 
                 runner._executor._failed = always_retry  # type: ignore[method-assign]

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
+from handled import handled
 
 import jobtable
 from jobtable.testing import FrozenClock
@@ -342,13 +343,13 @@ async def test_a_periodic_kind_without_a_handler_on_a_runner_of_its_queue_is_war
     caplog.set_level(logging.WARNING, logger="jobtable")
     elsewhere = jobtable.Kind("elsewhere", str, str, queue="other")
     store = stores()
-    runner = jobtable.Runner(store, workers=1)
+    runner = handled(jobtable.Runner(store, workers=1))
     runner.periodic(report, every=datetime.timedelta(days=1), payload="r", missed="skip")
     runner.periodic(elsewhere, every=datetime.timedelta(days=1), payload="e", missed="skip")
-    handled = jobtable.Runner(store, workers=1, name="handled")
-    handled.periodic(report, every=datetime.timedelta(days=1), payload="r", missed="skip")
-    handled.handler(report)(make_report)
-    for started in (runner, handled):
+    with_handler = jobtable.Runner(store, workers=1, name="handled")
+    with_handler.periodic(report, every=datetime.timedelta(days=1), payload="r", missed="skip")
+    with_handler.handler(report)(make_report)
+    for started in (runner, with_handler):
         await started.start()
         started.stop()
         await started.wait()

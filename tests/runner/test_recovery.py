@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
+from handled import handled
 
 import jobtable
 from jobtable._engines.base import Queries
@@ -112,7 +113,7 @@ async def test_start_with_nothing_left_running_logs_no_warning(
     store: jobtable.Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="jobtable")
-    runner = jobtable.Runner(store, name="worker")
+    runner = handled(jobtable.Runner(store, name="worker"))
     await runner.start()
     runner.stop()
     await runner.wait()
@@ -134,7 +135,7 @@ async def test_a_live_runners_jobs_are_never_failed_by_another_runners_start(
     live = jobtable.Runner(store, name="live", lease=0.5)
     job_id = live.register("work", handler).enqueue(0)
     await live.start()
-    other = jobtable.Runner(store, name="other", lease=0.5)
+    other = handled(jobtable.Runner(store, name="other", lease=0.5))
     try:
         await wait_until(in_handler.is_set)
         await other.start()

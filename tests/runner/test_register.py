@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from handled import handled
 from pydantic import BaseModel
 
 import jobtable
@@ -72,6 +73,8 @@ def test_runner_with_workers_that_is_not_an_int_is_an_error(
         ("lease", 0),
         ("lease", -5.0),
         ("grace_period", -0.1),
+        ("cancel_grace", -1.0),
+        ("block_warning", 0),
         ("max_payload_bytes", 0),
         ("retention", datetime.timedelta(days=-1)),
     ],
@@ -133,7 +136,7 @@ def test_register_twice_for_one_kind_is_an_error_naming_the_kind(store: jobtable
 
 
 async def test_register_after_start_is_an_error_naming_the_kind(store: jobtable.Store) -> None:
-    runner = jobtable.Runner(store)
+    runner = handled(jobtable.Runner(store))
     await runner.start()
     try:
         with pytest.raises(jobtable.RunnerError, match=r"'thumbnail'.*already started"):
@@ -295,3 +298,42 @@ def test_runner_retry_settings_are_checked(store: jobtable.Store) -> None:
         jobtable.Runner(store, give_up_after=0)
     runner = jobtable.Runner(store)
     assert (runner.retry_backoff, runner.give_up_after) == (jobtable.Backoff(0.05, 5.0), 8)
+
+
+async def test_start_without_a_handler_is_a_runner_error_saying_why(store: jobtable.Store) -> None:
+    runner = jobtable.Runner(store)
+    with pytest.raises(jobtable.RunnerError, match="no handler, so it would fail every job"):
+        await runner.start()
+    # Nothing started: a handler attached now is taken, and start works.
+    runner.register("thumbnail", make_thumbnail)
+    await runner.start()
+    runner.stop()
+    await runner.wait()
+
+
+def test_a_handler_for_a_kind_whose_queue_the_runner_does_not_serve_is_an_error(
+    store: jobtable.Store,
+) -> None:
+    emails = jobtable.Kind("email", str, str, queue="emails")
+    runner = jobtable.Runner(store, queues={"default": 2, "reports": 1})
+    with pytest.raises(
+        jobtable.RunnerError,
+        match=r"handler 'email': the kind's queue 'emails' is not one of the runner's queues "
+        r"\['default', 'reports'\]",
+    ):
+        runner.handler(emails)(send_email)
+    assert runner.kinds == []
+
+
+def test_register_on_a_runner_without_the_default_queue_uses_its_first_queue(
+    store: jobtable.Store,
+) -> None:
+    runner = jobtable.Runner(store, queues={"emails": 1, "other": 1})
+    kind = runner.register("thumbnail", make_thumbnail)
+    assert kind.options.queue == "emails"
+    job_id = kind.enqueue(Thumbnail(photo_id="p", size=1))
+    assert store.inspect(job_id).queue == "emails"
+
+
+async def send_email(ctx: jobtable.JobContext[str], to: str) -> str:
+    return to

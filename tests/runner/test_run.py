@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import pytest
+from handled import handled
 from pydantic import BaseModel
 
 import jobtable
@@ -524,7 +525,7 @@ async def test_publish_after_a_restart_under_the_same_name_raises_not_running_fr
         await wait_until(in_handler.is_set)
         # Another runner starts under the same name: it takes this one for a
         # previous process, and fails its running job.
-        restarted = jobtable.Runner(store, name="worker")
+        restarted = handled(jobtable.Runner(store, name="worker"))
         await restarted.start()
         restarted.stop()
         await restarted.wait()
@@ -786,8 +787,9 @@ async def test_a_job_of_an_unknown_kind_fails_with_no_handler_for_job_kind(
     await run_until_finished(runner, [ghost_id], wait_until, finished)
     job = runner.get(ghost_id)
     assert (job.status, job.error) == (jobtable.Status.FAILED, "no handler for job kind ghost")
-    [record] = records_of(caplog, logging.ERROR, "no handler for job kind")
-    assert (record.__dict__["job_id"], record.__dict__["kind"]) == (ghost_id, "ghost")
+    [record] = records_of(caplog, logging.ERROR, "no handler for job kind ghost")
+    fields = (record.__dict__["job_id"], record.__dict__["kind"], record.__dict__["attempt"])
+    assert fields == (ghost_id, "ghost", 1)
 
 
 async def test_a_stored_payload_with_an_unknown_field_fails_as_internal_and_logs_the_cause(

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
+from handled import handled
 
 import jobtable
 
@@ -34,7 +35,7 @@ async def restart_fails_as_interrupted(
 ) -> None:
     """Starts a new runner named name and checks that it fails job_id as interrupted."""
     caplog.clear()
-    restarted = jobtable.Runner(store, name=name)
+    restarted = handled(jobtable.Runner(store, name=name))
     await restarted.start()
     await stop_and_wait(restarted)
     job = restarted.get(job_id)
@@ -221,10 +222,9 @@ async def test_a_handler_that_raises_after_stop_began_leaves_its_job_running_unt
     await restart_fails_as_interrupted(store, "worker", job_id, caplog)
 
 
-async def test_the_grace_period_running_out_cancels_an_async_handler_and_leaves_its_job_running(
-    store: jobtable.Store, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+async def test_the_grace_period_running_out_cancels_an_async_handler_and_records_it_interrupted(
+    store: jobtable.Store, wait_until: WaitUntil
 ) -> None:
-    caplog.set_level(logging.INFO, logger="jobtable")
     in_handler = asyncio.Event()
     cancelled = asyncio.Event()
 
@@ -243,8 +243,8 @@ async def test_the_grace_period_running_out_cancels_an_async_handler_and_leaves_
     await wait_until(in_handler.is_set)
     await stop_and_wait(runner)
     assert cancelled.is_set()
-    assert runner.get(job_id).status is jobtable.Status.RUNNING
-    await restart_fails_as_interrupted(store, "worker", job_id, caplog)
+    job = runner.get(job_id)
+    assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
 
 
 async def test_the_grace_period_running_out_does_not_wait_for_a_sync_handler(
@@ -264,7 +264,8 @@ async def test_the_grace_period_running_out_does_not_wait_for_a_sync_handler(
     try:
         await wait_until(in_handler.is_set)
         await stop_and_wait(runner)
-        assert runner.get(job_id).status is jobtable.Status.RUNNING
+        job = runner.get(job_id)
+        assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
     finally:
         release.set()
 
@@ -290,7 +291,7 @@ async def test_stop_claims_no_more_jobs(store: jobtable.Store, wait_until: WaitU
 
 
 async def test_a_second_start_is_a_runner_error(store: jobtable.Store) -> None:
-    runner = jobtable.Runner(store)
+    runner = handled(jobtable.Runner(store))
     await runner.start()
     try:
         with pytest.raises(jobtable.RunnerError, match="already started"):
@@ -307,7 +308,7 @@ def jobtable_tasks() -> list[asyncio.Task[object]]:
 
 
 async def test_wait_returns_once_every_worker_has_stopped(store: jobtable.Store) -> None:
-    runner = jobtable.Runner(store, workers=3)
+    runner = handled(jobtable.Runner(store, workers=3))
     await runner.start()
     assert len(jobtable_tasks()) >= 3
     await stop_and_wait(runner)

@@ -4,7 +4,8 @@ Real worker processes (stop_worker.py) whose ``def`` handler blocks for
 ever get SIGTERM, or SIGINT twice, as Kubernetes, systemd and a user at a
 terminal send them. One signal must end the process once the grace period
 is over: the handler's thread may not hold the interpreter open, and the
-job stays running for the next start to fail as interrupted.
+job is recorded interrupted. Async handlers that will not stop are in
+test_uncooperative_processes.py.
 """
 
 import asyncio
@@ -70,13 +71,7 @@ async def test_one_sigterm_ends_a_worker_whose_def_handler_blocks_for_ever(
     code, err = await exits(worker)
     assert code == 0, err
     assert "run returned" in err
-    assert runner.get(job_id).status is jobtable.Status.RUNNING
-    # The next start of that runner fails the job as interrupted.
-    restarted = jobtable.Runner(store, name="blocked")
-    restarted.register("block", never_here)
-    await restarted.start()
-    restarted.stop()
-    await restarted.wait()
+    # The end of the grace period recorded the job interrupted.
     job = runner.get(job_id)
     assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
 
@@ -91,7 +86,8 @@ async def test_a_second_sigint_ends_the_worker_without_a_threading_traceback(
     assert code == 0, err
     assert "Exception ignored" not in err
     assert "Traceback" not in err
-    assert runner.get(job_id).status is jobtable.Status.RUNNING
+    job = runner.get(job_id)
+    assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
 
 
 async def test_a_def_handler_publishing_after_its_runner_gave_up_on_it_gets_not_running(
@@ -124,7 +120,8 @@ async def test_a_def_handler_publishing_after_its_runner_gave_up_on_it_gets_not_
     assert await asyncio.to_thread(returned.wait, 60)
     assert [type(e) for e in late] == [jobtable.NotRunning]
     job = runner.get(job_id)
-    assert (job.status, job.result) == (jobtable.Status.RUNNING, 1)
+    assert (job.status, job.result) == (jobtable.Status.FAILED, 1)
+    assert job.error == jobtable.MESSAGE_INTERRUPTED
 
 
 async def test_start_after_a_stop_before_any_start_raises_runner_error(
@@ -149,6 +146,7 @@ async def test_start_after_a_stop_raises_that_the_runner_was_stopped(
     store: jobtable.Store,
 ) -> None:
     runner = jobtable.Runner(store)
+    runner.register("block", never_here)
     await runner.start()
     runner.stop()
     await runner.wait()

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from jobtable._cli.app import app, fail
-from jobtable._errors import JobtableError
+from jobtable._errors import JobtableError, RunnerError
 from jobtable._runner.runner import Runner
 
 
@@ -84,5 +84,26 @@ def worker(
     level = logging.getLevelNamesMapping().get(log_level.upper())
     if level is None:
         fail(f"--log-level {log_level!r}: want DEBUG, INFO, WARNING or ERROR")
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    load_runner(spec).run()
+    handler = logging.StreamHandler()
+    handler.setFormatter(JobFields("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+    runner = load_runner(spec)
+    try:
+        runner.run()
+    except RunnerError as err:  # refused to start (no handler, say): its message says why
+        fail(f"worker {spec!r}: {err}")
+
+
+class JobFields(logging.Formatter):
+    """Prints a record about a job with its job_id, kind and attempt after the message."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """The formatted message, then ``[job_id=... kind=... attempt=...]`` for a job's record."""
+        text = super().formatMessage(record)
+        fields = record.__dict__
+        if "job_id" not in fields:
+            return text
+        return (
+            f"{text} [job_id={fields['job_id']} kind={fields.get('kind')} "
+            f"attempt={fields.get('attempt')}]"
+        )

@@ -74,15 +74,15 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Pro
         queue: str,
         now: str,
         max_jobs: int,
+        kinds: Sequence[str] | None = None,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
         """Stores finished attempts' outcomes, then claims up to max_jobs ready jobs of queue.
 
-        The claim marks the ready jobs of queue (run_at not later than now)
+        The claim marks the ready jobs of queue (of kinds only, when given)
         running, lowest priority and then oldest first, one attempt more, and
-        returns them in any order (callers sort by priority and seq).
-
-        Each outcome is stored only while its job is running under the claim
-        of its attempt, as SucceedJob, FailJob, RetryJob, SnoozeJob and
+        returns them in any order (callers sort by priority and seq). Each
+        outcome is stored only while its job is running under the claim of
+        its attempt, as SucceedJob, FailJob, RetryJob, SnoozeJob and
         CancelRunningJob do one job at a time. Returns the ids of the jobs
         whose outcome it stored and the jobs it claimed.
         """

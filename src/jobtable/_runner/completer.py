@@ -6,6 +6,7 @@ the outcomes of the other workers that finished meanwhile (group commit).
 """
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
 from jobtable._engines.rows import ClaimedRow
@@ -14,6 +15,11 @@ from jobtable._job import MESSAGE_INTERNAL
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Finish, FinishAndClaim
 from jobtable._runner.shared import Shared
+
+
+def _logger_of(logger: logging.Logger, outcome: Finish) -> JobLogger:
+    """logger, for records about the attempt outcome ends."""
+    return JobLogger(logger, outcome.job_id, outcome.kind, outcome.outcome.attempt)
 
 
 class Completer:
@@ -60,6 +66,14 @@ class Completer:
     def held(self) -> frozenset[str]:
         """The ids of the jobs claimed and not yet recorded."""
         return frozenset(self._held)
+
+    def held_attempts(self) -> dict[str, int]:
+        """The jobs claimed and not yet recorded, with their attempts; safe from any thread."""
+        while True:
+            try:
+                return dict(self._held)
+            except RuntimeError:  # changed size as the loop thread went on: read again
+                continue
 
     # The outcome buffer.
 
@@ -117,9 +131,9 @@ class Completer:
         for outcome in outcomes:
             self._held.pop(outcome.job_id, None)
             if stored is not None and outcome.job_id not in stored:
-                JobLogger(self._logger, outcome.job_id, outcome.kind).error(
-                    "record job outcome: job is not running under this claim"
-                )
+                JobLogger(
+                    self._logger, outcome.job_id, outcome.kind, outcome.outcome.attempt
+                ).error("record job outcome: job is not running under this claim")
 
     async def _write(self, outcomes: Sequence[Finish]) -> list[str] | None:
         """Returns the ids of the jobs the outcomes finished, or None when it gave up."""
@@ -156,7 +170,9 @@ class Completer:
                             extra=extra,
                         )
                         return None
-                    JobLogger(self._logger, outcome.job_id, outcome.kind).error(
+                    JobLogger(
+                        self._logger, outcome.job_id, outcome.kind, outcome.outcome.attempt
+                    ).error(
                         "record job outcome: the database refused it; failing the job with "
                         "the internal message",
                         exc_info=True,

@@ -37,10 +37,10 @@ class JobContext(Generic[R]):
     ``stopping`` turns true when the runner begins to stop: a handler
     that can stop early should check it, or wait with ``sleep``/``asleep``,
     which return early on stop. ``cancelled`` turns true when the attempt has
-    ended without the handler: it ran past its timeout, or its job was
-    cancelled. An async handler is cancelled then; a plain ``def`` one cannot
-    be, so it should check ``cancelled`` and return: whatever it does after
-    is fenced off.
+    ended without the handler: it ran past its timeout, its job was
+    cancelled, or the runner's grace period ran out. An async handler is
+    cancelled then; a plain ``def`` one cannot be, so it should check
+    ``cancelled`` and return: whatever it does after is fenced off.
     """
 
     __slots__ = ("_running", "_stop", "attempt", "id", "kind")
@@ -70,7 +70,7 @@ class JobContext(Generic[R]):
 
     @property
     def cancelled(self) -> bool:
-        """True once this attempt ended without the handler: a timeout or a cancel."""
+        """True once this attempt ended without the handler: a timeout, a cancel, a stop's end."""
         return self._running.ended
 
     def publish(self, partial: R) -> None:

@@ -11,26 +11,33 @@ import asyncio
 import contextvars
 import datetime
 import functools
-import time
-from typing import Any, Generic, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from jobtable._codec import Codec, PayloadMismatch, ResultTooLarge
 from jobtable._engines.rows import ClaimedRow
-from jobtable._errors import (
-    Failure,
-    NotRunning,
-    ResultError,
-    Retry,
-    SecretKeyError,
-    StoreError,
+from jobtable._errors import Failure, ResultError, Retry, SecretKeyError
+from jobtable._job import (
+    MESSAGE_INTERNAL,
+    MESSAGE_INTERRUPTED,
+    MESSAGE_PAYLOAD_MISMATCH,
+    MESSAGE_TIMED_OUT,
 )
-from jobtable._job import MESSAGE_INTERNAL, MESSAGE_PAYLOAD_MISMATCH, MESSAGE_TIMED_OUT
 from jobtable._options import DEFAULT_RETRY, RetryPolicy
+from jobtable._runner.attempt import (
+    CANCELLED,
+    INTERRUPTED,
+    WHAT_ENDED,
+    Attempt,
+    Publisher,
+    printable,
+    undecodable_text,
+)
 from jobtable._runner.context import JobContext
 from jobtable._runner.daemon_pool import DaemonPool
 from jobtable._runner.handler import AsyncHandler, Handler, Handlers, SyncHandler
 from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import Finish, Publish
+from jobtable._runner.operations import Finish
 from jobtable._runner.shared import Shared
 from jobtable._telemetry import run_trace
 from jobtable._values import storable, timestamp
@@ -38,90 +45,12 @@ from jobtable._values import storable, timestamp
 P = TypeVar("P")
 R = TypeVar("R")
 
-_TIMED_OUT = "timed out"
-_CANCELLED = "cancelled"
-"""Why an attempt ended early, without its handler."""
+_JOB_FAILED = "job failed"
+"""What is logged when a handler raised; a retried attempt says so instead."""
 
-
-def _undecodable_text(job: ClaimedRow) -> str | None:
-    """Says which text column of a claimed row is not valid text, or None when all are.
-
-    An engine hands over bytes it could not decode as lone surrogates (the
-    ``surrogateescape`` error handler), so such text does not encode back.
-    """
-    for column, text in (("kind", job.kind), ("payload", job.payload)):
-        try:
-            text.encode()
-        except UnicodeEncodeError as err:
-            return (
-                f"its {column} is not valid UTF-8 at character {err.start}: {_printable(text)[:80]}"
-            )
-    return None
-
-
-def _printable(text: str) -> str:
-    """text with every byte that could not be decoded shown as an escape (\\xff)."""
-    return text.encode(errors="surrogateescape").decode(errors="backslashreplace")
-
-
-class _Attempt(Generic[R]):
-    """An attempt under way: what its handler's context publishes through, and why it ended early.
-
-    ended turns true when the attempt ends without its handler (a timeout or
-    a cancel); a plain ``def`` handler reads it from its thread, through
-    ``ctx.cancelled``. A bool is enough: nothing waits for it.
-    """
-
-    __slots__ = ("_codec", "_executor", "_job", "attempt", "cancelling", "ended", "task", "why")
-
-    def __init__(
-        self,
-        executor: "Executor",
-        job: ClaimedRow,
-        codec: "Codec[Any, R]",
-        task: "asyncio.Task[Any]",
-    ) -> None:
-        self._executor = executor
-        self._job = job
-        self._codec = codec
-        self.attempt = job.attempt
-        self.task = task
-        # The task's cancel requests before the attempt began: those are not its.
-        self.cancelling = task.cancelling()
-        self.ended = False
-        self.why: str | None = None  # _TIMED_OUT or _CANCELLED once it ended early
-
-    def end(self, why: str) -> bool:
-        """Ends the attempt early, for why: cancels its task; False when it ended already."""
-        if self.why is not None:
-            return False
-        self.why = why
-        self.ended = True
-        self.task.cancel()
-        return True
-
-    def _publish_op(self, partial: R) -> Publish:
-        executor, job = self._executor, self._job
-        if executor._abandoned:
-            # The runner stopped waiting for this handler (its grace period
-            # ended): the job is left running for the next start, and a late
-            # write must not make it look alive.
-            raise NotRunning(
-                f"publish result: job {job.id} was left running when the runner stopped"
-            )
-        store = executor._store
-        encoded = self._codec.encode_result(partial, executor._max_result_bytes, store.secret_keys)
-        return Publish(job, encoded, store.now())
-
-    def publish(self, partial: R) -> None:
-        """Stores partial as the job's result; blocks until stored (a plain handler's thread)."""
-        self._executor._publish(self._publish_op(partial))
-
-    async def apublish(self, partial: R) -> None:
-        """Stores partial as the job's result, from the event loop."""
-        op = self._publish_op(partial)
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor._threads, self._executor._publish, op)
+GaveUp = Callable[["asyncio.Task[Any]", str, "Finish | None"], None]
+"""What the executor calls when it gives up on an attempt whose handler would not end:
+the attempt's task, its queue, and the outcome to record for it (None: recorded already)."""
 
 
 class Executor:
@@ -130,41 +59,43 @@ class Executor:
     Plain ``def`` handlers run on daemon threads of its own once started
     (``DaemonPool``), so that they never block the event loop nor hold the
     process open at exit; before that, on the loop's default executor.
-    ``cancel`` ends a running attempt early, for a cancel request. A publish
-    that meets a transient store error is retried after backoff for up to
-    lease seconds, never once stop began. A result or partial result over
-    max_result_bytes is refused.
+    ``cancel`` ends a running attempt early, for a cancel request; a handler
+    that ignores such an end for the cancel grace is given up on. Partial
+    results go through a ``Publisher``. A result over max_result_bytes is
+    refused.
     """
 
     def __init__(self, shared: Shared, handlers: Handlers) -> None:
         self._store = shared.store
         self._handlers = handlers
         self._logger = shared.logger
-        self._lease = shared.settings.lease
-        self._backoff = shared.settings.retry_backoff
         self._stop = shared.stop
+        self._publisher = Publisher(shared)
         self._max_result_bytes = shared.settings.max_result_bytes
+        self._cancel_grace = shared.settings.cancel_grace
         self._threads: DaemonPool | None = None
-        self._attempts: dict[str, _Attempt[Any]] = {}
-        # Set once the runner gives up on the handlers still running (the
-        # grace period ended): their publishes then raise NotRunning.
-        self._abandoned = False
+        self._attempts: dict[str, Attempt[Any]] = {}
+        self._on_give_up: GaveUp | None = None
+        # The tasks of the attempts given up on whose handler has not ended yet.
+        self._given_up: set[asyncio.Task[Any]] = set()
 
-    def start(self, threads: int, name: str) -> None:
-        """Opens the threads plain ``def`` handlers run on.
+    def start(self, threads: int, name: str, on_give_up: GaveUp) -> None:
+        """Opens the threads plain ``def`` handlers run on; on_give_up frees a stuck worker.
 
         Twice as many as the workers: a thread whose attempt timed out or was
         cancelled runs on until its handler returns, while its worker moves on.
         """
         self._threads = DaemonPool(2 * threads, thread_name_prefix=name)
+        self._publisher.threads = self._threads
+        self._on_give_up = on_give_up
 
     def abandon(self) -> None:
         """Gives up on the handlers still running: from now on their publishes raise NotRunning.
 
-        Their jobs stay running for the next start to interrupt, and a late
-        write must not make them look alive.
+        Their jobs are recorded interrupted, and a late write must not make
+        them look alive.
         """
-        self._abandoned = True
+        self._publisher.abandoned = True
 
     def close(self) -> None:
         """Lets go of the threads; a handler still running in one finishes unobserved.
@@ -175,10 +106,77 @@ class Executor:
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
+            self._publisher.threads = None
 
     def busy(self) -> bool:
         """True while any attempt runs."""
         return bool(self._attempts)
+
+    def running(self) -> list[tuple[ClaimedRow, "asyncio.Task[Any]"]]:
+        """The attempts under way, given up on or not, with their tasks; safe from any thread."""
+        while True:
+            try:
+                return [(a.job, a.task) for a in self._attempts.values()]
+            except RuntimeError:  # changed size as the loop thread went on: read again
+                continue
+
+    def interrupt(self) -> tuple[list[Finish], set["asyncio.Task[Any]"]]:
+        """Ends every attempt still running: the grace period is over. Call it on the loop.
+
+        Returns the outcomes to record at once, each job interrupted as a
+        restart would (another attempt while attempts remain, otherwise
+        failed with MESSAGE_INTERRUPTED), and the tasks of every attempt under
+        way. A handler that returns later is fenced off by its claim.
+        """
+        outcomes = []
+        for running in list(self._attempts.values()):
+            if running.end(INTERRUPTED):
+                outcomes.append(self._interrupted(running.job))
+        return outcomes, {running.task for running in self._attempts.values()} | self._given_up
+
+    def stuck(self) -> frozenset["asyncio.Task[Any]"]:
+        """The tasks of the attempts given up on whose handlers have not ended."""
+        return frozenset(self._given_up)
+
+    def given_up(self, task: "asyncio.Task[Any]") -> bool:
+        """True, once, when the attempt task ran was given up on: the task must end."""
+        if task in self._given_up:
+            self._given_up.discard(task)
+            return True
+        return False
+
+    def _give_up(self, running: "Attempt[Any]") -> None:
+        """Gives up on an attempt whose handler ignored its end for the cancel grace."""
+        job = running.job
+        if self._attempts.get(job.id) is not running:
+            return  # it ended meanwhile
+        del self._attempts[job.id]
+        self._given_up.add(running.task)
+        why = running.why
+        assert why is not None
+        outcome = None if why == INTERRUPTED else self._early_outcome(running)
+        JobLogger(self._logger, job.id, job.kind, job.attempt).error(
+            "the handler did not end within %s s of %s: it ignores cancellation; %s, and its "
+            "worker slot is freed (the handler may run on, its outcome fenced off)",
+            self._cancel_grace,
+            WHAT_ENDED[why],
+            "the job was recorded interrupted" if outcome is None else "the job is recorded",
+        )
+        if self._on_give_up is not None:
+            self._on_give_up(running.task, running.queue, outcome)
+
+    def _early_outcome(self, running: "Attempt[Any]") -> Finish:
+        """The outcome of an attempt that a cancel or its timeout ended."""
+        job = running.job
+        if running.why == CANCELLED:
+            return Finish.cancelled(job)
+        return self._failed(job, MESSAGE_TIMED_OUT, running.retry)
+
+    def _interrupted(self, job: ClaimedRow) -> Finish:
+        """The outcome of an attempt cut short by the end of the grace period."""
+        if job.attempt >= job.max_attempts:
+            return Finish.failed(job, MESSAGE_INTERRUPTED)
+        return Finish.failed(job, MESSAGE_INTERRUPTED, self._after(datetime.timedelta(0)))
 
     def cancel(self, job_id: str, attempt: int) -> bool:
         """Ends the running attempt of job_id, if it is attempt: its job ends cancelled.
@@ -189,7 +187,7 @@ class Executor:
         running = self._attempts.get(job_id)
         if running is None or running.attempt != attempt:
             return False
-        return running.end(_CANCELLED)
+        return running.end(CANCELLED)
 
     async def run(self, job: ClaimedRow, queue: str) -> Finish | None:
         """Runs one attempt of a job claimed from queue and returns the outcome to store.
@@ -202,7 +200,7 @@ class Executor:
         store's telemetry observes the attempt and its outcome.
         """
         with run_trace(self._store, job, queue) as trace:
-            outcome = await self._attempt(job)
+            outcome = await self._attempt(job, queue)
             trace.ended(None if outcome is None else outcome.outcome)
         return outcome
 
@@ -210,70 +208,17 @@ class Executor:
         """The outcome of a job no handler can run (its row unreadable, or no handler), or None."""
         # Text that is all ASCII holds no undecodable byte: the check is for the rest.
         if not (job.payload.isascii() and job.kind.isascii()):
-            undecodable = _undecodable_text(job)
+            undecodable = undecodable_text(job)
             if undecodable is not None:
                 # Nothing of the row is written back but the runner's own message.
-                JobLogger(self._logger, job.id, _printable(job.kind)).error(
+                JobLogger(self._logger, job.id, printable(job.kind), job.attempt).error(
                     "job row cannot be read: %s", undecodable
                 )
                 return Finish.failed(job, MESSAGE_INTERNAL)
         if self._handlers.get(job.kind) is None:
-            JobLogger(self._logger, job.id, job.kind).error("no handler for job kind")
-            return self._failed(job, f"no handler for job kind {job.kind}", DEFAULT_RETRY)
+            error = f"no handler for job kind {job.kind}"
+            return self._failed(job, error, DEFAULT_RETRY, what=error)
         return None
-
-    async def _attempt(self, job: ClaimedRow) -> Finish | None:
-        unrunnable = self._unrunnable(job)
-        handler = self._handlers.get(job.kind)
-        if unrunnable is not None or handler is None:
-            return unrunnable
-        task = asyncio.current_task()
-        assert task is not None
-        running = _Attempt(self, job, handler.codec, task)
-        self._attempts[job.id] = running
-        # A timeout ends the attempt as a cancel does: through the task. With
-        # none, an attempt costs no timer.
-        timer = (
-            None
-            if job.timeout is None
-            else asyncio.get_running_loop().call_later(job.timeout, running.end, _TIMED_OUT)
-        )
-        ours = False
-        try:
-            try:
-                result = await self._call(handler, job, running)
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                self._attempts.pop(job.id, None)
-                # The task's cancel request was the attempt's own ending, not
-                # a shutdown's, when no other request remains after it.
-                ours = running.why is not None and task.uncancel() <= running.cancelling
-        except SecretKeyError as err:
-            # The payload's key is missing here, or differs: another runner,
-            # or this one restarted with the key, can run it. The message
-            # names the key id only, so it is stored.
-            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
-            return self._failed(job, str(err), handler.retry)
-        except asyncio.CancelledError as err:
-            if ours:
-                logger = JobLogger(self._logger, job.id, job.kind)
-                if running.why == _CANCELLED:
-                    logger.warning("job cancelled on request")
-                    return Finish.cancelled(job)
-                logger.error("job timed out after %s s", job.timeout)
-                return self._failed(job, MESSAGE_TIMED_OUT, handler.retry)
-            if task.cancelling():
-                JobLogger(self._logger, job.id, job.kind).warning(
-                    "job cancelled by shutdown; it is interrupted at the next start"
-                )
-                raise
-            # Nobody cancelled the worker: the handler awaited something that
-            # was cancelled. That is the handler's failure, not a shutdown.
-            return self._raised(job, err, handler.retry)
-        except Exception as err:
-            return self._raised(job, err, handler.retry)
-        return self._succeeded(job, handler.codec, result)
 
     def _succeeded(self, job: ClaimedRow, codec: "Codec[Any, R]", result: R) -> Finish:
         """The outcome of a handler that returned result: stored, or failed when it cannot be.
@@ -286,27 +231,109 @@ class Executor:
             keys = self._store.secret_keys
             encoded = codec.encode_result(result, self._max_result_bytes, keys)
         except (ResultTooLarge, SecretKeyError) as err:
-            JobLogger(self._logger, job.id, job.kind).error("job failed: %s", err)
+            JobLogger(self._logger, job.id, job.kind, job.attempt).error("job failed: %s", err)
             return Finish.failed(job, str(err))
         except ResultError as err:
             # The cause may quote the value: logged, never stored.
-            JobLogger(self._logger, job.id, job.kind).error("job failed", exc_info=err)
+            JobLogger(self._logger, job.id, job.kind, job.attempt).error("job failed", exc_info=err)
             return Finish.failed(job, MESSAGE_INTERNAL)
         return Finish.succeeded(job, encoded)
 
-    def _failed(self, job: ClaimedRow, error: str, retry: RetryPolicy) -> Finish:
-        """The attempt failed with error: retried after retry's wait while attempts remain."""
+    async def _attempt(self, job: ClaimedRow, queue: str) -> Finish | None:
+        unrunnable = self._unrunnable(job)
+        handler = self._handlers.get(job.kind)
+        if unrunnable is not None or handler is None:
+            return unrunnable
+        task = asyncio.current_task()
+        assert task is not None
+        running = Attempt(
+            job,
+            queue,
+            handler.codec,
+            handler.retry,
+            task,
+            self._publisher,
+            (self._cancel_grace, self._give_up),
+        )
+        self._attempts[job.id] = running
+        running.arm(job.timeout)
+        ours = False
+        try:
+            try:
+                result = await self._call(handler, job, running)
+            finally:
+                if self._attempts.get(job.id) is running:
+                    del self._attempts[job.id]
+                ours = running.settle()
+        except SecretKeyError as err:
+            # The payload's key is missing here, or differs: another runner,
+            # or this one restarted with the key, can run it. The message
+            # names the key id only, so it is stored.
+            return self._failed(job, str(err), handler.retry, what=str(err))
+        except asyncio.CancelledError as err:
+            logger = JobLogger(self._logger, job.id, job.kind, job.attempt)
+            if ours:
+                if running.why == CANCELLED:
+                    logger.warning("job cancelled on request")
+                    return Finish.cancelled(job)
+                what = f"job timed out after {job.timeout} s"
+                return self._failed(job, MESSAGE_TIMED_OUT, handler.retry, what=what)
+            if running.why == INTERRUPTED:
+                logger.warning("job cancelled at the end of the grace period; recorded interrupted")
+                raise
+            if task.cancelling():
+                logger.warning("job cancelled by shutdown; it is interrupted at the next start")
+                raise
+            # Nobody cancelled the worker: the handler awaited something that
+            # was cancelled. That is the handler's failure, not a shutdown.
+            return self._raised(job, err, handler.retry)
+        except Exception as err:
+            return self._raised(job, err, handler.retry)
+        if running.why == INTERRUPTED:
+            JobLogger(self._logger, job.id, job.kind, job.attempt).warning(
+                "the handler returned after the end of the grace period; its job was recorded "
+                "interrupted, and the result is dropped"
+            )
+            return None
+        return self._succeeded(job, handler.codec, result)
+
+    def _failed(
+        self,
+        job: ClaimedRow,
+        error: str,
+        retry: RetryPolicy,
+        *,
+        what: str | None = None,
+        exc_info: BaseException | None = None,
+    ) -> Finish:
+        """The attempt failed with error: retried after retry's wait while attempts remain.
+
+        what, when given, is logged as an error with exc_info: as it is for
+        the last attempt, and for one that is retried as "attempt 1/3
+        failed, retrying in 2 s" after it ("job failed" itself is left out).
+        """
+        logger = JobLogger(self._logger, job.id, job.kind, job.attempt)
         if job.attempt >= job.max_attempts:
+            if what is not None:
+                logger.error("%s", what, exc_info=exc_info)
             return Finish.failed(job, error)
         try:
             wait = retry(job.attempt)
             if not isinstance(wait, datetime.timedelta) or wait < datetime.timedelta(0):
                 raise TypeError(f"want a timedelta of 0 or more, got {wait!r}")
         except Exception:
-            JobLogger(self._logger, job.id, job.kind).exception(
-                "the kind's retry policy failed; using the default backoff"
-            )
+            logger.exception("the kind's retry policy failed; using the default backoff")
             wait = DEFAULT_RETRY(job.attempt)
+        if what is not None:
+            cause = "" if what == _JOB_FAILED else f"{what}; "
+            logger.error(
+                "%sattempt %d/%d failed, retrying in %s s",
+                cause,
+                job.attempt,
+                job.max_attempts,
+                f"{round(wait.total_seconds(), 3):g}",
+                exc_info=exc_info,
+            )
         return Finish.failed(job, error, self._after(wait))
 
     def _after(self, wait: datetime.timedelta) -> str:
@@ -324,7 +351,7 @@ class Executor:
         (final), MESSAGE_PAYLOAD_MISMATCH (final) for a stored payload that
         no longer validates, or MESSAGE_INTERNAL with err logged, never stored.
         """
-        logger = JobLogger(self._logger, job.id, job.kind)
+        logger = JobLogger(self._logger, job.id, job.kind, job.attempt)
         if isinstance(err, PayloadMismatch):
             # Raised before the handler ran, and the same at every attempt.
             logger.error("job failed: %s", MESSAGE_PAYLOAD_MISMATCH, exc_info=err)
@@ -338,10 +365,9 @@ class Executor:
             return Finish.snoozed(job, self._after(err.after))
         if isinstance(err, Failure):
             return Finish.failed(job, storable(str(err.message)))
-        logger.error("job failed", exc_info=err)
-        return self._failed(job, MESSAGE_INTERNAL, retry)
+        return self._failed(job, MESSAGE_INTERNAL, retry, what=_JOB_FAILED, exc_info=err)
 
-    async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: _Attempt[R]) -> R:
+    async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: Attempt[R]) -> R:
         """Decodes the payload, calls the handler and returns what it returned."""
         payload = handler.codec.decode_payload(job.payload, self._store.secret_keys)
         ctx: JobContext[R] = JobContext(
@@ -358,33 +384,3 @@ class Executor:
         loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
         return await loop.run_in_executor(self._threads, call)
-
-    def _publish(self, op: Publish) -> None:
-        """Stores a partial result; retries a transient store error with backoff for up to a lease.
-
-        A publish is fenced by its claim and stores the same value again, so
-        a retry is safe, and a dropped connection (a server restart) costs
-        the handler a short wait instead of an exception that would fail its
-        job. Unlike an outcome, it is not retried for ever: after a lease of
-        failures, or once stop began, the StoreError reaches the handler, as
-        a StoreError that is not transient does at once. NotRunning is never
-        retried.
-        """
-        delay = self._backoff.first
-        give_up_at = time.monotonic() + self._lease
-        while True:
-            try:
-                self._store.engine.write(op)
-                return
-            except StoreError as err:
-                if (
-                    not err.transient
-                    or self._stop.is_set()
-                    or time.monotonic() + delay > give_up_at
-                ):
-                    raise
-                JobLogger(self._logger, op.job_id, op.kind).warning(
-                    "publish job result; retrying", exc_info=True
-                )
-            time.sleep(delay)
-            delay = self._backoff.after(delay)

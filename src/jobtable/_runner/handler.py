@@ -2,7 +2,7 @@
 
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, overload
 
 from jobtable._codec import Codec
@@ -88,11 +88,17 @@ def annotated_types(where: str, handler: Callable[..., object]) -> tuple[type, t
 
 
 class Handlers:
-    """A runner's handlers by kind name, closed to additions once the runner starts."""
+    """A runner's handlers by kind name, closed to additions once the runner starts.
 
-    def __init__(self) -> None:
+    queues are the runner's: a kind whose default queue is not one of them
+    is refused, since its jobs would wait for ever.
+    """
+
+    def __init__(self, queues: Iterable[str]) -> None:
         self._lock = threading.Lock()
+        self._queues = list(queues)
         self._by_kind: dict[str, Handler[Any, Any]] = {}
+        self._queue_of: dict[str, str] = {}
         self._closed = False
 
     def attach(
@@ -100,15 +106,24 @@ class Handlers:
     ) -> None:
         """Makes fn the handler of kind.
 
-        Raises RunnerError, naming where, once closed or when kind has one.
+        Raises RunnerError, naming where, once closed, when kind has one, or
+        when kind's default queue is not one of the runner's.
         """
         handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry)
+        queue = kind.options.queue
+        if queue not in self._queues:
+            raise RunnerError(
+                f"{where}: the kind's queue {queue!r} is not one of the runner's queues "
+                f"{self._queues}, so its jobs would wait for ever; add it to "
+                f"Runner(queues=...), or declare the kind with queue= one of them"
+            )
         with self._lock:
             if self._closed:
                 raise RunnerError(f"{where}: runner already started")
             if kind.name in self._by_kind:
                 raise RunnerError(f"{where}: kind already registered")
             self._by_kind[kind.name] = handler
+            self._queue_of[kind.name] = queue
 
     def close(self) -> bool:
         """Refuses further handlers; returns False when already closed."""
@@ -130,6 +145,14 @@ class Handlers:
     def kinds(self) -> Sequence[str]:
         """The kinds that have a handler, sorted."""
         return sorted(self._by_kind)
+
+    def describe(self, queues: dict[str, int]) -> str:
+        """Each of queues with its workers and the kinds whose default queue it is, for the log."""
+        return "; ".join(
+            f"queue {queue!r} ({slots} workers): "
+            + (", ".join(k for k in self.kinds() if self._queue_of[k] == queue) or "no kind")
+            for queue, slots in queues.items()
+        )
 
 
 class Attach(Generic[P, R]):

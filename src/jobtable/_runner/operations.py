@@ -125,19 +125,27 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
     """The write that stores finished attempts' outcomes and claims up to max_jobs jobs of queue.
 
     Returns the ids of the jobs it finished and the jobs it claimed. With no
-    outcomes it is a plain claim; with max_jobs 0, a plain record.
+    outcomes it is a plain claim; with max_jobs 0, a plain record. With
+    kinds, it claims only jobs of those kinds.
     """
 
-    __slots__ = ("max_jobs", "now", "outcomes", "queue", "runner")
+    __slots__ = ("kinds", "max_jobs", "now", "outcomes", "queue", "runner")
 
     def __init__(
-        self, outcomes: Sequence[Finish], runner: str, queue: str, max_jobs: int, now: str
+        self,
+        outcomes: Sequence[Finish],
+        runner: str,
+        queue: str,
+        max_jobs: int,
+        now: str,
+        kinds: Sequence[str] | None = None,
     ) -> None:
         self.outcomes = outcomes
         self.runner = runner
         self.queue = queue
         self.max_jobs = max_jobs
         self.now = now
+        self.kinds = kinds
 
     def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
         return q.finish_and_claim_jobs(
@@ -146,6 +154,7 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
             queue=self.queue,
             now=self.now,
             max_jobs=self.max_jobs,
+            kinds=self.kinds,
         )
 
 

@@ -98,10 +98,15 @@ class Producer:
         # Whether the queue had flow control (a pause or a limit) at the last
         # look: its claims then go through FlowClaim.
         self._flow = False
+        self._kinds: list[str] | None = None
 
     def start(self, slots: int) -> None:
         """Takes slots workers, each of which calls next_job until it returns None."""
         self._slots = slots
+
+    def only(self, kinds: Sequence[str] | None) -> None:
+        """Makes claims take only jobs of kinds; None (the default): jobs of any kind."""
+        self._kinds = None if kinds is None else list(kinds)
 
     def poke(self) -> bool:
         """Notes that jobs may have come; safe from any thread.
@@ -255,7 +260,7 @@ class Producer:
             )
         else:
             changed, rows = await store.engine.awrite(
-                FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, stamp)
+                FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, stamp, self._kinds)
             )
             # The plain claim takes nothing from a queue with flow control: a
             # claim that found nothing looks whether the queue gained some,

@@ -224,6 +224,26 @@ class EndGoneRunners:
         return _end_gone_runners(q, self.host, self.peers, timestamp(self.clock()))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class InterruptAttempts:
+    """The write that interrupts jobs as a restart would, each while the claim of its attempt holds.
+
+    attempts maps job ids to the attempts claimed; a job retries while
+    attempts remain and otherwise fails with MESSAGE_INTERRUPTED. Returns
+    how many it interrupted: a job recorded meanwhile is left as it is.
+    """
+
+    attempts: dict[str, int]
+    clock: Clock
+
+    def __call__(self, q: Queries) -> int:
+        stamp = timestamp(self.clock())
+        return sum(
+            q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=job_id, attempt=attempt)
+            for job_id, attempt in self.attempts.items()
+        )
+
+
 class DeleteRunner:
     """The write that deregisters a runner that stopped."""
 

@@ -11,6 +11,7 @@ prunes; the periodic scheduler enqueues ticks.
 import asyncio
 import contextlib
 import datetime
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, overload
@@ -26,14 +27,15 @@ from jobtable._runner.completer import Completer
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.executor import Executor
 from jobtable._runner.handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
+from jobtable._runner.loop_watch import LoopWatch
 from jobtable._runner.maintenance import Maintenance
 from jobtable._runner.periodic import PeriodicScheduler
+from jobtable._runner.pool import WorkerPool
+from jobtable._runner.process_guard import LAST_WRITE, ProcessGuard, run_loop
 from jobtable._runner.producer import Producer
 from jobtable._runner.registration import DeleteRunner
 from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
 from jobtable._runner.shared import Settings, Shared, Stop
-from jobtable._runner.signals import handling_signals
-from jobtable._runner.worker import start_queue
 from jobtable._store import Store
 
 P = TypeVar("P")
@@ -72,6 +74,9 @@ class Runner:
         poll_interval: float = 1.0,
         lease: float = 30.0,
         grace_period: float = 10.0,
+        cancel_grace: float = 5.0,
+        block_warning: float | None = 1.0,
+        only_kinds: bool = False,
         retention: datetime.timedelta | None = datetime.timedelta(days=7),
         max_payload_bytes: int = 1 << 20,
         max_result_bytes: int = 1 << 20,
@@ -91,6 +96,9 @@ class Runner:
             lease=lease,
             cancel_check=cancel_check,
             grace_period=grace_period,
+            cancel_grace=cancel_grace,
+            block_warning=block_warning,
+            only_kinds=only_kinds,
             retention=retention,
             max_payload_bytes=max_payload_bytes,
             max_result_bytes=max_result_bytes,
@@ -119,29 +127,24 @@ class Runner:
         """Seconds without a heartbeat after which a runner counts as dead."""
         self.grace_period = grace_period
         """Seconds running handlers get to finish after stop, before they are cancelled."""
-        self.retention = retention
-        """How long finished jobs are kept; None keeps them forever."""
         self.max_payload_bytes = max_payload_bytes
         """The largest encoded payload the kinds ``register`` returns accept."""
         self.max_result_bytes = max_result_bytes
         """The largest encoded result or partial result; a bigger publish raises, a result fails."""
-        self.retry_backoff = retry_backoff
-        """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
-        self.give_up_after = give_up_after
-        """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
-        self._handlers = Handlers()
+        self._handlers = Handlers(self.queues)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: list[asyncio.Task[None]] = []
-        self._running: set[asyncio.Task[None]] = set()
+        self._tasks: list[asyncio.Task[None]] = []  # the services'; the pool has the workers'
         self._build_services(settings)
         self.periodic = self._periodic.add  # see PeriodicScheduler.add
         self._unwatch: Callable[[], None] | None = None
         self._unlisten: Callable[[], None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
+        self._loop_watch: LoopWatch | None = None
         self._stopped = False
 
     def _build_services(self, settings: Settings) -> None:
         """Makes the runner's services, which share its store, name, logger, settings and stop."""
+        self._settings = settings
         contact = StoreContact.of_runner(settings.lease)
         shared = Shared(self.store, self.name, self.logger, settings, Stop(), contact)
         self._stop = shared.stop
@@ -153,6 +156,7 @@ class Runner:
         )
         self._maintenance = Maintenance(shared, held=self._completer.held)
         self._periodic = PeriodicScheduler(shared)
+        self._pool = WorkerPool(shared, self._executor, self._completer, self._producers)
 
     def __repr__(self) -> str:
         return f"Runner(name={self.name!r}, queues={self.queues}, kinds={list(self.kinds)})"
@@ -182,9 +186,10 @@ class Runner:
         P and R are the handler's payload annotation and return annotation
         (any type pydantic can validate and dump). The Kind is bound to this
         runner: its methods also work without a store, through the runner's
-        store. It must be called before start, once per kind; otherwise, and
-        for an empty kind, a missing handler or a missing annotation, it
-        raises an error naming the kind.
+        store. Its jobs go to the ``default`` queue, or to the runner's first
+        queue when it does not serve ``default``. It must be called before
+        start, once per kind; otherwise, and for an empty kind, a missing
+        handler or a missing annotation, it raises an error naming the kind.
         """
         where = f"register {kind!r}"
         if not isinstance(kind, str) or not kind:
@@ -192,9 +197,40 @@ class Runner:
         if handler is None:
             raise TypeError(f"{where}: no handler")
         payload_type, result_type = annotated_types(where, handler)
-        declared = Kind[P, R](kind, payload_type, result_type)
+        queue = "default" if "default" in self.queues else next(iter(self.queues))
+        declared = Kind[P, R](kind, payload_type, result_type, queue=queue)
         self._handlers.attach(where, declared, handler)
         return declared._bind(self.store, self.max_payload_bytes)
+
+    @property
+    def retention(self) -> datetime.timedelta | None:
+        """How long finished jobs are kept; None keeps them forever."""
+        return self._settings.retention
+
+    @property
+    def cancel_grace(self) -> float:
+        """Seconds a cancelled handler gets to end before the runner gives up on it (see stop)."""
+        return self._settings.cancel_grace
+
+    @property
+    def block_warning(self) -> float | None:
+        """Seconds an async handler may block the event loop before a warning names its job."""
+        return self._settings.block_warning
+
+    @property
+    def only_kinds(self) -> bool:
+        """Whether the runner claims only the kinds it has handlers for (otherwise fails others)."""
+        return self._settings.only_kinds
+
+    @property
+    def retry_backoff(self) -> Backoff:
+        """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
+        return self._settings.retry_backoff
+
+    @property
+    def give_up_after(self) -> int:
+        """How many tries an outcome write gets once stop has begun; its jobs then stay running."""
+        return self._settings.give_up_after
 
     @property
     def kinds(self) -> Sequence[str]:
@@ -215,36 +251,29 @@ class Runner:
         Every enqueue through the runner's store calls it; it does nothing while
         the runner is not running, and only pokes the claimers while none waits.
         """
-        loop = self._loop
-        if loop is None or loop.is_closed() or not any([p.poke() for p in self._producers]):
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._wake_producers()
-        else:
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(self._wake_producers)
-
-    def _wake_producers(self) -> None:
-        for producer in self._producers:
-            producer.wake()
+        self._pool.notify_enqueued()
 
     async def start(self) -> None:
         """Fails the jobs that dead runners left running, then starts the workers.
 
         Jobs of an earlier runner of this name, of runners whose lease expired
         and of runners of this host whose process is gone are interrupted, the
-        count logged as a warning. The workers run on the calling event loop
-        until stop; wait waits for them. A second start, and a start after
-        stop (even a stop before any start), raise RunnerError.
+        count logged as a warning; the store, the queues and the kinds the
+        runner serves are logged. The workers run on the calling event loop
+        until stop; wait waits for them. A runner with no handler (it would
+        fail every job it claims), a second start, and a start after stop
+        (even a stop before any start) raise RunnerError.
         """
         if self._stop.is_set():
             raise RunnerError(
                 "start: the runner was stopped; a stopped runner never starts again, "
                 "make a new Runner"
+            )
+        if not self._handlers.kinds():
+            raise RunnerError(
+                "start: the runner has no handler, so it would fail every job it claims with "
+                "'no handler for job kind'; attach handlers (@runner.handler(kind) or "
+                "runner.register) before start, e.g. import the module that defines them"
             )
         if not self._handlers.close():
             raise RunnerError("start: runner already started")
@@ -259,32 +288,38 @@ class Runner:
         self._loop = loop
         if self._stop.is_set():
             self._stop.reach_loop()
-        self._executor.start(self.workers, f"jobtable-{self.name}")
+        self._pool.start(loop, self.queues, self._handlers.kinds() if self.only_kinds else None)
         self._tasks = []
-        for producer in self._producers:
-            self._tasks += start_queue(
-                loop,
-                self.queues[producer.queue],
-                self._executor,
-                self._completer,
-                producer,
-                self._running,
-                self._stop,
-            )
         self._tasks.append(loop.create_task(self._maintenance.run(), name="jobtable-maintenance"))
         self._tasks.append(loop.create_task(self._cancel_watch.run(), name="jobtable-cancels"))
         self._periodic.begin(self.kinds, self.queues)
         self._tasks.append(loop.create_task(self._periodic.run(), name="jobtable-periodic"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
         self._unlisten = self.store.engine.listen(self.notify_enqueued, self._cancel_watch.notify)
+        if self.block_warning is not None:
+            self._loop_watch = LoopWatch(self.logger, self.block_warning, self._executor.running)
+            self._loop_watch.start(loop)
+        self._log_started()
+
+    def _log_started(self) -> None:
+        self.logger.info(
+            "runner started: %s on %s; %s%s",
+            self.name,
+            self.store.location,
+            self._handlers.describe(self.queues),
+            "; claims only those kinds" if self.only_kinds else "",
+            extra={"runner": self.name, "workers": self.workers},
+        )
 
     def stop(self) -> None:
         """Begins a graceful stop; safe from any thread and from signal handlers.
 
         Workers claim no more jobs. Running handlers see ctx.stopping and get
-        grace_period seconds to finish, and their outcome is recorded; then the
-        ones left are cancelled and their jobs stay running, so the next start
-        fails them as interrupted. It does not wait: wait does.
+        grace_period seconds to finish, and their outcome is recorded. Then the
+        jobs still running are recorded interrupted (retried while attempts
+        remain, else failed with MESSAGE_INTERRUPTED) and their handlers are
+        cancelled; one that ignores that for cancel_grace seconds is given up
+        on, its worker freed. It does not wait: wait does.
         """
         self._stop.begin()
         loop = self._loop
@@ -304,22 +339,25 @@ class Runner:
         for producer in self._producers:
             producer.stop()
         if self._grace_timer is None and self._loop is not None:
-            self._grace_timer = self._loop.call_later(self.grace_period, self._cancel_running)
-
-    def _cancel_running(self) -> None:
-        self._executor.abandon()
-        for task in self._running:
-            task.cancel()
+            self._grace_timer = self._loop.call_later(self.grace_period, self._pool.end_grace)
 
     async def wait(self) -> None:
-        """Waits until every worker has stopped, then deregisters the runner."""
+        """Waits until every worker has stopped, then deregisters the runner.
+
+        A worker whose handler ignores cancellation is not waited for once
+        the runner gave up on it (see ``cancel_grace``); its job was recorded.
+        """
         if not self._tasks:
             return
+        await self._pool.wait()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._executor.abandon()
         await self._completer.drain()
         if self._grace_timer is not None:
             self._grace_timer.cancel()
+        if self._loop_watch is not None:
+            self._loop_watch.close()
+            self._loop_watch = None
         for undo in (self._unwatch, self._unlisten):
             if undo is not None:
                 undo()
@@ -335,14 +373,19 @@ class Runner:
     def run(self) -> None:
         """Starts, stops gracefully on SIGINT or SIGTERM, and waits: what a worker process calls.
 
-        A second signal cancels the handlers still running at once. Raises
+        A second signal ends the grace period at once; a third ends the
+        process at once. The process is done within grace_period +
+        cancel_grace + 5 seconds of the first signal whatever its handlers
+        do: past that (an async handler blocks the event loop, say) a
+        watchdog thread logs which handlers would not stop, records their
+        jobs interrupted, and ends the process with ``os._exit(1)``. Raises
         RunnerError, starting nothing, when called in a running event loop:
         async code awaits ``start()`` and ``wait()`` instead.
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            asyncio.run(self._run_until_signal())
+            run_loop(self._run_until_signal(), self._executor.stuck)
             return
         raise RunnerError(
             "runner.run() blocks and cannot run inside a running event loop: in async code "
@@ -350,14 +393,17 @@ class Runner:
         )
 
     async def _run_until_signal(self) -> None:
-        def on_signal() -> None:
-            if self._stop.is_set():
-                self._cancel_running()
-            self.stop()
-
-        with handling_signals(on_signal):
+        loop = asyncio.get_running_loop()
+        guard = ProcessGuard(
+            self.logger,
+            grace_period=self.grace_period,
+            cancel_grace=self.cancel_grace,
+            stop=self.stop,
+            end_grace=functools.partial(loop.call_soon_threadsafe, self._pool.end_grace),
+            last_words=lambda: self._pool.last_words(LAST_WRITE),
+        )
+        with guard:
             await self.start()
-            self.logger.info("runner started", extra={"runner": self.name, "workers": self.workers})
             await self.wait()
         self.logger.info("runner stopped", extra={"runner": self.name})
 
@@ -370,18 +416,5 @@ class Runner:
         workers, and returns once the outcome is stored; tests use it to run
         jobs one at a time, deterministically, without starting the runner.
         """
-        if self._stop.is_set():
-            self._stop.reach_loop()
-        for producer in self._producers:
-            await producer.stage(self.store.clock())
-            jobs = await producer.claim(1)
-            if jobs:
-                break
-        else:
-            return None
-        job = jobs[0]
-        outcome = await self._executor.run(job, producer.queue)
-        if outcome is not None:
-            await self._completer.record([outcome])
-        self._completer.abandon(job.id)
-        return job.id
+        kinds = self._handlers.kinds() if self.only_kinds else None
+        return await self._pool.run_next(kinds)

@@ -49,6 +49,9 @@ def check_settings(
     lease: float,
     cancel_check: float,
     grace_period: float,
+    cancel_grace: float,
+    block_warning: float | None,
+    only_kinds: bool,
     retention: datetime.timedelta | None,
     max_payload_bytes: int,
     max_result_bytes: int,
@@ -70,8 +73,7 @@ def check_settings(
     ):
         if not value > 0:
             raise ValueError(f"jobtable: {label} must be positive, got {value!r}")
-    if grace_period < 0:
-        raise ValueError(f"jobtable: grace_period must be 0 or more, got {grace_period!r}")
+    _check_stop_settings(grace_period, cancel_grace, block_warning, only_kinds)
     for label, limit in (
         ("max_payload_bytes", max_payload_bytes),
         ("max_result_bytes", max_result_bytes),
@@ -90,12 +92,31 @@ def check_settings(
         poll_interval=poll_interval,
         lease=lease,
         grace_period=grace_period,
+        cancel_grace=cancel_grace,
+        block_warning=block_warning,
+        only_kinds=only_kinds,
         retention=retention,
         max_result_bytes=max_result_bytes,
         retry_backoff=retry_backoff,
         give_up_after=give_up_after,
         cancel_check=cancel_check,
     )
+
+
+def _check_stop_settings(
+    grace_period: float, cancel_grace: float, block_warning: float | None, only_kinds: bool
+) -> None:
+    """Raises naming the first bad one of the settings about stops, blocks and claims."""
+    if not grace_period >= 0:
+        raise ValueError(f"jobtable: grace_period must be 0 or more, got {grace_period!r}")
+    if not cancel_grace >= 0:
+        raise ValueError(f"jobtable: cancel_grace must be 0 or more, got {cancel_grace!r}")
+    if block_warning is not None and not block_warning > 0:
+        raise ValueError(
+            f"jobtable: block_warning must be positive, or None (no watch), got {block_warning!r}"
+        )
+    if not isinstance(only_kinds, bool):
+        raise TypeError(f"jobtable: only_kinds must be a bool, got {only_kinds!r}")
 
 
 def runner_name(name: object) -> str:

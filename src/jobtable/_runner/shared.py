@@ -67,6 +67,12 @@ class Settings:
     """Seconds without a heartbeat after which a runner counts as dead."""
     grace_period: float
     """Seconds running handlers get to finish after stop, before they are cancelled."""
+    cancel_grace: float
+    """Seconds a cancelled handler gets before the runner gives up on it and frees its slot."""
+    block_warning: float | None
+    """Seconds an async handler may block the event loop before a warning; None: no watch."""
+    only_kinds: bool
+    """Whether claims take only the kinds that have a handler here (otherwise every kind)."""
     retention: datetime.timedelta | None
     """How long finished jobs are kept; None keeps them forever."""
     max_result_bytes: int

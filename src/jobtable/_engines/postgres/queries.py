@@ -182,19 +182,42 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
         queue: str,
         now: str,
         max_jobs: int,
+        kinds: Sequence[str] | None = None,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        rows = self._q.finish_and_claim_jobs(
-            now=_time(now),
-            ids=[o.id for o in outcomes],
-            attempts=[o.attempt for o in outcomes],
-            states=[o.state for o in outcomes],
-            results=[o.result for o in outcomes],
-            errors=[o.error for o in outcomes],
-            run_ats=[None if o.run_at is None else _time(o.run_at) for o in outcomes],
-            queue=queue,
-            max_jobs=max_jobs,
-            runner=runner,
-        )
+        ids = [o.id for o in outcomes]
+        attempts = [o.attempt for o in outcomes]
+        states = [o.state for o in outcomes]
+        results = [o.result for o in outcomes]
+        errors = [o.error for o in outcomes]
+        run_ats = [None if o.run_at is None else _time(o.run_at) for o in outcomes]
+        rows: Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]
+        if kinds is None:
+            rows = self._q.finish_and_claim_jobs(
+                now=_time(now),
+                ids=ids,
+                attempts=attempts,
+                states=states,
+                results=results,
+                errors=errors,
+                run_ats=run_ats,
+                queue=queue,
+                max_jobs=max_jobs,
+                runner=runner,
+            )
+        else:
+            rows = self._q.finish_and_claim_jobs_of_kinds(
+                now=_time(now),
+                ids=ids,
+                attempts=attempts,
+                states=states,
+                results=results,
+                errors=errors,
+                run_ats=run_ats,
+                queue=queue,
+                kinds=list(kinds),
+                max_jobs=max_jobs,
+                runner=runner,
+            )
         return [row.id for row in rows if row.finished], [row for row in rows if not row.finished]
 
     def next_run_at(self, *, queue: str) -> str | None:

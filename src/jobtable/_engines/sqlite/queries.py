@@ -6,6 +6,7 @@ runner's own clock (a SQLite file is shared by the processes of one machine).
 """
 
 import datetime
+import json
 import sqlite3
 from collections.abc import Sequence
 
@@ -75,6 +76,7 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
         queue: str,
         now: str,
         max_jobs: int,
+        kinds: Sequence[str] | None = None,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
         # A statement per job costs no round trip here: they all share the
         # writer's transaction.
@@ -96,6 +98,14 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
                 finished.append(o.id)
         if max_jobs <= 0:
             return finished, []
+        if kinds is not None:
+            return finished, self.claim_next_job_of_kinds(
+                runner=runner,
+                now=now,
+                queue=queue,
+                kinds=json.dumps(list(kinds)),
+                max_jobs=max_jobs,
+            )
         return finished, self.claim_next_job(runner=runner, now=now, queue=queue, max_jobs=max_jobs)
 
     def notify_cancel(self) -> None:

@@ -36,3 +36,13 @@ TASK_KIND: jobtable.Kind[TaskCall, JsonValue] = jobtable.Kind(
     JsonValue,  # type: ignore[arg-type]
 )
 """The kind every Django task is enqueued as; its result is the task's return value, as JSON."""
+
+
+def task_kind(queue: str) -> jobtable.Kind[TaskCall, JsonValue]:
+    """TASK_KIND declared with queue as its default queue, for a worker that consumes queue.
+
+    Tasks are enqueued into their own ``queue_name``, so the kind's default
+    queue says nothing about them; a runner, though, refuses a handler for a
+    kind whose queue it does not consume.
+    """
+    return jobtable.Kind(KIND_NAME, TaskCall, JsonValue, queue=queue)  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from pydantic import JsonValue
 
 import jobtable
 from jobtable.contrib.django._backend import JobtableBackend
-from jobtable.contrib.django._payload import TASK_KIND, TaskCall
+from jobtable.contrib.django._payload import TaskCall, task_kind
 from jobtable.contrib.django._results import call_of, result_of, task_of
 
 
@@ -71,5 +71,5 @@ def build_runner(
     ``jobtable.MESSAGE_INTERNAL`` and is logged with its traceback.
     """
     runner = jobtable.Runner(backend.store, queues=queues, name=name, logger=logger, **settings)
-    runner.handler(TASK_KIND)(_handler(backend))
+    runner.handler(task_kind(next(iter(queues))))(_handler(backend))
     return runner

@@ -72,6 +72,29 @@ WHERE seq IN (
 RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
 """
 
+CLAIM_NEXT_JOB_OF_KINDS = """UPDATE jobs
+SET status = 'running', runner = ?1, attempt = attempt + 1,
+    started_at = ?2, updated_at = ?2
+WHERE seq IN (
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.queue = ?3
+        AND ready.kind IN (SELECT value FROM json_each(CAST(?4 AS TEXT)))
+        AND NOT EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = ?3 AND (flow.paused = 1 OR flow.concurrency IS NOT NULL
+                OR flow.partition_limit IS NOT NULL OR flow.rate_limit IS NOT NULL)
+        )
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+        ))
+    ORDER BY ready.priority, ready.seq LIMIT ?5
+)
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
+"""
+
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
 ORDER BY run_at LIMIT 1
 """
@@ -427,6 +450,22 @@ class GetUniqueHolderRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ClaimNextJobRow:
     """A row that ClaimNextJob returns."""
+
+    seq: int
+    id: str
+    kind: str
+    payload: str
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    priority: int
+    traceparent: str | None
+    partition_key: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClaimNextJobOfKindsRow:
+    """A row that ClaimNextJobOfKinds returns."""
 
     seq: int
     id: str
@@ -956,6 +995,46 @@ class Querier:
         )
         return [
             ClaimNextJobRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                payload=row[3],
+                attempt=row[4],
+                max_attempts=row[5],
+                timeout=row[6],
+                priority=row[7],
+                traceparent=row[8],
+                partition_key=row[9],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def claim_next_job_of_kinds(
+        self,
+        *,
+        runner: str | None,
+        now: str | None,
+        queue: str,
+        kinds: str,
+        max_jobs: int,
+    ) -> list[ClaimNextJobOfKindsRow]:
+        """ClaimNextJobOfKinds is ClaimNextJob for a runner that claims only the
+        kinds it has handlers for: kinds is a JSON array of their names. It is a
+        statement of its own so that the plain claim pays nothing for the filter.
+        RETURNING does not keep the subquery's order: callers sort by (priority, seq).
+        """
+        cur = self._conn.execute(
+            CLAIM_NEXT_JOB_OF_KINDS,
+            (
+                runner,
+                now,
+                queue,
+                kinds,
+                max_jobs,
+            ),
+        )
+        return [
+            ClaimNextJobOfKindsRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],

@@ -1,0 +1,214 @@
+"""An attempt under way: why it ended early, and the publisher its handler's context uses."""
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from jobtable._codec import Codec
+from jobtable._engines.rows import ClaimedRow
+from jobtable._errors import NotRunning, StoreError
+from jobtable._options import RetryPolicy
+from jobtable._runner.job_logger import JobLogger
+from jobtable._runner.operations import Publish
+from jobtable._runner.shared import Shared
+
+R = TypeVar("R")
+
+TIMED_OUT = "timed out"
+CANCELLED = "cancelled"
+INTERRUPTED = "interrupted"
+"""Why an attempt ended early, without its handler."""
+
+WHAT_ENDED = {
+    TIMED_OUT: "its timeout",
+    CANCELLED: "its cancel",
+    INTERRUPTED: "the end of the grace period",
+}
+"""What ended an attempt early, as the log says it."""
+
+
+def undecodable_text(job: ClaimedRow) -> str | None:
+    """Says which text column of a claimed row is not valid text, or None when all are.
+
+    An engine hands over bytes it could not decode as lone surrogates (the
+    ``surrogateescape`` error handler), so such text does not encode back.
+    """
+    for column, text in (("kind", job.kind), ("payload", job.payload)):
+        try:
+            text.encode()
+        except UnicodeEncodeError as err:
+            return (
+                f"its {column} is not valid UTF-8 at character {err.start}: {printable(text)[:80]}"
+            )
+    return None
+
+
+def printable(text: str) -> str:
+    """text with every byte that could not be decoded shown as an escape (\\xff)."""
+    return text.encode(errors="surrogateescape").decode(errors="backslashreplace")
+
+
+class Publisher:
+    """Stores running jobs' partial results for their handlers.
+
+    A publish that meets a transient store error is retried after backoff
+    for up to lease seconds, never once stop began. A partial result over
+    max_result_bytes is refused. Once abandoned (the grace period ended)
+    every publish raises NotRunning.
+    """
+
+    def __init__(self, shared: Shared) -> None:
+        self._store = shared.store
+        self._logger = shared.logger
+        self._lease = shared.settings.lease
+        self._backoff = shared.settings.retry_backoff
+        self._stop = shared.stop
+        self.max_result_bytes = shared.settings.max_result_bytes
+        """The largest encoded result or partial result."""
+        self.threads: concurrent.futures.Executor | None = None
+        """Where an async handler's publish waits for its write (None: the loop's default)."""
+        self.abandoned = False
+        """Set once the runner gives up on the handlers still running (the grace period ended)."""
+
+    def op(self, job: ClaimedRow, codec: "Codec[Any, R]", partial: R) -> Publish:
+        """The write of partial as job's result; raises NotRunning once abandoned."""
+        if self.abandoned:
+            # The runner stopped waiting for this handler (its grace period
+            # ended): its job was recorded interrupted, and a late write must
+            # not make it look alive.
+            raise NotRunning(
+                f"publish result: job {job.id} was interrupted when the runner stopped"
+            )
+        store = self._store
+        encoded = codec.encode_result(partial, self.max_result_bytes, store.secret_keys)
+        return Publish(job, encoded, store.now())
+
+    def publish(self, op: Publish) -> None:
+        """Stores a partial result; retries a transient store error with backoff for up to a lease.
+
+        A publish is fenced by its claim and stores the same value again, so
+        a retry is safe, and a dropped connection (a server restart) costs
+        the handler a short wait instead of an exception that would fail its
+        job. Unlike an outcome, it is not retried for ever: after a lease of
+        failures, or once stop began, the StoreError reaches the handler, as
+        a StoreError that is not transient does at once. NotRunning is never
+        retried.
+        """
+        delay = self._backoff.first
+        give_up_at = time.monotonic() + self._lease
+        while True:
+            try:
+                self._store.engine.write(op)
+                return
+            except StoreError as err:
+                if (
+                    not err.transient
+                    or self._stop.is_set()
+                    or time.monotonic() + delay > give_up_at
+                ):
+                    raise
+                JobLogger(self._logger, op.job_id, op.kind, op.attempt).warning(
+                    "publish job result; retrying", exc_info=True
+                )
+            time.sleep(delay)
+            delay = self._backoff.after(delay)
+
+
+class Attempt(Generic[R]):
+    """An attempt under way: what its handler's context publishes through, and why it ended early.
+
+    ended turns true when the attempt ends without its handler (a timeout, a
+    cancel, or the end of the grace period); a plain ``def`` handler reads it
+    from its thread, through ``ctx.cancelled``. A bool is enough: nothing
+    waits for it.
+    """
+
+    __slots__ = (
+        "_codec",
+        "_give_up",
+        "_grace",
+        "_publisher",
+        "attempt",
+        "cancelling",
+        "ended",
+        "give_up_timer",
+        "job",
+        "queue",
+        "retry",
+        "task",
+        "timer",
+        "why",
+    )
+
+    def __init__(
+        self,
+        job: ClaimedRow,
+        queue: str,
+        codec: "Codec[Any, R]",
+        retry: RetryPolicy,
+        task: "asyncio.Task[Any]",
+        publisher: Publisher,
+        give_up: "tuple[float, Callable[[Attempt[Any]], None]]",
+    ) -> None:
+        self.job = job
+        self.queue = queue
+        self._codec = codec
+        self.retry = retry
+        self._publisher = publisher
+        self._grace, self._give_up = give_up
+        self.attempt = job.attempt
+        self.task = task
+        # The task's cancel requests before the attempt began: those are not its.
+        self.cancelling = task.cancelling()
+        self.ended = False
+        self.why: str | None = None  # TIMED_OUT, CANCELLED or INTERRUPTED once it ended early
+        # Fires when the handler ignores the end: the runner then gives up on it.
+        self.give_up_timer: asyncio.TimerHandle | None = None
+        self.timer: asyncio.TimerHandle | None = None  # the timeout's
+
+    def arm(self, timeout: float | None) -> None:
+        """Starts the attempt's timeout, if any: it ends the attempt as a cancel does.
+
+        With none, an attempt costs no timer.
+        """
+        if timeout is not None:
+            self.timer = asyncio.get_running_loop().call_later(timeout, self.end, TIMED_OUT)
+
+    def settle(self) -> bool:
+        """Stops the attempt's timers once its handler is done; True when the attempt ended it.
+
+        That is, the task's cancel request was the attempt's own ending (a
+        cancel or a timeout), not a shutdown's: no other request remains.
+        """
+        for timer in (self.timer, self.give_up_timer):
+            if timer is not None:
+                timer.cancel()
+        return self.why in (CANCELLED, TIMED_OUT) and self.task.uncancel() <= self.cancelling
+
+    def end(self, why: str) -> bool:
+        """Ends the attempt early, for why: cancels its task; False when it ended already.
+
+        The handler then has the cancel grace to end; after that the
+        attempt is given up on (see ``Executor.given_up``).
+        """
+        if self.why is not None:
+            return False
+        self.why = why
+        self.ended = True
+        self.task.cancel()
+        self.give_up_timer = asyncio.get_running_loop().call_later(self._grace, self._give_up, self)
+        return True
+
+    def publish(self, partial: R) -> None:
+        """Stores partial as the job's result; blocks until stored (a plain handler's thread)."""
+        publisher = self._publisher
+        publisher.publish(publisher.op(self.job, self._codec, partial))
+
+    async def apublish(self, partial: R) -> None:
+        """Stores partial as the job's result, from the event loop."""
+        publisher = self._publisher
+        op = publisher.op(self.job, self._codec, partial)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(publisher.threads, publisher.publish, op)
