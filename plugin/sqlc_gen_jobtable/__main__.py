@@ -10,11 +10,14 @@ from ._request import RequestError, parse
 
 def main() -> int:
     """Answers one generate request; exits non-zero with a message on a bad one."""
+    warnings: list[str] = []
     try:
-        files = generate(parse(sys.stdin.buffer.read()))
+        files = generate(parse(sys.stdin.buffer.read()), warnings)
     except RequestError as err:
         print(f"sqlc-gen-jobtable: {err}", file=sys.stderr)
         return 1
+    for warning in warnings:
+        print(f"sqlc-gen-jobtable: warning: {warning}", file=sys.stderr)
     response = {
         "files": [
             {"name": name, "contents": base64.b64encode(text.encode()).decode()}

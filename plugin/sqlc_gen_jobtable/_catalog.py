@@ -9,10 +9,11 @@ type aliases the fields use, which the models module then defines.
 import dataclasses
 
 from . import _naming as naming
+from ._expressions import column_expressions, extreme_source
 from ._options import Options
 from ._pytype import PyType
-from ._request import Column, Parameter, Request, RequestError, Table
-from ._types import TypeMap
+from ._request import Column, Parameter, Query, Request, RequestError, Table
+from ._types import UNTYPED_NAMES, TypeMap
 
 # Class names the generated code defines itself, which no table or enum may take.
 _RESERVED = ("JSONValue", "JSONScalar", "Inet", "ExecResult")
@@ -135,7 +136,10 @@ class Catalog:
             enums=self.names.enums,
             overrides=options.overrides,
             composites=frozenset(request.composites),
+            untyped=options.untyped,
         )
+        names = [t.name for t in request.tables]
+        self._by_name = {t.name: t for t in request.tables if names.count(t.name) == 1}
         self.override_modules = tuple(sorted({o.module for o in options.overrides if o.module}))
         self.aliases: set[str] = set()
 
@@ -148,20 +152,27 @@ class Catalog:
         return None
 
     def fields(
-        self, columns: tuple[Column, ...], where: str, owner: str = "", outer: bool = False
+        self,
+        columns: tuple[Column, ...],
+        where: str,
+        owner: str = "",
+        outer: bool = False,
+        query: Query | None = None,
     ) -> list[Field]:
         """Returns the fields of columns; a repeated name gets _2, _3 as sqlc-gen-go does.
 
         outer tells that the query has an outer join, so an embedded table may
-        be missing from a row: its field is then optional.
+        be missing from a row: its field is then optional. query, when columns
+        are its results, lets an untyped column be typed by its expression.
         """
         fields: list[Field] = []
         seen: set[str] = set()
-        for column in columns:
+        expressions = column_expressions(query) if query else [""] * len(columns)
+        for column, expression in zip(columns, expressions, strict=True):
             if column.embed_table:
                 field = self._embedded(column, where, outer)
             else:
-                py = self.types.python_type(column, where, owner)
+                py = self._column_type(column, where, owner, expression, query)
                 field = Field(self.names.field(column, owner), py, alias=column.name)
             base, n = field.name, 2
             while field.name in seen:
@@ -171,6 +182,25 @@ class Catalog:
             self.aliases.update(field.type.aliases)
             fields.append(field)
         return fields
+
+    def _column_type(
+        self, column: Column, where: str, owner: str, expression: str, query: Query | None
+    ) -> PyType:
+        """Returns column's type; max(col) and min(col) untyped by sqlc get col's, nullable."""
+        type_name = column.type_name.lower()
+        overridden = any(o.db_type == type_name for o in self.options.overrides)
+        if query is not None and type_name in UNTYPED_NAMES and not overridden:
+            source = extreme_source(expression, query, self._by_name)
+            if source is not None:
+                # An aggregate over no rows is NULL, whatever the column.
+                read = dataclasses.replace(
+                    source.column,
+                    not_null=False,
+                    name=column.name,
+                    original_name=source.column.name,
+                )
+                return self.types.python_type(read, where, source.table.name, expression)
+        return self.types.python_type(column, where, owner, expression)
 
     def _embedded(self, column: Column, where: str, outer: bool) -> Field:
         table = self.table(column.embed_schema, column.embed_table)
@@ -198,7 +228,9 @@ class Catalog:
             while name in seen:
                 name = f"{name}_{param.number}"
             seen.add(name)
-            py = self.types.python_type(column, f"{where}: parameter")
+            py = self.types.python_type(
+                column, f"{where}: parameter", expression=f"parameter {name}"
+            )
             if column.is_sqlc_slice:
                 encode = "{}"
                 if py.encode != "{}":

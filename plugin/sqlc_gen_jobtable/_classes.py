@@ -32,7 +32,15 @@ def render_class(w: Writer, plan: ClassPlan, models: str, text: Text) -> None:
         if models == "pydantic":
             _pydantic_body(w, plan.fields, text)
         else:
-            w.lines([f"{f.name}: {f.type.annotation}" for f in plan.fields])
+            for f in plan.fields:
+                note(w, f)
+                w.line(f"{f.name}: {f.type.annotation}")
+
+
+def note(w: Writer, field: Field, name: bool = False) -> None:
+    """Writes the comment of an untyped field: why it is object and the fix."""
+    if field.type.note:
+        w.line("# " + (f"{field.name}: " if name else "") + field.type.note)
 
 
 def _pydantic_body(w: Writer, fields: tuple[Field, ...], text: Text) -> None:
@@ -43,6 +51,7 @@ def _pydantic_body(w: Writer, fields: tuple[Field, ...], text: Text) -> None:
         w.line("model_config = pydantic.ConfigDict(frozen=True)")
     w.line()
     for f in fields:
+        note(w, f)
         if f in renamed:
             alias = text.hold(quoted(f.alias or f.name))
             w.line(f"{f.name}_: {f.type.annotation} = pydantic.Field(alias={alias})")

@@ -150,8 +150,11 @@ def _module_name(filename: str, files: dict[str, str], options: Options) -> str:
     return module
 
 
-def generate(request: Request) -> dict[str, str]:
-    """Returns the generated files by name, or raises RequestError naming every refusal."""
+def generate(request: Request, warnings: list[str] | None = None) -> dict[str, str]:
+    """Returns the generated files by name, or raises RequestError naming every refusal.
+
+    warnings, when given, receives a line for each value typed object.
+    """
     options = Options.parse(request)
     request = repair_sqlite_text(request)
     catalog = Catalog(request, options)
@@ -186,4 +189,6 @@ def generate(request: Request) -> dict[str, str]:
         errors.insert(0, str(err))
     if errors:
         raise RequestError("\n".join(errors))
+    if warnings is not None:
+        warnings.extend(dict.fromkeys(catalog.types.warnings))
     return files

@@ -8,6 +8,7 @@ and ``async with`` of its ``Flavor`` (empty or plain for the sync one).
 import dataclasses
 from collections.abc import Callable
 
+from ._classes import note
 from ._literals import docstring
 from ._module import Text
 from ._plan import QueryPlan
@@ -229,6 +230,8 @@ def render_method(plan: QueryPlan, fl: Flavor, text: Text) -> list[str]:
                 w.lines([f"{f.name}: {f.type.annotation}," for f in plan.params])
         with w.indent():
             docstring(w, plan.comments, text)
+            for f in (*plan.params, *([plan.value] if plan.value else [])):
+                note(w, f, name=True)
             _expand_slices(w, plan)
             _BODIES[plan.command](w, plan, fl)
     return w.result()

@@ -64,6 +64,7 @@ class Options:
     emit_exact_table_names: bool = False
     emit_one_column_rows: bool = False
     check_sql: bool = True
+    untyped: str = "object"
     rename: dict[str, str] = dataclasses.field(default_factory=dict)
     overrides: tuple[Override, ...] = ()
 
@@ -91,6 +92,9 @@ class Options:
         exact = _flag(options, "emit_exact_table_names")
         one_column_rows = _flag(options, "emit_one_column_rows")
         check_sql = _flag(options, "check_sql", default=True)
+        untyped = options.pop("untyped", "object")
+        if untyped not in ("object", "refuse"):
+            raise RequestError(f"option untyped: {untyped!r}: want object or refuse")
         rename_value = options.pop("rename", {})
         if not isinstance(rename_value, dict):
             raise RequestError("option rename: want a mapping of SQL names to Python names")
@@ -113,6 +117,7 @@ class Options:
             emit_exact_table_names=exact,
             emit_one_column_rows=one_column_rows,
             check_sql=check_sql,
+            untyped=str(untyped),
             rename=rename,
             overrides=overrides,
         )

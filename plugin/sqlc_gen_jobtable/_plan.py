@@ -93,7 +93,9 @@ def check_command(query: Query, driver: str, where: str) -> None:
         )
     if cmd == ":execlastid" and driver == "psycopg":
         raise RequestError(
-            f"{where}: :execlastid needs SQLite; on PostgreSQL use RETURNING with :one"
+            f"{where}: :execlastid needs SQLite: PostgreSQL has no last insert id "
+            "(a table may have no serial, or several, and psycopg's lastrowid is "
+            "always None); add RETURNING id to the INSERT and use :one"
         )
     if cmd in _RETURNS_ROWS and not query.columns:
         raise RequestError(f"{where}: {cmd} needs a query that returns columns")
@@ -205,7 +207,7 @@ def _result(catalog: Catalog, query: Query, where: str) -> _Result:
     if query.cmd not in _RETURNS_ROWS:
         return _Result()
     outer = bool(_OUTER_JOIN.search(query.text))
-    fields = tuple(catalog.fields(query.columns, where, outer=outer))
+    fields = tuple(catalog.fields(query.columns, where, outer=outer, query=query))
     single = len(fields) == 1 and not fields[0].embed
     if (
         single

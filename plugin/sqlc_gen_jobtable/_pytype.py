@@ -16,7 +16,8 @@ class PyType:
     conditional, which ruff format would split over lines once a name is
     long (the module defines the helpers its code calls). ``aliases`` are the
     type aliases of ``ALIASES`` that the models module defines for the
-    annotation.
+    annotation. ``note`` says, on an ``object``, why the value has no type and
+    how to give it one; the generated code carries it as a comment.
     """
 
     annotation: str
@@ -25,6 +26,8 @@ class PyType:
     decode_nullable: str = "{}"
     encode_nullable: str = "{}"
     aliases: tuple[str, ...] = ()
+    # Set on an untyped value (``object``): what sqlc could not type and the fix.
+    note: str = ""
 
 
 # The types that need no conversion either way.

@@ -14,6 +14,10 @@ class RequestError(Exception):
     """The request is not one this plugin can answer; the message says why."""
 
 
+class UntypedError(RequestError):
+    """sqlc infers no type for a value: the plugin types it object unless told to refuse."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Column:
     """A table column, a query's result column, or a parameter's column."""

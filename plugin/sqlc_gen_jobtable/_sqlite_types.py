@@ -3,7 +3,7 @@
 import re
 
 from ._pytype import BYTES, FLOAT, INT, STR, PyType
-from ._request import Column, RequestError
+from ._request import Column, RequestError, UntypedError
 
 _SQLITE_BOOL = PyType("bool", decode="bool({})", decode_nullable="_bool_or_none({})")
 _SQLITE_DECIMAL = PyType(
@@ -96,13 +96,13 @@ def sqlite_base(column: Column, dims: int, where: str, owner: str) -> PyType | N
     if dims:
         raise RequestError(f"{where}: column {column.name!r}: SQLite has no arrays")
     if base is None and untyped and owner:
-        raise RequestError(
+        raise UntypedError(
             f"{where}: column {column.name!r} is declared without a type, so "
             "SQLite stores values of any type in it: declare one, or map it "
             "with an override by column"
         )
     if base is None and untyped:
-        raise RequestError(
+        raise UntypedError(
             f"{where}: column {column.name!r}: sqlc infers no type for this "
             "expression (SQLite's max(), min(), ifnull(), datetime() and the like "
             "return any type): CAST it, as in CAST(max(x) AS INTEGER) AS x, or map "

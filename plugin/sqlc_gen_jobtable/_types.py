@@ -7,7 +7,7 @@ Annotations that name a model (an enum class, a type alias) spell it
 import dataclasses
 
 from ._pytype import BYTES, FLOAT, INT, STR, PyType
-from ._request import Column, RequestError
+from ._request import Column, RequestError, UntypedError
 from ._sqlite_types import sqlite_base, sqlite_name
 
 _JSON = PyType(
@@ -192,6 +192,8 @@ class TypeMap:
     enums: dict[tuple[str, str], str]
     overrides: tuple[Override, ...]
     composites: frozenset[tuple[str, str]] = frozenset()
+    untyped: str = "object"
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     def _schema(self, schema: str) -> str:
         return "" if schema in (self.default_schema, "public", "main") else schema
@@ -242,13 +244,27 @@ class TypeMap:
             f"list[{element} | None] | None", decode=f"_text_array_or_none({element}, {{}})"
         )
 
-    def python_type(self, column: Column, where: str, owner: str = "") -> PyType:
+    def python_type(
+        self, column: Column, where: str, owner: str = "", expression: str = ""
+    ) -> PyType:
         """Returns the Python type of column, None allowed when it is nullable.
 
-        owner names the table of a table column. Raises RequestError naming
-        where (the query or table), the column and the type when the type has
-        no exact Python type.
+        owner names the table of a table column, expression the SQL of a
+        result column when it is known. A value sqlc infers no type for is
+        ``object``, with a note and a warning, or with the untyped option
+        ``refuse`` a RequestError; so is a type with no exact Python type
+        (naming where, the query or table, the column and the type).
         """
+        try:
+            return self._python_type(column, where, owner)
+        except UntypedError:
+            if self.untyped == "refuse":
+                raise
+            note = untyped_note(column, self.engine, expression, owner)
+            self.warnings.append(f"{where}: column {column.name!r} is typed object: {note}")
+            return PyType("object", note=note)
+
+    def _python_type(self, column: Column, where: str, owner: str) -> PyType:
         dims = max(column.array_dims, 1 if column.is_array else 0)
         override = self._override(column, owner)
         if override is not None:
@@ -291,6 +307,11 @@ class TypeMap:
             # the array's text form.
             return self._text_array(column, "str", dims, where)
         base = _POSTGRES.get(name)
+        if base is None and name in _POLYMORPHIC:
+            raise UntypedError(
+                f"{where}: column {column.name!r}: sqlc types it {name}, a pseudo-type "
+                "of no one type: CAST it in the SQL, or map it with an override"
+            )
         if base is None:
             raise _untyped(column, self.engine, where)
         if base is _JSON and dims == 1:
@@ -300,10 +321,52 @@ class TypeMap:
         return _finish(base, column, dims, where)
 
 
+# PostgreSQL's polymorphic pseudo-types, which sqlc gives a function's result
+# (and max() and min()) when it does not resolve them.
+_POLYMORPHIC = frozenset(
+    {"anyarray", "anyelement", "anynonarray", "anycompatible", "anycompatiblearray"}
+)
+# A result column's type in sqlc when it infers none.
+UNTYPED_NAMES = frozenset({"any", *_POLYMORPHIC})
+
+
+def untyped_note(column: Column, engine: str, expression: str, owner: str) -> str:
+    """Returns what the comment of an untyped value says: the expression and the fix."""
+    expr = " ".join(expression.split()) or column.name
+    name = column.type_name.lower()
+    owner = owner or column.table
+    if owner and engine == "sqlite":
+        declared = f"declared {column.type_name}" if name != "any" else "declared without a type"
+        source = f"{owner}.{column.original_name or column.name}"
+        return (
+            f"{source} is {declared}, so SQLite may return any type: "
+            "declare INTEGER, REAL, TEXT or BLOB, or map it with a column override"
+        )
+    if expr.startswith("parameter "):
+        cast = "CAST(? AS TEXT)" if engine == "sqlite" else "$1::text"
+        return f"sqlc infers no type for {expr}: CAST it in the SQL, as in {cast}"
+    wrapped = expr if expr.startswith("(") and expr.endswith(")") else f"({expr})"
+    if engine == "sqlite":
+        fix = f"CAST({expr} AS INTEGER)"
+    else:
+        fix = f"{wrapped}::bigint" + ("[]" if "array" in name else "")
+    if name in _POLYMORPHIC:
+        what = f"sqlc types {expr} as {name}"
+    else:
+        what = f"sqlc infers no type for {expr}"
+    return f"{what}: CAST it, as in {fix}, or map it with an override"
+
+
 def _untyped(column: Column, engine: str, where: str) -> RequestError:
     """Returns the error that says why column has no Python type and how to give it one."""
+    if engine == "sqlite" and column.type_name:
+        return UntypedError(
+            f"{where}: column {column.name!r}: type {column.type_name!r} "
+            "has no one Python type on SQLite, which may return any type for it: "
+            "declare INTEGER, REAL, TEXT or BLOB, or map it with an override"
+        )
     if column.type_name.lower() == "any":
-        return RequestError(
+        return UntypedError(
             f"{where}: column {column.name!r}: sqlc infers no type for this "
             "expression: CAST it, as in CAST(x || y AS text) AS x, or map sqlc's "
             "type any with an override (db_type: any, py_type: ..., nullable: true)"
@@ -311,7 +374,7 @@ def _untyped(column: Column, engine: str, where: str) -> RequestError:
     if not column.type_name and column.embed_table:
         return RequestError(f"{where}: column {column.name!r}: sqlc.embed is not supported here")
     if not column.type_name:
-        return RequestError(
+        return UntypedError(
             f"{where}: column {column.name!r}: sqlc infers no type for it: "
             "CAST it in the SQL, or map it with an override"
         )

@@ -79,6 +79,10 @@ def test_unknown_type_of_a_parameter_names_query_parameter_and_type(
     assert "'pair'" in message
 
 
+# The untyped option's refusal: a value sqlc infers no type for is an error.
+REFUSE = {"untyped": "refuse"}
+
+
 def test_a_sqlite_type_without_an_exact_python_type_is_refused(tmp_path: pathlib.Path) -> None:
     # A spelling SQLite accepts (any name is a type there) but no one maps.
     message = _refused(
@@ -86,6 +90,7 @@ def test_a_sqlite_type_without_an_exact_python_type_is_refused(tmp_path: pathlib
         "sqlite",
         "CREATE TABLE places (id INTEGER NOT NULL, shape GEOMETRY NOT NULL);\n",
         "-- name: GetShape :one\nSELECT shape FROM places WHERE id = @id;\n",
+        REFUSE,
     )
     assert "table places" in message
     assert "'shape'" in message
@@ -127,7 +132,9 @@ def test_execlastid_on_postgresql_is_refused_pointing_at_returning(
     )
     assert "query InsertRow" in message
     assert ":execlastid" in message
-    assert "RETURNING" in message
+    assert "PostgreSQL has no last insert id" in message
+    assert "RETURNING id" in message
+    assert "use :one" in message
 
 
 def test_sqlite_query_mixing_named_and_bare_placeholders_is_refused(
@@ -152,7 +159,8 @@ def test_sqlite_expression_without_a_type_names_query_and_column_and_suggests_ca
         tmp_path,
         "sqlite",
         SQLITE_TABLE,
-        "-- name: Highest :one\nSELECT max(id) AS top FROM t;\n",
+        "-- name: Highest :one\nSELECT json_extract(name, '$.a') AS top FROM t;\n",
+        REFUSE,
     )
     assert "query Highest" in message
     assert "'top'" in message
@@ -168,9 +176,10 @@ def test_every_refused_query_is_named_in_one_run(tmp_path: pathlib.Path) -> None
         tmp_path,
         "sqlite",
         SQLITE_TABLE,
-        "-- name: First :one\nSELECT max(id) AS a FROM t;\n"
+        "-- name: First :one\nSELECT max(id + 1) AS a FROM t;\n"
         "-- name: Fine :one\nSELECT name FROM t WHERE id = ?;\n"
         "-- name: Second :one\nSELECT ifnull(name, 1) AS b FROM t;\n",
+        REFUSE,
     )
     assert "query First" in message
     assert "query Second" in message
@@ -292,6 +301,7 @@ def test_a_sqlite_column_without_a_type_is_refused_saying_so(tmp_path: pathlib.P
         "sqlite",
         "CREATE TABLE t (id INTEGER NOT NULL, name TEXT NOT NULL, anything);\n",
         SQLITE_QUERY,
+        REFUSE,
     )
     assert "table t: column 'anything' is declared without a type" in message
 
