@@ -13,7 +13,8 @@ from ._expressions import column_expressions, extreme_source
 from ._options import Options
 from ._pytype import PyType
 from ._request import Column, Parameter, Query, Request, RequestError, Table
-from ._types import UNTYPED_NAMES, TypeMap
+from ._types import TypeMap
+from ._untyped import UNTYPED_NAMES
 
 # Class names the generated code defines itself, which no table or enum may take.
 _RESERVED = ("JSONValue", "JSONScalar", "Inet", "ExecResult")

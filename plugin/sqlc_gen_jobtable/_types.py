@@ -9,6 +9,7 @@ import dataclasses
 from ._pytype import BYTES, FLOAT, INT, STR, PyType
 from ._request import Column, RequestError, UntypedError
 from ._sqlite_types import sqlite_base, sqlite_name
+from ._untyped import POLYMORPHIC, untyped_error, untyped_note
 
 _JSON = PyType(
     "JSONValue",
@@ -272,7 +273,7 @@ class TypeMap:
         if self.engine == "sqlite":
             base = sqlite_base(column, dims, where, owner)
             if base is None:
-                raise _untyped(column, self.engine, where)
+                raise untyped_error(column, self.engine, where)
             return _finish(base, column, dims, where)
         if self.engine == "postgresql":
             return self._postgres(column, dims, where)
@@ -307,82 +308,18 @@ class TypeMap:
             # the array's text form.
             return self._text_array(column, "str", dims, where)
         base = _POSTGRES.get(name)
-        if base is None and name in _POLYMORPHIC:
+        if base is None and name in POLYMORPHIC:
             raise UntypedError(
                 f"{where}: column {column.name!r}: sqlc types it {name}, a pseudo-type "
                 "of no one type: CAST it in the SQL, or map it with an override"
             )
         if base is None:
-            raise _untyped(column, self.engine, where)
+            raise untyped_error(column, self.engine, where)
         if base is _JSON and dims == 1:
             inner = "JSONValue" if column.not_null else "JSONValue | None"
             listed = f"list[{inner}]" + ("" if column.not_null else " | None")
             return dataclasses.replace(_JSON_ARRAY, annotation=listed)
         return _finish(base, column, dims, where)
-
-
-# PostgreSQL's polymorphic pseudo-types, which sqlc gives a function's result
-# (and max() and min()) when it does not resolve them.
-_POLYMORPHIC = frozenset(
-    {"anyarray", "anyelement", "anynonarray", "anycompatible", "anycompatiblearray"}
-)
-# A result column's type in sqlc when it infers none.
-UNTYPED_NAMES = frozenset({"any", *_POLYMORPHIC})
-
-
-def untyped_note(column: Column, engine: str, expression: str, owner: str) -> str:
-    """Returns what the comment of an untyped value says: the expression and the fix."""
-    expr = " ".join(expression.split()) or column.name
-    name = column.type_name.lower()
-    owner = owner or column.table
-    if owner and engine == "sqlite":
-        declared = f"declared {column.type_name}" if name != "any" else "declared without a type"
-        source = f"{owner}.{column.original_name or column.name}"
-        return (
-            f"{source} is {declared}, so SQLite may return any type: "
-            "declare INTEGER, REAL, TEXT or BLOB, or map it with a column override"
-        )
-    if expr.startswith("parameter "):
-        cast = "CAST(? AS TEXT)" if engine == "sqlite" else "$1::text"
-        return f"sqlc infers no type for {expr}: CAST it in the SQL, as in {cast}"
-    wrapped = expr if expr.startswith("(") and expr.endswith(")") else f"({expr})"
-    if engine == "sqlite":
-        fix = f"CAST({expr} AS INTEGER)"
-    else:
-        fix = f"{wrapped}::bigint" + ("[]" if "array" in name else "")
-    if name in _POLYMORPHIC:
-        what = f"sqlc types {expr} as {name}"
-    else:
-        what = f"sqlc infers no type for {expr}"
-    return f"{what}: CAST it, as in {fix}, or map it with an override"
-
-
-def _untyped(column: Column, engine: str, where: str) -> RequestError:
-    """Returns the error that says why column has no Python type and how to give it one."""
-    if engine == "sqlite" and column.type_name:
-        return UntypedError(
-            f"{where}: column {column.name!r}: type {column.type_name!r} "
-            "has no one Python type on SQLite, which may return any type for it: "
-            "declare INTEGER, REAL, TEXT or BLOB, or map it with an override"
-        )
-    if column.type_name.lower() == "any":
-        return UntypedError(
-            f"{where}: column {column.name!r}: sqlc infers no type for this "
-            "expression: CAST it, as in CAST(x || y AS text) AS x, or map sqlc's "
-            "type any with an override (db_type: any, py_type: ..., nullable: true)"
-        )
-    if not column.type_name and column.embed_table:
-        return RequestError(f"{where}: column {column.name!r}: sqlc.embed is not supported here")
-    if not column.type_name:
-        return UntypedError(
-            f"{where}: column {column.name!r}: sqlc infers no type for it: "
-            "CAST it in the SQL, or map it with an override"
-        )
-    return RequestError(
-        f"{where}: column {column.name!r}: type {column.type_name!r} "
-        f"has no exact Python type for {engine}: map it with an override "
-        "(db_type or column) to a Python type"
-    )
 
 
 def _finish(base: PyType, column: Column, dims: int, where: str) -> PyType:

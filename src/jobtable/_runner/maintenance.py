@@ -11,18 +11,20 @@ from jobtable._runner.shared import Shared
 
 
 class Maintenance:
-    """Keeps a runner known to its peers, fails the jobs dead runners left, and prunes.
+    """Keeps a runner known to its peers, interrupts the jobs dead runners left, and prunes.
 
-    begin registers the runner at start; run then renews its lease every
-    third of it until stop, and on each round fails the running jobs of
-    runners whose lease expired, fails the jobs this runner claimed but
-    never received, and deletes finished jobs older than retention. held
-    returns the ids of the jobs the runner's workers have. It fails other
-    runners' jobs by their lease only once contact says this runner's own
-    writes have landed promptly for a lease (see ``StoreContact``), and
-    records in contact how each of its own writes went. The jobs of a
-    runner of this host whose process is gone it fails at once: at begin,
-    at each round, and between rounds through its ``ProcessWatch``.
+    An interrupted job is retried while attempts remain, else failed with
+    MESSAGE_INTERRUPTED. begin registers the runner at start; run then
+    renews its lease every third of it until stop, and on each round
+    interrupts the running jobs of runners whose lease expired and the jobs
+    this runner claimed but never received, and deletes finished jobs older
+    than retention. held returns the ids of the jobs the runner's workers
+    have. It interrupts other runners' jobs by their lease only once contact
+    says this runner's own writes have landed promptly for a lease (see
+    ``StoreContact``), and records in contact how each of its own writes
+    went. The jobs of a runner of this host whose process is gone it
+    interrupts at once: at begin, at each round, and between rounds through
+    its ``ProcessWatch``.
     """
 
     def __init__(self, shared: Shared, *, held: Callable[[], frozenset[str]]) -> None:
@@ -38,7 +40,7 @@ class Maintenance:
         self._watch = ProcessWatch(shared.store, shared.name, shared.logger)
 
     async def begin(self) -> None:
-        """Registers the runner and fails the jobs it and dead runners left running."""
+        """Registers the runner and interrupts the jobs it and dead runners left running."""
         asked = time.monotonic()
         self._me = me = this_process()
         lease = datetime.timedelta(seconds=self._lease)

@@ -1,12 +1,16 @@
 """The runner: a worker process's handlers, and the services that run their jobs.
 
-It wires four services, each owning its own state, with explicit hand-offs:
+It wires its services, each owning its own state, with explicit hand-offs:
 the producer claims jobs for free worker slots, in the task of the free worker
 whose turn it is; the executor runs a job and decides its outcome, which the
 worker hands back with its slot, for the completer to store with the next
-claim or at once; maintenance renews the lease, fails dead runners' jobs and
-prunes; the periodic scheduler enqueues ticks.
+claim or at once; maintenance renews the lease, interrupts dead runners' jobs
+(retried while attempts remain, else failed) and prunes; the cancel watch
+hands on cancel requests; the periodic scheduler enqueues ticks.
 """
+
+# longer than 400 lines: the Runner is the one public face of every service, and each
+# of its settings and lifecycle calls is API a user reads here; the work is in the services.
 
 import asyncio
 import contextlib
@@ -114,11 +118,11 @@ class Runner:
         self.name = runner_name(name)
         """Identifies this runner among the runners that share the database.
 
-        A runner that starts fails at once the jobs an earlier runner of the
-        same name left running, so each worker process needs its own name. The
+        A runner that starts interrupts at once the jobs an earlier runner of
+        the same name left running, so each worker process needs its own name. The
         default, host name and process id, differs per process (``uvicorn
         --workers N`` gets N names); a restarted process gets a new one, and
-        fails its predecessor's jobs at once too when both ran on this host
+        interrupts its predecessor's jobs at once too when both ran on this host
         (the kernel says that process is gone), else once that lease expires.
         """
         self.poll_interval = poll_interval
@@ -254,7 +258,7 @@ class Runner:
         self._pool.notify_enqueued()
 
     async def start(self) -> None:
-        """Fails the jobs that dead runners left running, then starts the workers.
+        """Interrupts the jobs that dead runners left running, then starts the workers.
 
         Jobs of an earlier runner of this name, of runners whose lease expired
         and of runners of this host whose process is gone are interrupted, the
