@@ -2,24 +2,26 @@
 -- CreateJob stores a queued job that may be claimed from run_at on.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
-    @sequence_blocks
+    @sequence_blocks, @tags, sqlc.narg(meta)
 );
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
-    @sequence_blocks
+    @sequence_blocks, @tags, sqlc.narg(meta)
 );
 
 -- name: CreateUniqueJob :execrows
@@ -31,12 +33,12 @@ VALUES (
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
-    sqlc.narg(sequence_key), @sequence_blocks
+    sqlc.narg(sequence_key), @sequence_blocks, @tags, sqlc.narg(meta)
 )
 ON CONFLICT DO NOTHING;
 
@@ -238,7 +240,7 @@ SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 -- GetJobRecord reads the whole record of one job.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs WHERE id = @id;
 
 -- The ListJobs* queries read the records of up to max_jobs jobs with seq
@@ -254,7 +256,7 @@ FROM jobs WHERE id = @id;
 -- ListJobsUnfiltered reads the primary key in order.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
 ORDER BY seq DESC LIMIT @max_jobs;
@@ -264,7 +266,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -275,7 +277,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -287,7 +289,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -301,7 +303,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -315,7 +317,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- as the runners have workers at most, and sorts them.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs INDEXED BY jobs_running
 WHERE status = 'running' AND seq < @before
     AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
@@ -330,7 +332,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -369,7 +371,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -408,7 +410,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -438,6 +440,35 @@ WHERE seq IN (
     )
 )
 ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByTag :many
+-- ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
+-- primary key) and each job by its seq, so a page costs about max_jobs
+-- lookups however many jobs the table or the tag has.
+SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = @tag AND job_tags.seq < @before
+ORDER BY job_tags.seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByTagFiltered :many
+-- ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
+-- other filter given (a null filter matches all): it reads the tag's range
+-- in seq order and skips the jobs that do not match, so a page costs the
+-- tag's jobs it skips as well; a tag names a small set of jobs, so that
+-- stays small where no other index could serve tag and filter together.
+SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = @tag AND job_tags.seq < @before
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR jobs.status = sqlc.narg(status))
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR jobs.kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR jobs.queue = sqlc.narg(queue))
+ORDER BY job_tags.seq DESC LIMIT @max_jobs;
 
 -- name: CountJobs :many
 -- CountJobs counts the jobs of each queue by status.

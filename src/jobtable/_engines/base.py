@@ -132,6 +132,7 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Pro
         status: str | None,
         kind: str | None,
         queue: str | None,
+        tag: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]: ...
 

@@ -33,7 +33,7 @@ from jobtable._engines.rows import (
 )
 from jobtable._engines.runner_queries import PeerRow
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5
+from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5, upgrade_v6
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -65,6 +65,8 @@ _StoredRecord = (
     | jobs.ListJobsByKindQueueRow
     | jobs.ListJobsByStatusKindQueueRow
     | jobs.ListJobsRunningRow
+    | jobs.ListJobsByTagRow
+    | jobs.ListJobsByTagFilteredRow
 )
 
 
@@ -104,6 +106,8 @@ class _RecordRow:
     created_at: str
     started_at: str | None
     finished_at: str | None
+    tags: str
+    meta: str | None
 
     @classmethod
     def of(cls, row: _StoredRecord) -> "_RecordRow":
@@ -127,6 +131,8 @@ class _RecordRow:
             created_at=timestamp(row.created_at),
             started_at=_text(row.started_at),
             finished_at=_text(row.finished_at),
+            tags=row.tags,
+            meta=row.meta,
         )
 
 
@@ -253,10 +259,17 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
         status: str | None,
         kind: str | None,
         queue: str | None,
+        tag: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
         rows: Sequence[_StoredRecord] = list_page(
-            self._q, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+            self._q,
+            before=before,
+            status=status,
+            kind=kind,
+            queue=queue,
+            tag=tag,
+            max_jobs=max_jobs,
         )
         return [_RecordRow.of(row) for row in rows]
 
@@ -353,3 +366,19 @@ def upgrade_to_v5(conn: _Connection) -> None:
     They are nullable, so adding them rewrites no row; every runner's row is kept.
     """
     upgrade_v5.Querier(conn).add_runner_process_columns_v5()
+
+
+def upgrade_to_v6(conn: _Connection) -> None:
+    """Brings a version 5 schema to version 6: the jobs table's tags and meta, and job_tags.
+
+    tags has a constant default and meta is nullable, so adding them
+    rewrites no row; every job is kept, with no tag and no meta.
+    """
+    q = upgrade_v6.Querier(conn)
+    q.add_job_tags_columns_v6()
+    q.create_job_tags_table_v6()
+    q.create_job_tags_seq_index_v6()
+    q.create_index_tags_function_v6()
+    q.create_unindex_tags_function_v6()
+    q.create_index_tags_trigger_v6()
+    q.create_unindex_tags_trigger_v6()

@@ -16,38 +16,40 @@ from .models import JSONValue
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
     %(now)s, %(now)s, %(traceparent)s, %(partition_key)s, %(sequence_key)s,
-    %(sequence_blocks)s
+    %(sequence_blocks)s, %(tags)s, %(meta)s
 )
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
     job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
-    job.sequence_key, coalesce(job.sequence_blocks, false)
+    job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta
 FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
     id text, kind text, queue text, priority integer, payload text, max_attempts integer,
     timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
-    partition_key text, sequence_key text, sequence_blocks boolean
+    partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text
 )
 """
 
 CREATE_UNIQUE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
     %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
-    %(sequence_key)s, %(sequence_blocks)s
+    %(sequence_key)s, %(sequence_blocks)s, %(tags)s, %(meta)s
 )
 ON CONFLICT DO NOTHING
 """
@@ -55,12 +57,12 @@ ON CONFLICT DO NOTHING
 CREATE_UNIQUE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
     %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
-    %(sequence_key)s, %(sequence_blocks)s
+    %(sequence_key)s, %(sequence_blocks)s, %(tags)s, %(meta)s
 )
 ON CONFLICT DO NOTHING
 RETURNING id
@@ -259,13 +261,13 @@ GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 
 GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs WHERE id = %(id)s
 """
 
 LIST_JOBS_UNFILTERED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
 ORDER BY seq DESC LIMIT %(max_jobs)s
@@ -273,7 +275,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -282,7 +284,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -292,7 +294,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -302,7 +304,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -314,7 +316,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 LIST_JOBS_RUNNING = """WITH running AS MATERIALIZED (
     SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
         attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-        finished_at, updated_at
+        finished_at, updated_at, tags, meta
     FROM jobs
     WHERE status = 'running' AND seq < %(before)s
         AND (%(kind)s::text IS NULL OR kind = %(kind)s)
@@ -322,7 +324,7 @@ LIST_JOBS_RUNNING = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM running
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
@@ -332,7 +334,7 @@ LIST_JOBS_BY_KIND = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -367,7 +369,7 @@ LIST_JOBS_BY_QUEUE = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -402,7 +404,7 @@ LIST_JOBS_BY_KIND_QUEUE = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -430,6 +432,27 @@ WHERE seq IN (
     ) AS cancelled
 )
 ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_TAG = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = %(tag)s AND job_tags.seq < %(before)s
+ORDER BY job_tags.seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_TAG_FILTERED = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = %(tag)s AND job_tags.seq < %(before)s
+    AND (%(status)s::text IS NULL OR jobs.status = %(status)s)
+    AND (%(kind)s::text IS NULL OR jobs.kind = %(kind)s)
+    AND (%(queue)s::text IS NULL OR jobs.queue = %(queue)s)
+ORDER BY job_tags.seq DESC LIMIT %(max_jobs)s
 """
 
 COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status
@@ -514,6 +537,8 @@ class CreateUniqueJobsParams:
     partition_key: str | None
     sequence_key: str | None
     sequence_blocks: bool
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -605,6 +630,8 @@ class GetJobRecordRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -631,6 +658,8 @@ class ListJobsUnfilteredRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -657,6 +686,8 @@ class ListJobsByStatusRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -683,6 +714,8 @@ class ListJobsByStatusKindRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -709,6 +742,8 @@ class ListJobsByStatusQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -735,6 +770,8 @@ class ListJobsByStatusKindQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -761,6 +798,8 @@ class ListJobsRunningRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -787,6 +826,8 @@ class ListJobsByKindRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -813,6 +854,8 @@ class ListJobsByQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -839,6 +882,64 @@ class ListJobsByKindQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByTagRow:
+    """A row that ListJobsByTag returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByTagFilteredRow:
+    """A row that ListJobsByTagFiltered returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -908,6 +1009,8 @@ class Querier:
         partition_key: str | None,
         sequence_key: str | None,
         sequence_blocks: bool,
+        tags: str,
+        meta: str | None,
     ) -> None:
         """CreateJob stores a queued job that may be claimed from run_at on. Its insert
         trigger notifies idle runners in every process when the transaction commits.
@@ -928,6 +1031,8 @@ class Querier:
                 "partition_key": partition_key,
                 "sequence_key": sequence_key,
                 "sequence_blocks": sequence_blocks,
+                "tags": tags,
+                "meta": meta,
             },
         )
 
@@ -972,6 +1077,8 @@ class Querier:
         partition_key: str | None,
         sequence_key: str | None,
         sequence_blocks: bool,
+        tags: str,
+        meta: str | None,
     ) -> int:
         """CreateUniqueJob stores a queued job with a unique key, or nothing when a
         job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
@@ -997,6 +1104,8 @@ class Querier:
                 "partition_key": partition_key,
                 "sequence_key": sequence_key,
                 "sequence_blocks": sequence_blocks,
+                "tags": tags,
+                "meta": meta,
             },
         )
         return cur.rowcount
@@ -1028,6 +1137,8 @@ class Querier:
                 "partition_key": row.partition_key,
                 "sequence_key": row.sequence_key,
                 "sequence_blocks": row.sequence_blocks,
+                "tags": row.tags,
+                "meta": row.meta,
             }
             for row in rows
         ]
@@ -1592,6 +1703,8 @@ class Querier:
             started_at=row[17],
             finished_at=row[18],
             updated_at=row[19],
+            tags=row[20],
+            meta=row[21],
         )
 
     def list_jobs_unfiltered(
@@ -1639,6 +1752,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1683,6 +1798,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1729,6 +1846,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1775,6 +1894,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1825,6 +1946,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1875,6 +1998,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1923,6 +2048,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1971,6 +2098,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -2021,6 +2150,110 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_tag(
+        self,
+        *,
+        tag: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByTagRow]:
+        """ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
+        primary key) and each job by its seq, so a page costs about max_jobs
+        lookups however many jobs the table or the tag has.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_TAG,
+            {
+                "tag": tag,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByTagRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_tag_filtered(
+        self,
+        *,
+        tag: str,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByTagFilteredRow]:
+        """ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
+        other filter given (a null filter matches all): it reads the tag's range
+        in seq order and skips the jobs that do not match, so a page costs the
+        tag's jobs it skips as well; a tag names a small set of jobs, so that
+        stays small where no other index could serve tag and filter together.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_TAG_FILTERED,
+            {
+                "tag": tag,
+                "before": before,
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByTagFilteredRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
