@@ -4,7 +4,8 @@ A single query with ``(filter IS NULL OR column = filter)`` conditions can
 use no index, so each set of filters has a query of its own that reads one
 index in seq order (queries/jobs.sql says which), and this module picks it.
 A listing by tag reads job_tags (ListJobsByTag, or ListJobsByTagFiltered
-with other filters), whatever its other filters. The listing's indexes leave running rows out: a listing of running jobs is
+with other filters), whatever its other filters. Otherwise, the listing's
+indexes leave running rows out: a listing of running jobs is
 ListJobsRunning, whatever its other filters, which reads jobs_running.
 Both engines' generated Queriers have the same methods, so the choice is made
 once, here.
