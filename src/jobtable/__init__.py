@@ -43,6 +43,7 @@ from jobtable._job import (
     Status,
 )
 from jobtable._kind import Kind
+from jobtable._labels import Enqueueing
 from jobtable._operator.dashboard_models import (
     BulkCancel,
     Health,
@@ -82,6 +83,7 @@ __all__ = [
     "EnqueueOptions",
     "EnqueueResult",
     "ExponentialBackoff",
+    "Enqueueing",
     "Failure",
     "Health",
     "Job",
