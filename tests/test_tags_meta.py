@@ -1,4 +1,4 @@
-"""Tags and metadata: set at enqueue per kind and per enqueue, checked, stored, read back and listed.
+"""Tags and metadata: set per kind and per enqueue, checked, stored, read back and listed.
 
 Every test runs on both engines (the ``store`` fixture).
 """
@@ -66,7 +66,7 @@ def test_a_bad_tag_is_refused_naming_it_and_nothing_is_stored(
 ) -> None:
     kind = jobtable.Kind("ping", dict[str, int], int)
     with pytest.raises(error, match=message):
-        kind.enqueue(store, {"n": 1}, tags=tags)  # type: ignore[arg-type]
+        kind.enqueue(store, {"n": 1}, tags=tags)  # type: ignore[call-overload]
     assert store.list_jobs() == []
     with pytest.raises(error, match=message):
         jobtable.Kind("bad", dict[str, int], int, tags=tags)  # type: ignore[arg-type]

@@ -581,12 +581,20 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- name: ListJobsByTag :many
 -- ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
 -- primary key) and each job by its seq, so a page costs about max_jobs
--- lookups however many jobs the table or the tag has.
+-- lookups however many jobs the table or the tag has. Differs from SQLite
+-- by necessity: the job is read in a LATERAL subquery with a LIMIT, which
+-- the planner cannot turn into a join; as a join, it would rather merge
+-- job_tags's range with the whole primary key of jobs, both in seq order.
 SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
     jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
     jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
     jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
-FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq LIMIT 1
+) AS jobs
 WHERE job_tags.tag = @tag AND job_tags.seq < @before
 ORDER BY job_tags.seq DESC LIMIT @max_jobs;
 
@@ -600,11 +608,17 @@ SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, job
     jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
     jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
     jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
-FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq
+        AND (sqlc.narg(status)::text IS NULL OR job.status = sqlc.narg(status))
+        AND (sqlc.narg(kind)::text IS NULL OR job.kind = sqlc.narg(kind))
+        AND (sqlc.narg(queue)::text IS NULL OR job.queue = sqlc.narg(queue))
+    LIMIT 1
+) AS jobs
 WHERE job_tags.tag = @tag AND job_tags.seq < @before
-    AND (sqlc.narg(status)::text IS NULL OR jobs.status = sqlc.narg(status))
-    AND (sqlc.narg(kind)::text IS NULL OR jobs.kind = sqlc.narg(kind))
-    AND (sqlc.narg(queue)::text IS NULL OR jobs.queue = sqlc.narg(queue))
 ORDER BY job_tags.seq DESC LIMIT @max_jobs;
 
 -- name: CountJobs :many

@@ -438,7 +438,12 @@ LIST_JOBS_BY_TAG = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.prio
     jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
     jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
     jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
-FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq LIMIT 1
+) AS jobs
 WHERE job_tags.tag = %(tag)s AND job_tags.seq < %(before)s
 ORDER BY job_tags.seq DESC LIMIT %(max_jobs)s
 """
@@ -447,11 +452,17 @@ LIST_JOBS_BY_TAG_FILTERED = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, 
     jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
     jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
     jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
-FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq
+        AND (%(status)s::text IS NULL OR job.status = %(status)s)
+        AND (%(kind)s::text IS NULL OR job.kind = %(kind)s)
+        AND (%(queue)s::text IS NULL OR job.queue = %(queue)s)
+    LIMIT 1
+) AS jobs
 WHERE job_tags.tag = %(tag)s AND job_tags.seq < %(before)s
-    AND (%(status)s::text IS NULL OR jobs.status = %(status)s)
-    AND (%(kind)s::text IS NULL OR jobs.kind = %(kind)s)
-    AND (%(queue)s::text IS NULL OR jobs.queue = %(queue)s)
 ORDER BY job_tags.seq DESC LIMIT %(max_jobs)s
 """
 
@@ -2165,7 +2176,10 @@ class Querier:
     ) -> list[ListJobsByTagRow]:
         """ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
         primary key) and each job by its seq, so a page costs about max_jobs
-        lookups however many jobs the table or the tag has.
+        lookups however many jobs the table or the tag has. Differs from SQLite
+        by necessity: the job is read in a LATERAL subquery with a LIMIT, which
+        the planner cannot turn into a join; as a join, it would rather merge
+        job_tags's range with the whole primary key of jobs, both in seq order.
         """
         cur = self._conn.execute(
             LIST_JOBS_BY_TAG,
@@ -2206,11 +2220,11 @@ class Querier:
     def list_jobs_by_tag_filtered(
         self,
         *,
-        tag: str,
-        before: int,
         status: str | None,
         kind: str | None,
         queue: str | None,
+        tag: str,
+        before: int,
         max_jobs: int,
     ) -> list[ListJobsByTagFilteredRow]:
         """ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
@@ -2222,11 +2236,11 @@ class Querier:
         cur = self._conn.execute(
             LIST_JOBS_BY_TAG_FILTERED,
             {
-                "tag": tag,
-                "before": before,
                 "status": status,
                 "kind": kind,
                 "queue": queue,
+                "tag": tag,
+                "before": before,
                 "max_jobs": max_jobs,
             },
         )
