@@ -15,6 +15,8 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "AttemptOutcome",
+    "RunnerHooks",
     "Partition",
     "Queue",
     "QueueInfo",
@@ -44,6 +46,7 @@ EXPECTED = {
     "Backoff",
     "CancelResult",
     "EnqueueOptions",
+    "Enqueueing",
     "EnqueueResult",
     "ExponentialBackoff",
     "Failure",

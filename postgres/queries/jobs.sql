@@ -358,6 +358,10 @@ SELECT pg_notify(jobtable_channel(current_schema()), 'cancel');
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 
+-- name: GetJobLabels :one
+-- GetJobLabels reads the tags and metadata of one job, for its handler.
+SELECT tags, meta FROM jobs WHERE id = @id;
+
 -- name: GetJobRecord :one
 -- GetJobRecord reads the whole record of one job.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,

@@ -65,6 +65,7 @@ from jobtable._operator.queues import QueueInfo
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from jobtable._runner.context import JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
+from jobtable._runner.hooks import AttemptOutcome, RunnerHooks
 from jobtable._runner.runner import Runner
 from jobtable._store import Store
 from jobtable._unique import EnqueueResult, Unique
@@ -76,6 +77,7 @@ __all__ = [
     "MESSAGE_TIMED_OUT",
     "AsyncHandler",
     "AttemptError",
+    "AttemptOutcome",
     "Backoff",
     "BulkCancel",
     "CancelResult",
@@ -109,6 +111,7 @@ __all__ = [
     "RetryResult",
     "Runner",
     "RunnerError",
+    "RunnerHooks",
     "RunnerInfo",
     "SchemaState",
     "SecretKeyError",

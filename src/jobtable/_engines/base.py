@@ -26,6 +26,7 @@ from jobtable._engines.rows import (
     CountRow,
     HeldRow,
     JobRow,
+    LabelsRow,
     NewJob,
     Outcome,
     RecordRow,
@@ -124,6 +125,8 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Pro
     def get_job(self, *, id: str) -> JobRow | None: ...
 
     def get_job_record(self, *, id: str) -> RecordRow | None: ...
+
+    def get_job_labels(self, *, id: str) -> LabelsRow | None: ...
 
     def list_jobs(
         self,

@@ -8,8 +8,10 @@ from typing import Any, Generic, TypeVar, overload
 from jobtable._codec import Codec
 from jobtable._errors import RunnerError
 from jobtable._kind import Kind
+from jobtable._labels import Labels
 from jobtable._options import RetryPolicy
 from jobtable._runner.context import JobContext
+from jobtable._runner.hooks import RunnerHooks
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -24,7 +26,7 @@ SyncHandler = Callable[[JobContext[R], P], R]
 class Handler(Generic[P, R]):
     """A handler with its kind's codec: runs one job from stored JSON to stored JSON."""
 
-    __slots__ = ("codec", "fn", "is_async", "retry")
+    __slots__ = ("codec", "fn", "is_async", "labels", "retry")
 
     def __init__(
         self,
@@ -32,7 +34,9 @@ class Handler(Generic[P, R]):
         codec: Codec[P, R],
         is_async: bool,
         retry: RetryPolicy,
+        labels: Labels | None = None,
     ) -> None:
+        self.labels = labels
         self.fn = fn
         self.codec = codec
         self.is_async = is_async
@@ -93,6 +97,8 @@ class Handlers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_kind: dict[str, Handler[Any, Any]] = {}
+        self.hooks = RunnerHooks()
+        """The runner's attempt and outcome hooks (``Runner.hooks``)."""
         self._closed = False
 
     def attach(
@@ -102,7 +108,7 @@ class Handlers:
 
         Raises RunnerError, naming where, once closed or when kind has one.
         """
-        handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry)
+        handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry, kind.labels)
         with self._lock:
             if self._closed:
                 raise RunnerError(f"{where}: runner already started")

@@ -27,6 +27,7 @@ from jobtable._engines.rows import (
     CountRow,
     HeldRow,
     JobRow,
+    LabelsRow,
     NewJob,
     Outcome,
     RecordRow,
@@ -247,6 +248,9 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
 
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)
+
+    def get_job_labels(self, *, id: str) -> LabelsRow | None:
+        return self._q.get_job_labels(id=id)
 
     def get_job_record(self, *, id: str) -> RecordRow | None:
         row = self._q.get_job_record(id=id)

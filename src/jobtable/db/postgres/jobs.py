@@ -259,6 +259,9 @@ NOTIFY_CANCEL = """SELECT pg_notify(jobtable_channel(current_schema()), 'cancel'
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 """
 
+GET_JOB_LABELS = """SELECT tags, meta FROM jobs WHERE id = %(id)s
+"""
+
 GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
@@ -615,6 +618,14 @@ class GetJobRow:
     status: str
     result: str | None
     error: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetJobLabelsRow:
+    """A row that GetJobLabels returns."""
+
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1676,6 +1687,26 @@ class Querier:
             status=row[2],
             result=row[3],
             error=row[4],
+        )
+
+    def get_job_labels(
+        self,
+        *,
+        id: str,
+    ) -> GetJobLabelsRow | None:
+        """GetJobLabels reads the tags and metadata of one job, for its handler."""
+        cur = self._conn.execute(
+            GET_JOB_LABELS,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetJobLabelsRow(
+            tags=row[0],
+            meta=row[1],
         )
 
     def get_job_record(
