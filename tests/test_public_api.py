@@ -15,6 +15,7 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "CallNext",
     "AttemptOutcome",
     "RunnerHooks",
     "Partition",

@@ -65,7 +65,7 @@ from jobtable._operator.queues import QueueInfo
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from jobtable._runner.context import JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
-from jobtable._runner.hooks import AttemptOutcome, RunnerHooks
+from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
 from jobtable._runner.runner import Runner
 from jobtable._store import Store
 from jobtable._unique import EnqueueResult, Unique
@@ -80,6 +80,7 @@ __all__ = [
     "AttemptOutcome",
     "Backoff",
     "BulkCancel",
+    "CallNext",
     "CancelResult",
     "DeleteResult",
     "EnqueueOptions",
