@@ -123,6 +123,18 @@ def test_metadata_is_validated_by_the_kinds_model_and_read_back_as_json(
     assert len(store.list_jobs()) == 2
 
 
+def test_a_kind_whose_meta_model_has_required_fields_refuses_an_enqueue_without_meta(
+    store: jobtable.Store,
+) -> None:
+    kind = jobtable.Kind("ping", dict[str, int], int, meta=Tenant)
+    with pytest.raises(jobtable.PayloadError, match="invalid meta: tenant: Field required"):
+        kind.enqueue(store, {"n": 1})
+    # An enqueue hook may supply it.
+    kind.on_enqueue(lambda job: job.meta.setdefault("tenant", "from-hook"))
+    job_id = kind.enqueue(store, {"n": 1})
+    assert store.inspect(job_id).meta == {"tenant": "from-hook", "request_id": None}
+
+
 def test_metadata_without_a_model_is_any_json_object_under_the_size_limit(
     store: jobtable.Store,
 ) -> None:

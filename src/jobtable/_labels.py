@@ -105,7 +105,12 @@ class MetaCodec(Generic[M]):
                 meta = self._adapter.dump_python(self._adapter.validate_python(meta), mode="json")
             elif isinstance(meta, Mapping):
                 meta = json.loads(json.dumps(dict(meta), allow_nan=False))
-        except (pydantic.ValidationError, TypeError, ValueError) as err:
+        except pydantic.ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'the value'}: {e['msg']}" for e in err.errors()
+            )
+            raise PayloadError(f"{where}: invalid meta: {problems}") from None
+        except (TypeError, ValueError) as err:
             raise PayloadError(f"{where}: invalid meta: {err}") from None
         if not isinstance(meta, dict) or not all(isinstance(k, str) for k in meta):
             raise PayloadError(f"{where}: meta must be a JSON object, got {type(meta).__name__}")
@@ -192,7 +197,7 @@ class Labels:
         meta = self.meta.plain(where, given.get("meta"))
         hooks = [*hooks, *self.hooks]
         if not hooks:
-            if not tags and not meta:
+            if not tags and not meta and self.meta.model is None:
                 return jobs
             stored = (tags_text(tags), self.meta.encode(where, meta))
             return [job._replace(tags=stored[0], meta=stored[1]) for job in jobs]
