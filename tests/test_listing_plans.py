@@ -408,3 +408,35 @@ def test_a_postgres_page_by_tag_reads_about_its_page(pg_url: str) -> None:
             # The tag's entries in seq order, and the job of each: the page's,
             # plus those a filter skips (one in five here for a status).
             assert read_rows(top) <= 6 * 2 * LIMIT, (fs, json.dumps(top, indent=1))
+
+
+def test_a_postgres_claim_and_finish_write_no_tag_entry(pg_url: str) -> None:
+    """The triggers fire on insert and delete only: status updates write no tag row."""
+    import psycopg
+
+    jobtable.Store.open(pg_url).close()
+    counts = (
+        "SELECT n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_xact_user_tables"
+        " WHERE relid = 'job_tags'::regclass"
+    )
+    with psycopg.connect(pg_url) as conn:
+        # The session's counts of writes to job_tags, read before and after
+        # each step within one transaction (pending counts are per session).
+        start = conn.execute(counts).fetchone()
+        conn.execute(
+            "INSERT INTO jobs (id, kind, status, tags, payload, run_at, created_at, updated_at)"
+            " VALUES ('j1', 'report', 'queued', '[\"team:a\",\"b\"]', '{}', %s, %s, %s)",
+            (T, T, T),
+        )
+        inserted = conn.execute(counts).fetchone()
+        conn.execute("UPDATE jobs SET status = 'running', attempt = 1 WHERE id = 'j1'")
+        conn.execute("UPDATE jobs SET status = 'succeeded', result = '1' WHERE id = 'j1'")
+        finished = conn.execute(counts).fetchone()
+        conn.execute("DELETE FROM jobs WHERE id = 'j1'")
+        deleted = conn.execute(counts).fetchone()
+    assert start is not None
+    assert inserted is not None
+    assert deleted is not None
+    assert [b - a for a, b in zip(start, inserted, strict=True)] == [2, 0, 0]
+    assert finished == inserted
+    assert [b - a for a, b in zip(inserted, deleted, strict=True)] == [0, 0, 2]
