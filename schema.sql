@@ -76,7 +76,13 @@ CREATE TABLE jobs (
     -- null or 0 for a job that uses neither (schema version 4).
     partition_key TEXT,
     sequence_key TEXT,
-    sequence_blocks INTEGER NOT NULL DEFAULT 0
+    sequence_blocks INTEGER NOT NULL DEFAULT 0,
+    -- tags are the job's labels, a JSON array of distinct short strings set
+    -- at enqueue and never changed after; job_tags indexes them. meta is a
+    -- small JSON object set at enqueue, or null: context for the handler and
+    -- the hooks, never a secret (schema version 6).
+    tags TEXT NOT NULL DEFAULT '[]',
+    meta TEXT
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue
@@ -127,6 +133,28 @@ CREATE INDEX jobs_partition ON jobs (queue, partition_key, priority, seq)
 -- version 4).
 CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
+
+-- job_tags lists each tagged job under each of its tags, so that a listing
+-- by tag reads one index range in seq order (ListJobsByTag) at any table
+-- size. A side table, not an index on the jobs table: its rows are written
+-- by the jobs table's insert and delete triggers only, so a claim, a retry
+-- or a finish (updates of jobs) writes no tag entry, and untagged jobs cost
+-- nothing but the trigger's condition (schema version 6).
+CREATE TABLE job_tags (
+    tag TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (tag, seq)
+) WITHOUT ROWID;
+-- A deleted job's tags are found by its seq.
+CREATE INDEX job_tags_seq ON job_tags (seq);
+CREATE TRIGGER jobs_tags_insert AFTER INSERT ON jobs WHEN new.tags <> '[]'
+BEGIN
+    INSERT INTO job_tags (tag, seq) SELECT DISTINCT value, new.seq FROM json_each(new.tags);
+END;
+CREATE TRIGGER jobs_tags_delete AFTER DELETE ON jobs WHEN old.tags <> '[]'
+BEGIN
+    DELETE FROM job_tags WHERE seq = old.seq;
+END;
 
 -- queues holds the flow control of the queues that have any: whether the
 -- queue is paused, and its limits. A queue without a row, or whose row has

@@ -47,11 +47,11 @@ ORDER BY queue;
 -- table's size: a search of a payload is bounded, never a full scan.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM (
     SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
         attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-        finished_at, updated_at
+        finished_at, updated_at, tags, meta
     FROM jobs ORDER BY seq DESC LIMIT @scan
 ) AS recent
 WHERE instr(lower(recent.payload), lower(CAST(@text AS TEXT))) > 0

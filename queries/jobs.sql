@@ -2,24 +2,26 @@
 -- CreateJob stores a queued job that may be claimed from run_at on.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
-    @sequence_blocks
+    @sequence_blocks, @tags, sqlc.narg(meta)
 );
 
 -- name: CreateJobs :batchexec
 -- CreateJobs stores queued jobs, one statement per row, all sent at once.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
-    @sequence_blocks
+    @sequence_blocks, @tags, sqlc.narg(meta)
 );
 
 -- name: CreateUniqueJob :execrows
@@ -31,12 +33,12 @@ VALUES (
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
-    sqlc.narg(sequence_key), @sequence_blocks
+    sqlc.narg(sequence_key), @sequence_blocks, @tags, sqlc.narg(meta)
 )
 ON CONFLICT DO NOTHING;
 
@@ -261,11 +263,15 @@ WHERE id = @id AND status = 'running';
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 
+-- name: GetJobLabels :one
+-- GetJobLabels reads the tags and metadata of one job, for its handler.
+SELECT tags, meta FROM jobs WHERE id = @id;
+
 -- name: GetJobRecord :one
 -- GetJobRecord reads the whole record of one job.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs WHERE id = @id;
 
 -- The ListJobs* queries read the records of up to max_jobs jobs with seq
@@ -281,7 +287,7 @@ FROM jobs WHERE id = @id;
 -- ListJobsUnfiltered reads the primary key in order.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
 ORDER BY seq DESC LIMIT @max_jobs;
@@ -291,7 +297,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -302,7 +308,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -314,7 +320,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -328,7 +334,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -342,7 +348,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- as the runners have workers at most, and sorts them.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs INDEXED BY jobs_running
 WHERE status = 'running' AND seq < @before
     AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
@@ -357,7 +363,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -396,7 +402,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -435,7 +441,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- It lists every status of the jobs table's CHECK.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -465,6 +471,35 @@ WHERE seq IN (
     )
 )
 ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByTag :many
+-- ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
+-- primary key) and each job by its seq, so a page costs about max_jobs
+-- lookups however many jobs the table or the tag has.
+SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = @tag AND job_tags.seq < @before
+ORDER BY job_tags.seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByTagFiltered :many
+-- ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
+-- other filter given (a null filter matches all): it reads the tag's range
+-- in seq order and skips the jobs that do not match, so a page costs the
+-- tag's jobs it skips as well; a tag names a small set of jobs, so that
+-- stays small where no other index could serve tag and filter together.
+SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = @tag AND job_tags.seq < @before
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR jobs.status = sqlc.narg(status))
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR jobs.kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR jobs.queue = sqlc.narg(queue))
+ORDER BY job_tags.seq DESC LIMIT @max_jobs;
 
 -- name: CountJobs :many
 -- CountJobs counts the jobs of each queue by status.

@@ -275,3 +275,168 @@ def test_list_jobs_finds_the_same_jobs_under_each_filter_set(store: jobtable.Sto
     assert [r.id for r in store.list_jobs(status="cancelled", kind="report", queue="mail")] == [
         cancelled
     ]
+
+
+# --- Listing by tag -------------------------------------------------------------------------
+#
+# The old jobs carry tags; the newer ones carry another tag or none. A page by
+# tag must read job_tags's range of its tag in seq order, whatever the rows
+# without it: its cost does not grow with them.
+
+TAG_FILTERS: list[dict[str, str]] = [{}, {"status": "failed"}, {"kind": "report"}]
+
+
+def tagged(jobs: list[tuple[str, str, str, str]], tags: str) -> list[tuple[object, ...]]:
+    return [(*row, tags) for row in rows(jobs)]
+
+
+def sqlite_insert_tagged(
+    conn: sqlite3.Connection, jobs: list[tuple[str, str, str, str]], tags: str
+) -> None:
+    conn.executemany(
+        "INSERT INTO jobs (id, kind, queue, status, error, tags, payload, run_at, created_at,"
+        f" updated_at) VALUES (?, ?, ?, ?, ?, ?, '{{}}', '{T}', '{T}', '{T}')",
+        tagged(jobs, tags),
+    )
+    conn.commit()
+
+
+def tag_page(q: ListingQueries[object], fs: dict[str, str]) -> Sequence[object]:
+    return listing.list_page(
+        q,
+        before=1 << 62,
+        status=fs.get("status"),
+        kind=fs.get("kind"),
+        queue=fs.get("queue"),
+        tag="team:a",
+        max_jobs=LIMIT,
+    )
+
+
+def sqlite_tag_steps(conn: sqlite3.Connection, fs: dict[str, str]) -> tuple[int, int]:
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn.set_progress_handler(count, 1)
+    try:
+        found = tag_page(sqlite_jobs.Querier(conn), fs)
+    finally:
+        conn.set_progress_handler(None, 1)
+    return steps, len(found)
+
+
+def test_a_sqlite_page_by_tag_reads_the_tags_index_whatever_the_rows_without_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = tmp_path / "jobs.db"
+    jobtable.Store.open(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        sqlite_insert_tagged(conn, old_jobs(), '["team:a","nightly"]')
+        sqlite_insert_tagged(conn, new_jobs(2_000, 0), '["team:b"]')
+        conn.execute("ANALYZE")
+        before = {str(fs): sqlite_tag_steps(conn, fs) for fs in TAG_FILTERS}
+        sqlite_insert_tagged(conn, new_jobs(10_000, 2_000), '["team:b"]')
+        sqlite_insert_tagged(conn, new_jobs(10_000, 12_000), "[]")
+        conn.execute("ANALYZE")
+        for fs in TAG_FILTERS:
+            steps, found = sqlite_tag_steps(conn, fs)
+            small_steps, small_found = before[str(fs)]
+            assert found == small_found == LIMIT, fs
+            assert steps <= small_steps * 1.2 + 50, (fs, small_steps, steps)
+        for sql in (sqlite_jobs.LIST_JOBS_BY_TAG, sqlite_jobs.LIST_JOBS_BY_TAG_FILTERED):
+            count = max(int(n) for n in re.findall(r"\?(\d+)", sql))
+            plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, [1] * count)]
+            # job_tags's primary key, in order (no sort), then each job by its seq.
+            assert plan[0].startswith("SEARCH job_tags USING PRIMARY KEY (tag=? AND seq<?)"), plan
+            assert plan[1].startswith("SEARCH jobs USING INTEGER PRIMARY KEY (rowid=?)"), plan
+            assert not any("TEMP B-TREE" in step for step in plan), plan
+    finally:
+        conn.close()
+
+
+def test_a_claim_and_a_finish_write_no_tag_entry(tmp_path: pathlib.Path) -> None:
+    """job_tags changes only on insert and delete: a claim's and a finish's update leave it."""
+    path = tmp_path / "jobs.db"
+    jobtable.Store.open(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        sqlite_insert_tagged(conn, [("j1", "report", "mail", "queued")], '["team:a"]')
+        changes = conn.total_changes
+        conn.execute("UPDATE jobs SET status = 'running', attempt = 1 WHERE id = 'j1'")
+        conn.execute("UPDATE jobs SET status = 'succeeded', result = '1' WHERE id = 'j1'")
+        # Two rows changed: the job's, twice; no trigger wrote a job_tags row.
+        assert conn.total_changes - changes == 2
+    finally:
+        conn.close()
+
+
+def test_a_postgres_page_by_tag_reads_about_its_page(pg_url: str) -> None:
+    import psycopg
+
+    jobtable.Store.open(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        insert = (
+            "INSERT INTO jobs (id, kind, queue, status, error, tags, payload, run_at, created_at,"
+            " updated_at) VALUES (%s, %s, %s, %s, %s, %s, '{}', %s, %s, %s)"
+        )
+        with conn.cursor() as cur:
+            cur.executemany(
+                insert,
+                [(*row, T, T, T) for row in tagged(old_jobs(), '["team:a","nightly"]')],
+            )
+            cur.executemany(
+                insert, [(*row, T, T, T) for row in tagged(new_jobs(20_000, 0), '["team:b"]')]
+            )
+        conn.execute("ANALYZE jobs")
+        conn.execute("ANALYZE job_tags")
+        for fs in TAG_FILTERS:
+            sql = pg_jobs.LIST_JOBS_BY_TAG_FILTERED if fs else pg_jobs.LIST_JOBS_BY_TAG
+            params: dict[str, object] = {"before": 1 << 62, "max_jobs": LIMIT, "tag": "team:a"}
+            if fs:
+                params = {"status": None, "kind": None, "queue": None, **params, **fs}
+            [[result]] = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params).fetchall()
+            plan = json.loads(result) if isinstance(result, str) else result
+            top = plan[0]["Plan"]
+            assert top["Actual Rows"] == LIMIT, fs
+            text = json.dumps(top)
+            assert '"Index Name": "job_tags_pkey"' in text, text
+            # The tag's entries in seq order, and the job of each: the page's,
+            # plus those a filter skips (one in five here for a status).
+            assert read_rows(top) <= 6 * 2 * LIMIT, (fs, json.dumps(top, indent=1))
+
+
+def test_a_postgres_claim_and_finish_write_no_tag_entry(pg_url: str) -> None:
+    """The triggers fire on insert and delete only: status updates write no tag row."""
+    import psycopg
+
+    jobtable.Store.open(pg_url).close()
+    counts = (
+        "SELECT n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_xact_user_tables"
+        " WHERE relid = 'job_tags'::regclass"
+    )
+    with psycopg.connect(pg_url) as conn:
+        # The session's counts of writes to job_tags, read before and after
+        # each step within one transaction (pending counts are per session).
+        start = conn.execute(counts).fetchone()
+        conn.execute(
+            "INSERT INTO jobs (id, kind, status, tags, payload, run_at, created_at, updated_at)"
+            " VALUES ('j1', 'report', 'queued', '[\"team:a\",\"b\"]', '{}', %s, %s, %s)",
+            (T, T, T),
+        )
+        inserted = conn.execute(counts).fetchone()
+        conn.execute("UPDATE jobs SET status = 'running', attempt = 1 WHERE id = 'j1'")
+        conn.execute("UPDATE jobs SET status = 'succeeded', result = '1' WHERE id = 'j1'")
+        finished = conn.execute(counts).fetchone()
+        conn.execute("DELETE FROM jobs WHERE id = 'j1'")
+        deleted = conn.execute(counts).fetchone()
+    assert start is not None
+    assert inserted is not None
+    assert deleted is not None
+    assert [b - a for a, b in zip(start, inserted, strict=True)] == [2, 0, 0]
+    assert finished == inserted
+    assert [b - a for a, b in zip(inserted, deleted, strict=True)] == [0, 0, 2]

@@ -15,6 +15,9 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "CallNext",
+    "AttemptOutcome",
+    "RunnerHooks",
     "Partition",
     "Queue",
     "QueueInfo",
@@ -44,6 +47,7 @@ EXPECTED = {
     "Backoff",
     "CancelResult",
     "EnqueueOptions",
+    "Enqueueing",
     "EnqueueResult",
     "ExponentialBackoff",
     "Failure",

@@ -188,7 +188,11 @@ class DifferentialMachine(RuleBasedStateMachine):
     @rule(kind=st.sampled_from(KINDS), size=st.integers(1, 4))
     def create_many(self, kind: str, size: int) -> None:
         moment = self.at()
-        jobs = [NewJob(self.new_id(), f'{{"n": {n}}}', moment) for n in range(size)]
+        # Every other job tagged, so the listing by tag has jobs to find and to skip.
+        tags = ['["even","all"]', '["all"]']
+        jobs = [
+            NewJob(self.new_id(), f'{{"n": {n}}}', moment, tags=tags[n % 2]) for n in range(size)
+        ]
         self.both(lambda q: q.insert_jobs(kind=kind, jobs=jobs, now=moment))
 
     @precondition(lambda self: self.ids)
@@ -228,18 +232,24 @@ class DifferentialMachine(RuleBasedStateMachine):
         status=st.sampled_from([None, "queued", "running", "succeeded", "failed"]),
         kind=st.sampled_from([None, *KINDS]),
         queue=st.sampled_from([None, "default", "other"]),
+        tag=st.sampled_from([None, "even", "all"]),
         max_jobs=st.integers(1, 4),
     )
     def list_page(
-        self, status: str | None, kind: str | None, queue: str | None, max_jobs: int
+        self,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        tag: str | None,
+        max_jobs: int,
     ) -> None:
         # The first page only: seqs differ between the engines (PostgreSQL's
         # identity does not restart when the machine wipes the table).
         self.both(
             lambda q: q.list_jobs(
-                before=1 << 40, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+                before=1 << 40, status=status, kind=kind, queue=queue, tag=tag, max_jobs=max_jobs
             ),
-            lambda rows: [(row.id, row.status) for row in rows],
+            lambda rows: [(row.id, row.status, row.tags) for row in rows],
         )
 
     @rule(

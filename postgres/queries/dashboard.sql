@@ -46,11 +46,12 @@ ORDER BY queue;
 SELECT recent.seq, recent.id, recent.kind, recent.queue, recent.priority, recent.status,
     recent.payload, recent.result, recent.error, recent.errors, recent.runner, recent.attempt,
     recent.max_attempts, recent.timeout, recent.cancel_requested, recent.run_at,
-    recent.created_at, recent.started_at, recent.finished_at, recent.updated_at
+    recent.created_at, recent.started_at, recent.finished_at, recent.updated_at,
+    recent.tags, recent.meta
 FROM (
     SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
         attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-        finished_at, updated_at
+        finished_at, updated_at, tags, meta
     FROM jobs ORDER BY seq DESC LIMIT @scan::bigint
 ) AS recent
 WHERE strpos(lower(recent.payload), lower(@text::text)) > 0

@@ -3,12 +3,13 @@
 -- trigger notifies idle runners in every process when the transaction commits.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
-    @sequence_blocks
+    @sequence_blocks, @tags, sqlc.narg(meta)
 );
 
 -- name: CreateJobs :exec
@@ -24,15 +25,16 @@ VALUES (
 -- round trip to save: there CreateJobs sends a statement per row.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
     job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
-    job.sequence_key, coalesce(job.sequence_blocks, false)
+    job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta
 FROM jsonb_to_recordset(@jobs::jsonb) AS job(
     id text, kind text, queue text, priority integer, payload text, max_attempts integer,
     timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
-    partition_key text, sequence_key text, sequence_blocks boolean
+    partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text
 );
 
 -- name: CreateUniqueJob :execrows
@@ -44,12 +46,12 @@ FROM jsonb_to_recordset(@jobs::jsonb) AS job(
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
-    sqlc.narg(sequence_key), @sequence_blocks
+    sqlc.narg(sequence_key), @sequence_blocks, @tags, sqlc.narg(meta)
 )
 ON CONFLICT DO NOTHING;
 
@@ -62,12 +64,12 @@ ON CONFLICT DO NOTHING;
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
-    sqlc.narg(sequence_key), @sequence_blocks
+    sqlc.narg(sequence_key), @sequence_blocks, @tags, sqlc.narg(meta)
 )
 ON CONFLICT DO NOTHING
 RETURNING id;
@@ -427,11 +429,15 @@ SELECT pg_notify(jobtable_channel(current_schema()), 'cancel');
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 
+-- name: GetJobLabels :one
+-- GetJobLabels reads the tags and metadata of one job, for its handler.
+SELECT tags, meta FROM jobs WHERE id = @id;
+
 -- name: GetJobRecord :one
 -- GetJobRecord reads the whole record of one job.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs WHERE id = @id;
 
 -- The ListJobs* queries read the records of up to max_jobs jobs with seq
@@ -447,7 +453,7 @@ FROM jobs WHERE id = @id;
 -- ListJobsUnfiltered reads the primary key in order.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
 ORDER BY seq DESC LIMIT @max_jobs;
@@ -457,7 +463,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -468,7 +474,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -480,7 +486,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- any but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -494,7 +500,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- but running, which ListJobsRunning lists.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
     AND status = @status AND status <> 'running'
@@ -512,7 +518,7 @@ ORDER BY seq DESC LIMIT @max_jobs;
 WITH running AS MATERIALIZED (
     SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
         attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-        finished_at, updated_at
+        finished_at, updated_at, tags, meta
     FROM jobs
     WHERE status = 'running' AND seq < @before
         AND (sqlc.narg(kind)::text IS NULL OR kind = sqlc.narg(kind))
@@ -520,7 +526,7 @@ WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM running
 ORDER BY seq DESC LIMIT @max_jobs;
 
@@ -536,7 +542,7 @@ WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -577,7 +583,7 @@ WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -618,7 +624,7 @@ WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -646,6 +652,49 @@ WHERE seq IN (
     ) AS cancelled
 )
 ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByTag :many
+-- ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
+-- primary key) and each job by its seq, so a page costs about max_jobs
+-- lookups however many jobs the table or the tag has. Differs from SQLite
+-- by necessity: the job is read in a LATERAL subquery with a LIMIT, which
+-- the planner cannot turn into a join; as a join, it would rather merge
+-- job_tags's range with the whole primary key of jobs, both in seq order.
+SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq LIMIT 1
+) AS jobs
+WHERE job_tags.tag = @tag AND job_tags.seq < @before
+ORDER BY job_tags.seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByTagFiltered :many
+-- ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
+-- other filter given (a null filter matches all): it reads the tag's range
+-- in seq order and skips the jobs that do not match, so a page costs the
+-- tag's jobs it skips as well; a tag names a small set of jobs, so that
+-- stays small where no other index could serve tag and filter together.
+SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq
+        AND (sqlc.narg(status)::text IS NULL OR job.status = sqlc.narg(status))
+        AND (sqlc.narg(kind)::text IS NULL OR job.kind = sqlc.narg(kind))
+        AND (sqlc.narg(queue)::text IS NULL OR job.queue = sqlc.narg(queue))
+    LIMIT 1
+) AS jobs
+WHERE job_tags.tag = @tag AND job_tags.seq < @before
+ORDER BY job_tags.seq DESC LIMIT @max_jobs;
 
 -- name: CountJobs :many
 -- CountJobs counts the jobs of each queue by status.

@@ -43,6 +43,7 @@ from jobtable._job import (
     Status,
 )
 from jobtable._kind import Kind
+from jobtable._labels import Enqueueing
 from jobtable._operator.dashboard_models import (
     BulkCancel,
     Health,
@@ -64,6 +65,7 @@ from jobtable._operator.queues import QueueInfo
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from jobtable._runner.context import JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
+from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
 from jobtable._runner.runner import Runner
 from jobtable._store import Store
 from jobtable._unique import EnqueueResult, Unique
@@ -75,12 +77,15 @@ __all__ = [
     "MESSAGE_TIMED_OUT",
     "AsyncHandler",
     "AttemptError",
+    "AttemptOutcome",
     "Backoff",
     "BulkCancel",
+    "CallNext",
     "CancelResult",
     "DeleteResult",
     "EnqueueOptions",
     "EnqueueResult",
+    "Enqueueing",
     "ExponentialBackoff",
     "Failure",
     "Health",
@@ -107,6 +112,7 @@ __all__ = [
     "RetryResult",
     "Runner",
     "RunnerError",
+    "RunnerHooks",
     "RunnerInfo",
     "SchemaState",
     "SecretKeyError",

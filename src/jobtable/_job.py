@@ -118,6 +118,8 @@ class JobRecord(BaseModel):
     holds the stored message of every failed attempt (never exception text).
     ``runner`` names the runner that claimed the job last. ``seq`` is the
     enqueue order; pass the last one of a page as ``before`` to get the next.
+    ``tags`` and ``meta`` are what the job was enqueued with (see ``Kind``):
+    ``meta`` as plain JSON, an empty object when it has none.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -141,6 +143,8 @@ class JobRecord(BaseModel):
     error: str | None
     payload: JsonValue
     result: JsonValue | None
+    tags: list[str] = []
+    meta: dict[str, JsonValue] = {}
     waiting: WaitReason | None = None
     """Why a queued job whose run_at came waits (``Store.inspect`` only; None in listings)."""
 
@@ -171,4 +175,6 @@ def record_from_row(row: RecordRow) -> JobRecord:
         error=row.error,
         payload=_shown(row.payload),
         result=None if row.result is None else _shown(row.result),
+        tags=pydantic_core.from_json(row.tags),
+        meta={} if row.meta is None else pydantic_core.from_json(row.meta),
     )

@@ -20,6 +20,7 @@ from jobtable._errors import JobNotFound
 from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, with_flow
 from jobtable._flow import Sequence as JobSequence
 from jobtable._job import Job, Status
+from jobtable._labels import EnqueueHook, Labels, check_hook, split_labels
 from jobtable._operations import GetJob, create_jobs
 from jobtable._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
 from jobtable._store import Store
@@ -65,8 +66,9 @@ class Kind(Generic[P, R]):
     tells it was a duplicate); an enqueue's ``unique=None`` turns it off.
     ``partition`` (a ``Partition``) and ``sequence`` (a ``Sequence``) give each
     job its partition and sequence keys; an enqueue may give
-    ``partition_key=`` and ``sequence_key=`` instead. A bad value raises
-    TypeError or ValueError naming the option, and stores nothing.
+    ``partition_key=`` and ``sequence_key=`` instead. ``tags`` label each job (with
+    an enqueue's ``tags=``); ``meta`` models an enqueue's ``meta=`` (none: any JSON
+    object). A bad value raises TypeError or ValueError naming it, storing nothing.
     """
 
     def __init__(
@@ -84,6 +86,8 @@ class Kind(Generic[P, R]):
         unique: Unique | None = None,
         partition: Partition | None = None,
         sequence: JobSequence | None = None,
+        tags: Iterable[str] | None = None,
+        meta: type[Any] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Kind {name!r}: empty kind")
@@ -107,6 +111,7 @@ class Kind(Generic[P, R]):
         check_flow(where, partition, sequence)
         self.flow: tuple[Partition | None, JobSequence | None] = (partition, sequence)
         """The kind's ``Partition`` and ``Sequence``, each or both None (see Flow control)."""
+        self.labels = Labels(name, where, tags, meta)
         self._binding: Binding | None = None
 
     @property
@@ -116,6 +121,12 @@ class Kind(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"Kind({self.name!r})"
+
+    def on_enqueue(self, hook: EnqueueHook) -> EnqueueHook:
+        """Runs hook before each job of the kind is stored, after the store's: Store.on_enqueue."""
+        check_hook(f"Kind {self.name!r}.on_enqueue", hook)
+        self.labels.hooks.append(hook)
+        return hook
 
     def _bind(self, store: Store, max_payload_bytes: int) -> "Kind[P, R]":
         """Returns a copy of this kind bound to store, whose methods also work without one."""
@@ -139,10 +150,10 @@ class Kind(Generic[P, R]):
         kind = self._codec.kind
         where = f"{verb} {kind!r}"
         keyed = self.flow != (None, None) or not FLOW_OPTIONS.isdisjoint(overrides)
+        overrides, labelled, payloads = *split_labels(overrides), list(payloads)
         if keyed:
             given = {k: v for k, v in overrides.items() if k in FLOW_OPTIONS}
             overrides = cast(EnqueueOptions, {k: v for k, v in overrides.items() if k not in given})
-            payloads = list(payloads)
         if overrides:
             options, unique, run_at = self._overridden(where, overrides)
         else:
@@ -165,7 +176,8 @@ class Kind(Generic[P, R]):
             for p in payloads
         ]
         if keyed:
-            jobs = with_flow(where, jobs, cast(list[P], payloads), *self.flow, given)
+            jobs = with_flow(where, jobs, payloads, *self.flow, given)
+        jobs = self.labels.apply(where, jobs, payloads, labelled, binding.store._enqueue_hooks)
         # A job that starts now has run_at and created_at the same text: one timestamp for both.
         now = starts if run_at is None and options.delay is None else timestamp(moment)
         if unique is None:

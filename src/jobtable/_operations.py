@@ -84,6 +84,7 @@ class ListJobs:
     kind: str | None
     queue: str | None
     limit: int
+    tag: str | None = None
 
     def __call__(self, q: Queries) -> Sequence[RecordRow]:
         return q.list_jobs(
@@ -91,6 +92,7 @@ class ListJobs:
             status=self.status,
             kind=self.kind,
             queue=self.queue,
+            tag=self.tag,
             max_jobs=self.limit,
         )
 

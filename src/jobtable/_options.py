@@ -9,7 +9,7 @@ import dataclasses
 import datetime
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypedDict
 
 from jobtable._unique import Unique
@@ -35,6 +35,10 @@ class EnqueueOptions(TypedDict, total=False):
     """The job's partition key, instead of the one its kind's ``Partition`` computes."""
     sequence_key: str | None
     """The job's sequence key, instead of the one its kind's ``Sequence`` computes."""
+    tags: "Iterable[str] | None"
+    """Tags added to the kind's, for this enqueue's jobs (see ``Kind``)."""
+    meta: object
+    """The jobs' metadata: an instance of the kind's meta model, or a JSON object."""
     conn: object
     """The application's own connection whose transaction the jobs join (see ``Kind.enqueue``)."""
 

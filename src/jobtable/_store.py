@@ -15,6 +15,7 @@ from jobtable._engines.base import Engine
 from jobtable._engines.rows import CountRow
 from jobtable._engines.target import URL_SCHEME, open_engine
 from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
+from jobtable._labels import EnqueueHook, check_hook, check_tag
 from jobtable._operations import CancelJob, GetJob, InspectJob, ListJobs, count_jobs
 from jobtable._operator.dashboard_store import DashboardOperations
 from jobtable._operator.queues import QueueOperations
@@ -35,6 +36,7 @@ def _list(
     queue: str | None,
     before: int | None,
     limit: int,
+    tag: str | None = None,
 ) -> ListJobs:
     if status is not None:
         try:
@@ -55,6 +57,7 @@ def _list(
         kind,
         queue,
         limit,
+        None if tag is None else check_tag("list_jobs", tag),
     )
 
 
@@ -144,6 +147,7 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
         self._lock = threading.Lock()
         # Replaced whole under _lock, never changed in place: _enqueued reads it without the lock.
         self._wakes: tuple[Callable[[], None], ...] = ()
+        self._enqueue_hooks: list[EnqueueHook] = []
 
     @classmethod
     def open(
@@ -220,6 +224,19 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
         """The async form of get."""
         return job_from_row(await self.engine.aread(GetJob(job_id)))
 
+    def on_enqueue(self, hook: EnqueueHook) -> EnqueueHook:
+        """Runs hook before each job enqueued into this store is stored; returns it (a decorator).
+
+        hook(job) gets a ``jobtable.Enqueueing``: it may add tags or metadata,
+        or raise to refuse the enqueue (nothing is stored; the exception
+        reaches the caller). The store's hooks run in the order added, before
+        the kind's (``Kind.on_enqueue``). hook is a plain ``def``: it also
+        runs in the sync ``enqueue``. Raises TypeError for anything else.
+        """
+        check_hook("Store.on_enqueue", hook)
+        self._enqueue_hooks.append(hook)
+        return hook
+
     def now(self) -> str:
         """The store clock's time as stored: UTC text that sorts in time order."""
         return timestamp(self.clock())
@@ -263,18 +280,20 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
         status: Status | str | None = None,
         kind: str | None = None,
         queue: str | None = None,
+        tag: str | None = None,
         before: int | None = None,
         limit: int = 100,
     ) -> list[JobRecord]:
         """Returns up to limit job records, newest first, matching every filter given.
 
         Pages by keyset: pass the ``seq`` of a page's last record as before to
-        get the next page. Raises ValueError for an unknown status or a limit
-        outside 1 to 1000.
+        get the next page. tag keeps the jobs that have it, read from the tag's
+        index in seq order. Raises ValueError for an unknown status, a tag
+        that is not a valid tag or a limit outside 1 to 1000.
         """
         return [
             record_from_row(row)
-            for row in self.engine.read(_list(status, kind, queue, before, limit))
+            for row in self.engine.read(_list(status, kind, queue, before, limit, tag))
         ]
 
     async def alist_jobs(
@@ -283,11 +302,12 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
         status: Status | str | None = None,
         kind: str | None = None,
         queue: str | None = None,
+        tag: str | None = None,
         before: int | None = None,
         limit: int = 100,
     ) -> list[JobRecord]:
         """The async form of list_jobs."""
-        rows = await self.engine.aread(_list(status, kind, queue, before, limit))
+        rows = await self.engine.aread(_list(status, kind, queue, before, limit, tag))
         return [record_from_row(row) for row in rows]
 
     def counts(self) -> dict[str, dict[Status, int]]:

@@ -163,6 +163,24 @@ def test_the_job_list_pages_by_keyset_through_every_job(sqlite_store: jobtable.S
     assert seen == list(reversed(ids))
 
 
+def test_the_job_list_filters_by_tag_and_offers_no_bulk_action_on_every_match(
+    store: jobtable.Store,
+) -> None:
+    kind = jobtable.Kind("echo", dict, dict)
+    tagged = [kind.enqueue(store, {"n": n}, tags=["batch-7"]) for n in range(3)]
+    kind.enqueue(store, {"n": 9}, tags=["batch-8"])
+    with serve(jobtable.dashboard(store)) as base:
+        client = Client(base)
+        page = client.get("/jobs?tag=batch-7&kind=echo").text
+        bad = client.get("/jobs?tag=not%20a%20tag")
+    assert re.findall(r'<tr data-id="([^"]+)"', page) == list(reversed(tagged))
+    assert 'name="tag" value="batch-7"' in page
+    # The bulk actions on every match know no tag: they would reach batch-8 too.
+    assert 'id="bulk-filter"' not in page
+    assert bad.status == 400
+    assert "tag must be" in bad.text
+
+
 def test_a_bad_filter_is_a_400_naming_it(sqlite_store: jobtable.Store) -> None:
     with serve(jobtable.dashboard(sqlite_store)) as base:
         client = Client(base)

@@ -155,6 +155,22 @@ def test_list_says_how_to_see_more_and_when_a_later_job_runs(
     assert len(json.loads(output(cli("jobs", "list", "--limit", "2", "--json")))) == 2
 
 
+def test_list_by_tag_shows_only_the_tagged_jobs_and_show_shows_tags_and_meta(
+    cli: Cli, store: jobtable.Store
+) -> None:
+    tagged = ping.enqueue(store, 1, tags=["nightly"], meta={"who": "ops"})
+    ping.enqueue(store, 2, tags=["other"])
+    listed = json.loads(output(cli("jobs", "list", "--tag", "nightly", "--json")))
+    assert [r["id"] for r in listed] == [tagged]
+    assert (listed[0]["tags"], listed[0]["meta"]) == (["nightly"], {"who": "ops"})
+    shown = output(cli("jobs", "show", tagged))
+    assert "nightly" in shown
+    assert '"who": "ops"' in shown
+    refused = cli("jobs", "list", "--tag", "not a tag")
+    assert refused.returncode != 0
+    assert "tag must be" in refused.stderr
+
+
 def test_show_cuts_a_long_payload_unless_full(cli: Cli, store: jobtable.Store) -> None:
     def squeezed(shown: str) -> str:
         """The text of the table's cells, without the wrapping and the borders."""

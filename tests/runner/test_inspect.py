@@ -20,7 +20,9 @@ async def test_inspect_returns_the_whole_record(store: jobtable.Store) -> None:
     async def handle(ctx: jobtable.JobContext[int], payload: int) -> int:
         return payload * 2
 
-    job_id = ping.enqueue(store, 21, priority=4, max_attempts=2, timeout=9.5)
+    job_id = ping.enqueue(
+        store, 21, priority=4, max_attempts=2, timeout=9.5, tags=["t1"], meta={"who": "ops"}
+    )
     queued = store.inspect(job_id)
     assert (queued.status, queued.attempt, queued.started_at, queued.runner) == (
         jobtable.Status.QUEUED,
@@ -47,6 +49,8 @@ async def test_inspect_returns_the_whole_record(store: jobtable.Store) -> None:
         "error": None,
         "payload": 21,
         "result": 42,
+        "tags": ["t1"],
+        "meta": {"who": "ops"},
         "waiting": None,
     }
     assert record.started_at is not None

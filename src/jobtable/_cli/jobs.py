@@ -59,6 +59,7 @@ def list_jobs(
     status: Annotated[str | None, typer.Option(help="Only jobs in this status.")] = None,
     kind: Annotated[str | None, typer.Option(help="Only jobs of this kind.")] = None,
     queue: Annotated[str | None, typer.Option(help="Only jobs in this queue.")] = None,
+    tag: Annotated[str | None, typer.Option(help="Only jobs with this tag.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many jobs (1 to 1000).")] = 20,
     before: Annotated[
         int | None, typer.Option(help="Only jobs enqueued before this seq: the next page.")
@@ -73,12 +74,11 @@ def list_jobs(
     """
     wanted = parse_status(status)
     with opened_store(store) as opened:
-        records = opened.list_jobs(
-            status=wanted, kind=kind, queue=queue, limit=limit, before=before
-        )
+        filters = {"status": wanted, "kind": kind, "queue": queue, "tag": tag}
+        records = opened.list_jobs(**filters, limit=limit, before=before)
         now = opened.clock()
         more = len(records) == limit and bool(
-            opened.list_jobs(status=wanted, kind=kind, queue=queue, limit=1, before=records[-1].seq)
+            opened.list_jobs(**filters, limit=1, before=records[-1].seq)
         )
 
     def table() -> Table:
@@ -156,6 +156,8 @@ def _record_view(record: JobRecord, limit: int | None) -> Group:
         ("started", when(record.started_at)),
         ("finished", when(record.finished_at)),
         ("error", record.error or "-"),
+        ("tags", ", ".join(record.tags) or "-"),
+        ("meta", _cut(record.meta, limit) if record.meta else "-"),
         ("payload", _cut(record.payload, limit)),
         ("result", "-" if record.result is None else _cut(record.result, limit)),
     ):

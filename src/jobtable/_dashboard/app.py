@@ -152,6 +152,7 @@ class Dashboard:
                 status=filters.status,
                 kind=filters.kind,
                 queue=filters.queue,
+                tag=filters.tag,
                 before=filters.before,
                 limit=filters.limit + 1,
             ),

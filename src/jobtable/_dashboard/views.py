@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from jobtable._job import JobRecord, Status
+from jobtable._labels import check_tag
 from jobtable._operator.models import DeleteResult, RetryResult
 from jobtable._values import unstorable as unstorable
 
@@ -47,6 +48,7 @@ class Filters:
     status: Status | None = None
     kind: str | None = None
     queue: str | None = None
+    tag: str | None = None
     before: int | None = None
     limit: int = PAGE_SIZE
 
@@ -56,6 +58,7 @@ class Filters:
             "status": self.status,
             "kind": self.kind,
             "queue": self.queue,
+            "tag": self.tag,
             "before": self.before,
             "limit": None if self.limit == PAGE_SIZE else self.limit,
         }
@@ -81,6 +84,16 @@ def _int(params: Mapping[str, str], name: str, low: int, high: int) -> int | Non
     return int(raw)
 
 
+def _tag(params: Mapping[str, str]) -> str | None:
+    value = params.get("tag", "").strip()
+    if not value:
+        return None
+    try:
+        return check_tag("tag", value)
+    except ValueError as err:
+        raise BadFilter(str(err)) from None
+
+
 def parse_filters(params: Mapping[str, str]) -> Filters:
     """The filters of a query string; raises BadFilter naming the parameter that is wrong."""
     raw_status = params.get("status", "").strip()
@@ -95,6 +108,7 @@ def parse_filters(params: Mapping[str, str]) -> Filters:
         status=status,
         kind=_text(params, "kind"),
         queue=_text(params, "queue"),
+        tag=_tag(params),
         before=_int(params, "before", 1, (1 << 63) - 1),
         limit=_int(params, "limit", 1, MAX_PAGE_SIZE) or PAGE_SIZE,
     )

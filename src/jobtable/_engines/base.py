@@ -26,6 +26,7 @@ from jobtable._engines.rows import (
     CountRow,
     HeldRow,
     JobRow,
+    LabelsRow,
     NewJob,
     Outcome,
     RecordRow,
@@ -125,6 +126,8 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Pro
 
     def get_job_record(self, *, id: str) -> RecordRow | None: ...
 
+    def get_job_labels(self, *, id: str) -> LabelsRow | None: ...
+
     def list_jobs(
         self,
         *,
@@ -132,6 +135,7 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Pro
         status: str | None,
         kind: str | None,
         queue: str | None,
+        tag: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]: ...
 

@@ -3,7 +3,9 @@
 A single query with ``(filter IS NULL OR column = filter)`` conditions can
 use no index, so each set of filters has a query of its own that reads one
 index in seq order (queries/jobs.sql says which), and this module picks it.
-The listing's indexes leave running rows out: a listing of running jobs is
+A listing by tag reads job_tags (ListJobsByTag, or ListJobsByTagFiltered
+with other filters), whatever its other filters. Otherwise, the listing's
+indexes leave running rows out: a listing of running jobs is
 ListJobsRunning, whatever its other filters, which reads jobs_running.
 Both engines' generated Queriers have the same methods, so the choice is made
 once, here.
@@ -46,6 +48,19 @@ class ListingQueries(Protocol[Row]):
         self, *, before: int, status: str, kind: str, queue: str, max_jobs: int
     ) -> Sequence[Row]: ...
 
+    def list_jobs_by_tag(self, *, tag: str, before: int, max_jobs: int) -> Sequence[Row]: ...
+
+    def list_jobs_by_tag_filtered(
+        self,
+        *,
+        tag: str,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> Sequence[Row]: ...
+
 
 def list_page(
     q: ListingQueries[Row],
@@ -54,9 +69,16 @@ def list_page(
     status: str | None,
     kind: str | None,
     queue: str | None,
+    tag: str | None = None,
     max_jobs: int,
 ) -> Sequence[Row]:
     """Up to max_jobs rows with seq below before, newest first, matching every filter given."""
+    if tag is not None:
+        if status is None and kind is None and queue is None:
+            return q.list_jobs_by_tag(tag=tag, before=before, max_jobs=max_jobs)
+        return q.list_jobs_by_tag_filtered(
+            tag=tag, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        )
     if status is None:
         if kind is None:
             if queue is None:

@@ -55,6 +55,8 @@ class JobFields(TypedDict):
     partition_key: str | None
     sequence_key: str | None
     sequence_blocks: bool
+    tags: str
+    meta: str | None
 
 
 class NewJob(NamedTuple):
@@ -65,7 +67,8 @@ class NewJob(NamedTuple):
     kind's jobs (None: not unique); see ``jobtable.Unique``. partition_key
     is its key in its queue's partitions; sequence_key puts it in a
     sequence, which it holds back when it ends failed or cancelled if
-    sequence_blocks (see ``jobtable.Sequence``).
+    sequence_blocks (see ``jobtable.Sequence``). tags is a JSON array of
+    its tags, meta its JSON object of metadata or None (see ``jobtable.Kind``).
     """
 
     id: str
@@ -81,6 +84,8 @@ class NewJob(NamedTuple):
     partition_key: str | None = None
     sequence_key: str | None = None
     sequence_blocks: bool = False
+    tags: str = "[]"
+    meta: str | None = None
 
     def fields(self, kind: str, now: str) -> JobFields:
         """The job as the columns of an insert of kind at now (unique_* apart)."""
@@ -98,6 +103,8 @@ class NewJob(NamedTuple):
             partition_key=self.partition_key,
             sequence_key=self.sequence_key,
             sequence_blocks=self.sequence_blocks,
+            tags=self.tags,
+            meta=self.meta,
         )
 
 
@@ -174,6 +181,10 @@ class RecordRow(Protocol):
     def started_at(self) -> str | None: ...
     @property
     def finished_at(self) -> str | None: ...
+    @property
+    def tags(self) -> str: ...
+    @property
+    def meta(self) -> str | None: ...
 
 
 class CountRow(Protocol):
@@ -205,3 +216,12 @@ class HeldRow(Protocol):
     def id(self) -> str: ...
     @property
     def attempt(self) -> int: ...
+
+
+class LabelsRow(Protocol):
+    """A job's tags (a JSON array) and metadata (a JSON object, or None), as stored."""
+
+    @property
+    def tags(self) -> str: ...
+    @property
+    def meta(self) -> str | None: ...

@@ -1,6 +1,7 @@
 """What a handler gets besides its payload: its job's identity, publishing, and stop."""
 
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from jobtable._runner.shared import Stop
 
@@ -40,10 +41,11 @@ class JobContext(Generic[R]):
     ended without the handler: it ran past its timeout, its job was
     cancelled, or the runner's grace period ran out. An async handler is
     cancelled then; a plain ``def`` one cannot be, so it should check
-    ``cancelled`` and return: whatever it does after is fenced off.
+    ``cancelled`` and return: whatever it does after is fenced off. ``tags``
+    and ``meta`` are what the job was enqueued with.
     """
 
-    __slots__ = ("_running", "_stop", "attempt", "id", "kind")
+    __slots__ = ("_labels", "_running", "_stop", "attempt", "id", "kind")
 
     def __init__(
         self,
@@ -53,6 +55,7 @@ class JobContext(Generic[R]):
         attempt: int,
         stop: Stop,
         running: Running[R],
+        labels: "Callable[[], tuple[list[str], Any]] | None" = None,
     ) -> None:
         self.id = id
         """The job's id."""
@@ -62,6 +65,22 @@ class JobContext(Generic[R]):
         """How many times the job has been claimed, this claim included."""
         self._stop = stop
         self._running = running
+        self._labels = labels
+
+    @property
+    def tags(self) -> list[str]:
+        """The job's tags: its kind's and its enqueue's (see ``jobtable.Kind``)."""
+        return [] if self._labels is None else self._labels()[0]
+
+    @property
+    def meta(self) -> Any:
+        """The job's metadata: an instance of its kind's meta model, or a dict without one.
+
+        Read before the handler runs when the kind declares a meta model or
+        the runner has attempt or outcome hooks; otherwise the first read of
+        ``tags`` or ``meta`` reads it from the store (briefly blocking).
+        """
+        return {} if self._labels is None else self._labels()[1]
 
     @property
     def stopping(self) -> bool:

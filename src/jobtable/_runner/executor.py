@@ -36,6 +36,8 @@ from jobtable._runner.attempt import (
 from jobtable._runner.context import JobContext
 from jobtable._runner.daemon_pool import DaemonPool
 from jobtable._runner.handler import AsyncHandler, Handler, Handlers, SyncHandler
+from jobtable._runner.hooks import AttemptOutcome
+from jobtable._runner.job_labels import JobLabels
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Finish
 from jobtable._runner.shared import Shared
@@ -202,6 +204,8 @@ class Executor:
         with run_trace(self._store, job, queue) as trace:
             outcome = await self._attempt(job, queue)
             trace.ended(None if outcome is None else outcome.outcome)
+        if hooks := self._handlers.hooks:
+            await hooks.ended(self._logger, AttemptOutcome.of(job, outcome))
         return outcome
 
     def _unrunnable(self, job: ClaimedRow) -> Finish | None:
@@ -368,19 +372,23 @@ class Executor:
         return self._failed(job, MESSAGE_INTERNAL, retry, what=_JOB_FAILED, exc_info=err)
 
     async def _call(self, handler: Handler[P, R], job: ClaimedRow, running: Attempt[R]) -> R:
-        """Decodes the payload, calls the handler and returns what it returned."""
+        """Decodes the payload, calls the handler inside the attempt hooks, returns its result."""
         payload = handler.codec.decode_payload(job.payload, self._store.secret_keys)
+        hooks = self._handlers.hooks
+        labels = await JobLabels.read(self._store, job.id, handler.labels, eager=bool(hooks))
         ctx: JobContext[R] = JobContext(
-            id=job.id,
-            kind=job.kind,
-            attempt=job.attempt,
-            stop=self._stop,
-            running=running,
+            id=job.id, kind=job.kind, attempt=job.attempt, stop=self._stop, running=running
         )
+        ctx._labels = labels
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
-            return await fn(ctx, payload)
+            return cast(R, await hooks.around(ctx, functools.partial(fn, ctx, payload)))
         sync_fn = cast("SyncHandler[R, P]", handler.fn)
         loop = asyncio.get_running_loop()
-        call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
-        return await loop.run_in_executor(self._threads, call)
+
+        def in_thread() -> "asyncio.Future[R]":
+            # Copied once the hooks entered: a plain handler sees the contextvars they set.
+            call = functools.partial(contextvars.copy_context().run, sync_fn, ctx, payload)
+            return loop.run_in_executor(self._threads, call)
+
+        return cast(R, await hooks.around(ctx, in_thread))

@@ -8,8 +8,10 @@ from typing import Any, Generic, TypeVar, overload
 from jobtable._codec import Codec
 from jobtable._errors import RunnerError
 from jobtable._kind import Kind
+from jobtable._labels import Labels
 from jobtable._options import RetryPolicy
 from jobtable._runner.context import JobContext
+from jobtable._runner.hooks import RunnerHooks
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -24,7 +26,7 @@ SyncHandler = Callable[[JobContext[R], P], R]
 class Handler(Generic[P, R]):
     """A handler with its kind's codec: runs one job from stored JSON to stored JSON."""
 
-    __slots__ = ("codec", "fn", "is_async", "retry")
+    __slots__ = ("codec", "fn", "is_async", "labels", "retry")
 
     def __init__(
         self,
@@ -32,7 +34,9 @@ class Handler(Generic[P, R]):
         codec: Codec[P, R],
         is_async: bool,
         retry: RetryPolicy,
+        labels: Labels | None = None,
     ) -> None:
+        self.labels = labels
         self.fn = fn
         self.codec = codec
         self.is_async = is_async
@@ -99,6 +103,8 @@ class Handlers:
         self._queues = list(queues)
         self._by_kind: dict[str, Handler[Any, Any]] = {}
         self._queue_of: dict[str, str] = {}
+        self.hooks = RunnerHooks()
+        """The runner's attempt and outcome hooks (``Runner.hooks``)."""
         self._closed = False
 
     def attach(
@@ -109,7 +115,7 @@ class Handlers:
         Raises RunnerError, naming where, once closed, when kind has one, or
         when kind's default queue is not one of the runner's.
         """
-        handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry)
+        handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry, kind.labels)
         queue = kind.options.queue
         if queue not in self._queues:
             raise RunnerError(

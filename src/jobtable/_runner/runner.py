@@ -31,6 +31,7 @@ from jobtable._runner.completer import Completer
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.executor import Executor
 from jobtable._runner.handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
+from jobtable._runner.hooks import RunnerHooks
 from jobtable._runner.loop_watch import LoopWatch
 from jobtable._runner.maintenance import Maintenance
 from jobtable._runner.periodic import PeriodicScheduler
@@ -164,6 +165,11 @@ class Runner:
 
     def __repr__(self) -> str:
         return f"Runner(name={self.name!r}, queues={self.queues}, kinds={list(self.kinds)})"
+
+    @property
+    def hooks(self) -> RunnerHooks:
+        """The runner's hooks around each attempt and on each outcome (see ``RunnerHooks``)."""
+        return self._handlers.hooks
 
     def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
         """Returns a decorator that makes the function it decorates the handler of kind's jobs.

@@ -50,6 +50,8 @@ class _Record:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -43,6 +43,8 @@ class TimedFields(TypedDict):
     partition_key: str | None
     sequence_key: str | None
     sequence_blocks: bool
+    tags: str
+    meta: str | None
 
 
 def timed(fields: JobFields) -> TimedFields:
@@ -61,6 +63,8 @@ def timed(fields: JobFields) -> TimedFields:
         partition_key=fields["partition_key"],
         sequence_key=fields["sequence_key"],
         sequence_blocks=fields["sequence_blocks"],
+        tags=fields["tags"],
+        meta=fields["meta"],
     )
 
 

@@ -27,13 +27,14 @@ from jobtable._engines.rows import (
     CountRow,
     HeldRow,
     JobRow,
+    LabelsRow,
     NewJob,
     Outcome,
     RecordRow,
 )
 from jobtable._engines.runner_queries import PeerRow
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs, upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5
+from jobtable.db.postgres import jobs
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -65,6 +66,8 @@ _StoredRecord = (
     | jobs.ListJobsByKindQueueRow
     | jobs.ListJobsByStatusKindQueueRow
     | jobs.ListJobsRunningRow
+    | jobs.ListJobsByTagRow
+    | jobs.ListJobsByTagFilteredRow
 )
 
 
@@ -104,6 +107,8 @@ class _RecordRow:
     created_at: str
     started_at: str | None
     finished_at: str | None
+    tags: str
+    meta: str | None
 
     @classmethod
     def of(cls, row: _StoredRecord) -> "_RecordRow":
@@ -127,6 +132,8 @@ class _RecordRow:
             created_at=timestamp(row.created_at),
             started_at=_text(row.started_at),
             finished_at=_text(row.finished_at),
+            tags=row.tags,
+            meta=row.meta,
         )
 
 
@@ -265,6 +272,9 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)
 
+    def get_job_labels(self, *, id: str) -> LabelsRow | None:
+        return self._q.get_job_labels(id=id)
+
     def get_job_record(self, *, id: str) -> RecordRow | None:
         row = self._q.get_job_record(id=id)
         return None if row is None else _RecordRow.of(row)
@@ -276,10 +286,17 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
         status: str | None,
         kind: str | None,
         queue: str | None,
+        tag: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
         rows: Sequence[_StoredRecord] = list_page(
-            self._q, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+            self._q,
+            before=before,
+            status=status,
+            kind=kind,
+            queue=queue,
+            tag=tag,
+            max_jobs=max_jobs,
         )
         return [_RecordRow.of(row) for row in rows]
 
@@ -327,52 +344,3 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
 def queries(conn: _Connection) -> Queries:
     """The seam's queries on conn; typed as the seam so that mypy proves _Queries satisfies it."""
     return _Queries(conn)
-
-
-def upgrade_to_v2(conn: _Connection) -> None:
-    """Brings a version 1 schema's jobs table to version 2, keeping every job."""
-    q = upgrade_v2.Querier(conn)
-    q.add_job_option_columns_v2()
-    q.fill_job_option_columns_v2()
-    q.require_run_at_v2()
-    q.allow_cancelled_status_v2()
-    q.drop_job_indexes_v1()
-    q.create_jobs_queued_index_v2()
-    q.create_jobs_scheduled_index_v2()
-    q.create_jobs_finished_index_v2()
-
-
-def upgrade_to_v3(conn: _Connection) -> None:
-    """Brings a version 2 schema's jobs table to version 3, keeping every job.
-
-    The new columns are nullable, so adding them rewrites no row.
-    """
-    q = upgrade_v3.Querier(conn)
-    q.add_unique_and_trace_columns_v3()
-    q.create_jobs_unique_index_v3()
-    q.create_jobs_by_status_index_v3()
-    q.create_jobs_by_status_kind_index_v3()
-    q.create_jobs_by_status_queue_index_v3()
-
-
-def upgrade_to_v4(conn: _Connection) -> None:
-    """Brings a version 3 schema to version 4 (flow control), keeping every job.
-
-    The new columns are nullable or have a constant default, so adding them
-    rewrites no row.
-    """
-    q = upgrade_v4.Querier(conn)
-    q.add_flow_columns_v4()
-    q.create_jobs_partition_index_v4()
-    q.create_jobs_sequence_index_v4()
-    q.create_queues_table_v4()
-    q.create_queue_starts_table_v4()
-    q.create_queue_starts_index_v4()
-
-
-def upgrade_to_v5(conn: _Connection) -> None:
-    """Brings a version 4 schema's runners table to version 5: its host and process columns.
-
-    They are nullable, so adding them rewrites no row; every runner's row is kept.
-    """
-    upgrade_v5.Querier(conn).add_runner_process_columns_v5()

@@ -13,11 +13,12 @@ from typing import LiteralString, Protocol, cast
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.queries import (
+from jobtable._engines.postgres.upgrades import (
     upgrade_to_v2,
     upgrade_to_v3,
     upgrade_to_v4,
     upgrade_to_v5,
+    upgrade_to_v6,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -47,7 +48,7 @@ class SchemaQueries(Protocol):
     def use_temporary_schema(self) -> None: ...
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -60,7 +61,13 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
     # order inside the one transaction that also records the new version. A
     # new schema gets schema.sql whole instead, which is always the latest
     # version.
-    return {1: upgrade_to_v2, 2: upgrade_to_v3, 3: upgrade_to_v4, 4: upgrade_to_v5}
+    return {
+        1: upgrade_to_v2,
+        2: upgrade_to_v3,
+        3: upgrade_to_v4,
+        4: upgrade_to_v5,
+        5: upgrade_to_v6,
+    }
 
 
 _UPGRADES = _upgrade_steps()

@@ -18,13 +18,14 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v3,
     upgrade_to_v4,
     upgrade_to_v5,
+    upgrade_to_v6,
 )
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.tables import Table, tables_refusal
 from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -47,10 +48,14 @@ _INDEXES_V3 = frozenset(
 # The tables version 4 adds (flow control), and with its indexes all it creates.
 _TABLES_V4 = frozenset({"queues", "queue_starts", "queue_starts_by_time"})
 _CREATES_V4 = _TABLES_V4 | {"jobs_partition", "jobs_sequence"}
+# What version 6 creates beside its columns: job_tags, its index, and the
+# jobs table's triggers that fill it.
+_CREATES_V6 = frozenset({"job_tags", "job_tags_seq", "jobs_tags_insert", "jobs_tags_delete"})
 # The last version the step to version 2 reaches: it rebuilds the jobs table
-# as the latest schema has it and creates flow control's tables (version 4);
-# the steps after it (the runners table's, version 5) still run.
-_REBUILT_VERSION = 4
+# as the latest schema has it, with its triggers, creates the tables later
+# versions add beside it (flow control's, version 4; job_tags, version 6)
+# and runs the runners table's step (version 5) itself.
+_REBUILT_VERSION = 6
 
 
 def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
@@ -65,9 +70,15 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
         for st in schema.statements
         if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
     ]
-    # The tables later versions add beside jobs (flow control's, version 4).
-    tables = [st for st in schema.statements if (n := schema.creates(st)) and n <= _TABLES_V4]
-    upgrade_to_v2(conn, table, [*indexes, *tables])
+    # The tables later versions add beside jobs (flow control's, version 4;
+    # job_tags, version 6), created before the jobs table's triggers.
+    tables = [
+        st
+        for st in schema.statements
+        if (n := schema.creates(st)) and n <= _TABLES_V4 | {"job_tags", "job_tags_seq"}
+    ]
+    upgrade_to_v2(conn, table, [*tables, *indexes])
+    upgrade_to_v5(conn)
     return _REBUILT_VERSION
 
 
@@ -96,13 +107,26 @@ def _upgrade_to_v5(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     return 5
 
 
+def _upgrade_to_v6(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
+    # Version 6 adds the jobs table's tags and meta in place, then job_tags.
+    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V6]
+    upgrade_to_v6(conn, creates)
+    return 6
+
+
 def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
     # rebuilds a table from the latest schema. The steps run in order inside
     # the one transaction that also records the new version. A new database
     # gets schema.sql whole instead, which is always the latest version.
-    return {1: _upgrade_to_v2, 2: _upgrade_to_v3, 3: _upgrade_to_v4, 4: _upgrade_to_v5}
+    return {
+        1: _upgrade_to_v2,
+        2: _upgrade_to_v3,
+        3: _upgrade_to_v4,
+        4: _upgrade_to_v5,
+        5: _upgrade_to_v6,
+    }
 
 
 _UPGRADES = _upgrade_steps()

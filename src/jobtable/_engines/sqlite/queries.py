@@ -22,6 +22,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
 from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
 from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
 from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
+from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
 
 
 def _before(now: str, seconds: float) -> str:
@@ -118,10 +119,17 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
         status: str | None,
         kind: str | None,
         queue: str | None,
+        tag: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
         return list_page(
-            self, before=before, status=status, kind=kind, queue=queue, max_jobs=max_jobs
+            self,
+            before=before,
+            status=status,
+            kind=kind,
+            queue=queue,
+            tag=tag,
+            max_jobs=max_jobs,
         )
 
     def next_run_at(self, *, queue: str) -> str | None:  # type: ignore[override]
@@ -202,3 +210,17 @@ def upgrade_to_v5(conn: sqlite3.Connection) -> None:
     q = UpgradeV5(conn)
     q.add_runner_host_column_v5()
     q.add_runner_process_column_v5()
+
+
+def upgrade_to_v6(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Adds the jobs table's tags and meta columns of version 6, in place, then creates.
+
+    creates are the latest schema's statements that create job_tags, its
+    index and the jobs table's triggers that fill it. Every job is kept,
+    with no tag and no meta.
+    """
+    q = UpgradeV6(conn)
+    q.add_job_tags_column_v6()
+    q.add_job_meta_column_v6()
+    for statement in creates:
+        conn.execute(statement)

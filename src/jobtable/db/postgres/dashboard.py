@@ -43,11 +43,12 @@ ORDER BY queue
 SEARCH_PAYLOADS = """SELECT recent.seq, recent.id, recent.kind, recent.queue, recent.priority, recent.status,
     recent.payload, recent.result, recent.error, recent.errors, recent.runner, recent.attempt,
     recent.max_attempts, recent.timeout, recent.cancel_requested, recent.run_at,
-    recent.created_at, recent.started_at, recent.finished_at, recent.updated_at
+    recent.created_at, recent.started_at, recent.finished_at, recent.updated_at,
+    recent.tags, recent.meta
 FROM (
     SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
         attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-        finished_at, updated_at
+        finished_at, updated_at, tags, meta
     FROM jobs ORDER BY seq DESC LIMIT %(scan)s::bigint
 ) AS recent
 WHERE strpos(lower(recent.payload), lower(%(text)s::text)) > 0
@@ -137,6 +138,8 @@ class SearchPayloadsRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -253,6 +256,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]

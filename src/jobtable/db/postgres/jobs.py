@@ -16,38 +16,40 @@ from .models import JSONValue
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
     %(now)s, %(now)s, %(traceparent)s, %(partition_key)s, %(sequence_key)s,
-    %(sequence_blocks)s
+    %(sequence_blocks)s, %(tags)s, %(meta)s
 )
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
     job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
-    job.sequence_key, coalesce(job.sequence_blocks, false)
+    job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta
 FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
     id text, kind text, queue text, priority integer, payload text, max_attempts integer,
     timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
-    partition_key text, sequence_key text, sequence_blocks boolean
+    partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text
 )
 """
 
 CREATE_UNIQUE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
     %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
-    %(sequence_key)s, %(sequence_blocks)s
+    %(sequence_key)s, %(sequence_blocks)s, %(tags)s, %(meta)s
 )
 ON CONFLICT DO NOTHING
 """
@@ -55,12 +57,12 @@ ON CONFLICT DO NOTHING
 CREATE_UNIQUE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
     %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
-    %(sequence_key)s, %(sequence_blocks)s
+    %(sequence_key)s, %(sequence_blocks)s, %(tags)s, %(meta)s
 )
 ON CONFLICT DO NOTHING
 RETURNING id
@@ -324,15 +326,18 @@ NOTIFY_CANCEL = """SELECT pg_notify(jobtable_channel(current_schema()), 'cancel'
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 """
 
+GET_JOB_LABELS = """SELECT tags, meta FROM jobs WHERE id = %(id)s
+"""
+
 GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs WHERE id = %(id)s
 """
 
 LIST_JOBS_UNFILTERED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
 ORDER BY seq DESC LIMIT %(max_jobs)s
@@ -340,7 +345,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -349,7 +354,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -359,7 +364,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -369,7 +374,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 
 LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
     AND status = %(status)s AND status <> 'running'
@@ -381,7 +386,7 @@ ORDER BY seq DESC LIMIT %(max_jobs)s
 LIST_JOBS_RUNNING = """WITH running AS MATERIALIZED (
     SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
         attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-        finished_at, updated_at
+        finished_at, updated_at, tags, meta
     FROM jobs
     WHERE status = 'running' AND seq < %(before)s
         AND (%(kind)s::text IS NULL OR kind = %(kind)s)
@@ -389,7 +394,7 @@ LIST_JOBS_RUNNING = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM running
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
@@ -399,7 +404,7 @@ LIST_JOBS_BY_KIND = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -434,7 +439,7 @@ LIST_JOBS_BY_QUEUE = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -469,7 +474,7 @@ LIST_JOBS_BY_KIND_QUEUE = """WITH running AS MATERIALIZED (
 )
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -497,6 +502,38 @@ WHERE seq IN (
     ) AS cancelled
 )
 ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_TAG = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq LIMIT 1
+) AS jobs
+WHERE job_tags.tag = %(tag)s AND job_tags.seq < %(before)s
+ORDER BY job_tags.seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_TAG_FILTERED = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags CROSS JOIN LATERAL (
+    SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+        attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+        finished_at, updated_at, tags, meta
+    FROM jobs AS job WHERE job.seq = job_tags.seq
+        AND (%(status)s::text IS NULL OR job.status = %(status)s)
+        AND (%(kind)s::text IS NULL OR job.kind = %(kind)s)
+        AND (%(queue)s::text IS NULL OR job.queue = %(queue)s)
+    LIMIT 1
+) AS jobs
+WHERE job_tags.tag = %(tag)s AND job_tags.seq < %(before)s
+ORDER BY job_tags.seq DESC LIMIT %(max_jobs)s
 """
 
 COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status
@@ -581,6 +618,8 @@ class CreateUniqueJobsParams:
     partition_key: str | None
     sequence_key: str | None
     sequence_blocks: bool
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -666,6 +705,14 @@ class GetJobRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class GetJobLabelsRow:
+    """A row that GetJobLabels returns."""
+
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GetJobRecordRow:
     """A row that GetJobRecord returns."""
 
@@ -689,6 +736,8 @@ class GetJobRecordRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -715,6 +764,8 @@ class ListJobsUnfilteredRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -741,6 +792,8 @@ class ListJobsByStatusRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -767,6 +820,8 @@ class ListJobsByStatusKindRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -793,6 +848,8 @@ class ListJobsByStatusQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -819,6 +876,8 @@ class ListJobsByStatusKindQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -845,6 +904,8 @@ class ListJobsRunningRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -871,6 +932,8 @@ class ListJobsByKindRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -897,6 +960,8 @@ class ListJobsByQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -923,6 +988,64 @@ class ListJobsByKindQueueRow:
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
     updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByTagRow:
+    """A row that ListJobsByTag returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByTagFilteredRow:
+    """A row that ListJobsByTagFiltered returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -992,6 +1115,8 @@ class Querier:
         partition_key: str | None,
         sequence_key: str | None,
         sequence_blocks: bool,
+        tags: str,
+        meta: str | None,
     ) -> None:
         """CreateJob stores a queued job that may be claimed from run_at on. Its insert
         trigger notifies idle runners in every process when the transaction commits.
@@ -1012,6 +1137,8 @@ class Querier:
                 "partition_key": partition_key,
                 "sequence_key": sequence_key,
                 "sequence_blocks": sequence_blocks,
+                "tags": tags,
+                "meta": meta,
             },
         )
 
@@ -1056,6 +1183,8 @@ class Querier:
         partition_key: str | None,
         sequence_key: str | None,
         sequence_blocks: bool,
+        tags: str,
+        meta: str | None,
     ) -> int:
         """CreateUniqueJob stores a queued job with a unique key, or nothing when a
         job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
@@ -1081,6 +1210,8 @@ class Querier:
                 "partition_key": partition_key,
                 "sequence_key": sequence_key,
                 "sequence_blocks": sequence_blocks,
+                "tags": tags,
+                "meta": meta,
             },
         )
         return cur.rowcount
@@ -1112,6 +1243,8 @@ class Querier:
                 "partition_key": row.partition_key,
                 "sequence_key": row.sequence_key,
                 "sequence_blocks": row.sequence_blocks,
+                "tags": row.tags,
+                "meta": row.meta,
             }
             for row in rows
         ]
@@ -1693,6 +1826,26 @@ class Querier:
             error=row[4],
         )
 
+    def get_job_labels(
+        self,
+        *,
+        id: str,
+    ) -> GetJobLabelsRow | None:
+        """GetJobLabels reads the tags and metadata of one job, for its handler."""
+        cur = self._conn.execute(
+            GET_JOB_LABELS,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetJobLabelsRow(
+            tags=row[0],
+            meta=row[1],
+        )
+
     def get_job_record(
         self,
         *,
@@ -1729,6 +1882,8 @@ class Querier:
             started_at=row[17],
             finished_at=row[18],
             updated_at=row[19],
+            tags=row[20],
+            meta=row[21],
         )
 
     def list_jobs_unfiltered(
@@ -1776,6 +1931,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1820,6 +1977,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1866,6 +2025,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1912,6 +2073,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1962,6 +2125,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -2012,6 +2177,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -2060,6 +2227,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -2108,6 +2277,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -2158,6 +2329,113 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_tag(
+        self,
+        *,
+        tag: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByTagRow]:
+        """ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
+        primary key) and each job by its seq, so a page costs about max_jobs
+        lookups however many jobs the table or the tag has. Differs from SQLite
+        by necessity: the job is read in a LATERAL subquery with a LIMIT, which
+        the planner cannot turn into a join; as a join, it would rather merge
+        job_tags's range with the whole primary key of jobs, both in seq order.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_TAG,
+            {
+                "tag": tag,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByTagRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_tag_filtered(
+        self,
+        *,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        tag: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByTagFilteredRow]:
+        """ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
+        other filter given (a null filter matches all): it reads the tag's range
+        in seq order and skips the jobs that do not match, so a page costs the
+        tag's jobs it skips as well; a tag names a small set of jobs, so that
+        stays small where no other index could serve tag and filter together.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_TAG_FILTERED,
+            {
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "tag": tag,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByTagFilteredRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]

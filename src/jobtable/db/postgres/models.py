@@ -12,6 +12,14 @@ JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobTag:
+    """A row of the job_tags table."""
+
+    tag: str
+    seq: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Job:
     """A row of the jobs table."""
 
@@ -42,6 +50,8 @@ class Job:
     partition_key: str | None
     sequence_key: str | None
     sequence_blocks: bool
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -90,7 +90,13 @@ CREATE TABLE jobs (
     -- null or false for a job that uses neither (schema version 4).
     partition_key text,
     sequence_key text,
-    sequence_blocks boolean NOT NULL DEFAULT false
+    sequence_blocks boolean NOT NULL DEFAULT false,
+    -- tags are the job's labels, a JSON array of distinct short strings set
+    -- at enqueue and never changed after; job_tags indexes them. meta is a
+    -- small JSON object set at enqueue, or null: context for the handler and
+    -- the hooks, never a secret. Both text, as payload is (schema version 6).
+    tags text NOT NULL DEFAULT '[]',
+    meta text
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue
@@ -135,6 +141,22 @@ CREATE INDEX jobs_partition ON jobs (queue, partition_key, priority, seq)
 -- version 4).
 CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
+
+-- job_tags lists each tagged job under each of its tags, so that a listing
+-- by tag reads one index range in seq order (ListJobsByTag) at any table
+-- size. A side table, not a text[] column with a GIN index: a claim or a
+-- finish changes status, which the listing's indexes hold, so its update of
+-- the jobs row is never HOT and would add an entry to every index of the
+-- table, a GIN index included. job_tags is written only by the jobs table's
+-- insert and delete triggers, so claims, retries and finishes write no tag
+-- entry, and untagged jobs cost nothing but the trigger (schema version 6).
+CREATE TABLE job_tags (
+    tag text NOT NULL,
+    seq bigint NOT NULL,
+    PRIMARY KEY (tag, seq)
+);
+-- A deleted job's tags are found by its seq.
+CREATE INDEX job_tags_seq ON job_tags (seq);
 
 -- queues holds the flow control of the queues that have any: whether the
 -- queue is paused, and its limits. A queue without a row, or whose row has
@@ -231,6 +253,41 @@ $$;
 -- Once per INSERT statement, not per row: one wake-up is enough for a batch.
 CREATE TRIGGER jobs_notify_enqueue AFTER INSERT ON jobs
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_notify_enqueue();
+
+-- jobtable_index_tags and jobtable_unindex_tags keep job_tags in step with
+-- the jobs inserted and deleted, once per statement over its transition
+-- table, so a batch of jobs costs one statement, not one per row.
+CREATE FUNCTION jobtable_index_tags() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    INSERT INTO job_tags (tag, seq)
+    SELECT DISTINCT tag.value, inserted.seq
+    FROM inserted, jsonb_array_elements_text(inserted.tags::jsonb) AS tag(value)
+    WHERE inserted.tags <> '[]';
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION jobtable_unindex_tags() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_tags USING deleted
+    WHERE job_tags.seq = deleted.seq AND deleted.tags <> '[]';
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_index_tags AFTER INSERT ON jobs
+REFERENCING NEW TABLE AS inserted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_index_tags();
+
+CREATE TRIGGER jobs_unindex_tags AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_unindex_tags();
 
 -- jobtable_listen makes the calling session LISTEN on the channel of the
 -- jobtable tables in its current schema, and returns the channel's name.

@@ -41,11 +41,11 @@ ORDER BY queue
 
 SEARCH_PAYLOADS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM (
     SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
         attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-        finished_at, updated_at
+        finished_at, updated_at, tags, meta
     FROM jobs ORDER BY seq DESC LIMIT ?1
 ) AS recent
 WHERE instr(lower(recent.payload), lower(CAST(?2 AS TEXT))) > 0
@@ -133,6 +133,8 @@ class SearchPayloadsRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -249,6 +251,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]

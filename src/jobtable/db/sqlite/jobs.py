@@ -10,35 +10,37 @@ from collections.abc import Iterable
 
 CREATE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
     ?9, ?9, ?10, ?11, ?12,
-    ?13
+    ?13, ?14, ?15
 )
 """
 
 CREATE_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
-    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
     ?9, ?9, ?10, ?11, ?12,
-    ?13
+    ?13, ?14, ?15
 )
 """
 
 CREATE_UNIQUE_JOB = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, unique_key, unique_statuses, partition_key,
-    sequence_key, sequence_blocks
+    sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
     ?9, ?9, ?10, ?11, ?12, ?13,
-    ?14, ?15
+    ?14, ?15, ?16, ?17
 )
 ON CONFLICT DO NOTHING
 """
@@ -205,15 +207,18 @@ WHERE id = ?2 AND status = 'running'
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = ?1
 """
 
+GET_JOB_LABELS = """SELECT tags, meta FROM jobs WHERE id = ?1
+"""
+
 GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs WHERE id = ?1
 """
 
 LIST_JOBS_UNFILTERED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < ?1
 ORDER BY seq DESC LIMIT ?2
@@ -221,7 +226,7 @@ ORDER BY seq DESC LIMIT ?2
 
 LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < ?1
     AND status = ?2 AND status <> 'running'
@@ -230,7 +235,7 @@ ORDER BY seq DESC LIMIT ?3
 
 LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < ?1
     AND status = ?2 AND status <> 'running'
@@ -240,7 +245,7 @@ ORDER BY seq DESC LIMIT ?4
 
 LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < ?1
     AND status = ?2 AND status <> 'running'
@@ -250,7 +255,7 @@ ORDER BY seq DESC LIMIT ?4
 
 LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < ?1
     AND status = ?2 AND status <> 'running'
@@ -261,7 +266,7 @@ ORDER BY seq DESC LIMIT ?5
 
 LIST_JOBS_RUNNING = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs INDEXED BY jobs_running
 WHERE status = 'running' AND seq < ?1
     AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
@@ -271,7 +276,7 @@ ORDER BY seq DESC LIMIT ?4
 
 LIST_JOBS_BY_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -305,7 +310,7 @@ ORDER BY seq DESC LIMIT ?3
 
 LIST_JOBS_BY_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -339,7 +344,7 @@ ORDER BY seq DESC LIMIT ?3
 
 LIST_JOBS_BY_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at
+    finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
     SELECT seq FROM (
@@ -369,6 +374,27 @@ WHERE seq IN (
     )
 )
 ORDER BY seq DESC LIMIT ?4
+"""
+
+LIST_JOBS_BY_TAG = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = ?1 AND job_tags.seq < ?2
+ORDER BY job_tags.seq DESC LIMIT ?3
+"""
+
+LIST_JOBS_BY_TAG_FILTERED = """SELECT jobs.seq, jobs.id, jobs.kind, jobs.queue, jobs.priority, jobs.status, jobs.payload,
+    jobs.result, jobs.error, jobs.errors, jobs.runner, jobs.attempt, jobs.max_attempts,
+    jobs.timeout, jobs.cancel_requested, jobs.run_at, jobs.created_at, jobs.started_at,
+    jobs.finished_at, jobs.updated_at, jobs.tags, jobs.meta
+FROM job_tags JOIN jobs ON jobs.seq = job_tags.seq
+WHERE job_tags.tag = ?1 AND job_tags.seq < ?2
+    AND (CAST(?3 AS TEXT) IS NULL OR jobs.status = ?3)
+    AND (CAST(?4 AS TEXT) IS NULL OR jobs.kind = ?4)
+    AND (CAST(?5 AS TEXT) IS NULL OR jobs.queue = ?5)
+ORDER BY job_tags.seq DESC LIMIT ?6
 """
 
 COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY queue, status
@@ -438,6 +464,8 @@ class CreateJobsParams:
     partition_key: str | None
     sequence_key: str | None
     sequence_blocks: int
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -521,6 +549,14 @@ class GetJobRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class GetJobLabelsRow:
+    """A row that GetJobLabels returns."""
+
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GetJobRecordRow:
     """A row that GetJobRecord returns."""
 
@@ -544,6 +580,8 @@ class GetJobRecordRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -570,6 +608,8 @@ class ListJobsUnfilteredRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -596,6 +636,8 @@ class ListJobsByStatusRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -622,6 +664,8 @@ class ListJobsByStatusKindRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -648,6 +692,8 @@ class ListJobsByStatusQueueRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -674,6 +720,8 @@ class ListJobsByStatusKindQueueRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -700,6 +748,8 @@ class ListJobsRunningRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -726,6 +776,8 @@ class ListJobsByKindRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -752,6 +804,8 @@ class ListJobsByQueueRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -778,6 +832,64 @@ class ListJobsByKindQueueRow:
     started_at: str | None
     finished_at: str | None
     updated_at: str
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByTagRow:
+    """A row that ListJobsByTag returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByTagFilteredRow:
+    """A row that ListJobsByTagFiltered returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -847,6 +959,8 @@ class Querier:
         partition_key: str | None,
         sequence_key: str | None,
         sequence_blocks: int,
+        tags: str,
+        meta: str | None,
     ) -> None:
         """CreateJob stores a queued job that may be claimed from run_at on."""
         self._conn.execute(
@@ -865,6 +979,8 @@ class Querier:
                 partition_key,
                 sequence_key,
                 sequence_blocks,
+                tags,
+                meta,
             ),
         )
 
@@ -890,6 +1006,8 @@ class Querier:
                     row.partition_key,
                     row.sequence_key,
                     row.sequence_blocks,
+                    row.tags,
+                    row.meta,
                 )
                 for row in rows
             ],
@@ -913,6 +1031,8 @@ class Querier:
         partition_key: str | None,
         sequence_key: str | None,
         sequence_blocks: int,
+        tags: str,
+        meta: str | None,
     ) -> int:
         """CreateUniqueJob stores a queued job with a unique key, or nothing when a
         job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
@@ -938,6 +1058,8 @@ class Querier:
                 partition_key,
                 sequence_key,
                 sequence_blocks,
+                tags,
+                meta,
             ),
         )
         return cur.rowcount
@@ -1419,6 +1541,24 @@ class Querier:
             error=row[4],
         )
 
+    def get_job_labels(
+        self,
+        *,
+        id: str,
+    ) -> GetJobLabelsRow | None:
+        """GetJobLabels reads the tags and metadata of one job, for its handler."""
+        cur = self._conn.execute(
+            GET_JOB_LABELS,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetJobLabelsRow(
+            tags=row[0],
+            meta=row[1],
+        )
+
     def get_job_record(
         self,
         *,
@@ -1453,6 +1593,8 @@ class Querier:
             started_at=row[17],
             finished_at=row[18],
             updated_at=row[19],
+            tags=row[20],
+            meta=row[21],
         )
 
     def list_jobs_unfiltered(
@@ -1500,6 +1642,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1544,6 +1688,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1590,6 +1736,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1636,6 +1784,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1686,6 +1836,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1733,6 +1885,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1780,6 +1934,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1827,6 +1983,8 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]
@@ -1876,6 +2034,110 @@ class Querier:
                 started_at=row[17],
                 finished_at=row[18],
                 updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_tag(
+        self,
+        *,
+        tag: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByTagRow]:
+        """ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
+        primary key) and each job by its seq, so a page costs about max_jobs
+        lookups however many jobs the table or the tag has.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_TAG,
+            (
+                tag,
+                before,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByTagRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_tag_filtered(
+        self,
+        *,
+        tag: str,
+        before: int,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByTagFilteredRow]:
+        """ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
+        other filter given (a null filter matches all): it reads the tag's range
+        in seq order and skips the jobs that do not match, so a page costs the
+        tag's jobs it skips as well; a tag names a small set of jobs, so that
+        stays small where no other index could serve tag and filter together.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_TAG_FILTERED,
+            (
+                tag,
+                before,
+                status,
+                kind,
+                queue,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByTagFilteredRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
             )
             for row in cur.fetchall()
         ]

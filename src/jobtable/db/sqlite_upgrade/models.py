@@ -7,6 +7,14 @@ import dataclasses
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobTag:
+    """A row of the job_tags table."""
+
+    tag: str
+    seq: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Job:
     """A row of the jobs table."""
 
@@ -37,6 +45,8 @@ class Job:
     partition_key: str | None
     sequence_key: str | None
     sequence_blocks: int
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -1,0 +1,77 @@
+"""The steps that bring an older PostgreSQL schema to the latest, one version at a time.
+
+Each runs inside the one transaction that also records the new version (see
+``schema.apply_schema``), so an upgrade is all or nothing.
+"""
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from jobtable.db.postgres import upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5, upgrade_v6
+
+_Connection = psycopg.Connection[TupleRow]
+
+
+def upgrade_to_v2(conn: _Connection) -> None:
+    """Brings a version 1 schema's jobs table to version 2, keeping every job."""
+    q = upgrade_v2.Querier(conn)
+    q.add_job_option_columns_v2()
+    q.fill_job_option_columns_v2()
+    q.require_run_at_v2()
+    q.allow_cancelled_status_v2()
+    q.drop_job_indexes_v1()
+    q.create_jobs_queued_index_v2()
+    q.create_jobs_scheduled_index_v2()
+    q.create_jobs_finished_index_v2()
+
+
+def upgrade_to_v3(conn: _Connection) -> None:
+    """Brings a version 2 schema's jobs table to version 3, keeping every job.
+
+    The new columns are nullable, so adding them rewrites no row.
+    """
+    q = upgrade_v3.Querier(conn)
+    q.add_unique_and_trace_columns_v3()
+    q.create_jobs_unique_index_v3()
+    q.create_jobs_by_status_index_v3()
+    q.create_jobs_by_status_kind_index_v3()
+    q.create_jobs_by_status_queue_index_v3()
+
+
+def upgrade_to_v4(conn: _Connection) -> None:
+    """Brings a version 3 schema to version 4 (flow control), keeping every job.
+
+    The new columns are nullable or have a constant default, so adding them
+    rewrites no row.
+    """
+    q = upgrade_v4.Querier(conn)
+    q.add_flow_columns_v4()
+    q.create_jobs_partition_index_v4()
+    q.create_jobs_sequence_index_v4()
+    q.create_queues_table_v4()
+    q.create_queue_starts_table_v4()
+    q.create_queue_starts_index_v4()
+
+
+def upgrade_to_v5(conn: _Connection) -> None:
+    """Brings a version 4 schema's runners table to version 5: its host and process columns.
+
+    They are nullable, so adding them rewrites no row; every runner's row is kept.
+    """
+    upgrade_v5.Querier(conn).add_runner_process_columns_v5()
+
+
+def upgrade_to_v6(conn: _Connection) -> None:
+    """Brings a version 5 schema to version 6: the jobs table's tags and meta, and job_tags.
+
+    tags has a constant default and meta is nullable, so adding them
+    rewrites no row; every job is kept, with no tag and no meta.
+    """
+    q = upgrade_v6.Querier(conn)
+    q.add_job_tags_columns_v6()
+    q.create_job_tags_table_v6()
+    q.create_job_tags_seq_index_v6()
+    q.create_index_tags_function_v6()
+    q.create_unindex_tags_function_v6()
+    q.create_index_tags_trigger_v6()
+    q.create_unindex_tags_trigger_v6()
