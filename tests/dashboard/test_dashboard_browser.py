@@ -27,6 +27,7 @@ import pytest
 from dashboard_server import serve, wait_for
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from pydantic import BaseModel
+from seam import claim
 
 import jobtable
 
@@ -364,11 +365,14 @@ def test_the_kinds_page_shows_each_kinds_figures_and_the_job_page_a_dead_runners
         )
         if store.engine.__class__.__name__ == "SQLiteEngine":
             screenshot(page, tmp_path, "dashboard-kinds.png")
-    # The server and its runner are gone: the runner's row stays behind,
-    # unrenewed, and a job due now has no live runner to run it.
+    # The server and its runner are gone (a stop records the jobs it ran
+    # interrupted); a runner that crashed holds a job, and a job due now has
+    # no live runner to run it.
     work.report.enqueue({"customer": "Hooli"})
+    work.report.enqueue({"customer": "Pied Piper"})
+    [held] = claim(store.engine, 1, runner="crashed")
     with serve(jobtable.dashboard(store, lease=0.001)) as base:
-        page.goto(f"{base}/jobs/{jobs['sleepy']}")
+        page.goto(f"{base}/jobs/{held}")
         expect(page.locator("#state")).to_have_text("(held by a dead runner)")
         page.goto(f"{base}/")
         expect(page.locator('[data-alarm="dead-held"]')).to_be_visible()

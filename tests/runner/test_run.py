@@ -882,10 +882,15 @@ async def test_a_handler_raising_cancelled_error_unasked_fails_its_job_and_keeps
     assert record.__dict__["job_id"] == ids[0]
 
 
+async def ping(ctx: jobtable.JobContext[int], payload: int) -> int:
+    return payload
+
+
 async def test_run_inside_a_running_event_loop_says_to_await_start_and_wait(
     store: jobtable.Store,
 ) -> None:
     runner = jobtable.Runner(store, workers=1)
+    runner.register("ping", ping)
     # Warnings are errors here: asyncio's "coroutine ... was never awaited" would fail the test.
     with pytest.raises(
         jobtable.RunnerError, match=r"use `await runner\.start\(\)`.*`await runner\.wait\(\)`"
