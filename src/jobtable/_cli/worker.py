@@ -5,8 +5,10 @@ the application's own; the command only finds it and calls ``run()``, which
 stops gracefully on SIGINT or SIGTERM.
 """
 
+import datetime
 import importlib
 import inspect
+import json
 import logging
 import os
 import reprlib
@@ -79,13 +81,23 @@ def worker(
     log_level: Annotated[
         str, typer.Option(help="The level of the log lines printed on stderr.")
     ] = "INFO",
+    log_format: Annotated[
+        str,
+        typer.Option(help="text: a line per record; json: a JSON object per line."),
+    ] = "text",
 ) -> None:
     """Runs the application's runner until SIGINT or SIGTERM (a second one cancels the handlers)."""
     level = logging.getLevelNamesMapping().get(log_level.upper())
     if level is None:
         fail(f"--log-level {log_level!r}: want DEBUG, INFO, WARNING or ERROR")
+    formats: dict[str, logging.Formatter] = {
+        "text": JobFields("%(asctime)s %(levelname)s %(name)s: %(message)s"),
+        "json": JsonLines(),
+    }
+    if log_format not in formats:
+        fail(f"--log-format {log_format!r}: want text or json")
     handler = logging.StreamHandler()
-    handler.setFormatter(JobFields("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(formats[log_format])
     logging.basicConfig(level=level, handlers=[handler])
     runner = load_runner(spec)
     try:
@@ -107,3 +119,30 @@ class JobFields(logging.Formatter):
             f"{text} [job_id={fields['job_id']} kind={fields.get('kind')} "
             f"attempt={fields.get('attempt')}]"
         )
+
+
+class JsonLines(logging.Formatter):
+    """Formats a record as one JSON object on one line, for log shippers.
+
+    Its keys: ``time`` (ISO 8601, UTC), ``level``, ``logger``, ``message``;
+    ``job_id``, ``kind`` and ``attempt`` when the record is about a job; and
+    ``exception``, the traceback, when the record carries one (the log is the
+    one place a handler's exception text goes).
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as a JSON object without a newline inside it."""
+        moment = datetime.datetime.fromtimestamp(record.created, datetime.UTC)
+        line: dict[str, object] = {
+            "time": moment.isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = record.__dict__
+        for key in ("job_id", "kind", "attempt"):
+            if fields.get(key) is not None:
+                line[key] = fields[key]
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
