@@ -148,9 +148,25 @@ def test_the_overview_counts_change_live_as_jobs_of_several_kinds_run(
         assert page.evaluate("window.notReloaded") is True
         expect(page.locator("svg.chart rect.succeeded").first).to_be_visible()
         expect(page.locator("table.runners td.alive")).to_have_count(1)
+        # The counts came as server-sent events, not polls.
+        expect(page.locator("#live")).to_have_attribute("data-live", "events")
         assert PLANTED not in page.content()
         if store.engine.__class__.__name__ == "SQLiteEngine":
             screenshot(page, tmp_path, "dashboard-overview.png")
+
+
+def test_where_no_stream_gets_through_the_page_polls_instead(
+    store: jobtable.Store, page: Page
+) -> None:
+    work = Workload(store)
+    page.route("**/events", lambda route: route.abort())  # a proxy that refuses streams
+    with serve(jobtable.dashboard(store, refresh=0.3), work.runner) as base:
+        page.goto(f"{base}/")
+        succeeded = page.locator('tfoot td[data-status="succeeded"]')
+        expect(succeeded).to_have_text("0")
+        work.report.enqueue({"n": 1})
+        expect(succeeded).to_have_text("1", timeout=WAIT_MS)
+        assert page.locator("#live").get_attribute("data-live") is None
 
 
 def test_a_failed_jobs_page_shows_the_internal_message_only(

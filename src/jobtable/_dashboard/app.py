@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl, quote
 
-import jinja2
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -25,6 +24,7 @@ from starlette.types import ASGIApp
 from jobtable._dashboard import bulk as bulk
 from jobtable._dashboard import views as views
 from jobtable._dashboard.chart import throughput_chart
+from jobtable._dashboard.live import CSRF_MARK, Broadcast, Frame, event_stream
 from jobtable._dashboard.security import SECURITY_HEADERS, Authenticate, Csrf
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
@@ -47,26 +47,6 @@ class Form(dict[str, str]):
 Action = Callable[[Form], Awaitable[Response]]
 
 
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(ASSETS / "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(
-        utc=views.utc,
-        duration=views.duration,
-        pretty=views.pretty,
-        percent=views.percent,
-        span=views.span,
-    )
-    env.filters["path"] = lambda value: quote(str(value), safe="")
-    env.globals["statuses"] = list(Status)
-    return env
-
-
 class Dashboard:
     """The pages and actions over one store; ``routes`` is what Starlette serves."""
 
@@ -84,7 +64,8 @@ class Dashboard:
         self.csrf = Csrf(secret)
         self.refresh_ms = int(refresh * 1000)
         self.lease = lease
-        self.env = _environment()
+        self.env = views.environment(ASSETS / "templates")
+        self.live = Broadcast(refresh)
 
     def render(
         self, request: Request, name: str, status_code: int = 200, **context: Any
@@ -96,18 +77,30 @@ class Dashboard:
         if notice is not None:
             count = request.query_params.get("count", "")
             notice = notice.format(count=int(count) if count.isdigit() and len(count) < 10 else 0)
-        html = self.env.get_template(name).render(
+        html = self.fragment(base, name, csrf=token, notice=notice, **context)
+        response = HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
+        if fresh:
+            self.csrf.set_cookie(request, response, token)
+        return response
+
+    def fragment(
+        self,
+        base: str,
+        name: str,
+        *,
+        csrf: str = CSRF_MARK,
+        notice: str | None = None,
+        **context: Any,
+    ) -> str:
+        """The template name rendered under base; a live part's CSRF token is left as a mark."""
+        return self.env.get_template(name).render(
             base=base,
-            csrf=token,
+            csrf=csrf,
             read_only=self.read_only,
             refresh_ms=self.refresh_ms,
             notice=notice,
             **context,
         )
-        response = HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
-        if fresh:
-            self.csrf.set_cookie(request, response, token)
-        return response
 
     def problem(self, request: Request, status_code: int, message: str) -> HTMLResponse:
         """An error page saying message."""
@@ -140,6 +133,15 @@ class Dashboard:
     async def overview_live(self, request: Request) -> Response:
         """The overview's live part, which the page fetches again every refresh."""
         return self.render(request, "_overview_live.html", **await self._overview_data())
+
+    async def overview_events(self, request: Request) -> Response:
+        """The overview's live part as a stream of server-sent events."""
+        base: str = request.scope.get("root_path", "")
+
+        async def render() -> Frame:
+            return Frame(self.fragment(base, "_overview_live.html", **await self._overview_data()))
+
+        return event_stream(request, self.csrf, self.live, f"overview {base}", render)
 
     async def jobs(self, request: Request) -> Response:
         """The job list: filtered, newest first, a keyset page at a time."""
@@ -211,24 +213,43 @@ class Dashboard:
         report = await self.store.akind_figures()
         return self.render(request, "kinds.html", report=report)
 
+    async def _record(self, job_id: str) -> dict[str, Any]:
+        """The job page's context; raises JobNotFound."""
+        record, alive = await asyncio.gather(self.store.ainspect(job_id), self._alive())
+        return {
+            "job": record,
+            "timeline": views.timeline(record),
+            "final": views.final(record),
+            "state": views.state(record, alive, self.store.clock()),
+        }
+
     async def _record_page(self, request: Request, name: str) -> Response:
         try:
-            record, alive = await asyncio.gather(
-                self.store.ainspect(request.path_params["job_id"]), self._alive()
-            )
+            context = await self._record(request.path_params["job_id"])
         except JobNotFound:
             return self.problem(request, 404, "No job has this id (it may have been deleted).")
-        response = self.render(
-            request,
-            name,
-            job=record,
-            timeline=views.timeline(record),
-            final=views.final(record),
-            state=views.state(record, alive, self.store.clock()),
-        )
-        if views.final(record):
+        response = self.render(request, name, **context)
+        if context["final"]:
             response.headers["x-jobtable-final"] = "1"
         return response
+
+    async def job_events(self, request: Request) -> Response:
+        """The job page's live part as a stream of server-sent events, until the job ends."""
+        base: str = request.scope.get("root_path", "")
+        job_id: str = request.path_params["job_id"]
+        try:
+            await self.store.ainspect(job_id)
+        except JobNotFound:
+            return self.problem(request, 404, "No job has this id (it may have been deleted).")
+
+        async def render() -> Frame:
+            try:
+                context = await self._record(job_id)
+            except JobNotFound:
+                return Frame("<p>This job has been deleted.</p>", final=True)
+            return Frame(self.fragment(base, "_job_live.html", **context), context["final"])
+
+        return event_stream(request, self.csrf, self.live, f"job {job_id} {base}", render)
 
     async def job(self, request: Request) -> Response:
         """One job's page: its record, payload, result, errors and timeline."""
@@ -336,6 +357,7 @@ class Dashboard:
         return [
             Route("/", self.overview, name="overview"),
             Route("/live/overview", self.overview_live, name="overview_live"),
+            Route("/live/overview/events", self.overview_events, name="overview_events"),
             Route("/jobs", self.jobs, name="jobs"),
             Route("/search", self.search, name="search"),
             Route("/kinds", self.kinds, name="kinds"),
@@ -343,6 +365,7 @@ class Dashboard:
             Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
             Route("/jobs/{job_id}", self.job, name="job"),
             Route("/jobs/{job_id}/live", self.job_live, name="job_live"),
+            Route("/jobs/{job_id}/live/events", self.job_events, name="job_events"),
             Route("/jobs/{job_id}/{action}", self.job_action, methods=["POST"], name="action"),
             Mount("/static", StaticFiles(directory=ASSETS / "static"), name="static"),
         ]

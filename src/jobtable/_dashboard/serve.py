@@ -109,4 +109,6 @@ def serve(
         log_config=log_config,
         proxy_headers=False,
         server_header=False,
+        # Open pages hold live streams (each ends within live.LIFETIME): a stop waits 2 s at most.
+        timeout_graceful_shutdown=2,
     )

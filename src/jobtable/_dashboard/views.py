@@ -7,8 +7,11 @@ the store, then hand its records to these functions.
 import dataclasses
 import datetime
 import json
+import pathlib
 from collections.abc import Mapping
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
+
+import jinja2
 
 from jobtable._job import JobRecord, Status
 from jobtable._labels import check_tag
@@ -213,3 +216,24 @@ def state(record: JobRecord, alive: frozenset[str], at: datetime.datetime) -> st
 def final(record: JobRecord) -> bool:
     """Whether nothing will change the job by itself any more (a page may stop refreshing)."""
     return record.status in FINAL
+
+
+def environment(templates: pathlib.Path) -> jinja2.Environment:
+    """The templates' Jinja2 environment: autoescaping, strict, with the pages' filters."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        utc=utc,
+        duration=duration,
+        pretty=pretty,
+        percent=percent,
+        span=span,
+    )
+    env.filters["path"] = lambda value: quote(str(value), safe="")
+    env.globals["statuses"] = list(Status)
+    return env
