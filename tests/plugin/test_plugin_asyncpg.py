@@ -120,3 +120,15 @@ async def test_copyfrom_names_the_schema_table_and_columns_as_postgres_reads_the
     finally:
         await conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
         await conn.close()
+
+
+@pytest.mark.slow
+def test_an_override_maps_a_type_asyncpg_has_no_exact_type_for(tmp_path: pathlib.Path) -> None:
+    schema = "CREATE TABLE r (id int8 NOT NULL, span int4range NOT NULL);\n"
+    options = {**ASYNCPG, "overrides": "[{db_type: int4range, py_type: asyncpg.Range}]"}
+    case = write_case(
+        tmp_path / "case", "postgresql", schema, "-- name: GetR :many\nSELECT * FROM r;\n", options
+    )
+    done = run_sqlc(case, "generate")
+    assert done.returncode == 0, done.stderr
+    assert "    span: asyncpg.Range\n" in (case / "out" / "models.py").read_text()
