@@ -254,6 +254,18 @@ async def test_batchexec_runs_a_statement_per_row(conn: asyncpg.Connection) -> N
     assert (got_bob.bio, got_bob.settings) == ("b", None)
 
 
+async def test_batchexec_writes_all_rows_or_none(conn: asyncpg.Connection) -> None:
+    querier = accounts.Querier(conn)
+    ada = await _create(querier, _every_type("ada"))
+    rows = [
+        accounts.SetBiosAndSettingsParams(bio="changed", settings=None, id=ada.id),
+        accounts.SetBiosAndSettingsParams(bio="b", settings="not json", id=ada.id),
+    ]
+    with pytest.raises(asyncpg.InvalidTextRepresentationError):
+        await querier.set_bios_and_settings(rows)
+    assert await querier.get_account(id=ada.id) == ada
+
+
 async def test_copyfrom_writes_each_value_to_its_column(conn: asyncpg.Connection) -> None:
     querier = accounts.Querier(conn)
     ada = await _create(querier, _every_type("ada"))
