@@ -186,7 +186,8 @@ class TypeMap:
     ``enums`` maps (schema, name) of each enum, the default schema as "", to
     its class name in the models module; ``composites`` likewise names the
     composite types, which psycopg returns in their text form, a str, until
-    they are registered.
+    they are registered. ``driver`` is the option's: with ``asyncpg``,
+    PostgreSQL's types map to what asyncpg decodes them to.
     """
 
     engine: str
