@@ -117,12 +117,15 @@ def check_postgres(describe: Describe, plans: list[QueryPlan]) -> list[str]:
     """Returns an error for each plan whose SQL does not prepare on PostgreSQL as planned.
 
     A COPY cannot be prepared; it is built from the INSERT that sqlc parsed.
+    The asyncpg driver keeps that INSERT as the constant, which is prepared.
     """
     errors: list[str] = []
     for plan in plans:
-        if plan.command == ":copyfrom":
+        asyncpg = plan.driver == "asyncpg"
+        if plan.command == ":copyfrom" and not asyncpg:
             continue
-        sql = plan.sql if not plan.params else postgres_placeholders(plan.sql)[0]
+        # asyncpg's SQL is sqlc's, with its $N; psycopg's names them.
+        sql = postgres_placeholders(plan.sql)[0] if plan.params and not asyncpg else plan.sql
         try:
             described = describe(sql)
         except RequestError as err:

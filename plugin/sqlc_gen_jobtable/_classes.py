@@ -80,8 +80,10 @@ def exec_result_plan(driver: str) -> ClassPlan:
             "What one :execresult statement did: the cursor's rowcount and lastrowid.",
             (Field("rowcount", PyType("int")), Field("lastrowid", PyType("int | None"))),
         )
+    # asyncpg always returns the status; psycopg's may be None.
+    status = PyType("str") if driver == "asyncpg" else PyType("str | None")
     return ClassPlan(
         "ExecResult",
         "What one :execresult statement did: its rowcount and status message.",
-        (Field("rowcount", PyType("int")), Field("status", PyType("str | None"))),
+        (Field("rowcount", PyType("int")), Field("status", status)),
     )

@@ -10,12 +10,14 @@ import pathlib
 import re
 
 from . import _naming as naming
+from ._asyncpg import CONNECTION as ASYNCPG_CONNECTION
+from ._asyncpg import render_asyncpg_method
 from ._catalog import Catalog
 from ._check import check
 from ._classes import exec_result_plan, render_class
 from ._helpers import HELPER_NEEDS, HELPERS
 from ._literals import header, sql_triple_quoted
-from ._methods import ASYNC, SYNC, render_method
+from ._methods import ASYNC, SYNC, Flavor, render_method
 from ._models import models_module
 from ._module import Text, assemble
 from ._options import Options
@@ -52,6 +54,18 @@ def _plans(catalog: Catalog, queries: list[Query]) -> list[QueryPlan]:
     return plans
 
 
+def _init(w: Writer, conn_type: str) -> None:
+    """Writes a Querier's __init__, its signature exploded when it would not fit a line."""
+    line = f"def __init__(self, conn: {conn_type}) -> None:"
+    if w.fits(line):
+        w.line(line)
+    else:
+        with w.block("def __init__(", ") -> None:"):
+            w.lines(["self,", f"conn: {conn_type},"])
+    with w.indent():
+        w.line("self._conn = conn")
+
+
 def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text) -> list[str]:
     """Returns the classes of a query module: ExecResult, rows, params, then the Queriers."""
     options = catalog.options
@@ -64,19 +78,23 @@ def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text
             w.lines(["", ""])
             render_class(w, cls, options.models, text)
     conn = "sqlite3.Connection" if options.driver == "sqlite3" else "psycopg.Connection[TupleRow]"
-    fronts = [("Querier", conn, SYNC)]
+    fronts: list[tuple[str, str, Flavor | None]] = [("Querier", conn, SYNC)]
     if options.emit_async:
         fronts.append(("AsyncQuerier", "psycopg.AsyncConnection[TupleRow]", ASYNC))
+    if options.driver == "asyncpg":
+        fronts = [("Querier", ASYNCPG_CONNECTION, None)]
     for name, conn_type, flavor in fronts:
         w.lines(["", ""])
         with w.block(f"class {name}:"):
             w.line(f'"""Runs the queries of {text.hold(filename)} on one connection."""')
             w.line()
-            with w.block(f"def __init__(self, conn: {conn_type}) -> None:"):
-                w.line("self._conn = conn")
+            _init(w, conn_type)
         for plan in plans:
             w.line()
-            w.extend(render_method(plan, flavor, text))
+            if flavor is None:
+                w.extend(render_asyncpg_method(plan, text))
+            else:
+                w.extend(render_method(plan, flavor, text))
     return w.result()
 
 

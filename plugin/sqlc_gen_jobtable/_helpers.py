@@ -93,6 +93,13 @@ def _decimal_text(value: decimal.Decimal | None) -> str | None:
     return None if value is None else str(value)
 
 
+def _status_rows(status: str) -> int:
+    # asyncpg returns the command's status, as in UPDATE 3 or INSERT 0 1:
+    # the rows are its last word, which a command that counts none lacks.
+    last = status.rpartition(" ")[2]
+    return int(last) if last.isdecimal() else 0
+
+
 def _all_null(values: tuple[object, ...]) -> bool:
     return all(v is None for v in values)
 

@@ -101,9 +101,8 @@ def _execlastid(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
     w.line("return cur.lastrowid")
 
 
-def _one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    _execute(w, plan, fl, "cur = ")
-    w.line(f"row = {fl.aw}cur.fetchone()")
+def return_one(w: Writer, plan: QueryPlan) -> None:
+    """Writes the end of a :one method: None when ``row`` is None, else its value or row."""
     with w.block("if row is None:"):
         w.line("return None")
     if plan.value is not None and plan.value.type.decode == "{}":
@@ -113,9 +112,9 @@ def _one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
         _decoded(w, "return ", plan)
 
 
-def _many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    _execute(w, plan, fl, "cur = ")
-    fetch = f"for row in {fl.aw}cur.fetchall()"
+def return_many(w: Writer, plan: QueryPlan, rows: str) -> None:
+    """Writes the return of a :many method: a value or row for each row of rows."""
+    fetch = f"for row in {rows}"
     if plan.value is not None:
         joined = f"return [{plan.value.type.decode.replace('{}', 'row[0]')} {fetch}]"
         if w.fits(joined):
@@ -124,6 +123,17 @@ def _many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
     with w.block("return [", "]"):
         _decoded(w, "", plan)
         w.line(fetch)
+
+
+def _one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    _execute(w, plan, fl, "cur = ")
+    w.line(f"row = {fl.aw}cur.fetchone()")
+    return_one(w, plan)
+
+
+def _many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    _execute(w, plan, fl, "cur = ")
+    return_many(w, plan, f"{fl.aw}cur.fetchall()")
 
 
 def _executemany(w: Writer, plan: QueryPlan, opener: str) -> None:
@@ -217,8 +227,17 @@ _BODIES: dict[str, Callable[[Writer, QueryPlan, Flavor], None]] = {
 }
 
 
-def render_method(plan: QueryPlan, fl: Flavor, text: Text) -> list[str]:
-    """Returns the lines of plan's method in a Querier class of flavor fl."""
+def render_method(
+    plan: QueryPlan,
+    fl: Flavor,
+    text: Text,
+    body: Callable[[Writer, QueryPlan], None] | None = None,
+) -> list[str]:
+    """Returns the lines of plan's method in a Querier class of flavor fl.
+
+    body, when given, writes the method's body instead of psycopg's and
+    sqlite3's renderer of the command.
+    """
     w = Writer()
     with w.indent():
         with w.block(f"{fl.def_} {plan.method}(", f") -> {plan.returns}:"):
@@ -233,5 +252,8 @@ def render_method(plan: QueryPlan, fl: Flavor, text: Text) -> list[str]:
             for f in (*plan.params, *([plan.value] if plan.value else [])):
                 note(w, f, name=True)
             _expand_slices(w, plan)
-            _BODIES[plan.command](w, plan, fl)
+            if body is None:
+                _BODIES[plan.command](w, plan, fl)
+            else:
+                body(w, plan)
     return w.result()

@@ -15,6 +15,7 @@ import sys
 # the third-party ones, longest first so that a dotted name wins.
 STDLIB = ("dataclasses", "datetime", "decimal", "enum", "ipaddress", "re", "sqlite3", "uuid")
 THIRD_PARTY = (
+    "asyncpg",
     "psycopg.types.multirange",
     "psycopg.types.range",
     "psycopg.types.json",

@@ -7,7 +7,7 @@ import re
 from ._request import JSON, Request, RequestError
 from ._types import Override
 
-_DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",)}
+_DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg", "asyncpg")}
 _PY_TYPE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\[.*\])?")
 
 
@@ -80,12 +80,15 @@ class Options:
         driver = options.pop("driver", drivers[0])
         if driver not in drivers:
             raise RequestError(
-                f"option driver: {driver!r} does not fit engine {request.engine}: want {drivers[0]}"
+                f"option driver: {driver!r} does not fit engine {request.engine}: "
+                f"want {' or '.join(drivers)}"
             )
         models = options.pop("models", "dataclass")
         if models not in ("dataclass", "pydantic"):
             raise RequestError(f"option models: {models!r}: want dataclass or pydantic")
         emit_async = _flag(options, "emit_async")
+        if emit_async and driver == "asyncpg":
+            raise RequestError("option emit_async: asyncpg's Querier is async already")
         if emit_async and driver != "psycopg":
             raise RequestError("option emit_async: only the psycopg driver has async connections")
         emit_schema = _flag(options, "emit_schema")

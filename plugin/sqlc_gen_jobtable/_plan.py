@@ -11,6 +11,7 @@ import dataclasses
 import re
 
 from . import _naming as naming
+from ._asyncpg_plan import check_asyncpg_command
 from ._catalog import Catalog, Field
 from ._classes import ClassPlan
 from ._request import Query, RequestError, Table
@@ -91,6 +92,8 @@ def check_command(query: Query, driver: str, where: str) -> None:
         raise RequestError(
             f"{where}: command {cmd} is not supported: want one of " + ", ".join(COMMANDS)
         )
+    if driver == "asyncpg":
+        check_asyncpg_command(cmd, where)
     if cmd == ":execlastid" and driver == "psycopg":
         raise RequestError(
             f"{where}: :execlastid needs SQLite: PostgreSQL has no last insert id "
@@ -119,9 +122,13 @@ def check_command(query: Query, driver: str, where: str) -> None:
         raise RequestError(f"{where}: sqlc.slice cannot be used in a {cmd} query on SQLite")
 
 
-def _copy_sql(query: Query, params: list[tuple[int, Field]], where: str) -> str:
-    """Returns the COPY statement that writes the columns of query's INSERT."""
-    match = _COPY.fullmatch(query.text)
+def copy_target(text: str, numbers: list[int], where: str) -> tuple[str, list[str]]:
+    """Returns the table and the columns of a :copyfrom INSERT, in the order of numbers.
+
+    numbers are the query's parameter numbers in order; each column's value
+    is one of them. Raises RequestError when text is another statement.
+    """
+    match = _COPY.fullmatch(text)
     if match is None:
         raise RequestError(
             f"{where}: :copyfrom needs INSERT INTO table (columns) VALUES ($1, $2, ...) "
@@ -129,11 +136,16 @@ def _copy_sql(query: Query, params: list[tuple[int, Field]], where: str) -> str:
         )
     columns = [c.strip() for c in match.group("columns").split(",")]
     values = [int(v.strip()[1:]) for v in match.group("values").split(",")]
-    if len(columns) != len(values) or sorted(values) != [n for n, _ in params]:
+    if len(columns) != len(values) or sorted(values) != numbers:
         raise RequestError(f"{where}: :copyfrom needs one parameter for each column, each once")
     order = dict(zip(values, columns, strict=True))
-    names = ", ".join(order[n] for n, _ in params)
-    return f"COPY {match.group('table')} ({names}) FROM STDIN"
+    return match.group("table"), [order[n] for n in numbers]
+
+
+def _copy_sql(query: Query, params: list[tuple[int, Field]], where: str) -> str:
+    """Returns the COPY statement that writes the columns of query's INSERT."""
+    table, columns = copy_target(query.text, [n for n, _ in params], where)
+    return f"COPY {table} ({', '.join(columns)}) FROM STDIN"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -155,6 +167,12 @@ def _statement(
         return _Statement(_copy_sql(query, params, where), fields)
     if driver == "psycopg":
         return _Statement(postgres_sql(sql, {n: f.name for n, f in params}, where), fields)
+    if driver == "asyncpg":
+        # asyncpg binds the $N as they are; the rewrite checks each has a parameter.
+        postgres_sql(sql, {n: f.name for n, f in params}, where)
+        if query.cmd == ":copyfrom":
+            copy_target(sql, [n for n, _ in params], where)
+        return _Statement(sql, fields)
     slice_numbers = {p.number for p in query.params if p.column.is_sqlc_slice}
     if slice_numbers:
         sql, order = sqlite_slices(sql, query, where)

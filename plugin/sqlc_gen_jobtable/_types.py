@@ -6,6 +6,7 @@ Annotations that name a model (an enum class, a type alias) spell it
 
 import dataclasses
 
+from ._asyncpg_types import asyncpg_base, asyncpg_refusal
 from ._pytype import BYTES, FLOAT, INT, STR, PyType
 from ._request import Column, RequestError, UntypedError
 from ._sqlite_types import sqlite_base, sqlite_name
@@ -185,7 +186,8 @@ class TypeMap:
     ``enums`` maps (schema, name) of each enum, the default schema as "", to
     its class name in the models module; ``composites`` likewise names the
     composite types, which psycopg returns in their text form, a str, until
-    they are registered.
+    they are registered. ``driver`` is the option's: with ``asyncpg``,
+    PostgreSQL's types map to what asyncpg decodes them to.
     """
 
     engine: str
@@ -194,6 +196,7 @@ class TypeMap:
     overrides: tuple[Override, ...]
     composites: frozenset[tuple[str, str]] = frozenset()
     untyped: str = "object"
+    driver: str = ""
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     def _schema(self, schema: str) -> str:
@@ -299,15 +302,20 @@ class TypeMap:
             )
             return _finish(member, column, dims, where)
         if self._composite(column):
+            if self.driver == "asyncpg":
+                raise asyncpg_refusal(column, where, f"composite type {column.type_name!r}")
             if dims:
                 return self._text_array(column, "str", dims, where)
             return _finish(STR, column, dims, where)
         name = _normal(self.engine, column.type_name)
-        if name in _EXTENSION_TEXT and dims:
+        if self.driver == "asyncpg":
+            base = asyncpg_base(column, name, where, _POSTGRES)
+        elif name in _EXTENSION_TEXT and dims:
             # psycopg knows no array type of an extension's type: it returns
             # the array's text form.
             return self._text_array(column, "str", dims, where)
-        base = _POSTGRES.get(name)
+        else:
+            base = _POSTGRES.get(name)
         if base is None and name in POLYMORPHIC:
             raise UntypedError(
                 f"{where}: column {column.name!r}: sqlc types it {name}, a pseudo-type "

@@ -6,6 +6,7 @@ the check refuses such constants on both engines, and that a generation
 with one fails naming the query.
 """
 
+import dataclasses
 import pathlib
 from collections.abc import Iterator
 
@@ -113,6 +114,21 @@ def test_postgres_refuses_a_constant_that_binds_fewer_parameters(describe: Descr
     plan = _plan("UPDATE items SET name = %(name)s WHERE id = 1", ":exec", RENAME)
     errors = check_postgres(describe, [plan])
     assert errors == ["query Q (q.sql): its SQL constant takes 1 parameters, the method binds 2"]
+
+
+@pytest.mark.postgres
+def test_postgres_prepares_asyncpg_constants_as_written(describe: Describe) -> None:
+    sql = "UPDATE items SET name = $1 WHERE id = $2 AND name LIKE '%%'"
+    good = dataclasses.replace(_plan(sql, ":exec", RENAME), driver="asyncpg")
+    assert check_postgres(describe, [good]) == []
+    # The INSERT an asyncpg :copyfrom takes its table and columns from is
+    # prepared too (psycopg's COPY is not).
+    sql = "INSERT INTO items (nmae, id) VALUES ($1, $2)"
+    copy = dataclasses.replace(_plan(sql, ":copyfrom", RENAME), driver="asyncpg")
+    errors = check_postgres(describe, [copy])
+    assert len(errors) == 1
+    assert "query Q (q.sql): its SQL constant does not prepare" in errors[0]
+    assert "nmae" in errors[0]
 
 
 @pytest.mark.slow
