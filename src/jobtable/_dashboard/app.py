@@ -9,6 +9,7 @@ package, in this folder's ``templates`` and ``static``.
 """
 
 import asyncio
+import functools
 import pathlib
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from jobtable._dashboard import bulk as bulk
+from jobtable._dashboard import queues as queues
 from jobtable._dashboard import views as views
 from jobtable._dashboard.chart import throughput_chart
 from jobtable._dashboard.security import SECURITY_HEADERS, Authenticate, Csrf
@@ -339,6 +341,8 @@ class Dashboard:
             Route("/jobs", self.jobs, name="jobs"),
             Route("/search", self.search, name="search"),
             Route("/kinds", self.kinds, name="kinds"),
+            Route("/queues", functools.partial(queues.page, self), name="queues"),
+            Route("/queues", functools.partial(queues.change, self), methods=["POST"]),
             Route("/bulk", self.bulk, methods=["POST"], name="bulk"),
             Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
             Route("/jobs/{job_id}", self.job, name="job"),
