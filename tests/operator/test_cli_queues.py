@@ -128,11 +128,11 @@ def test_an_unknown_queue_is_stored_with_a_note_naming_the_queues_and_clear_refu
     assert paused.returncode == 0, paused.stderr
     assert paused.stderr == (
         "jobtable: note: queue 'emial' had no jobs and no flow control; it is stored and "
-        "applies to the jobs enqueued to it (queues there are: email)\n"
+        "applies to the jobs enqueued to it (queues there are: 'email')\n"
     )
     assert queue_of(store, "emial").paused
     refused = one_line_error(cli("queues", "clear", "nope"))
-    assert "no queue 'nope': nothing to clear (queues there are: email, emial)" in refused
+    assert "no queue 'nope': nothing to clear (queues there are: 'email', 'emial')" in refused
     assert [queue.name for queue in store.queues()] == ["email", "emial"]
 
 

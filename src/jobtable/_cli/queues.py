@@ -49,25 +49,29 @@ def _table(found: list[QueueInfo]) -> Table:
 
 @queues.command("list")
 def list_queues(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """Lists every queue with flow control or jobs queued or running: pause, limits, counts.
+    """Lists every queue with flow control or jobs: its pause, limits, and jobs queued and running.
 
     ``limits by`` says whose limits the claims obey: an operator's (``set``),
     the code's declaration (``Runner(flow=...)``), or none (``-``).
     """
     with opened_store(store) as opened:
-        found = opened.queues()
-    emit(found, as_json, lambda: _table(found), empty="no queues: no jobs queued or running")
+        found = _every(opened)
+    emit(found, as_json, lambda: _table(found), empty="no queues: no jobs and no flow control")
+
+
+def _every(store: Store) -> list[QueueInfo]:
+    return flow_text.every_queue(store.queues(), store.queue_names())
 
 
 def _find(store: Store, name: str) -> QueueInfo | None:
-    return next((queue for queue in store.queues() if queue.name == name), None)
+    return next((queue for queue in _every(store) if queue.name == name), None)
 
 
 def _note_unknown(store: Store, name: str) -> None:
     """Says on stderr that name is no queue yet, and which queues there are."""
     if _find(store, name) is not None:
         return
-    others = ", ".join(queue.name for queue in store.queues()) or "none"
+    others = ", ".join(repr(queue.name) for queue in _every(store)) or "none"
     typer.echo(
         f"jobtable: note: queue {name!r} had no jobs and no flow control; it is stored "
         f"and applies to the jobs enqueued to it (queues there are: {others})",
@@ -88,7 +92,7 @@ def _line(queue: QueueInfo) -> str:
         f"rate {flow_text.rate_text(queue)}, limits by {flow_text.limits_by(queue)}"
     )
     paused = "paused" if queue.paused else "not paused"
-    return f"{queue.name}: {paused}; {limits}; {queue.queued} queued, {queue.running} running"
+    return f"{queue.name!r}: {paused}; {limits}; {queue.queued} queued, {queue.running} running"
 
 
 @queues.command("pause")
@@ -160,7 +164,7 @@ def clear(queue: QueueArgument, store: StoreOption = None, as_json: JsonOption =
     with opened_store(store) as opened:
         found = _find(opened, queue)
         if found is None:
-            names = ", ".join(q.name for q in opened.queues()) or "none"
+            names = ", ".join(repr(q.name) for q in _every(opened)) or "none"
             fail(f"no queue {queue!r}: nothing to clear (queues there are: {names})")
         opened.clear_limits(queue)
         done = f"cleared the operator's limits of queue {queue!r}: the code's limits apply"

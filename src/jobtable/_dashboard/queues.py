@@ -9,6 +9,7 @@ is refused with a page naming the field, nothing changed. It calls the
 store's public operations, as the CLI does.
 """
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -59,9 +60,14 @@ def row(queue: QueueInfo) -> dict[str, object]:
     }
 
 
+async def _every(store: Store) -> list[QueueInfo]:
+    listed, names = await asyncio.gather(store.aqueues(), store.aqueue_names())
+    return flow_text.every_queue(listed, names)
+
+
 async def page(dash: Pages, request: Request) -> Response:
     """The queues page."""
-    found = await dash.store.aqueues()
+    found = await _every(dash.store)
     return dash.render(request, "queues.html", queues=[row(queue) for queue in found])
 
 
@@ -92,7 +98,7 @@ async def change(dash: Pages, request: Request) -> Response:
         action = form.get("action", "")
         if action not in ACTIONS:
             return dash.problem(request, 400, f"action: want one of {', '.join(ACTIONS)}.")
-        known = {queue.name for queue in await dash.store.aqueues()}
+        known = {queue.name for queue in await _every(dash.store)}
         if name not in known:
             return dash.problem(
                 request, 404, "No such queue (no jobs and no flow control): nothing was changed."

@@ -99,3 +99,30 @@ def limits_by(queue: QueueInfo) -> str:
     if queue.overridden:
         return "operator"
     return "code" if limited(queue) else "-"
+
+
+def every_queue(listed: list[QueueInfo], names: list[str]) -> list[QueueInfo]:
+    """listed (``Store.queues``) with the queues of names it leaves out, by name.
+
+    ``Store.queues`` leaves out a queue whose jobs have all finished and that
+    has no flow control; names (``Store.queue_names``) has every queue some
+    job is in, so an operator sees, and may pause, those too.
+    """
+    known = {queue.name for queue in listed}
+    idle = [
+        QueueInfo(
+            name=name,
+            paused=False,
+            concurrency=None,
+            partition_limit=None,
+            rate_limit=None,
+            rate_per=None,
+            rate_per_key=False,
+            overridden=False,
+            queued=0,
+            running=0,
+        )
+        for name in names
+        if name not in known
+    ]
+    return sorted([*listed, *idle], key=lambda queue: queue.name)
