@@ -126,9 +126,10 @@ bench-peers: $(BENCH_STAMP)
 	$(BIN)/python -m bench --peers
 
 # Runs the dashboard's browser tests and keeps their screenshots of the
-# overview and a job page in docs/, which the README and the dashboard guide show.
+# pages in docs/, which the README and the guides show.
 screenshots: $(STAMP)
-	JOBTABLE_SCREENSHOTS=1 $(BIN)/pytest -q tests/dashboard/test_dashboard_browser.py -k sqlite
+	JOBTABLE_SCREENSHOTS=1 $(BIN)/pytest -q tests/dashboard/test_dashboard_browser.py \
+		tests/dashboard/test_dashboard_queues_browser.py -k sqlite
 
 clean:
 	rm -rf $(VENV) $(DJANGO_VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis site

@@ -237,7 +237,11 @@ def with_flow(
 
 
 class WaitReason(enum.StrEnum):
-    """Why a queued job whose run_at has come is not running yet: its flow control."""
+    """Why a queued job whose run_at has come is not running yet: its flow control.
+
+    ``text`` says it in words for an operator: ``jobtable jobs show`` and the
+    dashboard's job page both print it.
+    """
 
     PAUSED = "paused"
     """Its queue is paused."""
@@ -249,6 +253,20 @@ class WaitReason(enum.StrEnum):
     """Its partition key runs as many jobs as the queue's partition limit allows."""
     RATE = "rate"
     """Its queue (or its key, with a per-key rate) started its rate's jobs this period."""
+
+    @property
+    def text(self) -> str:
+        """The reason as one phrase an operator reads, such as ``its queue is paused``."""
+        return _WAIT_TEXTS[self]
+
+
+_WAIT_TEXTS = {
+    WaitReason.PAUSED: "its queue is paused",
+    WaitReason.SEQUENCE: "an earlier job of its sequence is queued, running or blocking it",
+    WaitReason.CONCURRENCY: "its queue is at its concurrency limit",
+    WaitReason.PARTITION: "its partition key is at the queue's partition limit",
+    WaitReason.RATE: "its queue (or key) started as many jobs as its rate allows for now",
+}
 
 
 def wait_reason(facts: WaitFacts | None) -> WaitReason | None:

@@ -294,6 +294,7 @@ def test_every_page_fits_a_420px_wide_screen(
                 "search": "/search?q=globex",
                 "job": f"/jobs/{jobs['leak']}",
                 "running job": f"/jobs/{jobs['sleepy']}",
+                "queues": "/queues",
             }
             for name, path in paths.items():
                 page.goto(f"{base}{path}")

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from jobtable._errors import JobtableError
 from jobtable._job import Status
+from jobtable._operator import flow_text
 from jobtable._store import Store
 from jobtable._values import scrub
 
@@ -65,6 +66,12 @@ jobs = typer.Typer(help="List, show, cancel, retry and delete jobs.", no_args_is
 """The ``jobtable jobs`` group."""
 app.add_typer(jobs, name="jobs")
 
+queues = typer.Typer(
+    help="List queues; pause, resume, and set or clear their limits.", no_args_is_help=True
+)
+"""The ``jobtable queues`` group."""
+app.add_typer(queues, name="queues")
+
 StoreOption = Annotated[
     str | None,
     typer.Option(
@@ -84,9 +91,6 @@ JsonOption = Annotated[
 
 console = Console(width=None if sys.stdout.isatty() else 160, markup=False, emoji=False)
 """Where the human tables go: stdout, 160 columns wide when it is not a terminal."""
-
-_DURATION = re.compile(r"(\d+)([wdhms])")
-_UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 
 def fail(message: str, url: str | None = None) -> NoReturn:
@@ -140,16 +144,10 @@ def emit(
 
 def parse_duration(text: str, option: str) -> datetime.timedelta:
     """Returns the duration text gives, such as ``7d``, ``12h``, ``1h30m`` or ``90s``."""
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        fail(f"{option} {text!r}: want a duration such as 7d, 12h, 1h30m or 90s")
-    delta = datetime.timedelta()
     try:
-        for number, unit in parts:
-            delta += datetime.timedelta(**{_UNITS[unit]: int(number)})
-    except OverflowError:
-        fail(f"{option} {text!r}: too long, the most is {datetime.timedelta.max.days}d")
-    return delta
+        return flow_text.parse_duration(text, option)
+    except ValueError as err:
+        fail(str(err))
 
 
 def parse_status(text: str | None) -> Status | None:

@@ -147,6 +147,7 @@ def _record_view(record: JobRecord, limit: int | None) -> Group:
         ("queue", record.queue),
         ("priority", str(record.priority)),
         ("status", record.status.value),
+        ("waiting", "-" if record.waiting is None else f"held back: {record.waiting.text}"),
         ("attempt", f"{record.attempt} of {record.max_attempts}"),
         ("timeout", "-" if record.timeout is None else f"{record.timeout:g}s"),
         ("cancel requested", "yes" if record.cancel_requested else "no"),

@@ -29,14 +29,15 @@ def dashboard(
     jobtable.dashboard(store))``, and the host app's authentication applies;
     every link stays under the mount path. Its pages: the overview (counts per
     queue and status, the last hour's throughput, the runners, refreshed every
-    refresh seconds), the job list (filters and keyset pages), and each job's
-    page. It never shows a handler's exception text: errors are the stored
+    refresh seconds), the job list (filters and keyset pages), the queues
+    (pauses, limits, counts), and each job's page (with why a queued job
+    waits). It never shows a handler's exception text: errors are the stored
     messages only, and every stored value is escaped.
 
-    Every state-changing request (cancel, retry, delete, bulk retry of failed
-    jobs) is a POST that must carry the CSRF token the pages embed; a POST
-    without it is refused with 403. With read_only, the pages show no actions
-    and every POST is refused with 403.
+    Every state-changing request (cancel, retry, delete, bulk actions, a
+    queue's pause, resume and limits) is a POST that must carry the CSRF
+    token the pages embed; a POST without it is refused with 403. With
+    read_only, the pages show no actions and every POST is refused with 403.
 
     token or basic_auth (a user and a password) make every request
     authenticate: ``Authorization: Bearer <token>`` (or ``?token=<token>``

@@ -9,6 +9,7 @@ package, in this folder's ``templates`` and ``static``.
 """
 
 import asyncio
+import functools
 import pathlib
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from jobtable._dashboard import bulk as bulk
+from jobtable._dashboard import queues as queues
 from jobtable._dashboard import views as views
 from jobtable._dashboard.chart import throughput_chart
 from jobtable._dashboard.live import CSRF_MARK, Broadcast, Frame, event_stream
@@ -361,6 +363,8 @@ class Dashboard:
             Route("/jobs", self.jobs, name="jobs"),
             Route("/search", self.search, name="search"),
             Route("/kinds", self.kinds, name="kinds"),
+            Route("/queues", functools.partial(queues.page, self), name="queues"),
+            Route("/queues", functools.partial(queues.change, self), methods=["POST"]),
             Route("/bulk", self.bulk, methods=["POST"], name="bulk"),
             Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
             Route("/jobs/{job_id}", self.job, name="job"),

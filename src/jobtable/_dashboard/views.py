@@ -36,6 +36,10 @@ NOTICES: Mapping[str, str] = {
     "bulk-retry-selected": "Queued again: {count} (failed or cancelled ones; others unchanged).",
     "bulk-cancel": "Cancelled or asked to cancel: {count} (finished ones unchanged).",
     "bulk-delete": "Deleted: {count} (running ones are kept: cancel them first).",
+    "queue-pause": "Queue paused: no runner starts its jobs until it is resumed.",
+    "queue-resume": "Queue resumed: runners claim its jobs again.",
+    "queue-set": "Limits set: they win over the code's until cleared.",
+    "queue-clear": "The operator's limits are cleared: the code's declaration applies.",
 }
 """The messages an action's redirect may show, by code: a link cannot make a page say more."""
 
