@@ -138,6 +138,7 @@ class Catalog:
             overrides=options.overrides,
             composites=frozenset(request.composites),
             untyped=options.untyped,
+            sets=frozenset(request.sets),
         )
         names = [t.name for t in request.tables]
         self._by_name = {t.name: t for t in request.tables if names.count(t.name) == 1}

@@ -18,6 +18,8 @@ from ._literals import header, sql_triple_quoted
 from ._methods import ASYNC, SYNC, render_method
 from ._models import models_module
 from ._module import Text, assemble
+from ._mysql_methods import mysql_body
+from ._mysql_sql import mysql_request
 from ._options import Options
 from ._plan import QueryPlan, plan_query
 from ._request import Query, Request, RequestError
@@ -25,6 +27,12 @@ from ._sqlite_source import repair_sqlite_text
 from ._writer import Writer
 
 __all__ = ["Options", "generate"]
+
+# The connection each Querier takes, by driver.
+_CONNECTIONS = {
+    "sqlite3": "sqlite3.Connection",
+    "pymysql": "pymysql.Connection[pymysql.cursors.Cursor]",
+}
 
 
 def _helpers(code: str) -> list[str]:
@@ -63,7 +71,8 @@ def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text
         for cls in plan.classes:
             w.lines(["", ""])
             render_class(w, cls, options.models, text)
-    conn = "sqlite3.Connection" if options.driver == "sqlite3" else "psycopg.Connection[TupleRow]"
+    conn = _CONNECTIONS.get(options.driver, "psycopg.Connection[TupleRow]")
+    body = mysql_body if options.driver == "pymysql" else None
     fronts = [("Querier", conn, SYNC)]
     if options.emit_async:
         fronts.append(("AsyncQuerier", "psycopg.AsyncConnection[TupleRow]", ASYNC))
@@ -76,7 +85,7 @@ def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text
                 w.line("self._conn = conn")
         for plan in plans:
             w.line()
-            w.extend(render_method(plan, flavor, text))
+            w.extend(render_method(plan, flavor, text, body))
     return w.result()
 
 
@@ -156,7 +165,7 @@ def generate(request: Request, warnings: list[str] | None = None) -> dict[str, s
     warnings, when given, receives a line for each value typed object.
     """
     options = Options.parse(request)
-    request = repair_sqlite_text(request)
+    request = mysql_request(repair_sqlite_text(request))
     catalog = Catalog(request, options)
     by_file: dict[str, list[Query]] = {}
     for query in request.queries:
@@ -174,7 +183,7 @@ def generate(request: Request, warnings: list[str] | None = None) -> dict[str, s
             planned[module] = _plans(catalog, queries)
         except RequestError as err:
             errors.append(str(err))
-    if not errors and options.check_sql:
+    if not errors and options.check_sql and request.engine != "mysql":
         schema = schema_sql(request, "option check_sql")
         try:
             check(request.engine, schema, [p for plans in planned.values() for p in plans])

@@ -37,17 +37,20 @@ def _decoded(w: Writer, prefix: str, plan: QueryPlan, suffix: str = "") -> None:
     construct(w, prefix, plan.row_type, plan.row_fields, plan.models, suffix=suffix)
 
 
-def _expand_slices(w: Writer, plan: QueryPlan) -> None:
-    """Writes the statements that expand each sqlc.slice into one ? per value."""
+def _expand_slices(w: Writer, plan: QueryPlan, mark: str = "?", helper: str = "_marks") -> None:
+    """Writes the statements that expand each sqlc.slice into one placeholder mark per value.
+
+    helper names the function of HELPERS that writes the marks.
+    """
     for i, name in enumerate(plan.slices):
         source = plan.constant if i == 0 else "_sql"
-        marker = f'"/*SLICE:{name}*/?"'
-        line = f"_sql = {source}.replace({marker}, _marks(len({name})))"
+        marker = f'"/*SLICE:{name}*/{mark}"'
+        line = f"_sql = {source}.replace({marker}, {helper}(len({name})))"
         if w.fits(line):
             w.line(line)
             continue
         with w.block(f"_sql = {source}.replace(", ")"):
-            w.lines([f"{marker},", f"_marks(len({name})),"])
+            w.lines([f"{marker},", f"{helper}(len({name})),"])
 
 
 def _slice_args(w: Writer, plan: QueryPlan) -> None:
@@ -217,8 +220,17 @@ _BODIES: dict[str, Callable[[Writer, QueryPlan, Flavor], None]] = {
 }
 
 
-def render_method(plan: QueryPlan, fl: Flavor, text: Text) -> list[str]:
-    """Returns the lines of plan's method in a Querier class of flavor fl."""
+def render_method(
+    plan: QueryPlan,
+    fl: Flavor,
+    text: Text,
+    body: Callable[[Writer, QueryPlan, Flavor], None] | None = None,
+) -> list[str]:
+    """Returns the lines of plan's method in a Querier class of flavor fl.
+
+    body, when given, writes the method's body in place of this module's
+    renderers (a driver of its own, such as PyMySQL).
+    """
     w = Writer()
     with w.indent():
         with w.block(f"{fl.def_} {plan.method}(", f") -> {plan.returns}:"):
@@ -232,6 +244,9 @@ def render_method(plan: QueryPlan, fl: Flavor, text: Text) -> list[str]:
             docstring(w, plan.comments, text)
             for f in (*plan.params, *([plan.value] if plan.value else [])):
                 note(w, f, name=True)
-            _expand_slices(w, plan)
-            _BODIES[plan.command](w, plan, fl)
+            if body is not None:
+                body(w, plan, fl)
+            else:
+                _expand_slices(w, plan)
+                _BODIES[plan.command](w, plan, fl)
     return w.result()

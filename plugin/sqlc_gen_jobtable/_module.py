@@ -20,6 +20,9 @@ THIRD_PARTY = (
     "psycopg.types.json",
     "psycopg",
     "pydantic",
+    "pymysql.cursors",
+    "pymysql.err",
+    "pymysql",
 )
 # Names imported from a module, by the module they come from.
 _FROM = {

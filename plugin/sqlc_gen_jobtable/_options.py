@@ -7,7 +7,7 @@ import re
 from ._request import JSON, Request, RequestError
 from ._types import Override
 
-_DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",)}
+_DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg",), "mysql": ("pymysql",)}
 _PY_TYPE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\[.*\])?")
 
 
@@ -75,7 +75,7 @@ class Options:
         drivers = _DRIVERS.get(request.engine)
         if drivers is None:
             raise RequestError(
-                f"engine {request.engine!r} is not supported: want sqlite or postgresql"
+                f"engine {request.engine!r} is not supported: want sqlite, postgresql or mysql"
             )
         driver = options.pop("driver", drivers[0])
         if driver not in drivers:

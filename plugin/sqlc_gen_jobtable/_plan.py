@@ -13,6 +13,7 @@ import re
 from . import _naming as naming
 from ._catalog import Catalog, Field
 from ._classes import ClassPlan
+from ._mysql_sql import check_mysql_command, mysql_statement
 from ._request import Query, RequestError, Table
 from ._sql import postgres_sql, sqlite_slices
 
@@ -97,6 +98,8 @@ def check_command(query: Query, driver: str, where: str) -> None:
             "(a table may have no serial, or several, and psycopg's lastrowid is "
             "always None); add RETURNING id to the INSERT and use :one"
         )
+    if driver == "pymysql":
+        check_mysql_command(query, where)
     if cmd in _RETURNS_ROWS and not query.columns:
         raise RequestError(f"{where}: {cmd} needs a query that returns columns")
     if cmd in (":batchone", ":batchmany") and driver == "sqlite3":
@@ -153,6 +156,9 @@ def _statement(
     sql = query.text.strip()
     if query.cmd == ":copyfrom" and driver == "psycopg":
         return _Statement(_copy_sql(query, params, where), fields)
+    if driver == "pymysql":
+        sql, slices = mysql_statement(query, {n: f.name for n, f in params}, where)
+        return _Statement(sql, fields, slices)
     if driver == "psycopg":
         return _Statement(postgres_sql(sql, {n: f.name for n, f in params}, where), fields)
     slice_numbers = {p.number for p in query.params if p.column.is_sqlc_slice}

@@ -6,6 +6,7 @@ Annotations that name a model (an enum class, a type alias) spell it
 
 import dataclasses
 
+from ._mysql_types import mysql_base
 from ._pytype import BYTES, FLOAT, INT, STR, PyType
 from ._request import Column, RequestError, UntypedError
 from ._sqlite_types import sqlite_base, sqlite_name
@@ -195,6 +196,8 @@ class TypeMap:
     composites: frozenset[tuple[str, str]] = frozenset()
     untyped: str = "object"
     warnings: list[str] = dataclasses.field(default_factory=list)
+    # MySQL: the enums of sqlc's catalog that are SET columns.
+    sets: frozenset[str] = frozenset()
 
     def _schema(self, schema: str) -> str:
         return "" if schema in (self.default_schema, "public", "main") else schema
@@ -277,6 +280,11 @@ class TypeMap:
             return _finish(base, column, dims, where)
         if self.engine == "postgresql":
             return self._postgres(column, dims, where)
+        if self.engine == "mysql":
+            base = mysql_base(column, self.enums, self.sets)
+            if base is None:
+                raise untyped_error(column, self.engine, where)
+            return _finish(base, column, dims, where)
         raise RequestError(f"engine {self.engine!r} is not supported: want sqlite or postgresql")
 
     def _overridden(self, column: Column, base: PyType, dims: int, where: str) -> PyType:

@@ -1,0 +1,117 @@
+"""Renders the bodies of a query's method on PyMySQL: one renderer per sqlc command.
+
+A PyMySQL connection has no ``execute`` of its own: every method opens a
+plain ``pymysql.cursors.Cursor`` (whatever cursor class the connection was
+made with, so rows are tuples), runs its statement and closes the cursor.
+Parameters go as a tuple for ``%s``; a query without parameters is run
+without any, so that PyMySQL leaves its percent signs as they are.
+"""
+
+from collections.abc import Callable
+
+from ._methods import Flavor, _decoded, _expand_slices, _slice_args
+from ._plan import QueryPlan
+from ._values import bind_args
+from ._writer import Writer
+
+CURSOR = "with self._conn.cursor(pymysql.cursors.Cursor) as cur:"
+
+
+def _execute(w: Writer, plan: QueryPlan) -> None:
+    """Writes the one execute call of the statement on the cursor cur."""
+    if not plan.binds:
+        w.line(f"cur.execute({plan.constant})")
+        return
+    with w.block("cur.execute(", ")"):
+        w.line(("_sql" if plan.slices else plan.constant) + ",")
+        if plan.slices:
+            _slice_args(w, plan)
+        else:
+            # Positional, a tuple, as for sqlite3.
+            bind_args(w, plan.binds, "sqlite3")
+
+
+def _exec(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    with w.block(CURSOR):
+        _execute(w, plan)
+
+
+def _execrows(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    with w.block(CURSOR):
+        _execute(w, plan)
+        w.line("return cur.rowcount")
+
+
+def _execresult(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    with w.block(CURSOR):
+        _execute(w, plan)
+        with w.block("return ExecResult(", ")"):
+            w.lines(["rowcount=cur.rowcount,", "lastrowid=cur.lastrowid,"])
+
+
+def _execlastid(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    with w.block(CURSOR):
+        _execute(w, plan)
+        # AUTO_INCREMENT never makes 0: 0 says the statement made no id.
+        with w.block("if not cur.lastrowid:"):
+            w.line(f'raise pymysql.err.DataError("{plan.name} generated no AUTO_INCREMENT id")')
+        w.line("return cur.lastrowid")
+
+
+def _one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    with w.block(CURSOR):
+        _execute(w, plan)
+        w.line("row = cur.fetchone()")
+    with w.block("if row is None:"):
+        w.line("return None")
+    if plan.value is not None and plan.value.type.decode == "{}":
+        # The driver's row holds Any: a typed local makes mypy check the return.
+        w.lines([f"_value: {plan.value.type.annotation} = row[0]", "return _value"])
+    else:
+        _decoded(w, "return ", plan)
+
+
+def _many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    with w.block(CURSOR):
+        _execute(w, plan)
+        w.line("rows = cur.fetchall()")
+    if plan.value is not None:
+        joined = f"return [{plan.value.type.decode.replace('{}', 'row[0]')} for row in rows]"
+        if w.fits(joined):
+            w.line(joined)
+            return
+    with w.block("return [", "]"):
+        _decoded(w, "", plan)
+        w.line("for row in rows")
+
+
+def _batchexec(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    # One executemany: PyMySQL sends an INSERT ... VALUES as one statement
+    # of many rows, anything else as a statement per row.
+    with w.block("params = [", "]"):
+        bind_args(w, plan.params, "sqlite3", owner="row.", models=plan.models, suffix="")
+        w.line("for row in rows")
+    with w.block("if not params:"):
+        w.line("return" + (" 0" if plan.command == ":copyfrom" else ""))
+    with w.block(CURSOR):
+        w.line(f"cur.executemany({plan.constant}, params)")
+        if plan.command == ":copyfrom":
+            w.line("return cur.rowcount")
+
+
+MYSQL_BODIES: dict[str, Callable[[Writer, QueryPlan, Flavor], None]] = {
+    ":one": _one,
+    ":many": _many,
+    ":exec": _exec,
+    ":execrows": _execrows,
+    ":execresult": _execresult,
+    ":execlastid": _execlastid,
+    ":batchexec": _batchexec,
+    ":copyfrom": _batchexec,
+}
+
+
+def mysql_body(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    """Writes the body of plan's method on PyMySQL: slices expanded, then its command's."""
+    _expand_slices(w, plan, "%s", "_mysql_marks")
+    MYSQL_BODIES[plan.command](w, plan, fl)
