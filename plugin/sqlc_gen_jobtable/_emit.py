@@ -31,7 +31,8 @@ __all__ = ["Options", "generate"]
 # The connection each Querier takes, by driver.
 _CONNECTIONS = {
     "sqlite3": "sqlite3.Connection",
-    "pymysql": "pymysql.Connection[pymysql.cursors.Cursor]",
+    # Quoted: PyMySQL's Connection is generic in its stubs only.
+    "pymysql": '"pymysql.Connection[pymysql.cursors.Cursor]"',
 }
 
 
@@ -183,7 +184,7 @@ def generate(request: Request, warnings: list[str] | None = None) -> dict[str, s
             planned[module] = _plans(catalog, queries)
         except RequestError as err:
             errors.append(str(err))
-    if not errors and options.check_sql and request.engine != "mysql":
+    if not errors and options.check_sql:
         schema = schema_sql(request, "option check_sql")
         try:
             check(request.engine, schema, [p for plans in planned.values() for p in plans])

@@ -129,7 +129,7 @@ class KindsByIdsRow:
 class Querier:
     """Runs the queries of kinds.sql on one connection."""
 
-    def __init__(self, conn: pymysql.Connection[pymysql.cursors.Cursor]) -> None:
+    def __init__(self, conn: "pymysql.Connection[pymysql.cursors.Cursor]") -> None:
         self._conn = conn
 
     def get_kind(

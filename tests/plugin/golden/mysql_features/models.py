@@ -66,3 +66,10 @@ class Note:
     note: str
     labels: frozenset[str]
     state: NotesState | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Plain:
+    """A row of the plain table."""
+
+    k: str

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 import pymysql
 import pymysql.cursors
+import pymysql.err
 
 from . import models
 
@@ -29,6 +30,9 @@ ORDER BY notes.id
 """
 
 LIST_NOTES = """SELECT id, kind_id, note, labels, state FROM notes ORDER BY id
+"""
+
+ADD_PLAIN = """INSERT INTO plain (k) VALUES (%s)
 """
 
 _T = TypeVar("_T")
@@ -79,7 +83,7 @@ class NotesWithKindRow:
 class Querier:
     """Runs the queries of notes.sql on one connection."""
 
-    def __init__(self, conn: pymysql.Connection[pymysql.cursors.Cursor]) -> None:
+    def __init__(self, conn: "pymysql.Connection[pymysql.cursors.Cursor]") -> None:
         self._conn = conn
 
     def add_note(
@@ -179,3 +183,17 @@ class Querier:
             )
             for row in rows
         ]
+
+    def add_plain(
+        self,
+        *,
+        k: str,
+    ) -> int:
+        with self._conn.cursor(pymysql.cursors.Cursor) as cur:
+            cur.execute(
+                ADD_PLAIN,
+                (k,),
+            )
+            if not cur.lastrowid:
+                raise pymysql.err.DataError("AddPlain generated no AUTO_INCREMENT id")
+            return cur.lastrowid

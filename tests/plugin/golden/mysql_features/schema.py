@@ -42,4 +42,9 @@ CREATE TABLE notes (
   labels SET('x', 'y') NOT NULL,
   state ENUM('open', 'closed')
 );
+
+-- No AUTO_INCREMENT: an insert makes no id.
+CREATE TABLE plain (
+  k VARCHAR(10) NOT NULL PRIMARY KEY
+);
 """

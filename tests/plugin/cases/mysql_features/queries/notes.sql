@@ -15,3 +15,6 @@ ORDER BY notes.id;
 
 -- name: ListNotes :many
 SELECT * FROM notes ORDER BY id;
+
+-- name: AddPlain :execlastid
+INSERT INTO plain (k) VALUES (?);
