@@ -34,6 +34,11 @@ _CONNECTIONS = {
     # Quoted: PyMySQL's Connection is generic in its stubs only.
     "pymysql": '"pymysql.Connection[pymysql.cursors.Cursor]"',
 }
+_ASYNC_CONNECTIONS = {
+    "psycopg": "psycopg.AsyncConnection[TupleRow]",
+    # The same SQL and types as PyMySQL, in asyncio.
+    "pymysql": "asyncmy.Connection",
+}
 
 
 def _helpers(code: str) -> list[str]:
@@ -76,7 +81,7 @@ def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text
     body = mysql_body if options.driver == "pymysql" else None
     fronts = [("Querier", conn, SYNC)]
     if options.emit_async:
-        fronts.append(("AsyncQuerier", "psycopg.AsyncConnection[TupleRow]", ASYNC))
+        fronts.append(("AsyncQuerier", _ASYNC_CONNECTIONS[options.driver], ASYNC))
     for name, conn_type, flavor in fronts:
         w.lines(["", ""])
         with w.block(f"class {name}:"):

@@ -23,6 +23,9 @@ THIRD_PARTY = (
     "pymysql.cursors",
     "pymysql.err",
     "pymysql",
+    "asyncmy.cursors",
+    "asyncmy.errors",
+    "asyncmy",
 )
 # Names imported from a module, by the module they come from.
 _FROM = {

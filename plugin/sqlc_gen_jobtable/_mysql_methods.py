@@ -1,8 +1,10 @@
-"""Renders the bodies of a query's method on PyMySQL: one renderer per sqlc command.
+"""Renders the bodies of a query's method on PyMySQL and asyncmy: one renderer per command.
 
-A PyMySQL connection has no ``execute`` of its own: every method opens a
-plain ``pymysql.cursors.Cursor`` (whatever cursor class the connection was
-made with, so rows are tuples), runs its statement and closes the cursor.
+The sync ``Querier`` runs on PyMySQL, the ``AsyncQuerier`` on asyncmy, which
+speaks the same SQL and returns the same types. Neither connection has an
+``execute`` of its own: every method opens a plain cursor (whatever cursor
+class the connection was made with, so rows are tuples), runs its statement
+and closes the cursor.
 Parameters go as a tuple for ``%s``; a query without parameters is run
 without any, so that PyMySQL leaves its percent signs as they are.
 """
@@ -14,15 +16,20 @@ from ._plan import QueryPlan
 from ._values import bind_args
 from ._writer import Writer
 
-CURSOR = "with self._conn.cursor(pymysql.cursors.Cursor) as cur:"
+
+def _cursor(fl: Flavor) -> str:
+    """Returns the with statement that opens the method's plain cursor, cur."""
+    driver = "asyncmy" if fl.aw else "pymysql"
+    return f"{fl.with_} self._conn.cursor({driver}.cursors.Cursor) as cur:"
 
 
-def _execute(w: Writer, plan: QueryPlan) -> None:
-    """Writes the one execute call of the statement on the cursor cur."""
+def _execute(w: Writer, plan: QueryPlan, fl: Flavor, target: str = "") -> None:
+    """Writes the one execute call of the statement on cur; target takes its rowcount."""
+    call = f"{target}{fl.aw}cur.execute("
     if not plan.binds:
-        w.line(f"cur.execute({plan.constant})")
+        w.line(f"{call}{plan.constant})")
         return
-    with w.block("cur.execute(", ")"):
+    with w.block(call, ")"):
         w.line(("_sql" if plan.slices else plan.constant) + ",")
         if plan.slices:
             _slice_args(w, plan)
@@ -32,36 +39,43 @@ def _execute(w: Writer, plan: QueryPlan) -> None:
 
 
 def _exec(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    with w.block(CURSOR):
-        _execute(w, plan)
+    with w.block(_cursor(fl)):
+        _execute(w, plan, fl)
 
 
 def _execrows(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    with w.block(CURSOR):
-        _execute(w, plan)
-        w.line("return cur.rowcount")
+    # execute returns the rowcount (asyncmy's stubs type cur.rowcount object).
+    with w.block(_cursor(fl)):
+        _execute(w, plan, fl, "count = ")
+    w.line("return count")
 
 
 def _execresult(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    with w.block(CURSOR):
-        _execute(w, plan)
+    with w.block(_cursor(fl)):
+        _execute(w, plan, fl, "count = ")
         with w.block("return ExecResult(", ")"):
-            w.lines(["rowcount=cur.rowcount,", "lastrowid=cur.lastrowid,"])
+            w.lines(["rowcount=count,", "lastrowid=cur.lastrowid,"])
 
 
 def _execlastid(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    with w.block(CURSOR):
-        _execute(w, plan)
+    error = "asyncmy.errors.DataError" if fl.aw else "pymysql.err.DataError"
+    with w.block(_cursor(fl)):
+        _execute(w, plan, fl)
         # AUTO_INCREMENT never makes 0: 0 says the statement made no id.
         with w.block("if not cur.lastrowid:"):
-            w.line(f'raise pymysql.err.DataError("{plan.name} generated no AUTO_INCREMENT id")')
+            message = f'"{plan.name} generated no AUTO_INCREMENT id"'
+            if w.fits(f"raise {error}({message})"):
+                w.line(f"raise {error}({message})")
+            else:
+                # A string alone on its line: ruff format splits it at no width.
+                w.lines([f"message = {message}", f"raise {error}(message)"])
         w.line("return cur.lastrowid")
 
 
 def _one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    with w.block(CURSOR):
-        _execute(w, plan)
-        w.line("row = cur.fetchone()")
+    with w.block(_cursor(fl)):
+        _execute(w, plan, fl)
+        w.line(f"row = {fl.aw}cur.fetchone()")
     with w.block("if row is None:"):
         w.line("return None")
     if plan.value is not None and plan.value.type.decode == "{}":
@@ -72,9 +86,9 @@ def _one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
 
 
 def _many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    with w.block(CURSOR):
-        _execute(w, plan)
-        w.line("rows = cur.fetchall()")
+    with w.block(_cursor(fl)):
+        _execute(w, plan, fl)
+        w.line(f"rows = {fl.aw}cur.fetchall()")
     if plan.value is not None:
         joined = f"return [{plan.value.type.decode.replace('{}', 'row[0]')} for row in rows]"
         if w.fits(joined):
@@ -86,17 +100,20 @@ def _many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
 
 
 def _batchexec(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
-    # One executemany: PyMySQL sends an INSERT ... VALUES as one statement
-    # of many rows, anything else as a statement per row.
+    # One executemany: the driver sends an INSERT ... VALUES as one
+    # statement of many rows, anything else as a statement per row.
     with w.block("params = [", "]"):
         bind_args(w, plan.params, "sqlite3", owner="row.", models=plan.models, suffix="")
         w.line("for row in rows")
     with w.block("if not params:"):
         w.line("return" + (" 0" if plan.command == ":copyfrom" else ""))
-    with w.block(CURSOR):
-        w.line(f"cur.executemany({plan.constant}, params)")
+    with w.block(_cursor(fl)):
         if plan.command == ":copyfrom":
-            w.line("return cur.rowcount")
+            w.line(f"count = {fl.aw}cur.executemany({plan.constant}, params)")
+        else:
+            w.line(f"{fl.aw}cur.executemany({plan.constant}, params)")
+    if plan.command == ":copyfrom":
+        w.line("return count or 0")
 
 
 MYSQL_BODIES: dict[str, Callable[[Writer, QueryPlan, Flavor], None]] = {

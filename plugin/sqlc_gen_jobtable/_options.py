@@ -86,8 +86,11 @@ class Options:
         if models not in ("dataclass", "pydantic"):
             raise RequestError(f"option models: {models!r}: want dataclass or pydantic")
         emit_async = _flag(options, "emit_async")
-        if emit_async and driver != "psycopg":
-            raise RequestError("option emit_async: only the psycopg driver has async connections")
+        if emit_async and driver not in ("psycopg", "pymysql"):
+            raise RequestError(
+                "option emit_async: only the psycopg and pymysql (through asyncmy) "
+                "drivers have async connections"
+            )
         emit_schema = _flag(options, "emit_schema")
         exact = _flag(options, "emit_exact_table_names")
         one_column_rows = _flag(options, "emit_one_column_rows")

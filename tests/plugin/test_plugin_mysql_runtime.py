@@ -7,139 +7,31 @@ made from the case's schema and dropped after.
 """
 
 import dataclasses
-import datetime
-import decimal
 import pathlib
-import secrets
 import urllib.parse
 from collections.abc import Iterator
-from typing import TypeAlias
 
 # plugin_harness first: it puts the golden packages on the path.
 import plugin_harness
 import pymysql
 import pymysql.cursors
 import pytest
-from mysql_features import kinds, models, notes, schema
+from mysql_features import kinds, models, notes
+from mysql_values import FULL, NULLS, Conn, connect, kind_args, scratch_database
 from runtime_types import check, check_row
 
 pytestmark = pytest.mark.slow
 
-# Quoted: PyMySQL's Connection is generic in its stubs only.
-Conn: TypeAlias = "pymysql.Connection[pymysql.cursors.Cursor]"
-
-AT = datetime.datetime(2024, 2, 29, 23, 59, 58)
-
-
-def connect(url: str, database: str | None = None) -> Conn:
-    """A connection to the server at url, in database when given."""
-    parts = urllib.parse.urlsplit(url)
-    return pymysql.connect(
-        host=parts.hostname,
-        port=parts.port or 3306,
-        user="root",
-        database=database,
-        client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS,
-    )
-
 
 @pytest.fixture
 def conn(mysql_url: str) -> Iterator[Conn]:
-    name = f"plugin_test_{secrets.token_hex(6)}"
-    with connect(mysql_url) as admin, admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-        try:
-            with connect(mysql_url, name) as c:
-                with c.cursor() as setup:
-                    setup.execute(schema.SCHEMA)
-                    while setup.nextset():
-                        pass
-                yield c
-        finally:
-            cur.execute(f"DROP DATABASE {name}")
-
-
-FULL = models.Kind(
-    id=0,
-    flag=True,
-    maybe=False,
-    tiny=-128,
-    tiny_u=255,
-    small=-32768,
-    medium=16777215,
-    regular=-2147483648,
-    big=9223372036854775807,
-    amount=decimal.Decimal("12345678.91"),
-    ratio=0.5,
-    dbl=1e300,
-    name="naïve — 名前 🎉",
-    code="abc",
-    body="it's 100% ?",
-    data=b"\x00\xff\x00",
-    bin=b"\x01\x02\x03\x04",
-    vbin=b"\x00",
-    day=datetime.date(2024, 2, 29),
-    at=AT,
-    ts=datetime.datetime(2038, 1, 19, 3, 14, 7),
-    dur=datetime.timedelta(hours=-838, minutes=-59, seconds=-59),
-    yr=2155,
-    doc='{"a": [1, null]}',
-    mood=models.KindsMood.SO_SO,
-    tags=frozenset({"red", "blue"}),
-    bits=b"\xa5",
-)
-NULLS = dataclasses.replace(
-    FULL,
-    maybe=None,
-    tiny_u=None,
-    medium=None,
-    big=None,
-    ratio=None,
-    code=None,
-    body=None,
-    data=None,
-    bin=None,
-    vbin=None,
-    day=None,
-    ts=None,
-    dur=None,
-    yr=None,
-    doc=None,
-    tags=None,
-    bits=None,
-)
+    with scratch_database(mysql_url) as name, connect(mysql_url, name) as c:
+        yield c
 
 
 def create(q: kinds.Querier, k: models.Kind) -> int:
     """Inserts k (its id aside) through the generated method; returns the new id."""
-    return q.create_kind(
-        flag=k.flag,
-        maybe=k.maybe,
-        tiny=k.tiny,
-        tiny_u=k.tiny_u,
-        small=k.small,
-        medium=k.medium,
-        regular=k.regular,
-        big=k.big,
-        amount=k.amount,
-        ratio=k.ratio,
-        dbl=k.dbl,
-        name=k.name,
-        code=k.code,
-        body=k.body,
-        data=k.data,
-        bin=k.bin,
-        vbin=k.vbin,
-        day=k.day,
-        at=k.at,
-        ts=k.ts,
-        dur=k.dur,
-        yr=k.yr,
-        doc=k.doc,
-        mood=k.mood,
-        tags=k.tags,
-        bits=k.bits,
-    )
+    return q.create_kind(**kind_args(k))
 
 
 @pytest.mark.parametrize("kind", [FULL, NULLS], ids=["values", "nulls"])

@@ -10,6 +10,9 @@ import decimal
 from collections.abc import Callable
 from typing import TypeVar
 
+import asyncmy
+import asyncmy.cursors
+import asyncmy.errors
 import pymysql
 import pymysql.cursors
 import pymysql.err
@@ -268,14 +271,14 @@ class Querier:
         id: int,
     ) -> int:
         with self._conn.cursor(pymysql.cursors.Cursor) as cur:
-            cur.execute(
+            count = cur.execute(
                 RENAME_KIND,
                 (
                     name,
                     id,
                 ),
             )
-            return cur.rowcount
+        return count
 
     def retag_kind(
         self,
@@ -284,7 +287,7 @@ class Querier:
         id: int,
     ) -> ExecResult:
         with self._conn.cursor(pymysql.cursors.Cursor) as cur:
-            cur.execute(
+            count = cur.execute(
                 RETAG_KIND,
                 (
                     _or_none(_mysql_set_text, tags),
@@ -292,7 +295,7 @@ class Querier:
                 ),
             )
             return ExecResult(
-                rowcount=cur.rowcount,
+                rowcount=count,
                 lastrowid=cur.lastrowid,
             )
 
@@ -410,6 +413,296 @@ class Querier:
                 ),
             )
             row = cur.fetchone()
+        if row is None:
+            return None
+        return bool(row[0])
+
+
+class AsyncQuerier:
+    """Runs the queries of kinds.sql on one connection."""
+
+    def __init__(self, conn: asyncmy.Connection) -> None:
+        self._conn = conn
+
+    async def get_kind(
+        self,
+        *,
+        id: int,
+    ) -> models.Kind | None:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                GET_KIND,
+                (id,),
+            )
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        return models.Kind(
+            id=row[0],
+            flag=bool(row[1]),
+            maybe=_bool_or_none(row[2]),
+            tiny=row[3],
+            tiny_u=row[4],
+            small=row[5],
+            medium=row[6],
+            regular=row[7],
+            big=row[8],
+            amount=row[9],
+            ratio=row[10],
+            dbl=row[11],
+            name=row[12],
+            code=row[13],
+            body=row[14],
+            data=row[15],
+            bin=row[16],
+            vbin=row[17],
+            day=row[18],
+            at=row[19],
+            ts=row[20],
+            dur=row[21],
+            yr=row[22],
+            doc=row[23],
+            mood=models.KindsMood(row[24]),
+            tags=_or_none(_mysql_set, row[25]),
+            bits=row[26],
+        )
+
+    async def list_kinds_by_mood(
+        self,
+        *,
+        mood: models.KindsMood,
+    ) -> list[ListKindsByMoodRow]:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                LIST_KINDS_BY_MOOD,
+                (mood,),
+            )
+            rows = await cur.fetchall()
+        return [
+            ListKindsByMoodRow(
+                id=row[0],
+                name=row[1],
+                mood=models.KindsMood(row[2]),
+            )
+            for row in rows
+        ]
+
+    async def create_kind(
+        self,
+        *,
+        flag: bool,
+        maybe: bool | None,
+        tiny: int,
+        tiny_u: int | None,
+        small: int,
+        medium: int | None,
+        regular: int,
+        big: int | None,
+        amount: decimal.Decimal,
+        ratio: float | None,
+        dbl: float,
+        name: str,
+        code: str | None,
+        body: str | None,
+        data: bytes | None,
+        bin: bytes | None,
+        vbin: bytes | None,
+        day: datetime.date | None,
+        at: datetime.datetime,
+        ts: datetime.datetime | None,
+        dur: datetime.timedelta | None,
+        yr: int | None,
+        doc: str | None,
+        mood: models.KindsMood,
+        tags: frozenset[str] | None,
+        bits: bytes | None,
+    ) -> int:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                CREATE_KIND,
+                (
+                    flag,
+                    maybe,
+                    tiny,
+                    tiny_u,
+                    small,
+                    medium,
+                    regular,
+                    big,
+                    amount,
+                    ratio,
+                    dbl,
+                    name,
+                    code,
+                    body,
+                    data,
+                    bin,
+                    vbin,
+                    day,
+                    at,
+                    ts,
+                    dur,
+                    yr,
+                    doc,
+                    mood,
+                    _or_none(_mysql_set_text, tags),
+                    bits,
+                ),
+            )
+            if not cur.lastrowid:
+                message = "CreateKind generated no AUTO_INCREMENT id"
+                raise asyncmy.errors.DataError(message)
+            return cur.lastrowid
+
+    async def rename_kind(
+        self,
+        *,
+        name: str,
+        id: int,
+    ) -> int:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            count = await cur.execute(
+                RENAME_KIND,
+                (
+                    name,
+                    id,
+                ),
+            )
+        return count
+
+    async def retag_kind(
+        self,
+        *,
+        tags: frozenset[str] | None,
+        id: int,
+    ) -> ExecResult:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            count = await cur.execute(
+                RETAG_KIND,
+                (
+                    _or_none(_mysql_set_text, tags),
+                    id,
+                ),
+            )
+            return ExecResult(
+                rowcount=count,
+                lastrowid=cur.lastrowid,
+            )
+
+    async def delete_kind(
+        self,
+        *,
+        id: int,
+    ) -> None:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                DELETE_KIND,
+                (id,),
+            )
+
+    async def count_kinds(
+        self,
+    ) -> int | None:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(COUNT_KINDS)
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        _value: int = row[0]
+        return _value
+
+    async def kind_names(
+        self,
+    ) -> list[str]:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(KIND_NAMES)
+            rows = await cur.fetchall()
+        return [row[0] for row in rows]
+
+    async def find_like(
+        self,
+        *,
+        name: str,
+    ) -> list[FindLikeRow]:
+        """Percent signs and question marks in strings, identifiers and comments are
+        text; only the bare ? outside them is a parameter.
+        """
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                FIND_LIKE,
+                (name,),
+            )
+            rows = await cur.fetchall()
+        return [
+            FindLikeRow(
+                id=row[0],
+                label=row[1],
+                five_mod=row[2],
+            )
+            for row in rows
+        ]
+
+    async def no_params_percent(
+        self,
+    ) -> str | None:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(NO_PARAMS_PERCENT)
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        _value: str = row[0]
+        return _value
+
+    async def kinds_by_ids(
+        self,
+        *,
+        ids: list[int],
+        mood: models.KindsMood,
+    ) -> list[KindsByIdsRow]:
+        _sql = KINDS_BY_IDS.replace("/*SLICE:ids*/%s", _mysql_marks(len(ids)))
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                _sql,
+                (
+                    *ids,
+                    mood,
+                ),
+            )
+            rows = await cur.fetchall()
+        return [
+            KindsByIdsRow(
+                id=row[0],
+                name=row[1],
+            )
+            for row in rows
+        ]
+
+    async def max_amount(
+        self,
+    ) -> decimal.Decimal | None:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(MAX_AMOUNT)
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        _value: decimal.Decimal | None = row[0]
+        return _value
+
+    async def is_named(
+        self,
+        *,
+        name: str,
+        id: int,
+    ) -> bool | None:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                IS_NAMED,
+                (
+                    name,
+                    id,
+                ),
+            )
+            row = await cur.fetchone()
         if row is None:
             return None
         return bool(row[0])

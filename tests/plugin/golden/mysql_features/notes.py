@@ -8,6 +8,9 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+import asyncmy
+import asyncmy.cursors
+import asyncmy.errors
 import pymysql
 import pymysql.cursors
 import pymysql.err
@@ -139,8 +142,8 @@ class Querier:
         if not params:
             return 0
         with self._conn.cursor(pymysql.cursors.Cursor) as cur:
-            cur.executemany(COPY_NOTES, params)
-            return cur.rowcount
+            count = cur.executemany(COPY_NOTES, params)
+        return count or 0
 
     def notes_with_kind(
         self,
@@ -196,4 +199,124 @@ class Querier:
             )
             if not cur.lastrowid:
                 raise pymysql.err.DataError("AddPlain generated no AUTO_INCREMENT id")
+            return cur.lastrowid
+
+
+class AsyncQuerier:
+    """Runs the queries of notes.sql on one connection."""
+
+    def __init__(self, conn: asyncmy.Connection) -> None:
+        self._conn = conn
+
+    async def add_note(
+        self,
+        *,
+        kind_id: int,
+        note: str,
+        labels: frozenset[str],
+        state: models.NotesState | None,
+    ) -> None:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                ADD_NOTE,
+                (
+                    kind_id,
+                    note,
+                    _mysql_set_text(labels),
+                    state,
+                ),
+            )
+
+    async def add_notes(
+        self,
+        rows: Iterable[AddNotesParams],
+    ) -> None:
+        params = [
+            (
+                row.kind_id,
+                row.note,
+                _mysql_set_text(row.labels),
+                row.state,
+            )
+            for row in rows
+        ]
+        if not params:
+            return
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.executemany(ADD_NOTES, params)
+
+    async def copy_notes(
+        self,
+        rows: Iterable[CopyNotesParams],
+    ) -> int:
+        params = [
+            (
+                row.kind_id,
+                row.note,
+                _mysql_set_text(row.labels),
+                row.state,
+            )
+            for row in rows
+        ]
+        if not params:
+            return 0
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            count = await cur.executemany(COPY_NOTES, params)
+        return count or 0
+
+    async def notes_with_kind(
+        self,
+        *,
+        kind_id: int,
+    ) -> list[NotesWithKindRow]:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                NOTES_WITH_KIND,
+                (kind_id,),
+            )
+            rows = await cur.fetchall()
+        return [
+            NotesWithKindRow(
+                note=models.Note(
+                    id=row[0],
+                    kind_id=row[1],
+                    note=row[2],
+                    labels=_mysql_set(row[3]),
+                    state=_or_none(models.NotesState, row[4]),
+                ),
+                name=row[5],
+            )
+            for row in rows
+        ]
+
+    async def list_notes(
+        self,
+    ) -> list[models.Note]:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(LIST_NOTES)
+            rows = await cur.fetchall()
+        return [
+            models.Note(
+                id=row[0],
+                kind_id=row[1],
+                note=row[2],
+                labels=_mysql_set(row[3]),
+                state=_or_none(models.NotesState, row[4]),
+            )
+            for row in rows
+        ]
+
+    async def add_plain(
+        self,
+        *,
+        k: str,
+    ) -> int:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                ADD_PLAIN,
+                (k,),
+            )
+            if not cur.lastrowid:
+                message = "AddPlain generated no AUTO_INCREMENT id"
+                raise asyncmy.errors.DataError(message)
             return cur.lastrowid
