@@ -282,6 +282,12 @@ class TypeMap:
             return self._postgres(column, dims, where)
         if self.engine == "mysql":
             base = mysql_base(column, self.enums, self.sets)
+            if base is None and column.type_name.lower() not in ("", "any"):
+                # A spatial type, say: PyMySQL returns what the server sends.
+                raise UntypedError(
+                    f"{where}: column {column.name!r}: type {column.type_name!r} has no "
+                    "exact Python type on MySQL: map it with an override (db_type or column)"
+                )
             if base is None:
                 raise untyped_error(column, self.engine, where)
             return _finish(base, column, dims, where)

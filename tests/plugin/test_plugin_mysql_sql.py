@@ -12,9 +12,10 @@ from plugin_harness import query_plan, run_sqlc, write_case
 from sqlc_gen_jobtable._catalog import Field
 from sqlc_gen_jobtable._mysql_check import check_mysql, server_sql
 from sqlc_gen_jobtable._mysql_sql import mysql_sql
+from sqlc_gen_jobtable._mysql_types import set_types
 from sqlc_gen_jobtable._plan import QueryPlan
 from sqlc_gen_jobtable._pytype import PyType
-from sqlc_gen_jobtable._request import RequestError
+from sqlc_gen_jobtable._request import Enum, RequestError
 
 
 @pytest.mark.parametrize(
@@ -134,3 +135,41 @@ def test_mysql_takes_only_the_pymysql_driver(tmp_path: pathlib.Path) -> None:
     )
     done = run_sqlc(case, "generate")
     assert "option driver: 'psycopg' does not fit engine mysql: want pymysql" in done.stderr
+
+
+def _enum(name: str) -> Enum:
+    return Enum(name=name, schema="", values=("a", "b"), comment="")
+
+
+def test_set_columns_are_told_from_enum_ones_by_their_tables_declaration() -> None:
+    schema_text = """
+        CREATE TABLE `a` (kind ENUM('a', 'b'), `tags` SET ('a', 'b'));
+        CREATE TABLE IF NOT EXISTS b (kind SET('a', 'b'), other ENUM('a', 'b'));
+        ALTER TABLE a ADD COLUMN extra set('a', 'b');
+    """
+    enums = tuple(_enum(n) for n in ["a_kind", "a_tags", "b_kind", "b_other", "a_extra"])
+    assert set_types(schema_text, enums, ("a", "b")) == {"a_tags", "b_kind", "a_extra"}
+
+
+@pytest.mark.slow
+def test_a_type_with_no_python_type_is_object_with_a_comment_or_refused(
+    tmp_path: pathlib.Path,
+) -> None:
+    schema_text = "CREATE TABLE shapes (id INT NOT NULL PRIMARY KEY, place VECTOR(3) NOT NULL);\n"
+    queries = (
+        "-- name: Shapes :many\nSELECT * FROM shapes;\n\n"
+        "-- name: Total :one\nSELECT coalesce(sum(id), 0) AS total FROM shapes;\n"
+    )
+    case = write_case(tmp_path / "object", "mysql", schema_text, queries, {})
+    done = run_sqlc(case, "generate")
+    assert done.returncode == 0, done.stderr
+    models_text = (case / "out" / "models.py").read_text()
+    assert (
+        "    # shapes.place is declared vector, which has no one Python type on MySQL: "
+        "map it with a column override\n    place: object\n"
+    ) in models_text
+    q_text = (case / "out" / "q.py").read_text()
+    assert "CAST it, as in CAST(coalesce(sum(id), 0) AS SIGNED)" in q_text
+    refused = write_case(tmp_path / "refuse", "mysql", schema_text, queries, {"untyped": "refuse"})
+    done = run_sqlc(refused, "generate")
+    assert "type 'vector' has no exact Python type on MySQL: map it with an override" in done.stderr
