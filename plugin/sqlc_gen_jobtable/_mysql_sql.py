@@ -10,6 +10,7 @@ import dataclasses
 import pathlib
 import re
 
+from ._mysql_types import set_types
 from ._request import Query, Request, RequestError
 
 # MySQL's opaque units: strings in either quote (backslash escapes and
@@ -145,8 +146,6 @@ def mysql_request(request: Request) -> Request:
     """
     if request.engine != "mysql" or not request.enums:
         return request
-    from ._mysql_types import set_types
-
     tables = tuple(t.name for t in request.tables)
     sets = set_types(_read_schema(request), request.enums, tables)
     enums = tuple(e for e in request.enums if e.name.lower() not in sets)
