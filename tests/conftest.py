@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import mysql_server
 import pg_cluster
 import pytest
 
@@ -131,6 +132,15 @@ def pg_url(new_pg_url: Callable[[], str]) -> str:
     return new_pg_url()
 
 
+def _skip_unless_possible(what: str, reason: str | None) -> None:
+    """Skips the test (fails it on CI) when reason says why what cannot be made here."""
+    if reason is not None:
+        message = f"cannot make {what}: {reason}"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, so this test may not be skipped: {message}")
+        pytest.skip(message)
+
+
 @pytest.fixture
 def throwaway_pg() -> Iterator[pg_cluster.Cluster]:
     """A PostgreSQL cluster of the test's own, started; stopped and removed after the test.
@@ -138,14 +148,23 @@ def throwaway_pg() -> Iterator[pg_cluster.Cluster]:
     For tests that stop or restart a server: the shared one is never stopped.
     Skips (fails on CI) when this machine cannot run one.
     """
-    reason = pg_cluster.cannot_run()
-    if reason is not None:
-        message = f"cannot make a throwaway PostgreSQL cluster: {reason}"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set, so this test may not be skipped: {message}")
-        pytest.skip(message)
+    _skip_unless_possible("a throwaway PostgreSQL cluster", pg_cluster.cannot_run())
     with pg_cluster.throwaway_cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> Iterator[str]:
+    """The URL of a throwaway MariaDB server of the session's own (user root, no password).
+
+    Started once for the session and removed after; the machine's own MySQL
+    or MariaDB, if any, is never used. Skips (fails on CI) when MariaDB's
+    binaries are missing. Only tests marked slow may take it: it starts a
+    process.
+    """
+    _skip_unless_possible("a throwaway MariaDB server", mysql_server.cannot_run())
+    with mysql_server.throwaway_server() as server:
+        yield f"mysql://root@127.0.0.1:{server.port}/"
 
 
 # Fixtures of the runner's tests: one real store per test, on every engine.

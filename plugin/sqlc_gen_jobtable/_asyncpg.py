@@ -10,10 +10,10 @@ each call on a connection of its own). Parameters are bound positionally, as
 from collections.abc import Callable
 
 from ._literals import quoted
-from ._methods import ASYNC, render_method, return_many, return_one
+from ._methods import Flavor, param_rows, return_many, return_one
 from ._module import Text
 from ._plan import QueryPlan, copy_target
-from ._values import bind_args, item
+from ._values import item
 from ._writer import Writer
 
 # The annotation of the Querier's connection.
@@ -53,19 +53,12 @@ def _execresult(w: Writer, plan: QueryPlan, text: Text) -> None:
         w.lines(["rowcount=_status_rows(status),", "status=status,"])
 
 
-def _records(w: Writer, plan: QueryPlan, opener: str) -> None:
-    """Writes a list of one tuple of parameters per params row, ended by a comma."""
-    with w.block(opener, "],"):
-        bind_args(w, plan.params, "sqlite3", owner="row.", models=plan.models, suffix="")
-        w.line("for row in rows")
-
-
 def _batchexec(w: Writer, plan: QueryPlan, text: Text) -> None:
     # One call sends every row; asyncpg runs them in a transaction of their
     # own unless the connection is in one already.
     with w.block("await self._conn.executemany(", ")"):
         w.line(f"{plan.constant},")
-        _records(w, plan, "[")
+        param_rows(w, plan, "[", "],", "sqlite3")
 
 
 def _identifier(name: str) -> str:
@@ -84,7 +77,7 @@ def _copyfrom(w: Writer, plan: QueryPlan, text: Text) -> None:
     schema, _, name = table.rpartition(".")
     with w.block("status = await self._conn.copy_records_to_table(", ")"):
         w.line(f"{text.hold(quoted(_identifier(name)))},")
-        _records(w, plan, "records=[")
+        param_rows(w, plan, "records=[", "],", "sqlite3")
         with w.block("columns=[", "],"):
             w.lines([f"{text.hold(quoted(_identifier(c)))}," for c in columns])
         if schema:
@@ -103,6 +96,6 @@ _BODIES: dict[str, Callable[[Writer, QueryPlan, Text], None]] = {
 }
 
 
-def render_asyncpg_method(plan: QueryPlan, text: Text) -> list[str]:
-    """Returns the lines of plan's async method in the asyncpg Querier class."""
-    return render_method(plan, ASYNC, text, body=lambda w, p: _BODIES[p.command](w, p, text))
+def asyncpg_body(w: Writer, plan: QueryPlan, fl: Flavor, text: Text) -> None:
+    """Writes the body of plan's method in the asyncpg Querier, whose flavor is always async."""
+    _BODIES[plan.command](w, plan, text)

@@ -139,6 +139,7 @@ class Catalog:
             composites=frozenset(request.composites),
             untyped=options.untyped,
             driver=options.driver,
+            sets=frozenset(request.sets),
         )
         names = [t.name for t in request.tables]
         self._by_name = {t.name: t for t in request.tables if names.count(t.name) == 1}

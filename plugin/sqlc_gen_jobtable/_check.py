@@ -194,6 +194,12 @@ def check(engine: str, schema: str, plans: list[QueryPlan]) -> None:
     url = os.environ.get(POSTGRES_URL, "")
     if engine == "postgresql" and url:
         errors = check_on_server(url, schema, plans)
+    mysql_url = os.environ.get("SQLC_GEN_JOBTABLE_MYSQL_URL", "")
+    if engine == "mysql" and mysql_url:
+        # Imported here: _mysql_check uses this module's result_columns.
+        from ._mysql_check import check_mysql
+
+        errors = check_mysql(mysql_url, schema, plans)
     if errors:
         raise RequestError(
             "generated SQL failed its check against the schema:\n  " + "\n  ".join(errors)

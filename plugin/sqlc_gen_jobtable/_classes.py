@@ -74,7 +74,7 @@ def render_enum(w: Writer, enum: Enum, name: str, text: Text) -> None:
 
 def exec_result_plan(driver: str) -> ClassPlan:
     """Returns the ExecResult class of driver: what one :execresult statement did."""
-    if driver == "sqlite3":
+    if driver in ("sqlite3", "pymysql"):
         return ClassPlan(
             "ExecResult",
             "What one :execresult statement did: the cursor's rowcount and lastrowid.",

@@ -6,20 +6,23 @@ constructor is written exploded, one item a line with a trailing comma, a
 shape the formatter keeps.
 """
 
+import dataclasses
 import pathlib
 import re
 
 from . import _naming as naming
 from ._asyncpg import CONNECTION as ASYNCPG_CONNECTION
-from ._asyncpg import render_asyncpg_method
+from ._asyncpg import asyncpg_body
 from ._catalog import Catalog
 from ._check import check
 from ._classes import exec_result_plan, render_class
 from ._helpers import HELPER_NEEDS, HELPERS
 from ._literals import header, sql_triple_quoted
-from ._methods import ASYNC, SYNC, Flavor, render_method
+from ._methods import ASYNC, SYNC, Body, Flavor, default_body, render_method
 from ._models import models_module
 from ._module import Text, assemble
+from ._mysql_methods import mysql_body
+from ._mysql_sql import mysql_request
 from ._options import Options
 from ._plan import QueryPlan, plan_query
 from ._request import Query, Request, RequestError
@@ -27,6 +30,35 @@ from ._sqlite_source import repair_sqlite_text
 from ._writer import Writer
 
 __all__ = ["Options", "generate"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Driver:
+    """How a driver's Queriers are written: the connection each takes, and their methods' body.
+
+    The Querier takes conn and is of flavor; emit_async adds an AsyncQuerier
+    on async_conn, which is "" for a driver with no second front.
+    """
+
+    conn: str
+    flavor: Flavor
+    body: Body
+    async_conn: str = ""
+
+
+_DRIVERS = {
+    "sqlite3": _Driver("sqlite3.Connection", SYNC, default_body),
+    "psycopg": _Driver(
+        "psycopg.Connection[TupleRow]", SYNC, default_body, "psycopg.AsyncConnection[TupleRow]"
+    ),
+    # asyncpg is async only: its one Querier takes a connection or the pool.
+    "asyncpg": _Driver(ASYNCPG_CONNECTION, ASYNC, asyncpg_body),
+    # Quoted: PyMySQL's Connection is generic in its stubs only. asyncmy
+    # speaks the same SQL and returns the same types, in asyncio.
+    "pymysql": _Driver(
+        '"pymysql.Connection[pymysql.cursors.Cursor]"', SYNC, mysql_body, "asyncmy.Connection"
+    ),
+}
 
 
 def _helpers(code: str) -> list[str]:
@@ -77,12 +109,10 @@ def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text
         for cls in plan.classes:
             w.lines(["", ""])
             render_class(w, cls, options.models, text)
-    conn = "sqlite3.Connection" if options.driver == "sqlite3" else "psycopg.Connection[TupleRow]"
-    fronts: list[tuple[str, str, Flavor | None]] = [("Querier", conn, SYNC)]
+    driver = _DRIVERS[options.driver]
+    fronts = [("Querier", driver.conn, driver.flavor)]
     if options.emit_async:
-        fronts.append(("AsyncQuerier", "psycopg.AsyncConnection[TupleRow]", ASYNC))
-    if options.driver == "asyncpg":
-        fronts = [("Querier", ASYNCPG_CONNECTION, None)]
+        fronts.append(("AsyncQuerier", driver.async_conn, ASYNC))
     for name, conn_type, flavor in fronts:
         w.lines(["", ""])
         with w.block(f"class {name}:"):
@@ -91,10 +121,7 @@ def _classes(catalog: Catalog, filename: str, plans: list[QueryPlan], text: Text
             _init(w, conn_type)
         for plan in plans:
             w.line()
-            if flavor is None:
-                w.extend(render_asyncpg_method(plan, text))
-            else:
-                w.extend(render_method(plan, flavor, text))
+            w.extend(render_method(plan, flavor, text, driver.body))
     return w.result()
 
 
@@ -174,7 +201,7 @@ def generate(request: Request, warnings: list[str] | None = None) -> dict[str, s
     warnings, when given, receives a line for each value typed object.
     """
     options = Options.parse(request)
-    request = repair_sqlite_text(request)
+    request = mysql_request(repair_sqlite_text(request))
     catalog = Catalog(request, options)
     by_file: dict[str, list[Query]] = {}
     for query in request.queries:

@@ -1,5 +1,7 @@
 """The helper functions and type aliases that generated code defines when it uses them."""
 
+from ._mysql_types import MYSQL_HELPER_SOURCE
+
 # The helper functions a generated query module defines when its code calls
 # them, each as ruff format writes it.
 _HELPER_SOURCE = r"""
@@ -111,7 +113,8 @@ def _marks(count: int) -> str:
 """
 HELPERS = {
     block.split("(", 1)[0].removeprefix("def "): block.strip()
-    for block in _HELPER_SOURCE.strip().split("\n\n\ndef ")
+    for source in (_HELPER_SOURCE, MYSQL_HELPER_SOURCE)
+    for block in source.strip().split("\n\n\ndef ")
     for block in ["def " + block.removeprefix("def ")]
 }
 

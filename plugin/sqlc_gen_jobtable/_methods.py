@@ -3,6 +3,10 @@
 A method is rendered once per front: the sync ``Querier`` and the
 ``AsyncQuerier`` share every renderer, which writes the await, ``async def``
 and ``async with`` of its ``Flavor`` (empty or plain for the sync one).
+``render_method`` writes what every driver's method has (signature,
+docstring, notes); a ``Body`` writes what it does on one driver: this
+module's for sqlite3 and psycopg, ``_asyncpg``'s and ``_mysql_methods``'s
+for theirs, which share the helpers here that read rows and bind parameters.
 """
 
 import dataclasses
@@ -37,20 +41,23 @@ def _decoded(w: Writer, prefix: str, plan: QueryPlan, suffix: str = "") -> None:
     construct(w, prefix, plan.row_type, plan.row_fields, plan.models, suffix=suffix)
 
 
-def _expand_slices(w: Writer, plan: QueryPlan) -> None:
-    """Writes the statements that expand each sqlc.slice into one ? per value."""
+def expand_slices(w: Writer, plan: QueryPlan, mark: str = "?", helper: str = "_marks") -> None:
+    """Writes the statements that expand each sqlc.slice into one placeholder mark per value.
+
+    helper names the function of HELPERS that writes the marks.
+    """
     for i, name in enumerate(plan.slices):
         source = plan.constant if i == 0 else "_sql"
-        marker = f'"/*SLICE:{name}*/?"'
-        line = f"_sql = {source}.replace({marker}, _marks(len({name})))"
+        marker = f'"/*SLICE:{name}*/{mark}"'
+        line = f"_sql = {source}.replace({marker}, {helper}(len({name})))"
         if w.fits(line):
             w.line(line)
             continue
         with w.block(f"_sql = {source}.replace(", ")"):
-            w.lines([f"{marker},", f"_marks(len({name})),"])
+            w.lines([f"{marker},", f"{helper}(len({name})),"])
 
 
-def _slice_args(w: Writer, plan: QueryPlan) -> None:
+def slice_args(w: Writer, plan: QueryPlan) -> None:
     """Writes the positional parameters of a query with sqlc.slice, each list spread."""
     items = w.child()
     with items.indent():
@@ -73,7 +80,7 @@ def _execute(w: Writer, plan: QueryPlan, fl: Flavor, target: str = "") -> None:
     with w.block(f"{target}{fl.aw}self._conn.execute(", ")"):
         w.line(("_sql" if plan.slices else plan.constant) + ",")
         if plan.slices:
-            _slice_args(w, plan)
+            slice_args(w, plan)
         else:
             bind_args(w, plan.binds, plan.driver)
 
@@ -136,13 +143,22 @@ def _many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
     return_many(w, plan, f"{fl.aw}cur.fetchall()")
 
 
+def param_rows(w: Writer, plan: QueryPlan, opener: str, closer: str, style: str) -> None:
+    """Writes a list comprehension of the parameters of each of rows, between opener and closer.
+
+    style is bind_args's: "sqlite3" makes each a tuple, in the order of the
+    placeholders; "psycopg" a dict by name.
+    """
+    with w.block(opener, closer):
+        bind_args(w, plan.params, style, owner="row.", models=plan.models, suffix="")
+        w.line("for row in rows")
+
+
 def _executemany(w: Writer, plan: QueryPlan, opener: str) -> None:
     """Writes one executemany call that sends a statement for each of rows."""
     with w.block(opener, ")"):
         w.line(f"{plan.constant},")
-        with w.block("[", "],"):
-            bind_args(w, plan.params, plan.driver, owner="row.", models=plan.models, suffix="")
-            w.line("for row in rows")
+        param_rows(w, plan, "[", "],", plan.driver)
 
 
 def _batchexec(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
@@ -174,9 +190,7 @@ def _copyfrom(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
 
 def _batch_rows(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
     """Writes a :batchone or :batchmany body: one pipelined statement per params row."""
-    with w.block("params = [", "]"):
-        bind_args(w, plan.params, plan.driver, owner="row.", models=plan.models, suffix="")
-        w.line("for row in rows")
+    param_rows(w, plan, "params = [", "]", plan.driver)
     each = f"{plan.row_type} | None" if plan.command == ":batchone" else f"list[{plan.row_type}]"
     w.line(f"results: list[{each}] = []")
     with w.block("if not params:"):
@@ -227,16 +241,23 @@ _BODIES: dict[str, Callable[[Writer, QueryPlan, Flavor], None]] = {
 }
 
 
-def render_method(
-    plan: QueryPlan,
-    fl: Flavor,
-    text: Text,
-    body: Callable[[Writer, QueryPlan], None] | None = None,
-) -> list[str]:
+def default_body(w: Writer, plan: QueryPlan, fl: Flavor, text: Text) -> None:
+    """Writes plan's method body on sqlite3 or psycopg: slices expanded, then its command's."""
+    expand_slices(w, plan)
+    _BODIES[plan.command](w, plan, fl)
+
+
+# Writes the body of a query's method for one driver: the writer, the plan,
+# the flavor of the Querier it is in, and the module's Text, which holds the
+# constants the body names.
+Body = Callable[[Writer, QueryPlan, Flavor, Text], None]
+
+
+def render_method(plan: QueryPlan, fl: Flavor, text: Text, body: Body) -> list[str]:
     """Returns the lines of plan's method in a Querier class of flavor fl.
 
-    body, when given, writes the method's body instead of psycopg's and
-    sqlite3's renderer of the command.
+    The signature, docstring and notes are every driver's; body writes what
+    the method does on the driver (``default_body`` for sqlite3 and psycopg).
     """
     w = Writer()
     with w.indent():
@@ -251,9 +272,5 @@ def render_method(
             docstring(w, plan.comments, text)
             for f in (*plan.params, *([plan.value] if plan.value else [])):
                 note(w, f, name=True)
-            _expand_slices(w, plan)
-            if body is None:
-                _BODIES[plan.command](w, plan, fl)
-            else:
-                body(w, plan)
+            body(w, plan, fl, text)
     return w.result()

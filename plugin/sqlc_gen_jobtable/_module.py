@@ -21,6 +21,12 @@ THIRD_PARTY = (
     "psycopg.types.json",
     "psycopg",
     "pydantic",
+    "pymysql.cursors",
+    "pymysql.err",
+    "pymysql",
+    "asyncmy.cursors",
+    "asyncmy.errors",
+    "asyncmy",
 )
 # Names imported from a module, by the module they come from.
 _FROM = {

@@ -7,7 +7,11 @@ import re
 from ._request import JSON, Request, RequestError
 from ._types import Override
 
-_DRIVERS = {"sqlite": ("sqlite3",), "postgresql": ("psycopg", "asyncpg")}
+_DRIVERS = {
+    "sqlite": ("sqlite3",),
+    "postgresql": ("psycopg", "asyncpg"),
+    "mysql": ("pymysql",),
+}
 _PY_TYPE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\[.*\])?")
 
 
@@ -75,7 +79,7 @@ class Options:
         drivers = _DRIVERS.get(request.engine)
         if drivers is None:
             raise RequestError(
-                f"engine {request.engine!r} is not supported: want sqlite or postgresql"
+                f"engine {request.engine!r} is not supported: want sqlite, postgresql or mysql"
             )
         driver = options.pop("driver", drivers[0])
         if driver not in drivers:
@@ -89,8 +93,11 @@ class Options:
         emit_async = _flag(options, "emit_async")
         if emit_async and driver == "asyncpg":
             raise RequestError("option emit_async: asyncpg's Querier is async already")
-        if emit_async and driver != "psycopg":
-            raise RequestError("option emit_async: only the psycopg driver has async connections")
+        if emit_async and driver not in ("psycopg", "pymysql"):
+            raise RequestError(
+                "option emit_async: only the psycopg and pymysql (through asyncmy) "
+                "drivers have async connections"
+            )
         emit_schema = _flag(options, "emit_schema")
         exact = _flag(options, "emit_exact_table_names")
         one_column_rows = _flag(options, "emit_one_column_rows")

@@ -14,6 +14,7 @@ from . import _naming as naming
 from ._asyncpg_plan import check_asyncpg_command
 from ._catalog import Catalog, Field
 from ._classes import ClassPlan
+from ._mysql_sql import check_mysql_command, mysql_statement
 from ._request import Query, RequestError, Table
 from ._sql import postgres_sql, sqlite_slices
 
@@ -100,6 +101,8 @@ def check_command(query: Query, driver: str, where: str) -> None:
             "(a table may have no serial, or several, and psycopg's lastrowid is "
             "always None); add RETURNING id to the INSERT and use :one"
         )
+    if driver == "pymysql":
+        check_mysql_command(query, where)
     if cmd in _RETURNS_ROWS and not query.columns:
         raise RequestError(f"{where}: {cmd} needs a query that returns columns")
     if cmd in (":batchone", ":batchmany") and driver == "sqlite3":
@@ -165,6 +168,9 @@ def _statement(
     sql = query.text.strip()
     if query.cmd == ":copyfrom" and driver == "psycopg":
         return _Statement(_copy_sql(query, params, where), fields)
+    if driver == "pymysql":
+        sql, slices = mysql_statement(query, {n: f.name for n, f in params}, where)
+        return _Statement(sql, fields, slices)
     if driver == "psycopg":
         return _Statement(postgres_sql(sql, {n: f.name for n, f in params}, where), fields)
     if driver == "asyncpg":

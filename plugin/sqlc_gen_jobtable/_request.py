@@ -35,6 +35,8 @@ class Column:
     embed_table: str = ""
     embed_schema: str = ""
     original_name: str = ""
+    # The declared length (VARCHAR(100): 100), -1 when none; MySQL only.
+    length: int = -1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,6 +100,8 @@ class Request:
     default_schema: str = ""
     composites: tuple[tuple[str, str], ...] = ()
     query_paths: tuple[str, ...] = ()
+    # MySQL: the enums of the catalog that are SET columns, not ENUM ones.
+    sets: tuple[str, ...] = ()
 
 
 JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
@@ -165,6 +169,7 @@ def _column(value: JSON, where: str) -> Column:
         embed_table=embed_table,
         embed_schema=embed_schema,
         original_name=_str(obj.get("original_name"), where + ".original_name"),
+        length=_int(obj.get("length", -1), where + ".length"),
     )
 
 

@@ -7,6 +7,7 @@ Annotations that name a model (an enum class, a type alias) spell it
 import dataclasses
 
 from ._asyncpg_types import asyncpg_base, asyncpg_refusal
+from ._mysql_types import mysql_base
 from ._pytype import BYTES, FLOAT, INT, STR, PyType
 from ._request import Column, RequestError, UntypedError
 from ._sqlite_types import sqlite_base, sqlite_name
@@ -187,7 +188,9 @@ class TypeMap:
     its class name in the models module; ``composites`` likewise names the
     composite types, which psycopg returns in their text form, a str, until
     they are registered. ``driver`` is the option's: with ``asyncpg``,
-    PostgreSQL's types map to what asyncpg decodes them to.
+    PostgreSQL's types map to what asyncpg decodes them to. ``sets`` names
+    the enums of sqlc's MySQL catalog that are SET columns, each a
+    ``frozenset[str]`` rather than a member of an enum class.
     """
 
     engine: str
@@ -197,6 +200,7 @@ class TypeMap:
     composites: frozenset[tuple[str, str]] = frozenset()
     untyped: str = "object"
     driver: str = ""
+    sets: frozenset[str] = frozenset()
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     def _schema(self, schema: str) -> str:
@@ -280,7 +284,20 @@ class TypeMap:
             return _finish(base, column, dims, where)
         if self.engine == "postgresql":
             return self._postgres(column, dims, where)
-        raise RequestError(f"engine {self.engine!r} is not supported: want sqlite or postgresql")
+        if self.engine == "mysql":
+            base = mysql_base(column, self.enums, self.sets)
+            if base is None and column.type_name.lower() not in ("", "any"):
+                # A spatial type, say: PyMySQL returns what the server sends.
+                raise UntypedError(
+                    f"{where}: column {column.name!r}: type {column.type_name!r} has no "
+                    "exact Python type on MySQL: map it with an override (db_type or column)"
+                )
+            if base is None:
+                raise untyped_error(column, self.engine, where)
+            return _finish(base, column, dims, where)
+        raise RequestError(
+            f"engine {self.engine!r} is not supported: want sqlite, postgresql or mysql"
+        )
 
     def _overridden(self, column: Column, base: PyType, dims: int, where: str) -> PyType:
         text_form = self._enum(column) or self._composite(column)

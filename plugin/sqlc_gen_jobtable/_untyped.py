@@ -29,12 +29,20 @@ def untyped_note(column: Column, engine: str, expression: str, owner: str) -> st
             f"{source} is {declared}, so SQLite may return any type: "
             "declare INTEGER, REAL, TEXT or BLOB, or map it with a column override"
         )
+    if owner and engine == "mysql" and name != "any":
+        source = f"{owner}.{column.original_name or column.name}"
+        return (
+            f"{source} is declared {column.type_name}, which has no one Python type "
+            "on MySQL: map it with a column override"
+        )
     if expr.startswith("parameter "):
-        cast = "CAST(? AS TEXT)" if engine == "sqlite" else "$1::text"
+        cast = {"sqlite": "CAST(? AS TEXT)", "mysql": "CAST(? AS CHAR)"}.get(engine, "$1::text")
         return f"sqlc infers no type for {expr}: CAST it in the SQL, as in {cast}"
     wrapped = expr if expr.startswith("(") and expr.endswith(")") else f"({expr})"
     if engine == "sqlite":
         fix = f"CAST({expr} AS INTEGER)"
+    elif engine == "mysql":
+        fix = f"CAST({expr} AS SIGNED)"
     else:
         fix = f"{wrapped}::bigint" + ("[]" if "array" in name else "")
     if name in POLYMORPHIC:

@@ -26,6 +26,38 @@ for _path in (GOLDEN, PLUGIN_DIR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from sqlc_gen_jobtable._catalog import Field  # noqa: E402 (the path above first)
+from sqlc_gen_jobtable._plan import QueryPlan  # noqa: E402
+from sqlc_gen_jobtable._pytype import PyType  # noqa: E402
+
+
+def query_plan(
+    sql: str, command: str, params: tuple[Field, ...], columns: int = 0, driver: str = "sqlite3"
+) -> QueryPlan:
+    """Returns the plan of a query Q in q.sql that binds params and reads columns str columns."""
+    row = tuple(Field(f"c{i}", PyType("str")) for i in range(columns))
+    return QueryPlan(
+        name="Q",
+        filename="q.sql",
+        command=command,
+        driver=driver,
+        models="dataclass",
+        constant="Q",
+        sql=sql,
+        method="q",
+        params=params,
+        binds=params,
+        slices=(),
+        row_type="QRow",
+        row_fields=row,
+        value=None,
+        classes=(),
+        params_type="QParams",
+        returns="None",
+        comments=(),
+        names=frozenset(),
+    )
+
 
 def tool(name: str) -> str:
     """Returns the path of a tool of the project's virtual environment."""

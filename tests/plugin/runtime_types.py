@@ -57,6 +57,11 @@ def check(value: object, annotation: object, where: str = "value") -> None:
         for i, item in enumerate(value):
             check(item, args[0], f"{where}[{i}]")
         return
+    if origin is frozenset:
+        assert isinstance(value, frozenset), f"{where}: {value!r} is not a frozenset"
+        for item in value:
+            check(item, args[0], f"{where} member")
+        return
     if origin is tuple:
         assert isinstance(value, tuple), f"{where}: {value!r} is not a tuple"
         items = args[:1] * len(value) if args[-1:] == (...,) else args

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from plugin_harness import run_sqlc, write_case
+from plugin_harness import query_plan, run_sqlc, write_case
 from sqlc_gen_jobtable._catalog import Field
 from sqlc_gen_jobtable._check import (
     Describe,
@@ -29,28 +29,7 @@ _INT, _STR = PyType("int"), PyType("str")
 
 
 def _plan(sql: str, command: str, params: tuple[Field, ...], columns: int = 0) -> QueryPlan:
-    row = tuple(Field(f"c{i}", _STR) for i in range(columns))
-    return QueryPlan(
-        name="Q",
-        filename="q.sql",
-        command=command,
-        driver="sqlite3",
-        models="dataclass",
-        constant="Q",
-        sql=sql,
-        method="q",
-        params=params,
-        binds=params,
-        slices=(),
-        row_type="QRow",
-        row_fields=row,
-        value=None,
-        classes=(),
-        params_type="QParams",
-        returns="None",
-        comments=(),
-        names=frozenset(),
-    )
+    return query_plan(sql, command, params, columns)
 
 
 RENAME = (Field("name", _STR), Field("id", _INT))

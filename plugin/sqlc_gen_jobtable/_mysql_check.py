@@ -1,0 +1,128 @@
+"""Checks each generated MySQL constant on a server, as ``_check`` does for the other engines.
+
+PyMySQL speaks MySQL's text protocol only, which has no describe: each
+constant is prepared with SQL's ``PREPARE`` in a scratch database made from
+the schema, its parameter count found by ``EXECUTE``, which refuses any
+other count before it runs anything, and a query that returns rows run once
+with every parameter 1, in a transaction rolled back, for the width of its
+result. The scratch database is dropped after.
+"""
+
+import re
+import secrets
+import urllib.parse
+from typing import TYPE_CHECKING
+
+from ._check import result_columns
+from ._plan import QueryPlan
+from ._request import RequestError
+
+if TYPE_CHECKING:
+    import pymysql.cursors
+
+MYSQL_URL = "SQLC_GEN_JOBTABLE_MYSQL_URL"
+# MySQL's error for EXECUTE given another number of values than ? marks.
+_WRONG_ARGUMENTS = 1210
+_PLACEHOLDER = re.compile(r"/\*SLICE:\w+\*/%s|%s|%%")
+
+
+def server_sql(plan: QueryPlan) -> str:
+    """Returns plan's SQL as the server prepares it: %s as ?, each slice one value, %% as %."""
+    if not plan.binds:
+        return plan.sql
+    return _PLACEHOLDER.sub(lambda m: "%" if m.group() == "%%" else "?", plan.sql)
+
+
+def _takes(cur: "pymysql.cursors.Cursor", count: int) -> bool:
+    """Tells whether the prepared statement s takes count parameters, without running it
+    when it does not."""
+    import pymysql
+
+    values = ", ".join(["@sqlc_gen_jobtable_p"] * count)
+    try:
+        cur.execute("EXECUTE sqlc_gen_jobtable_s" + (f" USING {values}" if count else ""))
+    except pymysql.err.MySQLError as err:
+        return bool(err.args[0] != _WRONG_ARGUMENTS)
+    return True
+
+
+def _params(cur: "pymysql.cursors.Cursor", expected: int) -> int:
+    """Returns how many parameters s takes: expected when the counts around it are refused."""
+    if not _takes(cur, expected + 1) and (expected == 0 or not _takes(cur, expected - 1)):
+        return expected
+    found = (n for n in range(expected + 100) if n != expected and _takes(cur, n))
+    return next(found, -1)
+
+
+def _check_plan(cur: "pymysql.cursors.Cursor", plan: QueryPlan) -> str:
+    """Returns what is wrong with plan's SQL on the server, or ""."""
+    import pymysql
+
+    where = f"query {plan.name} ({plan.filename}): its SQL constant"
+    try:
+        cur.execute("PREPARE sqlc_gen_jobtable_s FROM %s", (server_sql(plan),))
+    except pymysql.err.MySQLError as err:
+        return f"{where} does not prepare: {err.args[-1]}"
+    params = _params(cur, len(plan.binds))
+    if params < 0:
+        return f"{where} takes other than the {len(plan.binds)} parameters the method binds"
+    if params != len(plan.binds):
+        return f"{where} takes {params} parameters, the method binds {len(plan.binds)}"
+    expected = result_columns(plan)
+    if expected is None:
+        return ""
+    values = ", ".join(["@sqlc_gen_jobtable_p"] * params)
+    try:
+        cur.execute("EXECUTE sqlc_gen_jobtable_s" + (f" USING {values}" if params else ""))
+    except pymysql.err.MySQLError as err:
+        return f"{where} does not run: {err.args[-1]}"
+    columns = len(cur.description or ())
+    if columns != expected:
+        return f"{where} returns {columns} columns, the method reads {expected}"
+    return ""
+
+
+def check_mysql(url: str, schema: str, plans: list[QueryPlan]) -> list[str]:
+    """Returns an error for each plan whose SQL does not prepare on the server at url as planned.
+
+    Raises RequestError when PyMySQL is missing or the server cannot be reached.
+    """
+    try:
+        import pymysql
+    except ImportError:
+        raise RequestError(
+            f"{MYSQL_URL} is set, but PyMySQL is not installed where the plugin runs"
+        ) from None
+    parts = urllib.parse.urlsplit(url)
+    try:
+        conn = pymysql.connect(
+            host=parts.hostname or "127.0.0.1",
+            port=parts.port or 3306,
+            user=urllib.parse.unquote(parts.username or "root"),
+            password=urllib.parse.unquote(parts.password or ""),
+            client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS,
+        )
+    except pymysql.err.MySQLError as err:
+        raise RequestError(f"{MYSQL_URL}: cannot connect: {err.args[-1]}") from None
+    database = f"sqlc_gen_jobtable_check_{secrets.token_hex(6)}"
+    errors: list[str] = []
+    with conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {database}")
+        try:
+            cur.execute(f"USE {database}")
+            try:
+                cur.execute(schema)
+                while cur.nextset():
+                    pass
+            except pymysql.err.MySQLError as err:
+                return [f"the schema does not run on MySQL: {err.args[-1]}"]
+            cur.execute("SET @sqlc_gen_jobtable_p = 1")
+            for plan in plans:
+                cur.execute("START TRANSACTION")
+                message = _check_plan(cur, plan)
+                cur.execute("ROLLBACK")
+                if message:
+                    errors.append(message)
+        finally:
+            cur.execute(f"DROP DATABASE {database}")
+    return errors
