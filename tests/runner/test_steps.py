@@ -323,3 +323,20 @@ async def test_a_deleted_job_takes_its_steps_with_it(store: jobtable.Store) -> N
     assert len(store.inspect(job_id).steps) == 1
     store.delete(job_id)
     assert store.engine.read(lambda q: list(q.list_job_steps(job_id=job_id))) == []
+
+
+def test_a_step_write_retried_after_it_landed_succeeds_and_records_once(
+    store: jobtable.Store,
+) -> None:
+    """A write whose reply was lost is sent again: it finds its own step and changes nothing."""
+    kind = jobtable.Kind("again", int, int)
+    job_id = kind.enqueue(store, 1)
+    [claimed] = store.engine.write(
+        lambda q: q.finish_and_claim_jobs(
+            outcomes=[], runner="r", queue="default", now=now(), max_jobs=1
+        )[1]
+    )
+    write = RecordStep(claimed, "once", "1", now())
+    store.engine.write(write)
+    store.engine.write(write)
+    assert [(s.name, s.output, s.attempt) for s in store.inspect(job_id).steps] == [("once", 1, 1)]

@@ -114,9 +114,13 @@ class Publisher:
                     or time.monotonic() + delay > give_up_at
                 ):
                     raise
-                what = "record job step" if isinstance(op, RecordStep) else "publish job result"
+                message = (
+                    "record job step; retrying"
+                    if isinstance(op, RecordStep)
+                    else "publish job result; retrying"
+                )
                 JobLogger(self._logger, op.job_id, op.kind, op.attempt).warning(
-                    "%s; retrying", what, exc_info=True
+                    message, exc_info=True
                 )
             time.sleep(delay)
             delay = self._backoff.after(delay)
