@@ -28,6 +28,7 @@ from jobtable._errors import (
     Retry,
     RunnerError,
     SecretKeyError,
+    StepError,
     StoreError,
 )
 from jobtable._flow import Partition, Queue, Rate, Sequence, WaitReason
@@ -40,6 +41,7 @@ from jobtable._job import (
     CancelResult,
     Job,
     JobRecord,
+    JobStep,
     Status,
 )
 from jobtable._kind import Kind
@@ -93,6 +95,7 @@ __all__ = [
     "JobContext",
     "JobNotFound",
     "JobRecord",
+    "JobStep",
     "JobtableError",
     "Kind",
     "KindFigures",
@@ -119,6 +122,7 @@ __all__ = [
     "Sequence",
     "Stats",
     "Status",
+    "StepError",
     "Store",
     "StoreError",
     "SyncHandler",

@@ -9,7 +9,7 @@ from typing import Generic, TypeVar
 import pydantic
 import pydantic_core
 
-from jobtable._errors import PayloadError, ResultError, SecretKeyError
+from jobtable._errors import PayloadError, ResultError, SecretKeyError, StepError
 from jobtable._secrets import (
     HOW,
     Misplaced,
@@ -267,6 +267,63 @@ class Codec(Generic[P, R]):
             raise ResultError(
                 f"job {job_id!r} of kind {self.kind!r}: its stored result is not a valid "
                 f"{_name(self.result_type)}: {err}"
+            ) from err
+
+
+class StepCodec(Generic[T]):
+    """Turns a step's outputs into stored JSON and back, checked as strictly as a result.
+
+    ``JobContext.step`` records a step's output with it; secrets follow the
+    rules of results (encrypted under the store's secret keys, refused
+    without one).
+    """
+
+    def __init__(self, output_type: object) -> None:
+        self.output_type = output_type
+        self._adapter = pydantic.TypeAdapter[T](usable_by_pydantic(output_type))
+        self._secrets = mentions_secrets(self._adapter.core_schema)
+
+    def encode(self, step: str, output: T, limit: int, keys: SecretKeys | None) -> str:
+        """Returns output as JSON, its secrets encrypted under keys.
+
+        Raises StepError naming step when output is not valid data of the
+        type (its message may quote the value: log it, never store it) or
+        its JSON is over limit bytes, and SecretKeyError when it holds a
+        secret and keys is None.
+        """
+        try:
+            data = Codec._encode(self._adapter, output, keys, self._secrets)
+        except NoKey:
+            raise SecretKeyError(
+                f"step {step!r}: the output holds secrets, which are stored encrypted, "
+                "and no secret key is configured"
+            ) from None
+        except _Invalid as err:
+            raise StepError(
+                f"step {step!r}: the output is not a valid {_name(self.output_type)}: {err}"
+            ) from err.__cause__
+        if len(data) > limit:
+            raise StepError(
+                f"step {step!r}: the output is {len(data)} bytes, "
+                f"over the limit of {limit} (max_result_bytes)"
+            )
+        return data.decode()
+
+    def decode(self, step: str, job_id: str, text: str, keys: SecretKeys | None) -> T:
+        """Returns a recorded output, its secrets decrypted with keys.
+
+        Raises StepError naming the step and the job when it no longer
+        validates as the type (the step's type changed since it was
+        recorded), and SecretKeyError for a secret keys cannot decrypt.
+        """
+        if self._secrets:
+            text = open_all(text, keys)
+        try:
+            return self._adapter.validate_json(text)
+        except pydantic.ValidationError as err:
+            raise StepError(
+                f"job {job_id!r}: the recorded output of step {step!r} is not a valid "
+                f"{_name(self.output_type)}: {err}"
             ) from err
 
 

@@ -17,6 +17,9 @@ from one root::
     │                   stop
     ├── NotRunning      a handler published for a job that is no longer
     │                   running under its claim
+    ├── StepError       a handler's step was named twice in one attempt, or its
+    │                   output does not fit its type or the size limit
+    │                   (also a ValueError); nothing was stored
     ├── SecretKeyError  a stored secret's key is not configured or does not
     │                   decrypt it, or a result holds secrets and no key is
     │                   configured; the message names the key id only
@@ -66,6 +69,15 @@ class RunnerError(JobtableError):
 
 class NotRunning(JobtableError):
     """A handler published for a job that is no longer running under its claim."""
+
+
+class StepError(JobtableError, ValueError):
+    """A step (``JobContext.step``) was misused or its output cannot be stored; names the step.
+
+    Raised for a step name used twice in one attempt, an output that is
+    not valid data of the step's type or is over the size limit, and a
+    stored output that no longer validates. Nothing was stored.
+    """
 
 
 class SecretKeyError(JobtableError):

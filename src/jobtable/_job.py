@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from typing_extensions import TypeVar
 
 from jobtable._engines.rows import JobRow, RecordRow
+from jobtable._engines.step_queries import StepRow
 from jobtable._flow import WaitReason
 from jobtable._secrets import masked
 
@@ -110,6 +111,21 @@ class AttemptError(BaseModel):
     at: datetime.datetime
 
 
+class JobStep(BaseModel):
+    """A recorded step of a job's handler (``JobContext.step``): run once, kept for later attempts.
+
+    ``output`` is the stored JSON as plain data, each encrypted secret shown
+    as ``"**********"``, like a result; ``attempt`` is the attempt that ran it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    output: JsonValue
+    recorded_at: datetime.datetime
+    attempt: int
+
+
 class JobRecord(BaseModel):
     """A job's whole record, for operators: ``Store.inspect`` and ``Store.list_jobs`` return it.
 
@@ -147,6 +163,18 @@ class JobRecord(BaseModel):
     meta: dict[str, JsonValue] = {}
     waiting: WaitReason | None = None
     """Why a queued job whose run_at came waits (``Store.inspect`` only; None in listings)."""
+    steps: list[JobStep] = []
+    """The job's recorded steps, oldest first (``Store.inspect`` only; empty in listings)."""
+
+
+def step_from_row(row: StepRow) -> JobStep:
+    """Returns the JobStep of a recorded step's row."""
+    return JobStep(
+        name=row.name,
+        output=_shown(row.output),
+        recorded_at=datetime.datetime.fromisoformat(row.recorded_at),
+        attempt=row.attempt,
+    )
 
 
 def record_from_row(row: RecordRow) -> JobRecord:

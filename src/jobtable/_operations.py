@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from jobtable._engines.base import Insert, JobInserts, Queries, Statement
 from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
+from jobtable._engines.step_queries import StepRow
 from jobtable._errors import JobNotFound
 from jobtable._flow import WaitReason, wait_reason
 from jobtable._job import CancelResult, Status
@@ -63,16 +64,17 @@ class GetJobRecord:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class InspectJob:
-    """The read of one job's record and, when it is queued, why flow control holds it."""
+    """The read of one job's record, its steps and, when queued, why flow control holds it."""
 
     job_id: str
     now: str
 
-    def __call__(self, q: Queries) -> tuple[RecordRow, WaitReason | None]:
+    def __call__(self, q: Queries) -> tuple[RecordRow, WaitReason | None, Sequence[StepRow]]:
         row = GetJobRecord(self.job_id)(q)
+        steps = q.list_job_steps(job_id=self.job_id)
         if row.status != "queued":
-            return row, None
-        return row, wait_reason(q.get_wait_facts(id=self.job_id, now=self.now))
+            return row, None, steps
+        return row, wait_reason(q.get_wait_facts(id=self.job_id, now=self.now)), steps
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

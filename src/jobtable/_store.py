@@ -12,9 +12,19 @@ from typing import Self, TypedDict
 from typing_extensions import Unpack
 
 from jobtable._engines.base import Engine
-from jobtable._engines.rows import CountRow
+from jobtable._engines.rows import CountRow, RecordRow
+from jobtable._engines.step_queries import StepRow
 from jobtable._engines.target import URL_SCHEME, open_engine
-from jobtable._job import CancelResult, Job, JobRecord, Status, job_from_row, record_from_row
+from jobtable._flow import WaitReason
+from jobtable._job import (
+    CancelResult,
+    Job,
+    JobRecord,
+    Status,
+    job_from_row,
+    record_from_row,
+    step_from_row,
+)
 from jobtable._labels import EnqueueHook, check_hook, check_tag
 from jobtable._operations import CancelJob, GetJob, InspectJob, ListJobs, count_jobs
 from jobtable._operator.dashboard_store import DashboardOperations
@@ -59,6 +69,12 @@ def _list(
         limit,
         None if tag is None else check_tag("list_jobs", tag),
     )
+
+
+def _inspected(row: RecordRow, waiting: WaitReason | None, steps: Sequence[StepRow]) -> JobRecord:
+    """The record Store.inspect returns: with why it waits and its recorded steps."""
+    shown = [step_from_row(step) for step in steps]
+    return record_from_row(row).model_copy(update={"waiting": waiting, "steps": shown})
 
 
 def _counts(rows: Sequence[CountRow]) -> dict[str, dict[Status, int]]:
@@ -266,13 +282,11 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
         A queued job's ``waiting`` says why it waits when flow control holds it
         (see ``WaitReason``), computed as it is read.
         """
-        row, reason = self.engine.read(InspectJob(job_id, timestamp(self.clock())))
-        return record_from_row(row).model_copy(update={"waiting": reason})
+        return _inspected(*self.engine.read(InspectJob(job_id, timestamp(self.clock()))))
 
     async def ainspect(self, job_id: str) -> JobRecord:
         """The async form of inspect."""
-        row, reason = await self.engine.aread(InspectJob(job_id, timestamp(self.clock())))
-        return record_from_row(row).model_copy(update={"waiting": reason})
+        return _inspected(*await self.engine.aread(InspectJob(job_id, timestamp(self.clock()))))
 
     def list_jobs(
         self,

@@ -290,6 +290,40 @@ def store_held(engine: str, store_target: str) -> Iterator[None]:
         yield
 
 
+async def test_a_step_whose_write_fails_for_a_moment_is_retried_and_recorded_once(
+    engine: str, store_target: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="jobtable")
+    # Writes fail after 50 ms of waiting for the lock the test holds.
+    target = store_target.replace("options=-c", "options=-clock_timeout%3D50%20-c")
+    holding = threading.Event()
+
+    def seven(n: int) -> int:
+        return 7
+
+    def work(ctx: jobtable.JobContext[int], payload: int) -> int:
+        ctx.publish(1)
+        holding.wait(30)
+        # The store refuses writes for a moment: the step's write waits it out.
+        return ctx.step_sync("seven", seven, payload)
+
+    def retried() -> bool:
+        return any("record job step; retrying" in r.msg for r in caplog.records)
+
+    with jobtable.Store.open(target, busy_timeout=0.05) as store:
+        runner = jobtable.Runner(store, name="r", lease=30)
+        kind = runner.register("work", work)
+        job_id = kind.enqueue(0)
+        task = asyncio.create_task(runner.run_next())
+        await wait_until(lambda: kind.get(job_id).result == 1)
+        with store_held(engine, store_target):
+            holding.set()
+            await wait_until(retried)
+        assert await task == job_id
+        assert (kind.get(job_id).status, kind.get(job_id).result) == (jobtable.Status.SUCCEEDED, 7)
+        assert [(s.name, s.attempt) for s in store.inspect(job_id).steps] == [("seven", 1)]
+
+
 async def test_a_publish_that_fails_for_a_moment_is_retried_and_the_job_goes_on(
     engine: str, store_target: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -52,6 +52,7 @@ async def test_inspect_returns_the_whole_record(store: jobtable.Store) -> None:
         "tags": ["t1"],
         "meta": {"who": "ops"},
         "waiting": None,
+        "steps": [],
     }
     assert record.started_at is not None
     assert record.finished_at is not None

@@ -1,8 +1,9 @@
 """The job lifecycle as a Hypothesis state machine, on a real store of each engine.
 
 The machine enqueues jobs whose payload scripts what the handler does
-(publish partial results, then succeed, fail with a Failure, raise another
-exception, or crash: the runner stops under it and the handler raises), runs
+(take steps, publish partial results, then succeed, fail with a Failure,
+raise another exception, or crash: the runner stops under it and the
+handler raises), retries failed jobs as an operator does, runs
 them one at a time through the runner's own claim-and-run path
 (``Runner.run_next``) or all at once through the real hot path (``start``
 with several workers: the claimer, the workers, the completer, and outcomes
@@ -13,7 +14,11 @@ every step it checks the invariants against a model:
   job never changes;
 - ``error`` is set exactly when the job failed;
 - ``result`` is the last published partial or the final result;
-- claims come in enqueue order; no job is lost, duplicated or run twice;
+- claims come in enqueue order; no job is lost, duplicated or run more
+  than once per operator retry;
+- a step that completed never runs again in a later attempt: the later
+  attempt gets its recorded output, and the job's recorded steps are
+  exactly those that completed;
 - no text of a handler's exception is anywhere in the database (on SQLite,
   in the database file and its WAL).
 
@@ -58,6 +63,7 @@ class Script(BaseModel):
     """What the handler does with this job."""
 
     seed: int
+    steps: int
     publishes: list[int]
     outcome: Outcome
     final: int
@@ -72,6 +78,7 @@ def secret_of(script: Script) -> str:
 scripts = st.builds(
     Script,
     seed=st.integers(0, 2**31),
+    steps=st.integers(0, 2),
     publishes=st.lists(st.integers(-1000, 1000), max_size=3),
     outcome=st.sampled_from(["succeed", "failure", "error", "crash"]),
     final=st.integers(-1000, 1000),
@@ -156,6 +163,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self.model: dict[str, ModelJob] = {}
         self.order: list[str] = []  # enqueue order
         self.runs: dict[str, int] = {}
+        self.retries: dict[str, int] = {}  # operator retries of each job
+        self.step_runs: dict[tuple[str, str], int] = {}  # each step function's runs
         self.contexts: dict[str, jobtable.JobContext[int]] = {}
         self.crashed = False
         self.runner, self.kind = self.new_runner()
@@ -174,6 +183,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             # Yields once, so that on the hot path the other workers' jobs are
             # under way too and the claimer waits for a slot to free.
             await asyncio.sleep(0)
+            for n in range(script.steps):
+                output = await ctx.step(f"s{n}", self.step_of(ctx.id, f"s{n}"), script.seed)
+                assert output == script.seed + n, "a step's recorded output came back changed"
             for partial in script.publishes:
                 await ctx.apublish(partial)
             if script.outcome == "failure":
@@ -186,6 +198,15 @@ class LifecycleMachine(RuleBasedStateMachine):
             return script.final
 
         return runner, runner.register("script", handle)
+
+    def step_of(self, job_id: str, name: str) -> Callable[[int], int]:
+        """The function of job_id's step name: counts its runs, returns seed plus its number."""
+
+        def step(seed: int) -> int:
+            self.step_runs[job_id, name] = self.step_runs.get((job_id, name), 0) + 1
+            return seed + int(name[1:])
+
+        return step
 
     # Steps.
 
@@ -217,6 +238,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         queued = self.queued()
         ran = self.claim_and_run()
         self.check_each_ran_once()
+        self.check_steps_ran_once()
         if not queued:
             assert ran is None, f"claimed {ran} with no job queued"
             return
@@ -244,8 +266,12 @@ class LifecycleMachine(RuleBasedStateMachine):
             self.crashed = True
 
     def check_each_ran_once(self) -> None:
-        """The runs-twice check: no handler ran more than once for a job."""
-        twice = {job_id: count for job_id, count in self.runs.items() if count > 1}
+        """The runs-twice check: no handler ran more than once for a job, or per retry of it."""
+        twice = {
+            job_id: count
+            for job_id, count in self.runs.items()
+            if count > 1 + self.retries.get(job_id, 0)
+        }
         assert not twice, f"jobs ran twice: {twice}"
 
     # A crash stops the runner under its peers, which leaves them running or
@@ -269,7 +295,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         runner, _ = self.new_runner(workers)
 
         async def done() -> bool:
-            if any(count > 1 for count in self.runs.values()):
+            if any(count > 1 + self.retries.get(i, 0) for i, count in self.runs.items()):
                 return True  # a fault: stop now, the check below names it
             finished = (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED)
             statuses = [(await runner.aget(i)).status for i in queued]
@@ -291,6 +317,7 @@ class LifecycleMachine(RuleBasedStateMachine):
 
         drained = self.loop.run_until_complete(run_until_done())
         self.check_each_ran_once()
+        self.check_steps_ran_once()
         assert drained, f"{workers} workers did not finish {queued} in {DRAIN_LIMIT} s"
         assert set(queued) <= set(self.runs), "every queued job ran"
         for job_id in queued:
@@ -312,6 +339,30 @@ class LifecycleMachine(RuleBasedStateMachine):
                 job.status, job.error = jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED
         self.runner, self.kind = self.new_runner()
         self.crashed = False
+
+    def failed(self) -> list[str]:
+        """The model's failed jobs not retried yet, in enqueue order.
+
+        A retry allows as many more attempts as the job had: once retried,
+        a job of one attempt gets one more, and fails for good again as the
+        model expects (a second retry would give it two, and retries).
+        """
+        return [
+            i
+            for i in self.order
+            if self.model[i].status == jobtable.Status.FAILED and i not in self.retries
+        ]
+
+    @precondition(lambda self: bool(self.failed()))
+    @rule(data=st.data())
+    def retry_failed(self, data: st.DataObject) -> None:
+        """An operator retries a failed job: queued again, its result cleared, its steps kept."""
+        job_id = data.draw(st.sampled_from(self.failed()))
+        job = self.model[job_id]
+        retried = self.store.retry(job_id)
+        assert retried == jobtable.RetryResult.RETRIED, (job_id, retried)
+        job.status, job.result, job.error, job.seen = jobtable.Status.QUEUED, None, None, []
+        self.retries[job_id] = self.retries.get(job_id, 0) + 1
 
     @rule(job_id=jobs, partial=st.integers())
     def publish_after_finish(self, job_id: str, partial: int) -> None:
@@ -373,6 +424,19 @@ class LifecycleMachine(RuleBasedStateMachine):
     def no_job_runs_twice(self) -> None:
         self.check_each_ran_once()
         assert set(self.runs) <= set(self.model)
+
+    def check_steps_ran_once(self) -> None:
+        """No step function ran twice for a job: a later attempt got its recorded output."""
+        again = {key: count for key, count in self.step_runs.items() if count > 1}
+        assert not again, f"completed steps ran again in a later attempt: {again}"
+
+    @invariant()
+    def completed_steps_never_run_again(self) -> None:
+        self.check_steps_ran_once()
+        for job_id in self.runs:
+            recorded = self.store.inspect(job_id).steps
+            completed = sorted(name for (i, name) in self.step_runs if i == job_id)
+            assert [step.name for step in recorded] == completed, (job_id, recorded)
 
     @invariant()
     def no_exception_text_is_stored(self) -> None:
@@ -512,4 +576,25 @@ def test_runs_twice_check_catches_a_claim_without_its_status_guard(
     assert GUARD in statement, f"{module_name}.{constant} changed: the planted fault is stale"
     monkeypatch.setattr(module, constant, statement.replace(GUARD, NO_GUARD))
     with pytest.raises(AssertionError, match="jobs ran twice"):
+        run_state_machine_as_test(machine, settings=FIND_SETTINGS)
+
+
+@pytest.mark.slow
+def test_completed_steps_check_catches_a_retry_that_forgets_them(
+    machine: type[LifecycleMachine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fault in the system: in this test only, a later attempt finds no
+    # recorded step, so it runs every completed step again.
+    import jobtable._runner.resume as resume
+
+    @dataclasses.dataclass(frozen=True)
+    class Forgets:
+        job_id: str
+        name: str
+
+        def __call__(self, q: object) -> None:
+            return None
+
+    monkeypatch.setattr(resume, "ReadStep", Forgets)
+    with pytest.raises(AssertionError, match="completed steps ran again"):
         run_state_machine_as_test(machine, settings=FIND_SETTINGS)

@@ -117,7 +117,7 @@ def show_job(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Shows a job's whole record: payload, result, times and its error history.
+    """Shows a job's whole record: payload, result, times, its error history and its steps.
 
     A payload or result longer than SHOWN_BYTES is cut there, saying how
     long it is, unless --full; --json always holds them whole.
@@ -166,7 +166,16 @@ def _record_view(record: JobRecord, limit: int | None) -> Group:
     history = new_table("attempt", "at", "error", title="error history")
     for entry in record.errors:
         history.add_row(str(entry.attempt), when(entry.at), entry.error)
-    return Group(fields, history if record.errors else "no failed attempts")
+    steps = new_table("step", "attempt", "recorded", "output", title="steps")
+    for step in record.steps:
+        steps.add_row(
+            step.name, str(step.attempt), when(step.recorded_at), _cut(step.output, limit)
+        )
+    return Group(
+        fields,
+        history if record.errors else "no failed attempts",
+        steps if record.steps else "no recorded steps",
+    )
 
 
 @jobs.command("cancel", context_settings=IDS_MAY_START_WITH_A_DASH)

@@ -32,12 +32,13 @@ from jobtable._engines.rows import (
     RecordRow,
 )
 from jobtable._engines.runner_queries import RunnerQueries
+from jobtable._engines.step_queries import StepQueries
 
 T = TypeVar("T")
 
 
-class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Protocol):
-    """The queries jobtable runs, named as in queries/jobs.sql (and admin, flow, dashboard).
+class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, StepQueries, Protocol):
+    """The queries jobtable runs, named as in queries/jobs.sql (and admin, flow, dashboard, steps).
 
     Times are UTC text from ``jobtable._values.now()``, which sorts in time
     order. Each engine's generated Querier, or an adapter over it, has

@@ -11,7 +11,8 @@ from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import NotRunning, StoreError
 from jobtable._options import RetryPolicy
 from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import Publish
+from jobtable._runner.operations import Publish, RecordStep
+from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Shared
 
 R = TypeVar("R")
@@ -51,15 +52,17 @@ def printable(text: str) -> str:
 
 
 class Publisher:
-    """Stores running jobs' partial results for their handlers.
+    """Stores running jobs' partial results and steps for their handlers.
 
     A publish that meets a transient store error is retried after backoff
-    for up to lease seconds, never once stop began. A partial result over
-    max_result_bytes is refused. Once abandoned (the grace period ended)
-    every publish raises NotRunning.
+    for up to lease seconds, never once stop began. A partial result or a
+    step's output over max_result_bytes is refused. Once abandoned (the
+    grace period ended) every publish raises NotRunning.
     """
 
     def __init__(self, shared: Shared) -> None:
+        self.store = shared.store
+        """The store the runner writes to."""
         self._store = shared.store
         self._logger = shared.logger
         self._lease = shared.settings.lease
@@ -72,21 +75,23 @@ class Publisher:
         self.abandoned = False
         """Set once the runner gives up on the handlers still running (the grace period ended)."""
 
-    def op(self, job: ClaimedRow, codec: "Codec[Any, R]", partial: R) -> Publish:
-        """The write of partial as job's result; raises NotRunning once abandoned."""
+    def check(self, job: ClaimedRow, what: str) -> None:
+        """Raises NotRunning, saying what was refused, once abandoned."""
         if self.abandoned:
             # The runner stopped waiting for this handler (its grace period
             # ended): its job was recorded interrupted, and a late write must
             # not make it look alive.
-            raise NotRunning(
-                f"publish result: job {job.id} was interrupted when the runner stopped"
-            )
+            raise NotRunning(f"{what}: job {job.id} was interrupted when the runner stopped")
+
+    def op(self, job: ClaimedRow, codec: "Codec[Any, R]", partial: R) -> Publish:
+        """The write of partial as job's result; raises NotRunning once abandoned."""
+        self.check(job, "publish result")
         store = self._store
         encoded = codec.encode_result(partial, self.max_result_bytes, store.secret_keys)
         return Publish(job, encoded, store.now())
 
-    def publish(self, op: Publish) -> None:
-        """Stores a partial result; retries a transient store error with backoff for up to a lease.
+    def publish(self, op: Publish | RecordStep) -> None:
+        """Stores a partial result or a step; retries a transient error with backoff for a lease.
 
         A publish is fenced by its claim and stores the same value again, so
         a retry is safe, and a dropped connection (a server restart) costs
@@ -109,8 +114,13 @@ class Publisher:
                     or time.monotonic() + delay > give_up_at
                 ):
                     raise
+                message = (
+                    "record job step; retrying"
+                    if isinstance(op, RecordStep)
+                    else "publish job result; retrying"
+                )
                 JobLogger(self._logger, op.job_id, op.kind, op.attempt).warning(
-                    "publish job result; retrying", exc_info=True
+                    message, exc_info=True
                 )
             time.sleep(delay)
             delay = self._backoff.after(delay)
@@ -130,6 +140,7 @@ class Attempt(Generic[R]):
         "_give_up",
         "_grace",
         "_publisher",
+        "_resume",
         "attempt",
         "cancelling",
         "ended",
@@ -167,6 +178,7 @@ class Attempt(Generic[R]):
         # Fires when the handler ignores the end: the runner then gives up on it.
         self.give_up_timer: asyncio.TimerHandle | None = None
         self.timer: asyncio.TimerHandle | None = None  # the timeout's
+        self._resume: Resume[R] | None = None  # made at the first step or publish
 
     def arm(self, timeout: float | None) -> None:
         """Starts the attempt's timeout, if any: it ends the attempt as a cancel does.
@@ -201,10 +213,18 @@ class Attempt(Generic[R]):
         self.give_up_timer = asyncio.get_running_loop().call_later(self._grace, self._give_up, self)
         return True
 
+    @property
+    def resume(self) -> Resume[R]:
+        """The attempt's steps and its job's last partial result, made at the first use."""
+        if self._resume is None:
+            self._resume = Resume(self.job, self._codec, self._publisher)
+        return self._resume
+
     def publish(self, partial: R) -> None:
         """Stores partial as the job's result; blocks until stored (a plain handler's thread)."""
         publisher = self._publisher
         publisher.publish(publisher.op(self.job, self._codec, partial))
+        self.resume.published(partial)
 
     async def apublish(self, partial: R) -> None:
         """Stores partial as the job's result, from the event loop."""
@@ -212,3 +232,4 @@ class Attempt(Generic[R]):
         op = publisher.op(self.job, self._codec, partial)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(publisher.threads, publisher.publish, op)
+        self.resume.published(partial)

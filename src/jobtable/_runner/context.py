@@ -1,15 +1,17 @@
-"""What a handler gets besides its payload: its job's identity, publishing, and stop."""
+"""What a handler gets besides its payload: its job's identity, publishing, steps, and stop."""
 
-from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar, overload
 
+from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Stop
 
 R = TypeVar("R")
-R_contra = TypeVar("R_contra", contravariant=True)
+A = TypeVar("A")
+T = TypeVar("T")
 
 
-class Running(Protocol[R_contra]):
+class Running(Protocol[R]):
     """The attempt a context belongs to, as the executor keeps it."""
 
     @property
@@ -17,12 +19,17 @@ class Running(Protocol[R_contra]):
         """True once the attempt ended without its handler: a timeout or a cancel."""
         ...
 
-    def publish(self, partial: R_contra) -> None:
+    def publish(self, partial: R) -> None:
         """Stores partial as the job's result while it runs; blocks until stored."""
         ...
 
-    async def apublish(self, partial: R_contra) -> None:
+    async def apublish(self, partial: R) -> None:
         """Stores partial as the job's result while it runs."""
+        ...
+
+    @property
+    def resume(self) -> Resume[R]:
+        """The attempt's steps and its job's last partial result."""
         ...
 
 
@@ -107,3 +114,43 @@ class JobContext(Generic[R]):
     async def asleep(self, seconds: float) -> bool:
         """Waits for seconds, or less if the runner stops; returns whether it is stopping."""
         return await self._stop.wait(seconds)
+
+    @overload
+    async def step(
+        self, name: str, fn: Callable[[A], Awaitable[T]], arg: A, *, returns: type[T] | None = None
+    ) -> T: ...
+    @overload
+    async def step(
+        self, name: str, fn: Callable[[A], T], arg: A, *, returns: type[T] | None = None
+    ) -> T: ...
+    async def step(
+        self, name: str, fn: Callable[[A], Any], arg: A, *, returns: type[Any] | None = None
+    ) -> Any:
+        """Runs fn(arg), awaited if async, once per job as the step name; returns its output.
+
+        The first time, the output is checked against fn's return annotation
+        (or returns) and stored as a result is, in one write fenced by this
+        attempt's claim; a later attempt of the job gets the stored output
+        instead, and fn does not run. Raises TypeError, before fn runs, when
+        fn has no return annotation and returns is not given; StepError for
+        a name used twice in this attempt or an output that does not fit
+        its type (nothing stored); NotRunning once the claim is gone. An
+        exception of fn propagates and records nothing.
+        """
+        return await self._running.resume.step(name, fn, arg, returns)
+
+    def step_sync(
+        self, name: str, fn: Callable[[A], T], arg: A, *, returns: type[T] | None = None
+    ) -> T:
+        """``step`` for a plain ``def`` handler: fn must be a plain function; blocks as publish."""
+        return self._running.resume.step_sync(name, fn, arg, returns)  # type: ignore[no-any-return]
+
+    @property
+    def last_partial(self) -> R | None:
+        """The last partial result stored for the job, by an earlier attempt or this one; or None.
+
+        A retried attempt keeps the partial result of the one before (an
+        operator's retry of a finished job clears it). The first read asks
+        the store (briefly blocking); a publish of this attempt replaces it.
+        """
+        return self._running.resume.last_partial()

@@ -1,7 +1,7 @@
 """The runner's operations on the store: each a function of ``Queries`` run in one transaction.
 
-Claims (flow control's included), outcomes, partial results and cancel
-requests; the runner's registration, heartbeat and crash recovery are in
+Claims (flow control's included), outcomes, partial results, steps and
+cancel requests; the runner's registration, heartbeat and crash recovery are in
 ``jobtable._runner.registration``. Like the store's operations
 (``jobtable._operations``), each is a small object holding its parameters, so
 that a write can be retried, logged or batched as a value. Their times come
@@ -72,6 +72,49 @@ class Publish:
         )
         if changed != 1:
             raise NotRunning(f"publish result: job {self.job_id} is not running")
+
+
+class RecordStep:
+    """The write of a step's output for a running job; raises NotRunning when its claim is gone.
+
+    One transaction: the insert is fenced by the claim, and a write retried
+    after it landed (a lost reply) finds its own step and succeeds.
+    """
+
+    __slots__ = ("attempt", "job_id", "kind", "name", "now", "output")
+
+    def __init__(self, job: ClaimedRow, name: str, output: str, now: str) -> None:
+        self.job_id = job.id
+        self.kind = job.kind
+        self.attempt = job.attempt
+        self.name = name
+        self.output = output
+        self.now = now
+
+    def __call__(self, q: Queries) -> None:
+        changed = q.record_job_step(
+            name=self.name, output=self.output, now=self.now, id=self.job_id, attempt=self.attempt
+        )
+        if changed == 1:
+            return
+        steps = q.list_job_steps(job_id=self.job_id)
+        if any(s.name == self.name and s.attempt == self.attempt for s in steps):
+            return
+        raise NotRunning(
+            f"record step {self.name!r}: job {self.job_id} is not running under this claim"
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadStep:
+    """The read of the output job_id recorded for its step name (None: not recorded)."""
+
+    job_id: str
+    name: str
+
+    def __call__(self, q: Queries) -> str | None:
+        row = q.get_job_step(job_id=self.job_id, name=self.name)
+        return None if row is None else row.output
 
 
 class Finish(NamedTuple):

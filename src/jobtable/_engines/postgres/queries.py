@@ -21,6 +21,7 @@ from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
+from jobtable._engines.postgres.step_queries import PostgresStepQueries
 from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
@@ -137,15 +138,19 @@ class _RecordRow:
         )
 
 
-class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQueries):
+class _Queries(
+    PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQueries, PostgresStepQueries
+):
     """The generated Querier in the shape of the ``Queries`` seam.
 
-    Operators', flow control's and the dashboard's queries come from the bases.
+    Operators', flow control's, the dashboard's and the steps' queries come
+    from the bases.
     """
 
     def __init__(self, conn: _Connection) -> None:
         PostgresOperatorQueries.__init__(self, conn)
         PostgresFlowQueries.__init__(self, conn)
+        PostgresStepQueries.__init__(self, conn)
         self._conn = conn
         self._q = jobs.Querier(conn)
 

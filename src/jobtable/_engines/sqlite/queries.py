@@ -18,6 +18,7 @@ from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.dashboard import Querier as DashboardQuerier
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
+from jobtable.db.sqlite.steps import Querier as StepsQuerier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
 from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
 from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
@@ -30,12 +31,12 @@ def _before(now: str, seconds: float) -> str:
     return timestamp(moment)
 
 
-class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerier):
+class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerier, StepsQuerier):
     """The generated Querier with the seam's calls that take several rows at once.
 
     Its operator queries come from SQLiteOperatorQueries, its flow control's
-    from SQLiteFlowQueries and the dashboard's from the generated dashboard
-    Querier; the bases share the connection.
+    from SQLiteFlowQueries, the dashboard's and the steps' from the generated
+    dashboard and steps Queriers; the bases share the connection.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -222,5 +223,15 @@ def upgrade_to_v6(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
     q = UpgradeV6(conn)
     q.add_job_tags_column_v6()
     q.add_job_meta_column_v6()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v7(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Runs creates, the latest schema's statements that create version 7's job_steps.
+
+    job_steps and the jobs table's trigger that deletes a job's steps with
+    it; every job is kept, with no step.
+    """
     for statement in creates:
         conn.execute(statement)

@@ -12,6 +12,17 @@ JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobStep:
+    """A row of the job_steps table."""
+
+    job_id: str
+    name: str
+    output: str
+    recorded_at: datetime.datetime
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobTag:
     """A row of the job_tags table."""
 

@@ -7,6 +7,17 @@ import dataclasses
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobStep:
+    """A row of the job_steps table."""
+
+    job_id: str
+    name: str
+    output: str
+    recorded_at: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobTag:
     """A row of the job_tags table."""
 

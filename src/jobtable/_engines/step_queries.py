@@ -1,0 +1,47 @@
+"""The seam's queries for jobs' steps (queries/steps.sql): recorded once, read by later attempts.
+
+``jobtable._engines.base.Queries`` includes these; each engine's adapter has
+them. Times are UTC text, as everywhere on the seam.
+"""
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class StepOutputRow(Protocol):
+    """A recorded step's output: JSON text written from typed data, like a result."""
+
+    @property
+    def output(self) -> str: ...
+
+
+class StepRow(Protocol):
+    """A recorded step of a job: its name, output, time and the attempt that recorded it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def output(self) -> str: ...
+    @property
+    def recorded_at(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+class StepQueries(Protocol):
+    """The queries of queries/steps.sql, named as there."""
+
+    def record_job_step(self, *, name: str, output: str, now: str, id: str, attempt: int) -> int:
+        """Records step name of job id while the claim of attempt holds; returns rows added.
+
+        0 when the job is not running under that claim, or already has the step.
+        """
+        ...
+
+    def get_job_step(self, *, job_id: str, name: str) -> StepOutputRow | None:
+        """The output of job_id's step name, or None when it has not been recorded."""
+        ...
+
+    def list_job_steps(self, *, job_id: str) -> Sequence[StepRow]:
+        """Every recorded step of job_id, in the order recorded."""
+        ...
