@@ -1,0 +1,64 @@
+"""``--store`` before the command, where a user who knows other tools puts it first.
+
+Each command runs as users run it: the console script in a subprocess.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import jobtable
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = pathlib.Path(sys.executable).with_name("jobtable")
+ping = jobtable.Kind("ping", int, int)
+
+
+def run_cli(*args: str, store_env: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs the console script with args; JOBTABLE_STORE only when store_env gives it."""
+    environ = {k: v for k, v in os.environ.items() if k != "JOBTABLE_STORE"}
+    if store_env is not None:
+        environ["JOBTABLE_STORE"] = store_env
+    return subprocess.run(
+        [str(SCRIPT), *args], capture_output=True, text=True, env=environ, timeout=120
+    )
+
+
+def queued(result: subprocess.CompletedProcess[str]) -> int:
+    """The default queue's queued count from `stats --json`, which must have succeeded."""
+    assert result.returncode == 0, result.stderr
+    [default] = json.loads(result.stdout)["queues"]
+    count: int = default["counts"]["queued"]
+    return count
+
+
+def test_store_before_the_command_opens_that_store(
+    store: jobtable.Store, store_target: str, tmp_path: pathlib.Path
+) -> None:
+    ping.enqueue_many(store, [1, 2, 3])
+    assert queued(run_cli("--store", store_target, "stats", "--json")) == 3
+    # It wins over JOBTABLE_STORE, as a command's own --store does.
+    missing = os.fspath(tmp_path / "missing.db")
+    assert queued(run_cli("--store", store_target, "stats", "--json", store_env=missing)) == 3
+    # The command's own --store wins over the one before it.
+    result = run_cli("--store", store_target, "stats", "--json", "--store", missing)
+    assert result.returncode == 1
+    assert "missing.db" in result.stderr
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_store_before_worker_is_refused_since_the_runner_brings_its_own(
+    store_target: str,
+) -> None:
+    result = run_cli("--store", store_target, "worker", "no_such_module:runner")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "jobtable: error: jobtable worker runs on its runner's store: --store is not used;"
+        " leave it out"
+    ]
