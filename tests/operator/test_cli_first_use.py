@@ -1,4 +1,4 @@
-"""``--store`` before the command, where a user who knows other tools puts it first.
+"""What a first-time user types: ``--store`` before the command, a seq or a cut id for an id.
 
 Each command runs as users run it: the console script in a subprocess.
 """
@@ -62,3 +62,27 @@ def test_store_before_worker_is_refused_since_the_runner_brings_its_own(
         "jobtable: error: jobtable worker runs on its runner's store: --store is not used;"
         " leave it out"
     ]
+
+
+def test_a_seq_or_a_cut_id_given_for_an_id_is_named_as_such(
+    store: jobtable.Store, store_target: str
+) -> None:
+    job_id = ping.enqueue(store, 1)
+    seq = str(store.inspect(job_id).seq)
+    for command in ("show", "cancel"):
+        result = run_cli("jobs", command, seq, "--store", store_target)
+        assert result.returncode == 1
+        assert result.stderr == (
+            f"jobtable: error: job {seq!r} not found; it looks like a seq: give the job's id,"
+            " which `jobtable jobs list` shows beside it\n"
+        )
+        result = run_cli("jobs", command, job_id[:8], "--store", store_target)
+        assert result.returncode == 1
+        assert result.stderr == (
+            f"jobtable: error: job {job_id[:8]!r} not found; cut short? a job id is 22"
+            " characters, this is 8\n"
+        )
+    assert store.get(job_id).status is jobtable.Status.QUEUED
+    # An id of the full length that is no job's gets no hint.
+    result = run_cli("jobs", "show", "x" * 22, "--store", store_target)
+    assert result.stderr == f"jobtable: error: job {'x' * 22!r} not found\n"
