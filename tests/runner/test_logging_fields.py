@@ -180,3 +180,14 @@ async def test_start_warns_of_each_of_its_queues_that_is_paused(store: jobtable.
     runner.stop()
     await runner.wait()
     assert [r for r in records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_job_that_succeeds_logs_nothing(store: jobtable.Store) -> None:
+    logger, records = capture("jobtable.test_logging_fields.quiet")
+    report = jobtable.Kind("report", int, int)
+    runner = jobtable.Runner(store, logger=logger)
+    runner.handler(report)(square)
+    job_id = report.enqueue(store, 3)
+    await drain(runner)
+    assert store.get(job_id).status is jobtable.Status.SUCCEEDED
+    assert [r for r in records if "job_id" in r.__dict__] == []
