@@ -1,4 +1,5 @@
-"""What a first-time user types: ``--store`` before the command, a seq or a cut id for an id.
+"""What a first-time user types: ``--store`` before the command, a seq or a cut id for an
+id, a kind where the worker wants a runner.
 
 Each command runs as users run it: the console script in a subprocess.
 """
@@ -86,3 +87,17 @@ def test_a_seq_or_a_cut_id_given_for_an_id_is_named_as_such(
     # An id of the full length that is no job's gets no hint.
     result = run_cli("jobs", "show", "x" * 22, "--store", store_target)
     assert result.stderr == f"jobtable: error: job {'x' * 22!r} not found\n"
+
+
+def test_a_worker_pointed_at_a_kind_is_told_to_name_the_runner(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "tasks.py").write_text(
+        "import jobtable\n\nthumbnail = jobtable.Kind('thumbnail', int, int)\n"
+    )
+    result = subprocess.run(
+        [str(SCRIPT), "worker", "tasks:thumbnail"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        "jobtable: error: worker: tasks:thumbnail is the kind 'thumbnail' (name the Runner its"
+        " handler is attached to), want a jobtable.Runner\n"
+    )
