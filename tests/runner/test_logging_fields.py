@@ -155,3 +155,39 @@ async def send(ctx: jobtable.JobContext[str], to: str) -> str:
 
 async def square(ctx: jobtable.JobContext[int], n: int) -> int:
     return n * n
+
+
+async def test_start_warns_of_each_of_its_queues_that_is_paused(store: jobtable.Store) -> None:
+    logger, records = capture("jobtable.test_logging_fields.paused")
+    mail = jobtable.Kind("mail", str, str, queue="email")
+    store.pause("email")
+    store.pause("elsewhere")  # not one of the runner's queues: no word about it
+    runner = jobtable.Runner(store, queues={"default": 1, "email": 1}, logger=logger)
+    runner.handler(mail)(send)
+    await runner.start()
+    runner.stop()
+    await runner.wait()
+    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "queue 'email' is paused: no runner starts its jobs until it is resumed "
+        "(jobtable queues resume email, or store.resume)"
+    ]
+    store.resume("email")
+    records.clear()
+    runner = jobtable.Runner(store, queues={"default": 1, "email": 1}, logger=logger)
+    runner.handler(mail)(send)
+    await runner.start()
+    runner.stop()
+    await runner.wait()
+    assert [r for r in records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_job_that_succeeds_logs_nothing(store: jobtable.Store) -> None:
+    logger, records = capture("jobtable.test_logging_fields.quiet")
+    report = jobtable.Kind("report", int, int)
+    runner = jobtable.Runner(store, logger=logger)
+    runner.handler(report)(square)
+    job_id = report.enqueue(store, 3)
+    await drain(runner)
+    assert store.get(job_id).status is jobtable.Status.SUCCEEDED
+    assert [r for r in records if "job_id" in r.__dict__] == []

@@ -49,6 +49,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -58,8 +59,29 @@ def _options(
             help="Print the installed jobtable's version and exit.",
         ),
     ] = False,
+    store_before: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            show_default=False,
+            help="The store, for the command after it (which may give its own --store).",
+        ),
+    ] = None,
 ) -> None:
     """Inspect and operate a jobtable queue: jobs, stats, runners, pruning, the schema."""
+    if store_before is not None and ctx.invoked_subcommand == "worker":
+        fail("jobtable worker runs on its runner's store: --store is not used; leave it out")
+    ctx.obj = store_before
+
+
+def _store_before_the_command(
+    ctx: typer.Context, param: typer.CallbackParam, value: str | None
+) -> str | None:
+    """A command's own --store wins, then one given before the command, then JOBTABLE_STORE."""
+    source = ctx.get_parameter_source(param.name or "")
+    given_here = source is not None and source.name == "COMMANDLINE"
+    before = ctx.find_root().obj
+    return value if given_here or not isinstance(before, str) else before
 
 
 jobs = typer.Typer(help="List, show, cancel, retry and delete jobs.", no_args_is_help=True)
@@ -79,6 +101,7 @@ StoreOption = Annotated[
         envvar="JOBTABLE_STORE",
         show_envvar=True,
         show_default=False,
+        callback=_store_before_the_command,
         help="The store: a SQLite path, sqlite:///path or postgresql://…",
     ),
 ]

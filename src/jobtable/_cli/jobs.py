@@ -36,6 +36,9 @@ SHOWN_BYTES = 4096
 """How much of a payload or a result ``jobtable jobs show`` prints without --full."""
 
 
+ID_LENGTH = 22
+"""How many characters an id jobtable makes has (128 random bits, URL-safe base64)."""
+
 IdsArgument = Annotated[list[str], typer.Argument(help="The ids of the jobs.", show_default=False)]
 
 
@@ -44,13 +47,26 @@ def _short(value: object, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def not_found(job_id: str) -> str:
+    """The error for job_id that is no job's, with a hint when it looks like a seq or a cut id."""
+    if job_id.isascii() and job_id.isdigit():
+        hint = (
+            "; it looks like a seq: give the job's id, which `jobtable jobs list` shows beside it"
+        )
+    elif 0 < len(job_id) < ID_LENGTH:
+        hint = f"; cut short? a job id is {ID_LENGTH} characters, this is {len(job_id)}"
+    else:
+        hint = ""
+    return f"job {job_id!r} not found{hint}"
+
+
 def _known(store: Store, ids: list[str], url: str) -> None:
     """Fails, changing nothing, when any of ids is no job's."""
     for job_id in ids:
         try:
             store.get(job_id)
         except JobNotFound:
-            fail(f"job {job_id!r} not found", url)
+            fail(not_found(job_id), url)
 
 
 @jobs.command("list")
@@ -123,7 +139,10 @@ def show_job(
     long it is, unless --full; --json always holds them whole.
     """
     with opened_store(store) as opened:
-        record = opened.inspect(job_id)
+        try:
+            record = opened.inspect(job_id)
+        except JobNotFound:
+            fail(not_found(job_id), store)
     if as_json:
         emit(record, True, lambda: "")
         return

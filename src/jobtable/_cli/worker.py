@@ -19,6 +19,7 @@ import typer
 
 from jobtable._cli.app import app, fail
 from jobtable._errors import JobtableError, RunnerError
+from jobtable._kind import Kind
 from jobtable._runner.runner import Runner
 
 
@@ -70,6 +71,8 @@ def _described(value: object) -> str:
     """value's type and a short repr (``int 7``), or a class by its name."""
     if isinstance(value, type):
         return f"the class {value.__qualname__}, not an instance"
+    if isinstance(value, Kind):
+        return f"the kind {value.name!r} (name the Runner its handler is attached to)"
     return f"{type(value).__name__} {reprlib.repr(value)}"
 
 

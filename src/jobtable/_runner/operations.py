@@ -254,3 +254,17 @@ class HasFlow:
 
     def __call__(self, q: Queries) -> bool:
         return q.queue_flow(queue=self.queue, lock=False) is not None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PausedQueues:
+    """The read of which of queues are paused, in their order, without a lock."""
+
+    queues: tuple[str, ...]
+
+    def __call__(self, q: Queries) -> list[str]:
+        return [
+            queue
+            for queue in self.queues
+            if (flow := q.queue_flow(queue=queue, lock=False)) is not None and flow.paused
+        ]

@@ -34,6 +34,7 @@ from jobtable._runner.handler import AsyncHandler, Attach, Handlers, SyncHandler
 from jobtable._runner.hooks import RunnerHooks
 from jobtable._runner.loop_watch import LoopWatch
 from jobtable._runner.maintenance import Maintenance
+from jobtable._runner.operations import PausedQueues
 from jobtable._runner.periodic import PeriodicScheduler
 from jobtable._runner.pool import WorkerPool
 from jobtable._runner.process_guard import LAST_WRITE, ProcessGuard, run_loop
@@ -269,8 +270,9 @@ class Runner:
         Jobs of an earlier runner of this name, of runners whose lease expired
         and of runners of this host whose process is gone are interrupted, the
         count logged as a warning; the store, the queues and the kinds the
-        runner serves are logged. The workers run on the calling event loop
-        until stop; wait waits for them. A runner with no handler (it would
+        runner serves are logged, and a warning for each of its queues that is
+        paused. The workers run on the calling event loop until stop; wait
+        waits for them. A runner with no handler (it would
         fail every job it claims), a second start, and a start after stop
         (even a stop before any start) raise RunnerError.
         """
@@ -291,6 +293,7 @@ class Runner:
             await self._maintenance.begin()
             if self.flow:
                 await self.store.adeclare(self.flow)
+            paused = await self.store.engine.aread(PausedQueues(tuple(self.queues)))
         except BaseException:
             self._handlers.reopen()
             raise
@@ -309,9 +312,9 @@ class Runner:
         if self.block_warning is not None:
             self._loop_watch = LoopWatch(self.logger, self.block_warning, self._executor.running)
             self._loop_watch.start(loop)
-        self._log_started()
+        self._log_started(paused)
 
-    def _log_started(self) -> None:
+    def _log_started(self, paused: list[str]) -> None:
         self.logger.info(
             "runner started: %s on %s; %s%s",
             self.name,
@@ -320,6 +323,14 @@ class Runner:
             "; claims only those kinds" if self.only_kinds else "",
             extra={"runner": self.name, "workers": self.workers},
         )
+        for queue in paused:
+            self.logger.warning(
+                "queue %r is paused: no runner starts its jobs until it is resumed "
+                "(jobtable queues resume %s, or store.resume)",
+                queue,
+                queue,
+                extra={"runner": self.name, "queue": queue},
+            )
 
     def stop(self) -> None:
         """Begins a graceful stop; safe from any thread and from signal handlers.
