@@ -196,3 +196,25 @@ def test_a_handler_that_does_not_take_ctx_and_payload_is_an_error(store: jobtabl
         attach("not a function")
     with pytest.raises(TypeError, match=r"want a jobtable\.Kind, got str"):
         runner.handler("words")  # type: ignore[arg-type]
+
+
+def test_a_handler_that_takes_the_payload_first_is_an_error_at_attach(
+    store: jobtable.Store,
+) -> None:
+    runner = jobtable.Runner(store)
+    attach: Any = runner.handler(words)
+
+    async def swapped(payload: str, ctx: jobtable.JobContext[int]) -> int:
+        return 0
+
+    def swapped_plain(payload: str, ctx: jobtable.JobContext) -> int:  # type: ignore[type-arg]
+        return 0
+
+    for handler in (swapped, swapped_plain):
+        with pytest.raises(TypeError, match=r"handler 'words'.*JobContext first"):
+            attach(handler)
+
+    async def ordered(ctx: jobtable.JobContext[int], payload: str) -> int:
+        return 0
+
+    attach(ordered)  # the right order, and unannotated lambdas above, pass

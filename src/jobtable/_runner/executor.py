@@ -283,7 +283,10 @@ class Executor:
                 what = f"job timed out after {job.timeout} s"
                 return self._failed(job, MESSAGE_TIMED_OUT, handler.retry, what=what)
             if running.why == INTERRUPTED:
-                logger.warning("job cancelled at the end of the grace period; recorded interrupted")
+                logger.warning(
+                    "job cancelled by the stop (grace period over or a second signal); "
+                    "recorded interrupted"
+                )
                 raise
             if task.cancelling():
                 logger.warning("job cancelled by shutdown; it is interrupted at the next start")

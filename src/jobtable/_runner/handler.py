@@ -3,7 +3,7 @@
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, get_origin, overload
 
 from jobtable._codec import Codec
 from jobtable._errors import RunnerError
@@ -74,6 +74,23 @@ def is_async(where: str, handler: Callable[..., object]) -> bool:
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
 
 
+def check_order(where: str, handler: Callable[..., object], payload_type: object) -> None:
+    """Raises TypeError, naming where, when handler's annotations say it takes (payload, ctx).
+
+    Annotations that cannot be read prove nothing: mypy is the full check.
+    """
+    try:
+        _, (first, second) = _parameters(where, handler, eval_str=True)
+    except TypeError:
+        return
+    context = second.annotation is JobContext or get_origin(second.annotation) is JobContext
+    if context or (first.annotation is payload_type and payload_type is not object):
+        raise TypeError(
+            f"{where}: the handler takes ({first.name}, {second.name}) as (payload, ctx); "
+            f"a handler takes the JobContext first, then the payload: def handler(ctx, payload)"
+        )
+
+
 def annotated_types(where: str, handler: Callable[..., object]) -> tuple[type, type]:
     """Returns the payload and result types of handler, from its annotations.
 
@@ -116,6 +133,7 @@ class Handlers:
         when kind's default queue is not one of the runner's.
         """
         handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry, kind.labels)
+        check_order(where, fn, kind._codec.payload_type)
         queue = kind.options.queue
         if queue not in self._queues:
             raise RunnerError(
