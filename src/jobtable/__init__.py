@@ -20,6 +20,8 @@ from jobtable._backoff import Backoff
 from jobtable._dashboard import dashboard
 from jobtable._errors import (
     Failure,
+    JobCancelled,
+    JobFailed,
     JobNotFound,
     JobtableError,
     NotRunning,
@@ -29,6 +31,7 @@ from jobtable._errors import (
     RunnerError,
     SecretKeyError,
     StoreError,
+    WaitTimeout,
 )
 from jobtable._flow import Partition, Queue, Rate, Sequence, WaitReason
 from jobtable._job import (
@@ -90,7 +93,9 @@ __all__ = [
     "Failure",
     "Health",
     "Job",
+    "JobCancelled",
     "JobContext",
+    "JobFailed",
     "JobNotFound",
     "JobRecord",
     "JobtableError",
@@ -125,6 +130,7 @@ __all__ = [
     "ThroughputPoint",
     "Unique",
     "WaitReason",
+    "WaitTimeout",
     "dashboard",
 ]
 

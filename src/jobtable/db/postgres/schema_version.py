@@ -28,6 +28,13 @@ ON CONFLICT (singleton) DO UPDATE SET version = excluded.version
 LISTEN_FOR_ENQUEUES = """SELECT jobtable_listen() AS channel
 """
 
+LISTEN_FOR_ENDED_JOBS = """DO $$
+BEGIN
+    EXECUTE format('LISTEN %I', 'jobtable-ended:' || md5(current_schema()));
+END
+$$
+"""
+
 DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', false)
 """
 
@@ -165,6 +172,18 @@ class Querier:
             return None
         return ListenForEnqueuesRow(
             channel=row[0],
+        )
+
+    def listen_for_ended_jobs(
+        self,
+    ) -> None:
+        """ListenForEndedJobs makes this session LISTEN on the channel that
+        FinishAndClaimJobs and CancelQueuedJob notify when jobs of the current
+        schema end (JobsEnded). LISTEN takes no parameters, so the name is quoted
+        here; a missing schema has no md5, which format refuses.
+        """
+        self._conn.execute(
+            LISTEN_FOR_ENDED_JOBS,
         )
 
     def disable_synchronous_commit(
