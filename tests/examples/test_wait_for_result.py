@@ -1,4 +1,4 @@
-"""examples/wait_for_result.py runs as a user runs it, on both engines, and prints what it should."""
+"""examples/wait_for_result.py runs as a user runs it, on both engines, and prints its story."""
 
 import pathlib
 import subprocess
