@@ -25,11 +25,15 @@ SELECT jobtable_listen() AS channel;
 -- name: ListenForEndedJobs :exec
 -- ListenForEndedJobs makes this session LISTEN on the channel that
 -- FinishAndClaimJobs and CancelQueuedJob notify when jobs of the current
--- schema end (JobsEnded). LISTEN takes no parameters, so the name is quoted
--- here; a missing schema has no md5, which format refuses.
+-- schema end (JobsEnded), then hold, until it ends, the 16 shared advisory
+-- locks whose presence tells FinishAndClaimJobs to notify. LISTEN takes no
+-- parameters, so the name is quoted here; a missing schema has no md5,
+-- which format refuses.
 DO $$
 BEGIN
     EXECUTE format('LISTEN %I', 'jobtable-ended:' || md5(current_schema()));
+    PERFORM pg_advisory_lock_shared(hashtext('jobtable-ended:' || current_schema()), bucket)
+    FROM generate_series(0, 15) AS bucket;
 END
 $$;
 

@@ -11,7 +11,9 @@ import pathlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import psycopg
 import pytest
+from psycopg import sql
 from pydantic import BaseModel
 
 import jobtable
@@ -219,3 +221,38 @@ async def test_a_waiter_in_another_process_is_woken_by_the_outcomes_commit(
             process.kill()
             await process.wait()
     assert Size.model_validate_json(line) == Size(width=42)
+
+
+async def test_the_finish_statement_notifies_only_while_a_process_waits(
+    pg_url: str, wait_until: WaitUntil
+) -> None:
+    with jobtable.Store.open(pg_url) as store, psycopg.connect(pg_url, autocommit=True) as raw:
+        (channel,) = raw.execute("SELECT 'jobtable-ended:' || md5(current_schema())").fetchall()[0]
+        raw.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        runner = jobtable.Runner(store, workers=1)
+
+        @runner.handler(resize)
+        async def double(ctx: jobtable.JobContext[Size], payload: Size) -> Size:
+            return Size(width=payload.width * 2)
+
+        unwaited = resize.enqueue(store, Size(width=1))
+        await runner.start()
+        try:
+            await wait_until(lambda: store.get(unwaited).status is jobtable.Status.SUCCEEDED)
+            # Notifications arrive in commit order: the first one is the finish's, if it sent one.
+            raw.execute("SELECT pg_notify(%s, 'after the unwaited job')", [channel])
+            assert next(raw.notifies(timeout=30)).payload == "after the unwaited job"
+
+            # A wait for a job of a queue no runner works: this process now waits.
+            idle = resize.enqueue(store, Size(width=0), queue="idle")
+            holding = asyncio.create_task(resize.await_result(store, idle))
+            waiters = waiters_of(store, store.engine)
+            await wait_until(lambda: len(waiters) == 1 and waiters.listening)
+            waited = resize.enqueue(store, Size(width=2))
+            assert await resize.await_result(store, waited, timeout=60) == Size(width=4)
+            payloads = [n.payload for n in raw.notifies(timeout=30, stop_after=1)]
+            assert payloads == [waited]
+            holding.cancel()
+        finally:
+            runner.stop()
+            await runner.wait()

@@ -110,7 +110,9 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
 ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
         WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n') ELSE '' END)
-    FROM finished WHERE status <> 'queued' HAVING count(*) > 0
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -181,7 +183,9 @@ FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
 ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
         WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n') ELSE '' END)
-    FROM finished WHERE status <> 'queued' HAVING count(*) > 0
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -1374,6 +1378,13 @@ class Querier:
         commit, with their ids one a line ('' when they would not fit a payload:
         a listener then checks every job it waits for), so that processes waiting
         for those jobs' results wake at once; a batch that ends none sends none.
+        It notifies only while some process waits: a notifying commit holds
+        PostgreSQL's notify lock through its flush, so notifying commits do not
+        share a flush. A waiting process holds ListenForEndedJobs' 16 shared
+        advisory locks; this statement tries its bucket's lock exclusively, which
+        fails while a waiter holds it (or another finish statement of the bucket
+        does: one needless notification). A waiter that comes meanwhile waits for
+        this commit before it listens and checks its jobs, so none is missed.
         The ended CTE is MATERIALIZED and joined, so that it runs exactly once.
         """
         cur = self._conn.execute(
