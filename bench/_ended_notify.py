@@ -95,7 +95,8 @@ def main() -> None:
     base = statistics.median(rates[ways[0][0]])
     for label, values in rates.items():
         rate = statistics.median(values)
-        print(f"{label}: median {rate:,.0f} jobs/s over {rounds} rounds, {rate / base:.2f}x")
+        spread = f"{min(values):,.0f} to {max(values):,.0f}"
+        print(f"{label}: median {rate:,.0f} jobs/s ({spread}), {rounds} rounds, {rate / base:.2f}x")
 
 
 if __name__ == "__main__":
