@@ -8,7 +8,10 @@ woken by PostgreSQL's NOTIFY or SQLite's file watch, never by polling.
 import asyncio
 import datetime
 import pathlib
+import signal
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import psycopg
@@ -256,3 +259,29 @@ async def test_the_finish_statement_notifies_only_while_a_process_waits(
         finally:
             runner.stop()
             await runner.wait()
+
+
+def test_an_interrupted_sync_wait_unregisters_itself(
+    store: jobtable.Store, waiters: Waiters
+) -> None:
+    job_id = resize.enqueue(store, Size(width=1))
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    def ctrl_c_once_registered() -> None:
+        while len(waiters) == 0:
+            time.sleep(0.01)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    presser = threading.Thread(target=ctrl_c_once_registered)
+    presser.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            resize.wait(store, job_id, timeout=60)
+    finally:
+        presser.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert len(waiters) == 0
+    assert store.get(job_id).status is jobtable.Status.QUEUED
