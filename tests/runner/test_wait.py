@@ -285,3 +285,17 @@ def test_an_interrupted_sync_wait_unregisters_itself(
         signal.signal(signal.SIGUSR1, previous)
     assert len(waiters) == 0
     assert store.get(job_id).status is jobtable.Status.QUEUED
+
+
+async def test_the_fallback_poll_sees_a_job_deleted_while_waited_for(
+    store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    # A delete notifies no one on PostgreSQL: only the poll finds the job gone.
+    waiters.poll = 0.05
+    job_id = resize.enqueue(store, Size(width=1))
+    waiting = asyncio.create_task(resize.await_result(store, job_id, timeout=60))
+    await wait_until(lambda: len(waiters) == 1 and waiters.listening)
+    store.delete(job_id)
+    with pytest.raises(jobtable.JobNotFound, match=job_id):
+        await waiting
+    assert len(waiters) == 0
