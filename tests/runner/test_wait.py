@@ -299,3 +299,22 @@ async def test_the_fallback_poll_sees_a_job_deleted_while_waited_for(
     with pytest.raises(jobtable.JobNotFound, match=job_id):
         await waiting
     assert len(waiters) == 0
+
+
+async def test_the_listener_stops_when_no_one_waits_and_a_new_wait_starts_it_again(
+    store: jobtable.Store, runner: jobtable.Runner, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    waiters.poll = 0.01  # IDLE_POLLS of them without a wait end the thread
+    job_id = resize.enqueue(store, Size(width=1))
+    waiting = asyncio.create_task(resize.await_result(store, job_id, timeout=60))
+    await wait_until(lambda: len(waiters) == 1 and waiters.listening)
+    store.cancel(job_id)
+    with pytest.raises(jobtable.JobCancelled):
+        await waiting
+    await wait_until(lambda: not waiters.listening)
+    if isinstance(store.engine, PostgresEngine):
+        assert listeners_of_ends(store) == 0
+    again = asyncio.create_task(resize.await_result(store, resize.enqueue(store, Size(width=5))))
+    await wait_until(lambda: waiters.listening)
+    await runner.start()
+    assert await again == Size(width=10)

@@ -135,10 +135,11 @@ class Waiters:
             return None
 
     def _run(self) -> None:
-        stop = self._listen()
-        self.listening = stop is not None
+        stop: Callable[[], None] | None = None
         idle = 0
         try:
+            stop = self._listen()
+            self.listening = stop is not None
             while True:
                 woken = self._woken.wait(self.poll)
                 with self._lock:
@@ -147,7 +148,7 @@ class Waiters:
                     if not self._futures:
                         idle += 1
                         if idle >= IDLE_POLLS:
-                            self._thread = None
+                            self._thread = None  # under the lock: an add now starts another
                             return
                         continue
                     idle = 0
@@ -155,8 +156,14 @@ class Waiters:
                         due = set(self._futures)
                     ids = [i for i in due if i in self._futures]
                 self._check(ids)
+        except Exception:  # a bug: log it; the next wait starts a new thread
+            _logger.exception("waiting for jobs: the checking thread failed")
         finally:
-            self.listening = False
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+                if self._thread is None:  # else a newer thread's flag
+                    self.listening = False
             if stop is not None:
                 stop()
 
