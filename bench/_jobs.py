@@ -20,7 +20,8 @@ class Kinds:
     ``noop`` does nothing but count, so what is left is the runner's own cost;
     ``inproc`` records perf_counter() at its start minus the payload's time
     (same process); ``latency`` returns time.time() at its start minus the
-    payload's time as its result (another process enqueued it).
+    payload's time as its result (another process enqueued it); ``waited``
+    returns time.time() as it returns, for a waiter in another process.
     """
 
     def __init__(self, runner: jobtable.Runner) -> None:
@@ -34,6 +35,7 @@ class Kinds:
         self.latency = runner.register("latency", self._latency)
         self.lateness: list[float] = []
         self.scheduled = runner.register("scheduled", self._scheduled)
+        self.waited = runner.register("waited", self._waited)
 
     def expect(self, count: int) -> asyncio.Event:
         """Returns an event set once count more handlers have started."""
@@ -58,6 +60,9 @@ class Kinds:
 
     async def _latency(self, ctx: jobtable.JobContext[float], payload: Ping) -> float:
         return time.time() - payload.t
+
+    async def _waited(self, ctx: jobtable.JobContext[float], payload: Ping) -> float:
+        return time.time()
 
     async def _scheduled(self, ctx: jobtable.JobContext[None], payload: Ping) -> None:
         # payload.t is the job's run_at, as time.time(): what is left is lateness.

@@ -2,7 +2,7 @@
 
 Each section has a module of its own (``bench._raw_limits``,
 ``bench._end_to_end``, ``bench._processes``, ``bench._enqueue``,
-``bench._uniqueness``, ``bench._latency``, ``bench._memory``,
+``bench._uniqueness``, ``bench._latency``, ``bench._wait``, ``bench._memory``,
 ``bench._finished_rows``); ``run_engine`` runs them in order and keeps the
 figures of the others when one stops early.
 """
@@ -18,6 +18,7 @@ from bench import (
     _memory,
     _processes,
     _raw_limits,
+    _wait,
 )
 from bench import _uniqueness as _uniqueness_section
 from bench._plan import Plan, Results, log
@@ -41,6 +42,7 @@ MEASURES: dict[str, Measure] = {
     "enqueue": _enqueue.measure,
     "uniqueness": _uniqueness,
     "latency": _latency.measure,
+    "wait": _wait.measure,
     "memory": _memory.measure,
     "finished rows": _finished_rows.measure,
 }

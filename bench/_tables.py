@@ -9,7 +9,7 @@ target against what it is a ratio to, in the same run.
 
 from collections.abc import Callable
 
-from bench import _hop, _uniqueness
+from bench import _hop, _uniqueness, _wait
 from bench._enqueue import CONCURRENT
 from bench._plan import Plan, Results
 from bench._stats import Figure, Table, cell, fmt, ratio
@@ -207,6 +207,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
     _enqueue_rows(table, g)
     _uniqueness.add_rows(table, g)
     _latency_rows(table, engine, plan, g)
+    _wait.add_rows(table, engine, g)
     _lag_rows(table, g)
     _memory_rows(table, plan, g)
     _finished_rows(table, plan, g)

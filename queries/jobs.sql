@@ -263,6 +263,12 @@ WHERE id = @id AND status = 'running';
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 
+-- name: GetJobs :many
+-- GetJobs reads the jobs with ids, in any order, for the processes waiting
+-- for their results: one query checks every job a process waits for. An id
+-- no job has returns no row. ids is a JSON array of text.
+SELECT id, kind, status, result, error FROM jobs WHERE id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)));
+
 -- name: GetJobLabels :one
 -- GetJobLabels reads the tags and metadata of one job, for its handler.
 SELECT tags, meta FROM jobs WHERE id = @id;

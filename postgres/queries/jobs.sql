@@ -119,6 +119,19 @@ WHERE kind = @kind AND unique_key = @unique_key AND unique_key IS NOT NULL
 -- run can pick other rows: one claim could then take more than max_jobs. The
 -- finished jobs are running and the picked ones queued, so the two updates
 -- never touch the same row.
+-- JobsEnded: when jobs end (succeeded, failed or cancelled) the statement
+-- notifies 'jobtable-ended:' || md5(current_schema()), delivered at its
+-- commit, with their ids one a line ('' when they would not fit a payload:
+-- a listener then checks every job it waits for), so that processes waiting
+-- for those jobs' results wake at once; a batch that ends none sends none.
+-- It notifies only while some process waits: a notifying commit holds
+-- PostgreSQL's notify lock through its flush, so notifying commits do not
+-- share a flush. A waiting process holds ListenForEndedJobs' 16 shared
+-- advisory locks; this statement tries its bucket's lock exclusively, which
+-- fails while a waiter holds it (or another finish statement of the bucket
+-- does: one needless notification). A waiter that comes meanwhile waits for
+-- this commit before it listens and checks its jobs, so none is missed.
+-- The ended CTE is MATERIALIZED and joined, so that it runs exactly once.
 WITH finished AS (
     UPDATE jobs
     SET status = CASE WHEN outcome.state = 'queued' AND jobs.cancel_requested THEN 'cancelled'
@@ -149,7 +162,14 @@ WITH finished AS (
             unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id
+    RETURNING jobs.id, jobs.status
+),
+ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\n') ELSE '' END)
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16)
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -182,7 +202,7 @@ SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout
 FROM claimed
 UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
-FROM finished;
+FROM finished LEFT JOIN ended ON true;
 
 -- name: FinishAndClaimJobsOfKinds :many
 -- FinishAndClaimJobsOfKinds is FinishAndClaimJobs for a runner that claims
@@ -219,7 +239,14 @@ WITH finished AS (
             unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id
+    RETURNING jobs.id, jobs.status
+),
+ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\n') ELSE '' END)
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16)
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -253,7 +280,7 @@ SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout
 FROM claimed
 UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
-FROM finished;
+FROM finished LEFT JOIN ended ON true;
 
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
@@ -409,9 +436,17 @@ WHERE status = 'running' AND runner = @runner AND cancel_requested;
 SELECT status FROM jobs WHERE id = @id FOR UPDATE;
 
 -- name: CancelQueuedJob :execrows
--- CancelQueuedJob cancels a job that is still queued.
-UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
-WHERE id = @id AND status = 'queued';
+-- CancelQueuedJob cancels a job that is still queued, and notifies its end
+-- as FinishAndClaimJobs does (JobsEnded), so a process waiting for it wakes.
+-- Differs by necessity from SQLite, which has no NOTIFY: its waiters watch the file.
+WITH cancelled AS (
+    UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+    WHERE id = @id AND status = 'queued'
+    RETURNING id
+)
+SELECT pg_notify('jobtable-ended:' || md5(current_schema()),
+    CASE WHEN octet_length(id) < 7900 THEN id ELSE '' END)
+FROM cancelled;
 
 -- name: RequestCancel :execrows
 -- RequestCancel asks the runner holding a running job to cancel it.
@@ -428,6 +463,12 @@ SELECT pg_notify(jobtable_channel(current_schema()), 'cancel');
 
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
+
+-- name: GetJobs :many
+-- GetJobs reads the jobs with ids, in any order, for the processes waiting
+-- for their results: one query checks every job a process waits for. An id
+-- no job has returns no row.
+SELECT id, kind, status, result, error FROM jobs WHERE id = ANY(@ids::text[]);
 
 -- name: GetJobLabels :one
 -- GetJobLabels reads the tags and metadata of one job, for its handler.

@@ -22,6 +22,21 @@ ON CONFLICT (singleton) DO UPDATE SET version = excluded.version;
 -- schema; a session in autocommit mode listens at once.
 SELECT jobtable_listen() AS channel;
 
+-- name: ListenForEndedJobs :exec
+-- ListenForEndedJobs makes this session LISTEN on the channel that
+-- FinishAndClaimJobs and CancelQueuedJob notify when jobs of the current
+-- schema end (JobsEnded), then hold, until it ends, the 16 shared advisory
+-- locks whose presence tells FinishAndClaimJobs to notify. LISTEN takes no
+-- parameters, so the name is quoted here; a missing schema has no md5,
+-- which format refuses.
+DO $$
+BEGIN
+    EXECUTE format('LISTEN %I', 'jobtable-ended:' || md5(current_schema()));
+    PERFORM pg_advisory_lock_shared(hashtext('jobtable-ended:' || current_schema()), bucket)
+    FROM generate_series(0, 15) AS bucket;
+END
+$$;
+
 -- name: DisableSynchronousCommit :exec
 -- DisableSynchronousCommit makes this session's commits return before they
 -- reach the disk: a crash may lose the last moments' writes, never corrupt.

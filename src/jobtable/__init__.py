@@ -20,6 +20,8 @@ from jobtable._backoff import Backoff
 from jobtable._dashboard import dashboard
 from jobtable._errors import (
     Failure,
+    JobCancelled,
+    JobFailed,
     JobNotFound,
     JobtableError,
     NotRunning,
@@ -30,6 +32,7 @@ from jobtable._errors import (
     SecretKeyError,
     StepError,
     StoreError,
+    WaitTimeout,
 )
 from jobtable._flow import Partition, Queue, Rate, Sequence, WaitReason
 from jobtable._job import (
@@ -92,7 +95,9 @@ __all__ = [
     "Failure",
     "Health",
     "Job",
+    "JobCancelled",
     "JobContext",
+    "JobFailed",
     "JobNotFound",
     "JobRecord",
     "JobStep",
@@ -129,6 +134,7 @@ __all__ = [
     "ThroughputPoint",
     "Unique",
     "WaitReason",
+    "WaitTimeout",
     "dashboard",
 ]
 

@@ -23,7 +23,11 @@ from one root::
     ├── SecretKeyError  a stored secret's key is not configured or does not
     │                   decrypt it, or a result holds secrets and no key is
     │                   configured; the message names the key id only
-    └── JobNotFound     no job has the id (also a LookupError)
+    ├── JobNotFound     no job has the id (also a LookupError)
+    ├── JobFailed       a job waited for failed; carries its stored message
+    ├── JobCancelled    a job waited for was cancelled
+    └── WaitTimeout     a job waited for did not end in time (also a
+                        TimeoutError); the job goes on
 
 Bad arguments are the standard ``TypeError`` and ``ValueError``.
 ``Failure`` and ``Retry`` are not errors of jobtable's: a handler raises
@@ -95,6 +99,48 @@ class JobNotFound(JobtableError, LookupError):
     """No job has the id; Kind.get also raises it for a job of another kind."""
 
 
+class JobFailed(JobtableError):
+    """The job waited for (``Kind.wait``) failed; message is its stored error.
+
+    That is a ``Failure`` message or jobtable's own (MESSAGE_INTERNAL, never
+    an exception's text); job_id names the job.
+    """
+
+    def __init__(self, job_id: str, message: str) -> None:
+        super().__init__(f"job {job_id!r} failed: {message}")
+        self.job_id = job_id
+        self.message = message
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (self.job_id, self.message))  # picklable: another process may raise it
+
+
+class JobCancelled(JobtableError):
+    """The job waited for (``Kind.wait``) was cancelled; job_id names it."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id!r} was cancelled")
+        self.job_id = job_id
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (type(self), (self.job_id,))
+
+
+class WaitTimeout(JobtableError, TimeoutError):
+    """The job waited for did not end within timeout seconds; it stays queued or running.
+
+    job_id names it, so the caller can wait again or cancel it.
+    """
+
+    def __init__(self, job_id: str, timeout: float) -> None:
+        super().__init__(f"job {job_id!r} did not end within {timeout:g} s")
+        self.job_id = job_id
+        self.timeout = timeout
+
+    def __reduce__(self) -> tuple[type, tuple[str, float]]:
+        return (type(self), (self.job_id, self.timeout))
+
+
 class Failure(Exception):
     """A handler error whose message is safe to show and is stored as the job's error.
 
@@ -150,6 +196,9 @@ for _error in (
     NotRunning,
     SecretKeyError,
     JobNotFound,
+    JobFailed,
+    JobCancelled,
+    WaitTimeout,
     Failure,
     Retry,
 ):

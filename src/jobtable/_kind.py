@@ -8,18 +8,17 @@ code or the runner.
 import copy
 import datetime
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 from typing_extensions import Unpack
 
 from jobtable._codec import Codec
 from jobtable._engines.base import Queries
-from jobtable._engines.rows import JobRow, NewJob
+from jobtable._engines.rows import NewJob
 from jobtable._enqueue import Binding, Named, Stored, astore_jobs, binding_of, store_jobs
-from jobtable._errors import JobNotFound
 from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, with_flow
 from jobtable._flow import Sequence as JobSequence
-from jobtable._job import Job, Status
+from jobtable._job import Job
 from jobtable._labels import EnqueueHook, Labels, check_hook, split_labels
 from jobtable._operations import GetJob, create_jobs
 from jobtable._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
@@ -34,12 +33,13 @@ from jobtable._unique import (
     results_of,
 )
 from jobtable._values import new_id, timestamp, unstorable
+from jobtable._wait.waiting import Waiting
 
 P = TypeVar("P")
 R = TypeVar("R")
 
 
-class Kind(Generic[P, R]):
+class Kind(Waiting[P, R]):
     """A job kind: its name, as stored in each of its jobs, its payload type P and result type R.
 
     ``Kind(name, P, R)`` declares it, in a module that the web process and
@@ -364,15 +364,6 @@ class Kind(Generic[P, R]):
             verb,
             lambda traceparent: self._create(verb, binding, payloads, options, traceparent, named),
             conn,
-        )
-
-    def _typed(self, store: Store, row: JobRow) -> Job[R]:
-        if row.kind != self.name:
-            raise JobNotFound(f"job {row.id!r} is a {row.kind!r} job, not {self.name!r}")
-        text, keys = row.result, store.secret_keys
-        result = None if text is None else self._codec.decode_result(text, row.id, keys)
-        return Job[R](
-            id=row.id, kind=row.kind, status=Status(row.status), result=result, error=row.error
         )
 
     @overload

@@ -27,6 +27,9 @@ async def misuse(runner: jobtable.Runner) -> None:
     thumbnails.enqueue({"photo_id": "p1", "size": 1})  # E: call-overload
     thumbnails.enqueue_many([Archive(paths=[])])  # E: list-item
     await thumbnails.aenqueue("p1")  # E: call-overload
+    thumbnails.enqueue_and_wait(Archive(paths=[]), wait_timeout=1)  # E: call-overload
+    await thumbnails.aenqueue_and_wait("p1")  # E: call-overload
+    thumbnails.wait(1)  # E: call-overload
 
 
 def misuse_periodic(runner: jobtable.Runner) -> None:

@@ -79,6 +79,9 @@ def setup() -> None:
     if typed.result is not None:
         assert_type(typed.result.done, int)
     assert_type(archives.get(job_id).result, int | None)
+    assert_type(thumbnails.wait(job_id, timeout=datetime.timedelta(seconds=5)), Progress)
+    assert_type(archives.wait(store, job_id), int)
+    assert_type(archives.enqueue_and_wait({"paths": []}, wait_timeout=1.5, priority=1), int)
 
     missing: jobtable.Job | None
     try:
@@ -98,6 +101,10 @@ async def serve() -> None:
         await runner.start()
         assert_type(await runner.aget(job_id), jobtable.Job)
         assert_type(await thumbnails.aget(job_id), jobtable.Job[Progress])
+        assert_type(await thumbnails.await_result(job_id, timeout=5), Progress)
+        assert_type(await thumbnails.await_result(store, job_id), Progress)
+        done = await thumbnails.aenqueue_and_wait(Thumbnail(photo_id="p3", size=1), wait_timeout=5)
+        assert_type(done, Progress)
         runner.stop()
         await runner.wait()
 

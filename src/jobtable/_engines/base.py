@@ -15,7 +15,7 @@ the jobs that just finished and claims jobs for the workers they freed.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from jobtable._engines.dashboard_queries import DashboardQueries
 from jobtable._engines.flow import FlowQueries
@@ -124,6 +124,10 @@ class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Ste
         ...
 
     def get_job(self, *, id: str) -> JobRow | None: ...
+
+    def get_jobs(self, *, ids: Sequence[str]) -> Sequence[JobRow]:
+        """The jobs with ids, in any order; an id no job has gives no row (GetJobs)."""
+        ...
 
     def get_job_record(self, *, id: str) -> RecordRow | None: ...
 
@@ -261,3 +265,22 @@ class Engine(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class EndedJobs(Protocol):
+    """An engine that can tell, as their commit happens, that jobs ended: a capability.
+
+    Processes waiting for jobs' results (``Kind.wait``) listen through it;
+    without it they poll.
+    """
+
+    def listen_ended(self, wake: Callable[[str], None]) -> Callable[[], None] | None:
+        """Calls wake(ids), from any thread, after a commit that may have ended jobs.
+
+        ids names the jobs one a line, or is "" when the engine cannot say
+        which (then every waited-for job must be checked); an extra call
+        costs one check. Returns what stops listening (calling it again does
+        nothing), or None when the engine cannot tell.
+        """
+        ...

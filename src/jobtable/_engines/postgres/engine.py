@@ -19,7 +19,7 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import conninfo
@@ -28,7 +28,12 @@ from psycopg.rows import TupleRow
 from jobtable._backoff import Backoff
 from jobtable._engines.base import Queries, Statement, as_insert
 from jobtable._engines.postgres.batch import GroupCommit
-from jobtable._engines.postgres.listener import RECONNECT, Listener
+from jobtable._engines.postgres.listener import (
+    RECONNECT,
+    Listener,
+    listen_for_ended,
+    listen_for_enqueues,
+)
 from jobtable._engines.postgres.pool import Pool, TextLoader, client_encoding
 from jobtable._engines.postgres.queries import queries as _queries
 from jobtable._engines.postgres.schema import apply_schema
@@ -99,10 +104,6 @@ def _configure(durable: bool) -> Callable[[_Connection], None]:
             q.disable_synchronous_commit()
 
     return configure
-
-
-def _listen_for_enqueues(conn: _Connection) -> None:
-    schema_version.Querier(conn).listen_for_enqueues()
 
 
 def read_schema_version(url: str) -> int:
@@ -338,13 +339,18 @@ class PostgresEngine:
         the connection closes within a fraction of a second; calling it again
         does nothing. Raises StoreError once the engine is closed.
         """
+        return self._start(wake, listen_for_enqueues, cancelled=cancelled)
+
+    def listen_ended(self, wake: Callable[[str], None]) -> Callable[[], None]:
+        """Calls wake(ids) as a commit that ended jobs notifies (``EndedJobs``); as listen."""
+        return self._start(lambda: wake(""), listen_for_ended, notices=wake)
+
+    def _start(
+        self, wake: Callable[[], None], listen: Callable[[_Connection], None], **calls: Any
+    ) -> Callable[[], None]:
+        """Starts a Listener on a connection of its own; returns what stops it."""
         listener = Listener(
-            self._url,
-            self._where,
-            wake,
-            listen=_listen_for_enqueues,
-            reconnect=self._reconnect,
-            cancelled=cancelled,
+            self._url, self._where, wake, listen=listen, reconnect=self._reconnect, **calls
         )
         with self._lock:
             if self._closed:

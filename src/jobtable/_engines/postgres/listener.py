@@ -1,5 +1,6 @@
 """The PostgreSQL engine's listener: a connection that LISTENs and a thread that wakes runners."""
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from psycopg.rows import TupleRow
 
 from jobtable._backoff import Backoff
 from jobtable._engines.postgres.pool import connect
+from jobtable.db.postgres import schema_version
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -24,12 +26,23 @@ CANCEL_NOTICE = "cancel"
 _logger = logging.getLogger("jobtable.postgres")
 
 
+def listen_for_enqueues(conn: _Connection) -> None:
+    """LISTENs on conn for enqueues into its current schema (and cancel requests)."""
+    schema_version.Querier(conn).listen_for_enqueues()
+
+
+def listen_for_ended(conn: _Connection) -> None:
+    """LISTENs on conn for the ends of its current schema's jobs (ListenForEndedJobs)."""
+    schema_version.Querier(conn).listen_for_ended_jobs()
+
+
 class Listener:
     """One ``PostgresEngine.listen``: a connection that LISTENs and a thread that wakes.
 
     listen runs the LISTEN statement on a new connection; reconnect is the
     wait between attempts to reopen a lost connection. A notification whose
-    payload is CANCEL_NOTICE calls cancelled (when given) instead of wake.
+    payload is CANCEL_NOTICE calls cancelled (when given) instead of wake;
+    with notices, every notification's payload goes to notices instead.
     """
 
     def __init__(
@@ -41,11 +54,13 @@ class Listener:
         listen: Callable[[_Connection], None],
         reconnect: Backoff = RECONNECT,
         cancelled: Callable[[], None] | None = None,
+        notices: Callable[[str], None] | None = None,
     ) -> None:
         self._url = url
         self._where = where
         self._wake = wake
         self._cancelled = cancelled
+        self._notices = notices
         self._listen = listen
         self._reconnect = reconnect
         self._stopping = threading.Event()
@@ -82,7 +97,9 @@ class Listener:
 
     def _call_wake(self, payload: str = "") -> None:
         call = self._wake
-        if payload == CANCEL_NOTICE and self._cancelled is not None:
+        if self._notices is not None:
+            call = functools.partial(self._notices, payload)
+        elif payload == CANCEL_NOTICE and self._cancelled is not None:
             call = self._cancelled
         with self._waking:
             if self._stopping.is_set():

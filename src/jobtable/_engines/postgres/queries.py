@@ -277,6 +277,9 @@ class _Queries(
     def get_job(self, *, id: str) -> JobRow | None:
         return self._q.get_job(id=id)
 
+    def get_jobs(self, *, ids: Sequence[str]) -> Sequence[JobRow]:
+        return self._q.get_jobs(ids=list(ids))
+
     def get_job_labels(self, *, id: str) -> LabelsRow | None:
         return self._q.get_job_labels(id=id)
 

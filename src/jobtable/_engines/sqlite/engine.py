@@ -41,6 +41,11 @@ from jobtable.db.sqlite.schema import SCHEMA
 
 T = TypeVar("T")
 
+
+def _nothing(q: Queries) -> None:
+    """An empty write: it takes the write lock once another process's commit released it."""
+
+
 _SCHEMA = SQLiteSchema(SCHEMA)
 
 
@@ -279,6 +284,23 @@ class SQLiteEngine:
             watcher.stop()
 
         return stop
+
+    def listen_ended(self, wake: Callable[[str], None]) -> Callable[[], None] | None:
+        """Calls wake("") after each commit to the file, as listen (``EndedJobs``).
+
+        A commit does not tell which jobs it ended: the waiters check theirs.
+        The watch can wake while the commit is still under way, so first an
+        empty write waits for the write lock (it writes nothing to the WAL,
+        so it wakes no one): a read after it sees the commit.
+        """
+
+        def woken() -> None:
+            try:
+                self.write(_nothing)
+            finally:
+                wake("")
+
+        return self.listen(woken)
 
     def pragma(self, name: str) -> object:
         """Returns PRAGMA name as the writer connection sees it: a diagnostic.

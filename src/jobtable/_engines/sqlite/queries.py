@@ -17,7 +17,7 @@ from jobtable._engines.sqlite.flow_queries import SQLiteFlowQueries
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.dashboard import Querier as DashboardQuerier
-from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
+from jobtable.db.sqlite.jobs import CreateJobsParams, GetJobsRow, Querier
 from jobtable.db.sqlite.steps import Querier as StepsQuerier
 from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
 from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
@@ -65,6 +65,9 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
     ) -> str | None:
         row = super().get_unique_holder(kind=kind, unique_key=unique_key)
         return None if row is None else row.id
+
+    def get_jobs(self, *, ids: Sequence[str]) -> list[GetJobsRow]:
+        return super().get_jobs(ids=json.dumps(list(ids)))
 
     def lock_job(self, *, id: str) -> str | None:  # type: ignore[override]
         row = super().lock_job(id=id)

@@ -105,7 +105,14 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
             unnest(%(run_ats)s::timestamptz[]) AS run_at
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id
+    RETURNING jobs.id, jobs.status
+),
+ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n') ELSE '' END)
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -138,7 +145,7 @@ SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout
 FROM claimed
 UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
-FROM finished
+FROM finished LEFT JOIN ended ON true
 """
 
 FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
@@ -171,7 +178,14 @@ FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
             unnest(%(run_ats)s::timestamptz[]) AS run_at
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id
+    RETURNING jobs.id, jobs.status
+),
+ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n') ELSE '' END)
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -205,7 +219,7 @@ SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout
 FROM claimed
 UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
-FROM finished
+FROM finished LEFT JOIN ended ON true
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s
@@ -312,8 +326,14 @@ WHERE status = 'running' AND runner = %(runner)s AND cancel_requested
 LOCK_JOB = """SELECT status FROM jobs WHERE id = %(id)s FOR UPDATE
 """
 
-CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
-WHERE id = %(id)s AND status = 'queued'
+CANCEL_QUEUED_JOB = """WITH cancelled AS (
+    UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+    WHERE id = %(id)s AND status = 'queued'
+    RETURNING id
+)
+SELECT pg_notify('jobtable-ended:' || md5(current_schema()),
+    CASE WHEN octet_length(id) < 7900 THEN id ELSE '' END)
+FROM cancelled
 """
 
 REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = true, updated_at = %(now)s
@@ -324,6 +344,9 @@ NOTIFY_CANCEL = """SELECT pg_notify(jobtable_channel(current_schema()), 'cancel'
 """
 
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
+"""
+
+GET_JOBS = """SELECT id, kind, status, result, error FROM jobs WHERE id = ANY(%(ids)s::text[])
 """
 
 GET_JOB_LABELS = """SELECT tags, meta FROM jobs WHERE id = %(id)s
@@ -696,6 +719,17 @@ class LockJobRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class GetJobRow:
     """A row that GetJob returns."""
+
+    id: str
+    kind: str
+    status: str
+    result: str | None
+    error: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetJobsRow:
+    """A row that GetJobs returns."""
 
     id: str
     kind: str
@@ -1339,6 +1373,19 @@ class Querier:
         run can pick other rows: one claim could then take more than max_jobs. The
         finished jobs are running and the picked ones queued, so the two updates
         never touch the same row.
+        JobsEnded: when jobs end (succeeded, failed or cancelled) the statement
+        notifies 'jobtable-ended:' || md5(current_schema()), delivered at its
+        commit, with their ids one a line ('' when they would not fit a payload:
+        a listener then checks every job it waits for), so that processes waiting
+        for those jobs' results wake at once; a batch that ends none sends none.
+        It notifies only while some process waits: a notifying commit holds
+        PostgreSQL's notify lock through its flush, so notifying commits do not
+        share a flush. A waiting process holds ListenForEndedJobs' 16 shared
+        advisory locks; this statement tries its bucket's lock exclusively, which
+        fails while a waiter holds it (or another finish statement of the bucket
+        does: one needless notification). A waiter that comes meanwhile waits for
+        this commit before it listens and checks its jobs, so none is missed.
+        The ended CTE is MATERIALIZED and joined, so that it runs exactly once.
         """
         cur = self._conn.execute(
             FINISH_AND_CLAIM_JOBS,
@@ -1765,7 +1812,10 @@ class Querier:
         now: datetime.datetime | None,
         id: str,
     ) -> int:
-        """CancelQueuedJob cancels a job that is still queued."""
+        """CancelQueuedJob cancels a job that is still queued, and notifies its end
+        as FinishAndClaimJobs does (JobsEnded), so a process waiting for it wakes.
+        Differs by necessity from SQLite, which has no NOTIFY: its waiters watch the file.
+        """
         cur = self._conn.execute(
             CANCEL_QUEUED_JOB,
             {
@@ -1825,6 +1875,32 @@ class Querier:
             result=row[3],
             error=row[4],
         )
+
+    def get_jobs(
+        self,
+        *,
+        ids: list[str],
+    ) -> list[GetJobsRow]:
+        """GetJobs reads the jobs with ids, in any order, for the processes waiting
+        for their results: one query checks every job a process waits for. An id
+        no job has returns no row.
+        """
+        cur = self._conn.execute(
+            GET_JOBS,
+            {
+                "ids": ids,
+            },
+        )
+        return [
+            GetJobsRow(
+                id=row[0],
+                kind=row[1],
+                status=row[2],
+                result=row[3],
+                error=row[4],
+            )
+            for row in cur.fetchall()
+        ]
 
     def get_job_labels(
         self,

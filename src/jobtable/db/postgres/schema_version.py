@@ -28,6 +28,15 @@ ON CONFLICT (singleton) DO UPDATE SET version = excluded.version
 LISTEN_FOR_ENQUEUES = """SELECT jobtable_listen() AS channel
 """
 
+LISTEN_FOR_ENDED_JOBS = """DO $$
+BEGIN
+    EXECUTE format('LISTEN %I', 'jobtable-ended:' || md5(current_schema()));
+    PERFORM pg_advisory_lock_shared(hashtext('jobtable-ended:' || current_schema()), bucket)
+    FROM generate_series(0, 15) AS bucket;
+END
+$$
+"""
+
 DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', false)
 """
 
@@ -165,6 +174,20 @@ class Querier:
             return None
         return ListenForEnqueuesRow(
             channel=row[0],
+        )
+
+    def listen_for_ended_jobs(
+        self,
+    ) -> None:
+        """ListenForEndedJobs makes this session LISTEN on the channel that
+        FinishAndClaimJobs and CancelQueuedJob notify when jobs of the current
+        schema end (JobsEnded), then hold, until it ends, the 16 shared advisory
+        locks whose presence tells FinishAndClaimJobs to notify. LISTEN takes no
+        parameters, so the name is quoted here; a missing schema has no md5,
+        which format refuses.
+        """
+        self._conn.execute(
+            LISTEN_FOR_ENDED_JOBS,
         )
 
     def disable_synchronous_commit(

@@ -207,6 +207,9 @@ WHERE id = ?2 AND status = 'running'
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = ?1
 """
 
+GET_JOBS = """SELECT id, kind, status, result, error FROM jobs WHERE id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+"""
+
 GET_JOB_LABELS = """SELECT tags, meta FROM jobs WHERE id = ?1
 """
 
@@ -540,6 +543,17 @@ class LockJobRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class GetJobRow:
     """A row that GetJob returns."""
+
+    id: str
+    kind: str
+    status: str
+    result: str | None
+    error: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetJobsRow:
+    """A row that GetJobs returns."""
 
     id: str
     kind: str
@@ -1540,6 +1554,30 @@ class Querier:
             result=row[3],
             error=row[4],
         )
+
+    def get_jobs(
+        self,
+        *,
+        ids: str,
+    ) -> list[GetJobsRow]:
+        """GetJobs reads the jobs with ids, in any order, for the processes waiting
+        for their results: one query checks every job a process waits for. An id
+        no job has returns no row. ids is a JSON array of text.
+        """
+        cur = self._conn.execute(
+            GET_JOBS,
+            (ids,),
+        )
+        return [
+            GetJobsRow(
+                id=row[0],
+                kind=row[1],
+                status=row[2],
+                result=row[3],
+                error=row[4],
+            )
+            for row in cur.fetchall()
+        ]
 
     def get_job_labels(
         self,

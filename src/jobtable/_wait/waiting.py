@@ -1,0 +1,205 @@
+"""Kind's waits for a job's typed result: wait, await_result and enqueue_and_wait."""
+
+import asyncio
+import datetime
+import math
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+
+from typing_extensions import Unpack
+
+from jobtable._codec import Codec
+from jobtable._engines.rows import JobRow
+from jobtable._enqueue import Binding, Stored
+from jobtable._errors import JobCancelled, JobFailed, JobNotFound, WaitTimeout
+from jobtable._job import Job, Status
+from jobtable._operations import GetJob
+from jobtable._options import EnqueueOptions
+from jobtable._store import Store
+from jobtable._unique import ids_of
+from jobtable._wait.waiters import ENDED, waiters_of
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+Timeout = float | datetime.timedelta | None
+"""How long a wait may take: seconds, a timedelta, or None for no limit."""
+
+
+def seconds(where: str, timeout: Timeout) -> float | None:
+    """timeout in seconds (None: no limit); TypeError or ValueError naming where for a bad one."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, datetime.timedelta):
+        limit = timeout.total_seconds()
+    elif isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        limit = float(timeout)
+    else:
+        raise TypeError(f"{where}: timeout must be seconds, a timedelta or None, got {timeout!r}")
+    if math.isnan(limit) or limit < 0:
+        raise ValueError(f"{where}: timeout must be 0 or more, got {timeout!r}")
+    return limit
+
+
+class Waiting(Generic[P, R]):
+    """The waits of ``Kind``: each returns the typed result of a job once it succeeded.
+
+    A wait costs no connection of its own: the process's waits for a store
+    share one listener (PostgreSQL: one connection that LISTENs for the
+    notification each commit that ends jobs sends; SQLite: the file watch
+    runners use), which wakes them as the outcome commits.
+    """
+
+    if TYPE_CHECKING:  # what Kind, the one subclass, defines
+
+        @property
+        def name(self) -> str: ...
+
+        _codec: Codec[P, R]
+        _where: Callable[[str, tuple[Any, ...]], tuple[Binding, Any]]
+        _enqueue_many: Callable[[str, Binding, Iterable[P], EnqueueOptions], Stored]
+        _aenqueue_many: Callable[[str, Binding, Iterable[P], EnqueueOptions], Awaitable[Stored]]
+
+    @overload
+    def wait(self, store: Store, job_id: str, /, *, timeout: Timeout = None) -> R: ...
+    @overload
+    def wait(self, job_id: str, /, *, timeout: Timeout = None) -> R: ...
+    def wait(self, *args: Any, timeout: Timeout = None) -> R:
+        """Waits until the job ends and returns its result as R, once it succeeded.
+
+        Raises JobFailed carrying the job's stored error (a ``Failure``
+        message, never an exception's text) when it failed, JobCancelled
+        when it was cancelled, and WaitTimeout (a TimeoutError, naming the
+        job) when it has not ended within timeout (seconds or a timedelta;
+        None, the default, waits as long as it takes), leaving the job as it
+        is. Raises JobNotFound for an unknown id, or for a job of another
+        kind (then nothing waits), and ValueError or TypeError for a bad
+        timeout. A job that already ended returns at once. Interrupted (Ctrl-C),
+        the wait unregisters itself.
+        """
+        binding, job_id = self._where("wait", args)
+        return self._wait(binding.store, job_id, seconds(f"wait {self.name!r}", timeout))
+
+    # The timeout is wait's, so that its error names the job (asyncio.timeout's cannot).
+    @overload
+    async def await_result(
+        self,
+        store: Store,
+        job_id: str,
+        /,
+        *,
+        timeout: Timeout = None,  # noqa: ASYNC109
+    ) -> R: ...
+    @overload
+    async def await_result(self, job_id: str, /, *, timeout: Timeout = None) -> R: ...  # noqa: ASYNC109
+    async def await_result(self, *args: Any, timeout: Timeout = None) -> R:  # noqa: ASYNC109
+        """The async form of wait; cancelling the awaiting task unregisters its wait."""
+        binding, job_id = self._where("await_result", args)
+        where = f"await_result {self.name!r}"
+        return await self._await(binding.store, job_id, seconds(where, timeout))
+
+    @overload
+    def enqueue_and_wait(
+        self,
+        store: Store,
+        payload: P,
+        /,
+        *,
+        wait_timeout: Timeout = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> R: ...
+    @overload
+    def enqueue_and_wait(
+        self, payload: P, /, *, wait_timeout: Timeout = None, **options: Unpack[EnqueueOptions]
+    ) -> R: ...
+    def enqueue_and_wait(
+        self, *args: Any, wait_timeout: Timeout = None, **options: Unpack[EnqueueOptions]
+    ) -> R:
+        """Enqueues a job with payload as enqueue does, then waits for its result as wait does.
+
+        wait_timeout is wait's timeout (``timeout`` stays the job's option,
+        the time one attempt may take). On WaitTimeout the job stays queued
+        or running; the error's job_id names it. With ``conn=`` the job is
+        stored only when that transaction commits: enqueue first, commit,
+        then wait.
+        """
+        binding, payload = self._where("enqueue_and_wait", args)
+        limit = seconds(f"enqueue_and_wait {self.name!r}", wait_timeout)
+        job_id = ids_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
+        return self._wait(binding.store, job_id, limit)
+
+    @overload
+    async def aenqueue_and_wait(
+        self,
+        store: Store,
+        payload: P,
+        /,
+        *,
+        wait_timeout: Timeout = None,
+        **options: Unpack[EnqueueOptions],
+    ) -> R: ...
+    @overload
+    async def aenqueue_and_wait(
+        self, payload: P, /, *, wait_timeout: Timeout = None, **options: Unpack[EnqueueOptions]
+    ) -> R: ...
+    async def aenqueue_and_wait(
+        self, *args: Any, wait_timeout: Timeout = None, **options: Unpack[EnqueueOptions]
+    ) -> R:
+        """The async form of enqueue_and_wait."""
+        binding, payload = self._where("enqueue_and_wait", args)
+        limit = seconds(f"aenqueue_and_wait {self.name!r}", wait_timeout)
+        stored = await self._aenqueue_many("enqueue", binding, [payload], options)
+        return await self._await(binding.store, ids_of(*stored)[0], limit)
+
+    def _wait(self, store: Store, job_id: str, limit: float | None) -> R:
+        row = store.engine.read(GetJob(job_id))
+        if row.status not in ENDED:
+            self._same_kind(row)
+            waiters = waiters_of(store, store.engine)
+            future = waiters.add(job_id)
+            try:
+                row = future.result(limit)
+            except TimeoutError:
+                raise WaitTimeout(job_id, limit or 0.0) from None
+            finally:
+                waiters.discard(job_id, future)
+        return self._outcome(store, row)
+
+    async def _await(self, store: Store, job_id: str, limit: float | None) -> R:
+        row = await store.engine.aread(GetJob(job_id))
+        if row.status not in ENDED:
+            self._same_kind(row)
+            waiters = waiters_of(store, store.engine)
+            future = waiters.add(job_id)
+            try:
+                row = await asyncio.wait_for(asyncio.wrap_future(future), limit)
+            except TimeoutError:
+                raise WaitTimeout(job_id, limit or 0.0) from None
+            finally:
+                waiters.discard(job_id, future)
+        return self._outcome(store, row)
+
+    def _typed(self, store: Store, row: JobRow) -> Job[R]:
+        """row as a Job with its result parsed as R; JobNotFound for a job of another kind."""
+        if row.kind != self.name:
+            raise JobNotFound(f"job {row.id!r} is a {row.kind!r} job, not {self.name!r}")
+        text, keys = row.result, store.secret_keys
+        result = None if text is None else self._codec.decode_result(text, row.id, keys)
+        return Job[R](
+            id=row.id, kind=row.kind, status=Status(row.status), result=result, error=row.error
+        )
+
+    def _same_kind(self, row: JobRow) -> None:
+        if row.kind != self.name:
+            raise JobNotFound(
+                f"wait: job {row.id!r} is a {row.kind!r} job, not {self.name!r}: nothing waits"
+            )
+
+    def _outcome(self, store: Store, row: JobRow) -> R:
+        """The result of row, an ended job: R, or JobFailed or JobCancelled."""
+        job = self._typed(store, row)
+        if job.status is Status.SUCCEEDED:
+            return cast(R, job.result)
+        if job.status is Status.FAILED:
+            raise JobFailed(job.id, job.error or "")
+        raise JobCancelled(job.id)
