@@ -81,7 +81,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id;
 
 -- name: ClaimNextJobOfKinds :many
 -- ClaimNextJobOfKinds is ClaimNextJob for a runner that claims only the
@@ -108,7 +109,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id;
 
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:

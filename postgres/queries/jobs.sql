@@ -175,13 +175,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished;
 
 -- name: FinishAndClaimJobsOfKinds :many
@@ -246,13 +247,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished;
 
 -- name: NextRunAt :one

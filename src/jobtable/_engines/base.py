@@ -32,11 +32,14 @@ from jobtable._engines.rows import (
     RecordRow,
 )
 from jobtable._engines.runner_queries import RunnerQueries
+from jobtable._engines.workflow_queries import WorkflowQueries
 
 T = TypeVar("T")
 
 
-class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, Protocol):
+class Queries(
+    OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, WorkflowQueries, Protocol
+):
     """The queries jobtable runs, named as in queries/jobs.sql (and admin, flow, dashboard).
 
     Times are UTC text from ``jobtable._values.now()``, which sorts in time

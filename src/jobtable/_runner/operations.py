@@ -74,6 +74,11 @@ class Publish:
             raise NotRunning(f"publish result: job {self.job_id} is not running")
 
 
+def _in_flow(job: ClaimedRow) -> bool:
+    """Whether job belongs to a workflow, whose end settles its dependents."""
+    return job.workflow_id is not None
+
+
 class Finish(NamedTuple):
     """How one attempt of a job of kind ends; the completer stores it (see ``Outcome``)."""
 
@@ -88,23 +93,32 @@ class Finish(NamedTuple):
     @classmethod
     def succeeded(cls, job: ClaimedRow, result: str) -> "Finish":
         """The attempt succeeded with result."""
-        return cls(Outcome(job.id, job.attempt, "succeeded", result, None, None), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, "succeeded", result, None, None, _in_flow(job)),
+            job.kind,
+        )
 
     @classmethod
     def failed(cls, job: ClaimedRow, error: str, retry_at: str | None = None) -> "Finish":
         """The attempt failed with error: finally, or to be retried from retry_at on."""
         state = "failed" if retry_at is None else "queued"
-        return cls(Outcome(job.id, job.attempt, state, None, error, retry_at), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, state, None, error, retry_at, _in_flow(job)), job.kind
+        )
 
     @classmethod
     def snoozed(cls, job: ClaimedRow, run_at: str) -> "Finish":
         """The handler asked for a later attempt, from run_at on."""
-        return cls(Outcome(job.id, job.attempt, "queued", None, None, run_at), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, "queued", None, None, run_at, _in_flow(job)), job.kind
+        )
 
     @classmethod
     def cancelled(cls, job: ClaimedRow) -> "Finish":
         """The job's cancel was requested and its handler stopped."""
-        return cls(Outcome(job.id, job.attempt, "cancelled", None, None, None), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, "cancelled", None, None, None, _in_flow(job)), job.kind
+        )
 
     @property
     def error(self) -> str | None:
@@ -117,7 +131,9 @@ class Finish(NamedTuple):
         Final: the same outcome would be refused again.
         """
         outcome = self.outcome
-        failed = Outcome(outcome.id, outcome.attempt, "failed", None, MESSAGE_INTERNAL, None)
+        failed = Outcome(
+            outcome.id, outcome.attempt, "failed", None, MESSAGE_INTERNAL, None, outcome.workflow
+        )
         return Finish(failed, self.kind)
 
 
@@ -156,6 +172,36 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
             max_jobs=self.max_jobs,
             kinds=self.kinds,
         )
+
+
+class WorkflowFinishAndClaim:
+    """A FinishAndClaim whose outcomes end jobs of workflows: several statements, one transaction.
+
+    Their dependents are settled by further statements in the same
+    transaction (``settle_dependents``), so it is no lone ``Statement``: an
+    engine runs it between BEGIN and COMMIT.
+    """
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: FinishAndClaim) -> None:
+        self.op = op
+
+    def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
+        return self.op(q)
+
+
+def finish_and_claim(
+    outcomes: Sequence[Finish],
+    runner: str,
+    queue: str,
+    max_jobs: int,
+    now: str,
+    kinds: Sequence[str] | None = None,
+) -> FinishAndClaim | WorkflowFinishAndClaim:
+    """The FinishAndClaim of outcomes: one statement unless an outcome ends a workflow's job."""
+    op = FinishAndClaim(outcomes, runner, queue, max_jobs, now, kinds)
+    return WorkflowFinishAndClaim(op) if any(f.outcome.workflow for f in outcomes) else op
 
 
 class FlowClaim:

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.base import Queries
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
@@ -21,6 +22,7 @@ from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
+from jobtable._engines.postgres.workflow_queries import PostgresWorkflowQueries
 from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
@@ -137,7 +139,12 @@ class _RecordRow:
         )
 
 
-class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQueries):
+class _Queries(
+    PostgresOperatorQueries,
+    PostgresFlowQueries,
+    PostgresWorkflowQueries,
+    PostgresDashboardQueries,
+):
     """The generated Querier in the shape of the ``Queries`` seam.
 
     Operators', flow control's and the dashboard's queries come from the bases.
@@ -146,6 +153,7 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
     def __init__(self, conn: _Connection) -> None:
         PostgresOperatorQueries.__init__(self, conn)
         PostgresFlowQueries.__init__(self, conn)
+        PostgresWorkflowQueries.__init__(self, conn)
         self._conn = conn
         self._q = jobs.Querier(conn)
 
@@ -225,7 +233,14 @@ class _Queries(PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQu
                 max_jobs=max_jobs,
                 runner=runner,
             )
-        return [row.id for row in rows if row.finished], [row for row in rows if not row.finished]
+        finished = [row.id for row in rows if row.finished]
+        # Only the jobs of workflows cost a statement more: their dependents'.
+        if any(o.workflow for o in outcomes):
+            done = set(finished)
+            for o in outcomes:
+                if o.workflow and o.id in done:
+                    settle_dependents(self, o.id, now)
+        return finished, [row for row in rows if not row.finished]
 
     def next_run_at(self, *, queue: str) -> str | None:
         row = self._q.next_run_at(queue=queue)

@@ -10,11 +10,13 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.rows import ClaimedRow, NewJob, Outcome, RecordRow
 from jobtable._engines.sqlite.flow_queries import SQLiteFlowQueries
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
+from jobtable._engines.sqlite.workflow_queries import SQLiteWorkflowQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.dashboard import Querier as DashboardQuerier
 from jobtable.db.sqlite.jobs import CreateJobsParams, Querier
@@ -30,7 +32,9 @@ def _before(now: str, seconds: float) -> str:
     return timestamp(moment)
 
 
-class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerier):
+class Queries(
+    Querier, SQLiteOperatorQueries, SQLiteFlowQueries, SQLiteWorkflowQueries, DashboardQuerier
+):
     """The generated Querier with the seam's calls that take several rows at once.
 
     Its operator queries come from SQLiteOperatorQueries, its flow control's
@@ -41,6 +45,7 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
     def __init__(self, conn: sqlite3.Connection) -> None:
         Querier.__init__(self, conn)
         SQLiteFlowQueries.__init__(self, conn)
+        SQLiteWorkflowQueries.__init__(self, conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         if len(jobs) == 1:
@@ -97,6 +102,8 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
                 )
             if count:
                 finished.append(o.id)
+                if o.workflow:
+                    settle_dependents(self, o.id, now)
         if max_jobs <= 0:
             return finished, []
         if kinds is not None:

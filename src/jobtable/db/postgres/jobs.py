@@ -131,13 +131,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished
 """
 
@@ -198,13 +199,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished
 """
 
@@ -644,6 +646,7 @@ class FinishAndClaimJobsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -661,6 +664,7 @@ class FinishAndClaimJobsOfKindsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1368,6 +1372,7 @@ class Querier:
                 priority=row[8],
                 traceparent=row[9],
                 partition_key=row[10],
+                workflow_id=row[11],
             )
             for row in cur.fetchall()
         ]
@@ -1421,6 +1426,7 @@ class Querier:
                 priority=row[8],
                 traceparent=row[9],
                 partition_key=row[10],
+                workflow_id=row[11],
             )
             for row in cur.fetchall()
         ]

@@ -71,7 +71,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT ?4
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id
 """
 
 CLAIM_NEXT_JOB_OF_KINDS = """UPDATE jobs
@@ -94,7 +95,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT ?5
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
@@ -489,6 +491,7 @@ class ClaimNextJobRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -505,6 +508,7 @@ class ClaimNextJobOfKindsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1127,6 +1131,7 @@ class Querier:
                 priority=row[7],
                 traceparent=row[8],
                 partition_key=row[9],
+                workflow_id=row[10],
             )
             for row in cur.fetchall()
         ]
@@ -1167,6 +1172,7 @@ class Querier:
                 priority=row[7],
                 traceparent=row[8],
                 partition_key=row[9],
+                workflow_id=row[10],
             )
             for row in cur.fetchall()
         ]

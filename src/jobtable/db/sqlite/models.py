@@ -7,6 +7,17 @@ import dataclasses
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobDep:
+    """A row of the job_deps table."""
+
+    dep: str
+    job: str
+    run_on_failure: int
+    feeds: int
+    done: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobTag:
     """A row of the job_tags table."""
 
@@ -47,6 +58,9 @@ class Job:
     sequence_blocks: int
     tags: str
     meta: str | None
+    workflow_id: str | None
+    pending_deps: int
+    blocked_by: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -87,3 +101,12 @@ class Runner:
     heartbeat_at: str
     host: str | None
     process: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Workflow:
+    """A row of the workflows table."""
+
+    id: str
+    name: str
+    created_at: str
