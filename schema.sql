@@ -194,6 +194,25 @@ BEGIN
     DELETE FROM job_tags WHERE seq = old.seq;
 END;
 
+-- job_steps records the completed steps of a job's handler (ctx.step): each
+-- step's output, JSON text written from typed data like a result, with the
+-- attempt that recorded it and when. A later attempt of the job reads a
+-- step's output instead of running the step again. A step is recorded only
+-- while the claim of its attempt holds (RecordJobStep), and the jobs
+-- table's delete trigger deletes a job's steps with it (schema version 7).
+CREATE TABLE job_steps (
+    job_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    output TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    PRIMARY KEY (job_id, name)
+) WITHOUT ROWID;
+CREATE TRIGGER jobs_steps_delete AFTER DELETE ON jobs
+BEGIN
+    DELETE FROM job_steps WHERE job_id = old.id;
+END;
+
 -- queues holds the flow control of the queues that have any: whether the
 -- queue is paused, and its limits. A queue without a row, or whose row has
 -- no limit and is not paused, is claimed as it always was. The limit columns

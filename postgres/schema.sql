@@ -190,6 +190,21 @@ CREATE TABLE job_tags (
 -- A deleted job's tags are found by its seq.
 CREATE INDEX job_tags_seq ON job_tags (seq);
 
+-- job_steps records the completed steps of a job's handler (ctx.step): each
+-- step's output, JSON text written from typed data like a result, with the
+-- attempt that recorded it and when. A later attempt of the job reads a
+-- step's output instead of running the step again. A step is recorded only
+-- while the claim of its attempt holds (RecordJobStep), and the jobs
+-- table's delete trigger deletes a job's steps with it (schema version 7).
+CREATE TABLE job_steps (
+    job_id text NOT NULL,
+    name text NOT NULL,
+    output text NOT NULL,
+    recorded_at timestamptz NOT NULL,
+    attempt integer NOT NULL,
+    PRIMARY KEY (job_id, name)
+);
+
 -- queues holds the flow control of the queues that have any: whether the
 -- queue is paused, and its limits. A queue without a row, or whose row has
 -- no limit and is not paused, is claimed as it always was. The limit columns
@@ -320,6 +335,23 @@ FOR EACH STATEMENT EXECUTE FUNCTION jobtable_index_tags();
 CREATE TRIGGER jobs_unindex_tags AFTER DELETE ON jobs
 REFERENCING OLD TABLE AS deleted
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_unindex_tags();
+
+-- jobtable_delete_steps deletes the steps of the jobs deleted, once per
+-- statement over its transition table, so pruning a batch of jobs costs one
+-- statement (schema version 7).
+CREATE FUNCTION jobtable_delete_steps() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_steps USING deleted WHERE job_steps.job_id = deleted.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_delete_steps AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_steps();
 
 -- jobtable_listen makes the calling session LISTEN on the channel of the
 -- jobtable tables in its current schema, and returns the channel's name.

@@ -7,7 +7,14 @@ Each runs inside the one transaction that also records the new version (see
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable.db.postgres import upgrade_v2, upgrade_v3, upgrade_v4, upgrade_v5, upgrade_v6
+from jobtable.db.postgres import (
+    upgrade_v2,
+    upgrade_v3,
+    upgrade_v4,
+    upgrade_v5,
+    upgrade_v6,
+    upgrade_v7,
+)
 
 _Connection = psycopg.Connection[TupleRow]
 
@@ -75,3 +82,14 @@ def upgrade_to_v6(conn: _Connection) -> None:
     q.create_unindex_tags_function_v6()
     q.create_index_tags_trigger_v6()
     q.create_unindex_tags_trigger_v6()
+
+
+def upgrade_to_v7(conn: _Connection) -> None:
+    """Brings a version 6 schema to version 7: job_steps, deleted with its jobs.
+
+    Every job is kept, with no step.
+    """
+    q = upgrade_v7.Querier(conn)
+    q.create_job_steps_table_v7()
+    q.create_delete_steps_function_v7()
+    q.create_delete_steps_trigger_v7()

@@ -19,13 +19,14 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v4,
     upgrade_to_v5,
     upgrade_to_v6,
+    upgrade_to_v7,
 )
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.tables import Table, tables_refusal
 from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -51,11 +52,14 @@ _CREATES_V4 = _TABLES_V4 | {"jobs_partition", "jobs_sequence"}
 # What version 6 creates beside its columns: job_tags, its index, and the
 # jobs table's triggers that fill it.
 _CREATES_V6 = frozenset({"job_tags", "job_tags_seq", "jobs_tags_insert", "jobs_tags_delete"})
+# What version 7 creates: job_steps and the jobs table's trigger that deletes
+# a job's steps with it.
+_CREATES_V7 = frozenset({"job_steps", "jobs_steps_delete"})
 # The last version the step to version 2 reaches: it rebuilds the jobs table
 # as the latest schema has it, with its triggers, creates the tables later
-# versions add beside it (flow control's, version 4; job_tags, version 6)
-# and runs the runners table's step (version 5) itself.
-_REBUILT_VERSION = 6
+# versions add beside it (flow control's, version 4; job_tags, version 6;
+# job_steps, version 7) and runs the runners table's step (version 5) itself.
+_REBUILT_VERSION = 7
 
 
 def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
@@ -71,11 +75,12 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
         if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
     ]
     # The tables later versions add beside jobs (flow control's, version 4;
-    # job_tags, version 6), created before the jobs table's triggers.
+    # job_tags, version 6; job_steps, version 7), created before the jobs
+    # table's triggers.
     tables = [
         st
         for st in schema.statements
-        if (n := schema.creates(st)) and n <= _TABLES_V4 | {"job_tags", "job_tags_seq"}
+        if (n := schema.creates(st)) and n <= _TABLES_V4 | {"job_tags", "job_tags_seq", "job_steps"}
     ]
     upgrade_to_v2(conn, table, [*tables, *indexes])
     upgrade_to_v5(conn)
@@ -114,6 +119,13 @@ def _upgrade_to_v6(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     return 6
 
 
+def _upgrade_to_v7(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
+    # Version 7 adds job_steps and the trigger that deletes a job's steps.
+    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V7]
+    upgrade_to_v7(conn, creates)
+    return 7
+
+
 def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -126,6 +138,7 @@ def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection],
         3: _upgrade_to_v4,
         4: _upgrade_to_v5,
         5: _upgrade_to_v6,
+        6: _upgrade_to_v7,
     }
 
 

@@ -231,3 +231,13 @@ def upgrade_to_v6(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
     q.add_job_meta_column_v6()
     for statement in creates:
         conn.execute(statement)
+
+
+def upgrade_to_v7(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Runs creates, the latest schema's statements that create version 7's job_steps.
+
+    job_steps and the jobs table's trigger that deletes a job's steps with
+    it; every job is kept, with no step.
+    """
+    for statement in creates:
+        conn.execute(statement)

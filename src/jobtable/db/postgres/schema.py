@@ -27,7 +27,7 @@ CREATE TABLE jobs (
     -- A job moves queued -> running -> succeeded, failed or cancelled; a
     -- failed attempt with attempts left moves it back to queued. A job of a
     -- workflow with dependencies starts pending, and moves to queued when the
-    -- last of them finishes (schema version 7).
+    -- last of them finishes (schema version 8).
     status text NOT NULL DEFAULT 'queued'
         CONSTRAINT jobs_status_check
         CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'pending')),
@@ -103,7 +103,7 @@ CREATE TABLE jobs (
     -- pending_deps counts the job's dependencies (job_deps) not yet done:
     -- the job leaves pending for queued when it reaches 0. blocked_by is the
     -- dependency whose failure or cancel cancelled the job, which a retry of
-    -- that dependency puts back to pending (schema version 7).
+    -- that dependency puts back to pending (schema version 8).
     workflow_id text,
     pending_deps integer NOT NULL DEFAULT 0,
     blocked_by text
@@ -153,10 +153,10 @@ CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
 
 -- A workflow's jobs, in enqueue order; jobs of no workflow are not in it,
--- and its key never changes after the insert (schema version 7).
+-- and its key never changes after the insert (schema version 8).
 CREATE INDEX jobs_workflow ON jobs (workflow_id, seq) WHERE workflow_id IS NOT NULL;
 
--- workflows names each workflow; its jobs hold its id (schema version 7).
+-- workflows names each workflow; its jobs hold its id (schema version 8).
 CREATE TABLE workflows (
     id text PRIMARY KEY,
     name text NOT NULL,
@@ -167,7 +167,7 @@ CREATE TABLE workflows (
 -- (succeeded, or ended in any way when run_on_failure is set). feeds marks
 -- the dependency whose result becomes job's payload. done is set when dep
 -- finished in a way that counts, in the transaction that records it, and
--- never cleared, so no finish is counted twice (schema version 7). Rows are
+-- never cleared, so no finish is counted twice (schema version 8). Rows are
 -- written only for jobs of workflows: other jobs cost nothing.
 CREATE TABLE job_deps (
     dep text NOT NULL,
@@ -195,6 +195,21 @@ CREATE TABLE job_tags (
 );
 -- A deleted job's tags are found by its seq.
 CREATE INDEX job_tags_seq ON job_tags (seq);
+
+-- job_steps records the completed steps of a job's handler (ctx.step): each
+-- step's output, JSON text written from typed data like a result, with the
+-- attempt that recorded it and when. A later attempt of the job reads a
+-- step's output instead of running the step again. A step is recorded only
+-- while the claim of its attempt holds (RecordJobStep), and the jobs
+-- table's delete trigger deletes a job's steps with it (schema version 7).
+CREATE TABLE job_steps (
+    job_id text NOT NULL,
+    name text NOT NULL,
+    output text NOT NULL,
+    recorded_at timestamptz NOT NULL,
+    attempt integer NOT NULL,
+    PRIMARY KEY (job_id, name)
+);
 
 -- queues holds the flow control of the queues that have any: whether the
 -- queue is paused, and its limits. A queue without a row, or whose row has
@@ -326,6 +341,23 @@ FOR EACH STATEMENT EXECUTE FUNCTION jobtable_index_tags();
 CREATE TRIGGER jobs_unindex_tags AFTER DELETE ON jobs
 REFERENCING OLD TABLE AS deleted
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_unindex_tags();
+
+-- jobtable_delete_steps deletes the steps of the jobs deleted, once per
+-- statement over its transition table, so pruning a batch of jobs costs one
+-- statement (schema version 7).
+CREATE FUNCTION jobtable_delete_steps() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_steps USING deleted WHERE job_steps.job_id = deleted.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_delete_steps AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_steps();
 
 -- jobtable_listen makes the calling session LISTEN on the channel of the
 -- jobtable tables in its current schema, and returns the channel's name.

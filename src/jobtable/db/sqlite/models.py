@@ -18,6 +18,17 @@ class JobDep:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobStep:
+    """A row of the job_steps table."""
+
+    job_id: str
+    name: str
+    output: str
+    recorded_at: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobTag:
     """A row of the job_tags table."""
 

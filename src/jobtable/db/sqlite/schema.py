@@ -24,7 +24,7 @@ CREATE TABLE jobs (
     -- A job moves queued -> running -> succeeded, failed or cancelled; a
     -- failed attempt with attempts left moves it back to queued. A job of a
     -- workflow with dependencies starts pending, and moves to queued when the
-    -- last of them finishes (schema version 7).
+    -- last of them finishes (schema version 8).
     status TEXT NOT NULL DEFAULT 'queued'
         CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'pending')),
     -- payload and result are JSON text written by the runner from typed data.
@@ -95,7 +95,7 @@ CREATE TABLE jobs (
     -- pending_deps counts the job's dependencies (job_deps) not yet done:
     -- the job leaves pending for queued when it reaches 0. blocked_by is the
     -- dependency whose failure or cancel cancelled the job, which a retry of
-    -- that dependency puts back to pending (schema version 7).
+    -- that dependency puts back to pending (schema version 8).
     workflow_id TEXT,
     pending_deps INTEGER NOT NULL DEFAULT 0,
     blocked_by TEXT
@@ -151,10 +151,10 @@ CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
 
 -- A workflow's jobs, in enqueue order; jobs of no workflow are not in it,
--- and its key never changes after the insert (schema version 7).
+-- and its key never changes after the insert (schema version 8).
 CREATE INDEX jobs_workflow ON jobs (workflow_id, seq) WHERE workflow_id IS NOT NULL;
 
--- workflows names each workflow; its jobs hold its id (schema version 7).
+-- workflows names each workflow; its jobs hold its id (schema version 8).
 CREATE TABLE workflows (
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -165,7 +165,7 @@ CREATE TABLE workflows (
 -- (succeeded, or ended in any way when run_on_failure is set). feeds marks
 -- the dependency whose result becomes job's payload. done is set when dep
 -- finished in a way that counts, in the transaction that records it, and
--- never cleared, so no finish is counted twice (schema version 7). Rows are
+-- never cleared, so no finish is counted twice (schema version 8). Rows are
 -- written only for jobs of workflows: other jobs cost nothing.
 CREATE TABLE job_deps (
     dep TEXT NOT NULL,
@@ -198,6 +198,25 @@ END;
 CREATE TRIGGER jobs_tags_delete AFTER DELETE ON jobs WHEN old.tags <> '[]'
 BEGIN
     DELETE FROM job_tags WHERE seq = old.seq;
+END;
+
+-- job_steps records the completed steps of a job's handler (ctx.step): each
+-- step's output, JSON text written from typed data like a result, with the
+-- attempt that recorded it and when. A later attempt of the job reads a
+-- step's output instead of running the step again. A step is recorded only
+-- while the claim of its attempt holds (RecordJobStep), and the jobs
+-- table's delete trigger deletes a job's steps with it (schema version 7).
+CREATE TABLE job_steps (
+    job_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    output TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    PRIMARY KEY (job_id, name)
+) WITHOUT ROWID;
+CREATE TRIGGER jobs_steps_delete AFTER DELETE ON jobs
+BEGIN
+    DELETE FROM job_steps WHERE job_id = old.id;
 END;
 
 -- queues holds the flow control of the queues that have any: whether the

@@ -18,6 +18,17 @@ class JobDep:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobStep:
+    """A row of the job_steps table."""
+
+    job_id: str
+    name: str
+    output: str
+    recorded_at: str
+    attempt: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobTag:
     """A row of the job_tags table."""
 
@@ -81,8 +92,8 @@ class JobsV1:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class JobsV6:
-    """A row of the jobs_v6 table."""
+class JobsV7:
+    """A row of the jobs_v7 table."""
 
     seq: int
     id: str

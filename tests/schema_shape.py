@@ -1,0 +1,18 @@
+"""What an upgrade test compares between an upgraded PostgreSQL schema and a new one.
+
+PG_SHAPE reads, in the current schema, every column (with its type,
+nullability and default), every index's definition and the triggers on the
+jobs and job_tags tables: an upgrade is right when its rows equal a new
+schema's.
+"""
+
+PG_SHAPE = (
+    "SELECT table_name, column_name, data_type, is_nullable, coalesce(column_default, '')"
+    " FROM information_schema.columns WHERE table_schema = current_schema()"
+    " UNION ALL SELECT 'index', indexname,"
+    " replace(indexdef, current_schema() || '.', ''), '', ''"
+    " FROM pg_indexes WHERE schemaname = current_schema()"
+    " UNION ALL SELECT 'trigger', tgname, tgrelid::regclass::text, tgtype::text, ''"
+    " FROM pg_trigger WHERE NOT tgisinternal"
+    " AND tgrelid::regclass::text IN ('jobs', 'job_tags')"
+)
