@@ -411,9 +411,10 @@ WHERE status = 'running' AND runner = @runner AND cancel_requested;
 SELECT status FROM jobs WHERE id = @id FOR UPDATE;
 
 -- name: CancelQueuedJob :execrows
--- CancelQueuedJob cancels a job that is still queued.
+-- CancelQueuedJob cancels a job that is still queued, or pending (a job of
+-- a workflow waiting for its dependencies).
 UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
-WHERE id = @id AND status = 'queued';
+WHERE id = @id AND (status = 'queued' OR status = 'pending');
 
 -- name: RequestCancel :execrows
 -- RequestCancel asks the runner holding a running job to cancel it.

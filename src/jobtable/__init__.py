@@ -63,18 +63,20 @@ from jobtable._operator.models import (
 )
 from jobtable._operator.queues import QueueInfo
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
-from jobtable._runner.context import JobContext
+from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
 from jobtable._runner.runner import Runner
 from jobtable._store import Store
 from jobtable._unique import EnqueueResult, Unique
+from jobtable._workflow import After, Node, Workflow
 
 __all__ = [
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "MESSAGE_PAYLOAD_MISMATCH",
     "MESSAGE_TIMED_OUT",
+    "After",
     "AsyncHandler",
     "AttemptError",
     "AttemptOutcome",
@@ -83,6 +85,7 @@ __all__ = [
     "CallNext",
     "CancelResult",
     "DeleteResult",
+    "Dependency",
     "EnqueueOptions",
     "EnqueueResult",
     "Enqueueing",
@@ -97,6 +100,7 @@ __all__ = [
     "Kind",
     "KindFigures",
     "KindReport",
+    "Node",
     "NotRunning",
     "Partition",
     "PayloadError",
@@ -125,6 +129,7 @@ __all__ = [
     "ThroughputPoint",
     "Unique",
     "WaitReason",
+    "Workflow",
     "dashboard",
 ]
 

@@ -42,9 +42,11 @@ class Status(enum.StrEnum):
     """The state of a job.
 
     A job moves queued → running → succeeded, failed or cancelled; an attempt
-    that fails while attempts remain moves it back to queued.
+    that fails while attempts remain moves it back to queued. A job of a
+    workflow is pending until its dependencies let it run (see ``Workflow``).
     """
 
+    PENDING = "pending"
     QUEUED = "queued"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -147,6 +149,53 @@ class JobRecord(BaseModel):
     meta: dict[str, JsonValue] = {}
     waiting: WaitReason | None = None
     """Why a queued job whose run_at came waits (``Store.inspect`` only; None in listings)."""
+    workflow: "WorkflowLinks | None" = None
+    """The job's workflow, dependencies and dependents (``Store.inspect`` only; None otherwise)."""
+
+    @property
+    def workflow_id(self) -> str | None:
+        """The id of the job's workflow, None for a job of none (or a listing's record)."""
+        return None if self.workflow is None else self.workflow.id
+
+    @property
+    def workflow_name(self) -> str | None:
+        """The name of the job's workflow, None for a job of none (or a listing's record)."""
+        return None if self.workflow is None else self.workflow.name
+
+    @property
+    def cancelled_because(self) -> str | None:
+        """Why a dependency's end cancelled the job: ``"dependency <id> failed"``; else None."""
+        return None if self.workflow is None else self.workflow.cancelled_because
+
+
+class Linked(BaseModel):
+    """A job at the other end of a dependency: its id, kind and status."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: str
+    status: Status
+
+
+class WorkflowLinks(BaseModel):
+    """A workflow job's place in its workflow, as ``Store.inspect`` reads it.
+
+    ``dependencies`` are the jobs it waits for, ``dependents`` those that wait
+    for it, each in enqueue order. ``cancelled_because`` says which
+    dependency's end cancelled it, when one did.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    dependencies: list[Linked] = []
+    dependents: list[Linked] = []
+    cancelled_because: str | None = None
+
+
+JobRecord.model_rebuild()
 
 
 def record_from_row(row: RecordRow) -> JobRecord:

@@ -12,10 +12,11 @@ import dataclasses
 from collections.abc import Sequence
 
 from jobtable._engines.base import Insert, JobInserts, Queries, Statement
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
 from jobtable._errors import JobNotFound
 from jobtable._flow import WaitReason, wait_reason
-from jobtable._job import CancelResult, Status
+from jobtable._job import CancelResult, Linked, Status, WorkflowLinks
 from jobtable._values import unstorable
 
 
@@ -68,11 +69,34 @@ class InspectJob:
     job_id: str
     now: str
 
-    def __call__(self, q: Queries) -> tuple[RecordRow, WaitReason | None]:
+    def __call__(self, q: Queries) -> tuple[RecordRow, WaitReason | None, WorkflowLinks | None]:
         row = GetJobRecord(self.job_id)(q)
+        links = workflow_links(q, self.job_id)
         if row.status != "queued":
-            return row, None
-        return row, wait_reason(q.get_wait_facts(id=self.job_id, now=self.now))
+            return row, None, links
+        return row, wait_reason(q.get_wait_facts(id=self.job_id, now=self.now)), links
+
+
+def workflow_links(q: Queries, job_id: str) -> WorkflowLinks | None:
+    """The job's workflow, dependencies and dependents; None for a job of no workflow."""
+    found = q.job_workflow(id=job_id)
+    if found is None or found.workflow_id is None:
+        return None
+    deps = q.list_dependencies(job=job_id)
+    reason = None
+    if found.blocked_by is not None:
+        ended = next((d.status for d in deps if d.id == found.blocked_by), "cancelled")
+        reason = f"dependency {found.blocked_by} {ended}"
+    return WorkflowLinks(
+        id=found.workflow_id,
+        name=found.workflow_name or "",
+        dependencies=[Linked(id=d.id, kind=d.kind, status=Status(d.status)) for d in deps],
+        dependents=[
+            Linked(id=d.id, kind=d.kind, status=Status(d.status))
+            for d in q.list_dependents(dep=job_id)
+        ],
+        cancelled_because=reason,
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -147,8 +171,9 @@ class CancelJob:
 
     def __call__(self, q: Queries) -> CancelResult:
         status = lock_job(q, self.job_id)
-        if status is Status.QUEUED:
+        if status in (Status.QUEUED, Status.PENDING):
             q.cancel_queued_job(now=self.now, id=self.job_id)
+            settle_dependents(q, self.job_id, self.now)
             return CancelResult.CANCELLED
         if status is Status.RUNNING:
             q.request_cancel(now=self.now, id=self.job_id)
@@ -170,3 +195,21 @@ class CreateJob(CreateJobs, Statement[None]):
 def create_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateJobs:
     """The write that stores jobs as queued jobs of kind."""
     return CreateJob(kind, jobs, now) if len(jobs) == 1 else CreateJobs(kind, jobs, now)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelWorkflow:
+    """The write that cancels every unfinished job of a workflow; see ``Store.cancel_workflow``."""
+
+    workflow_id: str
+    now: str
+
+    def __call__(self, q: Queries) -> int:
+        if not isinstance(self.workflow_id, str):
+            raise TypeError(f"workflow id is {type(self.workflow_id).__name__}, want str")
+        if unstorable(self.workflow_id) or q.workflow_name(id=self.workflow_id) is None:
+            raise JobNotFound(f"workflow {self.workflow_id!r} not found")
+        cancelled = q.cancel_workflow_jobs(workflow_id=self.workflow_id, now=self.now)
+        if q.request_cancel_workflow(workflow_id=self.workflow_id, now=self.now):
+            q.notify_cancel()
+        return len(cancelled)

@@ -9,6 +9,7 @@ import datetime
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
+from jobtable._engines.dependencies import revive_dependents, settle_dependents
 from jobtable._engines.operator_queries import SealedRow
 from jobtable._job import Status
 from jobtable._operations import lock_job
@@ -50,10 +51,17 @@ class RetryJob:
 
     def __call__(self, q: Queries) -> RetryResult:
         status = lock_job(q, self.job_id)
+        if status is Status.PENDING:
+            return RetryResult.QUEUED
         if status not in (Status.FAILED, Status.CANCELLED):
             return RetryResult(status.value)
         if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
+        # A job of a workflow: the jobs its end cancelled wait for it again,
+        # and a dependency of its own that still blocks it cancels it again.
+        revive_dependents(q, self.job_id, self.now)
+        for dep in q.blocking_deps(job=self.job_id):
+            settle_dependents(q, dep, self.now)
         q.wake_runners()
         return RetryResult.RETRIED
 

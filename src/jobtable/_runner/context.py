@@ -1,11 +1,17 @@
 """What a handler gets besides its payload: its job's identity, publishing, and stop."""
 
-from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
+from jobtable._engines.workflow_queries import DependencyRow
 from jobtable._runner.shared import Stop
+from jobtable._store import Store
+
+if TYPE_CHECKING:
+    from jobtable._kind import Kind
 
 R = TypeVar("R")
+T = TypeVar("T")
 R_contra = TypeVar("R_contra", contravariant=True)
 
 
@@ -24,6 +30,18 @@ class Running(Protocol[R_contra]):
     async def apublish(self, partial: R_contra) -> None:
         """Stores partial as the job's result while it runs."""
         ...
+
+
+class Dependency(NamedTuple):
+    """A job a workflow's job depends on: its id, kind and status (a ``jobtable.Status`` value)."""
+
+    id: str
+    kind: str
+    status: str
+
+
+def _list_dependencies(job_id: str) -> "Callable[[Any], Sequence[DependencyRow]]":
+    return lambda q: q.list_dependencies(job=job_id)
 
 
 class JobContext(Generic[R]):
@@ -45,7 +63,7 @@ class JobContext(Generic[R]):
     and ``meta`` are what the job was enqueued with.
     """
 
-    __slots__ = ("_labels", "_running", "_stop", "attempt", "id", "kind")
+    __slots__ = ("_labels", "_running", "_stop", "_store", "attempt", "id", "kind")
 
     def __init__(
         self,
@@ -66,6 +84,7 @@ class JobContext(Generic[R]):
         self._stop = stop
         self._running = running
         self._labels = labels
+        self._store: Store | None = None
 
     @property
     def tags(self) -> list[str]:
@@ -107,3 +126,45 @@ class JobContext(Generic[R]):
     async def asleep(self, seconds: float) -> bool:
         """Waits for seconds, or less if the runner stops; returns whether it is stopping."""
         return await self._stop.wait(seconds)
+
+    def _rows(self) -> "Sequence[DependencyRow]":
+        if self._store is None:
+            return []
+        return self._store.engine.read(_list_dependencies(self.id))
+
+    async def _arows(self) -> "Sequence[DependencyRow]":
+        if self._store is None:
+            return []
+        return await self._store.engine.aread(_list_dependencies(self.id))
+
+    def dependencies(self) -> list[Dependency]:
+        """The jobs this job of a workflow depends on, in enqueue order (none for other jobs).
+
+        Their statuses tell a job that runs after failures (``on_failure="run"``)
+        what succeeded, failed or was cancelled. Blocks briefly: it reads the store.
+        """
+        return [Dependency(r.id, r.kind, r.status) for r in self._rows()]
+
+    async def adependencies(self) -> list[Dependency]:
+        """The async form of dependencies."""
+        return [Dependency(r.id, r.kind, r.status) for r in await self._arows()]
+
+    def results(self, kind: "Kind[Any, T]") -> list[T]:
+        """The results of the dependencies of kind that succeeded, in enqueue order, as kind's R.
+
+        Each is decoded and validated as the kind's result type; raises
+        ResultError for a stored result that no longer validates.
+        """
+        return self._decoded(kind, self._rows())
+
+    async def aresults(self, kind: "Kind[Any, T]") -> list[T]:
+        """The async form of results."""
+        return self._decoded(kind, await self._arows())
+
+    def _decoded(self, kind: "Kind[Any, T]", rows: "Sequence[DependencyRow]") -> list[T]:
+        keys = None if self._store is None else self._store.secret_keys
+        return [
+            kind._codec.decode_result(r.result, r.id, keys)
+            for r in rows
+            if r.kind == kind.name and r.status == "succeeded" and r.result is not None
+        ]

@@ -380,6 +380,8 @@ class Executor:
             id=job.id, kind=job.kind, attempt=job.attempt, stop=self._stop, running=running
         )
         ctx._labels = labels
+        if job.workflow_id is not None:
+            ctx._store = self._store
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
             return cast(R, await hooks.around(ctx, functools.partial(fn, ctx, payload)))

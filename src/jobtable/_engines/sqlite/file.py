@@ -20,13 +20,14 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v5,
     upgrade_to_v6,
     upgrade_to_v7,
+    upgrade_to_v8,
 )
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.tables import Table, tables_refusal
 from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -59,7 +60,10 @@ _CREATES_V7 = frozenset({"job_steps", "jobs_steps_delete"})
 # as the latest schema has it, with its triggers, creates the tables later
 # versions add beside it (flow control's, version 4; job_tags, version 6;
 # job_steps, version 7) and runs the runners table's step (version 5) itself.
-_REBUILT_VERSION = 7
+_REBUILT_VERSION = 8
+# What version 8 creates beside the rebuilt jobs table: workflows, job_deps
+# and its index.
+_TABLES_V8 = frozenset({"workflows", "job_deps", "job_deps_job"})
 
 
 def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
@@ -80,7 +84,8 @@ def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     tables = [
         st
         for st in schema.statements
-        if (n := schema.creates(st)) and n <= _TABLES_V4 | {"job_tags", "job_tags_seq", "job_steps"}
+        if (n := schema.creates(st))
+        and n <= _TABLES_V4 | _TABLES_V8 | {"job_tags", "job_tags_seq", "job_steps"}
     ]
     upgrade_to_v2(conn, table, [*tables, *indexes])
     upgrade_to_v5(conn)
@@ -126,6 +131,22 @@ def _upgrade_to_v7(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
     return 7
 
 
+def _upgrade_to_v8(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
+    # Version 8 adds the pending status, which SQLite's CHECK cannot take in
+    # place: the jobs table is rebuilt from the latest schema's statement,
+    # with its indexes and triggers (renamed away with the old table and
+    # dropped with it), beside workflows and job_deps.
+    [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
+    creates = [
+        st
+        for st in schema.statements
+        if (n := schema.creates(st))
+        and (n <= _TABLES_V8 or all(name.startswith("jobs_") for name in n))
+    ]
+    upgrade_to_v8(conn, table, creates)
+    return 8
+
+
 def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -139,6 +160,7 @@ def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection],
         4: _upgrade_to_v5,
         5: _upgrade_to_v6,
         6: _upgrade_to_v7,
+        7: _upgrade_to_v8,
     }
 
 

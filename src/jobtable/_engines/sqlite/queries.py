@@ -25,6 +25,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
 from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
 from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
 from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
+from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
 
 
 def _before(now: str, seconds: float) -> str:
@@ -239,5 +240,21 @@ def upgrade_to_v7(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
     job_steps and the jobs table's trigger that deletes a job's steps with
     it; every job is kept, with no step.
     """
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v8(conn: sqlite3.Connection, create_table: str, creates: Sequence[str]) -> None:
+    """Rebuilds a version 7 jobs table as version 8's, keeping every job, then runs creates.
+
+    create_table is the latest schema's statement that creates the jobs
+    table; creates are its statements that create the jobs table's indexes
+    and triggers, workflows and job_deps. Every job is kept, in no workflow.
+    """
+    q = UpgradeV8(conn)
+    q.rename_jobs_v7()
+    conn.execute(create_table)
+    q.copy_jobs_v7()
+    q.drop_jobs_v7()
     for statement in creates:
         conn.execute(statement)

@@ -315,7 +315,7 @@ LOCK_JOB = """SELECT status FROM jobs WHERE id = %(id)s FOR UPDATE
 """
 
 CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
-WHERE id = %(id)s AND status = 'queued'
+WHERE id = %(id)s AND (status = 'queued' OR status = 'pending')
 """
 
 REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = true, updated_at = %(now)s
@@ -1771,7 +1771,9 @@ class Querier:
         now: datetime.datetime | None,
         id: str,
     ) -> int:
-        """CancelQueuedJob cancels a job that is still queued."""
+        """CancelQueuedJob cancels a job that is still queued, or pending (a job of
+        a workflow waiting for its dependencies).
+        """
         cur = self._conn.execute(
             CANCEL_QUEUED_JOB,
             {

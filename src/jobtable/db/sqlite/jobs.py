@@ -199,7 +199,7 @@ LOCK_JOB = """SELECT status FROM jobs WHERE id = ?1
 """
 
 CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
-WHERE id = ?2 AND status = 'queued'
+WHERE id = ?2 AND (status = 'queued' OR status = 'pending')
 """
 
 REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = 1, updated_at = ?1
@@ -1501,7 +1501,9 @@ class Querier:
         now: str | None,
         id: str,
     ) -> int:
-        """CancelQueuedJob cancels a job that is still queued."""
+        """CancelQueuedJob cancels a job that is still queued, or pending (a job of
+        a workflow waiting for its dependencies).
+        """
         cur = self._conn.execute(
             CANCEL_QUEUED_JOB,
             (
