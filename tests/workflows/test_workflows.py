@@ -185,7 +185,7 @@ def test_a_node_of_another_workflow_is_refused(store: jobtable.Store) -> None:
 def test_a_payload_of_the_wrong_type_stores_nothing(store: jobtable.Store) -> None:
     wf = jobtable.Workflow("bad")
     a = wf.add(fetch, "x")
-    wf.add(notify, 3, after=[a])  # type: ignore[arg-type]
+    wf.add(notify, 3, after=[a])  # type: ignore[misc]
     with pytest.raises(jobtable.PayloadError):
         wf.enqueue(store)
     with pytest.raises(jobtable.JobNotFound):
