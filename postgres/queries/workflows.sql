@@ -132,3 +132,14 @@ RETURNING id;
 -- workflow to cancel them.
 UPDATE jobs SET cancel_requested = true, updated_at = @now
 WHERE workflow_id = @workflow_id AND status = 'running';
+
+-- name: ListStrandedDeps :many
+-- ListStrandedDeps lists the ended dependencies whose end a pending job has
+-- not counted: the writes that end jobs in bulk (an interrupt that fails a
+-- job at its last attempt, a bulk cancel) settle their dependents through
+-- it. It reads the pending jobs only (jobs_by_status).
+SELECT DISTINCT d.dep FROM jobs AS waiting
+JOIN job_deps AS d ON d.job = waiting.id
+JOIN jobs AS ended ON ended.id = d.dep
+WHERE waiting.status = 'pending' AND NOT d.done
+    AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled');

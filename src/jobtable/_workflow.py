@@ -8,13 +8,14 @@ transaction that records a dependency's end settles its dependents
 """
 
 import dataclasses
+import datetime
 from collections.abc import Iterable, Sequence
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
+from jobtable._engines.workflow_queries import WorkflowQueries
 from jobtable._enqueue import Binding, Named, astore_jobs, store_jobs
 from jobtable._kind import Kind
 from jobtable._options import EnqueueOptions
@@ -37,7 +38,7 @@ class Node(Generic[P_co, R_co]):
 
     __slots__ = ("_kind", "id", "workflow")
 
-    def __init__(self, workflow: "Workflow", kind: Kind[Any, Any], job_id: str) -> None:
+    def __init__(self, workflow: "Workflow", kind: str, job_id: str) -> None:
         self.workflow = workflow
         """The workflow the node belongs to."""
         self.id = job_id
@@ -45,7 +46,7 @@ class Node(Generic[P_co, R_co]):
         self._kind = kind
 
     def __repr__(self) -> str:
-        return f"Node({self._kind.name!r}, {self.id!r})"
+        return f"Node({self._kind!r}, {self.id!r})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,9 +157,13 @@ class Workflow:
         unique_deps: dict[str, After] = {}
         for dep in deps:
             unique_deps.setdefault(dep.node.id, dep)
-        node: Node[Any, Any] = Node(self, kind, new_id())
+        node: Node[Any, Any] = Node(self, kind.name, new_id())
         self._steps.append(_Step(node, kind, payload, tuple(unique_deps.values()), options))
+        self._added()
         return node
+
+    def _added(self) -> None:
+        """Called once a step was added: a workflow checks its payloads when it is stored."""
 
     def _dependency(self, where: str, dep: object) -> After:
         """dep as an After, checked: a node added to this workflow."""
@@ -170,32 +175,37 @@ class Workflow:
                 f"{where}: {after.node!r} belongs to another workflow "
                 f"({after.node.workflow.name!r}), not this one"
             )
-        if not any(step.node is after.node for step in self._steps):
+        if not self._has(after.node):
             raise ValueError(f"{where}: {after.node!r} was not added to this workflow")
         if after.on_failure not in ("cancel", "run"):
             raise ValueError(f"{where}: on_failure must be 'cancel' or 'run'")
         return after
 
-    def _jobs(self, binding: Binding, traceparent: str | None) -> "StoreWorkflow":
-        """Encodes every job (raising before anything is stored) into the write that stores them."""
-        store = binding.store
-        moment = store.clock()
-        jobs: list[tuple[str, NewJob, tuple[After, ...], bool]] = []
-        for step in self._steps:
-            fed = isinstance(step.payload, Node)
-            named = Named([step.node.id], moment)
+    def _has(self, node: Node[Any, Any]) -> bool:
+        """Whether node was added to this workflow."""
+        return any(step.node is node for step in self._steps)
+
+    def _encoded(
+        self, step: _Step, binding: Binding, traceparent: str | None, moment: datetime.datetime
+    ) -> "_NewStep":
+        """step's job, its payload encoded: raises PayloadError, TypeError or ValueError."""
+        fed = isinstance(step.payload, Node)
+        named = Named([step.node.id], moment)
+        kind = step.kind
+        if fed:
             # A fed job's payload is its dependency's result, stored when that
             # succeeds: until then it holds JSON null.
-            payloads = [None] if fed else [step.payload]
+            [job] = _placeholder(kind, binding, step.options, traceparent, named)
+        else:
+            options = EnqueueOptions(**step.options)
             verb = f"workflow {self.name!r}"
-            kind = step.kind
-            if fed:
-                [job] = _placeholder(kind, binding, step.options, traceparent, named)
-            else:
-                options = EnqueueOptions(**step.options)
-                created, _ = kind._create(verb, binding, payloads, options, traceparent, named)
-                [job] = created
-            jobs.append((kind.name, job, step.after, fed))
+            [job], _ = kind._create(verb, binding, [step.payload], options, traceparent, named)
+        return kind.name, job, step.after, fed
+
+    def _jobs(self, binding: Binding, traceparent: str | None) -> "StoreWorkflow":
+        """Encodes every job (raising before anything is stored) into the write that stores them."""
+        moment = binding.store.clock()
+        jobs = [self._encoded(step, binding, traceparent, moment) for step in self._steps]
         return StoreWorkflow(self.id, self.name, jobs, timestamp(moment))
 
     def enqueue(self, store: Store) -> str:
@@ -259,28 +269,36 @@ def _placeholder(
     ]
 
 
+_NewStep = tuple[str, NewJob, tuple[After, ...], bool]
+"""A job to store: its kind's name, the job, its dependencies, and whether the first feeds it."""
+
+
 class StoreWorkflow:
     """The write that stores a workflow's jobs and dependencies, in one transaction.
 
-    A job with dependencies is stored pending, one without queued.
+    A job with dependencies is stored pending, one without queued. With
+    create False the workflow exists already (a running job's additions).
     """
 
-    __slots__ = ("jobs", "name", "now", "workflow_id")
+    __slots__ = ("create", "jobs", "name", "now", "workflow_id")
 
     def __init__(
         self,
         workflow_id: str,
         name: str,
-        jobs: Sequence[tuple[str, NewJob, tuple[After, ...], bool]],
+        jobs: Sequence[_NewStep],
         now: str,
+        create: bool = True,
     ) -> None:
         self.workflow_id = workflow_id
         self.name = name
         self.jobs = jobs
         self.now = now
+        self.create = create
 
-    def __call__(self, q: Queries) -> None:
-        q.create_workflow(id=self.workflow_id, name=self.name, now=self.now)
+    def __call__(self, q: WorkflowQueries) -> None:
+        if self.create:
+            q.create_workflow(id=self.workflow_id, name=self.name, now=self.now)
         for kind, job, after, fed in self.jobs:
             q.insert_workflow_job(
                 kind=kind,
@@ -296,3 +314,42 @@ class StoreWorkflow:
                     run_on_failure=dep.on_failure == "run",
                     feeds=fed and i == 0,
                 )
+
+
+class FanOut(Workflow):
+    """The running job's workflow, as its handler adds jobs to it: ``ctx.workflow``.
+
+    ``add`` works as ``Workflow.add``; a dependency is a node added here or
+    ``current``, the running job itself (``add(kind, ctx.workflow.current)``
+    feeds it its result). Each payload is checked as it is added. The jobs
+    are stored in the transaction that records the running job's success,
+    and only then: a failure, retry or cancel of the attempt drops them.
+    """
+
+    def __init__(self, workflow_id: str, job: str, kind: str, store: Store) -> None:
+        super().__init__("fan-out")
+        self.id = workflow_id
+        self.current: Node[Any, Any] = Node(self, kind, job)
+        """The running job, as a dependency of the jobs it adds."""
+        self._binding_ = Binding(store, store.max_payload_bytes)
+        self._new: list[_NewStep] = []
+
+    def __repr__(self) -> str:
+        return f"FanOut({self.id!r}, {self.current!r})"
+
+    def _has(self, node: Node[Any, Any]) -> bool:
+        return node is self.current or super()._has(node)
+
+    def _added(self) -> None:
+        # Checked at once, so the handler gets the error where it added the job.
+        try:
+            moment = self._binding_.store.clock()
+            self._new.append(self._encoded(self._steps[-1], self._binding_, None, moment))
+        except BaseException:
+            self._steps.pop()
+            raise
+
+    def __call__(self, q: WorkflowQueries) -> None:
+        """Stores the added jobs: run by the write that records the running job's success."""
+        now = timestamp(self._binding_.store.clock())
+        StoreWorkflow(self.id, self.name, self._new, now, create=False)(q)

@@ -52,3 +52,13 @@ def revive_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
     for job in revived:
         for dep in q.blocking_deps(job=job):
             settle_dependents(q, dep, now)
+
+
+def settle_stranded(q: WorkflowQueries, now: str) -> None:
+    """Settles the dependents of every ended job whose end a pending job has not counted.
+
+    For the writes that end jobs in bulk, by statements that know nothing
+    of workflows: an interrupt that fails jobs, a bulk cancel.
+    """
+    for dep in q.stranded_deps():
+        settle_dependents(q, dep, now)

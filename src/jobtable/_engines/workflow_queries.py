@@ -74,6 +74,10 @@ class WorkflowQueries(Protocol):
         """Puts back to pending the jobs dep's end cancelled; returns their ids."""
         ...
 
+    def stranded_deps(self) -> list[str]:
+        """The ended dependencies whose end a pending job has not counted."""
+        ...
+
     def blocking_deps(self, *, job: str) -> list[str]:
         """The dependencies job needs to succeed that ended otherwise."""
         ...

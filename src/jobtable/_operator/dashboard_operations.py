@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from jobtable._engines.base import Queries
 from jobtable._engines.dashboard_queries import FinishedRow
+from jobtable._engines.dependencies import settle_stranded
 from jobtable._errors import JobNotFound
 from jobtable._job import CancelResult, JobRecord, Status, record_from_row
 from jobtable._operations import CancelJob
@@ -112,6 +113,8 @@ class CancelMatching:
             cancelled = q.cancel_queued_matching(
                 now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch
             )
+            if cancelled:
+                settle_stranded(q, self.now)
         requested = 0
         if self.requests:
             requested = q.request_cancel_matching(now=self.now, kind=self.kind, queue=self.queue)

@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from jobtable._codec import Codec
 from jobtable._engines.rows import ClaimedRow
+from jobtable._engines.workflow_queries import WorkflowQueries
 from jobtable._errors import NotRunning, StoreError
 from jobtable._options import RetryPolicy
 from jobtable._runner.job_logger import JobLogger
@@ -130,6 +131,7 @@ class Attempt(Generic[R]):
         "_give_up",
         "_grace",
         "_publisher",
+        "adds",
         "attempt",
         "cancelling",
         "ended",
@@ -167,6 +169,8 @@ class Attempt(Generic[R]):
         # Fires when the handler ignores the end: the runner then gives up on it.
         self.give_up_timer: asyncio.TimerHandle | None = None
         self.timer: asyncio.TimerHandle | None = None  # the timeout's
+        # The jobs the handler added to its workflow, stored with its success only.
+        self.adds: Callable[[WorkflowQueries], None] | None = None
 
     def arm(self, timeout: float | None) -> None:
         """Starts the attempt's timeout, if any: it ends the attempt as a cancel does.

@@ -3,9 +3,10 @@
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
-from jobtable._engines.workflow_queries import DependencyRow
+from jobtable._engines.workflow_queries import DependencyRow, WorkflowQueries
 from jobtable._runner.shared import Stop
 from jobtable._store import Store
+from jobtable._workflow import FanOut
 
 if TYPE_CHECKING:
     from jobtable._kind import Kind
@@ -22,6 +23,9 @@ class Running(Protocol[R_contra]):
     def ended(self) -> bool:
         """True once the attempt ended without its handler: a timeout or a cancel."""
         ...
+
+    adds: "Callable[[WorkflowQueries], None] | None"
+    """The jobs the handler added to its workflow, stored with its success only."""
 
     def publish(self, partial: R_contra) -> None:
         """Stores partial as the job's result while it runs; blocks until stored."""
@@ -63,7 +67,17 @@ class JobContext(Generic[R]):
     and ``meta`` are what the job was enqueued with.
     """
 
-    __slots__ = ("_labels", "_running", "_stop", "_store", "attempt", "id", "kind")
+    __slots__ = (
+        "_fanout",
+        "_labels",
+        "_running",
+        "_stop",
+        "_store",
+        "attempt",
+        "id",
+        "kind",
+        "workflow_id",
+    )
 
     def __init__(
         self,
@@ -85,6 +99,9 @@ class JobContext(Generic[R]):
         self._running = running
         self._labels = labels
         self._store: Store | None = None
+        self.workflow_id: str | None = None
+        """The id of the job's workflow, None for a job of none."""
+        self._fanout: FanOut | None = None
 
     @property
     def tags(self) -> list[str]:
@@ -126,6 +143,21 @@ class JobContext(Generic[R]):
     async def asleep(self, seconds: float) -> bool:
         """Waits for seconds, or less if the runner stops; returns whether it is stopping."""
         return await self._stop.wait(seconds)
+
+    @property
+    def workflow(self) -> FanOut:
+        """The job's workflow, to add jobs to: stored with this attempt's success, and only then.
+
+        ``ctx.workflow.add(kind, payload, after=[...])`` as ``Workflow.add``;
+        ``ctx.workflow.current`` is this job, as a dependency. Raises
+        ValueError for a job of no workflow.
+        """
+        if self._fanout is None:
+            if self._store is None or self.workflow_id is None:
+                raise ValueError(f"job {self.id}: only a job of a workflow can add jobs to it")
+            self._fanout = FanOut(self.workflow_id, self.id, self.kind, self._store)
+            self._running.adds = self._fanout
+        return self._fanout
 
     def _rows(self) -> "Sequence[DependencyRow]":
         if self._store is None:

@@ -299,7 +299,7 @@ class Executor:
                 "interrupted, and the result is dropped"
             )
             return None
-        return self._succeeded(job, handler.codec, result)
+        return self._succeeded(job, handler.codec, result)._replace(adds=running.adds)
 
     def _failed(
         self,
@@ -381,7 +381,7 @@ class Executor:
         )
         ctx._labels = labels
         if job.workflow_id is not None:
-            ctx._store = self._store
+            ctx._store, ctx.workflow_id = self._store, job.workflow_id
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
             return cast(R, await hooks.around(ctx, functools.partial(fn, ctx, payload)))

@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import ClaimedRow, Outcome
+from jobtable._engines.workflow_queries import WorkflowQueries
 from jobtable._errors import NotRunning
 from jobtable._job import MESSAGE_INTERNAL
 
@@ -84,6 +86,8 @@ class Finish(NamedTuple):
 
     outcome: Outcome
     kind: str
+    adds: "Callable[[WorkflowQueries], None] | None" = None
+    """The jobs the handler added to its workflow: stored if the outcome is, a success."""
 
     @property
     def job_id(self) -> str:
@@ -188,7 +192,25 @@ class WorkflowFinishAndClaim:
         self.op = op
 
     def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
-        return self.op(q)
+        finished, claimed = self.op(q)
+        store_additions(q, self.op.outcomes, finished, self.op.now)
+        return finished, claimed
+
+
+def store_additions(
+    q: Queries, outcomes: Sequence[Finish], finished: Sequence[str], now: str
+) -> None:
+    """Stores the jobs the handlers of outcomes added, for each success that was recorded.
+
+    Then settles each one's dependents again: an added job may wait for it.
+    """
+    if not any(f.adds for f in outcomes):
+        return
+    recorded = set(finished)
+    for f in outcomes:
+        if f.adds is not None and f.outcome.state == "succeeded" and f.job_id in recorded:
+            f.adds(q)
+            settle_dependents(q, f.job_id, now)
 
 
 def finish_and_claim(
@@ -201,7 +223,8 @@ def finish_and_claim(
 ) -> FinishAndClaim | WorkflowFinishAndClaim:
     """The FinishAndClaim of outcomes: one statement unless an outcome ends a workflow's job."""
     op = FinishAndClaim(outcomes, runner, queue, max_jobs, now, kinds)
-    return WorkflowFinishAndClaim(op) if any(f.outcome.workflow for f in outcomes) else op
+    workflow = any(f.outcome.workflow or f.adds for f in outcomes)
+    return WorkflowFinishAndClaim(op) if workflow else op
 
 
 class FlowClaim:
@@ -237,12 +260,14 @@ class FlowClaim:
                 now=self.now,
                 max_jobs=self.max_jobs,
             )
+            store_additions(q, self.outcomes, finished, self.now)
             return finished, rows, False
         finished = []
         if outcomes:
             finished, _ = q.finish_and_claim_jobs(
                 outcomes=outcomes, runner=self.runner, queue=self.queue, now=self.now, max_jobs=0
             )
+            store_additions(q, self.outcomes, finished, self.now)
         rows = q.claim_within_limits(
             flow=flow, runner=self.runner, queue=self.queue, now=self.now, max_jobs=self.max_jobs
         )

@@ -54,6 +54,9 @@ class PostgresWorkflowQueries:
     def revive_dependents(self, *, dep: str, now: str) -> list[str]:
         return [row.id for row in self._wf.revive_dependents(now=pg_time(now), dep=dep)]
 
+    def stranded_deps(self) -> list[str]:
+        return [row.dep for row in self._wf.list_stranded_deps()]
+
     def blocking_deps(self, *, job: str) -> list[str]:
         return [row.dep for row in self._wf.list_blocking_deps(job=job)]
 

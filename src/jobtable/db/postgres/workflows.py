@@ -107,6 +107,13 @@ REQUEST_CANCEL_WORKFLOW = """UPDATE jobs SET cancel_requested = true, updated_at
 WHERE workflow_id = %(workflow_id)s AND status = 'running'
 """
 
+LIST_STRANDED_DEPS = """SELECT DISTINCT d.dep FROM jobs AS waiting
+JOIN job_deps AS d ON d.job = waiting.id
+JOIN jobs AS ended ON ended.id = d.dep
+WHERE waiting.status = 'pending' AND NOT d.done
+    AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled')
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GetDepStateRow:
@@ -171,6 +178,13 @@ class CancelWorkflowJobsRow:
     """A row that CancelWorkflowJobs returns."""
 
     id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListStrandedDepsRow:
+    """A row that ListStrandedDeps returns."""
+
+    dep: str
 
 
 class Querier:
@@ -553,3 +567,21 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def list_stranded_deps(
+        self,
+    ) -> list[ListStrandedDepsRow]:
+        """ListStrandedDeps lists the ended dependencies whose end a pending job has
+        not counted: the writes that end jobs in bulk (an interrupt that fails a
+        job at its last attempt, a bulk cancel) settle their dependents through
+        it. It reads the pending jobs only (jobs_by_status).
+        """
+        cur = self._conn.execute(
+            LIST_STRANDED_DEPS,
+        )
+        return [
+            ListStrandedDepsRow(
+                dep=row[0],
+            )
+            for row in cur.fetchall()
+        ]
