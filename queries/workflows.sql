@@ -12,9 +12,10 @@ INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
 -- GetWorkflow reads a workflow's name.
 SELECT id, name, created_at FROM workflows WHERE id = @id;
 
--- name: CreateWorkflowJob :exec
--- CreateWorkflowJob stores a job of workflow_id: pending while pending_deps
--- (its dependencies, stored next with CreateJobDep) is above 0, else queued.
+-- name: CreateWorkflowJobs :batchexec
+-- CreateWorkflowJobs stores jobs of workflow_id, one statement per row, all
+-- sent at once: each pending while pending_deps (its dependencies, stored
+-- with CreateJobDeps) is above 0, else queued.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
@@ -27,10 +28,10 @@ VALUES (
     CASE WHEN @pending_deps > 0 THEN 'pending' ELSE 'queued' END
 );
 
--- name: CreateJobDep :exec
--- CreateJobDep records that job runs only after dep finished: after it
--- succeeded, or after any end with run_on_failure. feeds: dep's result
--- becomes job's payload.
+-- name: CreateJobDeps :batchexec
+-- CreateJobDeps records, a statement per row, that job runs only after dep
+-- finished: after it succeeded, or after any end with run_on_failure.
+-- feeds: dep's result becomes job's payload.
 INSERT INTO job_deps (dep, job, run_on_failure, feeds)
 VALUES (@dep, @job, @run_on_failure, @feeds);
 

@@ -12,27 +12,39 @@ INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
 -- GetWorkflow reads a workflow's name.
 SELECT id, name, created_at FROM workflows WHERE id = @id;
 
--- name: CreateWorkflowJob :exec
--- CreateWorkflowJob stores a job of workflow_id: pending while pending_deps
--- (its dependencies, stored next with CreateJobDep) is above 0, else queued.
+-- name: CreateWorkflowJobs :exec
+-- CreateWorkflowJobs stores jobs of workflow_id in one statement, as
+-- CreateJobs does (jobs is a JSON array of one object a job, times as text
+-- with a zone): each pending while pending_deps (its dependencies, stored
+-- with CreateJobDeps) is above 0, else queued. Differs from SQLite, whose
+-- engine has no round trip to save: there it sends a statement per row.
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
     tags, meta, workflow_id, pending_deps, status
 )
-VALUES (
-    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now::timestamptz,
-    @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
-    @sequence_blocks, @tags, sqlc.narg(meta), @workflow_id, @pending_deps,
-    CASE WHEN @pending_deps > 0 THEN 'pending' ELSE 'queued' END
+SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
+    job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta,
+    @workflow_id, job.pending_deps,
+    CASE WHEN job.pending_deps > 0 THEN 'pending' ELSE 'queued' END
+FROM jsonb_to_recordset(@jobs::jsonb) AS job(
+    id text, kind text, queue text, priority integer, payload text, max_attempts integer,
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
+    partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text,
+    pending_deps integer
 );
 
--- name: CreateJobDep :exec
--- CreateJobDep records that job runs only after dep finished: after it
--- succeeded, or after any end with run_on_failure. feeds: dep's result
--- becomes job's payload.
+-- name: CreateJobDeps :exec
+-- CreateJobDeps records, in one statement, that each job runs only after its
+-- dep finished: after it succeeded, or after any end with run_on_failure;
+-- feeds: dep's result becomes job's payload. deps is a JSON array of one
+-- object an edge. Differs from SQLite as CreateWorkflowJobs does.
 INSERT INTO job_deps (dep, job, run_on_failure, feeds)
-VALUES (@dep, @job, @run_on_failure, @feeds);
+SELECT edge.dep, edge.job, edge.run_on_failure, edge.feeds
+FROM jsonb_to_recordset(@deps::jsonb) AS edge(
+    dep text, job text, run_on_failure boolean, feeds boolean
+);
 
 -- name: GetDepState :one
 -- GetDepState reads what a dependency's dependents need to know of it.

@@ -15,7 +15,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from typing_extensions import Unpack
 
 from jobtable._engines.rows import NewJob
-from jobtable._engines.workflow_queries import WorkflowQueries
+from jobtable._engines.workflow_queries import JobDep, WorkflowJob, WorkflowQueries
 from jobtable._enqueue import Binding, Named, astore_jobs, store_jobs
 from jobtable._kind import Kind
 from jobtable._options import EnqueueOptions
@@ -299,21 +299,18 @@ class StoreWorkflow:
     def __call__(self, q: WorkflowQueries) -> None:
         if self.create:
             q.create_workflow(id=self.workflow_id, name=self.name, now=self.now)
-        for kind, job, after, fed in self.jobs:
-            q.insert_workflow_job(
-                kind=kind,
-                job=job,
-                now=self.now,
-                workflow_id=self.workflow_id,
-                pending_deps=len(after),
-            )
-            for i, dep in enumerate(after):
-                q.create_job_dep(
-                    dep=dep.node.id,
-                    job=job.id,
-                    run_on_failure=dep.on_failure == "run",
-                    feeds=fed and i == 0,
-                )
+        q.insert_workflow_jobs(
+            workflow_id=self.workflow_id,
+            jobs=[WorkflowJob(kind, job, len(after)) for kind, job, after, _ in self.jobs],
+            now=self.now,
+        )
+        q.create_job_deps(
+            deps=[
+                JobDep(dep.node.id, job.id, dep.on_failure == "run", fed and i == 0)
+                for _, job, after, fed in self.jobs
+                for i, dep in enumerate(after)
+            ]
+        )
 
 
 class FanOut(Workflow):

@@ -21,6 +21,23 @@ class DependencyRow(NamedTuple):
     run_on_failure: bool
 
 
+class WorkflowJob(NamedTuple):
+    """A job of a workflow to store: its kind, the job, and how many dependencies it waits for."""
+
+    kind: str
+    job: NewJob
+    pending_deps: int
+
+
+class JobDep(NamedTuple):
+    """A dependency to store: job waits for dep; feeds: dep's result is job's payload."""
+
+    dep: str
+    job: str
+    run_on_failure: bool
+    feeds: bool
+
+
 class JobWorkflowRow(NamedTuple):
     """A job's workflow (id and name, None for none) and the dependency that cancelled it."""
 
@@ -40,14 +57,14 @@ class WorkflowQueries(Protocol):
         """The workflow's name, None for an unknown id."""
         ...
 
-    def insert_workflow_job(
-        self, *, kind: str, job: NewJob, now: str, workflow_id: str, pending_deps: int
+    def insert_workflow_jobs(
+        self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
     ) -> None:
-        """Stores a job of workflow_id, pending while pending_deps is above 0."""
+        """Stores jobs of workflow_id, each pending while its pending_deps is above 0."""
         ...
 
-    def create_job_dep(self, *, dep: str, job: str, run_on_failure: bool, feeds: bool) -> None:
-        """Records that job waits for dep."""
+    def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:
+        """Records that each edge's job waits for its dep."""
         ...
 
     def dep_state(self, *, id: str) -> tuple[str, str | None] | None:

@@ -1,15 +1,21 @@
 """The PostgreSQL engine's workflow queries in the shape of the seam's ``WorkflowQueries``."""
 
 from collections.abc import Sequence
+from typing import cast
 
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.job_rows import timed
+from jobtable._engines.postgres.job_rows import zoned
 from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.rows import NewJob
-from jobtable._engines.workflow_queries import DependencyRow, JobWorkflowRow
+from jobtable._engines.workflow_queries import (
+    DependencyRow,
+    JobDep,
+    JobWorkflowRow,
+    WorkflowJob,
+)
 from jobtable.db.postgres import workflows
+from jobtable.db.postgres.models import JSONValue
 
 
 class PostgresWorkflowQueries:
@@ -25,15 +31,24 @@ class PostgresWorkflowQueries:
         row = self._wf.get_workflow(id=id)
         return None if row is None else row.name
 
-    def insert_workflow_job(
-        self, *, kind: str, job: NewJob, now: str, workflow_id: str, pending_deps: int
+    def insert_workflow_jobs(
+        self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
     ) -> None:
-        self._wf.create_workflow_job(
-            **timed(job.fields(kind, now)), workflow_id=workflow_id, pending_deps=pending_deps
-        )
+        # As CreateJobs: the times as the seam's zoned text (see JobRows).
+        moment = zoned(now)
+        rows = [
+            {
+                **w.job.fields(w.kind, moment),
+                "run_at": zoned(w.job.run_at),
+                "pending_deps": w.pending_deps,
+            }
+            for w in jobs
+        ]
+        self._wf.create_workflow_jobs(workflow_id=workflow_id, jobs=cast("JSONValue", rows))
 
-    def create_job_dep(self, *, dep: str, job: str, run_on_failure: bool, feeds: bool) -> None:
-        self._wf.create_job_dep(dep=dep, job=job, run_on_failure=run_on_failure, feeds=feeds)
+    def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:
+        rows = [d._asdict() for d in deps]
+        self._wf.create_job_deps(deps=cast("JSONValue", rows))
 
     def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
         row = self._wf.get_dep_state(id=id)

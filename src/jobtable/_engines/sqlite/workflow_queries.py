@@ -3,8 +3,12 @@
 import sqlite3
 from collections.abc import Sequence
 
-from jobtable._engines.rows import NewJob
-from jobtable._engines.workflow_queries import DependencyRow, JobWorkflowRow
+from jobtable._engines.workflow_queries import (
+    DependencyRow,
+    JobDep,
+    JobWorkflowRow,
+    WorkflowJob,
+)
 from jobtable.db.sqlite import workflows
 
 
@@ -21,16 +25,20 @@ class SQLiteWorkflowQueries:
         row = self._wf.get_workflow(id=id)
         return None if row is None else row.name
 
-    def insert_workflow_job(
-        self, *, kind: str, job: NewJob, now: str, workflow_id: str, pending_deps: int
+    def insert_workflow_jobs(
+        self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
     ) -> None:
-        self._wf.create_workflow_job(
-            **job.fields(kind, now), workflow_id=workflow_id, pending_deps=pending_deps
+        self._wf.create_workflow_jobs(
+            workflows.CreateWorkflowJobsParams(
+                **w.job.fields(w.kind, now), workflow_id=workflow_id, pending_deps=w.pending_deps
+            )
+            for w in jobs
         )
 
-    def create_job_dep(self, *, dep: str, job: str, run_on_failure: bool, feeds: bool) -> None:
-        self._wf.create_job_dep(
-            dep=dep, job=job, run_on_failure=int(run_on_failure), feeds=int(feeds)
+    def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:
+        self._wf.create_job_deps(
+            workflows.CreateJobDepsParams(d.dep, d.job, int(d.run_on_failure), int(d.feeds))
+            for d in deps
         )
 
     def dep_state(self, *, id: str) -> tuple[str, str | None] | None:

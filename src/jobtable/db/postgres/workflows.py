@@ -8,9 +8,11 @@ import dataclasses
 import datetime
 
 import psycopg
+import psycopg.types.json
 from psycopg.rows import TupleRow
 
 from . import models
+from .models import JSONValue
 
 CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (%(id)s, %(name)s, %(now)s)
 """
@@ -18,21 +20,29 @@ CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (%(id)s
 GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = %(id)s
 """
 
-CREATE_WORKFLOW_JOB = """INSERT INTO jobs (
+CREATE_WORKFLOW_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
     tags, meta, workflow_id, pending_deps, status
 )
-VALUES (
-    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s::timestamptz,
-    %(now)s, %(now)s, %(traceparent)s, %(partition_key)s, %(sequence_key)s,
-    %(sequence_blocks)s, %(tags)s, %(meta)s, %(workflow_id)s, %(pending_deps)s,
-    CASE WHEN %(pending_deps)s > 0 THEN 'pending' ELSE 'queued' END
+SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
+    job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta,
+    %(workflow_id)s, job.pending_deps,
+    CASE WHEN job.pending_deps > 0 THEN 'pending' ELSE 'queued' END
+FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
+    id text, kind text, queue text, priority integer, payload text, max_attempts integer,
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
+    partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text,
+    pending_deps integer
 )
 """
 
-CREATE_JOB_DEP = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
-VALUES (%(dep)s, %(job)s, %(run_on_failure)s, %(feeds)s)
+CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT edge.dep, edge.job, edge.run_on_failure, edge.feeds
+FROM jsonb_to_recordset(%(deps)s::jsonb) AS edge(
+    dep text, job text, run_on_failure boolean, feeds boolean
+)
 """
 
 GET_DEP_STATE = """SELECT status, workflow_id FROM jobs WHERE id = %(id)s
@@ -237,72 +247,40 @@ class Querier:
             created_at=row[2],
         )
 
-    def create_workflow_job(
+    def create_workflow_jobs(
         self,
         *,
-        id: str,
-        kind: str,
-        queue: str,
-        priority: int,
-        payload: str,
-        max_attempts: int,
-        timeout: float | None,
-        run_at: datetime.datetime,
-        now: datetime.datetime,
-        traceparent: str | None,
-        partition_key: str | None,
-        sequence_key: str | None,
-        sequence_blocks: bool,
-        tags: str,
-        meta: str | None,
         workflow_id: str | None,
-        pending_deps: int,
+        jobs: JSONValue,
     ) -> None:
-        """CreateWorkflowJob stores a job of workflow_id: pending while pending_deps
-        (its dependencies, stored next with CreateJobDep) is above 0, else queued.
+        """CreateWorkflowJobs stores jobs of workflow_id in one statement, as
+        CreateJobs does (jobs is a JSON array of one object a job, times as text
+        with a zone): each pending while pending_deps (its dependencies, stored
+        with CreateJobDeps) is above 0, else queued. Differs from SQLite, whose
+        engine has no round trip to save: there it sends a statement per row.
         """
         self._conn.execute(
-            CREATE_WORKFLOW_JOB,
+            CREATE_WORKFLOW_JOBS,
             {
-                "id": id,
-                "kind": kind,
-                "queue": queue,
-                "priority": priority,
-                "payload": payload,
-                "max_attempts": max_attempts,
-                "timeout": timeout,
-                "run_at": run_at,
-                "now": now,
-                "traceparent": traceparent,
-                "partition_key": partition_key,
-                "sequence_key": sequence_key,
-                "sequence_blocks": sequence_blocks,
-                "tags": tags,
-                "meta": meta,
                 "workflow_id": workflow_id,
-                "pending_deps": pending_deps,
+                "jobs": psycopg.types.json.Jsonb(jobs),
             },
         )
 
-    def create_job_dep(
+    def create_job_deps(
         self,
         *,
-        dep: str,
-        job: str,
-        run_on_failure: bool,
-        feeds: bool,
+        deps: JSONValue,
     ) -> None:
-        """CreateJobDep records that job runs only after dep finished: after it
-        succeeded, or after any end with run_on_failure. feeds: dep's result
-        becomes job's payload.
+        """CreateJobDeps records, in one statement, that each job runs only after its
+        dep finished: after it succeeded, or after any end with run_on_failure;
+        feeds: dep's result becomes job's payload. deps is a JSON array of one
+        object an edge. Differs from SQLite as CreateWorkflowJobs does.
         """
         self._conn.execute(
-            CREATE_JOB_DEP,
+            CREATE_JOB_DEPS,
             {
-                "dep": dep,
-                "job": job,
-                "run_on_failure": run_on_failure,
-                "feeds": feeds,
+                "deps": psycopg.types.json.Jsonb(deps),
             },
         )
 

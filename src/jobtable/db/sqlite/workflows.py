@@ -6,6 +6,7 @@
 
 import dataclasses
 import sqlite3
+from collections.abc import Iterable
 
 from . import models
 
@@ -15,7 +16,7 @@ CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (?1, ?2
 GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = ?1
 """
 
-CREATE_WORKFLOW_JOB = """INSERT INTO jobs (
+CREATE_WORKFLOW_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
     tags, meta, workflow_id, pending_deps, status
@@ -28,7 +29,7 @@ VALUES (
 )
 """
 
-CREATE_JOB_DEP = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
 VALUES (?1, ?2, ?3, ?4)
 """
 
@@ -107,6 +108,39 @@ JOIN jobs AS ended ON ended.id = d.dep
 WHERE waiting.status = 'pending' AND d.done = 0
     AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled')
 """
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CreateWorkflowJobsParams:
+    """The parameters of one statement of CreateWorkflowJobs."""
+
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    payload: str
+    max_attempts: int
+    timeout: float | None
+    run_at: str
+    now: str
+    traceparent: str | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: int
+    tags: str
+    meta: str | None
+    workflow_id: str | None
+    pending_deps: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CreateJobDepsParams:
+    """The parameters of one statement of CreateJobDeps."""
+
+    dep: str
+    job: str
+    run_on_failure: int
+    feeds: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -229,73 +263,59 @@ class Querier:
             created_at=row[2],
         )
 
-    def create_workflow_job(
+    def create_workflow_jobs(
         self,
-        *,
-        id: str,
-        kind: str,
-        queue: str,
-        priority: int,
-        payload: str,
-        max_attempts: int,
-        timeout: float | None,
-        run_at: str,
-        now: str,
-        traceparent: str | None,
-        partition_key: str | None,
-        sequence_key: str | None,
-        sequence_blocks: int,
-        tags: str,
-        meta: str | None,
-        workflow_id: str | None,
-        pending_deps: int,
+        rows: Iterable[CreateWorkflowJobsParams],
     ) -> None:
-        """CreateWorkflowJob stores a job of workflow_id: pending while pending_deps
-        (its dependencies, stored next with CreateJobDep) is above 0, else queued.
+        """CreateWorkflowJobs stores jobs of workflow_id, one statement per row, all
+        sent at once: each pending while pending_deps (its dependencies, stored
+        with CreateJobDeps) is above 0, else queued.
         """
-        self._conn.execute(
-            CREATE_WORKFLOW_JOB,
-            (
-                id,
-                kind,
-                queue,
-                priority,
-                payload,
-                max_attempts,
-                timeout,
-                run_at,
-                now,
-                traceparent,
-                partition_key,
-                sequence_key,
-                sequence_blocks,
-                tags,
-                meta,
-                workflow_id,
-                pending_deps,
-            ),
+        self._conn.executemany(
+            CREATE_WORKFLOW_JOBS,
+            [
+                (
+                    row.id,
+                    row.kind,
+                    row.queue,
+                    row.priority,
+                    row.payload,
+                    row.max_attempts,
+                    row.timeout,
+                    row.run_at,
+                    row.now,
+                    row.traceparent,
+                    row.partition_key,
+                    row.sequence_key,
+                    row.sequence_blocks,
+                    row.tags,
+                    row.meta,
+                    row.workflow_id,
+                    row.pending_deps,
+                )
+                for row in rows
+            ],
         )
 
-    def create_job_dep(
+    def create_job_deps(
         self,
-        *,
-        dep: str,
-        job: str,
-        run_on_failure: int,
-        feeds: int,
+        rows: Iterable[CreateJobDepsParams],
     ) -> None:
-        """CreateJobDep records that job runs only after dep finished: after it
-        succeeded, or after any end with run_on_failure. feeds: dep's result
-        becomes job's payload.
+        """CreateJobDeps records, a statement per row, that job runs only after dep
+        finished: after it succeeded, or after any end with run_on_failure.
+        feeds: dep's result becomes job's payload.
         """
-        self._conn.execute(
-            CREATE_JOB_DEP,
-            (
-                dep,
-                job,
-                run_on_failure,
-                feeds,
-            ),
+        self._conn.executemany(
+            CREATE_JOB_DEPS,
+            [
+                (
+                    row.dep,
+                    row.job,
+                    row.run_on_failure,
+                    row.feeds,
+                )
+                for row in rows
+            ],
         )
 
     def get_dep_state(
