@@ -46,12 +46,12 @@ class Status(enum.StrEnum):
     workflow is pending until its dependencies let it run (see ``Workflow``).
     """
 
-    PENDING = "pending"
     QUEUED = "queued"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    PENDING = "pending"
 
 
 class CancelResult(enum.StrEnum):
