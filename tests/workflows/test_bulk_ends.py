@@ -57,3 +57,14 @@ def test_a_bulk_cancel_of_dependencies_cancels_their_dependents(store: jobtable.
     assert store.cancel_matching(kind="step").cancelled == 1
     assert store.get(b.id).status is Status.CANCELLED
     assert store.inspect(b.id).cancelled_because == f"dependency {a.id} cancelled"
+
+
+def test_a_bulk_cancel_cancels_pending_jobs_too(store: jobtable.Store) -> None:
+    wf = jobtable.Workflow("bulk")
+    a = wf.add(step, 1)
+    b = wf.add(other, 2, after=[a])
+    c = wf.add(other, 3, after=[b])
+    wf.enqueue(store)
+    assert store.cancel_matching(kind="other").cancelled == 2
+    assert store.get(a.id).status is Status.QUEUED
+    assert {store.get(b.id).status, store.get(c.id).status} == {Status.CANCELLED}

@@ -94,7 +94,7 @@ class DeleteMany:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CancelMatching:
-    """The write that cancels up to batch queued jobs matching the filters (with queued).
+    """The write that cancels up to batch queued or pending jobs matching the filters (with queued).
 
     With requests, it also asks the runners of every matching running job to
     cancel it (those are few: no more than the runners' workers).
@@ -113,6 +113,10 @@ class CancelMatching:
             cancelled = q.cancel_queued_matching(
                 now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch
             )
+            if cancelled < self.batch:
+                cancelled += q.cancel_pending_matching(
+                    now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch - cancelled
+                )
             if cancelled:
                 settle_stranded(q, self.now)
         requested = 0
