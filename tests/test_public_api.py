@@ -61,6 +61,8 @@ EXPECTED = {
     "Dependency",
     "Node",
     "Workflow",
+    "LinkedJob",
+    "WorkflowLinks",
     "NotRunning",
     "PayloadError",
     "ResultError",

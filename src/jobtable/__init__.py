@@ -40,7 +40,9 @@ from jobtable._job import (
     CancelResult,
     Job,
     JobRecord,
+    LinkedJob,
     Status,
+    WorkflowLinks,
 )
 from jobtable._kind import Kind
 from jobtable._labels import Enqueueing
@@ -100,6 +102,7 @@ __all__ = [
     "Kind",
     "KindFigures",
     "KindReport",
+    "LinkedJob",
     "Node",
     "NotRunning",
     "Partition",
@@ -130,6 +133,7 @@ __all__ = [
     "Unique",
     "WaitReason",
     "Workflow",
+    "WorkflowLinks",
     "dashboard",
 ]
 

@@ -168,7 +168,7 @@ class JobRecord(BaseModel):
         return None if self.workflow is None else self.workflow.cancelled_because
 
 
-class Linked(BaseModel):
+class LinkedJob(BaseModel):
     """A job at the other end of a dependency: its id, kind and status."""
 
     model_config = ConfigDict(frozen=True)
@@ -190,8 +190,8 @@ class WorkflowLinks(BaseModel):
 
     id: str
     name: str
-    dependencies: list[Linked] = []
-    dependents: list[Linked] = []
+    dependencies: list[LinkedJob] = []
+    dependents: list[LinkedJob] = []
     cancelled_because: str | None = None
 
 

@@ -16,7 +16,7 @@ from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
 from jobtable._errors import JobNotFound
 from jobtable._flow import WaitReason, wait_reason
-from jobtable._job import CancelResult, Linked, Status, WorkflowLinks
+from jobtable._job import CancelResult, LinkedJob, Status, WorkflowLinks
 from jobtable._values import unstorable
 
 
@@ -90,9 +90,9 @@ def workflow_links(q: Queries, job_id: str) -> WorkflowLinks | None:
     return WorkflowLinks(
         id=found.workflow_id,
         name=found.workflow_name or "",
-        dependencies=[Linked(id=d.id, kind=d.kind, status=Status(d.status)) for d in deps],
+        dependencies=[LinkedJob(id=d.id, kind=d.kind, status=Status(d.status)) for d in deps],
         dependents=[
-            Linked(id=d.id, kind=d.kind, status=Status(d.status))
+            LinkedJob(id=d.id, kind=d.kind, status=Status(d.status))
             for d in q.list_dependents(dep=job_id)
         ],
         cancelled_because=reason,
