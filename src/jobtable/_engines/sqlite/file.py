@@ -11,7 +11,7 @@ import stat
 import time
 from pathlib import Path
 
-from jobtable._engines.sqlite.catalog import describe as _describe
+from jobtable._engines.sqlite.catalog import describe
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.upgrade_steps import UPGRADES as _UPGRADES
 from jobtable._engines.tables import Table, tables_refusal
@@ -118,6 +118,10 @@ def _check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) ->
                     "that jobtable did not create"
                 )
     return version
+
+
+def _describe(conn: sqlite3.Connection, table: str) -> Table:
+    return describe(conn, table)
 
 
 @functools.cache
