@@ -97,6 +97,7 @@ class Workflow:
         self.id = new_id()
         """The workflow's id, as its jobs' records hold it."""
         self._steps: list[_Step] = []
+        self._nodes: dict[str, Node[Any, Any]] = {}
         self._stored = False
 
     def __repr__(self) -> str:
@@ -159,6 +160,7 @@ class Workflow:
             unique_deps.setdefault(dep.node.id, dep)
         node: Node[Any, Any] = Node(self, kind.name, new_id())
         self._steps.append(_Step(node, kind, payload, tuple(unique_deps.values()), options))
+        self._nodes[node.id] = node
         self._added()
         return node
 
@@ -183,7 +185,7 @@ class Workflow:
 
     def _has(self, node: Node[Any, Any]) -> bool:
         """Whether node was added to this workflow."""
-        return any(step.node is node for step in self._steps)
+        return self._nodes.get(node.id) is node
 
     def _encoded(
         self, step: _Step, binding: Binding, traceparent: str | None, moment: datetime.datetime
@@ -343,7 +345,7 @@ class FanOut(Workflow):
             moment = self._binding_.store.clock()
             self._new.append(self._encoded(self._steps[-1], self._binding_, None, moment))
         except BaseException:
-            self._steps.pop()
+            del self._nodes[self._steps.pop().node.id]
             raise
 
     def __call__(self, q: WorkflowQueries) -> None:
