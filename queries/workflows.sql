@@ -138,3 +138,14 @@ JOIN job_deps AS d ON d.job = waiting.id
 JOIN jobs AS ended ON ended.id = d.dep
 WHERE waiting.status = 'pending' AND d.done = 0
     AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled');
+
+-- name: ListRevivable :many
+-- ListRevivable lists the jobs a dependency's end cancelled whose dependency
+-- is queued or pending again (a bulk retry requeued it): each is revived as
+-- ReviveDependents revives a retried job's. It reads the cancelled rows
+-- (jobs_by_status).
+SELECT DISTINCT blocked.blocked_by FROM jobs AS blocked
+JOIN jobs AS dep ON dep.id = blocked.blocked_by
+WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
+    AND blocked.blocked_by IS NOT NULL
+    AND (dep.status = 'queued' OR dep.status = 'pending');

@@ -196,3 +196,16 @@ def test_a_dependency_that_is_no_node_is_refused(store: jobtable.Store) -> None:
     wf = jobtable.Workflow("bad")
     with pytest.raises(TypeError, match="Node or After"):
         wf.add(notify, "b", after=["some-id"])  # type: ignore[list-item]
+
+
+async def test_retrying_failed_jobs_in_bulk_lets_their_cancelled_dependents_run(
+    store: jobtable.Store,
+) -> None:
+    wf = jobtable.Workflow("bulk-again")
+    a = wf.add(boom, "no")
+    b = wf.add(notify, "b", after=[a])
+    c = wf.add(notify, "c", after=[b])
+    wf.enqueue(store)
+    await drain(runner_of(store, []))
+    assert store.retry_failed(kind="boom") == 1
+    assert {store.get(b.id).status, store.get(c.id).status} == {Status.PENDING}

@@ -77,6 +77,9 @@ class RetryFailedJobs:
     def __call__(self, q: Queries) -> int:
         count = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
         if count:
+            # The jobs their failures cancelled wait for them again.
+            for dep in q.revivable_deps():
+                revive_dependents(q, dep, self.now)
             q.wake_runners()
         return count
 

@@ -124,6 +124,13 @@ WHERE waiting.status = 'pending' AND NOT d.done
     AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled')
 """
 
+LIST_REVIVABLE = """SELECT DISTINCT blocked.blocked_by FROM jobs AS blocked
+JOIN jobs AS dep ON dep.id = blocked.blocked_by
+WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
+    AND blocked.blocked_by IS NOT NULL
+    AND (dep.status = 'queued' OR dep.status = 'pending')
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GetDepStateRow:
@@ -195,6 +202,13 @@ class ListStrandedDepsRow:
     """A row that ListStrandedDeps returns."""
 
     dep: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListRevivableRow:
+    """A row that ListRevivable returns."""
+
+    blocked_by: str | None
 
 
 class Querier:
@@ -560,6 +574,24 @@ class Querier:
         return [
             ListStrandedDepsRow(
                 dep=row[0],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_revivable(
+        self,
+    ) -> list[ListRevivableRow]:
+        """ListRevivable lists the jobs a dependency's end cancelled whose dependency
+        is queued or pending again (a bulk retry requeued it): each is revived as
+        ReviveDependents revives a retried job's. It reads the cancelled rows
+        (jobs_by_status).
+        """
+        cur = self._conn.execute(
+            LIST_REVIVABLE,
+        )
+        return [
+            ListRevivableRow(
+                blocked_by=row[0],
             )
             for row in cur.fetchall()
         ]
