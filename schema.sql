@@ -171,6 +171,14 @@ CREATE TABLE job_deps (
 ) WITHOUT ROWID;
 -- A job's dependencies are found by job.
 CREATE INDEX job_deps_job ON job_deps (job);
+-- A deleted job of a workflow takes its edges with it, both ways: pruning
+-- and delete need no change, and jobs of no workflow pay only the trigger's
+-- condition.
+CREATE TRIGGER jobs_deps_delete AFTER DELETE ON jobs WHEN old.workflow_id IS NOT NULL
+BEGIN
+    DELETE FROM job_deps WHERE job = old.id;
+    DELETE FROM job_deps WHERE dep = old.id;
+END;
 
 -- job_tags lists each tagged job under each of its tags, so that a listing
 -- by tag reads one index range in seq order (ListJobsByTag) at any table

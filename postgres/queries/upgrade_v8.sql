@@ -36,3 +36,22 @@ CREATE TABLE job_deps (
 
 -- name: CreateJobDepsJobIndexV8 :exec
 CREATE INDEX job_deps_job ON job_deps (job);
+
+-- name: CreateDeleteDepsFunctionV8 :exec
+CREATE FUNCTION jobtable_delete_deps() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.job = deleted.id;
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.dep = deleted.id;
+    RETURN NULL;
+END
+$$;
+
+-- name: CreateDeleteDepsTriggerV8 :exec
+CREATE TRIGGER jobs_delete_deps AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_deps();

@@ -1,5 +1,7 @@
 """Writes that end jobs in bulk, knowing nothing of workflows, still settle their dependents."""
 
+import contextlib
+import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -68,3 +70,34 @@ def test_a_bulk_cancel_cancels_pending_jobs_too(store: jobtable.Store) -> None:
     assert store.cancel_matching(kind="other").cancelled == 2
     assert store.get(a.id).status is Status.QUEUED
     assert {store.get(b.id).status, store.get(c.id).status} == {Status.CANCELLED}
+
+
+def edges(store_target: str) -> int:
+    """How many rows job_deps holds, read straight from the database."""
+    if store_target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store_target) as conn:
+            row = conn.execute("SELECT count(*) FROM job_deps").fetchone()
+    else:
+        with contextlib.closing(sqlite3.connect(store_target)) as conn:
+            row = conn.execute("SELECT count(*) FROM job_deps").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_deleted_job_of_a_workflow_takes_its_edges_with_it(
+    store: jobtable.Store, store_target: str
+) -> None:
+    wf = jobtable.Workflow("gone")
+    a = wf.add(step, 1)
+    b = wf.add(other, 2, after=[a])
+    c = wf.add(other, 3, after=[a])
+    wf.enqueue(store)
+    assert edges(store_target) == 2
+    store.cancel_workflow(wf.id)
+    store.delete(b.id)
+    assert edges(store_target) == 1
+    store.delete(a.id)
+    assert edges(store_target) == 0
+    assert store.get(c.id).status is Status.CANCELLED

@@ -109,3 +109,5 @@ def upgrade_to_v8(conn: _Connection) -> None:
     q.create_workflows_table_v8()
     q.create_job_deps_table_v8()
     q.create_job_deps_job_index_v8()
+    q.create_delete_deps_function_v8()
+    q.create_delete_deps_trigger_v8()

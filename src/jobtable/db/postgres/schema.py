@@ -359,6 +359,26 @@ CREATE TRIGGER jobs_delete_steps AFTER DELETE ON jobs
 REFERENCING OLD TABLE AS deleted
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_steps();
 
+-- jobtable_delete_deps deletes the edges (job_deps) of the deleted jobs of
+-- workflows, both ways, once per statement over its transition table
+-- (schema version 8).
+CREATE FUNCTION jobtable_delete_deps() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.job = deleted.id;
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.dep = deleted.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_delete_deps AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_deps();
+
 -- jobtable_listen makes the calling session LISTEN on the channel of the
 -- jobtable tables in its current schema, and returns the channel's name.
 -- LISTEN takes no parameters, so the name is quoted here, keeping SQL out of

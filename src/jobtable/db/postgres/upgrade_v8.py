@@ -40,6 +40,25 @@ CREATE_JOB_DEPS_TABLE_V8 = """CREATE TABLE job_deps (
 CREATE_JOB_DEPS_JOB_INDEX_V8 = """CREATE INDEX job_deps_job ON job_deps (job)
 """
 
+CREATE_DELETE_DEPS_FUNCTION_V8 = """CREATE FUNCTION jobtable_delete_deps() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.job = deleted.id;
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.dep = deleted.id;
+    RETURN NULL;
+END
+$$
+"""
+
+CREATE_DELETE_DEPS_TRIGGER_V8 = """CREATE TRIGGER jobs_delete_deps AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_deps()
+"""
+
 
 class Querier:
     """Runs the queries of upgrade_v8.sql on one connection."""
@@ -93,4 +112,18 @@ class Querier:
     ) -> None:
         self._conn.execute(
             CREATE_JOB_DEPS_JOB_INDEX_V8,
+        )
+
+    def create_delete_deps_function_v8(
+        self,
+    ) -> None:
+        self._conn.execute(
+            CREATE_DELETE_DEPS_FUNCTION_V8,
+        )
+
+    def create_delete_deps_trigger_v8(
+        self,
+    ) -> None:
+        self._conn.execute(
+            CREATE_DELETE_DEPS_TRIGGER_V8,
         )
