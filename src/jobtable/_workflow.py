@@ -210,22 +210,26 @@ class Workflow:
         jobs = [self._encoded(step, binding, traceparent, moment) for step in self._steps]
         return StoreWorkflow(self.id, self.name, jobs, timestamp(moment))
 
-    def enqueue(self, store: Store) -> str:
+    def enqueue(self, store: Store, *, conn: object = None) -> str:
         """Stores every job of the workflow in one transaction and returns the workflow's id.
 
         Raises PayloadError (a payload that does not fit its kind), TypeError
         or ValueError (a bad option) before anything is stored; either every
-        job is stored or none is. A workflow is stored once.
+        job is stored or none is. A workflow is stored once. With ``conn=``,
+        the application's own connection, the jobs join its transaction as
+        ``Kind.enqueue``'s do: they exist if and only if it commits.
         """
         binding = self._binding(store)
-        store_jobs(binding, self.name, "enqueue", lambda tp: self._write(binding, tp), None)
+        write = lambda tp: self._write(binding, tp)  # noqa: E731
+        store_jobs(binding, self.name, "enqueue", write, conn)
         self._stored = True
         return self.id
 
-    async def aenqueue(self, store: Store) -> str:
+    async def aenqueue(self, store: Store, *, conn: object = None) -> str:
         """The async form of enqueue."""
         binding = self._binding(store)
-        await astore_jobs(binding, self.name, "enqueue", lambda tp: self._write(binding, tp), None)
+        write = lambda tp: self._write(binding, tp)  # noqa: E731
+        await astore_jobs(binding, self.name, "enqueue", write, conn)
         self._stored = True
         return self.id
 

@@ -1,5 +1,7 @@
 """Workflows on both engines: order, fan-in, failure, opt-in, payload from result, bad input."""
 
+import pathlib
+import sqlite3
 from collections.abc import Iterator
 
 import pydantic
@@ -209,3 +211,24 @@ async def test_retrying_failed_jobs_in_bulk_lets_their_cancelled_dependents_run(
     await drain(runner_of(store, []))
     assert store.retry_failed(kind="boom") == 1
     assert {store.get(b.id).status, store.get(c.id).status} == {Status.PENDING}
+
+
+def test_a_workflow_joins_the_application_s_transaction_and_rolls_back_with_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    path = tmp_path / "app.db"
+    with jobtable.Store.open(path) as store:
+        kept = jobtable.Workflow("kept")
+        a = kept.add(fetch, "x")
+        b = kept.add(notify, "b", after=[a])
+        conn = sqlite3.connect(path)
+        with conn:
+            kept.enqueue(store, conn=conn)
+        assert store.get(b.id).status is Status.PENDING
+        dropped = jobtable.Workflow("dropped")
+        c = dropped.add(fetch, "y")
+        dropped.enqueue(store, conn=conn)
+        conn.rollback()  # the application's transaction fails
+        conn.close()
+        with pytest.raises(jobtable.JobNotFound):
+            store.get(c.id)
