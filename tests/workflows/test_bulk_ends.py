@@ -101,3 +101,14 @@ def test_a_deleted_job_of_a_workflow_takes_its_edges_with_it(
     store.delete(a.id)
     assert edges(store_target) == 0
     assert store.get(c.id).status is Status.CANCELLED
+
+
+def test_deleting_a_dependency_that_never_ran_cancels_its_dependents(
+    store: jobtable.Store,
+) -> None:
+    wf = jobtable.Workflow("deleted")
+    a = wf.add(step, 1)
+    b = wf.add(other, 2, after=[a])
+    wf.enqueue(store)
+    store.delete(a.id)
+    assert store.get(b.id).status is Status.CANCELLED

@@ -22,8 +22,8 @@ def settle_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
     turn, transitively.
     """
     state = q.dep_state(id=job_id)
-    if state is None or state[0] not in _ENDED:
-        return
+    if state is None or state[0] not in _ENDED or state[1] is None:
+        return  # a job of no workflow has no dependents
     todo = [(job_id, state[0] == "succeeded")]
     released = 0
     while todo:

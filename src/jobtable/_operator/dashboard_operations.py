@@ -81,12 +81,13 @@ class DeleteMany:
     """The write that deletes each job of ids as ``Store.delete`` does; unknown ids are left out."""
 
     ids: tuple[str, ...]
+    now: str
 
     def __call__(self, q: Queries) -> dict[str, DeleteResult]:
         results: dict[str, DeleteResult] = {}
         for job_id in self.ids:
             try:
-                results[job_id] = DeleteJob(job_id)(q)
+                results[job_id] = DeleteJob(job_id, self.now)(q)
             except JobNotFound:
                 continue
         return results

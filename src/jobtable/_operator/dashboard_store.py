@@ -142,11 +142,13 @@ class DashboardOperations:
         Returns each one's result; ids no job has are left out. At most 1000
         ids; raises TypeError or ValueError otherwise, and nothing changes.
         """
-        return self.engine.write(DeleteMany(_ids("delete_many", job_ids)))
+        return self.engine.write(DeleteMany(_ids("delete_many", job_ids), timestamp(self.clock())))
 
     async def adelete_many(self, job_ids: Iterable[str]) -> dict[str, DeleteResult]:
         """The async form of delete_many."""
-        return await self.engine.awrite(DeleteMany(_ids("delete_many", job_ids)))
+        return await self.engine.awrite(
+            DeleteMany(_ids("delete_many", job_ids), timestamp(self.clock()))
+        )
 
     def cancel_matching(
         self,

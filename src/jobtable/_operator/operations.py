@@ -91,16 +91,23 @@ class DeleteJob:
     a claim made running meanwhile is kept.
     """
 
-    __slots__ = ("job_id",)
+    __slots__ = ("job_id", "now")
 
-    def __init__(self, job_id: str) -> None:
+    def __init__(self, job_id: str, now: str) -> None:
         if not isinstance(job_id, str):
             raise TypeError(f"job id is {type(job_id).__name__}, want str")
         self.job_id = job_id
+        self.now = now
 
     def __call__(self, q: Queries) -> DeleteResult:
-        if lock_job(q, self.job_id) is Status.RUNNING:
+        status = lock_job(q, self.job_id)
+        if status is Status.RUNNING:
             return DeleteResult.RUNNING
+        if status in (Status.QUEUED, Status.PENDING):
+            # A job of a workflow that will never run: its dependents are
+            # settled as if it was cancelled, not left waiting for it.
+            q.cancel_queued_job(now=self.now, id=self.job_id)
+            settle_dependents(q, self.job_id, self.now)
         q.delete_job(id=self.job_id)
         return DeleteResult.DELETED
 
