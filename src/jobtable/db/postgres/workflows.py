@@ -58,7 +58,7 @@ SET pending_deps = pending_deps - 1,
     status = CASE WHEN status = 'pending' AND pending_deps = 1 THEN 'queued' ELSE status END,
     scheduled = CASE WHEN status = 'pending' AND pending_deps = 1 THEN run_at > %(now)s::timestamptz
         ELSE scheduled END,
-    updated_at = %(now)s
+    updated_at = CASE WHEN status = 'pending' AND pending_deps = 1 THEN %(now)s ELSE updated_at END
 WHERE id IN (
     SELECT job FROM job_deps
     WHERE dep = %(dep)s AND NOT done AND (%(succeeded)s::boolean OR run_on_failure)
@@ -344,7 +344,10 @@ class Querier:
         """ReleaseDependents counts dep's end for each dependent it counts for (any
         dependent when it succeeded, else those with run_on_failure) and not yet
         counted: a pending job whose count reaches 0 is queued, ready at once or
-        at its run_at. MarkDepsDone must follow in the same transaction.
+        at its run_at. MarkDepsDone must follow in the same transaction. Until
+        then only pending_deps changes, which no index holds: on PostgreSQL the
+        update of a wide fan-in's row stays HOT, adding no index entry at each of
+        its dependencies' ends.
         """
         cur = self._conn.execute(
             RELEASE_DEPENDENTS,
