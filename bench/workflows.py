@@ -20,6 +20,10 @@ the enqueue is timed apart (enqueue of the chain against N plain enqueues).
     .venv/bin/python -m bench.workflows                  # N = 1,000 chain, 10,000 fan-out; 3 rounds
     .venv/bin/python -m bench.workflows --quick          # N = 200 and 1,000; 1 round
     .venv/bin/python -m bench.workflows --engine sqlite  # or postgres, or all (the default)
+    .venv/bin/python -m bench.workflows --plain 1000 --engine sqlite
+        # only N plain jobs' drain, wall and CPU per job: run it under another
+        # revision's src (git archive REV src | tar -x -C DIR; PYTHONPATH=DIR/src)
+        # alternately with this one's to compare the plain path
 """
 
 import argparse
@@ -110,6 +114,16 @@ def _store(engine: str) -> Iterator[jobtable.Store]:
         yield store
 
 
+async def _plain(store: jobtable.Store, count: int) -> str:
+    """N plain jobs' drain: wall and CPU time per job, in microseconds."""
+    runner = _runner(store)
+    step.enqueue_many(store, range(count))
+    wall, cpu = time.perf_counter(), time.process_time()
+    await drain(runner, max_runs=count + 1)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return f"plain drain: wall {wall / count * 1e6:.0f} µs, cpu {cpu / count * 1e6:.0f} µs a job"
+
+
 def _report(engine: str, rounds: list[dict[str, float]], chain: int, fan: int) -> str:
     median = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     lines = [
@@ -135,11 +149,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--engine", choices=["sqlite", "postgres", "all"], default="all")
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--plain", type=int, default=None, help="only N plain jobs' drain")
     args = parser.parse_args()
     chain, fan = (200, 1_000) if args.quick else (1_000, 10_000)
     rounds = args.rounds or (1 if args.quick else 3)
     engines = ["sqlite", "postgres"] if args.engine == "all" else [args.engine]
     for engine in engines:
+        if args.plain:
+            with _store(engine) as store:
+                print(engine, asyncio.run(_plain(store, args.plain)))
+            continue
         figures = []
         for _ in range(rounds):
             with _store(engine) as store:
