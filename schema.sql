@@ -16,9 +16,11 @@ CREATE TABLE jobs (
     -- priority orders the ready jobs of a queue: lower first, then by seq.
     priority INTEGER NOT NULL DEFAULT 0,
     -- A job moves queued -> running -> succeeded, failed or cancelled; a
-    -- failed attempt with attempts left moves it back to queued.
+    -- failed attempt with attempts left moves it back to queued. A job of a
+    -- workflow with dependencies starts pending, and moves to queued when the
+    -- last of them finishes (schema version 8).
     status TEXT NOT NULL DEFAULT 'queued'
-        CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+        CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'pending')),
     -- payload and result are JSON text written by the runner from typed data.
     payload TEXT NOT NULL,
     result TEXT,
@@ -82,7 +84,15 @@ CREATE TABLE jobs (
     -- small JSON object set at enqueue, or null: context for the handler and
     -- the hooks, never a secret (schema version 6).
     tags TEXT NOT NULL DEFAULT '[]',
-    meta TEXT
+    meta TEXT,
+    -- workflow_id names the job's workflow (see workflows), or is null.
+    -- pending_deps counts the job's dependencies (job_deps) not yet done:
+    -- the job leaves pending for queued when it reaches 0. blocked_by is the
+    -- dependency whose failure or cancel cancelled the job, which a retry of
+    -- that dependency puts back to pending (schema version 8).
+    workflow_id TEXT,
+    pending_deps INTEGER NOT NULL DEFAULT 0,
+    blocked_by TEXT
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue
@@ -133,6 +143,42 @@ CREATE INDEX jobs_partition ON jobs (queue, partition_key, priority, seq)
 -- version 4).
 CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
+
+-- A workflow's jobs, in enqueue order; jobs of no workflow are not in it,
+-- and its key never changes after the insert (schema version 8).
+CREATE INDEX jobs_workflow ON jobs (workflow_id, seq) WHERE workflow_id IS NOT NULL;
+
+-- workflows names each workflow; its jobs hold its id (schema version 8).
+CREATE TABLE workflows (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- job_deps holds one row per dependency: job runs only after dep finished
+-- (succeeded, or ended in any way when run_on_failure is set). feeds marks
+-- the dependency whose result becomes job's payload. done is set when dep
+-- finished in a way that counts, in the transaction that records it, and
+-- never cleared, so no finish is counted twice (schema version 8). Rows are
+-- written only for jobs of workflows: other jobs cost nothing.
+CREATE TABLE job_deps (
+    dep TEXT NOT NULL,
+    job TEXT NOT NULL,
+    run_on_failure INTEGER NOT NULL DEFAULT 0,
+    feeds INTEGER NOT NULL DEFAULT 0,
+    done INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (dep, job)
+) WITHOUT ROWID;
+-- A job's dependencies are found by job.
+CREATE INDEX job_deps_job ON job_deps (job);
+-- A deleted job of a workflow takes its edges with it, both ways: pruning
+-- and delete need no change, and jobs of no workflow pay only the trigger's
+-- condition.
+CREATE TRIGGER jobs_deps_delete AFTER DELETE ON jobs WHEN old.workflow_id IS NOT NULL
+BEGIN
+    DELETE FROM job_deps WHERE job = old.id;
+    DELETE FROM job_deps WHERE dep = old.id;
+END;
 
 -- job_tags lists each tagged job under each of its tags, so that a listing
 -- by tag reads one index range in seq order (ListJobsByTag) at any table

@@ -19,10 +19,12 @@ CREATE TABLE jobs (
     -- priority orders the ready jobs of a queue: lower first, then by seq.
     priority integer NOT NULL DEFAULT 0,
     -- A job moves queued -> running -> succeeded, failed or cancelled; a
-    -- failed attempt with attempts left moves it back to queued.
+    -- failed attempt with attempts left moves it back to queued. A job of a
+    -- workflow with dependencies starts pending, and moves to queued when the
+    -- last of them finishes (schema version 8).
     status text NOT NULL DEFAULT 'queued'
         CONSTRAINT jobs_status_check
-        CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+        CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled', 'pending')),
     -- payload and result are JSON text written by the runner from typed data.
     -- text, not jsonb: the runner writes and reads JSON text, so text costs no
     -- parse on enqueue and no re-serialization on claim, round-trips exactly,
@@ -90,7 +92,15 @@ CREATE TABLE jobs (
     -- small JSON object set at enqueue, or null: context for the handler and
     -- the hooks, never a secret. Both text, as payload is (schema version 6).
     tags text NOT NULL DEFAULT '[]',
-    meta text
+    meta text,
+    -- workflow_id names the job's workflow (see workflows), or is null.
+    -- pending_deps counts the job's dependencies (job_deps) not yet done:
+    -- the job leaves pending for queued when it reaches 0. blocked_by is the
+    -- dependency whose failure or cancel cancelled the job, which a retry of
+    -- that dependency puts back to pending (schema version 8).
+    workflow_id text,
+    pending_deps integer NOT NULL DEFAULT 0,
+    blocked_by text
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue
@@ -135,6 +145,34 @@ CREATE INDEX jobs_partition ON jobs (queue, partition_key, priority, seq)
 -- version 4).
 CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
+
+-- A workflow's jobs, in enqueue order; jobs of no workflow are not in it,
+-- and its key never changes after the insert (schema version 8).
+CREATE INDEX jobs_workflow ON jobs (workflow_id, seq) WHERE workflow_id IS NOT NULL;
+
+-- workflows names each workflow; its jobs hold its id (schema version 8).
+CREATE TABLE workflows (
+    id text PRIMARY KEY,
+    name text NOT NULL,
+    created_at timestamptz NOT NULL
+);
+
+-- job_deps holds one row per dependency: job runs only after dep finished
+-- (succeeded, or ended in any way when run_on_failure is set). feeds marks
+-- the dependency whose result becomes job's payload. done is set when dep
+-- finished in a way that counts, in the transaction that records it, and
+-- never cleared, so no finish is counted twice (schema version 8). Rows are
+-- written only for jobs of workflows: other jobs cost nothing.
+CREATE TABLE job_deps (
+    dep text NOT NULL,
+    job text NOT NULL,
+    run_on_failure boolean NOT NULL DEFAULT false,
+    feeds boolean NOT NULL DEFAULT false,
+    done boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (dep, job)
+);
+-- A job's dependencies are found by job.
+CREATE INDEX job_deps_job ON job_deps (job);
 
 -- job_tags lists each tagged job under each of its tags, so that a listing
 -- by tag reads one index range in seq order (ListJobsByTag) at any table
@@ -314,6 +352,26 @@ $$;
 CREATE TRIGGER jobs_delete_steps AFTER DELETE ON jobs
 REFERENCING OLD TABLE AS deleted
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_steps();
+
+-- jobtable_delete_deps deletes the edges (job_deps) of the deleted jobs of
+-- workflows, both ways, once per statement over its transition table
+-- (schema version 8).
+CREATE FUNCTION jobtable_delete_deps() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.job = deleted.id;
+    DELETE FROM job_deps USING deleted
+    WHERE deleted.workflow_id IS NOT NULL AND job_deps.dep = deleted.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_delete_deps AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_deps();
 
 -- jobtable_listen makes the calling session LISTEN on the channel of the
 -- jobtable tables in its current schema, and returns the channel's name.

@@ -71,6 +71,21 @@ WHERE seq IN (
     ORDER BY seq LIMIT @max_jobs
 );
 
+-- name: CancelPendingMatching :execrows
+-- CancelPendingMatching cancels up to max_jobs pending jobs (of workflows,
+-- waiting for dependencies), oldest first, that
+-- match each filter given (a null filter matches all), as CancelQueuedJob
+-- cancels one. It reads the pending rows (jobs_by_status, which needs the
+-- "status <> 'running'" to be chosen).
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE seq IN (
+    SELECT seq FROM jobs
+    WHERE status = 'pending' AND status <> 'running'
+        AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+        AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+    ORDER BY seq LIMIT @max_jobs
+);
+
 -- name: RequestCancelMatching :execrows
 -- RequestCancelMatching asks the runners holding the running jobs that match
 -- each filter given to cancel them, as RequestCancel asks for one. The

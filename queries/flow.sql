@@ -42,7 +42,8 @@ WHERE seq IN (
         ), CAST(@max_jobs AS INTEGER))
     ))
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id;
 
 -- name: PickPartitionedJobs :many
 -- PickPartitionedJobs picks the jobs a claim takes, as ClaimLimitedJobs does, for a queue with a partition
@@ -145,7 +146,8 @@ UPDATE jobs
 SET status = 'running', runner = @runner, attempt = attempt + 1,
     started_at = @now, updated_at = @now
 WHERE seq = @seq AND status = 'queued'
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id;
 
 -- name: RecordStart :exec
 -- RecordStart records the start of one attempt of a job of a rate-limited queue.

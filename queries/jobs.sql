@@ -81,7 +81,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id;
 
 -- name: ClaimNextJobOfKinds :many
 -- ClaimNextJobOfKinds is ClaimNextJob for a runner that claims only the
@@ -108,7 +109,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key;
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id;
 
 -- name: NextRunAt :one
 -- NextRunAt returns the earliest run_at among the scheduled jobs of queue:
@@ -251,9 +253,10 @@ WHERE status = 'running' AND runner = @runner AND cancel_requested;
 SELECT status FROM jobs WHERE id = @id;
 
 -- name: CancelQueuedJob :execrows
--- CancelQueuedJob cancels a job that is still queued.
+-- CancelQueuedJob cancels a job that is still queued, or pending (a job of
+-- a workflow waiting for its dependencies).
 UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
-WHERE id = @id AND status = 'queued';
+WHERE id = @id AND (status = 'queued' OR status = 'pending');
 
 -- name: RequestCancel :execrows
 -- RequestCancel asks the runner holding a running job to cancel it.

@@ -227,7 +227,9 @@ def test_a_cancel_that_meets_a_delete_raises_job_not_found(
     job_id = ping.enqueue(store, 1)
     store.cancel(job_id)
     with pytest.raises(jobtable.JobNotFound):
-        interleave(holder, pool, job_id, DeleteJob(job_id), lambda: store.cancel(job_id))
+        interleave(
+            holder, pool, job_id, DeleteJob(job_id, store.now()), lambda: store.cancel(job_id)
+        )
 
 
 # The completer's outcomes against a cancel.

@@ -177,10 +177,12 @@ def test_opening_a_current_store_reads_one_catalog_query_per_table(
     monkeypatch.setattr(file, "_describe", describe)
     jobtable.Store.open(path).close()
     assert sorted(described) == [
+        "job_deps",
         "job_steps",
         "job_tags",
         "jobs",
         "queue_starts",
         "queues",
         "runners",
+        "workflows",
     ]

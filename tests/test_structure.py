@@ -38,6 +38,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._enqueue",
         "jobtable._kind",
         "jobtable._wait",
+        "jobtable._workflow",
         "jobtable._labels",
         "jobtable._operator",
     ),

@@ -6,9 +6,11 @@
 -- allowed max_attempts more claims: attempt keeps counting claims, since it
 -- fences every write a worker makes. Its error history is kept; its error,
 -- result and cancel request are cleared. A unique job whose key another job
--- holds now (see jobs_unique) is left as it is.
+-- holds now (see jobs_unique) is left as it is. A job of a workflow whose
+-- dependencies have not all ended goes back to pending.
 UPDATE jobs
-SET status = 'queued', error = NULL, result = NULL, cancel_requested = false,
+SET status = CASE WHEN pending_deps > 0 THEN 'pending' ELSE 'queued' END,
+    error = NULL, result = NULL, cancel_requested = false, blocked_by = NULL,
     max_attempts = attempt + max_attempts, run_at = @now, scheduled = false, runner = NULL,
     finished_at = NULL, updated_at = @now
 WHERE jobs.id = @id AND jobs.status IN ('failed', 'cancelled')

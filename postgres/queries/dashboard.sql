@@ -71,6 +71,21 @@ WHERE seq IN (
     FOR UPDATE SKIP LOCKED
 );
 
+-- name: CancelPendingMatching :execrows
+-- CancelPendingMatching cancels up to max_jobs pending jobs (of workflows,
+-- waiting for dependencies), oldest first, that
+-- match each filter given (a null filter matches all), as CancelQueuedJob
+-- cancels one.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE seq IN (
+    SELECT j.seq FROM jobs AS j
+    WHERE j.status = 'pending' AND j.status <> 'running'
+        AND (sqlc.narg(kind)::text IS NULL OR j.kind = sqlc.narg(kind))
+        AND (sqlc.narg(queue)::text IS NULL OR j.queue = sqlc.narg(queue))
+    ORDER BY j.seq LIMIT @max_jobs::bigint
+    FOR UPDATE SKIP LOCKED
+);
+
 -- name: RequestCancelMatching :execrows
 -- RequestCancelMatching asks the runners holding the running jobs that match
 -- each filter given to cancel them, as RequestCancel asks for one. The

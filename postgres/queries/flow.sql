@@ -73,7 +73,7 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 ),
 started AS (
     INSERT INTO queue_starts (queue, partition_key, started_at)
@@ -86,7 +86,7 @@ forgotten AS (
         <= statement_timestamp() - make_interval(secs => sqlc.narg(rate_period)::float8)
 )
 SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent,
-    partition_key
+    partition_key, workflow_id
 FROM claimed;
 
 -- name: ClaimPartitionedJobs :many
@@ -193,7 +193,7 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq AND jobs.status = 'queued'
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 ),
 started AS (
     INSERT INTO queue_starts (queue, partition_key, started_at)
@@ -206,7 +206,7 @@ forgotten AS (
         <= statement_timestamp() - make_interval(secs => sqlc.narg(rate_period)::float8)
 )
 SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent,
-    partition_key
+    partition_key, workflow_id
 FROM claimed;
 
 -- name: DeclareQueue :exec

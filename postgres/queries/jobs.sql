@@ -195,13 +195,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished LEFT JOIN ended ON true;
 
 -- name: FinishAndClaimJobsOfKinds :many
@@ -273,13 +274,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished LEFT JOIN ended ON true;
 
 -- name: NextRunAt :one
@@ -436,12 +438,13 @@ WHERE status = 'running' AND runner = @runner AND cancel_requested;
 SELECT status FROM jobs WHERE id = @id FOR UPDATE;
 
 -- name: CancelQueuedJob :execrows
--- CancelQueuedJob cancels a job that is still queued, and notifies its end
--- as FinishAndClaimJobs does (JobsEnded), so a process waiting for it wakes.
+-- CancelQueuedJob cancels a job that is still queued, or pending (a job of
+-- a workflow waiting for its dependencies), and notifies its end as
+-- FinishAndClaimJobs does (JobsEnded), so a process waiting for it wakes.
 -- Differs by necessity from SQLite, which has no NOTIFY: its waiters watch the file.
 WITH cancelled AS (
     UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
-    WHERE id = @id AND status = 'queued'
+    WHERE id = @id AND (status = 'queued' OR status = 'pending')
     RETURNING id
 )
 SELECT pg_notify('jobtable-ended:' || md5(current_schema()),

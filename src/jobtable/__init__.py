@@ -45,7 +45,9 @@ from jobtable._job import (
     Job,
     JobRecord,
     JobStep,
+    LinkedJob,
     Status,
+    WorkflowLinks,
 )
 from jobtable._kind import Kind
 from jobtable._labels import Enqueueing
@@ -68,18 +70,20 @@ from jobtable._operator.models import (
 )
 from jobtable._operator.queues import QueueInfo
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
-from jobtable._runner.context import JobContext
+from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
 from jobtable._runner.runner import Runner
 from jobtable._store import Store
 from jobtable._unique import EnqueueResult, Unique
+from jobtable._workflow import After, Node, Workflow
 
 __all__ = [
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "MESSAGE_PAYLOAD_MISMATCH",
     "MESSAGE_TIMED_OUT",
+    "After",
     "AsyncHandler",
     "AttemptError",
     "AttemptOutcome",
@@ -88,6 +92,7 @@ __all__ = [
     "CallNext",
     "CancelResult",
     "DeleteResult",
+    "Dependency",
     "EnqueueOptions",
     "EnqueueResult",
     "Enqueueing",
@@ -105,6 +110,8 @@ __all__ = [
     "Kind",
     "KindFigures",
     "KindReport",
+    "LinkedJob",
+    "Node",
     "NotRunning",
     "Partition",
     "PayloadError",
@@ -135,6 +142,8 @@ __all__ = [
     "Unique",
     "WaitReason",
     "WaitTimeout",
+    "Workflow",
+    "WorkflowLinks",
     "dashboard",
 ]
 

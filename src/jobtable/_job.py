@@ -2,6 +2,7 @@
 
 import datetime
 import enum
+from collections.abc import Sequence
 from typing import Generic
 
 import pydantic_core
@@ -43,7 +44,8 @@ class Status(enum.StrEnum):
     """The state of a job.
 
     A job moves queued → running → succeeded, failed or cancelled; an attempt
-    that fails while attempts remain moves it back to queued.
+    that fails while attempts remain moves it back to queued. A job of a
+    workflow is pending until its dependencies let it run (see ``Workflow``).
     """
 
     QUEUED = "queued"
@@ -51,6 +53,7 @@ class Status(enum.StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    PENDING = "pending"
 
 
 class CancelResult(enum.StrEnum):
@@ -166,6 +169,54 @@ class JobRecord(BaseModel):
     steps: list[JobStep] = []
     """The job's recorded steps, oldest first (``Store.inspect`` only; empty in listings)."""
 
+    workflow: "WorkflowLinks | None" = None
+    """The job's workflow, dependencies and dependents (``Store.inspect`` only; None otherwise)."""
+
+    @property
+    def workflow_id(self) -> str | None:
+        """The id of the job's workflow, None for a job of none (or a listing's record)."""
+        return None if self.workflow is None else self.workflow.id
+
+    @property
+    def workflow_name(self) -> str | None:
+        """The name of the job's workflow, None for a job of none (or a listing's record)."""
+        return None if self.workflow is None else self.workflow.name
+
+    @property
+    def cancelled_because(self) -> str | None:
+        """Why a dependency's end cancelled the job: ``"dependency <id> failed"``; else None."""
+        return None if self.workflow is None else self.workflow.cancelled_because
+
+
+class LinkedJob(BaseModel):
+    """A job at the other end of a dependency: its id, kind and status."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: str
+    status: Status
+
+
+class WorkflowLinks(BaseModel):
+    """A workflow job's place in its workflow, as ``Store.inspect`` reads it.
+
+    ``dependencies`` are the jobs it waits for, ``dependents`` those that wait
+    for it, each in enqueue order. ``cancelled_because`` says which
+    dependency's end cancelled it, when one did.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    dependencies: list[LinkedJob] = []
+    dependents: list[LinkedJob] = []
+    cancelled_because: str | None = None
+
+
+JobRecord.model_rebuild()
+
 
 def step_from_row(row: StepRow) -> JobStep:
     """Returns the JobStep of a recorded step's row."""
@@ -206,3 +257,15 @@ def record_from_row(row: RecordRow) -> JobRecord:
         tags=pydantic_core.from_json(row.tags),
         meta={} if row.meta is None else pydantic_core.from_json(row.meta),
     )
+
+
+def inspected_record(
+    row: RecordRow,
+    waiting: WaitReason | None,
+    steps: Sequence[StepRow],
+    links: WorkflowLinks | None,
+) -> JobRecord:
+    """The record Store.inspect returns: why it waits, its recorded steps, its workflow links."""
+    shown = [step_from_row(step) for step in steps]
+    update = {"waiting": waiting, "steps": shown, "workflow": links}
+    return record_from_row(row).model_copy(update=update)

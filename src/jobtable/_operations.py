@@ -12,11 +12,12 @@ import dataclasses
 from collections.abc import Sequence
 
 from jobtable._engines.base import Insert, JobInserts, Queries, Statement
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
 from jobtable._engines.step_queries import StepRow
 from jobtable._errors import JobNotFound
 from jobtable._flow import WaitReason, wait_reason
-from jobtable._job import CancelResult, Status
+from jobtable._job import CancelResult, LinkedJob, Status, WorkflowLinks
 from jobtable._values import unstorable
 
 
@@ -64,17 +65,43 @@ class GetJobRecord:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class InspectJob:
-    """The read of one job's record, its steps and, when queued, why flow control holds it."""
+    """The read of one job's record, steps and workflow links, and, when queued, why it waits."""
 
     job_id: str
     now: str
 
-    def __call__(self, q: Queries) -> tuple[RecordRow, WaitReason | None, Sequence[StepRow]]:
+    def __call__(
+        self, q: Queries
+    ) -> tuple[RecordRow, WaitReason | None, Sequence[StepRow], WorkflowLinks | None]:
         row = GetJobRecord(self.job_id)(q)
         steps = q.list_job_steps(job_id=self.job_id)
+        links = workflow_links(q, self.job_id)
         if row.status != "queued":
-            return row, None, steps
-        return row, wait_reason(q.get_wait_facts(id=self.job_id, now=self.now)), steps
+            return row, None, steps, links
+        facts = q.get_wait_facts(id=self.job_id, now=self.now)
+        return row, wait_reason(facts), steps, links
+
+
+def workflow_links(q: Queries, job_id: str) -> WorkflowLinks | None:
+    """The job's workflow, dependencies and dependents; None for a job of no workflow."""
+    found = q.job_workflow(id=job_id)
+    if found is None or found.workflow_id is None:
+        return None
+    deps = q.list_dependencies(job=job_id)
+    reason = None
+    if found.blocked_by is not None:
+        ended = next((d.status for d in deps if d.id == found.blocked_by), "cancelled")
+        reason = f"dependency {found.blocked_by} {ended}"
+    return WorkflowLinks(
+        id=found.workflow_id,
+        name=found.workflow_name or "",
+        dependencies=[LinkedJob(id=d.id, kind=d.kind, status=Status(d.status)) for d in deps],
+        dependents=[
+            LinkedJob(id=d.id, kind=d.kind, status=Status(d.status))
+            for d in q.list_dependents(dep=job_id)
+        ],
+        cancelled_because=reason,
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -149,8 +176,9 @@ class CancelJob:
 
     def __call__(self, q: Queries) -> CancelResult:
         status = lock_job(q, self.job_id)
-        if status is Status.QUEUED:
+        if status in (Status.QUEUED, Status.PENDING):
             q.cancel_queued_job(now=self.now, id=self.job_id)
+            settle_dependents(q, self.job_id, self.now)
             return CancelResult.CANCELLED
         if status is Status.RUNNING:
             q.request_cancel(now=self.now, id=self.job_id)
@@ -172,3 +200,21 @@ class CreateJob(CreateJobs, Statement[None]):
 def create_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateJobs:
     """The write that stores jobs as queued jobs of kind."""
     return CreateJob(kind, jobs, now) if len(jobs) == 1 else CreateJobs(kind, jobs, now)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelWorkflow:
+    """The write that cancels every unfinished job of a workflow; see ``Store.cancel_workflow``."""
+
+    workflow_id: str
+    now: str
+
+    def __call__(self, q: Queries) -> int:
+        if not isinstance(self.workflow_id, str):
+            raise TypeError(f"workflow id is {type(self.workflow_id).__name__}, want str")
+        if unstorable(self.workflow_id) or q.workflow_name(id=self.workflow_id) is None:
+            raise JobNotFound(f"workflow {self.workflow_id!r} not found")
+        cancelled = q.cancel_workflow_jobs(workflow_id=self.workflow_id, now=self.now)
+        if q.request_cancel_workflow(workflow_id=self.workflow_id, now=self.now):
+            q.notify_cancel()
+        return len(cancelled)

@@ -12,21 +12,19 @@ from typing import Self, TypedDict
 from typing_extensions import Unpack
 
 from jobtable._engines.base import Engine
-from jobtable._engines.rows import CountRow, RecordRow
-from jobtable._engines.step_queries import StepRow
+from jobtable._engines.rows import CountRow
 from jobtable._engines.target import URL_SCHEME, open_engine
-from jobtable._flow import WaitReason
 from jobtable._job import (
     CancelResult,
     Job,
     JobRecord,
     Status,
+    inspected_record,
     job_from_row,
     record_from_row,
-    step_from_row,
 )
 from jobtable._labels import EnqueueHook, check_hook, check_tag
-from jobtable._operations import CancelJob, GetJob, InspectJob, ListJobs, count_jobs
+from jobtable._operations import CancelJob, CancelWorkflow, GetJob, InspectJob, ListJobs, count_jobs
 from jobtable._operator.dashboard_store import DashboardOperations
 from jobtable._operator.queues import QueueOperations
 from jobtable._operator.store import StoreOperations
@@ -69,12 +67,6 @@ def _list(
         limit,
         None if tag is None else check_tag("list_jobs", tag),
     )
-
-
-def _inspected(row: RecordRow, waiting: WaitReason | None, steps: Sequence[StepRow]) -> JobRecord:
-    """The record Store.inspect returns: with why it waits and its recorded steps."""
-    shown = [step_from_row(step) for step in steps]
-    return record_from_row(row).model_copy(update={"waiting": waiting, "steps": shown})
 
 
 def _counts(rows: Sequence[CountRow]) -> dict[str, dict[Status, int]]:
@@ -276,17 +268,32 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
         """The async form of cancel."""
         return await self.engine.awrite(CancelJob(job_id, self.now()))
 
+    def cancel_workflow(self, workflow_id: str) -> int:
+        """Cancels every unfinished job of the workflow; returns how many were pending or queued.
+
+        Its pending and queued jobs are cancelled at once; its running ones get
+        a cancel request, as ``cancel`` gives them. Raises JobNotFound for an
+        unknown workflow id.
+        """
+        return self.engine.write(CancelWorkflow(workflow_id, self.now()))
+
+    async def acancel_workflow(self, workflow_id: str) -> int:
+        """The async form of cancel_workflow."""
+        return await self.engine.awrite(CancelWorkflow(workflow_id, self.now()))
+
     def inspect(self, job_id: str) -> JobRecord:
         """Returns the job's whole record; raises JobNotFound for an unknown id.
 
         A queued job's ``waiting`` says why it waits when flow control holds it
         (see ``WaitReason``), computed as it is read.
         """
-        return _inspected(*self.engine.read(InspectJob(job_id, timestamp(self.clock()))))
+        return inspected_record(*self.engine.read(InspectJob(job_id, timestamp(self.clock()))))
 
     async def ainspect(self, job_id: str) -> JobRecord:
         """The async form of inspect."""
-        return _inspected(*await self.engine.aread(InspectJob(job_id, timestamp(self.clock()))))
+        return inspected_record(
+            *await self.engine.aread(InspectJob(job_id, timestamp(self.clock())))
+        )
 
     def list_jobs(
         self,

@@ -33,7 +33,7 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 # Longer keys are stored as a digest: an index entry has a size limit.
 _MAX_KEY_BYTES = 500
 
-ALL_STATUSES = frozenset(Status)
+ALL_STATUSES = frozenset(Status) - {Status.PENDING}
 """Every status: a key that covers them all is held until its job is pruned."""
 
 
@@ -163,6 +163,8 @@ def _statuses(statuses: Iterable[Status | str]) -> frozenset[Status]:
         chosen = frozenset(Status(s) for s in statuses)
     except (TypeError, ValueError) as err:
         raise ValueError(f"Unique: statuses must be statuses, got {statuses!r}") from err
+    if Status.PENDING in chosen:
+        raise ValueError("Unique: a job of a workflow, the only one pending, cannot be unique")
     if not {Status.QUEUED, Status.RUNNING} <= chosen:
         raise ValueError(
             "Unique: statuses must hold queued and running: a job moves between them "

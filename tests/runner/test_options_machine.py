@@ -392,6 +392,7 @@ class _Claimed:
     priority: int = 0
     traceparent: str | None = None
     partition_key: str | None = None
+    workflow_id: str | None = None
 
 
 EXAMPLES = {"sqlite": 60, "postgres": 15}

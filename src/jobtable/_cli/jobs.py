@@ -1,12 +1,12 @@
 """``jobtable jobs …``: list, show, cancel, retry and delete jobs."""
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Annotated
 
 import typer
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 
 from jobtable._cli.app import (
@@ -22,7 +22,7 @@ from jobtable._cli.app import (
     when,
 )
 from jobtable._errors import JobNotFound
-from jobtable._job import JobRecord, Status
+from jobtable._job import JobRecord, JobStep, Status, WorkflowLinks
 from jobtable._store import Store
 
 IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
@@ -185,16 +185,32 @@ def _record_view(record: JobRecord, limit: int | None) -> Group:
     history = new_table("attempt", "at", "error", title="error history")
     for entry in record.errors:
         history.add_row(str(entry.attempt), when(entry.at), entry.error)
+    shown: list[RenderableType] = [fields, history if record.errors else "no failed attempts"]
+    shown.append(_steps_view(record.steps, limit) if record.steps else "no recorded steps")
+    if record.workflow is not None:
+        shown.append(_workflow_view(record.workflow))
+    return Group(*shown)
+
+
+def _steps_view(recorded: Sequence[JobStep], limit: int | None) -> Table:
+    """A job's recorded steps, one row each, their outputs cut at limit."""
     steps = new_table("step", "attempt", "recorded", "output", title="steps")
-    for step in record.steps:
+    for step in recorded:
         steps.add_row(
             step.name, str(step.attempt), when(step.recorded_at), _cut(step.output, limit)
         )
-    return Group(
-        fields,
-        history if record.errors else "no failed attempts",
-        steps if record.steps else "no recorded steps",
-    )
+    return steps
+
+
+def _workflow_view(links: WorkflowLinks) -> Table:
+    """A workflow job's workflow, dependencies and dependents, one row each."""
+    shown = new_table("", "id", "kind", "status", title=f"workflow {links.name} ({links.id})")
+    for side, linked in (("after", links.dependencies), ("before", links.dependents)):
+        for job in linked:
+            shown.add_row(side, job.id, job.kind, job.status.value)
+    if links.cancelled_because is not None:
+        shown.add_row("cancelled", links.cancelled_because, "", "")
+    return shown
 
 
 @jobs.command("cancel", context_settings=IDS_MAY_START_WITH_A_DASH)

@@ -33,12 +33,21 @@ from jobtable._engines.rows import (
 )
 from jobtable._engines.runner_queries import RunnerQueries
 from jobtable._engines.step_queries import StepQueries
+from jobtable._engines.workflow_queries import WorkflowQueries
 
 T = TypeVar("T")
 
 
-class Queries(OperatorQueries, FlowQueries, DashboardQueries, RunnerQueries, StepQueries, Protocol):
-    """The queries jobtable runs, named as in queries/jobs.sql (and admin, flow, dashboard, steps).
+class Queries(
+    OperatorQueries,
+    FlowQueries,
+    DashboardQueries,
+    RunnerQueries,
+    StepQueries,
+    WorkflowQueries,
+    Protocol,
+):
+    """The queries jobtable runs, named as in the files of queries/ (jobs, admin, flow, ...).
 
     Times are UTC text from ``jobtable._values.now()``, which sorts in time
     order. Each engine's generated Querier, or an adapter over it, has

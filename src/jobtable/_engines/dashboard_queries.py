@@ -76,6 +76,10 @@ class DashboardQueries(Protocol):
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
     ) -> int: ...
 
+    def cancel_pending_matching(
+        self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
+    ) -> int: ...
+
     def request_cancel_matching(self, *, now: str, kind: str | None, queue: str | None) -> int: ...
 
     def delete_matching(

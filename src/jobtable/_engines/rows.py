@@ -38,6 +38,11 @@ class ClaimedRow(Protocol):
         """The job's partition key, or None."""
         ...
 
+    @property
+    def workflow_id(self) -> str | None:
+        """The job's workflow, or None: its outcome then settles its dependents."""
+        ...
+
 
 class JobFields(TypedDict):
     """A new job as the columns every engine's insert statements take, times as UTC text."""
@@ -114,7 +119,8 @@ class Outcome(NamedTuple):
     state is the status the job moves to: ``succeeded`` (with result),
     ``failed`` (with error), ``queued`` (from run_at on; with error for a
     failed attempt, without for a retry the handler asked for) or
-    ``cancelled``.
+    ``cancelled``. workflow is set for a job of a workflow: its end then
+    settles its dependents in the same transaction.
     """
 
     id: str
@@ -123,6 +129,7 @@ class Outcome(NamedTuple):
     result: str | None
     error: str | None
     run_at: str | None
+    workflow: bool = False
 
 
 class JobRow(Protocol):

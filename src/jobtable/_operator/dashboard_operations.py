@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from jobtable._engines.base import Queries
 from jobtable._engines.dashboard_queries import FinishedRow
+from jobtable._engines.dependencies import settle_stranded
 from jobtable._errors import JobNotFound
 from jobtable._job import CancelResult, JobRecord, Status, record_from_row
 from jobtable._operations import CancelJob
@@ -80,12 +81,13 @@ class DeleteMany:
     """The write that deletes each job of ids as ``Store.delete`` does; unknown ids are left out."""
 
     ids: tuple[str, ...]
+    now: str
 
     def __call__(self, q: Queries) -> dict[str, DeleteResult]:
         results: dict[str, DeleteResult] = {}
         for job_id in self.ids:
             try:
-                results[job_id] = DeleteJob(job_id)(q)
+                results[job_id] = DeleteJob(job_id, self.now)(q)
             except JobNotFound:
                 continue
         return results
@@ -93,7 +95,7 @@ class DeleteMany:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CancelMatching:
-    """The write that cancels up to batch queued jobs matching the filters (with queued).
+    """The write that cancels up to batch queued or pending jobs matching the filters (with queued).
 
     With requests, it also asks the runners of every matching running job to
     cancel it (those are few: no more than the runners' workers).
@@ -112,6 +114,12 @@ class CancelMatching:
             cancelled = q.cancel_queued_matching(
                 now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch
             )
+            if cancelled < self.batch:
+                cancelled += q.cancel_pending_matching(
+                    now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch - cancelled
+                )
+            if cancelled:
+                settle_stranded(q, self.now)
         requested = 0
         if self.requests:
             requested = q.request_cancel_matching(now=self.now, kind=self.kind, queue=self.queue)

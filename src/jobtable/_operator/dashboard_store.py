@@ -142,11 +142,13 @@ class DashboardOperations:
         Returns each one's result; ids no job has are left out. At most 1000
         ids; raises TypeError or ValueError otherwise, and nothing changes.
         """
-        return self.engine.write(DeleteMany(_ids("delete_many", job_ids)))
+        return self.engine.write(DeleteMany(_ids("delete_many", job_ids), timestamp(self.clock())))
 
     async def adelete_many(self, job_ids: Iterable[str]) -> dict[str, DeleteResult]:
         """The async form of delete_many."""
-        return await self.engine.awrite(DeleteMany(_ids("delete_many", job_ids)))
+        return await self.engine.awrite(
+            DeleteMany(_ids("delete_many", job_ids), timestamp(self.clock()))
+        )
 
     def cancel_matching(
         self,
@@ -155,12 +157,13 @@ class DashboardOperations:
         kind: str | None = None,
         queue: str | None = None,
     ) -> BulkCancel:
-        """Cancels every queued job of kind in queue, and requests the cancel of the running ones.
+        """Cancels every queued or pending job of kind in queue; requests the running ones' cancel.
 
         What cancel does to each, in batches of 10,000 queued jobs, each its
         own transaction. A filter left None matches every job; status
-        "queued" cancels only the queued jobs, "running" only requests the
-        running ones' cancel. Returns how many were cancelled and how many
+        "queued" cancels only the queued jobs and the pending ones (of
+        workflows; their dependents are cancelled too), "running" only
+        requests the running ones' cancel. Returns how many were cancelled and how many
         requested. Raises ValueError for another status, and TypeError or
         ValueError for a kind or queue that cannot be stored.
         """

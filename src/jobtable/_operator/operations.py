@@ -9,6 +9,7 @@ import datetime
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
+from jobtable._engines.dependencies import revive_dependents, settle_dependents
 from jobtable._engines.operator_queries import SealedRow
 from jobtable._job import Status
 from jobtable._operations import lock_job
@@ -50,10 +51,17 @@ class RetryJob:
 
     def __call__(self, q: Queries) -> RetryResult:
         status = lock_job(q, self.job_id)
+        if status is Status.PENDING:
+            return RetryResult.QUEUED
         if status not in (Status.FAILED, Status.CANCELLED):
             return RetryResult(status.value)
         if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
+        # A job of a workflow: the jobs its end cancelled wait for it again,
+        # and a dependency of its own that still blocks it cancels it again.
+        revive_dependents(q, self.job_id, self.now)
+        for dep in q.blocking_deps(job=self.job_id):
+            settle_dependents(q, dep, self.now)
         q.wake_runners()
         return RetryResult.RETRIED
 
@@ -69,6 +77,9 @@ class RetryFailedJobs:
     def __call__(self, q: Queries) -> int:
         count = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
         if count:
+            # The jobs their failures cancelled wait for them again.
+            for dep in q.revivable_deps():
+                revive_dependents(q, dep, self.now)
             q.wake_runners()
         return count
 
@@ -80,16 +91,23 @@ class DeleteJob:
     a claim made running meanwhile is kept.
     """
 
-    __slots__ = ("job_id",)
+    __slots__ = ("job_id", "now")
 
-    def __init__(self, job_id: str) -> None:
+    def __init__(self, job_id: str, now: str) -> None:
         if not isinstance(job_id, str):
             raise TypeError(f"job id is {type(job_id).__name__}, want str")
         self.job_id = job_id
+        self.now = now
 
     def __call__(self, q: Queries) -> DeleteResult:
-        if lock_job(q, self.job_id) is Status.RUNNING:
+        status = lock_job(q, self.job_id)
+        if status is Status.RUNNING:
             return DeleteResult.RUNNING
+        if status in (Status.QUEUED, Status.PENDING):
+            # A job of a workflow that will never run: its dependents are
+            # settled as if it was cancelled, not left waiting for it.
+            q.cancel_queued_job(now=self.now, id=self.job_id)
+            settle_dependents(q, self.job_id, self.now)
         q.delete_job(id=self.job_id)
         return DeleteResult.DELETED
 

@@ -132,13 +132,15 @@ class StoreOperations:
     def delete(self, job_id: str) -> DeleteResult:
         """Deletes the job unless it is running; returns DELETED, or RUNNING when kept.
 
-        Raises JobNotFound for an unknown id. A queued job deleted is never run.
+        Raises JobNotFound for an unknown id. A queued job deleted is never run;
+        the jobs of its workflow that depend on it are settled as if it was
+        cancelled.
         """
-        return self.engine.write(DeleteJob(job_id))
+        return self.engine.write(DeleteJob(job_id, self._now()))
 
     async def adelete(self, job_id: str) -> DeleteResult:
         """The async form of delete."""
-        return await self.engine.awrite(DeleteJob(job_id))
+        return await self.engine.awrite(DeleteJob(job_id, self._now()))
 
     def prune(self, older_than: datetime.timedelta) -> int:
         """Deletes the jobs that finished more than older_than ago; returns how many.

@@ -8,6 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from jobtable._codec import Codec
 from jobtable._engines.rows import ClaimedRow
+from jobtable._engines.workflow_queries import WorkflowQueries
 from jobtable._errors import NotRunning, StoreError
 from jobtable._options import RetryPolicy
 from jobtable._runner.job_logger import JobLogger
@@ -141,6 +142,7 @@ class Attempt(Generic[R]):
         "_grace",
         "_publisher",
         "_resume",
+        "adds",
         "attempt",
         "cancelling",
         "ended",
@@ -179,6 +181,8 @@ class Attempt(Generic[R]):
         self.give_up_timer: asyncio.TimerHandle | None = None
         self.timer: asyncio.TimerHandle | None = None  # the timeout's
         self._resume: Resume[R] | None = None  # made at the first step or publish
+        # The jobs the handler added to its workflow, stored with its success only.
+        self.adds: Callable[[WorkflowQueries], None] | None = None
 
     def arm(self, timeout: float | None) -> None:
         """Starts the attempt's timeout, if any: it ends the attempt as a cancel does.

@@ -13,7 +13,7 @@ from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import StoreError
 from jobtable._job import MESSAGE_INTERNAL
 from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import Finish, FinishAndClaim
+from jobtable._runner.operations import Finish, finish_and_claim
 from jobtable._runner.shared import Shared
 
 
@@ -142,7 +142,7 @@ class Completer:
         while True:
             try:
                 changed, _ = await self._store.engine.awrite(
-                    FinishAndClaim(outcomes, self._runner, "", 0, self._store.now())
+                    finish_and_claim(outcomes, self._runner, "", 0, self._store.now())
                 )
                 return changed
             except Exception as err:

@@ -1,10 +1,16 @@
 """What a handler gets besides its payload: its job's identity, publishing, steps, and stop."""
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Generic, Protocol, TypeVar, overload
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, overload
 
+from jobtable._engines.workflow_queries import DependencyRow, WorkflowQueries
 from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Stop
+from jobtable._store import Store
+from jobtable._workflow import FanOut
+
+if TYPE_CHECKING:
+    from jobtable._kind import Kind
 
 R = TypeVar("R")
 A = TypeVar("A")
@@ -19,6 +25,9 @@ class Running(Protocol[R]):
         """True once the attempt ended without its handler: a timeout or a cancel."""
         ...
 
+    adds: "Callable[[WorkflowQueries], None] | None"
+    """The jobs the handler added to its workflow, stored with its success only."""
+
     def publish(self, partial: R) -> None:
         """Stores partial as the job's result while it runs; blocks until stored."""
         ...
@@ -31,6 +40,18 @@ class Running(Protocol[R]):
     def resume(self) -> Resume[R]:
         """The attempt's steps and its job's last partial result."""
         ...
+
+
+class Dependency(NamedTuple):
+    """A job a workflow's job depends on: its id, kind and status (a ``jobtable.Status`` value)."""
+
+    id: str
+    kind: str
+    status: str
+
+
+def _list_dependencies(job_id: str) -> "Callable[[Any], Sequence[DependencyRow]]":
+    return lambda q: q.list_dependencies(job=job_id)
 
 
 class JobContext(Generic[R]):
@@ -52,7 +73,17 @@ class JobContext(Generic[R]):
     and ``meta`` are what the job was enqueued with.
     """
 
-    __slots__ = ("_labels", "_running", "_stop", "attempt", "id", "kind")
+    __slots__ = (
+        "_fanout",
+        "_labels",
+        "_running",
+        "_stop",
+        "_store",
+        "attempt",
+        "id",
+        "kind",
+        "workflow_id",
+    )
 
     def __init__(
         self,
@@ -73,6 +104,10 @@ class JobContext(Generic[R]):
         self._stop = stop
         self._running = running
         self._labels = labels
+        self._store: Store | None = None
+        self.workflow_id: str | None = None
+        """The id of the job's workflow, None for a job of none."""
+        self._fanout: FanOut | None = None
 
     @property
     def tags(self) -> list[str]:
@@ -154,3 +189,60 @@ class JobContext(Generic[R]):
         the store (briefly blocking); a publish of this attempt replaces it.
         """
         return self._running.resume.last_partial()
+
+    @property
+    def workflow(self) -> FanOut:
+        """The job's workflow, to add jobs to: stored with this attempt's success, and only then.
+
+        ``ctx.workflow.add(kind, payload, after=[...])`` as ``Workflow.add``;
+        ``ctx.workflow.current`` is this job, as a dependency. Raises
+        ValueError for a job of no workflow.
+        """
+        if self._fanout is None:
+            if self._store is None or self.workflow_id is None:
+                raise ValueError(f"job {self.id}: only a job of a workflow can add jobs to it")
+            self._fanout = FanOut(self.workflow_id, self.id, self.kind, self._store)
+            self._running.adds = self._fanout
+        return self._fanout
+
+    def _rows(self) -> "Sequence[DependencyRow]":
+        if self._store is None:
+            return []
+        return self._store.engine.read(_list_dependencies(self.id))
+
+    async def _arows(self) -> "Sequence[DependencyRow]":
+        if self._store is None:
+            return []
+        return await self._store.engine.aread(_list_dependencies(self.id))
+
+    def dependencies(self) -> list[Dependency]:
+        """The jobs this job of a workflow depends on, in enqueue order (none for other jobs).
+
+        Their statuses tell a job that runs after failures (``on_failure="run"``)
+        what succeeded, failed or was cancelled. Blocks briefly: it reads the store.
+        """
+        return [Dependency(r.id, r.kind, r.status) for r in self._rows()]
+
+    async def adependencies(self) -> list[Dependency]:
+        """The async form of dependencies."""
+        return [Dependency(r.id, r.kind, r.status) for r in await self._arows()]
+
+    def results(self, kind: "Kind[Any, T]") -> list[T]:
+        """The results of the dependencies of kind that succeeded, in enqueue order, as kind's R.
+
+        Each is decoded and validated as the kind's result type; raises
+        ResultError for a stored result that no longer validates.
+        """
+        return self._decoded(kind, self._rows())
+
+    async def aresults(self, kind: "Kind[Any, T]") -> list[T]:
+        """The async form of results."""
+        return self._decoded(kind, await self._arows())
+
+    def _decoded(self, kind: "Kind[Any, T]", rows: "Sequence[DependencyRow]") -> list[T]:
+        keys = None if self._store is None else self._store.secret_keys
+        return [
+            kind._codec.decode_result(r.result, r.id, keys)
+            for r in rows
+            if r.kind == kind.name and r.status == "succeeded" and r.result is not None
+        ]

@@ -302,7 +302,7 @@ class Executor:
                 "interrupted, and the result is dropped"
             )
             return None
-        return self._succeeded(job, handler.codec, result)
+        return self._succeeded(job, handler.codec, result)._replace(adds=running.adds)
 
     def _failed(
         self,
@@ -383,6 +383,8 @@ class Executor:
             id=job.id, kind=job.kind, attempt=job.attempt, stop=self._stop, running=running
         )
         ctx._labels = labels
+        if job.workflow_id is not None:
+            ctx._store, ctx.workflow_id = self._store, job.workflow_id
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
             return cast(R, await hooks.around(ctx, functools.partial(fn, ctx, payload)))

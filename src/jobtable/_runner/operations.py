@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import ClaimedRow, Outcome
+from jobtable._engines.workflow_queries import WorkflowQueries
 from jobtable._errors import NotRunning
 from jobtable._job import MESSAGE_INTERNAL
 
@@ -117,11 +119,18 @@ class ReadStep:
         return None if row is None else row.output
 
 
+def _in_flow(job: ClaimedRow) -> bool:
+    """Whether job belongs to a workflow, whose end settles its dependents."""
+    return job.workflow_id is not None
+
+
 class Finish(NamedTuple):
     """How one attempt of a job of kind ends; the completer stores it (see ``Outcome``)."""
 
     outcome: Outcome
     kind: str
+    adds: "Callable[[WorkflowQueries], None] | None" = None
+    """The jobs the handler added to its workflow: stored if the outcome is, a success."""
 
     @property
     def job_id(self) -> str:
@@ -131,23 +140,32 @@ class Finish(NamedTuple):
     @classmethod
     def succeeded(cls, job: ClaimedRow, result: str) -> "Finish":
         """The attempt succeeded with result."""
-        return cls(Outcome(job.id, job.attempt, "succeeded", result, None, None), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, "succeeded", result, None, None, _in_flow(job)),
+            job.kind,
+        )
 
     @classmethod
     def failed(cls, job: ClaimedRow, error: str, retry_at: str | None = None) -> "Finish":
         """The attempt failed with error: finally, or to be retried from retry_at on."""
         state = "failed" if retry_at is None else "queued"
-        return cls(Outcome(job.id, job.attempt, state, None, error, retry_at), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, state, None, error, retry_at, _in_flow(job)), job.kind
+        )
 
     @classmethod
     def snoozed(cls, job: ClaimedRow, run_at: str) -> "Finish":
         """The handler asked for a later attempt, from run_at on."""
-        return cls(Outcome(job.id, job.attempt, "queued", None, None, run_at), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, "queued", None, None, run_at, _in_flow(job)), job.kind
+        )
 
     @classmethod
     def cancelled(cls, job: ClaimedRow) -> "Finish":
         """The job's cancel was requested and its handler stopped."""
-        return cls(Outcome(job.id, job.attempt, "cancelled", None, None, None), job.kind)
+        return cls(
+            Outcome(job.id, job.attempt, "cancelled", None, None, None, _in_flow(job)), job.kind
+        )
 
     @property
     def error(self) -> str | None:
@@ -160,7 +178,9 @@ class Finish(NamedTuple):
         Final: the same outcome would be refused again.
         """
         outcome = self.outcome
-        failed = Outcome(outcome.id, outcome.attempt, "failed", None, MESSAGE_INTERNAL, None)
+        failed = Outcome(
+            outcome.id, outcome.attempt, "failed", None, MESSAGE_INTERNAL, None, outcome.workflow
+        )
         return Finish(failed, self.kind)
 
 
@@ -201,6 +221,55 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
         )
 
 
+class WorkflowFinishAndClaim:
+    """A FinishAndClaim whose outcomes end jobs of workflows: several statements, one transaction.
+
+    Their dependents are settled by further statements in the same
+    transaction (``settle_dependents``), so it is no lone ``Statement``: an
+    engine runs it between BEGIN and COMMIT.
+    """
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: FinishAndClaim) -> None:
+        self.op = op
+
+    def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
+        finished, claimed = self.op(q)
+        store_additions(q, self.op.outcomes, finished, self.op.now)
+        return finished, claimed
+
+
+def store_additions(
+    q: Queries, outcomes: Sequence[Finish], finished: Sequence[str], now: str
+) -> None:
+    """Stores the jobs the handlers of outcomes added, for each success that was recorded.
+
+    Then settles each one's dependents again: an added job may wait for it.
+    """
+    if not any(f.adds for f in outcomes):
+        return
+    recorded = set(finished)
+    for f in outcomes:
+        if f.adds is not None and f.outcome.state == "succeeded" and f.job_id in recorded:
+            f.adds(q)
+            settle_dependents(q, f.job_id, now)
+
+
+def finish_and_claim(
+    outcomes: Sequence[Finish],
+    runner: str,
+    queue: str,
+    max_jobs: int,
+    now: str,
+    kinds: Sequence[str] | None = None,
+) -> FinishAndClaim | WorkflowFinishAndClaim:
+    """The FinishAndClaim of outcomes: one statement unless an outcome ends a workflow's job."""
+    op = FinishAndClaim(outcomes, runner, queue, max_jobs, now, kinds)
+    workflow = any(f.outcome.workflow or f.adds for f in outcomes)
+    return WorkflowFinishAndClaim(op) if workflow else op
+
+
 class FlowClaim:
     """The write that stores outcomes and claims up to max_jobs jobs of queue within its limits.
 
@@ -234,12 +303,14 @@ class FlowClaim:
                 now=self.now,
                 max_jobs=self.max_jobs,
             )
+            store_additions(q, self.outcomes, finished, self.now)
             return finished, rows, False
         finished = []
         if outcomes:
             finished, _ = q.finish_and_claim_jobs(
                 outcomes=outcomes, runner=self.runner, queue=self.queue, now=self.now, max_jobs=0
             )
+            store_additions(q, self.outcomes, finished, self.now)
         rows = q.claim_within_limits(
             flow=flow, runner=self.runner, queue=self.queue, now=self.now, max_jobs=self.max_jobs
         )

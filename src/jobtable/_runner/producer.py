@@ -10,11 +10,11 @@ from jobtable._engines.rows import ClaimedRow
 from jobtable._runner.completer import Completer
 from jobtable._runner.operations import (
     Finish,
-    FinishAndClaim,
     FlowClaim,
     HasFlow,
     NextRunAt,
     StageJobs,
+    finish_and_claim,
 )
 from jobtable._runner.shared import Shared
 from jobtable._values import timestamp
@@ -260,7 +260,7 @@ class Producer:
             )
         else:
             changed, rows = await store.engine.awrite(
-                FinishAndClaim(outcomes, self._runner, self.queue, max_jobs, stamp, self._kinds)
+                finish_and_claim(outcomes, self._runner, self.queue, max_jobs, stamp, self._kinds)
             )
             # The plain claim takes nothing from a queue with flow control: a
             # claim that found nothing looks whether the queue gained some,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries
+from jobtable._engines.dependencies import settle_stranded
 from jobtable._job import MESSAGE_INTERRUPTED
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.process import ProcessId, gone
@@ -39,6 +40,8 @@ def _end_dead_runners(q: Queries, name: str, stamp: str, lease: float) -> int:
         error=MESSAGE_INTERRUPTED, now=stamp, lease=lease, runner=name
     )
     q.delete_dead_runners(now=stamp, lease=lease, name=name)
+    if dead:
+        settle_stranded(q, stamp)
     return dead
 
 
@@ -68,6 +71,8 @@ def _end_gone_runners(
             interrupted += q.interrupt_running_jobs(
                 error=MESSAGE_INTERRUPTED, now=stamp, runner=peer.name
             )
+    if interrupted:
+        settle_stranded(q, stamp)
     return interrupted, running
 
 
@@ -128,6 +133,8 @@ class StartRunner:
         host, process = (None, None) if me is None else me
         q.register_runner(name=self.name, now=stamp, host=host, process=process)
         own = q.interrupt_running_jobs(error=MESSAGE_INTERRUPTED, now=stamp, runner=self.name)
+        if own:
+            settle_stranded(q, stamp)
         ended, peers = _end_gone_peers(q, me, self.name, stamp)
         dead = _end_dead_runners(q, self.name, stamp, lease)
         return Started(namesake, own + dead, ended, peers)
@@ -206,6 +213,8 @@ class Maintain:
         ]
         for row in lost:
             q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
+        if lost:
+            settle_stranded(q, stamp)
         return dead, len(lost)
 
 
@@ -238,10 +247,13 @@ class InterruptAttempts:
 
     def __call__(self, q: Queries) -> int:
         stamp = timestamp(self.clock())
-        return sum(
+        interrupted = sum(
             q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=job_id, attempt=attempt)
             for job_id, attempt in self.attempts.items()
         )
+        if interrupted:
+            settle_stranded(q, stamp)
+        return interrupted
 
 
 class DeleteRunner:

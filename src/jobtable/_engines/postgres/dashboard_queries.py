@@ -108,6 +108,13 @@ class PostgresDashboardQueries:
             now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
         )
 
+    def cancel_pending_matching(
+        self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
+    ) -> int:
+        return self._dashboard.cancel_pending_matching(
+            now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
+        )
+
     def request_cancel_matching(self, *, now: str, kind: str | None, queue: str | None) -> int:
         return self._dashboard.request_cancel_matching(now=pg_time(now), kind=kind, queue=queue)
 

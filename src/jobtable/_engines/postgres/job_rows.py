@@ -20,7 +20,7 @@ from jobtable.db.postgres.models import JSONValue
 _Connection = psycopg.Connection[TupleRow]
 
 
-def _zoned(text: str) -> str:
+def zoned(text: str) -> str:
     """Returns the seam's time text as it goes in JSON; raises ValueError for one without a zone."""
     if not text.endswith("Z"):
         _time(text)
@@ -92,9 +92,9 @@ class JobRows:
         The times are checked here, so that an enqueue with a bad one fails
         before anything is sent and the jobs gathered with it are not lost.
         """
-        moment = _zoned(now)
+        moment = zoned(now)
         for job in jobs:
-            _zoned(job.run_at)
+            zoned(job.run_at)
         self._rows.extend((kind, job, moment) for job in jobs)
 
     def truncate(self, size: int) -> None:
@@ -120,6 +120,6 @@ class JobRows:
             q.create_job(**timed(job.fields(kind, moment)))
         elif rows:
             # The JSON array of CreateJobs carries the times as text, zoned (see
-            # _zoned); every field of JobFields is a str, an int, a float or None.
+            # zoned); every field of JobFields is a str, an int, a float or None.
             fields = [job.fields(kind, moment) for kind, job, moment in rows]
             q.create_jobs(jobs=cast("JSONValue", fields))

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.base import Queries
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
@@ -22,6 +23,7 @@ from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
 from jobtable._engines.postgres.step_queries import PostgresStepQueries
+from jobtable._engines.postgres.workflow_queries import PostgresWorkflowQueries
 from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
@@ -139,7 +141,11 @@ class _RecordRow:
 
 
 class _Queries(
-    PostgresOperatorQueries, PostgresFlowQueries, PostgresDashboardQueries, PostgresStepQueries
+    PostgresOperatorQueries,
+    PostgresFlowQueries,
+    PostgresWorkflowQueries,
+    PostgresDashboardQueries,
+    PostgresStepQueries,
 ):
     """The generated Querier in the shape of the ``Queries`` seam.
 
@@ -151,6 +157,7 @@ class _Queries(
         PostgresOperatorQueries.__init__(self, conn)
         PostgresFlowQueries.__init__(self, conn)
         PostgresStepQueries.__init__(self, conn)
+        PostgresWorkflowQueries.__init__(self, conn)
         self._conn = conn
         self._q = jobs.Querier(conn)
 
@@ -230,7 +237,14 @@ class _Queries(
                 max_jobs=max_jobs,
                 runner=runner,
             )
-        return [row.id for row in rows if row.finished], [row for row in rows if not row.finished]
+        finished = [row.id for row in rows if row.finished]
+        # Only the jobs of workflows cost a statement more: their dependents'.
+        if any(o.workflow for o in outcomes):
+            done = set(finished)
+            for o in outcomes:
+                if o.workflow and o.id in done:
+                    settle_dependents(self, o.id, now)
+        return finished, [row for row in rows if not row.finished]
 
     def next_run_at(self, *, queue: str) -> str | None:
         row = self._q.next_run_at(queue=queue)

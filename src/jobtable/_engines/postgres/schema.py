@@ -20,6 +20,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v5,
     upgrade_to_v6,
     upgrade_to_v7,
+    upgrade_to_v8,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -49,7 +50,7 @@ class SchemaQueries(Protocol):
     def use_temporary_schema(self) -> None: ...
 
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -69,6 +70,7 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         4: upgrade_to_v5,
         5: upgrade_to_v6,
         6: upgrade_to_v7,
+        7: upgrade_to_v8,
     }
 
 

@@ -14,6 +14,7 @@ from jobtable.db.postgres import (
     upgrade_v5,
     upgrade_v6,
     upgrade_v7,
+    upgrade_v8,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -93,3 +94,20 @@ def upgrade_to_v7(conn: _Connection) -> None:
     q.create_job_steps_table_v7()
     q.create_delete_steps_function_v7()
     q.create_delete_steps_trigger_v7()
+
+
+def upgrade_to_v8(conn: _Connection) -> None:
+    """Brings a version 7 schema to version 8: the pending status, workflows and job_deps.
+
+    The jobs table's new columns are nullable or have a constant default, so
+    adding them rewrites no row; every job is kept, in no workflow.
+    """
+    q = upgrade_v8.Querier(conn)
+    q.allow_pending_status_v8()
+    q.add_workflow_columns_v8()
+    q.create_jobs_workflow_index_v8()
+    q.create_workflows_table_v8()
+    q.create_job_deps_table_v8()
+    q.create_job_deps_job_index_v8()
+    q.create_delete_deps_function_v8()
+    q.create_delete_deps_trigger_v8()

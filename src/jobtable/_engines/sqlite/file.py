@@ -9,140 +9,21 @@ import re
 import sqlite3
 import stat
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
-from jobtable._engines.sqlite.queries import (
-    upgrade_to_v2,
-    upgrade_to_v3,
-    upgrade_to_v4,
-    upgrade_to_v5,
-    upgrade_to_v6,
-    upgrade_to_v7,
-)
+from jobtable._engines.sqlite.catalog import describe
 from jobtable._engines.sqlite.text import Connection
+from jobtable._engines.sqlite.upgrade_steps import UPGRADES as _UPGRADES
 from jobtable._engines.tables import Table, tables_refusal
 from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
 version to ``_UPGRADES``.
 """
-
-# The indexes version 3 adds (unique keys and the listing's pages) or changes
-# (jobs_finished's condition: schema.sql drops it, then creates it).
-_INDEXES_V3 = frozenset(
-    {
-        "jobs_unique",
-        "jobs_by_status",
-        "jobs_by_status_kind",
-        "jobs_by_status_queue",
-        "jobs_finished",
-    }
-)
-
-
-# The tables version 4 adds (flow control), and with its indexes all it creates.
-_TABLES_V4 = frozenset({"queues", "queue_starts", "queue_starts_by_time"})
-_CREATES_V4 = _TABLES_V4 | {"jobs_partition", "jobs_sequence"}
-# What version 6 creates beside its columns: job_tags, its index, and the
-# jobs table's triggers that fill it.
-_CREATES_V6 = frozenset({"job_tags", "job_tags_seq", "jobs_tags_insert", "jobs_tags_delete"})
-# What version 7 creates: job_steps and the jobs table's trigger that deletes
-# a job's steps with it.
-_CREATES_V7 = frozenset({"job_steps", "jobs_steps_delete"})
-# The last version the step to version 2 reaches: it rebuilds the jobs table
-# as the latest schema has it, with its triggers, creates the tables later
-# versions add beside it (flow control's, version 4; job_tags, version 6;
-# job_steps, version 7) and runs the runners table's step (version 5) itself.
-_REBUILT_VERSION = 7
-
-
-def _upgrade_to_v2(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
-    # Version 2 adds the job options and the cancelled status: the jobs table
-    # is rebuilt from the latest schema's statements for it, which makes it
-    # the latest version's jobs table at once; later versions that change
-    # only other tables still take their steps.
-    [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
-    # The jobs table's indexes are named for it.
-    indexes = [
-        st
-        for st in schema.statements
-        if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
-    ]
-    # The tables later versions add beside jobs (flow control's, version 4;
-    # job_tags, version 6; job_steps, version 7), created before the jobs
-    # table's triggers.
-    tables = [
-        st
-        for st in schema.statements
-        if (n := schema.creates(st)) and n <= _TABLES_V4 | {"job_tags", "job_tags_seq", "job_steps"}
-    ]
-    upgrade_to_v2(conn, table, [*tables, *indexes])
-    upgrade_to_v5(conn)
-    return _REBUILT_VERSION
-
-
-def _upgrade_to_v3(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
-    # Version 3 adds nullable columns, in place, and indexes; it changes one,
-    # which schema.sql drops before creating it.
-    indexes = [
-        st
-        for st in schema.statements
-        if (n := schema.creates(st) or schema.drops(st)) and n <= _INDEXES_V3
-    ]
-    upgrade_to_v3(conn, indexes)
-    return 3
-
-
-def _upgrade_to_v4(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
-    # Version 4 adds columns in place, then flow control's indexes and tables.
-    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V4]
-    upgrade_to_v4(conn, creates)
-    return 4
-
-
-def _upgrade_to_v5(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
-    # Version 5 adds the runners table's host and process, in place.
-    upgrade_to_v5(conn)
-    return 5
-
-
-def _upgrade_to_v6(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
-    # Version 6 adds the jobs table's tags and meta in place, then job_tags.
-    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V6]
-    upgrade_to_v6(conn, creates)
-    return 6
-
-
-def _upgrade_to_v7(schema: "SQLiteSchema", conn: sqlite3.Connection) -> int:
-    # Version 7 adds job_steps and the trigger that deletes a job's steps.
-    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V7]
-    upgrade_to_v7(conn, creates)
-    return 7
-
-
-def _upgrade_steps() -> dict[int, Callable[["SQLiteSchema", sqlite3.Connection], int]]:
-    # Maps version N to the step that upgrades a database of version N and
-    # returns the version it reached: N + 1, or a later one for a step that
-    # rebuilds a table from the latest schema. The steps run in order inside
-    # the one transaction that also records the new version. A new database
-    # gets schema.sql whole instead, which is always the latest version.
-    return {
-        1: _upgrade_to_v2,
-        2: _upgrade_to_v3,
-        3: _upgrade_to_v4,
-        4: _upgrade_to_v5,
-        5: _upgrade_to_v6,
-        6: _upgrade_to_v7,
-    }
-
-
-_UPGRADES = _upgrade_steps()
 
 
 def _split_statements(script: str) -> list[str]:
@@ -239,23 +120,8 @@ def _check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) ->
     return version
 
 
-class _CatalogRow(NamedTuple):
-    what: str
-    name: str
-    type_: str
-    not_null: int
-
-
-# A table's columns and indexes in one read: sqlc cannot read SQLite's
-# pragma functions, so this catalog read is written here, like the PRAGMAs.
-_DESCRIBE_TABLE = (
-    "SELECT 'column', name, type, \"notnull\" FROM pragma_table_info(?1) "
-    "UNION ALL SELECT 'index', name, '', 0 FROM pragma_index_list(?1)"
-)
-
-
 def _describe(conn: sqlite3.Connection, table: str) -> Table:
-    return Table.of(_CatalogRow(*row) for row in conn.execute(_DESCRIBE_TABLE, (table,)))
+    return describe(conn, table)
 
 
 @functools.cache

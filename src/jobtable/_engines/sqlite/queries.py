@@ -10,11 +10,13 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.rows import ClaimedRow, NewJob, Outcome, RecordRow
 from jobtable._engines.sqlite.flow_queries import SQLiteFlowQueries
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
+from jobtable._engines.sqlite.workflow_queries import SQLiteWorkflowQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.dashboard import Querier as DashboardQuerier
 from jobtable.db.sqlite.jobs import CreateJobsParams, GetJobsRow, Querier
@@ -24,6 +26,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
 from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
 from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
 from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
+from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
 
 
 def _before(now: str, seconds: float) -> str:
@@ -31,7 +34,14 @@ def _before(now: str, seconds: float) -> str:
     return timestamp(moment)
 
 
-class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerier, StepsQuerier):
+class Queries(
+    Querier,
+    SQLiteOperatorQueries,
+    SQLiteFlowQueries,
+    SQLiteWorkflowQueries,
+    DashboardQuerier,
+    StepsQuerier,
+):
     """The generated Querier with the seam's calls that take several rows at once.
 
     Its operator queries come from SQLiteOperatorQueries, its flow control's
@@ -42,6 +52,7 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
     def __init__(self, conn: sqlite3.Connection) -> None:
         Querier.__init__(self, conn)
         SQLiteFlowQueries.__init__(self, conn)
+        SQLiteWorkflowQueries.__init__(self, conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         if len(jobs) == 1:
@@ -101,6 +112,8 @@ class Queries(Querier, SQLiteOperatorQueries, SQLiteFlowQueries, DashboardQuerie
                 )
             if count:
                 finished.append(o.id)
+                if o.workflow:
+                    settle_dependents(self, o.id, now)
         if max_jobs <= 0:
             return finished, []
         if kinds is not None:
@@ -236,5 +249,21 @@ def upgrade_to_v7(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
     job_steps and the jobs table's trigger that deletes a job's steps with
     it; every job is kept, with no step.
     """
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v8(conn: sqlite3.Connection, create_table: str, creates: Sequence[str]) -> None:
+    """Rebuilds a version 7 jobs table as version 8's, keeping every job, then runs creates.
+
+    create_table is the latest schema's statement that creates the jobs
+    table; creates are its statements that create the jobs table's indexes
+    and triggers, workflows and job_deps. Every job is kept, in no workflow.
+    """
+    q = UpgradeV8(conn)
+    q.rename_jobs_v7()
+    conn.execute(create_table)
+    q.copy_jobs_v7()
+    q.drop_jobs_v7()
     for statement in creates:
         conn.execute(statement)

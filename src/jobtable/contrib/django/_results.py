@@ -25,6 +25,7 @@ AnyResult: TypeAlias = "TaskResult[..., Any]"
 """A Django task result of any task."""
 
 STATUSES = {
+    jobtable.Status.PENDING: TaskResultStatus.READY,
     jobtable.Status.QUEUED: TaskResultStatus.READY,
     jobtable.Status.RUNNING: TaskResultStatus.RUNNING,
     jobtable.Status.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
@@ -34,7 +35,7 @@ STATUSES = {
 """Django's status of a job in each jobtable status; Django has no cancelled, so it is FAILED.
 
 A queued job is READY whether it is new, scheduled (run_after) or waiting
-for a retry.
+for a retry; so is a pending one, waiting for its workflow's dependencies.
 """
 
 

@@ -66,6 +66,17 @@ WHERE seq IN (
 )
 """
 
+CANCEL_PENDING_MATCHING = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+WHERE seq IN (
+    SELECT j.seq FROM jobs AS j
+    WHERE j.status = 'pending' AND j.status <> 'running'
+        AND (%(kind)s::text IS NULL OR j.kind = %(kind)s)
+        AND (%(queue)s::text IS NULL OR j.queue = %(queue)s)
+    ORDER BY j.seq LIMIT %(max_jobs)s::bigint
+    FOR UPDATE SKIP LOCKED
+)
+"""
+
 REQUEST_CANCEL_MATCHING = """UPDATE jobs SET cancel_requested = true, updated_at = %(now)s
 WHERE status = 'running' AND NOT cancel_requested
     AND (%(kind)s::text IS NULL OR kind = %(kind)s)
@@ -276,6 +287,30 @@ class Querier:
         """
         cur = self._conn.execute(
             CANCEL_QUEUED_MATCHING,
+            {
+                "now": now,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return cur.rowcount
+
+    def cancel_pending_matching(
+        self,
+        *,
+        now: datetime.datetime | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> int:
+        """CancelPendingMatching cancels up to max_jobs pending jobs (of workflows,
+        waiting for dependencies), oldest first, that
+        match each filter given (a null filter matches all), as CancelQueuedJob
+        cancels one.
+        """
+        cur = self._conn.execute(
+            CANCEL_PENDING_MATCHING,
             {
                 "now": now,
                 "kind": kind,

@@ -54,7 +54,7 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 ),
 started AS (
     INSERT INTO queue_starts (queue, partition_key, started_at)
@@ -67,7 +67,7 @@ forgotten AS (
         <= statement_timestamp() - make_interval(secs => %(rate_period)s::float8)
 )
 SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent,
-    partition_key
+    partition_key, workflow_id
 FROM claimed
 """
 
@@ -160,7 +160,7 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq AND jobs.status = 'queued'
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 ),
 started AS (
     INSERT INTO queue_starts (queue, partition_key, started_at)
@@ -173,7 +173,7 @@ forgotten AS (
         <= statement_timestamp() - make_interval(secs => %(rate_period)s::float8)
 )
 SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent,
-    partition_key
+    partition_key, workflow_id
 FROM claimed
 """
 
@@ -309,6 +309,7 @@ class ClaimLimitedJobsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -325,6 +326,7 @@ class ClaimPartitionedJobsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -478,6 +480,7 @@ class Querier:
                 priority=row[7],
                 traceparent=row[8],
                 partition_key=row[9],
+                workflow_id=row[10],
             )
             for row in cur.fetchall()
         ]
@@ -538,6 +541,7 @@ class Querier:
                 priority=row[7],
                 traceparent=row[8],
                 partition_key=row[9],
+                workflow_id=row[10],
             )
             for row in cur.fetchall()
         ]

@@ -138,13 +138,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished LEFT JOIN ended ON true
 """
 
@@ -212,13 +213,14 @@ claimed AS (
     FROM picked
     WHERE jobs.seq = picked.seq
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
-        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
 SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
-    traceparent, partition_key
+    traceparent, partition_key, workflow_id
 FROM claimed
 UNION ALL
-SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text
+SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
+    NULL::text
 FROM finished LEFT JOIN ended ON true
 """
 
@@ -328,7 +330,7 @@ LOCK_JOB = """SELECT status FROM jobs WHERE id = %(id)s FOR UPDATE
 
 CANCEL_QUEUED_JOB = """WITH cancelled AS (
     UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
-    WHERE id = %(id)s AND status = 'queued'
+    WHERE id = %(id)s AND (status = 'queued' OR status = 'pending')
     RETURNING id
 )
 SELECT pg_notify('jobtable-ended:' || md5(current_schema()),
@@ -667,6 +669,7 @@ class FinishAndClaimJobsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -684,6 +687,7 @@ class FinishAndClaimJobsOfKindsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1415,6 +1419,7 @@ class Querier:
                 priority=row[8],
                 traceparent=row[9],
                 partition_key=row[10],
+                workflow_id=row[11],
             )
             for row in cur.fetchall()
         ]
@@ -1468,6 +1473,7 @@ class Querier:
                 priority=row[8],
                 traceparent=row[9],
                 partition_key=row[10],
+                workflow_id=row[11],
             )
             for row in cur.fetchall()
         ]
@@ -1812,8 +1818,9 @@ class Querier:
         now: datetime.datetime | None,
         id: str,
     ) -> int:
-        """CancelQueuedJob cancels a job that is still queued, and notifies its end
-        as FinishAndClaimJobs does (JobsEnded), so a process waiting for it wakes.
+        """CancelQueuedJob cancels a job that is still queued, or pending (a job of
+        a workflow waiting for its dependencies), and notifies its end as
+        FinishAndClaimJobs does (JobsEnded), so a process waiting for it wakes.
         Differs by necessity from SQLite, which has no NOTIFY: its waiters watch the file.
         """
         cur = self._conn.execute(

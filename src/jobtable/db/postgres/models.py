@@ -12,6 +12,17 @@ JSONValue: TypeAlias = dict[str, "JSONValue"] | list["JSONValue"] | JSONScalar
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobDep:
+    """A row of the job_deps table."""
+
+    dep: str
+    job: str
+    run_on_failure: bool
+    feeds: bool
+    done: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobStep:
     """A row of the job_steps table."""
 
@@ -63,6 +74,9 @@ class Job:
     sequence_blocks: bool
     tags: str
     meta: str | None
+    workflow_id: str | None
+    pending_deps: int
+    blocked_by: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -111,3 +125,12 @@ class Runner:
     heartbeat_at: datetime.datetime
     host: str | None
     process: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Workflow:
+    """A row of the workflows table."""
+
+    id: str
+    name: str
+    created_at: datetime.datetime

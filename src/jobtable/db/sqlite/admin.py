@@ -8,7 +8,8 @@ import dataclasses
 import sqlite3
 
 REQUEUE_JOB = """UPDATE jobs
-SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
+SET status = CASE WHEN pending_deps > 0 THEN 'pending' ELSE 'queued' END,
+    error = NULL, result = NULL, cancel_requested = 0, blocked_by = NULL,
     max_attempts = attempt + max_attempts, run_at = ?1, scheduled = 0, runner = NULL,
     finished_at = NULL, updated_at = ?1
 WHERE jobs.id = ?2 AND jobs.status IN ('failed', 'cancelled')
@@ -148,7 +149,8 @@ class Querier:
         allowed max_attempts more claims: attempt keeps counting claims, since it
         fences every write a worker makes. Its error history is kept; its error,
         result and cancel request are cleared. A unique job whose key another job
-        holds now (see jobs_unique) is left as it is.
+        holds now (see jobs_unique) is left as it is. A job of a workflow whose
+        dependencies have not all ended goes back to pending.
         """
         cur = self._conn.execute(
             REQUEUE_JOB,

@@ -62,6 +62,16 @@ WHERE seq IN (
 )
 """
 
+CANCEL_PENDING_MATCHING = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
+WHERE seq IN (
+    SELECT seq FROM jobs
+    WHERE status = 'pending' AND status <> 'running'
+        AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
+        AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
+    ORDER BY seq LIMIT ?4
+)
+"""
+
 REQUEST_CANCEL_MATCHING = """UPDATE jobs SET cancel_requested = 1, updated_at = ?1
 WHERE status = 'running' AND NOT cancel_requested
     AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
@@ -272,6 +282,31 @@ class Querier:
         """
         cur = self._conn.execute(
             CANCEL_QUEUED_MATCHING,
+            (
+                now,
+                kind,
+                queue,
+                max_jobs,
+            ),
+        )
+        return cur.rowcount
+
+    def cancel_pending_matching(
+        self,
+        *,
+        now: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> int:
+        """CancelPendingMatching cancels up to max_jobs pending jobs (of workflows,
+        waiting for dependencies), oldest first, that
+        match each filter given (a null filter matches all), as CancelQueuedJob
+        cancels one. It reads the pending rows (jobs_by_status, which needs the
+        "status <> 'running'" to be chosen).
+        """
+        cur = self._conn.execute(
+            CANCEL_PENDING_MATCHING,
             (
                 now,
                 kind,

@@ -38,7 +38,8 @@ WHERE seq IN (
         ), CAST(?4 AS INTEGER))
     ))
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id
 """
 
 PICK_PARTITIONED_JOBS = """WITH RECURSIVE keys (partition_key) AS (
@@ -124,7 +125,8 @@ CLAIM_JOB = """UPDATE jobs
 SET status = 'running', runner = ?1, attempt = attempt + 1,
     started_at = ?2, updated_at = ?2
 WHERE seq = ?3 AND status = 'queued'
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id
 """
 
 RECORD_START = """INSERT INTO queue_starts (queue, partition_key, started_at)
@@ -254,6 +256,7 @@ class ClaimLimitedJobsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -277,6 +280,7 @@ class ClaimJobRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -386,6 +390,7 @@ class Querier:
                 priority=row[7],
                 traceparent=row[8],
                 partition_key=row[9],
+                workflow_id=row[10],
             )
             for row in cur.fetchall()
         ]
@@ -470,6 +475,7 @@ class Querier:
             priority=row[7],
             traceparent=row[8],
             partition_key=row[9],
+            workflow_id=row[10],
         )
 
     def record_start(

@@ -71,7 +71,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT ?4
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id
 """
 
 CLAIM_NEXT_JOB_OF_KINDS = """UPDATE jobs
@@ -94,7 +95,8 @@ WHERE seq IN (
         ))
     ORDER BY ready.priority, ready.seq LIMIT ?5
 )
-RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key
+RETURNING seq, id, kind, payload, attempt, max_attempts, timeout, priority, traceparent, partition_key,
+    workflow_id
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
@@ -197,7 +199,7 @@ LOCK_JOB = """SELECT status FROM jobs WHERE id = ?1
 """
 
 CANCEL_QUEUED_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
-WHERE id = ?2 AND status = 'queued'
+WHERE id = ?2 AND (status = 'queued' OR status = 'pending')
 """
 
 REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = 1, updated_at = ?1
@@ -492,6 +494,7 @@ class ClaimNextJobRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -508,6 +511,7 @@ class ClaimNextJobOfKindsRow:
     priority: int
     traceparent: str | None
     partition_key: str | None
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1141,6 +1145,7 @@ class Querier:
                 priority=row[7],
                 traceparent=row[8],
                 partition_key=row[9],
+                workflow_id=row[10],
             )
             for row in cur.fetchall()
         ]
@@ -1181,6 +1186,7 @@ class Querier:
                 priority=row[7],
                 traceparent=row[8],
                 partition_key=row[9],
+                workflow_id=row[10],
             )
             for row in cur.fetchall()
         ]
@@ -1509,7 +1515,9 @@ class Querier:
         now: str | None,
         id: str,
     ) -> int:
-        """CancelQueuedJob cancels a job that is still queued."""
+        """CancelQueuedJob cancels a job that is still queued, or pending (a job of
+        a workflow waiting for its dependencies).
+        """
         cur = self._conn.execute(
             CANCEL_QUEUED_JOB,
             (

@@ -7,6 +7,17 @@ import dataclasses
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobDep:
+    """A row of the job_deps table."""
+
+    dep: str
+    job: str
+    run_on_failure: int
+    feeds: int
+    done: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobStep:
     """A row of the job_steps table."""
 
@@ -58,6 +69,9 @@ class Job:
     sequence_blocks: int
     tags: str
     meta: str | None
+    workflow_id: str | None
+    pending_deps: int
+    blocked_by: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,3 +112,12 @@ class Runner:
     heartbeat_at: str
     host: str | None
     process: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Workflow:
+    """A row of the workflows table."""
+
+    id: str
+    name: str
+    created_at: str

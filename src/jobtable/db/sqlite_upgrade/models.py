@@ -7,6 +7,17 @@ import dataclasses
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobDep:
+    """A row of the job_deps table."""
+
+    dep: str
+    job: str
+    run_on_failure: int
+    feeds: int
+    done: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JobStep:
     """A row of the job_steps table."""
 
@@ -58,6 +69,9 @@ class Job:
     sequence_blocks: int
     tags: str
     meta: str | None
+    workflow_id: str | None
+    pending_deps: int
+    blocked_by: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -75,6 +89,41 @@ class JobsV1:
     attempt: int
     created_at: str
     updated_at: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobsV7:
+    """A row of the jobs_v7 table."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    scheduled: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    unique_key: str | None
+    unique_statuses: int | None
+    traceparent: str | None
+    partition_key: str | None
+    sequence_key: str | None
+    sequence_blocks: int
+    tags: str
+    meta: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,3 +164,12 @@ class Runner:
     heartbeat_at: str
     host: str | None
     process: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Workflow:
+    """A row of the workflows table."""
+
+    id: str
+    name: str
+    created_at: str

@@ -1,0 +1,171 @@
+-- The workflows' queries: jobs with dependencies. A job of a workflow that
+-- waits for dependencies is pending, which no claim reads; these statements
+-- run in the transaction that records each dependency's outcome (only when
+-- the finished job belongs to a workflow), so nothing outside the database
+-- remembers that a job waits for another.
+
+-- name: CreateWorkflow :exec
+-- CreateWorkflow names a new workflow.
+INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
+
+-- name: GetWorkflow :one
+-- GetWorkflow reads a workflow's name.
+SELECT id, name, created_at FROM workflows WHERE id = @id;
+
+-- name: CreateWorkflowJobs :exec
+-- CreateWorkflowJobs stores jobs of workflow_id in one statement, as
+-- CreateJobs does (jobs is a JSON array of one object a job, times as text
+-- with a zone): each pending while pending_deps (its dependencies, stored
+-- with CreateJobDeps) is above 0, else queued. Differs from SQLite, whose
+-- engine has no round trip to save: there it sends a statement per row.
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta, workflow_id, pending_deps, status
+)
+SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
+    job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
+    job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta,
+    @workflow_id, job.pending_deps,
+    CASE WHEN job.pending_deps > 0 THEN 'pending' ELSE 'queued' END
+FROM jsonb_to_recordset(@jobs::jsonb) AS job(
+    id text, kind text, queue text, priority integer, payload text, max_attempts integer,
+    timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
+    partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text,
+    pending_deps integer
+);
+
+-- name: CreateJobDeps :exec
+-- CreateJobDeps records, in one statement, that each job runs only after its
+-- dep finished: after it succeeded, or after any end with run_on_failure;
+-- feeds: dep's result becomes job's payload. deps is a JSON array of one
+-- object an edge. Differs from SQLite as CreateWorkflowJobs does.
+INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT edge.dep, edge.job, edge.run_on_failure, edge.feeds
+FROM jsonb_to_recordset(@deps::jsonb) AS edge(
+    dep text, job text, run_on_failure boolean, feeds boolean
+);
+
+-- name: GetDepState :one
+-- GetDepState reads what a dependency's dependents need to know of it.
+SELECT status, workflow_id FROM jobs WHERE id = @id;
+
+-- name: FeedDependents :execrows
+-- FeedDependents makes dep's result the payload of each pending job it
+-- feeds; run before ReleaseDependents, which makes them ready.
+UPDATE jobs SET payload = (SELECT dep.result FROM jobs AS dep WHERE dep.id = @dep)
+WHERE id IN (SELECT job FROM job_deps WHERE dep = @dep AND feeds AND NOT done)
+    AND status = 'pending';
+
+-- name: ReleaseDependents :execrows
+-- ReleaseDependents counts dep's end for each dependent it counts for (any
+-- dependent when it succeeded, else those with run_on_failure) and not yet
+-- counted: a pending job whose count reaches 0 is queued, ready at once or
+-- at its run_at. MarkDepsDone must follow in the same transaction. Until
+-- then only pending_deps changes, which no index holds: on PostgreSQL the
+-- update of a wide fan-in's row stays HOT, adding no index entry at each of
+-- its dependencies' ends.
+UPDATE jobs
+SET pending_deps = pending_deps - 1,
+    status = CASE WHEN status = 'pending' AND pending_deps = 1 THEN 'queued' ELSE status END,
+    scheduled = CASE WHEN status = 'pending' AND pending_deps = 1 THEN run_at > @now::timestamptz
+        ELSE scheduled END,
+    updated_at = CASE WHEN status = 'pending' AND pending_deps = 1 THEN @now ELSE updated_at END
+WHERE id IN (
+    SELECT job FROM job_deps
+    WHERE dep = @dep AND NOT done AND (@succeeded::boolean OR run_on_failure)
+);
+
+-- name: MarkDepsDone :exec
+-- MarkDepsDone records that ReleaseDependents counted dep's end, so no end
+-- of dep (a retried dep ends again) counts twice.
+UPDATE job_deps SET done = true
+WHERE dep = @dep AND NOT done AND (@succeeded::boolean OR run_on_failure);
+
+-- name: CancelDependents :many
+-- CancelDependents cancels the pending jobs that need dep to succeed, which
+-- it did not, recording dep as the reason, and returns their ids: their own
+-- dependents follow.
+UPDATE jobs
+SET status = 'cancelled', blocked_by = @dep, finished_at = @now, updated_at = @now
+WHERE id IN (SELECT job FROM job_deps WHERE dep = @dep AND NOT done AND NOT run_on_failure)
+    AND status = 'pending'
+RETURNING id;
+
+-- name: ReviveDependents :many
+-- ReviveDependents puts back to pending the jobs dep's end cancelled, once
+-- dep is retried, and returns their ids: their own dependents follow.
+UPDATE jobs
+SET status = 'pending', blocked_by = NULL, finished_at = NULL, updated_at = @now
+WHERE id IN (SELECT job FROM job_deps WHERE dep = @dep)
+    AND status = 'cancelled' AND blocked_by = @dep
+RETURNING id;
+
+-- name: ListBlockingDeps :many
+-- ListBlockingDeps lists the dependencies of job that ended without success
+-- while job needs them to succeed.
+SELECT job_deps.dep FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
+WHERE job_deps.job = @job AND NOT job_deps.done AND NOT job_deps.run_on_failure
+    AND (jobs.status = 'failed' OR jobs.status = 'cancelled');
+
+-- name: ListDependencies :many
+-- ListDependencies reads the jobs job depends on, in enqueue order.
+SELECT jobs.id, jobs.kind, jobs.status, jobs.result, job_deps.run_on_failure
+FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
+WHERE job_deps.job = @job
+ORDER BY jobs.seq;
+
+-- name: ListDependents :many
+-- ListDependents reads the jobs that depend on dep, in enqueue order.
+SELECT jobs.id, jobs.kind, jobs.status
+FROM job_deps JOIN jobs ON jobs.id = job_deps.job
+WHERE job_deps.dep = @dep
+ORDER BY jobs.seq;
+
+-- name: GetJobWorkflow :one
+-- GetJobWorkflow reads a job's workflow, its name, and the dependency that
+-- cancelled it, if any.
+SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
+FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
+WHERE jobs.id = @id;
+
+-- name: NotifyReady :exec
+-- NotifyReady wakes idle runners for jobs a finish made ready: the insert
+-- trigger wakes them for new jobs only. Differs by necessity from SQLite,
+-- whose runners watch the file's writes.
+SELECT pg_notify(jobtable_channel(current_schema()), '');
+
+-- name: CancelWorkflowJobs :many
+-- CancelWorkflowJobs cancels every pending or queued job of a workflow and
+-- returns their ids.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE workflow_id = @workflow_id AND (status = 'queued' OR status = 'pending')
+RETURNING id;
+
+-- name: RequestCancelWorkflow :execrows
+-- RequestCancelWorkflow asks the runners holding the running jobs of a
+-- workflow to cancel them.
+UPDATE jobs SET cancel_requested = true, updated_at = @now
+WHERE workflow_id = @workflow_id AND status = 'running';
+
+-- name: ListStrandedDeps :many
+-- ListStrandedDeps lists the ended dependencies whose end a pending job has
+-- not counted: the writes that end jobs in bulk (an interrupt that fails a
+-- job at its last attempt, a bulk cancel) settle their dependents through
+-- it. It reads the pending jobs only (jobs_by_status).
+SELECT DISTINCT d.dep FROM jobs AS waiting
+JOIN job_deps AS d ON d.job = waiting.id
+JOIN jobs AS ended ON ended.id = d.dep
+WHERE waiting.status = 'pending' AND NOT d.done
+    AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled');
+
+-- name: ListRevivable :many
+-- ListRevivable lists the jobs a dependency's end cancelled whose dependency
+-- is queued or pending again (a bulk retry requeued it): each is revived as
+-- ReviveDependents revives a retried job's. It reads the cancelled rows
+-- (jobs_by_status).
+SELECT DISTINCT blocked.blocked_by FROM jobs AS blocked
+JOIN jobs AS dep ON dep.id = blocked.blocked_by
+WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
+    AND blocked.blocked_by IS NOT NULL
+    AND (dep.status = 'queued' OR dep.status = 'pending');

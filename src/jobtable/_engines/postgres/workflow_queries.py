@@ -1,0 +1,109 @@
+"""The PostgreSQL engine's workflow queries in the shape of the seam's ``WorkflowQueries``."""
+
+from collections.abc import Sequence
+from typing import cast
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from jobtable._engines.postgres.job_rows import zoned
+from jobtable._engines.postgres.operator_queries import pg_time
+from jobtable._engines.workflow_queries import (
+    DependencyRow,
+    JobDep,
+    JobWorkflowRow,
+    WorkflowJob,
+)
+from jobtable.db.postgres import workflows
+from jobtable.db.postgres.models import JSONValue
+
+
+class PostgresWorkflowQueries:
+    """Workflows' queries on one connection."""
+
+    def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
+        self._wf = workflows.Querier(conn)
+
+    def create_workflow(self, *, id: str, name: str, now: str) -> None:
+        self._wf.create_workflow(id=id, name=name, now=pg_time(now))
+
+    def workflow_name(self, *, id: str) -> str | None:
+        row = self._wf.get_workflow(id=id)
+        return None if row is None else row.name
+
+    def insert_workflow_jobs(
+        self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
+    ) -> None:
+        # As CreateJobs: the times as the seam's zoned text (see JobRows).
+        moment = zoned(now)
+        rows = [
+            {
+                **w.job.fields(w.kind, moment),
+                "run_at": zoned(w.job.run_at),
+                "pending_deps": w.pending_deps,
+            }
+            for w in jobs
+        ]
+        self._wf.create_workflow_jobs(workflow_id=workflow_id, jobs=cast("JSONValue", rows))
+
+    def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:
+        rows = [d._asdict() for d in deps]
+        self._wf.create_job_deps(deps=cast("JSONValue", rows))
+
+    def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
+        row = self._wf.get_dep_state(id=id)
+        return None if row is None else (row.status, row.workflow_id)
+
+    def feed_dependents(self, *, dep: str) -> int:
+        return self._wf.feed_dependents(dep=dep)
+
+    def release_dependents(self, *, dep: str, succeeded: bool, now: str) -> int:
+        return self._wf.release_dependents(now=pg_time(now), dep=dep, succeeded=succeeded)
+
+    def mark_deps_done(self, *, dep: str, succeeded: bool) -> None:
+        self._wf.mark_deps_done(dep=dep, succeeded=succeeded)
+
+    def cancel_dependents(self, *, dep: str, now: str) -> list[str]:
+        return [row.id for row in self._wf.cancel_dependents(dep=dep, now=pg_time(now))]
+
+    def revive_dependents(self, *, dep: str, now: str) -> list[str]:
+        return [row.id for row in self._wf.revive_dependents(now=pg_time(now), dep=dep)]
+
+    def revivable_deps(self) -> list[str]:
+        return [row.blocked_by for row in self._wf.list_revivable() if row.blocked_by is not None]
+
+    def stranded_deps(self) -> list[str]:
+        return [row.dep for row in self._wf.list_stranded_deps()]
+
+    def blocking_deps(self, *, job: str) -> list[str]:
+        return [row.dep for row in self._wf.list_blocking_deps(job=job)]
+
+    def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
+        return [
+            DependencyRow(r.id, r.kind, r.status, r.result, r.run_on_failure)
+            for r in self._wf.list_dependencies(job=job)
+        ]
+
+    def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
+        return [
+            DependencyRow(r.id, r.kind, r.status, None, False)
+            for r in self._wf.list_dependents(dep=dep)
+        ]
+
+    def job_workflow(self, *, id: str) -> JobWorkflowRow | None:
+        row = self._wf.get_job_workflow(id=id)
+        if row is None:
+            return None
+        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by)
+
+    def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
+        return [
+            row.id
+            for row in self._wf.cancel_workflow_jobs(now=pg_time(now), workflow_id=workflow_id)
+        ]
+
+    def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
+        return self._wf.request_cancel_workflow(now=pg_time(now), workflow_id=workflow_id)
+
+    def notify_ready(self) -> None:
+        self._wf.notify_ready()

@@ -1,0 +1,175 @@
+"""The steps that bring an older SQLite file's schema to the latest, one version at a time.
+
+Each takes the latest schema's statements (``SQLiteSchema``) and runs inside
+the one transaction that also records the new version (see ``file.py``).
+"""
+
+import dataclasses
+import sqlite3
+from collections.abc import Callable
+from typing import Protocol
+
+from jobtable._engines.sqlite.catalog import describe
+from jobtable._engines.sqlite.queries import (
+    upgrade_to_v2,
+    upgrade_to_v3,
+    upgrade_to_v4,
+    upgrade_to_v5,
+    upgrade_to_v6,
+    upgrade_to_v7,
+    upgrade_to_v8,
+)
+from jobtable.db.sqlite_upgrade.models import JobsV7
+
+# The columns the copy to version 8 reads: version 7's jobs table.
+_V7_COLUMNS = frozenset(field.name for field in dataclasses.fields(JobsV7))
+
+
+class SQLiteSchema(Protocol):
+    """The latest schema's statements, as ``file.SQLiteSchema`` holds them."""
+
+    @property
+    def statements(self) -> list[str]: ...
+
+    def creates(self, statement: str) -> frozenset[str]: ...
+
+    def drops(self, statement: str) -> frozenset[str]: ...
+
+
+# The indexes version 3 adds (unique keys and the listing's pages) or changes
+# (jobs_finished's condition: schema.sql drops it, then creates it).
+_INDEXES_V3 = frozenset(
+    {
+        "jobs_unique",
+        "jobs_by_status",
+        "jobs_by_status_kind",
+        "jobs_by_status_queue",
+        "jobs_finished",
+    }
+)
+
+
+# The tables version 4 adds (flow control), and with its indexes all it creates.
+_TABLES_V4 = frozenset({"queues", "queue_starts", "queue_starts_by_time"})
+_CREATES_V4 = _TABLES_V4 | {"jobs_partition", "jobs_sequence"}
+# What version 6 creates beside its columns: job_tags, its index, and the
+# jobs table's triggers that fill it.
+_CREATES_V6 = frozenset({"job_tags", "job_tags_seq", "jobs_tags_insert", "jobs_tags_delete"})
+# What version 7 creates: job_steps and the jobs table's trigger that deletes
+# a job's steps with it.
+_CREATES_V7 = frozenset({"job_steps", "jobs_steps_delete"})
+# The last version the step to version 2 reaches: it rebuilds the jobs table
+# as the latest schema has it, with its triggers, creates the tables later
+# versions add beside it (flow control's, version 4; job_tags, version 6;
+# job_steps, version 7) and runs the runners table's step (version 5) itself.
+_REBUILT_VERSION = 8
+# What version 8 creates beside the rebuilt jobs table: workflows, job_deps
+# and its index.
+_TABLES_V8 = frozenset({"workflows", "job_deps", "job_deps_job"})
+
+
+def _upgrade_to_v2(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 2 adds the job options and the cancelled status: the jobs table
+    # is rebuilt from the latest schema's statements for it, which makes it
+    # the latest version's jobs table at once; later versions that change
+    # only other tables still take their steps.
+    [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
+    # The jobs table's indexes are named for it.
+    indexes = [
+        st
+        for st in schema.statements
+        if (names := schema.creates(st)) and all(n.startswith("jobs_") for n in names)
+    ]
+    # The tables later versions add beside jobs (flow control's, version 4;
+    # job_tags, version 6; job_steps, version 7), created before the jobs
+    # table's triggers.
+    tables = [
+        st
+        for st in schema.statements
+        if (n := schema.creates(st))
+        and n <= _TABLES_V4 | _TABLES_V8 | {"job_tags", "job_tags_seq", "job_steps"}
+    ]
+    upgrade_to_v2(conn, table, [*tables, *indexes])
+    upgrade_to_v5(conn)
+    return _REBUILT_VERSION
+
+
+def _upgrade_to_v3(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 3 adds nullable columns, in place, and indexes; it changes one,
+    # which schema.sql drops before creating it.
+    indexes = [
+        st
+        for st in schema.statements
+        if (n := schema.creates(st) or schema.drops(st)) and n <= _INDEXES_V3
+    ]
+    upgrade_to_v3(conn, indexes)
+    return 3
+
+
+def _upgrade_to_v4(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 4 adds columns in place, then flow control's indexes and tables.
+    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V4]
+    upgrade_to_v4(conn, creates)
+    return 4
+
+
+def _upgrade_to_v5(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 5 adds the runners table's host and process, in place.
+    upgrade_to_v5(conn)
+    return 5
+
+
+def _upgrade_to_v6(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 6 adds the jobs table's tags and meta in place, then job_tags.
+    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V6]
+    upgrade_to_v6(conn, creates)
+    return 6
+
+
+def _upgrade_to_v7(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 7 adds job_steps and the trigger that deletes a job's steps.
+    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V7]
+    upgrade_to_v7(conn, creates)
+    return 7
+
+
+def _upgrade_to_v8(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 8 adds the pending status, which SQLite's CHECK cannot take in
+    # place: the jobs table is rebuilt from the latest schema's statement,
+    # with its indexes and triggers (renamed away with the old table and
+    # dropped with it), beside workflows and job_deps.
+    if not set(describe(conn, "jobs").columns) >= _V7_COLUMNS:
+        # Not a version 7 jobs table: the copy cannot keep its jobs. Left as it
+        # is, the table check after the steps refuses the file, naming what
+        # it lacks, and the whole upgrade rolls back.
+        return 8
+    [table] = [st for st in schema.statements if schema.creates(st) == {"jobs"}]
+    creates = [
+        st
+        for st in schema.statements
+        if (n := schema.creates(st))
+        and (n <= _TABLES_V8 or all(name.startswith("jobs_") for name in n))
+    ]
+    upgrade_to_v8(conn, table, creates)
+    return 8
+
+
+def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
+    # Maps version N to the step that upgrades a database of version N and
+    # returns the version it reached: N + 1, or a later one for a step that
+    # rebuilds a table from the latest schema. The steps run in order inside
+    # the one transaction that also records the new version. A new database
+    # gets schema.sql whole instead, which is always the latest version.
+    return {
+        1: _upgrade_to_v2,
+        2: _upgrade_to_v3,
+        3: _upgrade_to_v4,
+        4: _upgrade_to_v5,
+        5: _upgrade_to_v6,
+        6: _upgrade_to_v7,
+        7: _upgrade_to_v8,
+    }
+
+
+UPGRADES = _upgrade_steps()
+"""Version N to the step that upgrades a file of version N; see ``_upgrade_steps``."""

@@ -1,0 +1,97 @@
+"""The SQLite engine's workflow queries in the shape of the seam's ``WorkflowQueries``."""
+
+import sqlite3
+from collections.abc import Sequence
+
+from jobtable._engines.workflow_queries import (
+    DependencyRow,
+    JobDep,
+    JobWorkflowRow,
+    WorkflowJob,
+)
+from jobtable.db.sqlite import workflows
+
+
+class SQLiteWorkflowQueries:
+    """Workflows' queries on one connection of the writer."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._wf = workflows.Querier(conn)
+
+    def create_workflow(self, *, id: str, name: str, now: str) -> None:
+        self._wf.create_workflow(id=id, name=name, now=now)
+
+    def workflow_name(self, *, id: str) -> str | None:
+        row = self._wf.get_workflow(id=id)
+        return None if row is None else row.name
+
+    def insert_workflow_jobs(
+        self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
+    ) -> None:
+        self._wf.create_workflow_jobs(
+            workflows.CreateWorkflowJobsParams(
+                **w.job.fields(w.kind, now), workflow_id=workflow_id, pending_deps=w.pending_deps
+            )
+            for w in jobs
+        )
+
+    def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:
+        self._wf.create_job_deps(
+            workflows.CreateJobDepsParams(d.dep, d.job, int(d.run_on_failure), int(d.feeds))
+            for d in deps
+        )
+
+    def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
+        row = self._wf.get_dep_state(id=id)
+        return None if row is None else (row.status, row.workflow_id)
+
+    def feed_dependents(self, *, dep: str) -> int:
+        return self._wf.feed_dependents(dep=dep)
+
+    def release_dependents(self, *, dep: str, succeeded: bool, now: str) -> int:
+        return self._wf.release_dependents(now=now, dep=dep, succeeded=int(succeeded))
+
+    def mark_deps_done(self, *, dep: str, succeeded: bool) -> None:
+        self._wf.mark_deps_done(dep=dep, succeeded=int(succeeded))
+
+    def cancel_dependents(self, *, dep: str, now: str) -> list[str]:
+        return [row.id for row in self._wf.cancel_dependents(dep=dep, now=now)]
+
+    def revive_dependents(self, *, dep: str, now: str) -> list[str]:
+        return [row.id for row in self._wf.revive_dependents(now=now, dep=dep)]
+
+    def revivable_deps(self) -> list[str]:
+        return [row.blocked_by for row in self._wf.list_revivable() if row.blocked_by is not None]
+
+    def stranded_deps(self) -> list[str]:
+        return [row.dep for row in self._wf.list_stranded_deps()]
+
+    def blocking_deps(self, *, job: str) -> list[str]:
+        return [row.dep for row in self._wf.list_blocking_deps(job=job)]
+
+    def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
+        return [
+            DependencyRow(r.id, r.kind, r.status, r.result, bool(r.run_on_failure))
+            for r in self._wf.list_dependencies(job=job)
+        ]
+
+    def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
+        return [
+            DependencyRow(r.id, r.kind, r.status, None, False)
+            for r in self._wf.list_dependents(dep=dep)
+        ]
+
+    def job_workflow(self, *, id: str) -> JobWorkflowRow | None:
+        row = self._wf.get_job_workflow(id=id)
+        if row is None:
+            return None
+        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by)
+
+    def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
+        return [row.id for row in self._wf.cancel_workflow_jobs(now=now, workflow_id=workflow_id)]
+
+    def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
+        return self._wf.request_cancel_workflow(now=now, workflow_id=workflow_id)
+
+    def notify_ready(self) -> None:
+        """Does nothing: runners watch the file's writes."""

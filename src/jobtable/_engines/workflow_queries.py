@@ -1,0 +1,128 @@
+"""The workflows' queries at the seam: jobs with dependencies, as each engine's adapter runs them.
+
+Times are UTC text and flags are bools here; each engine's adapter
+(``sqlite/workflow_queries.py``, ``postgres/workflow_queries.py``) converts
+them for its generated Querier (queries/workflows.sql).
+"""
+
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
+from jobtable._engines.rows import NewJob
+
+
+class DependencyRow(NamedTuple):
+    """A job on one side of a dependency: its id, kind, status and stored result."""
+
+    id: str
+    kind: str
+    status: str
+    result: str | None
+    run_on_failure: bool
+
+
+class WorkflowJob(NamedTuple):
+    """A job of a workflow to store: its kind, the job, and how many dependencies it waits for."""
+
+    kind: str
+    job: NewJob
+    pending_deps: int
+
+
+class JobDep(NamedTuple):
+    """A dependency to store: job waits for dep; feeds: dep's result is job's payload."""
+
+    dep: str
+    job: str
+    run_on_failure: bool
+    feeds: bool
+
+
+class JobWorkflowRow(NamedTuple):
+    """A job's workflow (id and name, None for none) and the dependency that cancelled it."""
+
+    workflow_id: str | None
+    workflow_name: str | None
+    blocked_by: str | None
+
+
+class WorkflowQueries(Protocol):
+    """The queries of workflows (queries/workflows.sql)."""
+
+    def create_workflow(self, *, id: str, name: str, now: str) -> None:
+        """Names a new workflow."""
+        ...
+
+    def workflow_name(self, *, id: str) -> str | None:
+        """The workflow's name, None for an unknown id."""
+        ...
+
+    def insert_workflow_jobs(
+        self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
+    ) -> None:
+        """Stores jobs of workflow_id, each pending while its pending_deps is above 0."""
+        ...
+
+    def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:
+        """Records that each edge's job waits for its dep."""
+        ...
+
+    def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
+        """The job's status and workflow id, None for an unknown id."""
+        ...
+
+    def feed_dependents(self, *, dep: str) -> int:
+        """Copies dep's result into the payload of the pending jobs it feeds."""
+        ...
+
+    def release_dependents(self, *, dep: str, succeeded: bool, now: str) -> int:
+        """Counts dep's end for its dependents; a pending one at 0 becomes queued."""
+        ...
+
+    def mark_deps_done(self, *, dep: str, succeeded: bool) -> None:
+        """Records that dep's end was counted."""
+        ...
+
+    def cancel_dependents(self, *, dep: str, now: str) -> list[str]:
+        """Cancels the pending jobs that needed dep to succeed; returns their ids."""
+        ...
+
+    def revive_dependents(self, *, dep: str, now: str) -> list[str]:
+        """Puts back to pending the jobs dep's end cancelled; returns their ids."""
+        ...
+
+    def revivable_deps(self) -> list[str]:
+        """The requeued dependencies whose end had cancelled jobs that are still cancelled."""
+        ...
+
+    def stranded_deps(self) -> list[str]:
+        """The ended dependencies whose end a pending job has not counted."""
+        ...
+
+    def blocking_deps(self, *, job: str) -> list[str]:
+        """The dependencies job needs to succeed that ended otherwise."""
+        ...
+
+    def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
+        """The jobs job depends on, in enqueue order."""
+        ...
+
+    def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
+        """The jobs that depend on dep, in enqueue order (result and run_on_failure unset)."""
+        ...
+
+    def job_workflow(self, *, id: str) -> JobWorkflowRow | None:
+        """The job's workflow and the dependency that cancelled it; None for an unknown id."""
+        ...
+
+    def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
+        """Cancels the workflow's pending and queued jobs; returns their ids."""
+        ...
+
+    def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
+        """Asks the runners holding the workflow's running jobs to cancel them."""
+        ...
+
+    def notify_ready(self) -> None:
+        """Wakes idle runners for jobs that became ready (nothing where runners watch writes)."""
+        ...
