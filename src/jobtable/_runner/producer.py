@@ -165,7 +165,10 @@ class Producer:
         own jobs hold the queue's slots, and nothing else would wake it when
         one ends (PostgreSQL sends no notice for an outcome): the outcome then
         rides on the claimer's next claim, which stores it before it counts,
-        and the claimer looks again at once instead of at its next poll.
+        and the claimer looks again at once instead of at its next poll. The
+        calling worker then waits for a job, so a claim under way finds it
+        free when it ends and hands it the next claim, which takes the
+        outcome: it never waits for a claim that does not come.
         """
         if not self._flow:
             self._completer.add(outcome, claim_follows=self._gathering)
