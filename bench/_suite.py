@@ -3,7 +3,7 @@
 Each section has a module of its own (``bench._raw_limits``,
 ``bench._end_to_end``, ``bench._processes``, ``bench._enqueue``,
 ``bench._uniqueness``, ``bench._latency``, ``bench._wait``, ``bench._memory``,
-``bench._finished_rows``); ``run_engine`` runs them in order and keeps the
+``bench._finished_rows``, ``bench._flow``); ``run_engine`` runs them in order and keeps the
 figures of the others when one stops early.
 """
 
@@ -14,6 +14,7 @@ from bench import (
     _end_to_end,
     _enqueue,
     _finished_rows,
+    _flow,
     _latency,
     _memory,
     _processes,
@@ -45,6 +46,7 @@ MEASURES: dict[str, Measure] = {
     "wait": _wait.measure,
     "memory": _memory.measure,
     "finished rows": _finished_rows.measure,
+    "flow": _flow.measure,
 }
 """Each section by name, in the order run_engine runs them: later ones size runs by earlier ones."""
 

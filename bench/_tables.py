@@ -2,14 +2,14 @@
 
 ``engine_table`` adds its rows group by group, in the order the sections run
 (raw limits, end to end, enqueue, uniqueness, latency, loop lag, memory,
-finished rows); most rows are jobtable's figure, the raw limit it is measured
+finished rows, flow); most rows are jobtable's figure, the raw limit it is measured
 against, their ratio and a note. ``targets_table`` holds each per-job cost
 target against what it is a ratio to, in the same run.
 """
 
 from collections.abc import Callable
 
-from bench import _hop, _uniqueness, _wait
+from bench import _flow, _hop, _uniqueness, _wait
 from bench._enqueue import CONCURRENT
 from bench._plan import Plan, Results
 from bench._stats import Figure, Table, cell, fmt, ratio
@@ -211,6 +211,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
     _lag_rows(table, g)
     _memory_rows(table, plan, g)
     _finished_rows(table, plan, g)
+    _flow.add_rows(table, g)
     return table
 
 
@@ -257,6 +258,8 @@ def targets_table(engine: str, r: Results) -> Table:
     ]
     for key, label in CONCURRENT:
         rows.append((f"enqueue from {label}, >= 3x one caller", g(key), g("enq.single"), 3.0, "x"))
+    for label, ours, base in _flow.targets(g):
+        rows.append((label, ours, base, _flow.TARGET, "%"))
     for label, ours, base, want, unit in rows:
         value = _of(ours, base)
         shown = (

@@ -35,6 +35,13 @@ FROM queues
 WHERE name = @queue AND (paused OR concurrency IS NOT NULL
     OR partition_limit IS NOT NULL OR rate_limit IS NOT NULL);
 
+-- name: SkipJit :exec
+-- SkipJit turns JIT compilation off until the transaction ends. A
+-- partitioned claim runs it first: the planner prices the scan for the jobs
+-- without a key by the whole backlog, and past about 15,000 queued jobs that
+-- price turns on JIT, whose compiling cost a claim a quarter of a second.
+SELECT set_config('jit', 'off', true);
+
 -- name: ClaimLimitedJobs :many
 -- ClaimLimitedJobs claims, as FinishAndClaimJobs does, at most the room the
 -- limits of queue leave: concurrency less its running jobs, rate_limit less
@@ -42,16 +49,32 @@ WHERE name = @queue AND (paused OR concurrency IS NOT NULL
 -- clock (a null limit leaves max_jobs); it records each start when the
 -- queue has a rate, and forgets the starts older than the period. Run it
 -- after LockQueueFlow, in the same transaction.
+--
+-- The pick takes the first max_jobs ready jobs under a plain LIMIT, which the
+-- planner sizes, and then as many of them as the limits leave room for. One
+-- LIMIT counted at run time instead would make the planner size the pick as a
+-- tenth of the queue's backlog: it then joined the whole jobs table, and past
+-- about 100,000 queued jobs its estimate turned on JIT compilation, which
+-- costs more than the claim. The pick locks up to max_jobs rows, a few more
+-- than it may claim, until the transaction ends; the claims of the queue take
+-- turns behind LockQueueFlow anyway, and SKIP LOCKED passes over rows an
+-- operator's write holds.
 WITH picked AS MATERIALIZED (
-    SELECT ready.seq FROM jobs AS ready
-    WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = @queue
-        AND (ready.sequence_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM jobs AS prior
-            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
-                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
-        ))
-    ORDER BY ready.priority, ready.seq
+    SELECT first.seq FROM (
+        SELECT ready.seq, ready.priority FROM jobs AS ready
+        WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = @queue
+            AND (ready.sequence_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM jobs AS prior
+                WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                    AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                    AND (prior.status = 'queued' OR prior.status = 'running'
+                        OR prior.sequence_blocks)
+            ))
+        ORDER BY ready.priority, ready.seq
+        LIMIT @max_jobs::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS first
+    ORDER BY first.priority, first.seq
     LIMIT GREATEST(0, LEAST(
         @max_jobs::integer,
         COALESCE(sqlc.narg(concurrency)::integer - (
@@ -64,14 +87,14 @@ WITH picked AS MATERIALIZED (
                 > statement_timestamp() - make_interval(secs => sqlc.narg(rate_period)::float8)
         ), @max_jobs::integer)
     ))
-    FOR UPDATE SKIP LOCKED
 ),
 claimed AS (
     UPDATE jobs
     SET status = 'running', runner = @runner, attempt = jobs.attempt + 1,
         started_at = @now, updated_at = @now
-    FROM picked
-    WHERE jobs.seq = picked.seq
+    -- An array, not a join: the planner cannot size picked (its LIMIT is
+    -- counted at run time) and would hash the whole jobs table to join it.
+    WHERE jobs.seq = ANY(ARRAY(SELECT picked.seq FROM picked))
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
         jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 ),
@@ -190,8 +213,8 @@ claimed AS (
     UPDATE jobs
     SET status = 'running', runner = @runner, attempt = jobs.attempt + 1,
         started_at = @now, updated_at = @now
-    FROM picked
-    WHERE jobs.seq = picked.seq AND jobs.status = 'queued'
+    -- An array, not a join, as in ClaimLimitedJobs.
+    WHERE jobs.seq = ANY(ARRAY(SELECT picked.seq FROM picked)) AND jobs.status = 'queued'
     RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
         jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 ),

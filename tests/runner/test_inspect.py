@@ -53,6 +53,7 @@ async def test_inspect_returns_the_whole_record(store: jobtable.Store) -> None:
         "meta": {"who": "ops"},
         "waiting": None,
         "steps": [],
+        "workflow": None,
     }
     assert record.started_at is not None
     assert record.finished_at is not None

@@ -149,7 +149,7 @@ class Producer:
             return self._unhanded.popleft()
         if self._claimer:
             if outcome is not None:
-                self._completer.add(outcome, claim_follows=self._gathering)
+                self._freed_slot(outcome)
             handed = await self._wait_for_job()
             if not isinstance(handed, _Turn):
                 return handed
@@ -157,6 +157,27 @@ class Producer:
         if outcome is not None:
             self._completer.add(outcome, claim_follows=True)
         return await self._claim_turn(idle_first=False, gather=self._slots > 1)
+
+    def _freed_slot(self, outcome: Finish) -> None:
+        """Hands outcome to the completer while another worker claims.
+
+        Under flow control a claim can come back short because this runner's
+        own jobs hold the queue's slots, and nothing else would wake it when
+        one ends (PostgreSQL sends no notice for an outcome): the outcome then
+        rides on the claimer's next claim, which stores it before it counts,
+        and the claimer looks again at once instead of at its next poll. The
+        calling worker then waits for a job, so a claim under way finds it
+        free when it ends and hands it the next claim, which takes the
+        outcome: it never waits for a claim that does not come.
+        """
+        if not self._flow:
+            self._completer.add(outcome, claim_follows=self._gathering)
+            return
+        self._completer.add(outcome, claim_follows=True)
+        if self._waits_for_jobs:
+            self.wake()
+        else:
+            self._poked = True
 
     async def _wait_for_job(self) -> _Handed:
         waiter: asyncio.Future[_Handed] = asyncio.get_running_loop().create_future()
@@ -232,6 +253,10 @@ class Producer:
 
     async def _idle(self) -> None:
         """Waits for jobs, the outcomes waiting stored meanwhile: a wake, a due job or the poll."""
+        if self._flow and self._poked:
+            # A slot freed under flow control (see _freed_slot): the next
+            # claim stores its outcome and claims at once.
+            return
         self._completer.flush()
         seconds = await self._idle_wait()
         # Set before _poked is read, as poke sets _poked before it reads this:

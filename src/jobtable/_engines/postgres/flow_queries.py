@@ -40,6 +40,7 @@ class PostgresFlowQueries:
             return []
         limits = flow.limits
         if flow.partitioned:
+            self._flow.skip_jit()
             return list(
                 self._flow.claim_partitioned_jobs(
                     queue=queue,
