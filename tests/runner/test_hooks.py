@@ -21,6 +21,7 @@ class ClaimedJob(NamedTuple):
     id: str
     kind: str
     attempt: int
+    workflow_id: str | None = None
 
 
 class Tenant(pydantic.BaseModel):
