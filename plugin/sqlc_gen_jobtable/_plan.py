@@ -103,8 +103,6 @@ def check_command(query: Query, driver: str, where: str) -> None:
         )
     if driver == "pymysql":
         check_mysql_command(query, where)
-    if cmd in _RETURNS_ROWS and not query.columns:
-        raise RequestError(f"{where}: {cmd} needs a query that returns columns")
     if cmd in (":batchone", ":batchmany") and driver == "sqlite3":
         raise RequestError(
             f"{where}: {cmd} needs PostgreSQL, where psycopg pipelines the statements; "
