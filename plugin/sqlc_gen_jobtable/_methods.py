@@ -162,7 +162,7 @@ def param_rows(w: Writer, plan: QueryPlan, opener: str, closer: str, style: str)
     placeholders; "psycopg" a dict by name.
     """
     with w.block(opener, closer):
-        bind_args(w, plan.params, style, owner="row.", models=plan.models, suffix="")
+        bind_args(w, plan.binds, style, owner="row.", models=plan.models, suffix="")
         w.line("for row in rows")
 
 
