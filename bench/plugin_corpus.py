@@ -15,9 +15,10 @@ the same config and SQL files (sqlc repeats one per Go driver) run once.
 The plugin's SQL checks run as they do for a user: SQLite always,
 PostgreSQL on ``SQLC_GEN_JOBTABLE_POSTGRES_URL`` (this script sets the test
 server's unless it is set), MySQL on ``SQLC_GEN_JOBTABLE_MYSQL_URL`` when it
-is set. Every output then goes through one ``mypy --strict`` and one
-``ruff check``. It prints, per engine: the cases, how many generated, how
-many of those pass both tools, how many the plugin refused (grouped by the
+is set, or on a throwaway MariaDB server with ``--mysql-server``. Every
+output then goes through one ``mypy --strict`` and one ``ruff check``. It
+prints, per engine: the cases, how many generated, how many of those pass
+both tools, how many the plugin refused (grouped by the
 first line of its message) and how many crashed it.
 
     .venv/bin/python -m bench.plugin_corpus /path/to/sqlc/internal/endtoend/testdata
@@ -25,12 +26,15 @@ first line of its message) and how many crashed it.
 
 import argparse
 import collections
+import contextlib
 import hashlib
+import importlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -281,13 +285,23 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="cases run at once")
     parser.add_argument("--only", default="", help="only case folders whose path contains this")
     parser.add_argument("--plugin", type=Path, help="the plugin's folder (default: plugin/)")
+    parser.add_argument(
+        "--mysql-server",
+        action="store_true",
+        help="check MySQL SQL on a throwaway MariaDB server (tests/mysql_server.py)",
+    )
     parser.add_argument("--verbose", action="store_true", help="also list every case's outcome")
     args = parser.parse_args()
     corpus = args.corpus.resolve()
     if args.plugin:
         os.environ["PLUGIN_CORPUS_PLUGIN_DIR"] = str(args.plugin.resolve())
     folders = [f for f in case_folders(corpus) if args.only in str(f.relative_to(corpus))]
-    with tempfile.TemporaryDirectory(prefix="plugin-corpus-") as scratch:
+    with contextlib.ExitStack() as stack:
+        if args.mysql_server:
+            sys.path.insert(0, str(ROOT / "tests"))
+            server = stack.enter_context(importlib.import_module("mysql_server").throwaway_server())
+            os.environ["SQLC_GEN_JOBTABLE_MYSQL_URL"] = f"mysql://root@127.0.0.1:{server.port}/"
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="plugin-corpus-"))
         cases = measure(corpus, folders, args.jobs, Path(scratch))
     if args.verbose:
         for case in cases:
