@@ -28,7 +28,8 @@ def render_class(w: Writer, plan: ClassPlan, models: str, text: Text) -> None:
         w.lines(["@dataclasses.dataclass(frozen=True, slots=True)", f"class {plan.name}:"])
     with w.indent():
         docstring(w, [plan.doc], text)
-        w.line()
+        if plan.fields or models == "pydantic":
+            w.line()
         if models == "pydantic":
             _pydantic_body(w, plan.fields, text)
         else:
@@ -49,7 +50,8 @@ def _pydantic_body(w: Writer, fields: tuple[Field, ...], text: Text) -> None:
         w.line("model_config = pydantic.ConfigDict(frozen=True, populate_by_name=True)")
     else:
         w.line("model_config = pydantic.ConfigDict(frozen=True)")
-    w.line()
+    if fields:
+        w.line()
     for f in fields:
         note(w, f)
         if f in renamed:

@@ -33,10 +33,21 @@ SYNC = Flavor(aw="", def_="def", with_="with")
 ASYNC = Flavor(aw="await ", def_="async def", with_="async with")
 
 
+def _short(plan: QueryPlan) -> str | None:
+    """One result as an expression of one line: the value, or a row of no columns; else None."""
+    if plan.value is not None:
+        return plan.value.type.decode.replace("{}", "row[0]")
+    if not plan.row_fields:
+        # A query of no columns (SELECT FROM t) still returns rows: empty ones.
+        return f"{plan.row_type}()"
+    return None
+
+
 def _decoded(w: Writer, prefix: str, plan: QueryPlan, suffix: str = "") -> None:
     """Writes one result built from the driver's row: the value, or the row's constructor."""
-    if plan.value is not None:
-        w.line(prefix + plan.value.type.decode.replace("{}", "row[0]") + suffix)
+    short = _short(plan)
+    if short is not None:
+        w.line(prefix + short + suffix)
         return
     construct(w, prefix, plan.row_type, plan.row_fields, plan.models, suffix=suffix)
 
@@ -122,8 +133,9 @@ def return_one(w: Writer, plan: QueryPlan) -> None:
 def return_many(w: Writer, plan: QueryPlan, rows: str) -> None:
     """Writes the return of a :many method: a value or row for each row of rows."""
     fetch = f"for row in {rows}"
-    if plan.value is not None:
-        joined = f"return [{plan.value.type.decode.replace('{}', 'row[0]')} {fetch}]"
+    short = _short(plan)
+    if short is not None:
+        joined = f"return [{short} {fetch}]"
         if w.fits(joined):
             w.line(joined)
             return
@@ -150,7 +162,7 @@ def param_rows(w: Writer, plan: QueryPlan, opener: str, closer: str, style: str)
     placeholders; "psycopg" a dict by name.
     """
     with w.block(opener, closer):
-        bind_args(w, plan.params, style, owner="row.", models=plan.models, suffix="")
+        bind_args(w, plan.binds, style, owner="row.", models=plan.models, suffix="")
         w.line("for row in rows")
 
 
@@ -212,8 +224,9 @@ def _collect_one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
     with w.block("if row is None:"):
         w.line("results.append(None)")
     with w.block("else:"):
-        if plan.value is not None:
-            joined = f"results.append({plan.value.type.decode.replace('{}', 'row[0]')})"
+        short = _short(plan)
+        if short is not None:
+            joined = f"results.append({short})"
             if w.fits(joined):
                 w.line(joined)
                 return
@@ -222,6 +235,11 @@ def _collect_one(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
 
 
 def _collect_many(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
+    short = _short(plan)
+    joined = f"results.append([{short} for row in {fl.aw}cur.fetchall()])"
+    if short is not None and w.fits(joined):
+        w.line(joined)
+        return
     with w.block("results.append(", ")"), w.block("[", "]"):
         _decoded(w, "", plan)
         w.line(f"for row in {fl.aw}cur.fetchall()")

@@ -82,14 +82,6 @@ def check_mysql_command(query: Query, where: str) -> None:
         ":copyfrom",
     ):
         raise RequestError(f"{where}: sqlc.slice cannot be used in a {query.cmd} query on MySQL")
-    if len({p.column.is_named_param for p in query.params}) > 1:
-        # sqlc numbers the bare ? first and the named ones after them, so
-        # the query would bind its values in the wrong places.
-        raise RequestError(
-            f"{where}: the SQL mixes named parameters (sqlc.arg, sqlc.narg, sqlc.slice) "
-            "with bare ?, which sqlc numbers out of order on MySQL: name every "
-            "parameter or none"
-        )
 
 
 def mysql_statement(

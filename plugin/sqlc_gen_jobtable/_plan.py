@@ -103,8 +103,6 @@ def check_command(query: Query, driver: str, where: str) -> None:
         )
     if driver == "pymysql":
         check_mysql_command(query, where)
-    if cmd in _RETURNS_ROWS and not query.columns:
-        raise RequestError(f"{where}: {cmd} needs a query that returns columns")
     if cmd in (":batchone", ":batchmany") and driver == "sqlite3":
         raise RequestError(
             f"{where}: {cmd} needs PostgreSQL, where psycopg pipelines the statements; "
@@ -170,7 +168,11 @@ def _statement(
         return _Statement(_copy_sql(query, params, where), fields)
     if driver == "pymysql":
         sql, slices = mysql_statement(query, {n: f.name for n, f in params}, where)
-        return _Statement(sql, fields, slices)
+        # sqlc lists a MySQL query's parameters in the order of their ? in
+        # the text, while it numbers the named ones before the bare ones: the
+        # list's order is the order to bind in, as sqlc-gen-go binds.
+        by_number = dict(params)
+        return _Statement(sql, tuple(by_number[p.number] for p in query.params), slices)
     if driver == "psycopg":
         return _Statement(postgres_sql(sql, {n: f.name for n, f in params}, where), fields)
     if driver == "asyncpg":

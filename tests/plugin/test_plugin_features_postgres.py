@@ -174,6 +174,17 @@ def test_names_singular_renamed_and_in_other_schemas(conn: Conn) -> None:
         check_row(row)
 
 
+def test_a_query_of_no_columns_returns_empty_rows(conn: Conn) -> None:
+    # SELECT FROM t (sqlc also writes it for SELECT * FROM a function of no
+    # columns) returns a row per match, each of no columns, as sqlc-gen-go does.
+    q = other.Querier(conn)
+    assert q.bare_shelf(id=1) is None
+    q.add_shelf(id=1, title="a")
+    q.add_shelf(id=2, title="b")
+    assert q.bare_shelves() == [other.BareShelvesRow(), other.BareShelvesRow()]
+    assert q.bare_shelf(id=2) == other.BareShelfRow()
+
+
 def test_network_range_hstore_and_array_types_round_trip(conn: Conn) -> None:
     q = other.Querier(conn)
     Range = psycopg.types.range.Range

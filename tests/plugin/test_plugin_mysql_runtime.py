@@ -147,6 +147,19 @@ def test_batch_copy_and_embed(conn: Conn) -> None:
         check_row(row)
 
 
+def test_named_and_bare_parameters_bind_in_the_order_of_the_text(conn: Conn) -> None:
+    # sqlc numbers the bare ? before the named ones; the values still go to
+    # the placeholders they belong to.
+    kind = create(kinds.Querier(conn), FULL)
+    q = notes.Querier(conn)
+    for note in ("one", "two"):
+        q.add_note(kind_id=kind, note=note, labels=frozenset(), state=None)
+    assert q.other_notes(kind_id=kind, note="one") == ["two"]
+    first = q.list_notes()[0].id
+    q.rename_notes([notes.RenameNotesParams(id=first, note="uno")])
+    assert [n.note for n in q.list_notes()] == ["uno", "two"]
+
+
 def test_rows_come_as_tuples_whatever_the_connections_cursor_class(mysql_url: str) -> None:
     with connect(mysql_url) as c, c.cursor() as cur:
         cur.execute("SELECT 1")

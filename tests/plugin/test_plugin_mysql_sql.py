@@ -105,10 +105,6 @@ MYSQL_SCHEMA = "CREATE TABLE items (id INT NOT NULL PRIMARY KEY, name VARCHAR(10
             ":batchone is not supported on MySQL: PyMySQL has no pipeline",
         ),
         (
-            "-- name: Mixed :many\nSELECT id FROM items WHERE name = sqlc.arg(n) AND id > ?;\n",
-            "mixes named parameters",
-        ),
-        (
             "-- name: B :batchexec\nDELETE FROM items WHERE id IN (sqlc.slice(ids));\n",
             "sqlc.slice cannot be used in a :batchexec query on MySQL",
         ),

@@ -38,6 +38,12 @@ LIST_NOTES = """SELECT id, kind_id, note, labels, state FROM notes ORDER BY id
 ADD_PLAIN = """INSERT INTO plain (k) VALUES (%s)
 """
 
+OTHER_NOTES = """SELECT note FROM notes WHERE kind_id = %s AND note <> %s ORDER BY id
+"""
+
+RENAME_NOTES = """UPDATE notes SET note = %s WHERE id = %s
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -81,6 +87,14 @@ class NotesWithKindRow:
 
     note: models.Note
     name: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RenameNotesParams:
+    """The parameters of one statement of RenameNotes."""
+
+    id: int
+    note: str
 
 
 class Querier:
@@ -201,6 +215,39 @@ class Querier:
                 raise pymysql.err.DataError("AddPlain generated no AUTO_INCREMENT id")
             return cur.lastrowid
 
+    def other_notes(
+        self,
+        *,
+        note: str,
+        kind_id: int,
+    ) -> list[str]:
+        with self._conn.cursor(pymysql.cursors.Cursor) as cur:
+            cur.execute(
+                OTHER_NOTES,
+                (
+                    kind_id,
+                    note,
+                ),
+            )
+            rows = cur.fetchall()
+        return [row[0] for row in rows]
+
+    def rename_notes(
+        self,
+        rows: Iterable[RenameNotesParams],
+    ) -> None:
+        params = [
+            (
+                row.note,
+                row.id,
+            )
+            for row in rows
+        ]
+        if not params:
+            return
+        with self._conn.cursor(pymysql.cursors.Cursor) as cur:
+            cur.executemany(RENAME_NOTES, params)
+
 
 class AsyncQuerier:
     """Runs the queries of notes.sql on one connection."""
@@ -320,3 +367,36 @@ class AsyncQuerier:
                 message = "AddPlain generated no AUTO_INCREMENT id"
                 raise asyncmy.errors.DataError(message)
             return cur.lastrowid
+
+    async def other_notes(
+        self,
+        *,
+        note: str,
+        kind_id: int,
+    ) -> list[str]:
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.execute(
+                OTHER_NOTES,
+                (
+                    kind_id,
+                    note,
+                ),
+            )
+            rows = await cur.fetchall()
+        return [row[0] for row in rows]
+
+    async def rename_notes(
+        self,
+        rows: Iterable[RenameNotesParams],
+    ) -> None:
+        params = [
+            (
+                row.note,
+                row.id,
+            )
+            for row in rows
+        ]
+        if not params:
+            return
+        async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
+            await cur.executemany(RENAME_NOTES, params)

@@ -82,6 +82,12 @@ LOCK_FOR = """SELECT pg_advisory_xact_lock(%(pg_advisory_xact_lock)s) AS locked,
 PAIR_OF = """SELECT pair_of(%(a)s) AS rec
 """
 
+BARE_SHELVES = """SELECT FROM shelf ORDER BY id
+"""
+
+BARE_SHELF = """SELECT FROM shelf WHERE id = %(id)s
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -165,6 +171,16 @@ class LockForRow:
 
     locked: str
     kinds: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BareShelvesRow:
+    """A row that BareShelves returns."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BareShelfRow:
+    """A row that BareShelf returns."""
 
 
 class Querier:
@@ -557,6 +573,30 @@ class Querier:
         _value: tuple[str | None, ...] = row[0]
         return _value
 
+    def bare_shelves(
+        self,
+    ) -> list[BareShelvesRow]:
+        cur = self._conn.execute(
+            BARE_SHELVES,
+        )
+        return [BareShelvesRow() for row in cur.fetchall()]
+
+    def bare_shelf(
+        self,
+        *,
+        id: int,
+    ) -> BareShelfRow | None:
+        cur = self._conn.execute(
+            BARE_SHELF,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return BareShelfRow()
+
 
 class AsyncQuerier:
     """Runs the queries of other.sql on one connection."""
@@ -947,3 +987,27 @@ class AsyncQuerier:
             return None
         _value: tuple[str | None, ...] = row[0]
         return _value
+
+    async def bare_shelves(
+        self,
+    ) -> list[BareShelvesRow]:
+        cur = await self._conn.execute(
+            BARE_SHELVES,
+        )
+        return [BareShelvesRow() for row in await cur.fetchall()]
+
+    async def bare_shelf(
+        self,
+        *,
+        id: int,
+    ) -> BareShelfRow | None:
+        cur = await self._conn.execute(
+            BARE_SHELF,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return BareShelfRow()

@@ -18,3 +18,9 @@ SELECT * FROM notes ORDER BY id;
 
 -- name: AddPlain :execlastid
 INSERT INTO plain (k) VALUES (?);
+
+-- name: OtherNotes :many
+SELECT note FROM notes WHERE kind_id = sqlc.arg(kind_id) AND note <> ? ORDER BY id;
+
+-- name: RenameNotes :batchexec
+UPDATE notes SET note = sqlc.arg(note) WHERE id = ?;

@@ -56,3 +56,9 @@ SELECT pg_advisory_xact_lock($1) AS locked, count(*) AS kinds FROM kinds;
 
 -- name: PairOf :one
 SELECT pair_of($1) AS rec;
+
+-- name: BareShelves :many
+SELECT FROM shelf ORDER BY id;
+
+-- name: BareShelf :one
+SELECT FROM shelf WHERE id = $1;
