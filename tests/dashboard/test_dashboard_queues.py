@@ -4,8 +4,10 @@ Each test serves the dashboard with a real uvicorn and sends what a browser
 would; what each POST changed is read back through the Store.
 """
 
+import asyncio
 import datetime
 import re
+import threading
 
 from dashboard_server import Client, csrf_token, serve
 
@@ -50,6 +52,7 @@ def test_the_queues_page_lists_pause_limits_who_set_them_and_counts(
         "by": "-",
         "queued": "2",
         "running": "0",
+        "runners": "-",
     }
     assert figures(page.text, "api")["rate"] == "60/1m"
     assert figures(page.text, "api")["partition-limit"] == "2"
@@ -146,3 +149,26 @@ def test_the_job_page_says_why_a_queued_job_waits(store: jobtable.Store) -> None
     expected = f'id="waiting">held back: {jobtable.WaitReason.PAUSED.text}</dd>'
     assert expected in held
     assert expected in live
+
+
+def test_the_queues_page_names_the_live_runners_holding_a_queues_jobs(
+    store: jobtable.Store,
+) -> None:
+    held = threading.Event()
+    runner = jobtable.Runner(store, name="mailer-1", queues={"email": 1}, poll_interval=0.05)
+
+    @runner.handler(mail)
+    async def send(
+        ctx: jobtable.JobContext[dict[str, object]], payload: dict[str, object]
+    ) -> dict[str, object]:
+        held.set()
+        await asyncio.sleep(3600)
+        return {}
+
+    job_id = mail.enqueue(store, {})
+    with serve(jobtable.dashboard(store), runner) as base:
+        assert held.wait(60), "the runner never started the job"
+        page = Client(base).get("/queues")
+        store.cancel(job_id)
+    assert figures(page.text, "email")["runners"] == "mailer-1"
+    assert figures(page.text, "email")["running"] == "1"

@@ -10,13 +10,14 @@ store's public operations, as the CLI does.
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from jobtable._operator import flow_text
+from jobtable._operator.models import RunnerInfo
 from jobtable._operator.queues import QueueInfo
 from jobtable._store import Store
 
@@ -25,6 +26,7 @@ class Pages(Protocol):
     """What the queues page needs of the dashboard (``jobtable._dashboard.app.Dashboard``)."""
 
     store: Store
+    lease: float
 
     def render(
         self, request: Request, name: str, status_code: int = 200, **context: Any
@@ -50,10 +52,15 @@ class BadChange(ValueError):
     """A queue form that cannot be acted on; its text says why."""
 
 
-def row(queue: QueueInfo) -> dict[str, object]:
-    """What the page shows of a queue, and the texts its limit form starts with."""
+def row(queue: QueueInfo, runners: Sequence[RunnerInfo] = ()) -> dict[str, object]:
+    """What the page shows of a queue, and the texts its limit form starts with.
+
+    runners are the live runners holding a job of the queue: the queues a
+    runner serves are not recorded, so an idle one is not shown.
+    """
     return {
         "queue": queue,
+        "runners": [r.name for r in runners if r.alive and queue.name in r.queues],
         "rate": flow_text.rate_text(queue),
         "by": flow_text.limits_by(queue),
         "rate_field": "" if queue.rate_limit is None else flow_text.rate_text(queue).split()[0],
@@ -67,8 +74,9 @@ async def _every(store: Store) -> list[QueueInfo]:
 
 async def page(dash: Pages, request: Request) -> Response:
     """The queues page."""
-    found = await _every(dash.store)
-    return dash.render(request, "queues.html", queues=[row(queue) for queue in found])
+    found, runners = await asyncio.gather(_every(dash.store), dash.store.arunners(lease=dash.lease))
+    shown = [row(queue, runners) for queue in found]
+    return dash.render(request, "queues.html", queues=shown)
 
 
 async def _apply(store: Store, name: str, action: str, form: Mapping[str, str]) -> str:
