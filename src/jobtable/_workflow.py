@@ -221,7 +221,7 @@ class Workflow:
         """
         binding = self._binding(store)
         write = lambda tp: self._write(binding, tp)  # noqa: E731
-        store_jobs(binding, self.name, "enqueue", write, conn)
+        store_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
         self._stored = True
         return self.id
 
@@ -229,7 +229,7 @@ class Workflow:
         """The async form of enqueue."""
         binding = self._binding(store)
         write = lambda tp: self._write(binding, tp)  # noqa: E731
-        await astore_jobs(binding, self.name, "enqueue", write, conn)
+        await astore_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
         self._stored = True
         return self.id
 

@@ -31,12 +31,14 @@ from jobtable import _otel_metrics
 from jobtable._engines.rows import ClaimedRow, NewJob, Outcome
 from jobtable._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, MESSAGE_TIMED_OUT
 from jobtable._store import Store
-from jobtable._telemetry import observe
+from jobtable._telemetry import Workflowed, observe
 
 __all__ = ["instrument", "uninstrument"]
 
 _SYSTEM = "jobtable"
 _PROPAGATOR = TraceContextTextMapPropagator()
+_WORKFLOW_ID = "jobtable.workflow.id"
+_WORKFLOW_NAME = "jobtable.workflow.name"
 
 
 def instrument(
@@ -96,8 +98,8 @@ class _Observer:
         self.instruments = instruments
         self.run_parent = run_parent
 
-    def enqueue(self, kind: str) -> "_EnqueueTrace":
-        return _EnqueueTrace(self, kind)
+    def enqueue(self, kind: str, workflow: Workflowed | None) -> "_EnqueueTrace":
+        return _EnqueueTrace(self, kind, workflow)
 
     def run(self, job: ClaimedRow, queue: str) -> "_RunTrace":
         return _RunTrace(self, job, queue)
@@ -157,17 +159,19 @@ class _EnqueueTrace(_Trace):
 
     __slots__ = ("_kind", "_observer", "traceparent")
 
-    def __init__(self, observer: _Observer, kind: str) -> None:
+    def __init__(self, observer: _Observer, kind: str, workflow: Workflowed | None) -> None:
+        attributes: dict[str, AttributeValue] = {
+            "messaging.system": _SYSTEM,
+            "messaging.operation.name": "enqueue",
+            "messaging.operation.type": "send",
+            "jobtable.job.kind": kind,
+        }
+        if workflow is not None:
+            # Every job of the workflow is stored by this one span: its parent.
+            attributes[_WORKFLOW_ID], attributes[_WORKFLOW_NAME] = workflow
         super().__init__(
             observer.tracer.start_span(
-                f"enqueue {kind}",
-                kind=trace.SpanKind.PRODUCER,
-                attributes={
-                    "messaging.system": _SYSTEM,
-                    "messaging.operation.name": "enqueue",
-                    "messaging.operation.type": "send",
-                    "jobtable.job.kind": kind,
-                },
+                f"enqueue {kind}", kind=trace.SpanKind.PRODUCER, attributes=attributes
             )
         )
         self._observer = observer
@@ -218,6 +222,8 @@ class _RunTrace(_Trace):
             "jobtable.job.kind": job.kind,
             "jobtable.job.attempt": job.attempt,
         }
+        if job.workflow_id is not None:
+            attributes[_WORKFLOW_ID] = job.workflow_id
         super().__init__(
             observer.tracer.start_span(
                 f"run {job.kind}",
