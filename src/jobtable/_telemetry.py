@@ -76,6 +76,10 @@ class Observer(Protocol):
         """A trace for one attempt of job, claimed from queue."""
         ...
 
+    def current(self) -> str | None:
+        """The W3C trace context of the code running now (a handler's: its run's), or None."""
+        ...
+
 
 Workflowed = tuple[str, str]
 """A workflow an enqueue stores the jobs of: its id and name."""
@@ -129,3 +133,9 @@ def run_trace(store: "Store", job: "ClaimedRow", queue: str) -> RunTrace:
     """The trace of an attempt of job from queue of store; one that does nothing by default."""
     observer = _observers.get(store) if _observers else None
     return _UNOBSERVED if observer is None else observer.run(job, queue)
+
+
+def current_traceparent(store: "Store") -> str | None:
+    """The trace context to store with jobs a handler adds through store: None if uninstrumented."""
+    observer = _observers.get(store) if _observers else None
+    return None if observer is None else observer.current()

@@ -104,6 +104,9 @@ class _Observer:
     def run(self, job: ClaimedRow, queue: str) -> "_RunTrace":
         return _RunTrace(self, job, queue)
 
+    def current(self) -> str | None:
+        return _traceparent(trace.get_current_span().get_span_context())
+
 
 def _error_type(message: str) -> str:
     """A low-cardinality name for why an attempt failed, from the message the runner stores."""

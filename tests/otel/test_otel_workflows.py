@@ -1,9 +1,12 @@
 """The spans of a workflow's jobs, on both engines: grouped by the workflow's id and name.
 
 One ``wf.enqueue`` is one ``enqueue <workflow name>`` span, the parent of
-every job's run span; each carries the workflow's id, which a job a handler
-added to its workflow (stored with no enqueue span) carries too.
+every job's run span; each carries the workflow's id. A job a handler adds
+to its workflow (stored with no enqueue span) runs as a child of the adding
+job's run span, and carries the workflow's id too.
 """
+
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -26,10 +29,15 @@ async def spread_out(ctx: jobtable.JobContext[int], payload: int) -> int:
     return payload
 
 
-def runner_of(store: jobtable.Store) -> jobtable.Runner:
+def spread_out_in_a_thread(ctx: jobtable.JobContext[int], payload: int) -> int:
+    ctx.workflow.add(step, ctx.workflow.current)
+    return payload
+
+
+def runner_of(store: jobtable.Store, spreader: Any = spread_out) -> jobtable.Runner:
     runner = jobtable.Runner(store, queues={"media": 1})
     runner.handler(step)(double)
-    runner.handler(spread)(spread_out)
+    runner.handler(spread)(spreader)
     return runner
 
 
@@ -61,21 +69,21 @@ async def test_a_workflows_enqueue_is_one_span_naming_the_workflow_and_parent_of
         assert parent_of(run) == ids_of(enqueue)
 
 
-async def test_a_job_a_handler_adds_carries_its_workflows_id(
-    store: jobtable.Store, telemetry: Telemetry
+@pytest.mark.parametrize("spreader", [spread_out, spread_out_in_a_thread], ids=["async", "sync"])
+async def test_a_job_a_handler_adds_runs_as_a_child_of_the_adding_run_in_its_workflow(
+    store: jobtable.Store, telemetry: Telemetry, spreader: Any
 ) -> None:
     wf = jobtable.Workflow("fan")
     wf.add(spread, 4)
     workflow_id = await wf.aenqueue(store)
-    runner = runner_of(store)
+    runner = runner_of(store, spreader)
     while await runner.run_next() is not None:
         pass
 
-    [added] = telemetry.spans("run wf-step")
+    [added], adding = telemetry.spans("run wf-step"), telemetry.span("run wf-spread")
     assert (added.attributes or {})["jobtable.workflow.id"] == workflow_id
-    assert (telemetry.span("run wf-spread").attributes or {})["jobtable.workflow.id"] == (
-        workflow_id
-    )
+    assert (adding.attributes or {})["jobtable.workflow.id"] == workflow_id
+    assert parent_of(added) == ids_of(adding)
 
 
 async def test_a_plain_jobs_spans_name_no_workflow(
