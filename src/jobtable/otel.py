@@ -10,7 +10,10 @@ Spans follow the OpenTelemetry messaging conventions: ``enqueue <kind>``
 (PRODUCER, operation type ``send``) stores its W3C trace context with each
 job it inserts, and ``run <kind>`` (CONSUMER, operation type ``process``),
 one per attempt, continues that trace as a child of the enqueue (or, with
-``run_parent=False``, starts its own and links to it). Metrics count jobs
+``run_parent=False``, starts its own and links to it). A workflow's spans
+carry ``jobtable.workflow.id`` (its enqueue span ``jobtable.workflow.name``
+too), and a job a handler adds to its workflow runs in the adding run's
+trace. Metrics count jobs
 enqueued and finished, time each attempt, and observe each queue's backlog.
 No payload, result or exception text is ever reported: a span's status
 description is the message the runner stores, and an error's type is one of
