@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
 from jobtable._store import Store
-from jobtable._telemetry import enqueue_trace
+from jobtable._telemetry import Workflowed, enqueue_trace
 from jobtable._transaction import adriver_connection, driver_connection
 from jobtable._unique import EnqueueResult, kept_jobs
 
@@ -65,14 +65,22 @@ Create = Callable[
 """Builds an enqueue's jobs, given the traceparent to store with them, and their write."""
 
 
-def store_jobs(binding: Binding, kind: str, verb: str, create: Create, conn: object) -> Stored:
+def store_jobs(
+    binding: Binding,
+    kind: str,
+    verb: str,
+    create: Create,
+    conn: object,
+    workflow: Workflowed | None = None,
+) -> Stored:
     """Builds the jobs and stores them, in the store's transaction or, given conn, in conn's.
 
     In conn's transaction, runners learn of the jobs at its commit, from the
-    engine (NOTIFY, the WAL watch), not from here.
+    engine (NOTIFY, the WAL watch), not from here. workflow: the workflow
+    whose jobs these are (its id and name), for the trace.
     """
     store = binding.store
-    with enqueue_trace(store, kind) as trace:
+    with enqueue_trace(store, kind, workflow) as trace:
         jobs, op = create(trace.traceparent)
         if conn is None:
             results = store.engine.write(op)
@@ -85,11 +93,16 @@ def store_jobs(binding: Binding, kind: str, verb: str, create: Create, conn: obj
 
 
 async def astore_jobs(
-    binding: Binding, kind: str, verb: str, create: Create, conn: object
+    binding: Binding,
+    kind: str,
+    verb: str,
+    create: Create,
+    conn: object,
+    workflow: Workflowed | None = None,
 ) -> Stored:
     """The async form of store_jobs."""
     store = binding.store
-    with enqueue_trace(store, kind) as trace:
+    with enqueue_trace(store, kind, workflow) as trace:
         jobs, op = create(trace.traceparent)
         if conn is None:
             results = await store.engine.awrite(op)

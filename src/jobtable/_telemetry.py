@@ -68,13 +68,21 @@ class RunTrace(Trace, Protocol):
 class Observer(Protocol):
     """What an instrumented store reports to: it makes one trace per enqueue and per attempt."""
 
-    def enqueue(self, kind: str) -> EnqueueTrace:
-        """A trace for one enqueue of jobs of kind."""
+    def enqueue(self, kind: str, workflow: "Workflowed | None") -> EnqueueTrace:
+        """A trace for one enqueue of jobs of kind, or of a workflow's jobs (kind its name)."""
         ...
 
     def run(self, job: "ClaimedRow", queue: str) -> RunTrace:
         """A trace for one attempt of job, claimed from queue."""
         ...
+
+    def current(self) -> str | None:
+        """The W3C trace context of the code running now (a handler's: its run's), or None."""
+        ...
+
+
+Workflowed = tuple[str, str]
+"""A workflow an enqueue stores the jobs of: its id and name."""
 
 
 class _Unobserved:
@@ -115,13 +123,19 @@ def observe(store: "Store", observer: Observer | None) -> Observer | None:
     return previous
 
 
-def enqueue_trace(store: "Store", kind: str) -> EnqueueTrace:
-    """The trace of an enqueue of jobs of kind through store; one that does nothing by default."""
+def enqueue_trace(store: "Store", kind: str, workflow: Workflowed | None = None) -> EnqueueTrace:
+    """The trace of an enqueue of kind (or of workflow) through store; a no-op by default."""
     observer = _observers.get(store) if _observers else None
-    return _UNOBSERVED if observer is None else observer.enqueue(kind)
+    return _UNOBSERVED if observer is None else observer.enqueue(kind, workflow)
 
 
 def run_trace(store: "Store", job: "ClaimedRow", queue: str) -> RunTrace:
     """The trace of an attempt of job from queue of store; one that does nothing by default."""
     observer = _observers.get(store) if _observers else None
     return _UNOBSERVED if observer is None else observer.run(job, queue)
+
+
+def current_traceparent(store: "Store") -> str | None:
+    """The trace context to store with jobs a handler adds through store: None if uninstrumented."""
+    observer = _observers.get(store) if _observers else None
+    return None if observer is None else observer.current()

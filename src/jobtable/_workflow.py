@@ -20,6 +20,7 @@ from jobtable._enqueue import Binding, Named, astore_jobs, store_jobs
 from jobtable._kind import Kind
 from jobtable._options import EnqueueOptions
 from jobtable._store import Store
+from jobtable._telemetry import current_traceparent
 from jobtable._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -221,7 +222,7 @@ class Workflow:
         """
         binding = self._binding(store)
         write = lambda tp: self._write(binding, tp)  # noqa: E731
-        store_jobs(binding, self.name, "enqueue", write, conn)
+        store_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
         self._stored = True
         return self.id
 
@@ -229,7 +230,7 @@ class Workflow:
         """The async form of enqueue."""
         binding = self._binding(store)
         write = lambda tp: self._write(binding, tp)  # noqa: E731
-        await astore_jobs(binding, self.name, "enqueue", write, conn)
+        await astore_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
         self._stored = True
         return self.id
 
@@ -347,7 +348,10 @@ class FanOut(Workflow):
         # Checked at once, so the handler gets the error where it added the job.
         try:
             moment = self._binding_.store.clock()
-            self._new.append(self._encoded(self._steps[-1], self._binding_, None, moment))
+            # The running job's trace context: the added job's run continues its run's trace.
+            traceparent = current_traceparent(self._binding_.store)
+            step = self._encoded(self._steps[-1], self._binding_, traceparent, moment)
+            self._new.append(step)
         except BaseException:
             del self._nodes[self._steps.pop().node.id]
             raise

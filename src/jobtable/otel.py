@@ -10,7 +10,10 @@ Spans follow the OpenTelemetry messaging conventions: ``enqueue <kind>``
 (PRODUCER, operation type ``send``) stores its W3C trace context with each
 job it inserts, and ``run <kind>`` (CONSUMER, operation type ``process``),
 one per attempt, continues that trace as a child of the enqueue (or, with
-``run_parent=False``, starts its own and links to it). Metrics count jobs
+``run_parent=False``, starts its own and links to it). A workflow's spans
+carry ``jobtable.workflow.id`` (its enqueue span ``jobtable.workflow.name``
+too), and a job a handler adds to its workflow runs in the adding run's
+trace. Metrics count jobs
 enqueued and finished, time each attempt, and observe each queue's backlog.
 No payload, result or exception text is ever reported: a span's status
 description is the message the runner stores, and an error's type is one of
@@ -31,12 +34,14 @@ from jobtable import _otel_metrics
 from jobtable._engines.rows import ClaimedRow, NewJob, Outcome
 from jobtable._job import MESSAGE_INTERNAL, MESSAGE_INTERRUPTED, MESSAGE_TIMED_OUT
 from jobtable._store import Store
-from jobtable._telemetry import observe
+from jobtable._telemetry import Workflowed, observe
 
 __all__ = ["instrument", "uninstrument"]
 
 _SYSTEM = "jobtable"
 _PROPAGATOR = TraceContextTextMapPropagator()
+_WORKFLOW_ID = "jobtable.workflow.id"
+_WORKFLOW_NAME = "jobtable.workflow.name"
 
 
 def instrument(
@@ -96,11 +101,14 @@ class _Observer:
         self.instruments = instruments
         self.run_parent = run_parent
 
-    def enqueue(self, kind: str) -> "_EnqueueTrace":
-        return _EnqueueTrace(self, kind)
+    def enqueue(self, kind: str, workflow: Workflowed | None) -> "_EnqueueTrace":
+        return _EnqueueTrace(self, kind, workflow)
 
     def run(self, job: ClaimedRow, queue: str) -> "_RunTrace":
         return _RunTrace(self, job, queue)
+
+    def current(self) -> str | None:
+        return _traceparent(trace.get_current_span().get_span_context())
 
 
 def _error_type(message: str) -> str:
@@ -157,17 +165,19 @@ class _EnqueueTrace(_Trace):
 
     __slots__ = ("_kind", "_observer", "traceparent")
 
-    def __init__(self, observer: _Observer, kind: str) -> None:
+    def __init__(self, observer: _Observer, kind: str, workflow: Workflowed | None) -> None:
+        attributes: dict[str, AttributeValue] = {
+            "messaging.system": _SYSTEM,
+            "messaging.operation.name": "enqueue",
+            "messaging.operation.type": "send",
+            "jobtable.job.kind": kind,
+        }
+        if workflow is not None:
+            # Every job of the workflow is stored by this one span: its parent.
+            attributes[_WORKFLOW_ID], attributes[_WORKFLOW_NAME] = workflow
         super().__init__(
             observer.tracer.start_span(
-                f"enqueue {kind}",
-                kind=trace.SpanKind.PRODUCER,
-                attributes={
-                    "messaging.system": _SYSTEM,
-                    "messaging.operation.name": "enqueue",
-                    "messaging.operation.type": "send",
-                    "jobtable.job.kind": kind,
-                },
+                f"enqueue {kind}", kind=trace.SpanKind.PRODUCER, attributes=attributes
             )
         )
         self._observer = observer
@@ -218,6 +228,8 @@ class _RunTrace(_Trace):
             "jobtable.job.kind": job.kind,
             "jobtable.job.attempt": job.attempt,
         }
+        if job.workflow_id is not None:
+            attributes[_WORKFLOW_ID] = job.workflow_id
         super().__init__(
             observer.tracer.start_span(
                 f"run {job.kind}",

@@ -73,6 +73,12 @@ class Telemetry:
         return json.dumps(spans) + "\n".join(spans) + metrics
 
 
+def ids_of(span: ReadableSpan) -> tuple[int, int]:
+    """span's trace and span ids."""
+    assert span.context is not None
+    return span.context.trace_id, span.context.span_id
+
+
 @pytest.fixture
 def telemetry(store: jobtable.Store) -> Iterator[Telemetry]:
     """The test's store, instrumented with in-memory providers until the test ends."""

@@ -8,14 +8,13 @@ import asyncio
 import datetime
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
 
 import jobtable
 import jobtable.otel
 from jobtable._engines.rows import NewJob
-from otel.conftest import Telemetry
+from otel.conftest import Telemetry, ids_of
 
 
 class Photo(BaseModel):
@@ -28,11 +27,6 @@ photo = jobtable.Kind("photo", Photo, int, queue="media")
 
 async def size_of(ctx: jobtable.JobContext[int], payload: Photo) -> int:
     return payload.size
-
-
-def ids_of(span: ReadableSpan) -> tuple[int, int]:
-    assert span.context is not None
-    return span.context.trace_id, span.context.span_id
 
 
 async def test_an_enqueue_makes_a_producer_span_with_the_messaging_attributes(
