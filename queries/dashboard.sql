@@ -97,15 +97,21 @@ WHERE status = 'running' AND NOT cancel_requested
 
 -- name: DeleteMatching :execrows
 -- DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
--- running and match each filter given (a null filter matches all).
+-- running and match each filter given (a null filter matches all). A job
+-- that a pending job of its workflow still waits for is left: deleting it
+-- would leave that job pending for ever (cancel it, or delete it by id).
 DELETE FROM jobs
 WHERE seq IN (
-    SELECT seq FROM jobs
-    WHERE status <> 'running'
-        AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
-        AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
-        AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
-    ORDER BY seq LIMIT @max_jobs
+    SELECT j.seq FROM jobs AS j
+    WHERE j.status <> 'running'
+        AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR j.status = sqlc.narg(status))
+        AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR j.kind = sqlc.narg(kind))
+        AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR j.queue = sqlc.narg(queue))
+        AND NOT EXISTS (
+            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
+            WHERE d.dep = j.id AND d.done = 0 AND w.status = 'pending'
+        )
+    ORDER BY j.seq LIMIT @max_jobs
 );
 
 -- name: FinishedSince :many

@@ -97,7 +97,9 @@ WHERE status = 'running' AND NOT cancel_requested
 
 -- name: DeleteMatching :execrows
 -- DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
--- running and match each filter given (a null filter matches all).
+-- running and match each filter given (a null filter matches all). A job
+-- that a pending job of its workflow still waits for is left: deleting it
+-- would leave that job pending for ever (cancel it, or delete it by id).
 DELETE FROM jobs
 WHERE seq IN (
     SELECT j.seq FROM jobs AS j
@@ -105,6 +107,10 @@ WHERE seq IN (
         AND (sqlc.narg(status)::text IS NULL OR j.status = sqlc.narg(status))
         AND (sqlc.narg(kind)::text IS NULL OR j.kind = sqlc.narg(kind))
         AND (sqlc.narg(queue)::text IS NULL OR j.queue = sqlc.narg(queue))
+        AND NOT EXISTS (
+            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
+            WHERE d.dep = j.id AND NOT d.done AND w.status = 'pending'
+        )
     ORDER BY j.seq LIMIT @max_jobs::bigint
     FOR UPDATE SKIP LOCKED
 );

@@ -112,3 +112,20 @@ def test_deleting_a_dependency_that_never_ran_cancels_its_dependents(
     wf.enqueue(store)
     store.delete(a.id)
     assert store.get(b.id).status is Status.CANCELLED
+
+
+def test_a_bulk_delete_leaves_a_job_that_a_pending_job_waits_for(store: jobtable.Store) -> None:
+    wf = jobtable.Workflow("bulk-delete")
+    a = wf.add(step, 1)
+    b = wf.add(other, 2, after=[a])
+    wf.enqueue(store)
+    plain = step.enqueue(store, 3)
+    # a is left: deleting it would strand b, which waits for it.
+    assert store.delete_matching(kind="step") == 1
+    assert [job.id for job in store.list_jobs(kind="step")] == [a.id]
+    assert store.get(b.id).status is Status.PENDING
+    with pytest.raises(jobtable.JobNotFound):
+        store.get(plain)
+    # Once b no longer waits (cancelled with its workflow), a bulk delete takes every job.
+    store.cancel_workflow(wf.id)
+    assert store.delete_matching() == 2

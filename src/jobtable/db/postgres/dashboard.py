@@ -90,6 +90,10 @@ WHERE seq IN (
         AND (%(status)s::text IS NULL OR j.status = %(status)s)
         AND (%(kind)s::text IS NULL OR j.kind = %(kind)s)
         AND (%(queue)s::text IS NULL OR j.queue = %(queue)s)
+        AND NOT EXISTS (
+            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
+            WHERE d.dep = j.id AND NOT d.done AND w.status = 'pending'
+        )
     ORDER BY j.seq LIMIT %(max_jobs)s::bigint
     FOR UPDATE SKIP LOCKED
 )
@@ -350,7 +354,9 @@ class Querier:
         max_jobs: int,
     ) -> int:
         """DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
-        running and match each filter given (a null filter matches all).
+        running and match each filter given (a null filter matches all). A job
+        that a pending job of its workflow still waits for is left: deleting it
+        would leave that job pending for ever (cancel it, or delete it by id).
         """
         cur = self._conn.execute(
             DELETE_MATCHING,

@@ -80,12 +80,16 @@ WHERE status = 'running' AND NOT cancel_requested
 
 DELETE_MATCHING = """DELETE FROM jobs
 WHERE seq IN (
-    SELECT seq FROM jobs
-    WHERE status <> 'running'
-        AND (CAST(?1 AS TEXT) IS NULL OR status = ?1)
-        AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
-        AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
-    ORDER BY seq LIMIT ?4
+    SELECT j.seq FROM jobs AS j
+    WHERE j.status <> 'running'
+        AND (CAST(?1 AS TEXT) IS NULL OR j.status = ?1)
+        AND (CAST(?2 AS TEXT) IS NULL OR j.kind = ?2)
+        AND (CAST(?3 AS TEXT) IS NULL OR j.queue = ?3)
+        AND NOT EXISTS (
+            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
+            WHERE d.dep = j.id AND d.done = 0 AND w.status = 'pending'
+        )
+    ORDER BY j.seq LIMIT ?4
 )
 """
 
@@ -346,7 +350,9 @@ class Querier:
         max_jobs: int,
     ) -> int:
         """DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
-        running and match each filter given (a null filter matches all).
+        running and match each filter given (a null filter matches all). A job
+        that a pending job of its workflow still waits for is left: deleting it
+        would leave that job pending for ever (cancel it, or delete it by id).
         """
         cur = self._conn.execute(
             DELETE_MATCHING,
