@@ -70,6 +70,8 @@ def test_the_store_reads_a_workflow_s_jobs_and_edges(store: jobtable.Store) -> N
         store.workflow("no-such-workflow")
     with pytest.raises(jobtable.JobNotFound):
         store.workflow(a.id)
+    with pytest.raises(TypeError, match="workflow id is int, want str"):
+        store.workflow(7)  # type: ignore[arg-type]
 
 
 def test_the_workflow_page_shows_counts_layers_kinds_statuses_and_links(
