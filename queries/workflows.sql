@@ -118,6 +118,18 @@ SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
 FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = @id;
 
+-- name: ListWorkflowJobs :many
+-- ListWorkflowJobs reads every job of a workflow, in enqueue order
+-- (jobs_workflow).
+SELECT id, kind, status FROM jobs WHERE workflow_id = @workflow_id ORDER BY seq;
+
+-- name: ListWorkflowDeps :many
+-- ListWorkflowDeps reads every dependency edge of a workflow's jobs, in no
+-- order: job waits for dep.
+SELECT job_deps.dep, job_deps.job
+FROM jobs JOIN job_deps ON job_deps.job = jobs.id
+WHERE jobs.workflow_id = @workflow_id;
+
 -- name: CancelWorkflowJobs :many
 -- CancelWorkflowJobs cancels every pending or queued job of a workflow and
 -- returns their ids.

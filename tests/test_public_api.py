@@ -21,6 +21,8 @@ EXPECTED = {
     "Partition",
     "Queue",
     "QueueInfo",
+    "WorkflowGraph",
+    "WorkflowNode",
     "Rate",
     "Sequence",
     "WaitReason",

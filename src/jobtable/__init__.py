@@ -69,6 +69,7 @@ from jobtable._operator.models import (
     ThroughputPoint,
 )
 from jobtable._operator.queues import QueueInfo
+from jobtable._operator.workflows import WorkflowGraph, WorkflowNode
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
@@ -143,7 +144,9 @@ __all__ = [
     "WaitReason",
     "WaitTimeout",
     "Workflow",
+    "WorkflowGraph",
     "WorkflowLinks",
+    "WorkflowNode",
     "dashboard",
 ]
 

@@ -28,6 +28,7 @@ from jobtable._operations import CancelJob, CancelWorkflow, GetJob, InspectJob, 
 from jobtable._operator.dashboard_store import DashboardOperations
 from jobtable._operator.queues import QueueOperations
 from jobtable._operator.store import StoreOperations
+from jobtable._operator.workflows import WorkflowOperations
 from jobtable._secrets import SecretKeys, keys_of
 from jobtable._values import redact_url, timestamp
 
@@ -88,7 +89,7 @@ class OpenOptions(TypedDict, total=False):
     secret_keys: str | Sequence[str] | None
 
 
-class Store(StoreOperations, QueueOperations, DashboardOperations):
+class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOperations):
     """The database jobs live in: a SQLite file or a PostgreSQL server.
 
     A store opened once is shared by every runner and enqueuer of the process
@@ -99,7 +100,8 @@ class Store(StoreOperations, QueueOperations, DashboardOperations):
     stats, throughput, the schema's state and migrate) come from
     ``StoreOperations``; the dashboard's (kinds, queues, search_payloads,
     cancel_many, delete_many, cancel_matching, delete_matching,
-    kind_figures, health) from ``DashboardOperations``.
+    kind_figures, health) from ``DashboardOperations``; the read of a
+    workflow's graph (workflow) from ``WorkflowOperations``.
     """
 
     engine: Engine

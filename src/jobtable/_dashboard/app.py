@@ -25,6 +25,7 @@ from starlette.types import ASGIApp
 from jobtable._dashboard import bulk as bulk
 from jobtable._dashboard import queues as queues
 from jobtable._dashboard import views as views
+from jobtable._dashboard import workflows as workflows
 from jobtable._dashboard.chart import throughput_chart
 from jobtable._dashboard.live import CSRF_MARK, Broadcast, Frame, event_stream
 from jobtable._dashboard.security import SECURITY_HEADERS, Authenticate, Csrf
@@ -367,6 +368,7 @@ class Dashboard:
             Route("/queues", functools.partial(queues.change, self), methods=["POST"]),
             Route("/bulk", self.bulk, methods=["POST"], name="bulk"),
             Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
+            *workflows.routes(self),
             Route("/jobs/{job_id}", self.job, name="job"),
             Route("/jobs/{job_id}/live", self.job_live, name="job_live"),
             Route("/jobs/{job_id}/live/events", self.job_events, name="job_events"),

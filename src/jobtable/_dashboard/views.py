@@ -40,6 +40,7 @@ NOTICES: Mapping[str, str] = {
     "queue-resume": "Queue resumed: runners claim its jobs again.",
     "queue-set": "Limits set: they win over the code's until cleared.",
     "queue-clear": "The operator's limits are cleared: the code's declaration applies.",
+    "workflow-cancel": "Workflow cancelled: {count} pending or queued jobs; running ones stop.",
 }
 """The messages an action's redirect may show, by code: a link cannot make a page say more."""
 

@@ -46,6 +46,14 @@ class JobWorkflowRow(NamedTuple):
     blocked_by: str | None
 
 
+class WorkflowJobRow(NamedTuple):
+    """A job of a workflow as its graph shows it: id, kind and status."""
+
+    id: str
+    kind: str
+    status: str
+
+
 class WorkflowQueries(Protocol):
     """The queries of workflows (queries/workflows.sql)."""
 
@@ -113,6 +121,14 @@ class WorkflowQueries(Protocol):
 
     def job_workflow(self, *, id: str) -> JobWorkflowRow | None:
         """The job's workflow and the dependency that cancelled it; None for an unknown id."""
+        ...
+
+    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
+        """Every job of the workflow, in enqueue order."""
+        ...
+
+    def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:
+        """Every dependency of the workflow's jobs as (dep, job): job waits for dep."""
         ...
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:

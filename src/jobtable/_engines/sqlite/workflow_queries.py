@@ -8,6 +8,7 @@ from jobtable._engines.workflow_queries import (
     JobDep,
     JobWorkflowRow,
     WorkflowJob,
+    WorkflowJobRow,
 )
 from jobtable.db.sqlite import workflows
 
@@ -86,6 +87,13 @@ class SQLiteWorkflowQueries:
         if row is None:
             return None
         return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by)
+
+    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
+        rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
+        return [WorkflowJobRow(r.id, r.kind, r.status) for r in rows]
+
+    def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:
+        return [(r.dep, r.job) for r in self._wf.list_workflow_deps(workflow_id=workflow_id)]
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
         return [row.id for row in self._wf.cancel_workflow_jobs(now=now, workflow_id=workflow_id)]

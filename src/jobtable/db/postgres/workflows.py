@@ -105,6 +105,14 @@ FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = %(id)s
 """
 
+LIST_WORKFLOW_JOBS = """SELECT id, kind, status FROM jobs WHERE workflow_id = %(workflow_id)s ORDER BY seq
+"""
+
+LIST_WORKFLOW_DEPS = """SELECT job_deps.dep, job_deps.job
+FROM jobs JOIN job_deps ON job_deps.job = jobs.id
+WHERE jobs.workflow_id = %(workflow_id)s
+"""
+
 NOTIFY_READY = """SELECT pg_notify(jobtable_channel(current_schema()), '')
 """
 
@@ -188,6 +196,23 @@ class GetJobWorkflowRow:
     workflow_id: str | None
     workflow_name: str | None
     blocked_by: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListWorkflowJobsRow:
+    """A row that ListWorkflowJobs returns."""
+
+    id: str
+    kind: str
+    status: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListWorkflowDepsRow:
+    """A row that ListWorkflowDeps returns."""
+
+    dep: str
+    job: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -510,6 +535,51 @@ class Querier:
             workflow_name=row[1],
             blocked_by=row[2],
         )
+
+    def list_workflow_jobs(
+        self,
+        *,
+        workflow_id: str | None,
+    ) -> list[ListWorkflowJobsRow]:
+        """ListWorkflowJobs reads every job of a workflow, in enqueue order
+        (jobs_workflow).
+        """
+        cur = self._conn.execute(
+            LIST_WORKFLOW_JOBS,
+            {
+                "workflow_id": workflow_id,
+            },
+        )
+        return [
+            ListWorkflowJobsRow(
+                id=row[0],
+                kind=row[1],
+                status=row[2],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_workflow_deps(
+        self,
+        *,
+        workflow_id: str | None,
+    ) -> list[ListWorkflowDepsRow]:
+        """ListWorkflowDeps reads every dependency edge of a workflow's jobs, in no
+        order: job waits for dep.
+        """
+        cur = self._conn.execute(
+            LIST_WORKFLOW_DEPS,
+            {
+                "workflow_id": workflow_id,
+            },
+        )
+        return [
+            ListWorkflowDepsRow(
+                dep=row[0],
+                job=row[1],
+            )
+            for row in cur.fetchall()
+        ]
 
     def notify_ready(
         self,

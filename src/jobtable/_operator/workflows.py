@@ -1,0 +1,91 @@
+"""The store's read of a whole workflow: its jobs and their dependencies, for a graph.
+
+One read transaction takes the workflow's name, its jobs (in enqueue order,
+through the jobs_workflow index) and its dependency edges
+(queries/workflows.sql), so the graph it returns is one consistent state.
+"""
+
+import dataclasses
+
+from pydantic import BaseModel, ConfigDict
+
+from jobtable._engines.base import Engine, Queries
+from jobtable._errors import JobNotFound
+from jobtable._job import Status
+from jobtable._values import unstorable
+
+
+class WorkflowNode(BaseModel):
+    """A job of a workflow as ``Store.workflow`` reads it.
+
+    ``dependencies`` are the ids of the jobs of the workflow it waits for, in
+    enqueue order.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: str
+    status: Status
+    dependencies: list[str] = []
+
+
+class WorkflowGraph(BaseModel):
+    """A workflow as ``Store.workflow`` reads it: its id, name and every job, in enqueue order.
+
+    A job a prune or delete removed is no longer in ``jobs``, and the edges
+    to it are gone with it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    jobs: list[WorkflowNode]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadWorkflow:
+    """The read of a workflow's graph; raises JobNotFound for an unknown id."""
+
+    workflow_id: str
+
+    def __call__(self, q: Queries) -> WorkflowGraph:
+        if not isinstance(self.workflow_id, str):
+            raise TypeError(f"workflow id is {type(self.workflow_id).__name__}, want str")
+        name = None if unstorable(self.workflow_id) else q.workflow_name(id=self.workflow_id)
+        if name is None:
+            raise JobNotFound(f"workflow {self.workflow_id!r} not found")
+        rows = q.workflow_jobs(workflow_id=self.workflow_id)
+        order = {row.id: n for n, row in enumerate(rows)}
+        deps: dict[str, list[str]] = {}
+        for dep, job in q.workflow_edges(workflow_id=self.workflow_id):
+            deps.setdefault(job, []).append(dep)
+        jobs = [
+            WorkflowNode(
+                id=row.id,
+                kind=row.kind,
+                status=Status(row.status),
+                dependencies=sorted(deps.get(row.id, []), key=lambda dep: order.get(dep, -1)),
+            )
+            for row in rows
+        ]
+        return WorkflowGraph(id=self.workflow_id, name=name, jobs=jobs)
+
+
+class WorkflowOperations:
+    """The operations of ``Store`` that read workflows, which sets engine."""
+
+    engine: Engine
+
+    def workflow(self, workflow_id: str) -> WorkflowGraph:
+        """The workflow's name and every job of it with its kind, status and dependencies.
+
+        Read in one transaction. Raises JobNotFound for an unknown workflow
+        id, TypeError for an id that is not a str.
+        """
+        return self.engine.read(ReadWorkflow(workflow_id))
+
+    async def aworkflow(self, workflow_id: str) -> WorkflowGraph:
+        """The async form of workflow."""
+        return await self.engine.aread(ReadWorkflow(workflow_id))
