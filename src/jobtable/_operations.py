@@ -215,6 +215,10 @@ class CancelWorkflow:
         if unstorable(self.workflow_id) or q.workflow_name(id=self.workflow_id) is None:
             raise JobNotFound(f"workflow {self.workflow_id!r} not found")
         cancelled = q.cancel_workflow_jobs(workflow_id=self.workflow_id, now=self.now)
+        # Each cancelled job counts as ended for its dependents that opted in
+        # with on_failure="run": a retry of one of them must not wait for it.
+        for job_id in cancelled:
+            settle_dependents(q, job_id, self.now)
         if q.request_cancel_workflow(workflow_id=self.workflow_id, now=self.now):
             q.notify_cancel()
         return len(cancelled)

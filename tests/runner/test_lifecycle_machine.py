@@ -31,9 +31,7 @@ loses its status guard, and the runs-twice check must catch it.
 import asyncio
 import dataclasses
 import hashlib
-import pathlib
 import secrets
-import tempfile
 from collections.abc import Callable
 from typing import Literal
 
@@ -49,6 +47,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from machine_targets import Target, on_engine, sqlite_target
 from pydantic import BaseModel
 from seam import engine_of, now
 
@@ -99,53 +98,6 @@ class ModelJob:
     result: int | None = None
     error: str | None = None
     seen: list[jobtable.Status] = dataclasses.field(default_factory=list)
-
-
-@dataclasses.dataclass
-class Target:
-    """A fresh database for one example: its Store.open target, all it stores, and its drop."""
-
-    open_target: str
-    stored: Callable[[], bytes]
-    drop: Callable[[], None]
-
-
-def sqlite_target() -> Target:
-    """A new SQLite file in a temporary folder; stored() is every byte of it and its WAL."""
-    folder = tempfile.TemporaryDirectory(prefix="jobtable-machine-")
-    path = pathlib.Path(folder.name) / "jobs.db"
-
-    def stored() -> bytes:
-        return b"\n".join(p.read_bytes() for p in sorted(path.parent.glob("jobs.db*")))
-
-    return Target(str(path), stored, folder.cleanup)
-
-
-def postgres_target(server: str) -> Target:
-    """A new schema on the PostgreSQL server; stored() is every row of its tables as text."""
-    import psycopg
-    from psycopg import sql
-
-    schema = f"jobtable_machine_{secrets.token_hex(6)}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    separator = "&" if "?" in server else "?"
-    url = f"{server}{separator}options=-csearch_path%3D{schema}"
-
-    reader = psycopg.connect(url, autocommit=True)
-
-    def stored() -> bytes:
-        rows = reader.execute(
-            "SELECT jobs::text FROM jobs UNION ALL SELECT runners::text FROM runners"
-        ).fetchall()
-        return "\n".join(str(row[0]) for row in rows).encode()
-
-    def drop() -> None:
-        reader.close()
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
-
-    return Target(url, stored, drop)
 
 
 class LifecycleMachine(RuleBasedStateMachine):
@@ -462,14 +414,7 @@ MACHINE_SETTINGS = settings(
 @pytest.fixture
 def machine(engine: str, request: pytest.FixtureRequest) -> type[LifecycleMachine]:
     """The machine class for the test's engine."""
-    if engine == "sqlite":
-        return LifecycleMachine
-    server: str = request.getfixturevalue("pg_server")
-
-    class PostgresMachine(LifecycleMachine):
-        make_target = staticmethod(lambda: postgres_target(server))
-
-    return PostgresMachine
+    return on_engine(LifecycleMachine, engine, request)
 
 
 # The examples run as PARTS tests of their own, each from its own random

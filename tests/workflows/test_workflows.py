@@ -165,6 +165,21 @@ async def test_cancel_workflow_cancels_every_unfinished_job(store: jobtable.Stor
     assert await drain(runner_of(store, [])) == []
 
 
+async def test_a_retried_clean_up_runs_after_its_workflow_was_cancelled(
+    store: jobtable.Store,
+) -> None:
+    # The clean-up opted in to its dependency's failure: once the workflow's
+    # cancel ended that dependency, a retry of the clean-up runs it at once.
+    wf = jobtable.Workflow("stop")
+    a = wf.add(fetch, "x")
+    end = wf.add(notify, "clean", after=[jobtable.After(a, on_failure="run")])
+    store.cancel_workflow(wf.enqueue(store))
+    assert store.retry(end.id) is jobtable.RetryResult.RETRIED
+    assert store.get(end.id).status is Status.QUEUED
+    await drain(runner_of(store, []))
+    assert store.get(end.id).status is Status.SUCCEEDED
+
+
 async def test_cancelling_a_queued_dependency_cancels_its_dependents(
     store: jobtable.Store,
 ) -> None:

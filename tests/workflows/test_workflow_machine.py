@@ -1,0 +1,476 @@
+"""Workflows and waits as a Hypothesis state machine, on a real store of each engine.
+
+The machine enqueues small random workflows (2 to 6 jobs, each depending
+on some earlier ones, some with ``on_failure="run"``, in random
+priorities so that claim order and dependency order disagree), runs one
+attempt at a time through the runner's own claim (``Runner.run_next``)
+with an outcome it draws (succeed, ``Failure``, or another exception),
+cancels jobs and workflows, retries failed and cancelled jobs, and
+registers waits (a thread calling ``kind.wait``, or a task awaiting
+``kind.await_result``) on random jobs. It checks, after every step:
+
+- a job starts only once every dependency succeeded, or, for one it opted
+  in to with ``on_failure="run"``, ended;
+- a job whose dependency (not opted in) failed or was cancelled never
+  starts: it is cancelled, naming such a dependency as the reason, unless
+  an operator cancelled it;
+- a claim never takes a pending job;
+- a pending job still waits for something: once every dependency is done
+  it is queued (so every queued job is claimable);
+
+and at teardown, after ending every job, that every wait returned what the
+job ended with: its typed result, ``JobFailed`` with its error, or
+``JobCancelled``.
+
+``test_machine_finds_*`` plant a fault in the system (in the settling of
+dependents, the claim statement, or the wait's outcome) and check that the
+machine fails with the message of the invariant that must catch it.
+"""
+
+import asyncio
+import dataclasses
+import importlib
+import re
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, Literal
+
+import hypothesis.strategies as st
+import pytest
+from finding import FIND_SETTINGS
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from machine_targets import Target, on_engine, sqlite_target
+from pydantic import BaseModel
+
+import jobtable
+from jobtable._engines import dependencies
+from jobtable._wait import waiting
+
+Outcome = Literal["succeed", "failure", "error"]
+Status = jobtable.Status
+ENDED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+BLOCKING = (Status.FAILED, Status.CANCELLED)
+ON_FAILURE: dict[bool, Literal["run", "cancel"]] = {True: "run", False: "cancel"}
+WAIT_LIMIT = 60.0
+"""Seconds a wait may take: every job has ended before the teardown joins them, so only a
+broken wake-up reaches it."""
+
+
+class Out(BaseModel):
+    """A job's typed result: its payload and the attempt's number."""
+
+    n: int
+    attempt: int
+
+
+node = jobtable.Kind("node", int, Out, max_attempts=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """One job of a drawn workflow: the earlier nodes it depends on, and those it opts in to."""
+
+    after: tuple[int, ...]
+    run_on_failure: tuple[int, ...]
+    priority: int
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> list[Node]:
+    """A workflow of 2 to 6 jobs, each depending on a random subset of the earlier ones."""
+    nodes: list[Node] = []
+    for i in range(draw(st.integers(2, 6))):
+        after = draw(st.lists(st.integers(0, i - 1), max_size=3, unique=True)) if i else []
+        opted = [d for d in after if draw(st.sampled_from([False, False, True]))]
+        nodes.append(Node(tuple(sorted(after)), tuple(sorted(opted)), draw(st.integers(0, 2))))
+    return nodes
+
+
+@dataclasses.dataclass
+class Waiter:
+    """One wait on a job: what it may return, and what it did."""
+
+    job_id: str
+    first_end: int  # the index into the job's ends of the first it may return
+    outcome: object = None
+    done: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+
+End = tuple[Status, object, str | None]
+"""A job's end as the machine saw it: status, result and error."""
+
+
+class WorkflowMachine(RuleBasedStateMachine):
+    """Drives workflows through a runner and checks them against their dependencies."""
+
+    make_target: Callable[[], Target] = staticmethod(sqlite_target)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.target = self.make_target()
+        self.store = jobtable.Store.open(self.target.open_target)
+        self.loop = asyncio.new_event_loop()
+        self.runner = jobtable.Runner(self.store, name="machine", workers=1, grace_period=0)
+        self.runner.handler(node)(self.handle)
+        # In enqueue order, so that a drawn index names the same job in every run.
+        self.deps: dict[str, dict[str, bool]] = {}  # job -> its dependencies -> opted in
+        self.workflows: dict[str, list[str]] = {}
+        self.status: dict[str, Status] = {}  # as read after the last step
+        self.ends: dict[str, list[End]] = {}
+        self.started: set[str] = set()
+        self.by_operator: set[str] = set()  # cancelled by store.cancel or cancel_workflow
+        self.outcome: Outcome = "succeed"
+        self.claimed_pending: list[str] = []
+        self.early: list[str] = []
+        self.waiters: list[Waiter] = []
+        self.threads: list[threading.Thread] = []
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def handle(self, ctx: jobtable.JobContext[Out], n: int) -> Out:
+        """Notes the start, and what the job's dependencies were then, and ends as drawn."""
+        if self.status.get(ctx.id) != Status.QUEUED:
+            self.claimed_pending.append(f"{ctx.id} was {self.status.get(ctx.id)}")
+        for dep, opted in self.deps[ctx.id].items():
+            status = (await self.store.ainspect(dep)).status
+            if status != Status.SUCCEEDED and not (opted and status in ENDED):
+                self.early.append(f"{ctx.id} started while its dependency {dep} was {status}")
+        self.started.add(ctx.id)
+        if self.outcome == "failure":
+            raise jobtable.Failure(f"failure {n}")
+        if self.outcome == "error":
+            raise RuntimeError("boom")
+        return Out(n=n, attempt=ctx.attempt)
+
+    def teardown(self) -> None:
+        try:
+            self.end_everything()
+            self.check_waiters()
+        finally:
+            self.store.close()
+            self.loop.close()
+            self.target.drop()
+
+    # Steps.
+
+    @rule(dag=dags())
+    def enqueue_workflow(self, dag: list[Node]) -> None:
+        wf = jobtable.Workflow("machine")
+        nodes: list[Any] = []
+        for i, drawn in enumerate(dag):
+            after = [
+                jobtable.After(nodes[d], on_failure=ON_FAILURE[d in drawn.run_on_failure])
+                for d in drawn.after
+            ]
+            nodes.append(wf.add(node, i, after=after, priority=drawn.priority))
+        ids = [n.id for n in nodes]
+        self.workflows[wf.enqueue(self.store)] = ids
+        for job_id, drawn in zip(ids, dag, strict=True):
+            self.deps[job_id] = {ids[d]: d in drawn.run_on_failure for d in drawn.after}
+            self.ends[job_id] = []
+        self.observe()
+
+    @rule(outcome=st.sampled_from(["succeed", "succeed", "failure", "error"]))
+    def run_one_attempt(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        ran = self.loop.run_until_complete(self.runner.run_next())
+        assert not self.claimed_pending, f"a claim took a pending job: {self.claimed_pending}"
+        assert not self.early, f"a job started before its dependencies: {self.early}"
+        if ran is None:
+            queued = [i for i, s in self.status.items() if s == Status.QUEUED]
+            assert not queued, f"no job was claimed while {queued} were queued"
+        self.observe()
+
+    @precondition(lambda self: self.deps)
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        job_id = data.draw(st.sampled_from(list(self.deps)))
+        before = self.status[job_id]
+        result = self.store.cancel(job_id)
+        if before in (Status.PENDING, Status.QUEUED):
+            assert result == jobtable.CancelResult.CANCELLED, (job_id, before, result)
+            self.by_operator.add(job_id)
+        else:
+            assert result == jobtable.CancelResult.FINISHED, (job_id, before, result)
+        self.observe()
+
+    def retriable(self) -> list[str]:
+        return [i for i, s in self.status.items() if s in BLOCKING]
+
+    @precondition(lambda self: self.retriable())
+    @rule(data=st.data())
+    def retry(self, data: st.DataObject) -> None:
+        job_id = data.draw(st.sampled_from(self.retriable()))
+        assert self.store.retry(job_id) == jobtable.RetryResult.RETRIED, job_id
+        self.by_operator.discard(job_id)
+        self.status[job_id] = Status.QUEUED  # a new end, even in the status it had
+        self.observe()
+
+    @precondition(lambda self: self.workflows)
+    @rule(data=st.data())
+    def cancel_workflow(self, data: st.DataObject) -> None:
+        workflow_id = data.draw(st.sampled_from(list(self.workflows)))
+        unended = [i for i in self.workflows[workflow_id] if self.status[i] not in ENDED]
+        assert self.store.cancel_workflow(workflow_id) == len(unended), workflow_id
+        self.by_operator.update(unended)
+        self.observe()
+
+    @precondition(lambda self: self.deps)
+    @rule(data=st.data(), in_thread=st.booleans())
+    def wait(self, data: st.DataObject, in_thread: bool) -> None:
+        """A wait on a random job, in a thread (kind.wait) or a task (await kind.await_result)."""
+        job_id = data.draw(st.sampled_from(list(self.deps)))
+        ends = len(self.ends[job_id])
+        first = ends - 1 if self.status[job_id] in ENDED else ends
+        waiter = Waiter(job_id, first)
+        self.waiters.append(waiter)
+        if in_thread:
+
+            def wait_in_thread() -> None:
+                try:
+                    waiter.outcome = node.wait(self.store, job_id, timeout=WAIT_LIMIT)
+                except jobtable.JobtableError as err:
+                    waiter.outcome = err
+                waiter.done.set()
+
+            thread = threading.Thread(target=wait_in_thread, daemon=True)
+            thread.start()
+            self.threads.append(thread)
+        else:
+
+            async def wait_in_task() -> None:
+                try:
+                    waiter.outcome = await node.await_result(self.store, job_id, timeout=WAIT_LIMIT)
+                except jobtable.JobtableError as err:
+                    waiter.outcome = err
+                waiter.done.set()
+
+            self.tasks.append(self.loop.create_task(wait_in_task()))
+
+    # What the machine sees of the jobs.
+
+    def observe(self) -> None:
+        """Reads every job, noting each end (a change into an ended status, or after a retry)."""
+        for job_id, ends in self.ends.items():
+            job = node.get(self.store, job_id)
+            if job.status in ENDED and job.status != self.status.get(job_id):
+                ends.append((job.status, job.result, job.error))
+            self.status[job_id] = job.status
+
+    def end_everything(self) -> None:
+        """Cancels every workflow, so that every job ends and every wait must return."""
+        for workflow_id in self.workflows:
+            self.store.cancel_workflow(workflow_id)
+        self.observe()
+
+    def check_waiters(self) -> None:
+        """Every wait returned one of the ends its job had since the wait began."""
+        for thread in self.threads:
+            thread.join(WAIT_LIMIT + 5)
+        if self.tasks:
+            gathered = asyncio.gather(*self.tasks, return_exceptions=True)
+            self.loop.run_until_complete(gathered)
+        for waiter in self.waiters:
+            assert waiter.done.is_set(), f"a wait on {waiter.job_id} never returned"
+            possible = self.ends[waiter.job_id][waiter.first_end :]
+            got = waiter.outcome
+            assert any(self.returns(end, got) for end in possible), (
+                f"a wait returned the wrong thing: {got!r} for {waiter.job_id}, "
+                f"which ended {possible}"
+            )
+
+    @staticmethod
+    def returns(end: End, got: object) -> bool:
+        """Whether a wait that got got returned end."""
+        status, result, error = end
+        if status == Status.SUCCEEDED:
+            return isinstance(got, Out) and got == result
+        if status == Status.FAILED:
+            return isinstance(got, jobtable.JobFailed) and got.message == error
+        return isinstance(got, jobtable.JobCancelled)
+
+    # Invariants, checked after every step.
+
+    @invariant()
+    def no_job_started_before_its_dependencies(self) -> None:
+        assert not self.early, f"a job started before its dependencies: {self.early}"
+
+    @invariant()
+    def pending_jobs_are_never_claimed(self) -> None:
+        assert not self.claimed_pending, f"a claim took a pending job: {self.claimed_pending}"
+        pending = {i for i, s in self.status.items() if s == Status.PENDING}
+        ran = pending & self.started
+        assert not ran, f"a claim took a pending job: {ran} are pending and ran"
+
+    @invariant()
+    def blocked_dependents_never_start(self) -> None:
+        for job_id, deps in self.deps.items():
+            blockers = [d for d, opted in deps.items() if not opted and self.status[d] in BLOCKING]
+            if not blockers:
+                continue
+            status = self.status[job_id]
+            assert job_id not in self.started, f"blocked dependent {job_id} started: {blockers}"
+            assert status == Status.CANCELLED, (
+                f"blocked dependent {job_id} is {status} while {blockers} failed or were cancelled"
+            )
+            if job_id in self.by_operator:
+                continue
+            reason = self.store.inspect(job_id).cancelled_because
+            named = [f"dependency {d} {self.status[d].value}" for d in blockers]
+            assert reason in named, f"blocked dependent {job_id} was cancelled because {reason!r}"
+
+    @invariant()
+    def pending_jobs_wait_for_something(self) -> None:
+        for job_id, deps in self.deps.items():
+            if self.status[job_id] != Status.PENDING:
+                continue
+            waits_for = [
+                d
+                for d, opted in deps.items()
+                if self.status[d] not in ENDED or (not opted and self.status[d] != Status.SUCCEEDED)
+            ]
+            assert waits_for, f"ready job {job_id} was left pending: its dependencies are done"
+
+
+@pytest.fixture
+def machine(engine: str, request: pytest.FixtureRequest) -> type[WorkflowMachine]:
+    """The machine class for the test's engine."""
+    return on_engine(WorkflowMachine, engine, request)
+
+
+# PostgreSQL examples cost a schema each, so it runs fewer.
+EXAMPLES = {"sqlite": 100, "postgres": 30}
+
+
+@pytest.mark.slow
+def test_workflows_keep_their_invariants(machine: type[WorkflowMachine], engine: str) -> None:
+    too_slow = [HealthCheck.too_slow, HealthCheck.filter_too_much]
+    chosen = settings(
+        max_examples=EXAMPLES[engine],
+        stateful_step_count=20,
+        deadline=None,
+        suppress_health_check=too_slow,
+    )
+    run_state_machine_as_test(machine, settings=chosen)
+
+
+# The planted faults, each in the system, in this test only. A fault in a
+# generated statement is a pattern and its replacement (a pattern that
+# matches no statement means the SQL changed and the fault is stale: the
+# test says so); a fault in Python replaces settle_dependents everywhere it
+# is called from.
+
+
+def readies_on_failure(q: Any, job_id: str, now: str) -> None:
+    """A settle that counts a failed or cancelled dependency as if it succeeded."""
+    state = q.dep_state(id=job_id)
+    if state is not None and state[0] in ("failed", "cancelled") and state[1] is not None:
+        if q.release_dependents(dep=job_id, succeeded=True, now=now):
+            q.notify_ready()
+        q.mark_deps_done(dep=job_id, succeeded=True)
+        return
+    SETTLE(q, job_id, now)
+
+
+def never_counts_success(q: Any, job_id: str, now: str) -> None:
+    """A settle that skips the count of a dependency that succeeded: its dependents stay pending."""
+    state = q.dep_state(id=job_id)
+    if state is not None and state[0] == "succeeded":
+        return
+    SETTLE(q, job_id, now)
+
+
+SETTLE = dependencies.settle_dependents
+SETTLE_FAULTS: dict[str, Callable[[Any, str, str], None]] = {
+    "readies dependents on failure": readies_on_failure,
+    "never counts a success": never_counts_success,
+}
+SQL_FAULTS = {
+    # The count: the first dependency to succeed queues its dependent.
+    "skips the count": ("workflows", r"pending_deps = 1 THEN", "pending_deps >= 1 THEN"),
+    # The claim: its status guard takes pending jobs too.
+    "claims pending jobs": (
+        "jobs",
+        r"WHERE ready\.status = 'queued' AND ready\.scheduled",
+        "WHERE ready.status IN ('queued', 'pending') AND ready.scheduled",
+    ),
+    # The reason: a dependent is cancelled without naming its dependency.
+    "forgets the reason": (
+        "workflows",
+        r"SET status = 'cancelled', blocked_by = [^,]+,",
+        "SET status = 'cancelled', blocked_by = NULL,",
+    ),
+}
+# Each fault, the one invariant the machine checks for it (the others
+# could catch some faults first), and that invariant's message.
+FAULTS = {
+    "readies dependents on failure": ("blocked_dependents_never_start", "blocked dependent"),
+    "skips the count": (
+        "no_job_started_before_its_dependencies",
+        "started before its dependencies",
+    ),
+    "claims pending jobs": ("pending_jobs_are_never_claimed", "a claim took a pending job"),
+    "forgets the reason": ("blocked_dependents_never_start", "was cancelled because None"),
+    "never counts a success": ("pending_jobs_wait_for_something", "was left pending"),
+}
+INVARIANTS = {name for name, _ in FAULTS.values()}
+
+
+def plant(engine: str, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Puts fault into the system, for this test only."""
+    if fault in SETTLE_FAULTS:
+        for name, module in list(sys.modules.items()):
+            if name.startswith("jobtable") and getattr(module, "settle_dependents", None) is SETTLE:
+                monkeypatch.setattr(module, "settle_dependents", SETTLE_FAULTS[fault])
+        return
+    where, pattern, replacement = SQL_FAULTS[fault]
+    module = importlib.import_module(f"jobtable.db.{engine}.{where}")
+    hits = 0
+    for constant, statement in vars(module).items():
+        if constant.isupper() and isinstance(statement, str):
+            changed, count = re.subn(pattern, replacement, statement)
+            if count:
+                monkeypatch.setattr(module, constant, changed)
+                hits += count
+    assert hits, f"the fault {fault!r} matches no statement of {module.__name__}: it is stale"
+
+
+def checking_only(machine: type[WorkflowMachine], kept: str) -> type[WorkflowMachine]:
+    """machine checking the invariant kept alone: the others become plain methods."""
+    plain = {name: getattr(machine, name).__wrapped__ for name in INVARIANTS - {kept}}
+    return type(f"{machine.__name__}Checking", (machine,), plain)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_machine_finds_a_planted_fault(
+    machine: type[WorkflowMachine], engine: str, fault: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept, message = FAULTS[fault]
+    plant(engine, fault, monkeypatch)
+    with pytest.raises(AssertionError, match=message):
+        run_state_machine_as_test(checking_only(machine, kept), settings=FIND_SETTINGS)
+
+
+@pytest.mark.slow
+def test_machine_finds_a_wait_that_returns_the_wrong_outcome(
+    machine: type[WorkflowMachine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wait on a cancelled job raises JobFailed instead of JobCancelled.
+    outcome = waiting.Waiting._outcome
+
+    def wrong(self: Any, store: jobtable.Store, row: Any) -> Any:
+        if row.status == "cancelled":
+            raise jobtable.JobFailed(row.id, "cancelled")
+        return outcome(self, store, row)
+
+    monkeypatch.setattr(waiting.Waiting, "_outcome", wrong)
+    with pytest.raises(AssertionError, match="a wait returned the wrong thing"):
+        run_state_machine_as_test(machine, settings=FIND_SETTINGS)
