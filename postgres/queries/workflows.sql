@@ -181,3 +181,22 @@ JOIN jobs AS dep ON dep.id = blocked.blocked_by
 WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
     AND blocked.blocked_by IS NOT NULL
     AND (dep.status = 'queued' OR dep.status = 'pending');
+
+-- name: ReopenDependencies :exec
+-- ReopenDependencies makes a retried job of a workflow wait again for each
+-- dependency whose counted end an operator has since undone (it was retried
+-- too, and is queued, pending or running): that edge counts again, and
+-- CountPendingDeps follows in the same transaction.
+UPDATE job_deps SET done = false
+WHERE job = @job AND done
+    AND dep IN (SELECT id FROM jobs WHERE status IN ('queued', 'pending', 'running'));
+
+-- name: CountPendingDeps :exec
+-- CountPendingDeps sets a retried job's count of dependencies not yet
+-- counted, and puts it back to pending when one remains.
+UPDATE jobs
+SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND NOT done),
+    status = CASE WHEN status = 'queued' AND EXISTS (
+        SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND NOT done
+    ) THEN 'pending' ELSE status END
+WHERE id = @id;

@@ -180,6 +180,22 @@ async def test_a_retried_clean_up_runs_after_its_workflow_was_cancelled(
     assert store.get(end.id).status is Status.SUCCEEDED
 
 
+def test_a_retried_clean_up_waits_again_for_a_dependency_retried_before_it(
+    store: jobtable.Store,
+) -> None:
+    # The cancel counted as the dependency's end; an operator then retried the
+    # dependency, and the clean-up after it: the clean-up waits for its new end.
+    wf = jobtable.Workflow("again")
+    a = wf.add(fetch, "x")
+    end = wf.add(notify, "clean", after=[jobtable.After(a, on_failure="run")])
+    store.cancel_workflow(wf.enqueue(store))
+    assert store.retry(a.id) is jobtable.RetryResult.RETRIED
+    assert store.retry(end.id) is jobtable.RetryResult.RETRIED
+    assert store.get(end.id).status is Status.PENDING
+    store.cancel(a.id)
+    assert store.get(end.id).status is Status.QUEUED
+
+
 async def test_cancelling_a_queued_dependency_cancels_its_dependents(
     store: jobtable.Store,
 ) -> None:

@@ -111,6 +111,14 @@ class WorkflowQueries(Protocol):
         """The dependencies job needs to succeed that ended otherwise."""
         ...
 
+    def wait_again(self, *, job: str) -> None:
+        """Makes the retried job wait again for the dependencies retried since their end counted.
+
+        Its count of dependencies not yet counted is set anew, and it is
+        pending again while one remains.
+        """
+        ...
+
     def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
         """The jobs job depends on, in enqueue order."""
         ...

@@ -57,8 +57,10 @@ class RetryJob:
             return RetryResult(status.value)
         if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
-        # A job of a workflow: the jobs its end cancelled wait for it again,
+        # A job of a workflow: it waits again for a dependency retried since
+        # its end counted, the jobs its own end cancelled wait for it again,
         # and a dependency of its own that still blocks it cancels it again.
+        q.wait_again(job=self.job_id)
         revive_dependents(q, self.job_id, self.now)
         for dep in q.blocking_deps(job=self.job_id):
             settle_dependents(q, dep, self.now)

@@ -70,6 +70,10 @@ class SQLiteWorkflowQueries:
     def blocking_deps(self, *, job: str) -> list[str]:
         return [row.dep for row in self._wf.list_blocking_deps(job=job)]
 
+    def wait_again(self, *, job: str) -> None:
+        self._wf.reopen_dependencies(job=job)
+        self._wf.count_pending_deps(id=job)
+
     def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
         return [
             DependencyRow(r.id, r.kind, r.status, r.result, bool(r.run_on_failure))

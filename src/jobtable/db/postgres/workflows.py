@@ -139,6 +139,19 @@ WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
     AND (dep.status = 'queued' OR dep.status = 'pending')
 """
 
+REOPEN_DEPENDENCIES = """UPDATE job_deps SET done = false
+WHERE job = %(job)s AND done
+    AND dep IN (SELECT id FROM jobs WHERE status IN ('queued', 'pending', 'running'))
+"""
+
+COUNT_PENDING_DEPS = """UPDATE jobs
+SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND NOT done),
+    status = CASE WHEN status = 'queued' AND EXISTS (
+        SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND NOT done
+    ) THEN 'pending' ELSE status END
+WHERE id = %(id)s
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GetDepStateRow:
@@ -668,3 +681,35 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def reopen_dependencies(
+        self,
+        *,
+        job: str,
+    ) -> None:
+        """ReopenDependencies makes a retried job of a workflow wait again for each
+        dependency whose counted end an operator has since undone (it was retried
+        too, and is queued, pending or running): that edge counts again, and
+        CountPendingDeps follows in the same transaction.
+        """
+        self._conn.execute(
+            REOPEN_DEPENDENCIES,
+            {
+                "job": job,
+            },
+        )
+
+    def count_pending_deps(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """CountPendingDeps sets a retried job's count of dependencies not yet
+        counted, and puts it back to pending when one remains.
+        """
+        self._conn.execute(
+            COUNT_PENDING_DEPS,
+            {
+                "id": id,
+            },
+        )

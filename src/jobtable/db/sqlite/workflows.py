@@ -124,6 +124,19 @@ WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
     AND (dep.status = 'queued' OR dep.status = 'pending')
 """
 
+REOPEN_DEPENDENCIES = """UPDATE job_deps SET done = 0
+WHERE job = ?1 AND done = 1
+    AND dep IN (SELECT id FROM jobs WHERE status IN ('queued', 'pending', 'running'))
+"""
+
+COUNT_PENDING_DEPS = """UPDATE jobs
+SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND done = 0),
+    status = CASE WHEN status = 'queued' AND EXISTS (
+        SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND done = 0
+    ) THEN 'pending' ELSE status END
+WHERE id = ?1
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CreateWorkflowJobsParams:
@@ -675,3 +688,31 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def reopen_dependencies(
+        self,
+        *,
+        job: str,
+    ) -> None:
+        """ReopenDependencies makes a retried job of a workflow wait again for each
+        dependency whose counted end an operator has since undone (it was retried
+        too, and is queued, pending or running): that edge counts again, and
+        CountPendingDeps follows in the same transaction.
+        """
+        self._conn.execute(
+            REOPEN_DEPENDENCIES,
+            (job,),
+        )
+
+    def count_pending_deps(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """CountPendingDeps sets a retried job's count of dependencies not yet
+        counted, and puts it back to pending when one remains.
+        """
+        self._conn.execute(
+            COUNT_PENDING_DEPS,
+            (id,),
+        )
