@@ -183,3 +183,18 @@ SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id A
         SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND done = 0
     ) THEN 'pending' ELSE status END
 WHERE id = @id;
+
+-- name: ReopenDependents :exec
+-- ReopenDependents makes the jobs that counted dep's end, and have not
+-- started since, wait for its new end: dep was retried. ReopenDepEdges
+-- follows in the same transaction.
+UPDATE jobs
+SET pending_deps = pending_deps + 1, status = 'pending', updated_at = @now
+WHERE status IN ('queued', 'pending')
+    AND id IN (SELECT job FROM job_deps WHERE dep = @dep AND done = 1);
+
+-- name: ReopenDepEdges :exec
+-- ReopenDepEdges uncounts dep's end for the jobs ReopenDependents reopened.
+UPDATE job_deps SET done = 0
+WHERE dep = @dep AND done = 1
+    AND job IN (SELECT id FROM jobs WHERE status = 'pending');

@@ -194,6 +194,15 @@ def test_a_retried_clean_up_waits_again_for_a_dependency_retried_before_it(
     assert store.get(end.id).status is Status.PENDING
     store.cancel(a.id)
     assert store.get(end.id).status is Status.QUEUED
+    # The other order: the clean-up first, then its dependency.
+    wf2 = jobtable.Workflow("again-2")
+    a2 = wf2.add(fetch, "x")
+    end2 = wf2.add(notify, "clean", after=[jobtable.After(a2, on_failure="run")])
+    store.cancel_workflow(wf2.enqueue(store))
+    assert store.retry(end2.id) is jobtable.RetryResult.RETRIED
+    assert store.get(end2.id).status is Status.QUEUED
+    assert store.retry(a2.id) is jobtable.RetryResult.RETRIED
+    assert store.get(end2.id).status is Status.PENDING
 
 
 async def test_cancelling_a_queued_dependency_cancels_its_dependents(

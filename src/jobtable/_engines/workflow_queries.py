@@ -111,6 +111,10 @@ class WorkflowQueries(Protocol):
         """The dependencies job needs to succeed that ended otherwise."""
         ...
 
+    def reopen_dependents(self, *, dep: str, now: str) -> None:
+        """Makes the jobs that counted dep's end, not started since, wait again: dep was retried."""
+        ...
+
     def wait_again(self, *, job: str) -> None:
         """Makes the retried job wait again for the dependencies retried since their end counted.
 

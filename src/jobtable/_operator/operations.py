@@ -58,9 +58,11 @@ class RetryJob:
         if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
         # A job of a workflow: it waits again for a dependency retried since
-        # its end counted, the jobs its own end cancelled wait for it again,
+        # its end counted, the jobs that counted its end or that its end
+        # cancelled wait for it again,
         # and a dependency of its own that still blocks it cancels it again.
         q.wait_again(job=self.job_id)
+        q.reopen_dependents(dep=self.job_id, now=self.now)
         revive_dependents(q, self.job_id, self.now)
         for dep in q.blocking_deps(job=self.job_id):
             settle_dependents(q, dep, self.now)

@@ -79,6 +79,10 @@ class PostgresWorkflowQueries:
     def blocking_deps(self, *, job: str) -> list[str]:
         return [row.dep for row in self._wf.list_blocking_deps(job=job)]
 
+    def reopen_dependents(self, *, dep: str, now: str) -> None:
+        self._wf.reopen_dependents(dep=dep, now=pg_time(now))
+        self._wf.reopen_dep_edges(dep=dep)
+
     def wait_again(self, *, job: str) -> None:
         self._wf.reopen_dependencies(job=job)
         self._wf.count_pending_deps(id=job)

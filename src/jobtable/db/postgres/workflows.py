@@ -152,6 +152,17 @@ SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id A
 WHERE id = %(id)s
 """
 
+REOPEN_DEPENDENTS = """UPDATE jobs
+SET pending_deps = pending_deps + 1, status = 'pending', updated_at = %(now)s
+WHERE status IN ('queued', 'pending')
+    AND id IN (SELECT job FROM job_deps WHERE dep = %(dep)s AND done)
+"""
+
+REOPEN_DEP_EDGES = """UPDATE job_deps SET done = false
+WHERE dep = %(dep)s AND done
+    AND job IN (SELECT id FROM jobs WHERE status = 'pending')
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GetDepStateRow:
@@ -711,5 +722,36 @@ class Querier:
             COUNT_PENDING_DEPS,
             {
                 "id": id,
+            },
+        )
+
+    def reopen_dependents(
+        self,
+        *,
+        now: datetime.datetime,
+        dep: str,
+    ) -> None:
+        """ReopenDependents makes the jobs that counted dep's end, and have not
+        started since, wait for its new end: dep was retried. ReopenDepEdges
+        follows in the same transaction.
+        """
+        self._conn.execute(
+            REOPEN_DEPENDENTS,
+            {
+                "now": now,
+                "dep": dep,
+            },
+        )
+
+    def reopen_dep_edges(
+        self,
+        *,
+        dep: str,
+    ) -> None:
+        """ReopenDepEdges uncounts dep's end for the jobs ReopenDependents reopened."""
+        self._conn.execute(
+            REOPEN_DEP_EDGES,
+            {
+                "dep": dep,
             },
         )

@@ -137,6 +137,17 @@ SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id A
 WHERE id = ?1
 """
 
+REOPEN_DEPENDENTS = """UPDATE jobs
+SET pending_deps = pending_deps + 1, status = 'pending', updated_at = ?1
+WHERE status IN ('queued', 'pending')
+    AND id IN (SELECT job FROM job_deps WHERE dep = ?2 AND done = 1)
+"""
+
+REOPEN_DEP_EDGES = """UPDATE job_deps SET done = 0
+WHERE dep = ?1 AND done = 1
+    AND job IN (SELECT id FROM jobs WHERE status = 'pending')
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CreateWorkflowJobsParams:
@@ -715,4 +726,33 @@ class Querier:
         self._conn.execute(
             COUNT_PENDING_DEPS,
             (id,),
+        )
+
+    def reopen_dependents(
+        self,
+        *,
+        now: str,
+        dep: str,
+    ) -> None:
+        """ReopenDependents makes the jobs that counted dep's end, and have not
+        started since, wait for its new end: dep was retried. ReopenDepEdges
+        follows in the same transaction.
+        """
+        self._conn.execute(
+            REOPEN_DEPENDENTS,
+            (
+                now,
+                dep,
+            ),
+        )
+
+    def reopen_dep_edges(
+        self,
+        *,
+        dep: str,
+    ) -> None:
+        """ReopenDepEdges uncounts dep's end for the jobs ReopenDependents reopened."""
+        self._conn.execute(
+            REOPEN_DEP_EDGES,
+            (dep,),
         )
