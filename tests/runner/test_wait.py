@@ -169,6 +169,16 @@ async def test_enqueue_and_wait_returns_the_result(
     assert done == Size(width=2)
 
 
+async def test_enqueue_and_wait_refuses_a_conn_and_stores_nothing(store: jobtable.Store) -> None:
+    # The job would be stored at that transaction's commit: no wait could see it.
+    conn = object()
+    with pytest.raises(ValueError, match=r"enqueue_and_wait 'resize': conn= is refused"):
+        resize.enqueue_and_wait(store, Size(width=1), conn=conn)
+    with pytest.raises(ValueError, match=r"aenqueue_and_wait 'resize': conn= is refused"):
+        await resize.aenqueue_and_wait(store, Size(width=1), conn=conn)
+    assert store.list_jobs() == []
+
+
 async def test_cancelling_an_awaiting_task_unregisters_its_wait(
     store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil
 ) -> None:

@@ -3,7 +3,7 @@
 import asyncio
 import datetime
 import math
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from typing_extensions import Unpack
@@ -119,11 +119,13 @@ class Waiting(Generic[P, R]):
 
         wait_timeout is wait's timeout (``timeout`` stays the job's option,
         the time one attempt may take). On WaitTimeout the job stays queued
-        or running; the error's job_id names it. With ``conn=`` the job is
-        stored only when that transaction commits: enqueue first, commit,
-        then wait.
+        or running; the error's job_id names it. ``conn=`` raises
+        ValueError before anything is stored: the job would be stored only
+        when that transaction commits, so no wait could see it (enqueue with
+        conn, commit, then wait).
         """
         binding, payload = self._where("enqueue_and_wait", args)
+        _refuse_conn(f"enqueue_and_wait {self.name!r}", options)
         limit = seconds(f"enqueue_and_wait {self.name!r}", wait_timeout)
         job_id = ids_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
         return self._wait(binding.store, job_id, limit)
@@ -147,6 +149,7 @@ class Waiting(Generic[P, R]):
     ) -> R:
         """The async form of enqueue_and_wait."""
         binding, payload = self._where("enqueue_and_wait", args)
+        _refuse_conn(f"aenqueue_and_wait {self.name!r}", options)
         limit = seconds(f"aenqueue_and_wait {self.name!r}", wait_timeout)
         stored = await self._aenqueue_many("enqueue", binding, [payload], options)
         return await self._await(binding.store, ids_of(*stored)[0], limit)
@@ -203,3 +206,12 @@ class Waiting(Generic[P, R]):
         if job.status is Status.FAILED:
             raise JobFailed(job.id, job.error or "")
         raise JobCancelled(job.id)
+
+
+def _refuse_conn(where: str, options: Mapping[str, object]) -> None:
+    """Raises ValueError, naming where, when options hold a conn: its job is not visible yet."""
+    if options.get("conn") is not None:
+        raise ValueError(
+            f"{where}: conn= is refused: the job is stored only when that transaction "
+            f"commits, so no wait could see it; enqueue with conn=, commit, then wait"
+        )
