@@ -23,9 +23,10 @@ WHERE jobs.id = @id AND jobs.status IN ('failed', 'cancelled')
                 WHEN 'failed' THEN 8 ELSE 16 END) <> 0
     ));
 
--- name: RequeueFailedJobs :execrows
+-- name: RequeueFailedJobs :many
 -- RequeueFailedJobs does what RequeueJob does to every failed job that matches
--- each filter given (a null filter matches all).
+-- each filter given (a null filter matches all), and returns each one's seq
+-- and workflow: a job of a workflow is then settled as a single retry does.
 UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts, run_at = @now, scheduled = 0, runner = NULL,
@@ -47,7 +48,8 @@ WHERE jobs.status = 'failed'
         SELECT 1 FROM jobs AS twin
         WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
             AND twin.status = 'failed' AND twin.seq > jobs.seq
-    ));
+    ))
+RETURNING jobs.id, jobs.seq, jobs.workflow_id;
 
 -- name: DeleteJob :execrows
 -- DeleteJob deletes a job that is not running.

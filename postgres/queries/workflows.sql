@@ -171,17 +171,6 @@ JOIN jobs AS ended ON ended.id = d.dep
 WHERE waiting.status = 'pending' AND NOT d.done
     AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled');
 
--- name: ListRevivable :many
--- ListRevivable lists the jobs a dependency's end cancelled whose dependency
--- is queued or pending again (a bulk retry requeued it): each is revived as
--- ReviveDependents revives a retried job's. It reads the cancelled rows
--- (jobs_by_status).
-SELECT DISTINCT blocked.blocked_by FROM jobs AS blocked
-JOIN jobs AS dep ON dep.id = blocked.blocked_by
-WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
-    AND blocked.blocked_by IS NOT NULL
-    AND (dep.status = 'queued' OR dep.status = 'pending');
-
 -- name: ReopenDependencies :exec
 -- ReopenDependencies makes a retried job of a workflow wait again for each
 -- dependency whose counted end an operator has since undone (it was retried
@@ -215,3 +204,26 @@ WHERE status IN ('queued', 'pending')
 UPDATE job_deps SET done = false
 WHERE dep = @dep AND done
     AND job IN (SELECT id FROM jobs WHERE status = 'pending');
+
+-- name: ListWorkflows :many
+-- ListWorkflows reads a page of workflows, newest first, after the workflow
+-- named before (its created_at and id are the keyset; null: the first
+-- page), with how many of each one's jobs are in each status: a row per
+-- workflow and status, and one with a null status and no jobs for a
+-- workflow whose jobs are all deleted. The page is a sort of the workflows
+-- table (three short columns a workflow; schema version 8 has no index on
+-- created_at); each listed workflow's jobs are one range of jobs_workflow.
+WITH page AS (
+    SELECT w.id, w.name, w.created_at FROM workflows AS w
+    WHERE (sqlc.narg(name)::text IS NULL OR w.name = sqlc.narg(name))
+        AND (sqlc.narg(before)::text IS NULL
+            OR (w.created_at, w.id) < (
+                SELECT b.created_at, b.id FROM workflows AS b WHERE b.id = sqlc.narg(before)
+            ))
+    ORDER BY w.created_at DESC, w.id DESC
+    LIMIT @max_workflows
+)
+SELECT page.id, page.name, page.created_at, jobs.status, count(jobs.id) AS jobs
+FROM page LEFT JOIN jobs ON jobs.workflow_id = page.id
+GROUP BY page.id, page.name, page.created_at, jobs.status
+ORDER BY page.created_at DESC, page.id DESC;

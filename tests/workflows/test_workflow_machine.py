@@ -5,7 +5,8 @@ on some earlier ones, some with ``on_failure="run"``, in random
 priorities so that claim order and dependency order disagree), runs one
 attempt at a time through the runner's own claim (``Runner.run_next``)
 with an outcome it draws (succeed, ``Failure``, or another exception),
-cancels jobs and workflows, retries failed and cancelled jobs, and
+cancels jobs and workflows, retries failed and cancelled jobs (one at a
+time, and every failed job at once with ``retry_failed``), and
 registers waits (a thread calling ``kind.wait``, or a task awaiting
 ``kind.await_result``) on random jobs. It checks, after every step:
 
@@ -52,6 +53,7 @@ from pydantic import BaseModel
 
 import jobtable
 from jobtable._engines import dependencies
+from jobtable._operator import operations
 from jobtable._wait import waiting
 
 Outcome = Literal["succeed", "failure", "error"]
@@ -213,6 +215,15 @@ class WorkflowMachine(RuleBasedStateMachine):
         self.status[job_id] = Status.QUEUED  # a new end, even in the status it had
         self.observe()
 
+    @precondition(lambda self: Status.FAILED in self.status.values())
+    @rule()
+    def retry_failed_in_bulk(self) -> None:
+        failed = [i for i, s in self.status.items() if s == Status.FAILED]
+        assert self.store.retry_failed() == len(failed), failed
+        for job_id in failed:
+            self.status[job_id] = Status.QUEUED  # a new end, even in the status it had
+        self.observe()
+
     @precondition(lambda self: self.workflows)
     @rule(data=st.data())
     def cancel_workflow(self, data: st.DataObject) -> None:
@@ -361,7 +372,8 @@ def test_workflows_keep_their_invariants(machine: type[WorkflowMachine], engine:
     run_state_machine_as_test(machine, settings=chosen)
 
 
-# The planted faults, each in the system, in this test only. A fault in a
+# The planted faults, each in the system, in this test only (one replaces
+# the bulk retry's write). A fault in a
 # generated statement is a pattern and its replacement (a pattern that
 # matches no statement means the SQL changed and the fault is stale: the
 # test says so); a fault in Python replaces settle_dependents everywhere it
@@ -385,6 +397,14 @@ def never_counts_success(q: Any, job_id: str, now: str) -> None:
     if state is not None and state[0] == "succeeded":
         return
     SETTLE(q, job_id, now)
+
+
+def bulk_retry_revives_only(op: Any, q: Any) -> int:
+    """A bulk retry that revives the dependents of its retried jobs and settles nothing else."""
+    count, in_workflows = q.requeue_failed_jobs(now=op.now, kind=op.kind, queue=op.queue)
+    for job_id in in_workflows:
+        dependencies.revive_dependents(q, job_id, op.now)
+    return int(count)
 
 
 SETTLE = dependencies.settle_dependents
@@ -419,12 +439,19 @@ FAULTS = {
     "claims pending jobs": ("pending_jobs_are_never_claimed", "a claim took a pending job"),
     "forgets the reason": ("blocked_dependents_never_start", "was cancelled because None"),
     "never counts a success": ("pending_jobs_wait_for_something", "was left pending"),
+    "bulk retry revives only": (
+        "no_job_started_before_its_dependencies",
+        "started before its dependencies",
+    ),
 }
 INVARIANTS = {name for name, _ in FAULTS.values()}
 
 
 def plant(engine: str, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Puts fault into the system, for this test only."""
+    if fault == "bulk retry revives only":
+        monkeypatch.setattr(operations.RetryFailedJobs, "__call__", bulk_retry_revives_only)
+        return
     if fault in SETTLE_FAULTS:
         for name, module in list(sys.modules.items()):
             if name.startswith("jobtable") and getattr(module, "settle_dependents", None) is SETTLE:

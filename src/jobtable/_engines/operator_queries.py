@@ -86,8 +86,14 @@ class OperatorQueries(Protocol):
         """Puts a failed or cancelled job back in its queue with fresh attempts; 0: neither."""
         ...
 
-    def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
-        """Does what requeue_job does to every failed job matching the filters given."""
+    def requeue_failed_jobs(
+        self, *, now: str, kind: str | None, queue: str | None
+    ) -> tuple[int, list[str]]:
+        """Does what requeue_job does to every failed job matching the filters given.
+
+        Returns how many it requeued, and the ids of those of a workflow in
+        enqueue order.
+        """
         ...
 
     def wake_runners(self) -> None:

@@ -99,10 +99,6 @@ class WorkflowQueries(Protocol):
         """Puts back to pending the jobs dep's end cancelled; returns their ids."""
         ...
 
-    def revivable_deps(self) -> list[str]:
-        """The requeued dependencies whose end had cancelled jobs that are still cancelled."""
-        ...
-
     def stranded_deps(self) -> list[str]:
         """The ended dependencies whose end a pending job has not counted."""
         ...

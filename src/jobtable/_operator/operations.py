@@ -35,6 +35,21 @@ def check_filter(label: str, value: str | None) -> str | None:
     return value
 
 
+def settle_retried(q: Queries, job_id: str, now: str) -> None:
+    """Settles a job just requeued by a retry with the jobs it depends on and that depend on it.
+
+    A job of no workflow has none. A job of a workflow waits again for a
+    dependency retried since its end counted; the jobs that counted its
+    end, or that its end cancelled, wait for it again; and a dependency of
+    its own that still blocks it cancels it again.
+    """
+    q.wait_again(job=job_id)
+    q.reopen_dependents(dep=job_id, now=now)
+    revive_dependents(q, job_id, now)
+    for dep in q.blocking_deps(job=job_id):
+        settle_dependents(q, dep, now)
+
+
 class RetryJob:
     """The write that queues a failed or cancelled job again; see ``Store.retry``.
 
@@ -57,33 +72,30 @@ class RetryJob:
             return RetryResult(status.value)
         if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
-        # A job of a workflow: it waits again for a dependency retried since
-        # its end counted, the jobs that counted its end or that its end
-        # cancelled wait for it again,
-        # and a dependency of its own that still blocks it cancels it again.
-        q.wait_again(job=self.job_id)
-        q.reopen_dependents(dep=self.job_id, now=self.now)
-        revive_dependents(q, self.job_id, self.now)
-        for dep in q.blocking_deps(job=self.job_id):
-            settle_dependents(q, dep, self.now)
+        settle_retried(q, self.job_id, self.now)
         q.wake_runners()
         return RetryResult.RETRIED
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RetryFailedJobs:
-    """The write that queues again every failed job matching the filters; returns how many."""
+    """The write that queues again every failed job matching the filters; returns how many.
+
+    Each requeued job of a workflow is then settled as ``RetryJob`` settles
+    one, in the same transaction.
+    """
 
     kind: str | None
     queue: str | None
     now: str
 
     def __call__(self, q: Queries) -> int:
-        count = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
+        count, in_workflows = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
+        # In enqueue order, so a job's dependencies (stored before it) come
+        # first: each is settled as a single retry of it would settle it.
+        for job_id in in_workflows:
+            settle_retried(q, job_id, self.now)
         if count:
-            # The jobs their failures cancelled wait for them again.
-            for dep in q.revivable_deps():
-                revive_dependents(q, dep, self.now)
             q.wake_runners()
         return count
 

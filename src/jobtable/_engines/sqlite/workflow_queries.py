@@ -61,9 +61,6 @@ class SQLiteWorkflowQueries:
     def revive_dependents(self, *, dep: str, now: str) -> list[str]:
         return [row.id for row in self._wf.revive_dependents(now=now, dep=dep)]
 
-    def revivable_deps(self) -> list[str]:
-        return [row.blocked_by for row in self._wf.list_revivable() if row.blocked_by is not None]
-
     def stranded_deps(self) -> list[str]:
         return [row.dep for row in self._wf.list_stranded_deps()]
 

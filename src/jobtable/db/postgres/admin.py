@@ -48,6 +48,7 @@ WHERE jobs.status = 'failed'
         WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
             AND twin.status = 'failed' AND twin.seq > jobs.seq
     ))
+RETURNING jobs.id, jobs.seq, jobs.workflow_id
 """
 
 WAKE_RUNNERS = """SELECT pg_notify(jobtable_channel(current_schema()), '')
@@ -87,6 +88,15 @@ RESEAL_JOB = """UPDATE jobs SET payload = %(new_payload)s, result = %(new_result
 WHERE id = %(id)s AND payload = %(old_payload)s
     AND result IS NOT DISTINCT FROM %(old_result)s
 """
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RequeueFailedJobsRow:
+    """A row that RequeueFailedJobs returns."""
+
+    id: str
+    seq: int
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -174,9 +184,10 @@ class Querier:
         now: datetime.datetime,
         kind: str | None,
         queue: str | None,
-    ) -> int:
+    ) -> list[RequeueFailedJobsRow]:
         """RequeueFailedJobs does what RequeueJob does to every failed job that matches
-        each filter given (a null filter matches all).
+        each filter given (a null filter matches all), and returns each one's seq
+        and workflow: a job of a workflow is then settled as a single retry does.
         """
         cur = self._conn.execute(
             REQUEUE_FAILED_JOBS,
@@ -186,7 +197,14 @@ class Querier:
                 "queue": queue,
             },
         )
-        return cur.rowcount
+        return [
+            RequeueFailedJobsRow(
+                id=row[0],
+                seq=row[1],
+                workflow_id=row[2],
+            )
+            for row in cur.fetchall()
+        ]
 
     def wake_runners(
         self,

@@ -132,13 +132,6 @@ WHERE waiting.status = 'pending' AND NOT d.done
     AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled')
 """
 
-LIST_REVIVABLE = """SELECT DISTINCT blocked.blocked_by FROM jobs AS blocked
-JOIN jobs AS dep ON dep.id = blocked.blocked_by
-WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'
-    AND blocked.blocked_by IS NOT NULL
-    AND (dep.status = 'queued' OR dep.status = 'pending')
-"""
-
 REOPEN_DEPENDENCIES = """UPDATE job_deps SET done = false
 WHERE job = %(job)s AND done
     AND dep IN (SELECT id FROM jobs WHERE status IN ('queued', 'pending', 'running'))
@@ -161,6 +154,22 @@ WHERE status IN ('queued', 'pending')
 REOPEN_DEP_EDGES = """UPDATE job_deps SET done = false
 WHERE dep = %(dep)s AND done
     AND job IN (SELECT id FROM jobs WHERE status = 'pending')
+"""
+
+LIST_WORKFLOWS = """WITH page AS (
+    SELECT w.id, w.name, w.created_at FROM workflows AS w
+    WHERE (%(name)s::text IS NULL OR w.name = %(name)s)
+        AND (%(before)s::text IS NULL
+            OR (w.created_at, w.id) < (
+                SELECT b.created_at, b.id FROM workflows AS b WHERE b.id = %(before)s
+            ))
+    ORDER BY w.created_at DESC, w.id DESC
+    LIMIT %(max_workflows)s
+)
+SELECT page.id, page.name, page.created_at, jobs.status, count(jobs.id) AS jobs
+FROM page LEFT JOIN jobs ON jobs.workflow_id = page.id
+GROUP BY page.id, page.name, page.created_at, jobs.status
+ORDER BY page.created_at DESC, page.id DESC
 """
 
 
@@ -254,10 +263,14 @@ class ListStrandedDepsRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ListRevivableRow:
-    """A row that ListRevivable returns."""
+class ListWorkflowsRow:
+    """A row that ListWorkflows returns."""
 
-    blocked_by: str | None
+    id: str
+    name: str
+    created_at: datetime.datetime
+    status: str | None
+    jobs: int
 
 
 class Querier:
@@ -675,24 +688,6 @@ class Querier:
             for row in cur.fetchall()
         ]
 
-    def list_revivable(
-        self,
-    ) -> list[ListRevivableRow]:
-        """ListRevivable lists the jobs a dependency's end cancelled whose dependency
-        is queued or pending again (a bulk retry requeued it): each is revived as
-        ReviveDependents revives a retried job's. It reads the cancelled rows
-        (jobs_by_status).
-        """
-        cur = self._conn.execute(
-            LIST_REVIVABLE,
-        )
-        return [
-            ListRevivableRow(
-                blocked_by=row[0],
-            )
-            for row in cur.fetchall()
-        ]
-
     def reopen_dependencies(
         self,
         *,
@@ -755,3 +750,37 @@ class Querier:
                 "dep": dep,
             },
         )
+
+    def list_workflows(
+        self,
+        *,
+        name: str | None,
+        before: str | None,
+        max_workflows: int,
+    ) -> list[ListWorkflowsRow]:
+        """ListWorkflows reads a page of workflows, newest first, after the workflow
+        named before (its created_at and id are the keyset; null: the first
+        page), with how many of each one's jobs are in each status: a row per
+        workflow and status, and one with a null status and no jobs for a
+        workflow whose jobs are all deleted. The page is a sort of the workflows
+        table (three short columns a workflow; schema version 8 has no index on
+        created_at); each listed workflow's jobs are one range of jobs_workflow.
+        """
+        cur = self._conn.execute(
+            LIST_WORKFLOWS,
+            {
+                "name": name,
+                "before": before,
+                "max_workflows": max_workflows,
+            },
+        )
+        return [
+            ListWorkflowsRow(
+                id=row[0],
+                name=row[1],
+                created_at=row[2],
+                status=row[3],
+                jobs=row[4],
+            )
+            for row in cur.fetchall()
+        ]

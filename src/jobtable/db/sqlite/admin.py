@@ -45,6 +45,7 @@ WHERE jobs.status = 'failed'
         WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
             AND twin.status = 'failed' AND twin.seq > jobs.seq
     ))
+RETURNING jobs.id, jobs.seq, jobs.workflow_id
 """
 
 DELETE_JOB = """DELETE FROM jobs WHERE id = ?1 AND status <> 'running'
@@ -80,6 +81,15 @@ WHERE id = ?3 AND payload = ?4
     AND (result = ?5
         OR (result IS NULL AND CAST(?5 AS TEXT) IS NULL))
 """
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RequeueFailedJobsRow:
+    """A row that RequeueFailedJobs returns."""
+
+    id: str
+    seq: int
+    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -167,9 +177,10 @@ class Querier:
         now: str,
         kind: str | None,
         queue: str | None,
-    ) -> int:
+    ) -> list[RequeueFailedJobsRow]:
         """RequeueFailedJobs does what RequeueJob does to every failed job that matches
-        each filter given (a null filter matches all).
+        each filter given (a null filter matches all), and returns each one's seq
+        and workflow: a job of a workflow is then settled as a single retry does.
         """
         cur = self._conn.execute(
             REQUEUE_FAILED_JOBS,
@@ -179,7 +190,14 @@ class Querier:
                 queue,
             ),
         )
-        return cur.rowcount
+        return [
+            RequeueFailedJobsRow(
+                id=row[0],
+                seq=row[1],
+                workflow_id=row[2],
+            )
+            for row in cur.fetchall()
+        ]
 
     def delete_job(
         self,
