@@ -23,6 +23,7 @@ EXPECTED = {
     "QueueInfo",
     "WorkflowGraph",
     "WorkflowNode",
+    "WorkflowSummary",
     "Rate",
     "Sequence",
     "WaitReason",

@@ -69,6 +69,7 @@ from jobtable._operator.models import (
     ThroughputPoint,
 )
 from jobtable._operator.queues import QueueInfo
+from jobtable._operator.workflow_list import WorkflowSummary
 from jobtable._operator.workflows import WorkflowGraph, WorkflowNode
 from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
 from jobtable._runner.context import Dependency, JobContext
@@ -147,6 +148,7 @@ __all__ = [
     "WorkflowGraph",
     "WorkflowLinks",
     "WorkflowNode",
+    "WorkflowSummary",
     "dashboard",
 ]
 

@@ -101,7 +101,8 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
     ``StoreOperations``; the dashboard's (kinds, queues, search_payloads,
     cancel_many, delete_many, cancel_matching, delete_matching,
     kind_figures, health) from ``DashboardOperations``; the read of a
-    workflow's graph (workflow) from ``WorkflowOperations``.
+    workflow's graph (workflow) and the listing of workflows (workflows) from
+    ``WorkflowOperations``.
     """
 
     engine: Engine

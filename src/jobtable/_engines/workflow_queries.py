@@ -29,6 +29,16 @@ class WorkflowJob(NamedTuple):
     pending_deps: int
 
 
+class WorkflowCountRow(NamedTuple):
+    """A listed workflow and how many of its jobs are in one status (None: it has no job left)."""
+
+    id: str
+    name: str
+    created_at: str
+    status: str | None
+    jobs: int
+
+
 class JobDep(NamedTuple):
     """A dependency to store: job waits for dep; feeds: dep's result is job's payload."""
 
@@ -133,6 +143,15 @@ class WorkflowQueries(Protocol):
 
     def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
         """Every job of the workflow, in enqueue order."""
+        ...
+
+    def list_workflows(
+        self, *, name: str | None, before: str | None, limit: int
+    ) -> Sequence[WorkflowCountRow]:
+        """Up to limit workflows, newest first, after the workflow before, each with its counts.
+
+        A row per workflow and status of its jobs, a workflow's rows together.
+        """
         ...
 
     def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from jobtable._engines.base import Engine, Queries
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
+from jobtable._operator.workflow_list import ListWorkflows, WorkflowSummary
 from jobtable._values import unstorable
 
 
@@ -74,7 +75,7 @@ class ReadWorkflow:
 
 
 class WorkflowOperations:
-    """The operations of ``Store`` that read workflows, which sets engine."""
+    """The operations of ``Store`` that read workflows (one graph, or a listing), which sets engine."""
 
     engine: Engine
 
@@ -89,3 +90,21 @@ class WorkflowOperations:
     async def aworkflow(self, workflow_id: str) -> WorkflowGraph:
         """The async form of workflow."""
         return await self.engine.aread(ReadWorkflow(workflow_id))
+
+    def workflows(
+        self, *, name: str | None = None, before: str | None = None, limit: int = 50
+    ) -> list[WorkflowSummary]:
+        """Up to limit workflows (1 to 1000), newest first, each with its jobs counted by status.
+
+        name keeps the workflows of that name only. before is the id of the
+        last workflow of the previous page: the page goes on after it (an id
+        that is no workflow's gives an empty list). Read in one transaction.
+        Raises TypeError or ValueError naming a bad argument.
+        """
+        return self.engine.read(ListWorkflows.checked(name, before, limit))
+
+    async def aworkflows(
+        self, *, name: str | None = None, before: str | None = None, limit: int = 50
+    ) -> list[WorkflowSummary]:
+        """The async form of workflows."""
+        return await self.engine.aread(ListWorkflows.checked(name, before, limit))

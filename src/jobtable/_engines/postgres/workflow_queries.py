@@ -12,9 +12,11 @@ from jobtable._engines.workflow_queries import (
     DependencyRow,
     JobDep,
     JobWorkflowRow,
+    WorkflowCountRow,
     WorkflowJob,
     WorkflowJobRow,
 )
+from jobtable._values import timestamp
 from jobtable.db.postgres import workflows
 from jobtable.db.postgres.models import JSONValue
 
@@ -105,6 +107,14 @@ class PostgresWorkflowQueries:
     def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
         rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
         return [WorkflowJobRow(r.id, r.kind, r.status) for r in rows]
+
+    def list_workflows(
+        self, *, name: str | None, before: str | None, limit: int
+    ) -> Sequence[WorkflowCountRow]:
+        rows = self._wf.list_workflows(name=name, before=before, max_workflows=limit)
+        return [
+            WorkflowCountRow(r.id, r.name, timestamp(r.created_at), r.status, r.jobs) for r in rows
+        ]
 
     def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:
         return [(r.dep, r.job) for r in self._wf.list_workflow_deps(workflow_id=workflow_id)]
