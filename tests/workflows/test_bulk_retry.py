@@ -1,4 +1,4 @@
-"""A bulk retry (``store.retry_failed``) settles each retried job of a workflow as a single retry does.
+"""A bulk retry (``store.retry_failed``) settles each retried job of a workflow as one retry does.
 
 On both engines: the jobs that counted a retried job's end wait for its new
 end, a retried clean-up waits again for its retried dependencies, and the

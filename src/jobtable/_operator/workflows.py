@@ -75,7 +75,7 @@ class ReadWorkflow:
 
 
 class WorkflowOperations:
-    """The operations of ``Store`` that read workflows (one graph, or a listing), which sets engine."""
+    """The operations of ``Store`` that read workflows (a graph, a listing); Store sets engine."""
 
     engine: Engine
 

@@ -7,8 +7,8 @@ from jobtable._engines.workflow_queries import (
     DependencyRow,
     JobDep,
     JobWorkflowRow,
-    WorkflowJob,
     WorkflowCountRow,
+    WorkflowJob,
     WorkflowJobRow,
 )
 from jobtable.db.sqlite import workflows
