@@ -205,7 +205,7 @@ def age(delta: datetime.timedelta | None) -> str:
     return " ".join(parts[:2])
 
 
-_WRAPPED = frozenset({"error", "value", "jobs"})
+_WRAPPED = frozenset({"error", "value", "jobs", "after"})
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
