@@ -1,26 +1,56 @@
-"""The dashboard's workflow page: a workflow's jobs laid out by depth, and its cancel.
+"""The dashboard's workflow pages: the list, a workflow's jobs laid out by depth, its cancel.
 
-``GET /workflows/{id}`` reads the workflow's graph (``Store.aworkflow``) and
+``GET /workflows`` lists the workflows (``workflow_list``). ``GET
+/workflows/{id}`` reads the workflow's graph (``Store.aworkflow``) and
 shows it as layers: a job's layer is one more than its deepest dependency's,
 so every job stands below all it waits for. It is plain HTML that wraps to
-any width. ``POST /workflows/{id}/cancel`` goes through ``Dashboard.guarded``
-(CSRF, read-only mode) and calls ``Store.acancel_workflow``.
+any width. Its counts and graph are the page's live part, kept up to date
+as ``live`` keeps the job page's: ``/workflows/{id}/live/events`` streams
+it (one render a tick however many watch), ``/workflows/{id}/live`` serves
+it to the polling fallback, and once no job is pending, queued or running
+the part is final. ``POST /workflows/{id}/cancel`` goes through
+``Dashboard.guarded`` (CSRF, read-only mode) and calls
+``Store.acancel_workflow``.
 """
 
 import functools
 from collections.abc import Mapping
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from jobtable._dashboard import workflow_list
+from jobtable._dashboard.live import CSRF_MARK, Broadcast, Frame, event_stream
 from jobtable._dashboard.queues import Pages
+from jobtable._dashboard.security import Csrf
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
+from jobtable._operator.workflow_list import state_of
 from jobtable._operator.workflows import WorkflowGraph, WorkflowNode
 
 UNKNOWN = "No workflow has this id (its jobs may have been deleted)."
+
+
+class LivePages(Pages, Protocol):
+    """What the workflow pages need of the dashboard: its pages, and its live parts' broadcast."""
+
+    csrf: Csrf
+    live: Broadcast
+
+    def fragment(
+        self,
+        base: str,
+        name: str,
+        *,
+        csrf: str = CSRF_MARK,
+        notice: str | None = None,
+        **context: Any,
+    ) -> str:
+        """The template name rendered under base; a live part's CSRF token is left as a mark."""
+        ...
 
 
 def layers(graph: WorkflowGraph) -> list[list[WorkflowNode]]:
@@ -52,19 +82,48 @@ def layers(graph: WorkflowGraph) -> list[list[WorkflowNode]]:
     return found
 
 
-async def page(dash: Pages, request: Request) -> Response:
-    """The workflow page; a 404 page for an unknown id."""
+def shown(graph: WorkflowGraph) -> dict[str, Any]:
+    """What the workflow page shows of graph; ``final``: no job is left to change by itself."""
+    counts = {status: 0 for status in Status}
+    for node in graph.jobs:
+        counts[node.status] += 1
+    return {
+        "workflow": graph,
+        "counts": counts,
+        "layers": layers(graph),
+        "number": {node.id: n for n, node in enumerate(graph.jobs, start=1)},
+        "final": state_of(counts) != "running",
+    }
+
+
+async def page(dash: Pages, request: Request, name: str = "workflow.html") -> Response:
+    """The workflow page (or, by name, its live part alone); a 404 page for an unknown id."""
     try:
         graph = await dash.store.aworkflow(request.path_params["workflow_id"])
     except JobNotFound:
         return dash.problem(request, 404, UNKNOWN)
-    counts = {status: 0 for status in Status}
-    for node in graph.jobs:
-        counts[node.status] += 1
-    number = {node.id: n for n, node in enumerate(graph.jobs, start=1)}
-    return dash.render(
-        request, "workflow.html", workflow=graph, counts=counts, layers=layers(graph), number=number
-    )
+    context = shown(graph)
+    response = dash.render(request, name, **context)
+    if context["final"]:
+        response.headers["x-jobtable-final"] = "1"
+    return response
+
+
+async def events(dash: LivePages, request: Request) -> Response:
+    """The workflow page's live part as server-sent events, until no job is left to change."""
+    base: str = request.scope.get("root_path", "")
+    workflow_id: str = request.path_params["workflow_id"]
+    try:
+        await dash.store.aworkflow(workflow_id)
+    except JobNotFound:
+        return dash.problem(request, 404, UNKNOWN)
+
+    async def render() -> Frame:
+        context = shown(await dash.store.aworkflow(workflow_id))
+        return Frame(dash.fragment(base, "_workflow_live.html", **context), context["final"])
+
+    key = f"workflow {workflow_id} {base}"
+    return event_stream(request, dash.csrf, dash.live, key, render)
 
 
 async def cancel(dash: Pages, request: Request) -> Response:
@@ -83,10 +142,18 @@ async def cancel(dash: Pages, request: Request) -> Response:
     return await dash.guarded(request, act)
 
 
-def routes(dash: Pages) -> list[Route]:
-    """The workflow page's routes over dash."""
+def routes(dash: LivePages) -> list[Route]:
+    """The workflow pages' routes over dash."""
+    live_part = functools.partial(page, dash, name="_workflow_live.html")
     return [
+        Route("/workflows", functools.partial(workflow_list.page, dash), name="workflows"),
         Route("/workflows/{workflow_id}", functools.partial(page, dash), name="workflow"),
+        Route("/workflows/{workflow_id}/live", live_part, name="workflow_live"),
+        Route(
+            "/workflows/{workflow_id}/live/events",
+            functools.partial(events, dash),
+            name="workflow_events",
+        ),
         Route(
             "/workflows/{workflow_id}/cancel",
             functools.partial(cancel, dash),
