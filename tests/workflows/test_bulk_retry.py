@@ -175,3 +175,29 @@ async def test_a_bulk_retry_leaves_every_job_as_single_retries_in_enqueue_order_
     await drain(runner_of(store, order, set()))
     assert [store.get(j.id).status for j in bulk] == [Status.SUCCEEDED] * 5
     assert [store.get(j.id).status for j in single] == [Status.SUCCEEDED] * 5
+
+
+@pytest.mark.parametrize("bulk", [True, False], ids=["bulk", "single"])
+async def test_a_clean_up_waits_again_for_a_dependent_revived_by_the_retry(
+    store: jobtable.Store, bulk: bool
+) -> None:
+    # a's failure cancelled b, and the clean-up counted both ends and was
+    # queued; retrying a revives b, whose new end the clean-up waits for too.
+    order: list[str] = []
+    wf = jobtable.Workflow("revived")
+    a = wf.add(step, "a")
+    b = wf.add(step, "b", after=[a])
+    end = wf.add(
+        clean, "clean", after=[RUN(a, on_failure="run"), RUN(b, on_failure="run")], priority=-1
+    )
+    wf.enqueue(store)
+    await runner_of(store, order, {"a"}).run_next()
+    assert store.get(b.id).status is Status.CANCELLED
+    assert store.get(end.id).status is Status.QUEUED
+    if bulk:
+        assert store.retry_failed() == 1
+    else:
+        assert store.retry(a.id) is jobtable.RetryResult.RETRIED
+    assert store.get(end.id).status is Status.PENDING
+    await drain(runner_of(store, order, set()))
+    assert order == ["a", "a", "b", "clean"]

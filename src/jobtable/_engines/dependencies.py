@@ -41,7 +41,9 @@ def settle_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
 def revive_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
     """Puts back to pending the jobs job_id's end cancelled, transitively: job_id was retried.
 
-    A revived job that another ended dependency still blocks is cancelled
+    A revived job will end anew, so the jobs that counted its cancel, and
+    have not started since (a clean-up after it), wait for its new end. A
+    revived job that another ended dependency still blocks is cancelled
     again, with that one as the reason.
     """
     todo, revived = [job_id], []
@@ -49,6 +51,8 @@ def revive_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
         ids = q.revive_dependents(dep=todo.pop(), now=now)
         revived += ids
         todo += ids
+    for job in revived:
+        q.reopen_dependents(dep=job, now=now)
     for job in revived:
         for dep in q.blocking_deps(job=job):
             settle_dependents(q, dep, now)
