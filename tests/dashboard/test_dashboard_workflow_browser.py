@@ -59,3 +59,34 @@ def test_a_200_job_workflow_fits_a_narrow_screen_links_its_jobs_and_cancels(
     finally:
         context.close()
     assert {store.get(job_id).status for job_id in ids} == {jobtable.Status.CANCELLED}
+
+
+def test_the_list_links_to_the_graph_which_shows_a_job_s_new_status_without_a_reload(
+    store: jobtable.Store, browser: Browser
+) -> None:
+    wf = jobtable.Workflow("live reports")
+    first = wf.add(fetch, 1)
+    second = wf.add(total, 2, after=[first])
+    workflow_id = wf.enqueue(store)
+    context = browser.new_context(viewport={"width": NARROW, "height": 900})
+    page = context.new_page()
+    try:
+        with serve(jobtable.dashboard(store, refresh=0.2)) as base:
+            page.goto(f"{base}/")
+            page.get_by_role("link", name="Workflows").click()
+            expect(page).to_have_url(f"{base}/workflows", timeout=WAIT_MS)
+            row = page.locator(f'tr[data-workflow="{workflow_id}"]')
+            expect(row.locator("[data-state]")).to_have_text("running")
+            row.get_by_role("link", name=workflow_id).click()
+            expect(page).to_have_url(f"{base}/workflows/{workflow_id}", timeout=WAIT_MS)
+            node = page.locator(f'li[data-job="{second.id}"] span.status')
+            expect(node).to_have_text("pending")
+            page.evaluate("window.notReloaded = true")
+            store.cancel(first.id)  # and second, which needed it
+            expect(node).to_have_text("cancelled", timeout=WAIT_MS)
+            expect(page.locator('#counts [data-status="cancelled"]')).to_have_text("cancelled 2")
+            assert page.evaluate("window.notReloaded === true"), "the page was reloaded"
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= NARROW, f"the workflow page is {width} px wide"
+    finally:
+        context.close()

@@ -55,9 +55,11 @@ def test_list_shows_each_workflow_newest_first_with_its_state_and_counts(
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.index(new.id) < shown.stdout.index(old.id)
     line = next(x for x in shown.stdout.splitlines() if old.id in x)
-    assert "nightly" in line and "cancelled" in line
+    assert "nightly" in line
+    assert "cancelled" in line
     line = next(x for x in shown.stdout.splitlines() if new.id in x)
-    assert "running" in line and "queued 1" in line
+    assert "running" in line
+    assert "queued 1" in line
     listed = json.loads(run(store_target, "workflows", "list", "--json").stdout)
     assert [w["id"] for w in listed] == [new.id, old.id]
     assert listed[1]["state"] == "cancelled"
@@ -74,7 +76,8 @@ def test_list_pages_with_before(store_target: str) -> None:
     assert page.returncode == 0, page.stderr
     assert page.stdout.splitlines()[-1] == f"more: --before {second.id}"
     rest = run(store_target, "workflows", "list", "--limit", "2", "--before", second.id)
-    assert first.id in rest.stdout and third.id not in rest.stdout
+    assert first.id in rest.stdout
+    assert third.id not in rest.stdout
     assert "more:" not in rest.stdout
 
 
@@ -100,7 +103,8 @@ def test_show_prints_every_job_with_its_status_and_dependencies(store_target: st
     with jobtable.Store.open(store_target) as store:
         a, b = store.workflow(wf.id).jobs
     row_b = next(x for x in shown.stdout.splitlines() if b.id in x)
-    assert "pending" in row_b and "#1" in row_b
+    assert "pending" in row_b
+    assert "#1" in row_b
     graph = json.loads(run(store_target, "workflows", "show", wf.id, "--json").stdout)
     assert graph["jobs"][1] == {
         "id": b.id,
