@@ -339,29 +339,28 @@ class WorkflowMachine(RuleBasedStateMachine):
             named = [f"dependency {d} {self.status[d].value}" for d in blockers]
             assert reason in named, f"blocked dependent {job_id} was cancelled because {reason!r}"
 
+    def waits_for(self, job_id: str) -> list[str]:
+        """The dependencies of job_id not done: unended, or ended otherwise than it needs."""
+        return [
+            d
+            for d, opted in self.deps[job_id].items()
+            if self.status[d] not in ENDED or (not opted and self.status[d] != Status.SUCCEEDED)
+        ]
+
     @invariant()
     def pending_jobs_wait_for_something(self) -> None:
-        for job_id, deps in self.deps.items():
-            if self.status[job_id] != Status.PENDING:
-                continue
-            waits_for = [
-                d
-                for d, opted in deps.items()
-                if self.status[d] not in ENDED or (not opted and self.status[d] != Status.SUCCEEDED)
-            ]
-            assert waits_for, f"ready job {job_id} was left pending: its dependencies are done"
+        for job_id in self.deps:
+            if self.status[job_id] == Status.PENDING:
+                assert self.waits_for(job_id), (
+                    f"ready job {job_id} was left pending: its dependencies are done"
+                )
 
     @invariant()
     def queued_jobs_are_ready(self) -> None:
-        for job_id, deps in self.deps.items():
-            if self.status[job_id] != Status.QUEUED:
-                continue
-            waits_for = [
-                d
-                for d, opted in deps.items()
-                if self.status[d] != Status.SUCCEEDED and not (opted and self.status[d] in ENDED)
-            ]
-            assert not waits_for, f"queued job {job_id} still waits for {waits_for}"
+        for job_id in self.deps:
+            if self.status[job_id] == Status.QUEUED:
+                waits_for = self.waits_for(job_id)
+                assert not waits_for, f"queued job {job_id} still waits for {waits_for}"
 
 
 @pytest.fixture
