@@ -469,6 +469,9 @@ def plant(engine: str, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(operations.RetryFailedJobs, "__call__", bulk_retry_revives_only)
         return
     if fault in SETTLE_FAULTS:
+        # The engine's queries import settle_dependents when a store of it
+        # first opens: imported now, so that its copy is replaced too.
+        importlib.import_module(f"jobtable._engines.{engine}.queries")
         for name, module in list(sys.modules.items()):
             if name.startswith("jobtable") and getattr(module, "settle_dependents", None) is SETTLE:
                 monkeypatch.setattr(module, "settle_dependents", SETTLE_FAULTS[fault])
