@@ -360,3 +360,227 @@ class Querier:
             },
         )
         return cur.rowcount
+
+
+class AsyncQuerier:
+    """Runs the queries of admin.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def requeue_job(
+        self,
+        *,
+        now: datetime.datetime,
+        id: str,
+    ) -> int:
+        """The operators' queries: what the CLI and the dashboard read and change,
+        through the Store's public operations.
+        RequeueJob puts a failed or cancelled job back in its queue, ready at once,
+        allowed max_attempts more claims: attempt keeps counting claims, since it
+        fences every write a worker makes. Its error history is kept; its error,
+        result and cancel request are cleared. A unique job whose key another job
+        holds now (see jobs_unique) is left as it is. A job of a workflow whose
+        dependencies have not all ended goes back to pending.
+        """
+        cur = await self._conn.execute(
+            REQUEUE_JOB,
+            {
+                "now": now,
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
+    async def requeue_failed_jobs(
+        self,
+        *,
+        now: datetime.datetime,
+        kind: str | None,
+        queue: str | None,
+    ) -> int:
+        """RequeueFailedJobs does what RequeueJob does to every failed job that matches
+        each filter given (a null filter matches all).
+        """
+        cur = await self._conn.execute(
+            REQUEUE_FAILED_JOBS,
+            {
+                "now": now,
+                "kind": kind,
+                "queue": queue,
+            },
+        )
+        return cur.rowcount
+
+    async def wake_runners(
+        self,
+    ) -> None:
+        """WakeRunners tells idle runners in every process, when the transaction
+        commits, that jobs became ready. Differs from SQLite, where every commit
+        wakes them: here only the insert trigger does, and a retry inserts nothing.
+        """
+        await self._conn.execute(
+            WAKE_RUNNERS,
+        )
+
+    async def delete_job(
+        self,
+        *,
+        id: str,
+    ) -> int:
+        """DeleteJob deletes a job that is not running."""
+        cur = await self._conn.execute(
+            DELETE_JOB,
+            {
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
+    async def list_runners(
+        self,
+        *,
+        lease_seconds: float,
+    ) -> list[ListRunnersRow]:
+        """ListRunners reads every registered runner, and whether its heartbeat is
+        not older than lease_seconds by the server's clock.
+        """
+        cur = await self._conn.execute(
+            LIST_RUNNERS,
+            {
+                "lease_seconds": lease_seconds,
+            },
+        )
+        return [
+            ListRunnersRow(
+                name=row[0],
+                started_at=row[1],
+                heartbeat_at=row[2],
+                alive=row[3],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_held_jobs(
+        self,
+    ) -> list[ListHeldJobsRow]:
+        """ListHeldJobs lists the running jobs, the runner holding each and its
+        queue, through the index of running rows.
+        """
+        cur = await self._conn.execute(
+            LIST_HELD_JOBS,
+        )
+        return [
+            ListHeldJobsRow(
+                runner=row[0],
+                id=row[1],
+                queue=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def job_stats(
+        self,
+        *,
+        now: datetime.datetime,
+    ) -> list[JobStatsRow]:
+        """JobStats counts the jobs of each queue by status and, in the same pass,
+        counts the queued jobs that may run by now (due) and finds the earliest
+        run_at among them (now itself when none may).
+        """
+        cur = await self._conn.execute(
+            JOB_STATS,
+            {
+                "now": now,
+            },
+        )
+        return [
+            JobStatsRow(
+                queue=row[0],
+                status=row[1],
+                jobs=row[2],
+                due=row[3],
+                oldest_run_at=row[4],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def finished_per_minute(
+        self,
+        *,
+        since: datetime.datetime,
+    ) -> list[FinishedPerMinuteRow]:
+        """FinishedPerMinute counts the jobs that finished since since, per minute and
+        status. A finished row never changes again, so its updated_at is its
+        finished_at: filtering on it lets the index of finished rows read only the
+        window. date_bin, unlike date_trunc, does not depend on the session's zone.
+        """
+        cur = await self._conn.execute(
+            FINISHED_PER_MINUTE,
+            {
+                "since": since,
+            },
+        )
+        return [
+            FinishedPerMinuteRow(
+                minute=row[0],
+                status=row[1],
+                jobs=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_sealed_jobs(
+        self,
+        *,
+        after_seq: int,
+        max_jobs: int,
+    ) -> list[ListSealedJobsRow]:
+        """ListSealedJobs reads, in seq order after after_seq, up to max_jobs jobs
+        whose payload or result holds an encrypted secret (an object with the key
+        "$secret"): what Store.rotate_secrets re-encrypts. It reads every row, as
+        an operator's command may; no index serves it.
+        """
+        cur = await self._conn.execute(
+            LIST_SEALED_JOBS,
+            {
+                "after_seq": after_seq,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListSealedJobsRow(
+                seq=row[0],
+                id=row[1],
+                payload=row[2],
+                result=row[3],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int:
+        """ResealJob stores a job's payload and result with their secrets encrypted
+        anew, unless either changed since they were read (a running job published
+        meanwhile): 0 then. updated_at is kept, since for a finished row it is its
+        finished_at (see FinishedPerMinute). Differs from SQLite by spelling only:
+        IS NOT DISTINCT FROM compares a null result.
+        """
+        cur = await self._conn.execute(
+            RESEAL_JOB,
+            {
+                "new_payload": new_payload,
+                "new_result": new_result,
+                "id": id,
+                "old_payload": old_payload,
+                "old_result": old_result,
+            },
+        )
+        return cur.rowcount

@@ -438,3 +438,257 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+
+class AsyncQuerier:
+    """Runs the queries of dashboard.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def list_kind_names(
+        self,
+    ) -> list[ListKindNamesRow]:
+        """The dashboard's queries: search, the names to filter by, bulk actions by
+        filter, the per-kind figures and the health checks. The Store's public
+        operations run them; see src/jobtable/_operator/dashboard_store.py.
+        ListKindNames reads every kind that has a job, without reading every row:
+        a skip-scan of jobs_by_status_kind (a recursive CTE, one index seek per
+        status and kind, each finding the least kind above the last), plus the
+        running rows' kinds, which that index leaves out (jobs_running reads them).
+        """
+        cur = await self._conn.execute(
+            LIST_KIND_NAMES,
+        )
+        return [
+            ListKindNamesRow(
+                kind=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_queue_names(
+        self,
+    ) -> list[ListQueueNamesRow]:
+        """ListQueueNames reads every queue that has a job as ListKindNames reads the
+        kinds: a skip-scan of jobs_by_status_queue, plus the running rows' queues.
+        """
+        cur = await self._conn.execute(
+            LIST_QUEUE_NAMES,
+        )
+        return [
+            ListQueueNamesRow(
+                queue=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def search_payloads(
+        self,
+        *,
+        scan: int,
+        text: str,
+        max_jobs: int,
+    ) -> list[SearchPayloadsRow]:
+        """SearchPayloads reads the records of up to max_jobs jobs, newest first,
+        among the scan most recent ones, whose payload holds text (ignoring
+        case). It reads at most scan rows, down the primary key, whatever the
+        table's size: a search of a payload is bounded, never a full scan.
+        """
+        cur = await self._conn.execute(
+            SEARCH_PAYLOADS,
+            {
+                "scan": scan,
+                "text": text,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            SearchPayloadsRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def cancel_queued_matching(
+        self,
+        *,
+        now: datetime.datetime | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> int:
+        """CancelQueuedMatching cancels up to max_jobs queued jobs, oldest first, that
+        match each filter given (a null filter matches all), as CancelQueuedJob
+        cancels one.
+        """
+        cur = await self._conn.execute(
+            CANCEL_QUEUED_MATCHING,
+            {
+                "now": now,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return cur.rowcount
+
+    async def cancel_pending_matching(
+        self,
+        *,
+        now: datetime.datetime | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> int:
+        """CancelPendingMatching cancels up to max_jobs pending jobs (of workflows,
+        waiting for dependencies), oldest first, that
+        match each filter given (a null filter matches all), as CancelQueuedJob
+        cancels one.
+        """
+        cur = await self._conn.execute(
+            CANCEL_PENDING_MATCHING,
+            {
+                "now": now,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return cur.rowcount
+
+    async def request_cancel_matching(
+        self,
+        *,
+        now: datetime.datetime,
+        kind: str | None,
+        queue: str | None,
+    ) -> int:
+        """RequestCancelMatching asks the runners holding the running jobs that match
+        each filter given to cancel them, as RequestCancel asks for one. The
+        running rows are few (no more than the runners' workers).
+        """
+        cur = await self._conn.execute(
+            REQUEST_CANCEL_MATCHING,
+            {
+                "now": now,
+                "kind": kind,
+                "queue": queue,
+            },
+        )
+        return cur.rowcount
+
+    async def delete_matching(
+        self,
+        *,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> int:
+        """DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
+        running and match each filter given (a null filter matches all). A job
+        that a pending job of its workflow still waits for is left: deleting it
+        would leave that job pending for ever (cancel it, or delete it by id).
+        """
+        cur = await self._conn.execute(
+            DELETE_MATCHING,
+            {
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return cur.rowcount
+
+    async def finished_since(
+        self,
+        *,
+        since: datetime.datetime,
+        max_jobs: int,
+    ) -> list[FinishedSinceRow]:
+        """FinishedSince reads the kind, status and times of up to max_jobs jobs that
+        finished since since, newest first, through the index of finished rows (a
+        finished row's updated_at is its finished_at), for the per-kind figures.
+        """
+        cur = await self._conn.execute(
+            FINISHED_SINCE,
+            {
+                "since": since,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            FinishedSinceRow(
+                kind=row[0],
+                status=row[1],
+                run_at=row[2],
+                started_at=row[3],
+                finished_at=row[4],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def oldest_due_by_queue(
+        self,
+        *,
+        now: datetime.datetime,
+    ) -> list[OldestDueByQueueRow]:
+        """OldestDueByQueue reads, for each queue that has queued jobs due by now,
+        how many are due and the earliest run_at among them. It reads the queued
+        rows only.
+        """
+        cur = await self._conn.execute(
+            OLDEST_DUE_BY_QUEUE,
+            {
+                "now": now,
+            },
+        )
+        return [
+            OldestDueByQueueRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_running_queues(
+        self,
+    ) -> list[ListRunningQueuesRow]:
+        """ListRunningQueues lists each running job's id, runner and queue, through the
+        index of running rows.
+        """
+        cur = await self._conn.execute(
+            LIST_RUNNING_QUEUES,
+        )
+        return [
+            ListRunningQueuesRow(
+                id=row[0],
+                runner=row[1],
+                queue=row[2],
+            )
+            for row in await cur.fetchall()
+        ]

@@ -725,3 +725,360 @@ class Querier:
             starts_in_key=row[8],
             behind_sequence=row[9],
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of flow.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def lock_queue_flow(
+        self,
+        *,
+        queue: str,
+    ) -> LockQueueFlowRow | None:
+        """Flow control: pauses, limits and their claims (schema version 4).
+
+        Why a lock: a limit is a count over rows that other claims are changing.
+        Two runners claiming at once under READ COMMITTED would each count the
+        other's claim as not yet made, and together start more than the limit
+        allows; SKIP LOCKED makes this worse, not better, since each skips what the
+        other took. So a claim of a queue that has a limit first locks the queue's
+        row in queues (LockQueueFlow, SELECT ... FOR UPDATE), which serializes the
+        limited claims of that queue, and then, in a later statement of the same
+        transaction (a fresh snapshot, taken after the lock was granted, so it sees
+        every claim committed before), counts and claims (ClaimLimitedJobs or
+        ClaimPartitionedJobs). Jobs that finish meanwhile only free slots, so the
+        counts can only be too high, never too low. A queue without limits takes
+        no lock: FinishAndClaimJobs claims it as before, and claims of different
+        queues never wait for each other. Counters kept in the queues row were the
+        other choice; they would need every outcome, interruption, cancel and
+        delete to update them in step, and a missed one would leak a slot forever,
+        where counting the jobs table cannot leak.
+        LockQueueFlow reads the flow control of queue when it has any (a row that
+        is paused or has a limit), and locks that row until the transaction ends.
+        None means FinishAndClaimJobs claims it, without a lock.
+        """
+        cur = await self._conn.execute(
+            LOCK_QUEUE_FLOW,
+            {
+                "queue": queue,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return LockQueueFlowRow(
+            paused=row[0],
+            concurrency=row[1],
+            partition_limit=row[2],
+            rate_limit=row[3],
+            rate_period=row[4],
+            rate_per_key=row[5],
+        )
+
+    async def get_queue_flow(
+        self,
+        *,
+        queue: str,
+    ) -> GetQueueFlowRow | None:
+        """GetQueueFlow reads what LockQueueFlow reads, without the lock: a runner
+        whose claim came back short looks whether its queue gained flow control.
+        """
+        cur = await self._conn.execute(
+            GET_QUEUE_FLOW,
+            {
+                "queue": queue,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetQueueFlowRow(
+            paused=row[0],
+            concurrency=row[1],
+            partition_limit=row[2],
+            rate_limit=row[3],
+            rate_period=row[4],
+            rate_per_key=row[5],
+        )
+
+    async def skip_jit(
+        self,
+    ) -> None:
+        """SkipJit turns JIT compilation off until the transaction ends. A
+        partitioned claim runs it first: the planner prices the scan for the jobs
+        without a key by the whole backlog, and past about 15,000 queued jobs that
+        price turns on JIT, whose compiling cost a claim a quarter of a second.
+        """
+        await self._conn.execute(
+            SKIP_JIT,
+        )
+
+    async def claim_limited_jobs(
+        self,
+        *,
+        queue: str,
+        max_jobs: int,
+        concurrency: int | None,
+        rate_limit: int | None,
+        rate_period: float | None,
+        runner: str | None,
+        now: datetime.datetime | None,
+    ) -> list[ClaimLimitedJobsRow]:
+        """ClaimLimitedJobs claims, as FinishAndClaimJobs does, at most the room the
+        limits of queue leave: concurrency less its running jobs, rate_limit less
+        the starts recorded within the last rate_period seconds of the server's
+        clock (a null limit leaves max_jobs); it records each start when the
+        queue has a rate, and forgets the starts older than the period. Run it
+        after LockQueueFlow, in the same transaction.
+
+        The pick takes the first max_jobs ready jobs under a plain LIMIT, which the
+        planner sizes, and then as many of them as the limits leave room for. One
+        LIMIT counted at run time instead would make the planner size the pick as a
+        tenth of the queue's backlog: it then joined the whole jobs table, and past
+        about 100,000 queued jobs its estimate turned on JIT compilation, which
+        costs more than the claim. The pick locks up to max_jobs rows, a few more
+        than it may claim, until the transaction ends; the claims of the queue take
+        turns behind LockQueueFlow anyway, and SKIP LOCKED passes over rows an
+        operator's write holds.
+        """
+        cur = await self._conn.execute(
+            CLAIM_LIMITED_JOBS,
+            {
+                "queue": queue,
+                "max_jobs": max_jobs,
+                "concurrency": concurrency,
+                "rate_limit": rate_limit,
+                "rate_period": rate_period,
+                "runner": runner,
+                "now": now,
+            },
+        )
+        return [
+            ClaimLimitedJobsRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                payload=row[3],
+                attempt=row[4],
+                max_attempts=row[5],
+                timeout=row[6],
+                priority=row[7],
+                traceparent=row[8],
+                partition_key=row[9],
+                workflow_id=row[10],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def claim_partitioned_jobs(
+        self,
+        *,
+        queue: str,
+        rate_period: float | None,
+        key_cap: int,
+        partition_limit: int | None,
+        rate_per_key: bool,
+        rate_limit: int | None,
+        max_jobs: int,
+        concurrency: int | None,
+        runner: str | None,
+        now: datetime.datetime | None,
+    ) -> list[ClaimPartitionedJobsRow]:
+        """ClaimPartitionedJobs is ClaimLimitedJobs for a queue with a partition
+        limit or a rate limit per key, and it is fair between keys. It finds every
+        key that has ready jobs (a skip scan of jobs_partition: one lookup per
+        key, not per job; the jobs without a key count as one more key), takes up
+        to key_cap of the oldest ready jobs of each (key_cap is at most max_jobs,
+        so no key is read further than a claim could take), and keeps those that
+        fit the key's room: partition_limit less the key's running jobs, and with
+        rate_per_key, rate_limit less the key's starts within the period. It
+        claims them in rounds, the oldest job of each key first, then the second
+        oldest of each, and so on (within a round by priority and seq), up to the
+        queue's room as ClaimLimitedJobs counts it. So a key with 10,000 ready
+        jobs takes one slot per round like a key with 3. Run it after
+        LockQueueFlow, in the same transaction. The window function rules out
+        FOR UPDATE on the pick: the claim re-checks that each job is still queued.
+        """
+        cur = await self._conn.execute(
+            CLAIM_PARTITIONED_JOBS,
+            {
+                "queue": queue,
+                "rate_period": rate_period,
+                "key_cap": key_cap,
+                "partition_limit": partition_limit,
+                "rate_per_key": rate_per_key,
+                "rate_limit": rate_limit,
+                "max_jobs": max_jobs,
+                "concurrency": concurrency,
+                "runner": runner,
+                "now": now,
+            },
+        )
+        return [
+            ClaimPartitionedJobsRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                payload=row[3],
+                attempt=row[4],
+                max_attempts=row[5],
+                timeout=row[6],
+                priority=row[7],
+                traceparent=row[8],
+                partition_key=row[9],
+                workflow_id=row[10],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def declare_queue(
+        self,
+        *,
+        name: str,
+        concurrency: int | None,
+        partition_limit: int | None,
+        rate_limit: int | None,
+        rate_period: float | None,
+        rate_per_key: bool,
+        now: datetime.datetime,
+    ) -> None:
+        """DeclareQueue records the limits a runner's code declares for queue. They
+        become the queue's limits unless an operator set limits (overridden),
+        which are kept until ClearQueueLimits. A pause is never declared: it is
+        the operator's, and kept.
+        """
+        await self._conn.execute(
+            DECLARE_QUEUE,
+            {
+                "name": name,
+                "concurrency": concurrency,
+                "partition_limit": partition_limit,
+                "rate_limit": rate_limit,
+                "rate_period": rate_period,
+                "rate_per_key": rate_per_key,
+                "now": now,
+            },
+        )
+
+    async def set_queue_limits(
+        self,
+        *,
+        name: str,
+        concurrency: int | None,
+        partition_limit: int | None,
+        rate_limit: int | None,
+        rate_period: float | None,
+        rate_per_key: bool,
+        now: datetime.datetime,
+    ) -> None:
+        """SetQueueLimits sets the limits of queue as an operator: they are kept,
+        whatever runners declare, until ClearQueueLimits.
+        """
+        await self._conn.execute(
+            SET_QUEUE_LIMITS,
+            {
+                "name": name,
+                "concurrency": concurrency,
+                "partition_limit": partition_limit,
+                "rate_limit": rate_limit,
+                "rate_period": rate_period,
+                "rate_per_key": rate_per_key,
+                "now": now,
+            },
+        )
+
+    async def clear_queue_limits(
+        self,
+        *,
+        now: datetime.datetime,
+        name: str,
+    ) -> int:
+        """ClearQueueLimits drops an operator's limits of queue: the limits the code
+        declared last apply again.
+        """
+        cur = await self._conn.execute(
+            CLEAR_QUEUE_LIMITS,
+            {
+                "now": now,
+                "name": name,
+            },
+        )
+        return cur.rowcount
+
+    async def set_queue_paused(
+        self,
+        *,
+        name: str,
+        paused: bool,
+        now: datetime.datetime,
+    ) -> None:
+        """SetQueuePaused pauses or resumes queue."""
+        await self._conn.execute(
+            SET_QUEUE_PAUSED,
+            {
+                "name": name,
+                "paused": paused,
+                "now": now,
+            },
+        )
+
+    async def list_queues(
+        self,
+    ) -> list[ListQueuesRow]:
+        """ListQueues reads every queue that has a row in queues or jobs that wait or
+        run, with its flow control (null for a queue without a row) and how many
+        of its jobs are queued and running.
+        """
+        cur = await self._conn.execute(
+            LIST_QUEUES,
+        )
+        return [
+            ListQueuesRow(
+                name=row[0],
+                paused=row[1],
+                concurrency=row[2],
+                partition_limit=row[3],
+                rate_limit=row[4],
+                rate_period=row[5],
+                rate_per_key=row[6],
+                overridden=row[7],
+                queued=row[8],
+                running=row[9],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def get_wait_facts(
+        self,
+        *,
+        id: str,
+    ) -> GetWaitFactsRow | None:
+        """GetWaitFacts reads what may hold back the queued job id: its queue's flow
+        control, the counts its limits compare with (starts within the rate
+        period, on the server's clock), and whether an earlier job of its sequence
+        holds it back. The caller decides which reason to show.
+        """
+        cur = await self._conn.execute(
+            GET_WAIT_FACTS,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetWaitFactsRow(
+            paused=row[0],
+            concurrency=row[1],
+            partition_limit=row[2],
+            rate_limit=row[3],
+            rate_per_key=row[4],
+            running=row[5],
+            running_in_key=row[6],
+            starts=row[7],
+            starts_in_key=row[8],
+            behind_sequence=row[9],
+        )

@@ -2741,3 +2741,1615 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+
+class AsyncQuerier:
+    """Runs the queries of jobs.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def create_job(
+        self,
+        *,
+        id: str,
+        kind: str,
+        queue: str,
+        priority: int,
+        payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        traceparent: str | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: bool,
+        tags: str,
+        meta: str | None,
+    ) -> None:
+        """CreateJob stores a queued job that may be claimed from run_at on. Its insert
+        trigger notifies idle runners in every process when the transaction commits.
+        """
+        await self._conn.execute(
+            CREATE_JOB,
+            {
+                "id": id,
+                "kind": kind,
+                "queue": queue,
+                "priority": priority,
+                "payload": payload,
+                "max_attempts": max_attempts,
+                "timeout": timeout,
+                "run_at": run_at,
+                "now": now,
+                "traceparent": traceparent,
+                "partition_key": partition_key,
+                "sequence_key": sequence_key,
+                "sequence_blocks": sequence_blocks,
+                "tags": tags,
+                "meta": meta,
+            },
+        )
+
+    async def create_jobs(
+        self,
+        *,
+        jobs: JSONValue,
+    ) -> None:
+        """CreateJobs stores queued jobs, as CreateJob does one, in one statement:
+        jobs is a JSON array of one object a job, holding CreateJob's parameters
+        under the names below (times as text with a zone), and the jobs take
+        their seq in the array's order. The jobs may be of several kinds and
+        enqueued at several moments, so that concurrent enqueues can share the
+        statement. One statement is one round trip and, without BEGIN, its own
+        transaction; its insert trigger fires once. One JSON parameter costs the
+        client a third of what an array a column does (psycopg builds arrays
+        element by element in Python). Differs from SQLite, whose engine has no
+        round trip to save: there CreateJobs sends a statement per row.
+        """
+        await self._conn.execute(
+            CREATE_JOBS,
+            {
+                "jobs": psycopg.types.json.Jsonb(jobs),
+            },
+        )
+
+    async def create_unique_job(
+        self,
+        *,
+        id: str,
+        kind: str,
+        queue: str,
+        priority: int,
+        payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        traceparent: str | None,
+        unique_key: str | None,
+        unique_statuses: int | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: bool,
+        tags: str,
+        meta: str | None,
+    ) -> int:
+        """CreateUniqueJob stores a queued job with a unique key, or nothing when a
+        job of its kind holds the key (jobs_unique): it changes 1 row, or 0 on a
+        collision (no RETURNING: SQLite's costs as much as the insert). The
+        database decides, so concurrent enqueues of one key store exactly one
+        job; the caller then reads the holder.
+        """
+        cur = await self._conn.execute(
+            CREATE_UNIQUE_JOB,
+            {
+                "id": id,
+                "kind": kind,
+                "queue": queue,
+                "priority": priority,
+                "payload": payload,
+                "max_attempts": max_attempts,
+                "timeout": timeout,
+                "run_at": run_at,
+                "now": now,
+                "traceparent": traceparent,
+                "unique_key": unique_key,
+                "unique_statuses": unique_statuses,
+                "partition_key": partition_key,
+                "sequence_key": sequence_key,
+                "sequence_blocks": sequence_blocks,
+                "tags": tags,
+                "meta": meta,
+            },
+        )
+        return cur.rowcount
+
+    async def create_unique_jobs(
+        self,
+        rows: Iterable[CreateUniqueJobsParams],
+    ) -> list[CreateUniqueJobsRow | None]:
+        """CreateUniqueJobs is CreateUniqueJob for several jobs, sent at once: the
+        statements run in order, so a job whose key an earlier one of the batch
+        took inserts nothing. Differs by necessity from SQLite, which has no
+        pipeline to save round trips with: there the engine loops over
+        CreateUniqueJob.
+        """
+        params = [
+            {
+                "id": row.id,
+                "kind": row.kind,
+                "queue": row.queue,
+                "priority": row.priority,
+                "payload": row.payload,
+                "max_attempts": row.max_attempts,
+                "timeout": row.timeout,
+                "run_at": row.run_at,
+                "now": row.now,
+                "traceparent": row.traceparent,
+                "unique_key": row.unique_key,
+                "unique_statuses": row.unique_statuses,
+                "partition_key": row.partition_key,
+                "sequence_key": row.sequence_key,
+                "sequence_blocks": row.sequence_blocks,
+                "tags": row.tags,
+                "meta": row.meta,
+            }
+            for row in rows
+        ]
+        results: list[CreateUniqueJobsRow | None] = []
+        if not params:
+            return results
+        async with self._conn.cursor() as cur:
+            await cur.executemany(CREATE_UNIQUE_JOBS, params, returning=True)
+            while True:
+                row = await cur.fetchone()
+                if row is None:
+                    results.append(None)
+                else:
+                    results.append(
+                        CreateUniqueJobsRow(
+                            id=row[0],
+                        )
+                    )
+                if not cur.nextset():
+                    break
+        return results
+
+    async def get_unique_holder(
+        self,
+        *,
+        kind: str,
+        unique_key: str | None,
+    ) -> GetUniqueHolderRow | None:
+        """GetUniqueHolder reads the job of kind that holds unique_key, if one does:
+        its condition is jobs_unique's, so it reads that index.
+        """
+        cur = await self._conn.execute(
+            GET_UNIQUE_HOLDER,
+            {
+                "kind": kind,
+                "unique_key": unique_key,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetUniqueHolderRow(
+            id=row[0],
+        )
+
+    async def finish_and_claim_jobs(
+        self,
+        *,
+        now: datetime.datetime,
+        ids: list[str],
+        attempts: list[int],
+        states: list[str],
+        results: list[str | None] | None,
+        errors: list[str | None] | None,
+        run_ats: list[datetime.datetime | None] | None,
+        queue: str,
+        max_jobs: int,
+        runner: str | None,
+    ) -> list[FinishAndClaimJobsRow]:
+        """FinishAndClaimJobs stores the outcomes of finished attempts and claims up
+        to max_jobs ready jobs of queue for runner, in one statement: on a server
+        each statement costs a round trip and each transaction a flush to disk,
+        and a runner's workers free their slots as they finish, so both go together.
+
+        Attempt i of the arrays (ids[i], claimed as attempts[i]) ends as states[i]
+        says, only while the job is running under that claim, as SucceedJob,
+        FailJob, RetryJob, SnoozeJob and CancelRunningJob do one at a time:
+        'succeeded' stores results[i]; 'failed' stores errors[i] as the job's error;
+        'queued' puts the job back in its queue from run_ats[i] on (cancelled
+        instead when its cancel was requested), with errors[i] null for a retry the
+        handler asked for, which adds one to max_attempts; 'cancelled' cancels it.
+        A non-null errors[i] joins the job's history. Such a job comes back as a row
+        with finished true and only its id; a job missing from those rows is no
+        longer running under its claim.
+
+        The claim marks ready jobs of queue (not scheduled: see StageJobs) running,
+        lowest priority and then oldest first, and returns them with finished false and their new attempt.
+        It is the claim of a queue without flow control: it claims nothing while
+        the queue's row in queues is paused or has a limit (the runner then claims
+        with LockQueueFlow and ClaimLimitedJobs or ClaimPartitionedJobs), which
+        costs one primary key lookup per claim. A job of a sequence is skipped
+        while an earlier one of its sequence holds it back (see jobs_sequence);
+        no lock is needed for that: the earlier job's row decides, and a claim
+        that skips a locked head finds it queued in its snapshot, so it never
+        takes the job behind it.
+        RETURNING does not keep the pick's order: callers sort by (priority, seq).
+        Differs from SQLite, whose single writer serializes claims: here claims
+        run concurrently, so the picked rows are locked and rows another claim has
+        locked are skipped; no job is claimed twice and claims do not queue behind
+        each other. The pick is a MATERIALIZED CTE because a subquery in the WHERE
+        clause may be run more than once by the planner, and with SKIP LOCKED each
+        run can pick other rows: one claim could then take more than max_jobs. The
+        finished jobs are running and the picked ones queued, so the two updates
+        never touch the same row.
+        JobsEnded: when jobs end (succeeded, failed or cancelled) the statement
+        notifies 'jobtable-ended:' || md5(current_schema()), delivered at its
+        commit, with their ids one a line ('' when they would not fit a payload:
+        a listener then checks every job it waits for), so that processes waiting
+        for those jobs' results wake at once; a batch that ends none sends none.
+        It notifies only while some process waits: a notifying commit holds
+        PostgreSQL's notify lock through its flush, so notifying commits do not
+        share a flush. A waiting process holds ListenForEndedJobs' 16 shared
+        advisory locks; this statement tries its bucket's lock exclusively, which
+        fails while a waiter holds it (or another finish statement of the bucket
+        does: one needless notification). A waiter that comes meanwhile waits for
+        this commit before it listens and checks its jobs, so none is missed.
+        The ended CTE is MATERIALIZED and joined, so that it runs exactly once.
+        """
+        cur = await self._conn.execute(
+            FINISH_AND_CLAIM_JOBS,
+            {
+                "now": now,
+                "ids": ids,
+                "attempts": attempts,
+                "states": states,
+                "results": results,
+                "errors": errors,
+                "run_ats": run_ats,
+                "queue": queue,
+                "max_jobs": max_jobs,
+                "runner": runner,
+            },
+        )
+        return [
+            FinishAndClaimJobsRow(
+                finished=row[0],
+                seq=row[1],
+                id=row[2],
+                kind=row[3],
+                payload=row[4],
+                attempt=row[5],
+                max_attempts=row[6],
+                timeout=row[7],
+                priority=row[8],
+                traceparent=row[9],
+                partition_key=row[10],
+                workflow_id=row[11],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def finish_and_claim_jobs_of_kinds(
+        self,
+        *,
+        now: datetime.datetime,
+        ids: list[str],
+        attempts: list[int],
+        states: list[str],
+        results: list[str | None] | None,
+        errors: list[str | None] | None,
+        run_ats: list[datetime.datetime | None] | None,
+        queue: str,
+        kinds: list[str],
+        max_jobs: int,
+        runner: str | None,
+    ) -> list[FinishAndClaimJobsOfKindsRow]:
+        """FinishAndClaimJobsOfKinds is FinishAndClaimJobs for a runner that claims
+        only the kinds it has handlers for, whose names kinds holds: the same
+        statement but for that one condition of the pick, kept apart so that the
+        plain claim pays nothing for it (tests check the two stay the same).
+        """
+        cur = await self._conn.execute(
+            FINISH_AND_CLAIM_JOBS_OF_KINDS,
+            {
+                "now": now,
+                "ids": ids,
+                "attempts": attempts,
+                "states": states,
+                "results": results,
+                "errors": errors,
+                "run_ats": run_ats,
+                "queue": queue,
+                "kinds": kinds,
+                "max_jobs": max_jobs,
+                "runner": runner,
+            },
+        )
+        return [
+            FinishAndClaimJobsOfKindsRow(
+                finished=row[0],
+                seq=row[1],
+                id=row[2],
+                kind=row[3],
+                payload=row[4],
+                attempt=row[5],
+                max_attempts=row[6],
+                timeout=row[7],
+                priority=row[8],
+                traceparent=row[9],
+                partition_key=row[10],
+                workflow_id=row[11],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def next_run_at(
+        self,
+        *,
+        queue: str,
+    ) -> NextRunAtRow | None:
+        """NextRunAt returns the earliest run_at among the scheduled jobs of queue:
+        an idle runner sleeps until then at most.
+        """
+        cur = await self._conn.execute(
+            NEXT_RUN_AT,
+            {
+                "queue": queue,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return NextRunAtRow(
+            run_at=row[0],
+        )
+
+    async def stage_jobs(
+        self,
+        *,
+        queue: str,
+        now: datetime.datetime,
+    ) -> int:
+        """StageJobs makes the scheduled jobs of queue whose run_at has come ready to
+        be claimed.
+        """
+        cur = await self._conn.execute(
+            STAGE_JOBS,
+            {
+                "queue": queue,
+                "now": now,
+            },
+        )
+        return cur.rowcount
+
+    async def ready_retries(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyRetries makes the queued jobs of queue that wait for another attempt
+        (claimed before, their run_at not come yet) ready to be claimed now, their
+        run_at left as it was: jobtable.testing's drain runs retries without
+        waiting for their backoff.
+        """
+        cur = await self._conn.execute(
+            READY_RETRIES,
+            {
+                "queue": queue,
+            },
+        )
+        return cur.rowcount
+
+    async def publish_job_result(
+        self,
+        *,
+        result: str | None,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """PublishJobResult stores a partial result while the claim of attempt holds."""
+        cur = await self._conn.execute(
+            PUBLISH_JOB_RESULT,
+            {
+                "result": result,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def succeed_job(
+        self,
+        *,
+        result: str | None,
+        now: datetime.datetime | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """SucceedJob stores the final result while the claim of attempt holds."""
+        cur = await self._conn.execute(
+            SUCCEED_JOB,
+            {
+                "result": result,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def fail_job(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """FailJob stores error as the job's error, and in its history, while the
+        claim of attempt holds.
+        """
+        cur = await self._conn.execute(
+            FAIL_JOB,
+            {
+                "error": error,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def retry_job(
+        self,
+        *,
+        error: str,
+        now: datetime.datetime,
+        run_at: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """RetryJob puts the job back in its queue from run_at on, with error in its
+        history, while the claim of attempt holds; a job whose cancel was
+        requested is cancelled instead.
+        """
+        cur = await self._conn.execute(
+            RETRY_JOB,
+            {
+                "error": error,
+                "now": now,
+                "run_at": run_at,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def snooze_job(
+        self,
+        *,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """SnoozeJob puts the job back in its queue from run_at on, as its handler
+        asked, while the claim of attempt holds; a job whose cancel was requested
+        is cancelled instead. max_attempts grows by one, so the request uses none
+        of the job's attempts while attempt keeps counting claims and fencing.
+        """
+        cur = await self._conn.execute(
+            SNOOZE_JOB,
+            {
+                "run_at": run_at,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def cancel_running_job(
+        self,
+        *,
+        now: datetime.datetime | None,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """CancelRunningJob ends the job cancelled while the claim of attempt holds."""
+        cur = await self._conn.execute(
+            CANCEL_RUNNING_JOB,
+            {
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def interrupt_running_jobs(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime,
+        runner: str | None,
+    ) -> int:
+        """InterruptRunningJobs ends the attempt of every running job of the runner
+        named runner, which an earlier process of that name left running: each goes
+        back to its queue while attempts remain, and fails with error after its
+        last (a job whose cancel was requested is cancelled). error joins its history.
+        """
+        cur = await self._conn.execute(
+            INTERRUPT_RUNNING_JOBS,
+            {
+                "error": error,
+                "now": now,
+                "runner": runner,
+            },
+        )
+        return cur.rowcount
+
+    async def interrupt_jobs_of_dead_runners(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime,
+        runner: str | None,
+        lease_seconds: float,
+    ) -> int:
+        """InterruptJobsOfDeadRunners ends, as InterruptRunningJobs does, the attempt
+        of the running jobs of every runner whose heartbeat is older than
+        lease_seconds, or that no longer has a row; never those of runner, the
+        runner that asks, which is alive. Differs from SQLite: heartbeats are the
+        server's time, so runners on machines with skewed clocks agree; and it skips
+        rows another transaction holds (their runner is finishing them, or another
+        runner's maintenance ends them), so two runners' maintenance never deadlock.
+        """
+        cur = await self._conn.execute(
+            INTERRUPT_JOBS_OF_DEAD_RUNNERS,
+            {
+                "error": error,
+                "now": now,
+                "runner": runner,
+                "lease_seconds": lease_seconds,
+            },
+        )
+        return cur.rowcount
+
+    async def interrupt_job(
+        self,
+        *,
+        error: str | None,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """InterruptJob ends, as InterruptRunningJobs does, the attempt of one job
+        while the claim of attempt holds.
+        """
+        cur = await self._conn.execute(
+            INTERRUPT_JOB,
+            {
+                "error": error,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def list_running_jobs(
+        self,
+        *,
+        runner: str | None,
+        before: datetime.datetime,
+    ) -> list[ListRunningJobsRow]:
+        """ListRunningJobs lists the jobs running under runner that have not changed
+        since before: a live runner compares them with the jobs it holds, to find a
+        claim whose reply it never received.
+        """
+        cur = await self._conn.execute(
+            LIST_RUNNING_JOBS,
+            {
+                "runner": runner,
+                "before": before,
+            },
+        )
+        return [
+            ListRunningJobsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_cancel_requests(
+        self,
+        *,
+        runner: str | None,
+    ) -> list[ListCancelRequestsRow]:
+        """ListCancelRequests lists the jobs running under runner whose cancel was
+        requested.
+        """
+        cur = await self._conn.execute(
+            LIST_CANCEL_REQUESTS,
+            {
+                "runner": runner,
+            },
+        )
+        return [
+            ListCancelRequestsRow(
+                id=row[0],
+                attempt=row[1],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def lock_job(
+        self,
+        *,
+        id: str,
+    ) -> LockJobRow | None:
+        """LockJob reads the status of a job, for a write that acts on it (a cancel,
+        a retry, a delete), and locks its row until the transaction ends. Under
+        READ COMMITTED every statement takes a snapshot of its own, so without the
+        lock a write of several statements can see the job in one state and act on
+        another: a cancel saw it running, a snooze put it back in its queue, and
+        the cancel's next statement saw it queued, so neither matched. FOR UPDATE
+        waits for a transaction that is writing the row and returns the row as
+        that one left it; every other write of the job (a claim, an outcome,
+        another operator's action) then waits for this transaction, and claims
+        skip the row, so the statements after it find the job as it read.
+        Differs by necessity from SQLite, which has no row locks.
+        """
+        cur = await self._conn.execute(
+            LOCK_JOB,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return LockJobRow(
+            status=row[0],
+        )
+
+    async def cancel_queued_job(
+        self,
+        *,
+        now: datetime.datetime | None,
+        id: str,
+    ) -> int:
+        """CancelQueuedJob cancels a job that is still queued, or pending (a job of
+        a workflow waiting for its dependencies), and notifies its end as
+        FinishAndClaimJobs does (JobsEnded), so a process waiting for it wakes.
+        Differs by necessity from SQLite, which has no NOTIFY: its waiters watch the file.
+        """
+        cur = await self._conn.execute(
+            CANCEL_QUEUED_JOB,
+            {
+                "now": now,
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
+    async def request_cancel(
+        self,
+        *,
+        now: datetime.datetime,
+        id: str,
+    ) -> int:
+        """RequestCancel asks the runner holding a running job to cancel it."""
+        cur = await self._conn.execute(
+            REQUEST_CANCEL,
+            {
+                "now": now,
+                "id": id,
+            },
+        )
+        return cur.rowcount
+
+    async def notify_cancel(
+        self,
+    ) -> None:
+        """NotifyCancel tells the runners listening on this schema's channel, when
+        the transaction commits, that a running job's cancel was requested, so the
+        runner holding it reads its requests at once instead of at its next poll.
+        Its payload, 'cancel', sets it apart from an enqueue's (''). Differs by
+        necessity from SQLite, which has no NOTIFY: runners there poll.
+        """
+        await self._conn.execute(
+            NOTIFY_CANCEL,
+        )
+
+    async def get_job(
+        self,
+        *,
+        id: str,
+    ) -> GetJobRow | None:
+        cur = await self._conn.execute(
+            GET_JOB,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetJobRow(
+            id=row[0],
+            kind=row[1],
+            status=row[2],
+            result=row[3],
+            error=row[4],
+        )
+
+    async def get_jobs(
+        self,
+        *,
+        ids: list[str],
+    ) -> list[GetJobsRow]:
+        """GetJobs reads the jobs with ids, in any order, for the processes waiting
+        for their results: one query checks every job a process waits for. An id
+        no job has returns no row.
+        """
+        cur = await self._conn.execute(
+            GET_JOBS,
+            {
+                "ids": ids,
+            },
+        )
+        return [
+            GetJobsRow(
+                id=row[0],
+                kind=row[1],
+                status=row[2],
+                result=row[3],
+                error=row[4],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def get_job_labels(
+        self,
+        *,
+        id: str,
+    ) -> GetJobLabelsRow | None:
+        """GetJobLabels reads the tags and metadata of one job, for its handler."""
+        cur = await self._conn.execute(
+            GET_JOB_LABELS,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetJobLabelsRow(
+            tags=row[0],
+            meta=row[1],
+        )
+
+    async def get_job_record(
+        self,
+        *,
+        id: str,
+    ) -> GetJobRecordRow | None:
+        """GetJobRecord reads the whole record of one job."""
+        cur = await self._conn.execute(
+            GET_JOB_RECORD,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetJobRecordRow(
+            seq=row[0],
+            id=row[1],
+            kind=row[2],
+            queue=row[3],
+            priority=row[4],
+            status=row[5],
+            payload=row[6],
+            result=row[7],
+            error=row[8],
+            errors=row[9],
+            runner=row[10],
+            attempt=row[11],
+            max_attempts=row[12],
+            timeout=row[13],
+            cancel_requested=row[14],
+            run_at=row[15],
+            created_at=row[16],
+            started_at=row[17],
+            finished_at=row[18],
+            updated_at=row[19],
+            tags=row[20],
+            meta=row[21],
+        )
+
+    async def list_jobs_unfiltered(
+        self,
+        *,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsUnfilteredRow]:
+        """The ListJobs* queries read the records of up to max_jobs jobs with seq
+        below before, newest first, that match every filter in the query's name.
+        They are one query per set of filters, not one with "filter IS NULL OR",
+        which no index can serve: the store picks the query by the filters given,
+        and each reads about one page of an index however many rows the table has.
+        The listing's indexes leave running rows out, so the queries that read them
+        say "status <> 'running'" (SQLite uses a partial index only for a query
+        that names its condition), and running jobs are read from jobs_running.
+        ListJobsUnfiltered reads the primary key in order.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_UNFILTERED,
+            {
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsUnfilteredRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_status(
+        self,
+        *,
+        before: int,
+        status: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusRow]:
+        """ListJobsByStatus reads jobs_by_status in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_STATUS,
+            {
+                "before": before,
+                "status": status,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByStatusRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_status_kind(
+        self,
+        *,
+        before: int,
+        status: str,
+        kind: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusKindRow]:
+        """ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_STATUS_KIND,
+            {
+                "before": before,
+                "status": status,
+                "kind": kind,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByStatusKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_status_queue(
+        self,
+        *,
+        before: int,
+        status: str,
+        queue: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusQueueRow]:
+        """ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
+        any but running, which ListJobsRunning lists.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_STATUS_QUEUE,
+            {
+                "before": before,
+                "status": status,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByStatusQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_status_kind_queue(
+        self,
+        *,
+        before: int,
+        status: str,
+        kind: str,
+        queue: str,
+        max_jobs: int,
+    ) -> list[ListJobsByStatusKindQueueRow]:
+        """ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
+        jobs of queue: a kind's jobs are mostly in one queue, and an index on
+        (status, kind, queue, seq) would cost every job's writes. Its status is any
+        but running, which ListJobsRunning lists.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_STATUS_KIND_QUEUE,
+            {
+                "before": before,
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByStatusKindQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_running(
+        self,
+        *,
+        max_jobs: int,
+        before: int,
+        kind: str | None,
+        queue: str | None,
+    ) -> list[ListJobsRunningRow]:
+        """ListJobsRunning lists the running jobs that match each filter given (a null
+        filter matches all): it reads every running row from jobs_running, as many
+        as the runners have workers at most, and sorts them. The rows are a
+        MATERIALIZED CTE, which the planner plans for all its rows: given the LIMIT,
+        it would rather read the primary key backwards, past every finished row
+        newer than the running ones.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_RUNNING,
+            {
+                "max_jobs": max_jobs,
+                "before": before,
+                "kind": kind,
+                "queue": queue,
+            },
+        )
+        return [
+            ListJobsRunningRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_kind(
+        self,
+        *,
+        kind: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByKindRow]:
+        """ListJobsByKind reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_kind in order.
+        An index on (kind, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_KIND,
+            {
+                "kind": kind,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_queue(
+        self,
+        *,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByQueueRow]:
+        """ListJobsByQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_queue in order.
+        An index on (queue, seq) would serve it too, at a cost to every write.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_QUEUE,
+            {
+                "queue": queue,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_kind_queue(
+        self,
+        *,
+        kind: str,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByKindQueueRow]:
+        """ListJobsByKindQueue reads the newest page of each status, at most five pages of
+        seqs, and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_kind in order.
+        It keeps the jobs of queue from the kind's.
+        It lists every status of the jobs table's CHECK.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_KIND_QUEUE,
+            {
+                "kind": kind,
+                "queue": queue,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByKindQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_tag(
+        self,
+        *,
+        tag: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByTagRow]:
+        """ListJobsByTag reads job_tags's range of tag in seq order (job_tags's
+        primary key) and each job by its seq, so a page costs about max_jobs
+        lookups however many jobs the table or the tag has. Differs from SQLite
+        by necessity: the job is read in a LATERAL subquery with a LIMIT, which
+        the planner cannot turn into a join; as a join, it would rather merge
+        job_tags's range with the whole primary key of jobs, both in seq order.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_TAG,
+            {
+                "tag": tag,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByTagRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_jobs_by_tag_filtered(
+        self,
+        *,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        tag: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByTagFilteredRow]:
+        """ListJobsByTagFiltered is ListJobsByTag keeping the jobs that match each
+        other filter given (a null filter matches all): it reads the tag's range
+        in seq order and skips the jobs that do not match, so a page costs the
+        tag's jobs it skips as well; a tag names a small set of jobs, so that
+        stays small where no other index could serve tag and filter together.
+        """
+        cur = await self._conn.execute(
+            LIST_JOBS_BY_TAG_FILTERED,
+            {
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "tag": tag,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByTagFilteredRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def count_jobs(
+        self,
+    ) -> list[CountJobsRow]:
+        """CountJobs counts the jobs of each queue by status."""
+        cur = await self._conn.execute(
+            COUNT_JOBS,
+        )
+        return [
+            CountJobsRow(
+                queue=row[0],
+                status=row[1],
+                jobs=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def delete_finished_jobs(
+        self,
+        *,
+        before: datetime.datetime,
+        max_jobs: int,
+    ) -> int:
+        """DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
+        oldest first, skipping rows another runner's maintenance is deleting.
+        """
+        cur = await self._conn.execute(
+            DELETE_FINISHED_JOBS,
+            {
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return cur.rowcount
+
+    async def register_runner(
+        self,
+        *,
+        name: str,
+        host: str | None,
+        process: str | None,
+    ) -> None:
+        """RegisterRunner records a starting runner, replacing an earlier one of the
+        same name, with the host and process it runs in (null: unknown). Differs
+        from SQLite: the times are the server's (see
+        InterruptJobsOfDeadRunners).
+        """
+        await self._conn.execute(
+            REGISTER_RUNNER,
+            {
+                "name": name,
+                "host": host,
+                "process": process,
+            },
+        )
+
+    async def heartbeat_runner(
+        self,
+        *,
+        name: str,
+    ) -> int:
+        """HeartbeatRunner renews a runner's lease; 0 rows means it lost its row."""
+        cur = await self._conn.execute(
+            HEARTBEAT_RUNNER,
+            {
+                "name": name,
+            },
+        )
+        return cur.rowcount
+
+    async def get_runner(
+        self,
+        *,
+        lease_seconds: float,
+        name: str,
+    ) -> GetRunnerRow | None:
+        """GetRunner reads a runner's registration, and whether its heartbeat is
+        not older than lease_seconds by the server's clock.
+        """
+        cur = await self._conn.execute(
+            GET_RUNNER,
+            {
+                "lease_seconds": lease_seconds,
+                "name": name,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetRunnerRow(
+            name=row[0],
+            started_at=row[1],
+            heartbeat_at=row[2],
+            alive=row[3],
+        )
+
+    async def delete_runner(
+        self,
+        *,
+        name: str,
+    ) -> None:
+        await self._conn.execute(
+            DELETE_RUNNER,
+            {
+                "name": name,
+            },
+        )
+
+    async def list_runners_on_host(
+        self,
+        *,
+        host: str | None,
+        name: str,
+    ) -> list[ListRunnersOnHostRow]:
+        """ListRunnersOnHost lists the runners that recorded host as theirs, with
+        their process, never name, the runner that asks.
+        """
+        cur = await self._conn.execute(
+            LIST_RUNNERS_ON_HOST,
+            {
+                "host": host,
+                "name": name,
+            },
+        )
+        return [
+            ListRunnersOnHostRow(
+                name=row[0],
+                process=row[1],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def delete_runner_process(
+        self,
+        *,
+        name: str,
+        host: str | None,
+        process: str | None,
+    ) -> int:
+        """DeleteRunnerProcess forgets the runner named name while its row is still
+        the one process recorded on host: 0 rows means another process has
+        registered under that name since, or the runner is gone already. Until
+        the transaction ends, the deleted row keeps another process from
+        registering under that name (its INSERT waits), so the jobs running under
+        the name are the gone process's.
+        """
+        cur = await self._conn.execute(
+            DELETE_RUNNER_PROCESS,
+            {
+                "name": name,
+                "host": host,
+                "process": process,
+            },
+        )
+        return cur.rowcount
+
+    async def delete_dead_runners(
+        self,
+        *,
+        lease_seconds: float,
+        name: str,
+    ) -> int:
+        """DeleteDeadRunners forgets runners whose heartbeat is older than
+        lease_seconds by the server's clock, never name, the runner that asks. It
+        skips rows another transaction holds: a runner renewing its lease holds its
+        own row, and two runners deleting each other's rows would deadlock.
+        """
+        cur = await self._conn.execute(
+            DELETE_DEAD_RUNNERS,
+            {
+                "lease_seconds": lease_seconds,
+                "name": name,
+            },
+        )
+        return cur.rowcount
+
+    async def count_ready_jobs(
+        self,
+    ) -> list[CountReadyJobsRow]:
+        """CountReadyJobs counts the ready jobs of each queue and finds the earliest
+        run_at among them: the backlog telemetry's gauges report. It reads only
+        the claim's index and the rows it points to, so it costs the backlog's
+        size, never the table's.
+        """
+        cur = await self._conn.execute(
+            COUNT_READY_JOBS,
+        )
+        return [
+            CountReadyJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def count_due_jobs(
+        self,
+        *,
+        now: datetime.datetime,
+    ) -> list[CountDueJobsRow]:
+        """CountDueJobs counts the scheduled jobs of each queue whose run_at has come
+        but that no runner has staged yet, and finds the earliest run_at among
+        them: with no runner taking the queue, they are backlog too.
+        """
+        cur = await self._conn.execute(
+            COUNT_DUE_JOBS,
+            {
+                "now": now,
+            },
+        )
+        return [
+            CountDueJobsRow(
+                queue=row[0],
+                jobs=row[1],
+                oldest_run_at=row[2],
+            )
+            for row in await cur.fetchall()
+        ]

@@ -261,3 +261,161 @@ class Querier:
         self._conn.execute(
             USE_TEMPORARY_SCHEMA,
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of schema_version.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def lock_schema(
+        self,
+    ) -> None:
+        """LockSchema holds, until the transaction ends, the lock that serializes
+        processes applying or upgrading the schema of the current schema.
+        """
+        await self._conn.execute(
+            LOCK_SCHEMA,
+        )
+
+    async def schema_applied(
+        self,
+    ) -> SchemaAppliedRow | None:
+        """SchemaApplied tells whether the current schema has a jobtable_schema table."""
+        cur = await self._conn.execute(
+            SCHEMA_APPLIED,
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return SchemaAppliedRow(
+            applied=row[0],
+        )
+
+    async def get_schema_version(
+        self,
+    ) -> GetSchemaVersionRow | None:
+        cur = await self._conn.execute(
+            GET_SCHEMA_VERSION,
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetSchemaVersionRow(
+            version=row[0],
+        )
+
+    async def set_schema_version(
+        self,
+        *,
+        version: int,
+    ) -> None:
+        await self._conn.execute(
+            SET_SCHEMA_VERSION,
+            {
+                "version": version,
+            },
+        )
+
+    async def listen_for_enqueues(
+        self,
+    ) -> ListenForEnqueuesRow | None:
+        """ListenForEnqueues makes this session LISTEN for enqueues into the current
+        schema; a session in autocommit mode listens at once.
+        """
+        cur = await self._conn.execute(
+            LISTEN_FOR_ENQUEUES,
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return ListenForEnqueuesRow(
+            channel=row[0],
+        )
+
+    async def listen_for_ended_jobs(
+        self,
+    ) -> None:
+        """ListenForEndedJobs makes this session LISTEN on the channel that
+        FinishAndClaimJobs and CancelQueuedJob notify when jobs of the current
+        schema end (JobsEnded), then hold, until it ends, the 16 shared advisory
+        locks whose presence tells FinishAndClaimJobs to notify. LISTEN takes no
+        parameters, so the name is quoted here; a missing schema has no md5,
+        which format refuses.
+        """
+        await self._conn.execute(
+            LISTEN_FOR_ENDED_JOBS,
+        )
+
+    async def disable_synchronous_commit(
+        self,
+    ) -> None:
+        """DisableSynchronousCommit makes this session's commits return before they
+        reach the disk: a crash may lose the last moments' writes, never corrupt.
+        """
+        await self._conn.execute(
+            DISABLE_SYNCHRONOUS_COMMIT,
+        )
+
+    async def set_client_encoding(
+        self,
+        *,
+        encoding: str,
+    ) -> None:
+        """SetClientEncoding sets the encoding this session's text travels in."""
+        await self._conn.execute(
+            SET_CLIENT_ENCODING,
+            {
+                "encoding": encoding,
+            },
+        )
+
+    async def create_search_path_schema(
+        self,
+    ) -> None:
+        """CreateSearchPathSchema creates the first schema of the search_path when it
+        does not exist (current_schema() is then null), so that a URL naming a
+        schema of its own needs no CREATE SCHEMA beforehand. "$user" stands for the
+        session's user; parse_ident unquotes a quoted name and folds an unquoted one.
+        """
+        await self._conn.execute(
+            CREATE_SEARCH_PATH_SCHEMA,
+        )
+
+    async def describe_table(
+        self,
+        *,
+        table_name: str,
+    ) -> list[DescribeTableRow]:
+        """DescribeTable lists a table of the current schema: its columns (with
+        their type and whether they are NOT NULL) and the names of its indexes, in
+        one read. A table that does not exist has no rows. Differs from SQLite,
+        which describes a table through its pragma functions.
+        """
+        cur = await self._conn.execute(
+            DESCRIBE_TABLE,
+            {
+                "table_name": table_name,
+            },
+        )
+        return [
+            DescribeTableRow(
+                what=row[0],
+                name=row[1],
+                type_=row[2],
+                not_null=row[3],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def use_temporary_schema(
+        self,
+    ) -> None:
+        """UseTemporarySchema makes the session's temporary schema the only one of
+        the search_path until the transaction ends, so that tables created in it
+        (the reference the schema check compares with) vanish with it.
+        """
+        await self._conn.execute(
+            USE_TEMPORARY_SCHEMA,
+        )

@@ -116,3 +116,80 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+
+class AsyncQuerier:
+    """Runs the queries of steps.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def record_job_step(
+        self,
+        *,
+        name: str,
+        output: str,
+        now: datetime.datetime,
+        id: str,
+        attempt: int,
+    ) -> int:
+        """The queries of job_steps: the completed steps of jobs' handlers (ctx.step).
+        RecordJobStep records the output of the step name of job id while the claim
+        of attempt holds: one statement, so the check of the claim and the insert
+        are one transaction, and a runner that lost the claim records nothing. A
+        step the job has recorded already is left as it is (no row changed).
+        """
+        cur = await self._conn.execute(
+            RECORD_JOB_STEP,
+            {
+                "name": name,
+                "output": output,
+                "now": now,
+                "id": id,
+                "attempt": attempt,
+            },
+        )
+        return cur.rowcount
+
+    async def get_job_step(
+        self,
+        *,
+        job_id: str,
+        name: str,
+    ) -> GetJobStepRow | None:
+        """GetJobStep reads the output of the step name of job id, if recorded."""
+        cur = await self._conn.execute(
+            GET_JOB_STEP,
+            {
+                "job_id": job_id,
+                "name": name,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetJobStepRow(
+            output=row[0],
+        )
+
+    async def list_job_steps(
+        self,
+        *,
+        job_id: str,
+    ) -> list[ListJobStepsRow]:
+        """ListJobSteps reads every recorded step of job id, in the order recorded."""
+        cur = await self._conn.execute(
+            LIST_JOB_STEPS,
+            {
+                "job_id": job_id,
+            },
+        )
+        return [
+            ListJobStepsRow(
+                name=row[0],
+                output=row[1],
+                recorded_at=row[2],
+                attempt=row[3],
+            )
+            for row in await cur.fetchall()
+        ]

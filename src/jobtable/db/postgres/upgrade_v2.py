@@ -129,3 +129,75 @@ class Querier:
         self._conn.execute(
             CREATE_JOBS_FINISHED_INDEX_V2,
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of upgrade_v2.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def add_job_option_columns_v2(
+        self,
+    ) -> None:
+        """The step from schema version 1 to 2, run in the one transaction that
+        records the new version. Every job is kept. sqlc checks these against the
+        latest schema, so their statements name only its columns.
+        """
+        await self._conn.execute(
+            ADD_JOB_OPTION_COLUMNS_V2,
+        )
+
+    async def fill_job_option_columns_v2(
+        self,
+    ) -> None:
+        """FillJobOptionColumnsV2 gives each kept job its times: runnable from its
+        creation, started when last claimed, finished when it last changed; a failed
+        job's error is its first history entry.
+        """
+        await self._conn.execute(
+            FILL_JOB_OPTION_COLUMNS_V2,
+        )
+
+    async def require_run_at_v2(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            REQUIRE_RUN_AT_V2,
+        )
+
+    async def allow_cancelled_status_v2(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            ALLOW_CANCELLED_STATUS_V2,
+        )
+
+    async def drop_job_indexes_v1(
+        self,
+    ) -> None:
+        """DropJobIndexesV1 is a DO block because sqlc leaves out a plain DROP INDEX."""
+        await self._conn.execute(
+            DROP_JOB_INDEXES_V1,
+        )
+
+    async def create_jobs_queued_index_v2(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_QUEUED_INDEX_V2,
+        )
+
+    async def create_jobs_scheduled_index_v2(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_SCHEDULED_INDEX_V2,
+        )
+
+    async def create_jobs_finished_index_v2(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_FINISHED_INDEX_V2,
+        )

@@ -77,3 +77,50 @@ class Querier:
         self._conn.execute(
             CREATE_JOBS_BY_STATUS_QUEUE_INDEX_V3,
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of upgrade_v3.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def add_unique_and_trace_columns_v3(
+        self,
+    ) -> None:
+        """The step from schema version 2 to 3, run in the one transaction that
+        records the new version. Every job is kept, not unique and with no trace
+        context. sqlc checks these against the latest schema, so their statements
+        name only its columns.
+        """
+        await self._conn.execute(
+            ADD_UNIQUE_AND_TRACE_COLUMNS_V3,
+        )
+
+    async def create_jobs_unique_index_v3(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_UNIQUE_INDEX_V3,
+        )
+
+    async def create_jobs_by_status_index_v3(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_BY_STATUS_INDEX_V3,
+        )
+
+    async def create_jobs_by_status_kind_index_v3(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_BY_STATUS_KIND_INDEX_V3,
+        )
+
+    async def create_jobs_by_status_queue_index_v3(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_BY_STATUS_QUEUE_INDEX_V3,
+        )

@@ -104,3 +104,58 @@ class Querier:
         self._conn.execute(
             CREATE_QUEUE_STARTS_INDEX_V4,
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of upgrade_v4.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def add_flow_columns_v4(
+        self,
+    ) -> None:
+        """The step from schema version 3 to 4, flow control, run in the one
+        transaction that records the new version. Every job is kept, in no
+        partition and no sequence; every queue is without a row, so it has no
+        limit and is not paused. sqlc checks these against the latest schema, so
+        their statements name only its columns.
+        """
+        await self._conn.execute(
+            ADD_FLOW_COLUMNS_V4,
+        )
+
+    async def create_jobs_partition_index_v4(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_PARTITION_INDEX_V4,
+        )
+
+    async def create_jobs_sequence_index_v4(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_SEQUENCE_INDEX_V4,
+        )
+
+    async def create_queues_table_v4(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_QUEUES_TABLE_V4,
+        )
+
+    async def create_queue_starts_table_v4(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_QUEUE_STARTS_TABLE_V4,
+        )
+
+    async def create_queue_starts_index_v4(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_QUEUE_STARTS_INDEX_V4,
+        )

@@ -117,3 +117,65 @@ class Querier:
         self._conn.execute(
             CREATE_UNINDEX_TAGS_TRIGGER_V6,
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of upgrade_v6.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def add_job_tags_columns_v6(
+        self,
+    ) -> None:
+        """The step from schema version 5 to 6, run in the one transaction that
+        records the new version: the jobs table's tags (with a constant default)
+        and meta (nullable), so adding them rewrites no row; then job_tags, its
+        index, and the triggers that fill it, as postgres/schema.sql has them.
+        Every job is kept, with no tag and no meta.
+        """
+        await self._conn.execute(
+            ADD_JOB_TAGS_COLUMNS_V6,
+        )
+
+    async def create_job_tags_table_v6(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOB_TAGS_TABLE_V6,
+        )
+
+    async def create_job_tags_seq_index_v6(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOB_TAGS_SEQ_INDEX_V6,
+        )
+
+    async def create_index_tags_function_v6(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_INDEX_TAGS_FUNCTION_V6,
+        )
+
+    async def create_unindex_tags_function_v6(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_UNINDEX_TAGS_FUNCTION_V6,
+        )
+
+    async def create_index_tags_trigger_v6(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_INDEX_TAGS_TRIGGER_V6,
+        )
+
+    async def create_unindex_tags_trigger_v6(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_UNINDEX_TAGS_TRIGGER_V6,
+        )

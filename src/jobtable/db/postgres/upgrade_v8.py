@@ -127,3 +127,72 @@ class Querier:
         self._conn.execute(
             CREATE_DELETE_DEPS_TRIGGER_V8,
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of upgrade_v8.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def allow_pending_status_v8(
+        self,
+    ) -> None:
+        """The step from schema version 7 to 8, run in the one transaction that
+        records the new version: the pending status, the jobs table's workflow
+        columns (nullable, or with a constant default, so adding them rewrites no
+        row), then workflows and job_deps, as postgres/schema.sql has them. Every
+        job is kept, in no workflow.
+        """
+        await self._conn.execute(
+            ALLOW_PENDING_STATUS_V8,
+        )
+
+    async def add_workflow_columns_v8(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            ADD_WORKFLOW_COLUMNS_V8,
+        )
+
+    async def create_jobs_workflow_index_v8(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOBS_WORKFLOW_INDEX_V8,
+        )
+
+    async def create_workflows_table_v8(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_WORKFLOWS_TABLE_V8,
+        )
+
+    async def create_job_deps_table_v8(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOB_DEPS_TABLE_V8,
+        )
+
+    async def create_job_deps_job_index_v8(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_JOB_DEPS_JOB_INDEX_V8,
+        )
+
+    async def create_delete_deps_function_v8(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_DELETE_DEPS_FUNCTION_V8,
+        )
+
+    async def create_delete_deps_trigger_v8(
+        self,
+    ) -> None:
+        await self._conn.execute(
+            CREATE_DELETE_DEPS_TRIGGER_V8,
+        )

@@ -755,3 +755,500 @@ class Querier:
                 "dep": dep,
             },
         )
+
+
+class AsyncQuerier:
+    """Runs the queries of workflows.sql on one connection."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
+        self._conn = conn
+
+    async def create_workflow(
+        self,
+        *,
+        id: str,
+        name: str,
+        now: datetime.datetime,
+    ) -> None:
+        """The workflows' queries: jobs with dependencies. A job of a workflow that
+        waits for dependencies is pending, which no claim reads; these statements
+        run in the transaction that records each dependency's outcome (only when
+        the finished job belongs to a workflow), so nothing outside the database
+        remembers that a job waits for another.
+        CreateWorkflow names a new workflow.
+        """
+        await self._conn.execute(
+            CREATE_WORKFLOW,
+            {
+                "id": id,
+                "name": name,
+                "now": now,
+            },
+        )
+
+    async def get_workflow(
+        self,
+        *,
+        id: str,
+    ) -> models.Workflow | None:
+        """GetWorkflow reads a workflow's name."""
+        cur = await self._conn.execute(
+            GET_WORKFLOW,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return models.Workflow(
+            id=row[0],
+            name=row[1],
+            created_at=row[2],
+        )
+
+    async def create_workflow_jobs(
+        self,
+        *,
+        workflow_id: str | None,
+        jobs: JSONValue,
+    ) -> None:
+        """CreateWorkflowJobs stores jobs of workflow_id in one statement, as
+        CreateJobs does (jobs is a JSON array of one object a job, times as text
+        with a zone): each pending while pending_deps (its dependencies, stored
+        with CreateJobDeps) is above 0, else queued. Differs from SQLite, whose
+        engine has no round trip to save: there it sends a statement per row.
+        """
+        await self._conn.execute(
+            CREATE_WORKFLOW_JOBS,
+            {
+                "workflow_id": workflow_id,
+                "jobs": psycopg.types.json.Jsonb(jobs),
+            },
+        )
+
+    async def create_job_deps(
+        self,
+        *,
+        deps: JSONValue,
+    ) -> None:
+        """CreateJobDeps records, in one statement, that each job runs only after its
+        dep finished: after it succeeded, or after any end with run_on_failure;
+        feeds: dep's result becomes job's payload. deps is a JSON array of one
+        object an edge. Differs from SQLite as CreateWorkflowJobs does.
+        """
+        await self._conn.execute(
+            CREATE_JOB_DEPS,
+            {
+                "deps": psycopg.types.json.Jsonb(deps),
+            },
+        )
+
+    async def get_dep_state(
+        self,
+        *,
+        id: str,
+    ) -> GetDepStateRow | None:
+        """GetDepState reads what a dependency's dependents need to know of it."""
+        cur = await self._conn.execute(
+            GET_DEP_STATE,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetDepStateRow(
+            status=row[0],
+            workflow_id=row[1],
+        )
+
+    async def feed_dependents(
+        self,
+        *,
+        dep: str,
+    ) -> int:
+        """FeedDependents makes dep's result the payload of each pending job it
+        feeds; run before ReleaseDependents, which makes them ready.
+        """
+        cur = await self._conn.execute(
+            FEED_DEPENDENTS,
+            {
+                "dep": dep,
+            },
+        )
+        return cur.rowcount
+
+    async def release_dependents(
+        self,
+        *,
+        now: datetime.datetime,
+        dep: str,
+        succeeded: bool,
+    ) -> int:
+        """ReleaseDependents counts dep's end for each dependent it counts for (any
+        dependent when it succeeded, else those with run_on_failure) and not yet
+        counted: a pending job whose count reaches 0 is queued, ready at once or
+        at its run_at. MarkDepsDone must follow in the same transaction. Until
+        then only pending_deps changes, which no index holds: on PostgreSQL the
+        update of a wide fan-in's row stays HOT, adding no index entry at each of
+        its dependencies' ends.
+        """
+        cur = await self._conn.execute(
+            RELEASE_DEPENDENTS,
+            {
+                "now": now,
+                "dep": dep,
+                "succeeded": succeeded,
+            },
+        )
+        return cur.rowcount
+
+    async def mark_deps_done(
+        self,
+        *,
+        dep: str,
+        succeeded: bool,
+    ) -> None:
+        """MarkDepsDone records that ReleaseDependents counted dep's end, so no end
+        of dep (a retried dep ends again) counts twice.
+        """
+        await self._conn.execute(
+            MARK_DEPS_DONE,
+            {
+                "dep": dep,
+                "succeeded": succeeded,
+            },
+        )
+
+    async def cancel_dependents(
+        self,
+        *,
+        dep: str | None,
+        now: datetime.datetime | None,
+    ) -> list[CancelDependentsRow]:
+        """CancelDependents cancels the pending jobs that need dep to succeed, which
+        it did not, recording dep as the reason, and returns their ids: their own
+        dependents follow.
+        """
+        cur = await self._conn.execute(
+            CANCEL_DEPENDENTS,
+            {
+                "dep": dep,
+                "now": now,
+            },
+        )
+        return [
+            CancelDependentsRow(
+                id=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def revive_dependents(
+        self,
+        *,
+        now: datetime.datetime,
+        dep: str,
+    ) -> list[ReviveDependentsRow]:
+        """ReviveDependents puts back to pending the jobs dep's end cancelled, once
+        dep is retried, and returns their ids: their own dependents follow.
+        """
+        cur = await self._conn.execute(
+            REVIVE_DEPENDENTS,
+            {
+                "now": now,
+                "dep": dep,
+            },
+        )
+        return [
+            ReviveDependentsRow(
+                id=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_blocking_deps(
+        self,
+        *,
+        job: str,
+    ) -> list[ListBlockingDepsRow]:
+        """ListBlockingDeps lists the dependencies of job that ended without success
+        while job needs them to succeed.
+        """
+        cur = await self._conn.execute(
+            LIST_BLOCKING_DEPS,
+            {
+                "job": job,
+            },
+        )
+        return [
+            ListBlockingDepsRow(
+                dep=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_dependencies(
+        self,
+        *,
+        job: str,
+    ) -> list[ListDependenciesRow]:
+        """ListDependencies reads the jobs job depends on, in enqueue order."""
+        cur = await self._conn.execute(
+            LIST_DEPENDENCIES,
+            {
+                "job": job,
+            },
+        )
+        return [
+            ListDependenciesRow(
+                id=row[0],
+                kind=row[1],
+                status=row[2],
+                result=row[3],
+                run_on_failure=row[4],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_dependents(
+        self,
+        *,
+        dep: str,
+    ) -> list[ListDependentsRow]:
+        """ListDependents reads the jobs that depend on dep, in enqueue order."""
+        cur = await self._conn.execute(
+            LIST_DEPENDENTS,
+            {
+                "dep": dep,
+            },
+        )
+        return [
+            ListDependentsRow(
+                id=row[0],
+                kind=row[1],
+                status=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def get_job_workflow(
+        self,
+        *,
+        id: str,
+    ) -> GetJobWorkflowRow | None:
+        """GetJobWorkflow reads a job's workflow, its name, and the dependency that
+        cancelled it, if any.
+        """
+        cur = await self._conn.execute(
+            GET_JOB_WORKFLOW,
+            {
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return GetJobWorkflowRow(
+            workflow_id=row[0],
+            workflow_name=row[1],
+            blocked_by=row[2],
+        )
+
+    async def list_workflow_jobs(
+        self,
+        *,
+        workflow_id: str | None,
+    ) -> list[ListWorkflowJobsRow]:
+        """ListWorkflowJobs reads every job of a workflow, in enqueue order
+        (jobs_workflow).
+        """
+        cur = await self._conn.execute(
+            LIST_WORKFLOW_JOBS,
+            {
+                "workflow_id": workflow_id,
+            },
+        )
+        return [
+            ListWorkflowJobsRow(
+                id=row[0],
+                kind=row[1],
+                status=row[2],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_workflow_deps(
+        self,
+        *,
+        workflow_id: str | None,
+    ) -> list[ListWorkflowDepsRow]:
+        """ListWorkflowDeps reads every dependency edge of a workflow's jobs, in no
+        order: job waits for dep.
+        """
+        cur = await self._conn.execute(
+            LIST_WORKFLOW_DEPS,
+            {
+                "workflow_id": workflow_id,
+            },
+        )
+        return [
+            ListWorkflowDepsRow(
+                dep=row[0],
+                job=row[1],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def notify_ready(
+        self,
+    ) -> None:
+        """NotifyReady wakes idle runners for jobs a finish made ready: the insert
+        trigger wakes them for new jobs only. Differs by necessity from SQLite,
+        whose runners watch the file's writes.
+        """
+        await self._conn.execute(
+            NOTIFY_READY,
+        )
+
+    async def cancel_workflow_jobs(
+        self,
+        *,
+        now: datetime.datetime | None,
+        workflow_id: str | None,
+    ) -> list[CancelWorkflowJobsRow]:
+        """CancelWorkflowJobs cancels every pending or queued job of a workflow and
+        returns their ids.
+        """
+        cur = await self._conn.execute(
+            CANCEL_WORKFLOW_JOBS,
+            {
+                "now": now,
+                "workflow_id": workflow_id,
+            },
+        )
+        return [
+            CancelWorkflowJobsRow(
+                id=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def request_cancel_workflow(
+        self,
+        *,
+        now: datetime.datetime,
+        workflow_id: str | None,
+    ) -> int:
+        """RequestCancelWorkflow asks the runners holding the running jobs of a
+        workflow to cancel them.
+        """
+        cur = await self._conn.execute(
+            REQUEST_CANCEL_WORKFLOW,
+            {
+                "now": now,
+                "workflow_id": workflow_id,
+            },
+        )
+        return cur.rowcount
+
+    async def list_stranded_deps(
+        self,
+    ) -> list[ListStrandedDepsRow]:
+        """ListStrandedDeps lists the ended dependencies whose end a pending job has
+        not counted: the writes that end jobs in bulk (an interrupt that fails a
+        job at its last attempt, a bulk cancel) settle their dependents through
+        it. It reads the pending jobs only (jobs_by_status).
+        """
+        cur = await self._conn.execute(
+            LIST_STRANDED_DEPS,
+        )
+        return [
+            ListStrandedDepsRow(
+                dep=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def list_revivable(
+        self,
+    ) -> list[ListRevivableRow]:
+        """ListRevivable lists the jobs a dependency's end cancelled whose dependency
+        is queued or pending again (a bulk retry requeued it): each is revived as
+        ReviveDependents revives a retried job's. It reads the cancelled rows
+        (jobs_by_status).
+        """
+        cur = await self._conn.execute(
+            LIST_REVIVABLE,
+        )
+        return [
+            ListRevivableRow(
+                blocked_by=row[0],
+            )
+            for row in await cur.fetchall()
+        ]
+
+    async def reopen_dependencies(
+        self,
+        *,
+        job: str,
+    ) -> None:
+        """ReopenDependencies makes a retried job of a workflow wait again for each
+        dependency whose counted end an operator has since undone (it was retried
+        too, and is queued, pending or running): that edge counts again, and
+        CountPendingDeps follows in the same transaction.
+        """
+        await self._conn.execute(
+            REOPEN_DEPENDENCIES,
+            {
+                "job": job,
+            },
+        )
+
+    async def count_pending_deps(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """CountPendingDeps sets a retried job's count of dependencies not yet
+        counted, and puts it back to pending when one remains.
+        """
+        await self._conn.execute(
+            COUNT_PENDING_DEPS,
+            {
+                "id": id,
+            },
+        )
+
+    async def reopen_dependents(
+        self,
+        *,
+        now: datetime.datetime,
+        dep: str,
+    ) -> None:
+        """ReopenDependents makes the jobs that counted dep's end, and have not
+        started since, wait for its new end: dep was retried. ReopenDepEdges
+        follows in the same transaction.
+        """
+        await self._conn.execute(
+            REOPEN_DEPENDENTS,
+            {
+                "now": now,
+                "dep": dep,
+            },
+        )
+
+    async def reopen_dep_edges(
+        self,
+        *,
+        dep: str,
+    ) -> None:
+        """ReopenDepEdges uncounts dep's end for the jobs ReopenDependents reopened."""
+        await self._conn.execute(
+            REOPEN_DEP_EDGES,
+            {
+                "dep": dep,
+            },
+        )
