@@ -96,7 +96,7 @@ def schema_versions(target: str | os.PathLike[str]) -> tuple[int, int]:
     if engine == "postgres":
         url = os.fspath(where)
         _need_psycopg(url)
-        from jobtable._engines.postgres.connect import read_schema_version as read_postgres_version
+        from jobtable._engines.postgres.engine import read_schema_version as read_postgres_version
         from jobtable._engines.postgres.schema import SCHEMA_VERSION as POSTGRES_VERSION
 
         return read_postgres_version(url), POSTGRES_VERSION

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import StoreError
 from jobtable._job import MESSAGE_INTERNAL
-from jobtable._runner.cycle import Cycle
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Finish, finish_and_claim
 from jobtable._runner.shared import Shared
@@ -52,8 +51,6 @@ class Completer:
         # The jobs this runner claimed and has not recorded, by id: the
         # maintenance fails a job running under this name that is not here.
         self._held: dict[str, int] = {}
-        self.cycle = Cycle(shared.store)
-        """Where outcomes and claims are written (the producers' claims too)."""
 
     # The jobs in flight.
 
@@ -111,11 +108,6 @@ class Completer:
         while self._task is not None and not self._task.done():
             await asyncio.gather(self._task, return_exceptions=True)
 
-    async def close(self) -> None:
-        """Waits until no outcome is being stored, then closes the cycle's connections."""
-        await self.drain()
-        await self.cycle.close()
-
     async def _complete(self) -> None:
         while self._outcomes:
             batch, self._outcomes = self._outcomes, []
@@ -149,7 +141,7 @@ class Completer:
         tries = 0
         while True:
             try:
-                changed, _ = await self.cycle.write(
+                changed, _ = await self._store.engine.awrite(
                     finish_and_claim(outcomes, self._runner, "", 0, self._store.now())
                 )
                 return changed

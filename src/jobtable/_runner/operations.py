@@ -11,7 +11,7 @@ from the store's clock: the ``now`` text their caller took as it built them.
 import dataclasses
 import datetime
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
 from jobtable._engines.dependencies import settle_dependents
@@ -210,19 +210,15 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
         self.now = now
         self.kinds = kinds
 
-    def arguments(self) -> dict[str, Any]:
-        """The keyword arguments of ``finish_and_claim_jobs`` that make this write."""
-        return {
-            "outcomes": [f.outcome for f in self.outcomes],
-            "runner": self.runner,
-            "queue": self.queue,
-            "now": self.now,
-            "max_jobs": self.max_jobs,
-            "kinds": self.kinds,
-        }
-
     def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
-        return q.finish_and_claim_jobs(**self.arguments())
+        return q.finish_and_claim_jobs(
+            outcomes=[f.outcome for f in self.outcomes],
+            runner=self.runner,
+            queue=self.queue,
+            now=self.now,
+            max_jobs=self.max_jobs,
+            kinds=self.kinds,
+        )
 
 
 class WorkflowFinishAndClaim:

@@ -55,7 +55,6 @@ class WorkerPool:
         self._loop = loop
         name = f"jobtable-{self._shared.name}"
         self._executor.start(sum(queues.values()), name, self._replace)
-        self._completer.cycle.open()
         for queue, producer in self._producers.items():
             producer.start(queues[queue])
             producer.only(kinds)

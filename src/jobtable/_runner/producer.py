@@ -284,7 +284,7 @@ class Producer:
                 FlowClaim(outcomes, self._runner, self.queue, max_jobs, stamp)
             )
         else:
-            changed, rows = await self._completer.cycle.write(
+            changed, rows = await store.engine.awrite(
                 finish_and_claim(outcomes, self._runner, self.queue, max_jobs, stamp, self._kinds)
             )
             # The plain claim takes nothing from a queue with flow control: a

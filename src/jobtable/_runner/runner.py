@@ -373,7 +373,7 @@ class Runner:
         await self._pool.wait()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._executor.abandon()
-        await self._completer.close()
+        await self._completer.drain()
         if self._grace_timer is not None:
             self._grace_timer.cancel()
         if self._loop_watch is not None:

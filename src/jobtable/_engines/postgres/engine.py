@@ -16,27 +16,28 @@ StoreError in one function.
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Self, TypeVar
 
 import psycopg
+from psycopg import conninfo
 from psycopg.rows import TupleRow
 
 from jobtable._backoff import Backoff
 from jobtable._engines.base import Queries, Statement, as_insert
 from jobtable._engines.postgres.batch import GroupCommit
-from jobtable._engines.postgres.connect import configure, store_error, with_connect_timeout
 from jobtable._engines.postgres.listener import (
     RECONNECT,
     Listener,
     listen_for_ended,
     listen_for_enqueues,
 )
-from jobtable._engines.postgres.loop import LoopConnections
-from jobtable._engines.postgres.pool import Pool
+from jobtable._engines.postgres.pool import Pool, TextLoader, client_encoding
 from jobtable._engines.postgres.queries import queries as _queries
 from jobtable._engines.postgres.schema import apply_schema
+from jobtable._engines.postgres.schema import schema_version as stored_schema_version
 from jobtable._engines.postgres.transaction import (
     JobsTable,
     aread_in,
@@ -46,12 +47,78 @@ from jobtable._engines.postgres.transaction import (
     write_in,
 )
 from jobtable._errors import StoreError
-from jobtable._values import redact_url
+from jobtable._values import redact_url, scrub
 from jobtable.db.postgres import schema_version
 from jobtable.db.postgres.schema import SCHEMA
 
 T = TypeVar("T")
 _Connection = psycopg.Connection[TupleRow]
+
+CONNECT_TIMEOUT = 10
+"""Seconds a connection may take to open, unless the URL or PGCONNECT_TIMEOUT sets connect_timeout.
+
+Without one, libpq waits for the operating system's TCP timeout (minutes)
+on a host that accepts the connection and never answers.
+"""
+
+
+def _with_connect_timeout(url: str, where: str) -> str:
+    """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
+
+    Raises StoreError, naming the URL without its password, for a URL libpq
+    cannot parse.
+    """
+    try:
+        params = conninfo.conninfo_to_dict(url)
+    except psycopg.Error as err:
+        raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
+    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
+        return url
+    return conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT)
+
+
+def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
+    """Returns the StoreError for err; the one place psycopg's errors are translated.
+
+    An OperationalError (a lost connection, a server shutting down, a
+    deadlock, a full disk, a pool timeout) or an InterfaceError is transient:
+    the same call may succeed later. Any other (bad data, a constraint, a
+    statement the server refuses) is not.
+    """
+    transient = isinstance(err, psycopg.OperationalError | psycopg.InterfaceError)
+    return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
+
+
+def _configure(durable: bool) -> Callable[[_Connection], None]:
+    """Returns what prepares each new pooled connection.
+
+    It sets the client encoding (``client_encoding``), loads text with
+    ``TextLoader``, and without durable turns synchronous_commit off.
+    """
+
+    def configure(conn: _Connection) -> None:
+        q = schema_version.Querier(conn)
+        q.set_client_encoding(encoding=client_encoding(conn))
+        conn.adapters.register_loader("text", TextLoader)
+        if not durable:
+            q.disable_synchronous_commit()
+
+    return configure
+
+
+def read_schema_version(url: str) -> int:
+    """Returns the version of the jobtable schema at url, 0 when it has none; changes nothing.
+
+    Raises StoreError as ``PostgresEngine.open`` does for a bad URL, a server
+    it cannot reach, or a schema newer than this library's or unknown.
+    """
+    where = redact_url(url)
+    url = _with_connect_timeout(url, where)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+            return stored_schema_version(schema_version.Querier(conn), where)
+    except psycopg.Error as err:
+        raise _store_error(where, "open", err) from err
 
 
 class PostgresEngine:
@@ -69,11 +136,9 @@ class PostgresEngine:
         url: str,
         where: str,
         reconnect: Backoff = RECONNECT,
-        durable: bool = True,
     ) -> None:
         """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``."""
         self._pool = pool
-        self._durable = durable
         self._reconnect = reconnect
         # The async forms run on threads of their own, one per pooled
         # connection: asyncio's default executor has only a few (six on two
@@ -91,7 +156,7 @@ class PostgresEngine:
         self._enqueues = GroupCommit(
             where,
             connection=pool.connection,
-            error=lambda err: store_error(where, "write", err),
+            error=lambda err: _store_error(where, "write", err),
         )
 
     @classmethod
@@ -116,8 +181,7 @@ class PostgresEngine:
         default) a write that returned survives a server crash; without it
         (``synchronous_commit=off``) a crash may lose the last moments' writes,
         never corrupt the queue. At most max_connections connections are open
-        at once, plus one per ``listen`` and each running runner's own claim
-        connections (``loop_connections``); each is opened by the write that
+        at once, plus one per ``listen``; each is opened by the write that
         needs it (see ``Pool``), so once an unreachable server is back the
         next write connects at once. reconnect is how long a listener waits
         between attempts to reopen its lost connection. Without upgrade, a
@@ -127,7 +191,7 @@ class PostgresEngine:
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
         where = redact_url(url)
-        url = with_connect_timeout(url, where)
+        url = _with_connect_timeout(url, where)
         # The schema is applied on a connection of its own, before the pool
         # exists, so that an unreachable server fails now with libpq's own
         # message.
@@ -135,9 +199,9 @@ class PostgresEngine:
             with psycopg.connect(url, autocommit=True) as conn:
                 apply_schema(conn, schema_version.Querier(conn), SCHEMA, where, upgrade=upgrade)
         except psycopg.Error as err:
-            raise store_error(where, "open", err) from err
-        pool = Pool(url, where, max_size=max_connections, configure=configure(durable))
-        return cls(pool, url=url, where=where, reconnect=reconnect, durable=durable)
+            raise _store_error(where, "open", err) from err
+        pool = Pool(url, where, max_size=max_connections, configure=_configure(durable))
+        return cls(pool, url=url, where=where, reconnect=reconnect)
 
     def __repr__(self) -> str:
         return f"PostgresEngine({self._where!r})"
@@ -208,7 +272,7 @@ class PostgresEngine:
         try:
             return run(conn, ours, op, where)
         except psycopg.Error as err:
-            raise store_error(self._where, where, err) from err
+            raise _store_error(self._where, where, err) from err
 
     async def awrite_in(self, conn: object, op: Callable[[Queries], T], where: str) -> T:
         """The async form of write_in, on a psycopg.AsyncConnection."""
@@ -230,7 +294,7 @@ class PostgresEngine:
         try:
             return await run(conn, ours, op, where)
         except psycopg.Error as err:
-            raise store_error(self._where, where, err) from err
+            raise _store_error(self._where, where, err) from err
 
     async def _atable(self) -> JobsTable:
         """The async form of _table: the jobs table, read off the event loop the first time."""
@@ -251,18 +315,8 @@ class PostgresEngine:
                 with self._pool.connection() as conn:
                     self._jobs_table = jobs_table(conn)
             except psycopg.Error as err:
-                raise store_error(self._where, "read", err) from err
+                raise _store_error(self._where, "read", err) from err
         return self._jobs_table
-
-    def loop_connections(self) -> LoopConnections:
-        """New async connections for a runner's claims on its event loop (see ``LoopConnections``).
-
-        They are opened as claims need them, beyond max_connections, and
-        prepared as the pool's; the caller closes them with ``aclose``.
-        """
-        if self._closed:
-            raise StoreError(f"postgres store {self._where}: the store is closed")
-        return LoopConnections(self._url, self._where, durable=self._durable)
 
     def listen(
         self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
@@ -343,4 +397,4 @@ class PostgresEngine:
                 with conn.transaction():
                     return op(_queries(conn))
         except psycopg.Error as err:
-            raise store_error(self._where, doing, err) from err
+            raise _store_error(self._where, doing, err) from err

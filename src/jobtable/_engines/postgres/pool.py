@@ -241,7 +241,7 @@ class TextLoader(psycopg.adapt.Loader):
         return bytes(data).decode("utf-8", "surrogateescape")
 
 
-def client_encoding(conn: "_Connection | psycopg.AsyncConnection[TupleRow]") -> str:
+def client_encoding(conn: _Connection) -> str:
     """The encoding the engine's text travels in: UTF-8, whatever the URL asks.
 
     Another client encoding would make the server refuse, for the whole

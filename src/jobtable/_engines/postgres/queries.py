@@ -20,7 +20,6 @@ from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
 from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
-from jobtable._engines.postgres.loop import outcome_arrays
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
 from jobtable._engines.postgres.step_queries import PostgresStepQueries
@@ -204,20 +203,39 @@ class _Queries(
         max_jobs: int,
         kinds: Sequence[str] | None = None,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        arrays = outcome_arrays(outcomes)
+        ids = [o.id for o in outcomes]
+        attempts = [o.attempt for o in outcomes]
+        states = [o.state for o in outcomes]
+        results = [o.result for o in outcomes]
+        errors = [o.error for o in outcomes]
+        run_ats = [None if o.run_at is None else _time(o.run_at) for o in outcomes]
         rows: Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]
         if kinds is None:
             rows = self._q.finish_and_claim_jobs(
-                now=_time(now), queue=queue, max_jobs=max_jobs, runner=runner, **arrays
+                now=_time(now),
+                ids=ids,
+                attempts=attempts,
+                states=states,
+                results=results,
+                errors=errors,
+                run_ats=run_ats,
+                queue=queue,
+                max_jobs=max_jobs,
+                runner=runner,
             )
         else:
             rows = self._q.finish_and_claim_jobs_of_kinds(
                 now=_time(now),
+                ids=ids,
+                attempts=attempts,
+                states=states,
+                results=results,
+                errors=errors,
+                run_ats=run_ats,
                 queue=queue,
                 kinds=list(kinds),
                 max_jobs=max_jobs,
                 runner=runner,
-                **arrays,
             )
         finished = [row.id for row in rows if row.finished]
         # Only the jobs of workflows cost a statement more: their dependents'.

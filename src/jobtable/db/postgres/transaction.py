@@ -58,32 +58,3 @@ class Querier:
             table_oid=row[2],
             table_schema=row[3],
         )
-
-
-class AsyncQuerier:
-    """Runs the queries of transaction.sql on one connection."""
-
-    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
-        self._conn = conn
-
-    async def get_jobs_table(
-        self,
-    ) -> GetJobsTableRow | None:
-        """GetJobsTable identifies the jobs table an unqualified "jobs" names on this
-        session: the server (its system identifier), the database, the table's oid
-        (0 when the search_path finds none) and the schema it is in. An enqueue on
-        an application's own connection compares it with the store's, so that it
-        never inserts into another database, or another schema's jobs table.
-        """
-        cur = await self._conn.execute(
-            GET_JOBS_TABLE,
-        )
-        row = await cur.fetchone()
-        if row is None:
-            return None
-        return GetJobsTableRow(
-            server_id=row[0],
-            database_name=row[1],
-            table_oid=row[2],
-            table_schema=row[3],
-        )

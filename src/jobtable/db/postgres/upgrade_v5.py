@@ -28,22 +28,3 @@ class Querier:
         self._conn.execute(
             ADD_RUNNER_PROCESS_COLUMNS_V5,
         )
-
-
-class AsyncQuerier:
-    """Runs the queries of upgrade_v5.sql on one connection."""
-
-    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
-        self._conn = conn
-
-    async def add_runner_process_columns_v5(
-        self,
-    ) -> None:
-        """The step from schema version 4 to 5, run in the one transaction that
-        records the new version: the runners table's host and process, nullable
-        columns, so adding them rewrites no row. A runner registered before the
-        upgrade has neither, so only its lease judges it until it registers again.
-        """
-        await self._conn.execute(
-            ADD_RUNNER_PROCESS_COLUMNS_V5,
-        )

@@ -65,36 +65,3 @@ class Querier:
         self._conn.execute(
             CREATE_DELETE_STEPS_TRIGGER_V7,
         )
-
-
-class AsyncQuerier:
-    """Runs the queries of upgrade_v7.sql on one connection."""
-
-    def __init__(self, conn: psycopg.AsyncConnection[TupleRow]) -> None:
-        self._conn = conn
-
-    async def create_job_steps_table_v7(
-        self,
-    ) -> None:
-        """The step from schema version 6 to 7, run in the one transaction that
-        records the new version: job_steps, and the jobs table's delete trigger
-        that deletes a job's steps with it, as postgres/schema.sql has them.
-        Every job is kept, with no step.
-        """
-        await self._conn.execute(
-            CREATE_JOB_STEPS_TABLE_V7,
-        )
-
-    async def create_delete_steps_function_v7(
-        self,
-    ) -> None:
-        await self._conn.execute(
-            CREATE_DELETE_STEPS_FUNCTION_V7,
-        )
-
-    async def create_delete_steps_trigger_v7(
-        self,
-    ) -> None:
-        await self._conn.execute(
-            CREATE_DELETE_STEPS_TRIGGER_V7,
-        )
