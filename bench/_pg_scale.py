@@ -12,11 +12,18 @@ whole server's too: run it alone); and how the backends serving the run
 spent their samples (``pg_stat_activity`` every 10 ms: idle, on CPU, or the
 wait event). ``--jobs N`` sets the jobs of one process's run (more
 processes drain N x procs / 2), ``--rounds R`` repeats the counts in turn.
+
+``--explain`` instead prints what each statement of a job's life writes to
+the WAL and how long the server takes for it (``EXPLAIN (ANALYZE, WAL)``,
+each in a transaction rolled back, on a table of ``--jobs`` queued jobs):
+the insert of 1 and of 100 jobs, and the claim-and-finish cycle of 1, 4 and
+16 jobs.
 """
 
 import argparse
 import collections
 import os
+import statistics
 import threading
 import time
 from typing import Any
@@ -26,8 +33,9 @@ import psycopg
 from bench import _databases, _db
 from bench._jobs import make_runner
 from bench._plan import PAYLOADS
-from bench._postgres_db import PostgresDatabase
+from bench._postgres_db import PostgresDatabase, create_params, finish_and_claim_params
 from bench._processes import spawn_workers, wait_pending
+from jobtable.db.postgres import jobs as pg_sql
 
 APP = "jobtable_scale"
 """The application_name of the worker processes' connections: how the sampler finds them."""
@@ -140,15 +148,74 @@ def run(db: PostgresDatabase, procs: int, count: int) -> dict[str, Any]:
     }
 
 
+def _explained(conn: psycopg.Connection[Any], query: str, params: Any) -> dict[str, float]:
+    """EXPLAIN (ANALYZE, WAL) of query in a transaction rolled back: its WAL and server times."""
+    with conn.transaction(force_rollback=True):
+        cur = conn.execute(f"EXPLAIN (ANALYZE, WAL, FORMAT JSON) {query}", params)
+        row = cur.fetchone()
+    assert row is not None
+    [plan] = row[0]
+    top = plan["Plan"]
+    return {
+        "WAL records": top.get("WAL Records", 0),
+        "WAL bytes": top.get("WAL Bytes", 0),
+        "full pages": top.get("WAL FPI", 0),
+        "planning ms": plan["Planning Time"],
+        "execution ms": plan["Execution Time"],
+    }
+
+
+def explain(db: PostgresDatabase, jobs: int, repeat: int = 5) -> None:
+    """Prints each statement's WAL and server time, the median of repeat runs."""
+    conn = psycopg.connect(db.target, autocommit=True)
+    try:
+        db.raw_insert(jobs, 1000)
+        many = {"jobs": psycopg.types.json.Jsonb([_insert_row() for _ in range(100)])}
+        cases: list[tuple[str, str, Any]] = [
+            ("insert 1 job (CreateJob)", pg_sql.CREATE_JOB, create_params()),
+            ("insert 100 jobs (CreateJobs), per job", pg_sql.CREATE_JOBS, many),
+        ]
+        for size in (1, 4, 16):
+            claimed = conn.execute(
+                pg_sql.FINISH_AND_CLAIM_JOBS, finish_and_claim_params([], size)
+            ).fetchall()
+            label = f"finish {size} + claim {size} (FinishAndClaimJobs), per job"
+            cases.append((label, pg_sql.FINISH_AND_CLAIM_JOBS, (claimed, size)))
+        for label, query, params in cases:
+            runs = []
+            for _ in range(repeat):
+                if isinstance(params, tuple):  # the cycle: fresh timestamps each run
+                    params = finish_and_claim_params(*params)
+                runs.append(_explained(conn, query, params))
+            per = 100 if "100" in label else int(label.split()[1]) if "finish" in label else 1
+            figures = {k: statistics.median(r[k] for r in runs) / per for k in runs[0]}
+            print(label + ": " + ", ".join(f"{k} {v:,.2f}" for k, v in figures.items()))
+    finally:
+        conn.close()
+        db.reset()
+
+
+def _insert_row() -> dict[str, Any]:
+    """One job of CreateJobs's JSON array, as CreateJob's parameters make it."""
+    row = create_params()
+    for key in ("run_at", "now"):
+        row[key] = row[key].isoformat()
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("procs", type=int, nargs="*", default=[1, 2, 4, 8])
     parser.add_argument("--jobs", type=int, default=6000)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--explain", action="store_true")
     args = parser.parse_args()
     db = _databases.create("postgres")
     assert isinstance(db, PostgresDatabase)
     try:
+        if args.explain:
+            explain(db, args.jobs)
+            return
         for _ in range(args.rounds):
             for procs in args.procs:
                 count = max(args.jobs, args.jobs * procs // 2 // _db.BATCH * _db.BATCH)
