@@ -11,7 +11,8 @@ the raw one-insert transaction and the raw claim-and-finish cycles of 1 and
 4 jobs a commit, so each figure also has its ratio to the raw SQL measured
 next to it. The benchmark's own code is the work tree's for both.
 
-``python -m bench._ab BEFORE [AFTER] --engine postgres --jobs 2000 --rounds 3``
+``python -m bench._ab BEFORE [AFTER] --engine postgres --jobs 2000 --rounds 3``; with
+``--cycle`` only the drains of 1 and 4 workers and the raw cycles beside them.
 """
 
 import argparse
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench import _db, _enqueue
@@ -38,8 +40,31 @@ ROWS = [
     ("threads.8", "enqueue, 1 job a call, 8 threads (vs one caller)", "enqueue.1"),
     ("threads.32", "enqueue, 1 job a call, 32 threads (vs one caller)", "enqueue.1"),
     ("tasks.32", "aenqueue, 32 async tasks (vs one caller)", "enqueue.1"),
+    ("cpu.1", "CPU µs a job (this process), drain, 1 worker (--cycle)", None),
+    ("cpu.4", "CPU µs a job (this process), drain, 4 workers (--cycle)", None),
 ]
 """Each figure: key, label, and what its ratio is to (raw SQL, or the one caller)."""
+
+
+def cycle_child(engine: str, jobs: int, *, durable: bool = True) -> dict[str, float]:
+    """The drains of 1 and 4 workers, each right after its raw claim-and-finish cycle."""
+    from bench._peer_jobtable import Jobtable
+
+    queue = Jobtable(engine, _db.PG_URL, durable=durable)
+    out: dict[str, float] = {}
+    try:
+        db = queue.db
+        for workers in (1, 4):
+            out[f"raw.cycle{workers}"] = jobs / db.raw_cycle(jobs, workers)
+            db.reset()
+            queue.enqueue_batch(jobs)
+            cpu = time.process_time()
+            out[f"drain.{workers}"] = jobs / queue.drain(jobs, workers)
+            out[f"cpu.{workers}"] = (time.process_time() - cpu) / jobs * 1e6
+            queue.clear()
+    finally:
+        queue.close()
+    return out
 
 
 def child(engine: str, jobs: int, *, durable: bool = True) -> dict[str, float]:
@@ -97,6 +122,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="SQLite with synchronous=NORMAL on both sides: no fsync, the CPU's costs alone",
     )
+    parser.add_argument(
+        "--cycle",
+        action="store_true",
+        help="only the drains of 1 and 4 workers, each beside its raw claim-and-finish cycle",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -109,6 +139,7 @@ def _child_round(args: argparse.Namespace, src: Path) -> dict[str, float]:
             *(sys.executable, "-m", "bench._ab", args.before, "--child"),
             *("--engine", args.engine, "--jobs", str(args.jobs)),
             *(["--normal"] if args.normal else []),
+            *(["--cycle"] if args.cycle else []),
         ],
         cwd=ROOT,
         env=env,
@@ -155,6 +186,8 @@ def _table(args: argparse.Namespace, found: dict[str, dict[str, list[float]]]) -
         return statistics.median(values) if values else None
 
     for key, label, raw in ROWS:
+        if key not in found["before"]:
+            continue
         b, a = median("before", key), median("after", key)
         rb, ra = median("before", raw), median("after", raw)
         shown = "{:.2f}x" if raw == "enqueue.1" else "{:.0%}"
@@ -173,7 +206,8 @@ def main() -> None:
     """Runs ``python -m bench._ab`` on the command line's arguments."""
     args = _parser().parse_args()
     if args.child:
-        print(json.dumps(child(args.engine, args.jobs, durable=not args.normal)))
+        measure = cycle_child if args.cycle else child
+        print(json.dumps(measure(args.engine, args.jobs, durable=not args.normal)))
         return
     print(_table(args, _interleaved(args)).render(markdown=True))
 

@@ -1,7 +1,8 @@
 """End to end in other processes: worker processes drain the queue this one filled.
 
-The "worker processes" section of ``make bench``: 1 and 3 processes of
-``bench._child``, 4 workers each, on the same queue. ``Child`` speaks to
+The "worker processes" section of ``make bench``: 1 to 4 processes of
+``bench._child`` on SQLite (one writer: do more processes help?), 1 to 8 on
+PostgreSQL, 4 workers each, on the same queue. ``Child`` speaks to
 such a process line by line; the latency and memory sections start theirs
 with it too.
 """
@@ -110,11 +111,16 @@ def processes(db: _db.Database, store: jobtable.Store, procs: int, count: int) -
     return count / elapsed
 
 
+PROCESSES = {"sqlite": (1, 2, 3, 4), "postgres": (1, 2, 4, 8)}
+"""The worker process counts measured, by engine."""
+
+
 def measure(db: _db.Database, plan: Plan, results: Results) -> None:
-    """The section: 1 and 3 processes, on as many jobs as 4 workers ran end to end (3: twice)."""
+    """The section: PROCESSES, each on as many jobs as 4 workers ran end to end times procs / 2."""
     store = db.store
-    for procs in (1, 3):
-        count = results.counts.get("e2e.4", 2000) * (2 if procs == 3 else 1)
+    base = results.counts.get("e2e.4", 2000 if plan.quick else 8000)
+    for procs in PROCESSES[db.engine]:
+        count = max(base, base * procs // 2 // _db.BATCH * _db.BATCH)
         results.counts[f"proc.{procs}"] = count
         log(f"end to end, {procs} worker processes x 4 workers, {count} jobs x {plan.repeat}")
         for _ in range(plan.repeat):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from bench import _flow, _hop, _uniqueness, _wait
 from bench._enqueue import CONCURRENT
 from bench._plan import Plan, Results
+from bench._processes import PROCESSES
 from bench._stats import Figure, Table, cell, fmt, ratio
 
 Get = Callable[[str], Figure | None]
@@ -78,7 +79,7 @@ def _raw_rows(table: Table, engine: str, g: Get) -> None:
         table.add(label, "-", cell(g(key)), "-", note)
 
 
-def _end_to_end_rows(table: Table, r: Results) -> None:
+def _end_to_end_rows(table: Table, engine: str, r: Results) -> None:
     """End to end in this process and in worker processes, against the batched raw job life."""
     g = r.get
     runs = [
@@ -89,7 +90,14 @@ def _end_to_end_rows(table: Table, r: Results) -> None:
         )
         for w in WORKERS
     ]
-    runs += [(f"proc.{p}", f"{p} {_plural(p, 'process', 'es')} x 4 workers", "") for p in (1, 3)]
+    runs += [
+        (
+            f"proc.{p}",
+            f"{p} {_plural(p, 'process', 'es')} x 4 workers",
+            f"; {_factor(g(f'proc.{p}'), g('proc.1'))} one process" if p > 1 else "",
+        )
+        for p in PROCESSES[engine]
+    ]
     for key, who, more in runs:
         label = f"end to end, {who} ({_size(r.counts.get(key, 0))} jobs)"
         of_step = f"{ratio(g(key), g('raw.step'))} of raw per step"
@@ -203,7 +211,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
     )
     g = r.get
     _raw_rows(table, engine, g)
-    _end_to_end_rows(table, r)
+    _end_to_end_rows(table, engine, r)
     _enqueue_rows(table, g)
     _uniqueness.add_rows(table, g)
     _latency_rows(table, engine, plan, g)

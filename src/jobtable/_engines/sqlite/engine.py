@@ -3,7 +3,8 @@
 Every write goes through the one writer connection (``jobtable._engines.sqlite.writer``),
 so writes never contend inside the process, and whoever holds it commits
 every operation already waiting in one transaction (group commit): under
-load, many writes cost one fsync. An uncontended synchronous write commits in
+load, many writes cost one fsync. The processes sharing the file take turns
+at its write lock (``jobtable._engines.sqlite.turns``). An uncontended synchronous write commits in
 its caller's thread. Reads run in the caller's thread on pooled read-only
 connections, which WAL mode lets proceed while the writer commits.
 
@@ -34,6 +35,7 @@ from jobtable._engines.sqlite.file import (
 from jobtable._engines.sqlite.queries import Queries as _Queries
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.transaction import read_in, write_in
+from jobtable._engines.sqlite.turns import Turns
 from jobtable._engines.sqlite.watch import WalWatcher
 from jobtable._engines.sqlite.writer import Writer
 from jobtable._errors import StoreError, schema_refusal
@@ -94,7 +96,7 @@ class SQLiteEngine:
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
         queries: Queries = _Queries(writer)
-        self._writer = Writer(path, writer, queries)
+        self._writer = Writer(path, writer, queries, Turns(path))
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)
@@ -125,7 +127,8 @@ class SQLiteEngine:
         Without it (synchronous=NORMAL), a power loss may lose the last
         committed writes, but never corrupts the database; a crash of the
         process alone loses nothing. busy_timeout is how long, in seconds, to
-        wait for another process's write lock. Without watch, ``listen``
+        wait for the write lock of a connection that does not take turns
+        (``Turns``: jobtable's other processes do). Without watch, ``listen``
         returns None, so runners find other processes' jobs by polling alone.
         Without upgrade, a missing file or schema, or an older one, is refused
         (StoreError) and left as it is.
