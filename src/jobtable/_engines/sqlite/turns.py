@@ -40,14 +40,9 @@ class Turns:
 
     def __init__(self, path: Path) -> None:
         self._fd: int | None = None
-        if fcntl is None:
-            return
-        name = f"{path}-turn"
-        # An flock needs no write permission: another user's file serves too.
-        for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        if fcntl is not None:
             with contextlib.suppress(OSError):
-                self._fd = os.open(name, flags, 0o666)
-                return
+                self._fd = os.open(f"{path}-turn", os.O_RDWR | os.O_CREAT, 0o666)
 
     @contextlib.contextmanager
     def turn(self) -> Iterator[None]:
