@@ -96,7 +96,7 @@ class SQLiteEngine:
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
         queries: Queries = _Queries(writer)
-        self._writer = Writer(path, writer, queries, Turns(path))
+        self._writer = Writer(path, writer, queries, Turns(path, busy_timeout))
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)
