@@ -551,9 +551,8 @@ def test_close_closes_every_connection(tmp_path: Path) -> None:
         engine.write(create("j1"))
         assert exists(engine, "j1")
         assert (tmp_path / "app.db-wal").exists()
-    # The last connection to close checkpoints and removes the WAL files; the
-    # empty file of the processes' turns at the write lock stays (see Turns).
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "app.db-turn"]
+    # The last connection to close checkpoints and removes the WAL files.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
 
 
 # SQLite's lock bytes in the database file: other processes test the shared range.

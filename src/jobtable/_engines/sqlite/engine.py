@@ -35,7 +35,6 @@ from jobtable._engines.sqlite.file import (
 from jobtable._engines.sqlite.queries import Queries as _Queries
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.transaction import read_in, write_in
-from jobtable._engines.sqlite.turns import Turns
 from jobtable._engines.sqlite.watch import WalWatcher
 from jobtable._engines.sqlite.writer import Writer
 from jobtable._errors import StoreError, schema_refusal
@@ -96,7 +95,7 @@ class SQLiteEngine:
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
         queries: Queries = _Queries(writer)
-        self._writer = Writer(path, writer, queries, Turns(path, busy_timeout))
+        self._writer = Writer(path, writer, queries)
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)

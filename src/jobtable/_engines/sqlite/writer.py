@@ -38,7 +38,6 @@ from jobtable._engines import wake_chain
 from jobtable._engines.base import Queries
 from jobtable._engines.sqlite.commit import DONE, LEAD, Call, commit, resolve
 from jobtable._engines.sqlite.text import Connection
-from jobtable._engines.sqlite.turns import Turns
 from jobtable._engines.wake_chain import Waiter
 from jobtable._errors import StoreError
 
@@ -60,14 +59,10 @@ class Writer:
     is given only after COMMIT.
     """
 
-    def __init__(self, path: Path, conn: Connection, queries: Queries, turns: Turns) -> None:
-        """Takes over conn, an open writer connection, and starts the writer thread.
-
-        Each transaction begins in this process's turn at the file (``Turns``).
-        """
+    def __init__(self, path: Path, conn: Connection, queries: Queries) -> None:
+        """Takes over conn, an open writer connection, and starts the writer thread."""
         self.path = path
         self.connection = conn
-        self._turns = turns
         """The writer connection: only an operation may use it."""
         self._queries = queries
         self.commits = 0
@@ -166,7 +161,6 @@ class Writer:
         self._wake.release()
         self._thread.join()
         self.connection.close()
-        self._turns.close()
 
     def _inside(self, doing: str) -> StoreError:
         return StoreError(f"sqlite store {self.path}: {doing} called from inside a write operation")
@@ -275,8 +269,7 @@ class Writer:
             return
         self._op_thread = _get_ident()
         try:
-            with self._turns.turn():
-                if commit(self.connection, self._queries, self.path, calls):
-                    self.commits += 1
+            if commit(self.connection, self._queries, self.path, calls):
+                self.commits += 1
         finally:
             self._op_thread = 0
