@@ -184,8 +184,7 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         With durable (the default), a write that returned survives a power
         loss. Without it, a power loss may lose the last writes but never
         corrupts the database. busy_timeout (SQLite, in seconds) is how long a
-        write waits for the lock of another program's transaction (the
-        store's own processes take turns); readers (SQLite) is how many
+        write waits for another process's lock; readers (SQLite) is how many
         reads may run at once. max_payload_bytes is the largest encoded
         payload an enqueue through the store accepts (1 MiB by default).
         clock returns the current time as an aware datetime (tests skew it).
