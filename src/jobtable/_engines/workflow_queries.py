@@ -127,6 +127,10 @@ class WorkflowQueries(Protocol):
         """The jobs job depends on, in enqueue order."""
         ...
 
+    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
+        """The (id, run trace) of each of job's dependencies that stored one, in enqueue order."""
+        ...
+
     def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
         """The jobs that depend on dep, in enqueue order (result and run_on_failure unset)."""
         ...

@@ -172,6 +172,12 @@ class Finish(NamedTuple):
         """The attempt's error, or None."""
         return self.outcome.error
 
+    def traced(self, run_trace: str | None) -> "Finish":
+        """This outcome, stored with run_trace, its attempt's run span (None: as it is)."""
+        if run_trace is None:
+            return self
+        return self._replace(outcome=self.outcome._replace(run_trace=run_trace))
+
     def refused(self) -> "Finish":
         """The outcome that replaces this one when the database refused it: MESSAGE_INTERNAL.
 

@@ -187,11 +187,19 @@ class _Queries(
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
 
-    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.succeed_job(result=result, now=_time(now), id=id, attempt=attempt)
+    def succeed_job(
+        self, *, result: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int:
+        return self._q.succeed_job(
+            result=result, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+        )
 
-    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.fail_job(error=error, now=_time(now), id=id, attempt=attempt)
+    def fail_job(
+        self, *, error: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int:
+        return self._q.fail_job(
+            error=error, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+        )
 
     def finish_and_claim_jobs(
         self,
@@ -209,6 +217,8 @@ class _Queries(
         results = [o.result for o in outcomes]
         errors = [o.error for o in outcomes]
         run_ats = [None if o.run_at is None else _time(o.run_at) for o in outcomes]
+        # None, not a list of nulls, from an uninstrumented store: nothing more to send.
+        traces = [o.run_trace for o in outcomes] if any(o.run_trace for o in outcomes) else None
         rows: Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]
         if kinds is None:
             rows = self._q.finish_and_claim_jobs(
@@ -219,6 +229,7 @@ class _Queries(
                 results=results,
                 errors=errors,
                 run_ats=run_ats,
+                run_traces=traces,
                 queue=queue,
                 max_jobs=max_jobs,
                 runner=runner,
@@ -232,6 +243,7 @@ class _Queries(
                 results=results,
                 errors=errors,
                 run_ats=run_ats,
+                run_traces=traces,
                 queue=queue,
                 kinds=list(kinds),
                 max_jobs=max_jobs,

@@ -93,6 +93,10 @@ class PostgresWorkflowQueries:
             for r in self._wf.list_dependencies(job=job)
         ]
 
+    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
+        rows = self._wf.list_dependency_traces(job=job)
+        return [(r.id, r.run_trace) for r in rows if r.run_trace is not None]
+
     def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
         return [
             DependencyRow(r.id, r.kind, r.status, None, False)
