@@ -3,6 +3,7 @@
 import sqlite3
 from collections.abc import Sequence
 
+from jobtable._engines.dependencies import settle_steps
 from jobtable._engines.workflow_queries import (
     DependencyRow,
     JobDep,
@@ -41,6 +42,11 @@ class SQLiteWorkflowQueries:
             workflows.CreateJobDepsParams(d.dep, d.job, int(d.run_on_failure), int(d.feeds))
             for d in deps
         )
+
+    def settle_ended(self, *, ids: Sequence[str], now: str) -> None:
+        # A statement a step: SQLite has no round trip to save.
+        for job_id in ids:
+            settle_steps(self, job_id, now)
 
     def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
         row = self._wf.get_dep_state(id=id)
