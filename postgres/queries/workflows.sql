@@ -1,8 +1,9 @@
 -- The workflows' queries: jobs with dependencies. A job of a workflow that
--- waits for dependencies is pending, which no claim reads; these statements
--- run in the transaction that records each dependency's outcome (only when
--- the finished job belongs to a workflow), so nothing outside the database
--- remembers that a job waits for another.
+-- waits for dependencies is pending, which no claim reads; its dependencies'
+-- ends are settled by the statement that records each (FinishWorkflowJobs)
+-- or in its transaction (SettleDependents), only when the finished job
+-- belongs to a workflow, so nothing outside the database remembers that a
+-- job waits for another.
 
 -- name: CreateWorkflow :exec
 -- CreateWorkflow names a new workflow.
@@ -56,7 +57,9 @@ FROM jsonb_to_recordset(@deps::jsonb) AS edge(
 -- (run_on_failure), and cancels the others that are pending, naming it
 -- (blocked_by), their own dependents in turn, transitively. A pending job
 -- whose count reaches 0 is queued, ready at once or at its run_at, and wakes
--- idle runners (NotifyReady's notification, at commit). An end is counted
+-- idle runners (a notification on the schema's channel, at commit: the
+-- insert trigger wakes them for new jobs only; SQLite's runners watch the
+-- file's writes instead). An end is counted
 -- once (job_deps.done): no end counts twice, though a dependency retried
 -- ends again. Differs from SQLite, whose engine has no round trip to save:
 -- there each step is a statement of its own, in the same transaction.
@@ -336,12 +339,6 @@ SELECT id, kind, status FROM jobs WHERE workflow_id = @workflow_id ORDER BY seq;
 SELECT job_deps.dep, job_deps.job
 FROM jobs JOIN job_deps ON job_deps.job = jobs.id
 WHERE jobs.workflow_id = @workflow_id;
-
--- name: NotifyReady :exec
--- NotifyReady wakes idle runners for jobs a finish made ready: the insert
--- trigger wakes them for new jobs only. Differs by necessity from SQLite,
--- whose runners watch the file's writes.
-SELECT pg_notify(jobtable_channel(current_schema()), '');
 
 -- name: CancelWorkflowJobs :many
 -- CancelWorkflowJobs cancels every pending or queued job of a workflow and

@@ -21,6 +21,8 @@ from psycopg.rows import TupleRow
 
 import jobtable
 from jobtable._engines.postgres import engine as postgres_engine
+from jobtable.db.postgres import workflows as postgres_workflows
+from jobtable.db.postgres.jobs import FINISH_AND_CLAIM_JOBS
 
 step = jobtable.Kind("trip-step", int, int)
 ROUND_TRIP = re.compile(r"^F\t\d+\t(Sync|Query)\b", re.MULTILINE)
@@ -102,3 +104,20 @@ async def test_a_workflow_jobs_attempt_costs_the_round_trips_of_a_plain_jobs(
         assert store.get(fed.id).status is jobtable.Status.QUEUED
         assert store.get(waits.id).status is jobtable.Status.QUEUED
         assert store.inspect(fed.id).payload == 3
+
+
+def test_the_finishing_statement_stores_and_settles_as_the_statements_it_stands_for() -> None:
+    finish = postgres_workflows.FINISH_WORKFLOW_JOBS
+    # Its outcomes are stored as FinishAndClaimJobs stores them...
+    stored = FINISH_AND_CLAIM_JOBS[: FINISH_AND_CLAIM_JOBS.index("picked AS")]
+    returned = "RETURNING jobs.id, jobs.status"
+    assert (
+        stored.replace("WITH finished", "WITH RECURSIVE finished").replace(
+            returned, returned + ", jobs.workflow_id, jobs.result"
+        )
+        in finish
+    )
+    # ...and its jobs settled as SettleDependents settles them, from their roots on.
+    settle = postgres_workflows.SETTLE_DEPENDENTS
+    tail = settle[settle.index("doomed (id, cause)") : settle.index("SELECT count(*)")]
+    assert tail in finish

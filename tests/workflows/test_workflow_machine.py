@@ -210,6 +210,9 @@ class WorkflowMachine(RuleBasedStateMachine):
         job_id = data.draw(st.sampled_from(self.retriable()))
         assert self.store.retry(job_id) == jobtable.RetryResult.RETRIED, job_id
         self.by_operator.discard(job_id)
+        # Its attempts start anew: waiting again (pending) for a dependency
+        # retried since its end was counted is no claim of a pending job.
+        self.started.discard(job_id)
         self.status[job_id] = Status.QUEUED  # a new end, even in the status it had
         self.observe()
 

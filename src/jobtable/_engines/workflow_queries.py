@@ -143,7 +143,3 @@ class WorkflowQueries(Protocol):
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
         """Asks the runners holding the workflow's running jobs to cancel them."""
         ...
-
-    def notify_ready(self) -> None:
-        """Wakes idle runners for jobs that became ready (nothing where runners watch writes)."""
-        ...

@@ -111,6 +111,3 @@ class PostgresWorkflowQueries:
 
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
         return self._wf.request_cancel_workflow(now=pg_time(now), workflow_id=workflow_id)
-
-    def notify_ready(self) -> None:
-        self._wf.notify_ready()

@@ -269,9 +269,6 @@ FROM jobs JOIN job_deps ON job_deps.job = jobs.id
 WHERE jobs.workflow_id = %(workflow_id)s
 """
 
-NOTIFY_READY = """SELECT pg_notify(jobtable_channel(current_schema()), '')
-"""
-
 CANCEL_WORKFLOW_JOBS = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
 WHERE workflow_id = %(workflow_id)s AND (status = 'queued' OR status = 'pending')
 RETURNING id
@@ -430,10 +427,11 @@ class Querier:
         now: datetime.datetime,
     ) -> None:
         """The workflows' queries: jobs with dependencies. A job of a workflow that
-        waits for dependencies is pending, which no claim reads; these statements
-        run in the transaction that records each dependency's outcome (only when
-        the finished job belongs to a workflow), so nothing outside the database
-        remembers that a job waits for another.
+        waits for dependencies is pending, which no claim reads; its dependencies'
+        ends are settled by the statement that records each (FinishWorkflowJobs)
+        or in its transaction (SettleDependents), only when the finished job
+        belongs to a workflow, so nothing outside the database remembers that a
+        job waits for another.
         CreateWorkflow names a new workflow.
         """
         self._conn.execute(
@@ -518,7 +516,9 @@ class Querier:
         (run_on_failure), and cancels the others that are pending, naming it
         (blocked_by), their own dependents in turn, transitively. A pending job
         whose count reaches 0 is queued, ready at once or at its run_at, and wakes
-        idle runners (NotifyReady's notification, at commit). An end is counted
+        idle runners (a notification on the schema's channel, at commit: the
+        insert trigger wakes them for new jobs only; SQLite's runners watch the
+        file's writes instead). An end is counted
         once (job_deps.done): no end counts twice, though a dependency retried
         ends again. Differs from SQLite, whose engine has no round trip to save:
         there each step is a statement of its own, in the same transaction.
@@ -781,17 +781,6 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
-
-    def notify_ready(
-        self,
-    ) -> None:
-        """NotifyReady wakes idle runners for jobs a finish made ready: the insert
-        trigger wakes them for new jobs only. Differs by necessity from SQLite,
-        whose runners watch the file's writes.
-        """
-        self._conn.execute(
-            NOTIFY_READY,
-        )
 
     def cancel_workflow_jobs(
         self,
