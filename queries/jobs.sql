@@ -138,17 +138,20 @@ UPDATE jobs SET result = @result, updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: SucceedJob :execrows
--- SucceedJob stores the final result while the claim of attempt holds.
-UPDATE jobs SET status = 'succeeded', result = @result, finished_at = @now, updated_at = @now
+-- SucceedJob stores the final result while the claim of attempt holds, and
+-- run_trace, the trace context of the attempt's run span (null: none).
+UPDATE jobs
+SET status = 'succeeded', result = @result, finished_at = @now, updated_at = @now,
+    run_trace = @run_trace
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: FailJob :execrows
 -- FailJob stores error as the job's error, and in its history, while the
--- claim of attempt holds.
+-- claim of attempt holds; run_trace as SucceedJob.
 UPDATE jobs
 SET status = 'failed', error = @error,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(@error AS TEXT), 'at', @now)),
-    finished_at = @now, updated_at = @now
+    finished_at = @now, updated_at = @now, run_trace = @run_trace
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: RetryJob :execrows
@@ -177,8 +180,9 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: CancelRunningJob :execrows
--- CancelRunningJob ends the job cancelled while the claim of attempt holds.
-UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+-- CancelRunningJob ends the job cancelled while the claim of attempt holds;
+-- run_trace as SucceedJob.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now, run_trace = @run_trace
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: InterruptRunningJobs :execrows

@@ -104,6 +104,15 @@ FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
 WHERE job_deps.job = @job
 ORDER BY jobs.seq;
 
+-- name: ListDependencyTraces :many
+-- ListDependencyTraces reads the run traces of the jobs job depends on that
+-- stored one (an instrumented store's), in enqueue order: its run span
+-- links to each. Only an instrumented store reads it.
+SELECT jobs.id, jobs.run_trace
+FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
+WHERE job_deps.job = @job AND jobs.run_trace IS NOT NULL
+ORDER BY jobs.seq;
+
 -- name: ListDependents :many
 -- ListDependents reads the jobs that depend on dep, in enqueue order.
 SELECT jobs.id, jobs.kind, jobs.status

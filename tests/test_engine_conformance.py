@@ -374,8 +374,8 @@ def test_writes_of_a_stale_attempt_change_nothing(opened: Engine) -> None:
     def write_stale(q: Queries) -> list[int]:
         return [
             q.publish_job_result(result='"stale"', now=now(), id="a", attempt=stale),
-            q.succeed_job(result='"stale"', now=now(), id="a", attempt=stale),
-            q.fail_job(error="stale", now=now(), id="a", attempt=stale),
+            q.succeed_job(result='"stale"', now=now(), id="a", attempt=stale, run_trace=None),
+            q.fail_job(error="stale", now=now(), id="a", attempt=stale, run_trace=None),
         ]
 
     assert opened.write(write_stale) == [0, 0, 0]
@@ -391,7 +391,9 @@ def test_writes_of_the_current_attempt_are_stored(opened: Engine) -> None:
         lambda q: q.publish_job_result(result='{"done": 1}', now=now(), id="a", attempt=1)
     )
     partial = opened.read(get("a"))
-    succeeded = opened.write(lambda q: q.succeed_job(result="[2]", now=now(), id="a", attempt=1))
+    succeeded = opened.write(
+        lambda q: q.succeed_job(result="[2]", now=now(), id="a", attempt=1, run_trace=None)
+    )
     final = opened.read(get("a"))
     assert (published, succeeded) == (1, 1)
     assert partial is not None

@@ -124,6 +124,7 @@ VALUES: dict[str, object] = {
     "results": None,
     "errors": None,
     "run_ats": None,
+    "run_traces": None,
 }
 
 

@@ -96,7 +96,9 @@ WHERE kind = @kind AND unique_key = @unique_key AND unique_key IS NOT NULL
 -- 'queued' puts the job back in its queue from run_ats[i] on (cancelled
 -- instead when its cancel was requested), with errors[i] null for a retry the
 -- handler asked for, which adds one to max_attempts; 'cancelled' cancels it.
--- A non-null errors[i] joins the job's history. Such a job comes back as a row
+-- A non-null errors[i] joins the job's history. An attempt that ends the job
+-- stores run_traces[i], its run span's trace context (run_traces null: none,
+-- as an uninstrumented store sends). Such a job comes back as a row
 -- with finished true and only its id; a job missing from those rows is no
 -- longer running under its claim.
 --
@@ -150,7 +152,9 @@ WITH finished AS (
         runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
         finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
             THEN NULL ELSE @now END,
-        updated_at = @now
+        updated_at = @now,
+        run_trace = CASE WHEN outcome.state = 'queued' THEN jobs.run_trace
+            ELSE outcome.run_trace END
     FROM (
         -- Set-returning functions in one select list run in step: row i
         -- holds element i of every array.
@@ -159,7 +163,8 @@ WITH finished AS (
             unnest(@states::text[]) AS state,
             unnest(sqlc.narg(results)::text[]) AS result,
             unnest(sqlc.narg(errors)::text[]) AS error,
-            unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at
+            unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at,
+            unnest(sqlc.narg(run_traces)::text[]) AS run_trace
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
@@ -228,7 +233,9 @@ WITH finished AS (
         runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
         finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
             THEN NULL ELSE @now END,
-        updated_at = @now
+        updated_at = @now,
+        run_trace = CASE WHEN outcome.state = 'queued' THEN jobs.run_trace
+            ELSE outcome.run_trace END
     FROM (
         -- Set-returning functions in one select list run in step: row i
         -- holds element i of every array.
@@ -237,7 +244,8 @@ WITH finished AS (
             unnest(@states::text[]) AS state,
             unnest(sqlc.narg(results)::text[]) AS result,
             unnest(sqlc.narg(errors)::text[]) AS error,
-            unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at
+            unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at,
+            unnest(sqlc.narg(run_traces)::text[]) AS run_trace
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
@@ -310,17 +318,20 @@ UPDATE jobs SET result = @result, updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: SucceedJob :execrows
--- SucceedJob stores the final result while the claim of attempt holds.
-UPDATE jobs SET status = 'succeeded', result = @result, finished_at = @now, updated_at = @now
+-- SucceedJob stores the final result while the claim of attempt holds, and
+-- run_trace, the trace context of the attempt's run span (null: none).
+UPDATE jobs
+SET status = 'succeeded', result = @result, finished_at = @now, updated_at = @now,
+    run_trace = @run_trace
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: FailJob :execrows
 -- FailJob stores error as the job's error, and in its history, while the
--- claim of attempt holds.
+-- claim of attempt holds; run_trace as SucceedJob.
 UPDATE jobs
 SET status = 'failed', error = @error,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
-    finished_at = @now, updated_at = @now
+    finished_at = @now, updated_at = @now, run_trace = @run_trace
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: RetryJob :execrows
@@ -349,8 +360,9 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: CancelRunningJob :execrows
--- CancelRunningJob ends the job cancelled while the claim of attempt holds.
-UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+-- CancelRunningJob ends the job cancelled while the claim of attempt holds;
+-- run_trace as SucceedJob.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now, run_trace = @run_trace
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
 
 -- name: InterruptRunningJobs :execrows

@@ -1,8 +1,9 @@
 -- The workflows' queries: jobs with dependencies. A job of a workflow that
--- waits for dependencies is pending, which no claim reads; these statements
--- run in the transaction that records each dependency's outcome (only when
--- the finished job belongs to a workflow), so nothing outside the database
--- remembers that a job waits for another.
+-- waits for dependencies is pending, which no claim reads; its dependencies'
+-- ends are settled by the statement that records each (FinishWorkflowJobs)
+-- or in its transaction (SettleDependents), only when the finished job
+-- belongs to a workflow, so nothing outside the database remembers that a
+-- job waits for another.
 
 -- name: CreateWorkflow :exec
 -- CreateWorkflow names a new workflow.
@@ -46,51 +47,240 @@ FROM jsonb_to_recordset(@deps::jsonb) AS edge(
     dep text, job text, run_on_failure boolean, feeds boolean
 );
 
--- name: GetDepState :one
--- GetDepState reads what a dependency's dependents need to know of it.
-SELECT status, workflow_id FROM jobs WHERE id = @id;
+-- name: SettleDependents :exec
+-- SettleDependents settles, in one statement, the dependents of the jobs of
+-- ids that ended (succeeded, failed or cancelled) and belong to a workflow:
+-- the statement each write that ends such jobs runs in its transaction (a
+-- runner's outcomes run FinishWorkflowJobs instead). A success's result
+-- becomes the payload of the pending jobs it feeds, and each dependent
+-- counts it; a failure or cancel is counted by the dependents that opted in
+-- (run_on_failure), and cancels the others that are pending, naming it
+-- (blocked_by), their own dependents in turn, transitively. A pending job
+-- whose count reaches 0 is queued, ready at once or at its run_at, and wakes
+-- idle runners (a notification on the schema's channel, at commit: the
+-- insert trigger wakes them for new jobs only; SQLite's runners watch the
+-- file's writes instead). An end is counted
+-- once (job_deps.done): no end counts twice, though a dependency retried
+-- ends again. Differs from SQLite, whose engine has no round trip to save:
+-- there each step is a statement of its own, in the same transaction.
+WITH RECURSIVE root AS (
+    SELECT id, status = 'succeeded' AS ok, result FROM jobs
+    WHERE id = ANY(@ids::text[]) AND workflow_id IS NOT NULL
+        AND status IN ('succeeded', 'failed', 'cancelled')
+),
+-- The jobs the failed or cancelled roots cancel, transitively: a pending
+-- job that needs one of them (or a job cancelled so) to succeed.
+-- Each step reads the edges of its causes by job_deps' key, and each
+-- edge's job by its id: OFFSET 0 keeps the planner from reading instead
+-- every pending job's edges (a fan-in has thousands).
+doomed (id, cause) AS (
+    SELECT edge.job, edge.dep
+    FROM root, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = root.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE NOT root.ok AND (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+    UNION
+    SELECT edge.job, edge.dep
+    FROM doomed, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = doomed.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+),
+-- One reason a cancelled job: a root when one is, as the settling one root
+-- at a time names it.
+doom AS (
+    SELECT DISTINCT ON (id) id, cause FROM doomed
+    ORDER BY id, cause NOT IN (SELECT id FROM root), cause
+),
+settling AS (
+    SELECT id, ok, result FROM root
+    UNION ALL SELECT id, false, NULL::text FROM doom
+),
+-- Every end counted, once: any edge of a success, an opted-in edge
+-- (run_on_failure) of a failure or cancel; the others stay not done.
+counted AS (
+    UPDATE job_deps AS edge SET done = true
+    FROM settling
+    WHERE edge.dep = ANY(ARRAY(SELECT id FROM settling)) AND edge.dep = settling.id
+        AND NOT edge.done AND (settling.ok OR edge.run_on_failure)
+    RETURNING edge.job, CASE WHEN edge.feeds AND settling.ok THEN settling.result END AS fed
+),
+-- What changes for each job: the ends it counts, the result that feeds
+-- it, the dependency that cancels it.
+plan AS (
+    SELECT id, sum(ends) AS ends, max(fed) AS fed, max(cause) AS cause
+    FROM (
+        SELECT job AS id, 1 AS ends, fed, NULL::text AS cause FROM counted
+        UNION ALL SELECT id, 0, NULL::text, cause FROM doom
+    ) AS change
+    GROUP BY id
+),
+-- Only pending_deps changes for a job still waiting, which no index holds:
+-- the update of a wide fan-in's row at each of its dependencies' ends stays
+-- HOT, adding no index entry.
+settled AS (
+    UPDATE jobs
+    SET pending_deps = jobs.pending_deps - plan.ends,
+        payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
+            ELSE jobs.payload END,
+        status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
+            WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
+            ELSE jobs.status END,
+        blocked_by = coalesce(plan.cause, jobs.blocked_by),
+        scheduled = CASE WHEN plan.cause IS NULL AND jobs.status = 'pending'
+                AND jobs.pending_deps = plan.ends THEN jobs.run_at > @now::timestamptz
+            ELSE jobs.scheduled END,
+        finished_at = CASE WHEN plan.cause IS NOT NULL THEN @now ELSE jobs.finished_at END,
+        updated_at = CASE WHEN plan.cause IS NOT NULL
+                OR (jobs.status = 'pending' AND jobs.pending_deps = plan.ends) THEN @now
+            ELSE jobs.updated_at END
+    FROM plan
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
+    RETURNING jobs.status
+),
+ready AS MATERIALIZED (
+    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    WHERE status = 'queued' HAVING count(*) > 0
+)
+SELECT count(*) FROM ready;
 
--- name: FeedDependents :execrows
--- FeedDependents makes dep's result the payload of each pending job it
--- feeds; run before ReleaseDependents, which makes them ready.
-UPDATE jobs SET payload = (SELECT dep.result FROM jobs AS dep WHERE dep.id = @dep)
-WHERE id IN (SELECT job FROM job_deps WHERE dep = @dep AND feeds AND NOT done)
-    AND status = 'pending';
-
--- name: ReleaseDependents :execrows
--- ReleaseDependents counts dep's end for each dependent it counts for (any
--- dependent when it succeeded, else those with run_on_failure) and not yet
--- counted: a pending job whose count reaches 0 is queued, ready at once or
--- at its run_at. MarkDepsDone must follow in the same transaction. Until
--- then only pending_deps changes, which no index holds: on PostgreSQL the
--- update of a wide fan-in's row stays HOT, adding no index entry at each of
--- its dependencies' ends.
-UPDATE jobs
-SET pending_deps = pending_deps - 1,
-    status = CASE WHEN status = 'pending' AND pending_deps = 1 THEN 'queued' ELSE status END,
-    scheduled = CASE WHEN status = 'pending' AND pending_deps = 1 THEN run_at > @now::timestamptz
-        ELSE scheduled END,
-    updated_at = CASE WHEN status = 'pending' AND pending_deps = 1 THEN @now ELSE updated_at END
-WHERE id IN (
-    SELECT job FROM job_deps
-    WHERE dep = @dep AND NOT done AND (@succeeded::boolean OR run_on_failure)
-);
-
--- name: MarkDepsDone :exec
--- MarkDepsDone records that ReleaseDependents counted dep's end, so no end
--- of dep (a retried dep ends again) counts twice.
-UPDATE job_deps SET done = true
-WHERE dep = @dep AND NOT done AND (@succeeded::boolean OR run_on_failure);
-
--- name: CancelDependents :many
--- CancelDependents cancels the pending jobs that need dep to succeed, which
--- it did not, recording dep as the reason, and returns their ids: their own
--- dependents follow.
-UPDATE jobs
-SET status = 'cancelled', blocked_by = @dep, finished_at = @now, updated_at = @now
-WHERE id IN (SELECT job FROM job_deps WHERE dep = @dep AND NOT done AND NOT run_on_failure)
-    AND status = 'pending'
-RETURNING id;
+-- name: FinishWorkflowJobs :many
+-- FinishWorkflowJobs stores the outcomes of finished attempts as
+-- FinishAndClaimJobs does (the same arrays; JobsEnded's notification too),
+-- and settles, in the same statement, the dependents of the jobs of
+-- workflows it ended, as SettleDependents does: a runner's outcomes of
+-- workflows' jobs cost one statement, one round trip, as a plain job's. It
+-- claims nothing: its caller's claim follows it, as a statement of its own.
+-- It returns the ids of the jobs it finished; a job missing from them is no
+-- longer running under its claim. Every sub-statement sees the jobs as they
+-- were before it: the roots' ends come from the finished rows, and the jobs
+-- the settling updates are others (pending, not running). Differs from
+-- SQLite as SettleDependents does.
+WITH RECURSIVE finished AS (
+    UPDATE jobs
+    SET status = CASE WHEN outcome.state = 'queued' AND jobs.cancel_requested THEN 'cancelled'
+            ELSE outcome.state END,
+        result = CASE WHEN outcome.state = 'succeeded' THEN outcome.result ELSE jobs.result END,
+        error = CASE WHEN outcome.state = 'failed' THEN outcome.error END,
+        errors = CASE WHEN outcome.error IS NULL THEN jobs.errors
+            ELSE (jobs.errors::jsonb || jsonb_build_array(jsonb_build_object(
+                'attempt', jobs.attempt, 'error', outcome.error, 'at', @now::timestamptz
+            )))::text
+        END,
+        max_attempts = CASE WHEN outcome.state = 'queued' AND outcome.error IS NULL
+            THEN jobs.max_attempts + 1 ELSE jobs.max_attempts END,
+        run_at = COALESCE(outcome.run_at, jobs.run_at),
+        scheduled = COALESCE(outcome.run_at > @now, false),
+        runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
+        finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
+            THEN NULL ELSE @now END,
+        updated_at = @now,
+        run_trace = CASE WHEN outcome.state = 'queued' THEN jobs.run_trace
+            ELSE outcome.run_trace END
+    FROM (
+        -- Set-returning functions in one select list run in step: row i
+        -- holds element i of every array.
+        SELECT unnest(@ids::text[]) AS id,
+            unnest(@attempts::integer[]) AS attempt,
+            unnest(@states::text[]) AS state,
+            unnest(sqlc.narg(results)::text[]) AS result,
+            unnest(sqlc.narg(errors)::text[]) AS error,
+            unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at,
+            unnest(sqlc.narg(run_traces)::text[]) AS run_trace
+    ) AS outcome
+    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result
+),
+ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\n') ELSE '' END)
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16)
+),
+root AS (
+    SELECT id, status = 'succeeded' AS ok, result FROM finished
+    WHERE workflow_id IS NOT NULL AND status IN ('succeeded', 'failed', 'cancelled')
+),
+-- The jobs the failed or cancelled roots cancel, transitively: a pending
+-- job that needs one of them (or a job cancelled so) to succeed.
+-- Each step reads the edges of its causes by job_deps' key, and each
+-- edge's job by its id: OFFSET 0 keeps the planner from reading instead
+-- every pending job's edges (a fan-in has thousands).
+doomed (id, cause) AS (
+    SELECT edge.job, edge.dep
+    FROM root, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = root.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE NOT root.ok AND (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+    UNION
+    SELECT edge.job, edge.dep
+    FROM doomed, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = doomed.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+),
+-- One reason a cancelled job: a root when one is, as the settling one root
+-- at a time names it.
+doom AS (
+    SELECT DISTINCT ON (id) id, cause FROM doomed
+    ORDER BY id, cause NOT IN (SELECT id FROM root), cause
+),
+settling AS (
+    SELECT id, ok, result FROM root
+    UNION ALL SELECT id, false, NULL::text FROM doom
+),
+-- Every end counted, once: any edge of a success, an opted-in edge
+-- (run_on_failure) of a failure or cancel; the others stay not done.
+counted AS (
+    UPDATE job_deps AS edge SET done = true
+    FROM settling
+    WHERE edge.dep = ANY(ARRAY(SELECT id FROM settling)) AND edge.dep = settling.id
+        AND NOT edge.done AND (settling.ok OR edge.run_on_failure)
+    RETURNING edge.job, CASE WHEN edge.feeds AND settling.ok THEN settling.result END AS fed
+),
+-- What changes for each job: the ends it counts, the result that feeds
+-- it, the dependency that cancels it.
+plan AS (
+    SELECT id, sum(ends) AS ends, max(fed) AS fed, max(cause) AS cause
+    FROM (
+        SELECT job AS id, 1 AS ends, fed, NULL::text AS cause FROM counted
+        UNION ALL SELECT id, 0, NULL::text, cause FROM doom
+    ) AS change
+    GROUP BY id
+),
+-- Only pending_deps changes for a job still waiting, which no index holds:
+-- the update of a wide fan-in's row at each of its dependencies' ends stays
+-- HOT, adding no index entry.
+settled AS (
+    UPDATE jobs
+    SET pending_deps = jobs.pending_deps - plan.ends,
+        payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
+            ELSE jobs.payload END,
+        status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
+            WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
+            ELSE jobs.status END,
+        blocked_by = coalesce(plan.cause, jobs.blocked_by),
+        scheduled = CASE WHEN plan.cause IS NULL AND jobs.status = 'pending'
+                AND jobs.pending_deps = plan.ends THEN jobs.run_at > @now::timestamptz
+            ELSE jobs.scheduled END,
+        finished_at = CASE WHEN plan.cause IS NOT NULL THEN @now ELSE jobs.finished_at END,
+        updated_at = CASE WHEN plan.cause IS NOT NULL
+                OR (jobs.status = 'pending' AND jobs.pending_deps = plan.ends) THEN @now
+            ELSE jobs.updated_at END
+    FROM plan
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
+    RETURNING jobs.status
+),
+ready AS MATERIALIZED (
+    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    WHERE status = 'queued' HAVING count(*) > 0
+)
+SELECT finished.id FROM finished LEFT JOIN ended ON true LEFT JOIN ready ON true;
 
 -- name: ReviveDependents :many
 -- ReviveDependents puts back to pending the jobs dep's end cancelled, once
@@ -113,6 +303,15 @@ WHERE job_deps.job = @job AND NOT job_deps.done AND NOT job_deps.run_on_failure
 SELECT jobs.id, jobs.kind, jobs.status, jobs.result, job_deps.run_on_failure
 FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
 WHERE job_deps.job = @job
+ORDER BY jobs.seq;
+
+-- name: ListDependencyTraces :many
+-- ListDependencyTraces reads the run traces of the jobs job depends on that
+-- stored one (an instrumented store's), in enqueue order: its run span
+-- links to each. Only an instrumented store reads it.
+SELECT jobs.id, jobs.run_trace
+FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
+WHERE job_deps.job = @job AND jobs.run_trace IS NOT NULL
 ORDER BY jobs.seq;
 
 -- name: ListDependents :many
@@ -140,12 +339,6 @@ SELECT id, kind, status FROM jobs WHERE workflow_id = @workflow_id ORDER BY seq;
 SELECT job_deps.dep, job_deps.job
 FROM jobs JOIN job_deps ON job_deps.job = jobs.id
 WHERE jobs.workflow_id = @workflow_id;
-
--- name: NotifyReady :exec
--- NotifyReady wakes idle runners for jobs a finish made ready: the insert
--- trigger wakes them for new jobs only. Differs by necessity from SQLite,
--- whose runners watch the file's writes.
-SELECT pg_notify(jobtable_channel(current_schema()), '');
 
 -- name: CancelWorkflowJobs :many
 -- CancelWorkflowJobs cancels every pending or queued job of a workflow and

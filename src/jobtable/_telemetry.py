@@ -3,8 +3,9 @@
 The enqueue path and the executor call ``enqueue_trace`` and ``run_trace``
 around their work. Unless the store was instrumented (``jobtable.otel``),
 both return a shared object that does nothing, after one look at an empty
-dict: a process without telemetry pays nothing measurable, and this module
-imports no telemetry library.
+dict: a process without telemetry pays nothing measurable (no query: the
+run traces of a workflow job's dependencies are read only for an
+instrumented store), and this module imports no telemetry library.
 
 An observer is told only names jobtable chose (kind, queue, status, ids,
 attempt numbers) and the messages the runner stores; never a payload, a
@@ -17,6 +18,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
 if TYPE_CHECKING:
+    from jobtable._engines.base import Queries
     from jobtable._engines.rows import ClaimedRow, NewJob, Outcome
     from jobtable._store import Store
 
@@ -64,6 +66,11 @@ class RunTrace(Trace, Protocol):
         """The attempt ended with outcome; None: it stays running, interrupted by shutdown."""
         ...
 
+    @property
+    def traceparent(self) -> str | None:
+        """The attempt's own W3C trace context, stored with its outcome; or None."""
+        ...
+
 
 class Observer(Protocol):
     """What an instrumented store reports to: it makes one trace per enqueue and per attempt."""
@@ -72,8 +79,14 @@ class Observer(Protocol):
         """A trace for one enqueue of jobs of kind, or of a workflow's jobs (kind its name)."""
         ...
 
-    def run(self, job: "ClaimedRow", queue: str) -> RunTrace:
-        """A trace for one attempt of job, claimed from queue."""
+    def run(
+        self, job: "ClaimedRow", queue: str, dependencies: "Sequence[tuple[str, str]]"
+    ) -> RunTrace:
+        """A trace for one attempt of job, claimed from queue.
+
+        dependencies are the (id, run trace) of the job's dependencies that
+        stored one: the runs it comes after.
+        """
         ...
 
     def current(self) -> str | None:
@@ -129,10 +142,31 @@ def enqueue_trace(store: "Store", kind: str, workflow: Workflowed | None = None)
     return _UNOBSERVED if observer is None else observer.enqueue(kind, workflow)
 
 
-def run_trace(store: "Store", job: "ClaimedRow", queue: str) -> RunTrace:
-    """The trace of an attempt of job from queue of store; one that does nothing by default."""
+async def run_trace(store: "Store", job: "ClaimedRow", queue: str) -> RunTrace:
+    """The trace of an attempt of job from queue of store; one that does nothing by default.
+
+    For a job of a workflow on an instrumented store, it first reads the run
+    traces its dependencies stored (one query); otherwise it reads nothing.
+    """
     observer = _observers.get(store) if _observers else None
-    return _UNOBSERVED if observer is None else observer.run(job, queue)
+    if observer is None:
+        return _UNOBSERVED
+    dependencies: list[tuple[str, str]] = []
+    if job.workflow_id is not None:
+        dependencies = await store.engine.aread(_DependencyTraces(job.id))
+    return observer.run(job, queue, dependencies)
+
+
+class _DependencyTraces:
+    """The read of the run traces job_id's dependencies stored, in enqueue order."""
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+
+    def __call__(self, q: "Queries") -> list[tuple[str, str]]:
+        return q.dependency_traces(job=self.job_id)
 
 
 def current_traceparent(store: "Store") -> str | None:

@@ -13,7 +13,10 @@ one per attempt, continues that trace as a child of the enqueue (or, with
 ``run_parent=False``, starts its own and links to it). A workflow's spans
 carry ``jobtable.workflow.id`` (its enqueue span ``jobtable.workflow.name``
 too), and a job a handler adds to its workflow runs in the adding run's
-trace. Metrics count jobs
+trace. A workflow job's run span links to the run span of the last attempt
+of each dependency (the link's ``jobtable.dependency.id`` names it), whose
+trace context the store keeps with that job's outcome: the links draw the
+workflow's graph across traces and processes. Metrics count jobs
 enqueued and finished, time each attempt, and observe each queue's backlog.
 No payload, result or exception text is ever reported: a span's status
 description is the message the runner stores, and an error's type is one of
@@ -42,6 +45,7 @@ _SYSTEM = "jobtable"
 _PROPAGATOR = TraceContextTextMapPropagator()
 _WORKFLOW_ID = "jobtable.workflow.id"
 _WORKFLOW_NAME = "jobtable.workflow.name"
+_DEPENDENCY_ID = "jobtable.dependency.id"
 
 
 def instrument(
@@ -104,8 +108,10 @@ class _Observer:
     def enqueue(self, kind: str, workflow: Workflowed | None) -> "_EnqueueTrace":
         return _EnqueueTrace(self, kind, workflow)
 
-    def run(self, job: ClaimedRow, queue: str) -> "_RunTrace":
-        return _RunTrace(self, job, queue)
+    def run(
+        self, job: ClaimedRow, queue: str, dependencies: Sequence[tuple[str, str]]
+    ) -> "_RunTrace":
+        return _RunTrace(self, job, queue, dependencies)
 
     def current(self) -> str | None:
         return _traceparent(trace.get_current_span().get_span_context())
@@ -122,6 +128,12 @@ def _error_type(message: str) -> str:
     if message.startswith("no handler for job kind "):
         return "no_handler"
     return "failure"
+
+
+def _span_context(traceparent: str | None) -> trace.SpanContext:
+    """The span a stored W3C traceparent names; an invalid one for None or a malformed text."""
+    carrier = {} if traceparent is None else {"traceparent": traceparent}
+    return trace.get_current_span(_PROPAGATOR.extract(carrier)).get_span_context()
 
 
 def _traceparent(span: trace.SpanContext) -> str | None:
@@ -205,20 +217,29 @@ class _EnqueueTrace(_Trace):
 class _RunTrace(_Trace):
     """The ``run <kind>`` span of one attempt, and its duration and outcome metrics."""
 
-    __slots__ = ("_kind", "_observer", "_outcome", "_queue", "_started")
+    __slots__ = ("_kind", "_observer", "_outcome", "_queue", "_started", "traceparent")
 
-    def __init__(self, observer: _Observer, job: ClaimedRow, queue: str) -> None:
-        carrier = {} if job.traceparent is None else {"traceparent": job.traceparent}
-        creation = _PROPAGATOR.extract(carrier)
-        created = trace.get_current_span(creation).get_span_context()
+    def __init__(
+        self,
+        observer: _Observer,
+        job: ClaimedRow,
+        queue: str,
+        dependencies: Sequence[tuple[str, str]],
+    ) -> None:
+        created = _span_context(job.traceparent)
         links = [trace.Link(created)] if created.is_valid else []
         parent = None
         if observer.run_parent and created.is_valid:
-            parent = creation
+            parent = trace.set_span_in_context(trace.NonRecordingSpan(created), context.Context())
             ambient = trace.get_current_span().get_span_context()
             if ambient.is_valid:
                 # The run is not a child of the span it runs in: keep that relation as a link.
                 links.append(trace.Link(ambient))
+        for dep, traceparent in dependencies:
+            # The run of each dependency: the workflow's edges, across traces.
+            ran = _span_context(traceparent)
+            if ran.is_valid:
+                links.append(trace.Link(ran, {_DEPENDENCY_ID: dep}))
         attributes: dict[str, AttributeValue] = {
             "messaging.system": _SYSTEM,
             "messaging.operation.name": "run",
@@ -245,6 +266,7 @@ class _RunTrace(_Trace):
         # None until ended: an attempt that leaves without an outcome was interrupted.
         self._outcome: str | None = None
         self._started = time.perf_counter()
+        self.traceparent = _traceparent(self._span.get_span_context())
 
     def ended(self, outcome: Outcome | None) -> None:
         if outcome is None:

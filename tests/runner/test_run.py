@@ -483,7 +483,9 @@ async def test_publish_for_a_job_that_is_no_longer_running_raises_not_running(
         # The job's claim is taken away from outside: a fenced write of the
         # claim's own attempt, as the row's owner would make it.
         changed = store.engine.write(
-            lambda q: q.fail_job(error="taken away", now=now(), id=job_id, attempt=1)
+            lambda q: q.fail_job(
+                error="taken away", now=now(), id=job_id, attempt=1, run_trace=None
+            )
         )
         assert changed == 1
         release.set()

@@ -396,7 +396,9 @@ def test_workflows_keep_their_invariants(machine: type[WorkflowMachine], engine:
 # generated statement is a pattern and its replacement (a pattern that
 # matches no statement means the SQL changed and the fault is stale: the
 # test says so); a fault in Python replaces settle_dependents everywhere it
-# is called from.
+# is called from. PostgreSQL settles in one statement (SettleDependents,
+# and FinishWorkflowJobs for a runner's outcomes), so there the faults of
+# the settling are planted in it.
 
 
 def readies_on_failure(q: Any, job_id: str, now: str) -> None:
@@ -447,6 +449,20 @@ SQL_FAULTS = {
         "SET status = 'cancelled', blocked_by = NULL,",
     ),
 }
+POSTGRES_FAULTS = {
+    "readies dependents on failure": (
+        "workflows",
+        r"status = 'succeeded' AS ok",
+        "status IN ('succeeded', 'failed', 'cancelled') AS ok",
+    ),
+    "never counts a success": ("workflows", r"\(settling\.ok OR", "(false OR"),
+    "skips the count": ("workflows", r"pending_deps = plan\.ends", "pending_deps >= plan.ends"),
+    "forgets the reason": (
+        "workflows",
+        r"blocked_by = coalesce\(plan\.cause, jobs\.blocked_by\),",
+        "blocked_by = NULL,",
+    ),
+}
 # Each fault, the one invariant the machine checks for it (the others
 # could catch some faults first), and that invariant's message.
 FAULTS = {
@@ -468,6 +484,9 @@ def plant(engine: str, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if fault == "bulk retry revives only":
         monkeypatch.setattr(operations.RetryFailedJobs, "__call__", bulk_retry_revives_only)
         return
+    if engine == "postgres" and fault in POSTGRES_FAULTS:
+        plant_sql(engine, POSTGRES_FAULTS[fault], fault, monkeypatch)
+        return
     if fault in SETTLE_FAULTS:
         # The engine's queries import settle_dependents when a store of it
         # first opens: imported now, so that its copy is replaced too.
@@ -476,7 +495,14 @@ def plant(engine: str, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
             if name.startswith("jobtable") and getattr(module, "settle_dependents", None) is SETTLE:
                 monkeypatch.setattr(module, "settle_dependents", SETTLE_FAULTS[fault])
         return
-    where, pattern, replacement = SQL_FAULTS[fault]
+    plant_sql(engine, SQL_FAULTS[fault], fault, monkeypatch)
+
+
+def plant_sql(
+    engine: str, planted: tuple[str, str, str], fault: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rewrites the statements of engine's generated module that planted's pattern matches."""
+    where, pattern, replacement = planted
     module = importlib.import_module(f"jobtable.db.{engine}.{where}")
     hits = 0
     for constant, statement in vars(module).items():

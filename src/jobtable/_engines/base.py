@@ -73,9 +73,13 @@ class Queries(
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
 
-    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...
+    def succeed_job(
+        self, *, result: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int: ...
 
-    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int: ...
+    def fail_job(
+        self, *, error: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int: ...
 
     def finish_and_claim_jobs(
         self,
@@ -166,9 +170,10 @@ class Statement(Generic[T]):
     """An operation that runs exactly one statement, or reads after it.
 
     A lone statement is atomic and durable on its own, so an engine may run
-    it without BEGIN and COMMIT; so is an insert whose outcome the database
-    decides, followed by a read that needs no atomicity with it (a unique
-    enqueue reading the holder). Subclasses define ``__call__``.
+    it without BEGIN and COMMIT; so is a write whose outcome the database
+    decides, followed by a statement that needs no atomicity with it (a
+    unique enqueue reading the holder, outcomes of workflows' jobs stored
+    with their dependents before a claim). Subclasses define ``__call__``.
     """
 
     __slots__ = ()

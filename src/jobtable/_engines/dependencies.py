@@ -1,15 +1,48 @@
 """What a job's end does to the jobs that depend on it, inside the transaction that records it.
 
 Every write that ends a job of a workflow (a finish, a cancel, a cancel of a
-workflow) calls ``settle_dependents`` in its own transaction, and a retry
-calls ``revive_dependents``: no crash between a dependency's end and its
-dependents' can leave a dependent waiting, since both commit together or
-not at all. Jobs of no workflow never get here.
+workflow) settles its dependents in its own transaction, and a retry
+revives them: no crash between a dependency's end and its dependents' can
+leave a dependent waiting, since both commit together or not at all. Jobs
+of no workflow never get here. An engine settles as it can
+(``WorkflowQueries.settle_ended``): PostgreSQL in one statement, SQLite
+one step at a time (``settle_steps``), each step a statement of the same
+transaction.
 """
+
+from typing import Protocol
 
 from jobtable._engines.workflow_queries import WorkflowQueries
 
 _ENDED = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class SettleSteps(Protocol):
+    """The statements ``settle_steps`` settles with: an engine that settles a step at a time."""
+
+    def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
+        """The job's status and workflow id, None for an unknown id."""
+        ...
+
+    def feed_dependents(self, *, dep: str) -> int:
+        """Copies dep's result into the payload of the pending jobs it feeds."""
+        ...
+
+    def release_dependents(self, *, dep: str, succeeded: bool, now: str) -> int:
+        """Counts dep's end for its dependents; a pending one at 0 becomes queued."""
+        ...
+
+    def mark_deps_done(self, *, dep: str, succeeded: bool) -> None:
+        """Records that dep's end was counted."""
+        ...
+
+    def cancel_dependents(self, *, dep: str, now: str) -> list[str]:
+        """Cancels the pending jobs that needed dep to succeed; returns their ids."""
+        ...
+
+    def notify_ready(self) -> None:
+        """Wakes idle runners for jobs that became ready."""
+        ...
 
 
 def settle_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
@@ -21,6 +54,11 @@ def settle_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
     others are cancelled with job_id as the reason, their own dependents in
     turn, transitively.
     """
+    q.settle_ended(ids=[job_id], now=now)
+
+
+def settle_steps(q: SettleSteps, job_id: str, now: str) -> None:
+    """Settles the dependents of job_id as ``settle_dependents`` says, a statement a step."""
     state = q.dep_state(id=job_id)
     if state is None or state[0] not in _ENDED or state[1] is None:
         return  # a job of no workflow has no dependents

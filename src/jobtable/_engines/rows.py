@@ -120,7 +120,9 @@ class Outcome(NamedTuple):
     ``failed`` (with error), ``queued`` (from run_at on; with error for a
     failed attempt, without for a retry the handler asked for) or
     ``cancelled``. workflow is set for a job of a workflow: its end then
-    settles its dependents in the same transaction.
+    settles its dependents in the same transaction. run_trace is the W3C
+    trace context of the attempt's run span (an instrumented store's, None
+    otherwise), stored with an outcome that ends the job.
     """
 
     id: str
@@ -130,6 +132,7 @@ class Outcome(NamedTuple):
     error: str | None
     run_at: str | None
     workflow: bool = False
+    run_trace: str | None = None
 
 
 class JobRow(Protocol):

@@ -85,24 +85,13 @@ class WorkflowQueries(Protocol):
         """Records that each edge's job waits for its dep."""
         ...
 
-    def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
-        """The job's status and workflow id, None for an unknown id."""
-        ...
+    def settle_ended(self, *, ids: Sequence[str], now: str) -> None:
+        """Settles the dependents of the jobs of ids that ended and belong to a workflow.
 
-    def feed_dependents(self, *, dep: str) -> int:
-        """Copies dep's result into the payload of the pending jobs it feeds."""
-        ...
-
-    def release_dependents(self, *, dep: str, succeeded: bool, now: str) -> int:
-        """Counts dep's end for its dependents; a pending one at 0 becomes queued."""
-        ...
-
-    def mark_deps_done(self, *, dep: str, succeeded: bool) -> None:
-        """Records that dep's end was counted."""
-        ...
-
-    def cancel_dependents(self, *, dep: str, now: str) -> list[str]:
-        """Cancels the pending jobs that needed dep to succeed; returns their ids."""
+        See ``jobtable._engines.dependencies.settle_dependents``: each one's
+        end is counted by its dependents, and a failure or cancel cancels
+        the dependents that needed it to succeed, transitively.
+        """
         ...
 
     def revive_dependents(self, *, dep: str, now: str) -> list[str]:
@@ -131,6 +120,10 @@ class WorkflowQueries(Protocol):
 
     def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
         """The jobs job depends on, in enqueue order."""
+        ...
+
+    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
+        """The (id, run trace) of each of job's dependencies that stored one, in enqueue order."""
         ...
 
     def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
@@ -164,8 +157,4 @@ class WorkflowQueries(Protocol):
 
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
         """Asks the runners holding the workflow's running jobs to cancel them."""
-        ...
-
-    def notify_ready(self) -> None:
-        """Wakes idle runners for jobs that became ready (nothing where runners watch writes)."""
         ...

@@ -199,11 +199,12 @@ class Executor:
         None means the job stays running: the handler raised after stop began.
         A row whose text cannot be read fails alone with MESSAGE_INTERNAL,
         finally: another attempt would read the same bytes. An instrumented
-        store's telemetry observes the attempt and its outcome.
+        store's telemetry observes the attempt and its outcome, stored with it.
         """
-        with run_trace(self._store, job, queue) as trace:
+        with await run_trace(self._store, job, queue) as trace:
             outcome = await self._attempt(job, queue)
             trace.ended(None if outcome is None else outcome.outcome)
+        outcome = outcome and outcome.traced(trace.traceparent)
         if hooks := self._handlers.hooks:
             await hooks.ended(self._logger, AttemptOutcome.of(job, outcome))
         return outcome

@@ -172,6 +172,12 @@ class Finish(NamedTuple):
         """The attempt's error, or None."""
         return self.outcome.error
 
+    def traced(self, run_trace: str | None) -> "Finish":
+        """This outcome, stored with run_trace, its attempt's run span (None: as it is)."""
+        if run_trace is None:
+            return self
+        return self._replace(outcome=self.outcome._replace(run_trace=run_trace))
+
     def refused(self) -> "Finish":
         """The outcome that replaces this one when the database refused it: MESSAGE_INTERNAL.
 
@@ -189,7 +195,10 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
 
     Returns the ids of the jobs it finished and the jobs it claimed. With no
     outcomes it is a plain claim; with max_jobs 0, a plain record. With
-    kinds, it claims only jobs of those kinds.
+    kinds, it claims only jobs of those kinds. Outcomes of workflows' jobs
+    settle their dependents with them (``Queries.finish_and_claim_jobs``):
+    on PostgreSQL in the statement that stores them, the claim then a
+    statement of its own, which needs no atomicity with it.
     """
 
     __slots__ = ("kinds", "max_jobs", "now", "outcomes", "queue", "runner")
@@ -222,11 +231,12 @@ class FinishAndClaim(Statement[tuple[list[str], Sequence[ClaimedRow]]]):
 
 
 class WorkflowFinishAndClaim:
-    """A FinishAndClaim whose outcomes end jobs of workflows: several statements, one transaction.
+    """A FinishAndClaim whose handlers added jobs to their workflows: one transaction.
 
-    Their dependents are settled by further statements in the same
-    transaction (``settle_dependents``), so it is no lone ``Statement``: an
-    engine runs it between BEGIN and COMMIT.
+    The added jobs are stored, and their dependencies settled again, by
+    further statements in the transaction that records the adding job's
+    success (``store_additions``), so it is no lone ``Statement``: an engine
+    runs it between BEGIN and COMMIT.
     """
 
     __slots__ = ("op",)
@@ -264,10 +274,9 @@ def finish_and_claim(
     now: str,
     kinds: Sequence[str] | None = None,
 ) -> FinishAndClaim | WorkflowFinishAndClaim:
-    """The FinishAndClaim of outcomes: one statement unless an outcome ends a workflow's job."""
+    """The FinishAndClaim of outcomes: a transaction of its own when a handler added jobs."""
     op = FinishAndClaim(outcomes, runner, queue, max_jobs, now, kinds)
-    workflow = any(f.outcome.workflow or f.adds for f in outcomes)
-    return WorkflowFinishAndClaim(op) if workflow else op
+    return WorkflowFinishAndClaim(op) if any(f.adds for f in outcomes) else op
 
 
 class FlowClaim:

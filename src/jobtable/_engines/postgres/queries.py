@@ -14,7 +14,6 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.base import Queries
-from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
@@ -22,6 +21,7 @@ from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
+from jobtable._engines.postgres.outcomes import outcome_arrays
 from jobtable._engines.postgres.step_queries import PostgresStepQueries
 from jobtable._engines.postgres.workflow_queries import PostgresWorkflowQueries
 from jobtable._engines.rows import (
@@ -187,11 +187,19 @@ class _Queries(
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
 
-    def succeed_job(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.succeed_job(result=result, now=_time(now), id=id, attempt=attempt)
+    def succeed_job(
+        self, *, result: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int:
+        return self._q.succeed_job(
+            result=result, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+        )
 
-    def fail_job(self, *, error: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.fail_job(error=error, now=_time(now), id=id, attempt=attempt)
+    def fail_job(
+        self, *, error: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int:
+        return self._q.fail_job(
+            error=error, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+        )
 
     def finish_and_claim_jobs(
         self,
@@ -203,48 +211,33 @@ class _Queries(
         max_jobs: int,
         kinds: Sequence[str] | None = None,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
-        ids = [o.id for o in outcomes]
-        attempts = [o.attempt for o in outcomes]
-        states = [o.state for o in outcomes]
-        results = [o.result for o in outcomes]
-        errors = [o.error for o in outcomes]
-        run_ats = [None if o.run_at is None else _time(o.run_at) for o in outcomes]
-        rows: Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]
+        arrays = outcome_arrays(outcomes)
+        if any(o.workflow for o in outcomes):
+            # Their dependents settle in the statement that stores them; the
+            # claim, which needs no atomicity with it, follows on its own.
+            rows = self._wf.finish_workflow_jobs(now=_time(now), **arrays)
+            finished = [row.id for row in rows]
+            if max_jobs <= 0:
+                return finished, []
+            _, claimed = self.finish_and_claim_jobs(
+                outcomes=(), runner=runner, queue=queue, now=now, max_jobs=max_jobs, kinds=kinds
+            )
+            return finished, claimed
+        claims: Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]
         if kinds is None:
-            rows = self._q.finish_and_claim_jobs(
-                now=_time(now),
-                ids=ids,
-                attempts=attempts,
-                states=states,
-                results=results,
-                errors=errors,
-                run_ats=run_ats,
-                queue=queue,
-                max_jobs=max_jobs,
-                runner=runner,
+            claims = self._q.finish_and_claim_jobs(
+                now=_time(now), queue=queue, max_jobs=max_jobs, runner=runner, **arrays
             )
         else:
-            rows = self._q.finish_and_claim_jobs_of_kinds(
+            claims = self._q.finish_and_claim_jobs_of_kinds(
                 now=_time(now),
-                ids=ids,
-                attempts=attempts,
-                states=states,
-                results=results,
-                errors=errors,
-                run_ats=run_ats,
                 queue=queue,
                 kinds=list(kinds),
                 max_jobs=max_jobs,
                 runner=runner,
+                **arrays,
             )
-        finished = [row.id for row in rows if row.finished]
-        # Only the jobs of workflows cost a statement more: their dependents'.
-        if any(o.workflow for o in outcomes):
-            done = set(finished)
-            for o in outcomes:
-                if o.workflow and o.id in done:
-                    settle_dependents(self, o.id, now)
-        return finished, [row for row in rows if not row.finished]
+        return [row.id for row in claims if row.finished], [r for r in claims if not r.finished]
 
     def next_run_at(self, *, queue: str) -> str | None:
         row = self._q.next_run_at(queue=queue)

@@ -15,6 +15,7 @@ from jobtable.db.postgres import (
     upgrade_v6,
     upgrade_v7,
     upgrade_v8,
+    upgrade_v9,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -111,3 +112,12 @@ def upgrade_to_v8(conn: _Connection) -> None:
     q.create_job_deps_job_index_v8()
     q.create_delete_deps_function_v8()
     q.create_delete_deps_trigger_v8()
+
+
+def upgrade_to_v9(conn: _Connection) -> None:
+    """Brings a version 8 schema to version 9: the jobs table's run_trace column.
+
+    It is nullable, so adding it rewrites no row; every job is kept, with no
+    run trace.
+    """
+    upgrade_v9.Querier(conn).add_run_trace_column_v9()

@@ -53,21 +53,8 @@ class PostgresWorkflowQueries:
         rows = [d._asdict() for d in deps]
         self._wf.create_job_deps(deps=cast("JSONValue", rows))
 
-    def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
-        row = self._wf.get_dep_state(id=id)
-        return None if row is None else (row.status, row.workflow_id)
-
-    def feed_dependents(self, *, dep: str) -> int:
-        return self._wf.feed_dependents(dep=dep)
-
-    def release_dependents(self, *, dep: str, succeeded: bool, now: str) -> int:
-        return self._wf.release_dependents(now=pg_time(now), dep=dep, succeeded=succeeded)
-
-    def mark_deps_done(self, *, dep: str, succeeded: bool) -> None:
-        self._wf.mark_deps_done(dep=dep, succeeded=succeeded)
-
-    def cancel_dependents(self, *, dep: str, now: str) -> list[str]:
-        return [row.id for row in self._wf.cancel_dependents(dep=dep, now=pg_time(now))]
+    def settle_ended(self, *, ids: Sequence[str], now: str) -> None:
+        self._wf.settle_dependents(ids=list(ids), now=pg_time(now))
 
     def revive_dependents(self, *, dep: str, now: str) -> list[str]:
         return [row.id for row in self._wf.revive_dependents(now=pg_time(now), dep=dep)]
@@ -91,6 +78,10 @@ class PostgresWorkflowQueries:
             DependencyRow(r.id, r.kind, r.status, r.result, r.run_on_failure)
             for r in self._wf.list_dependencies(job=job)
         ]
+
+    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
+        rows = self._wf.list_dependency_traces(job=job)
+        return [(r.id, r.run_trace) for r in rows if r.run_trace is not None]
 
     def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
         return [
@@ -127,6 +118,3 @@ class PostgresWorkflowQueries:
 
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
         return self._wf.request_cancel_workflow(now=pg_time(now), workflow_id=workflow_id)
-
-    def notify_ready(self) -> None:
-        self._wf.notify_ready()

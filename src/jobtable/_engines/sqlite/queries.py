@@ -27,6 +27,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
 from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
 from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
 from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
+from jobtable.db.sqlite_upgrade.upgrade_v9 import Querier as UpgradeV9
 
 
 def _before(now: str, seconds: float) -> str:
@@ -98,12 +99,17 @@ class Queries(
         # writer's transaction.
         finished: list[str] = []
         for o in outcomes:
+            trace, job, attempt = o.run_trace, o.id, o.attempt
             if o.state == "succeeded":
-                count = self.succeed_job(result=o.result, now=now, id=o.id, attempt=o.attempt)
+                count = self.succeed_job(
+                    result=o.result, now=now, run_trace=trace, id=job, attempt=attempt
+                )
             elif o.state == "failed":
-                count = self.fail_job(error=o.error, now=now, id=o.id, attempt=o.attempt)
+                count = self.fail_job(
+                    error=o.error, now=now, run_trace=trace, id=job, attempt=attempt
+                )
             elif o.state == "cancelled":
-                count = self.cancel_running_job(now=now, id=o.id, attempt=o.attempt)
+                count = self.cancel_running_job(now=now, run_trace=trace, id=job, attempt=attempt)
             elif o.error is None:
                 count = self.snooze_job(run_at=o.run_at or now, now=now, id=o.id, attempt=o.attempt)
             else:
@@ -267,3 +273,12 @@ def upgrade_to_v8(conn: sqlite3.Connection, create_table: str, creates: Sequence
     q.drop_jobs_v7()
     for statement in creates:
         conn.execute(statement)
+
+
+def upgrade_to_v9(conn: sqlite3.Connection) -> None:
+    """Adds the jobs table's run_trace column of version 9, in place.
+
+    It is nullable, so adding it rewrites no row; every job is kept, with no
+    run trace.
+    """
+    UpgradeV9(conn).add_run_trace_column_v9()

@@ -18,6 +18,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v6,
     upgrade_to_v7,
     upgrade_to_v8,
+    upgrade_to_v9,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -62,7 +63,8 @@ _CREATES_V7 = frozenset({"job_steps", "jobs_steps_delete"})
 # as the latest schema has it, with its triggers, creates the tables later
 # versions add beside it (flow control's, version 4; job_tags, version 6;
 # job_steps, version 7) and runs the runners table's step (version 5) itself.
-_REBUILT_VERSION = 8
+# The rebuilt jobs table has version 9's run_trace already.
+_REBUILT_VERSION = 9
 # What version 8 creates beside the rebuilt jobs table: workflows, job_deps
 # and its index.
 _TABLES_V8 = frozenset({"workflows", "job_deps", "job_deps_job"})
@@ -151,7 +153,15 @@ def _upgrade_to_v8(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
         and (n <= _TABLES_V8 or all(name.startswith("jobs_") for name in n))
     ]
     upgrade_to_v8(conn, table, creates)
-    return 8
+    # The rebuilt jobs table is the latest schema's: version 9's column too.
+    return 9
+
+
+def _upgrade_to_v9(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 9 adds the jobs table's run_trace, nullable, in place: no row is
+    # rewritten.
+    upgrade_to_v9(conn)
+    return 9
 
 
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
@@ -168,6 +178,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         5: _upgrade_to_v6,
         6: _upgrade_to_v7,
         7: _upgrade_to_v8,
+        8: _upgrade_to_v9,
     }
 
 

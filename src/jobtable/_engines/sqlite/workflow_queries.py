@@ -3,6 +3,7 @@
 import sqlite3
 from collections.abc import Sequence
 
+from jobtable._engines.dependencies import settle_steps
 from jobtable._engines.workflow_queries import (
     DependencyRow,
     JobDep,
@@ -43,6 +44,11 @@ class SQLiteWorkflowQueries:
             for d in deps
         )
 
+    def settle_ended(self, *, ids: Sequence[str], now: str) -> None:
+        # A statement a step: SQLite has no round trip to save.
+        for job_id in ids:
+            settle_steps(self, job_id, now)
+
     def dep_state(self, *, id: str) -> tuple[str, str | None] | None:
         row = self._wf.get_dep_state(id=id)
         return None if row is None else (row.status, row.workflow_id)
@@ -81,6 +87,10 @@ class SQLiteWorkflowQueries:
             DependencyRow(r.id, r.kind, r.status, r.result, bool(r.run_on_failure))
             for r in self._wf.list_dependencies(job=job)
         ]
+
+    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
+        rows = self._wf.list_dependency_traces(job=job)
+        return [(r.id, r.run_trace) for r in rows if r.run_trace is not None]
 
     def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
         return [

@@ -93,7 +93,9 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
         runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
         finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
             THEN NULL ELSE %(now)s END,
-        updated_at = %(now)s
+        updated_at = %(now)s,
+        run_trace = CASE WHEN outcome.state = 'queued' THEN jobs.run_trace
+            ELSE outcome.run_trace END
     FROM (
         -- Set-returning functions in one select list run in step: row i
         -- holds element i of every array.
@@ -102,7 +104,8 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
             unnest(%(states)s::text[]) AS state,
             unnest(%(results)s::text[]) AS result,
             unnest(%(errors)s::text[]) AS error,
-            unnest(%(run_ats)s::timestamptz[]) AS run_at
+            unnest(%(run_ats)s::timestamptz[]) AS run_at,
+            unnest(%(run_traces)s::text[]) AS run_trace
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
@@ -167,7 +170,9 @@ FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
         runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
         finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
             THEN NULL ELSE %(now)s END,
-        updated_at = %(now)s
+        updated_at = %(now)s,
+        run_trace = CASE WHEN outcome.state = 'queued' THEN jobs.run_trace
+            ELSE outcome.run_trace END
     FROM (
         -- Set-returning functions in one select list run in step: row i
         -- holds element i of every array.
@@ -176,7 +181,8 @@ FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
             unnest(%(states)s::text[]) AS state,
             unnest(%(results)s::text[]) AS result,
             unnest(%(errors)s::text[]) AS error,
-            unnest(%(run_ats)s::timestamptz[]) AS run_at
+            unnest(%(run_ats)s::timestamptz[]) AS run_at,
+            unnest(%(run_traces)s::text[]) AS run_trace
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
@@ -240,14 +246,16 @@ PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
-SUCCEED_JOB = """UPDATE jobs SET status = 'succeeded', result = %(result)s, finished_at = %(now)s, updated_at = %(now)s
+SUCCEED_JOB = """UPDATE jobs
+SET status = 'succeeded', result = %(result)s, finished_at = %(now)s, updated_at = %(now)s,
+    run_trace = %(run_trace)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
 FAIL_JOB = """UPDATE jobs
 SET status = 'failed', error = %(error)s,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
-    finished_at = %(now)s, updated_at = %(now)s
+    finished_at = %(now)s, updated_at = %(now)s, run_trace = %(run_trace)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
@@ -269,7 +277,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
-CANCEL_RUNNING_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+CANCEL_RUNNING_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s, run_trace = %(run_trace)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 """
 
@@ -1338,6 +1346,7 @@ class Querier:
         results: list[str | None] | None,
         errors: list[str | None] | None,
         run_ats: list[datetime.datetime | None] | None,
+        run_traces: list[str | None] | None,
         queue: str,
         max_jobs: int,
         runner: str | None,
@@ -1354,7 +1363,9 @@ class Querier:
         'queued' puts the job back in its queue from run_ats[i] on (cancelled
         instead when its cancel was requested), with errors[i] null for a retry the
         handler asked for, which adds one to max_attempts; 'cancelled' cancels it.
-        A non-null errors[i] joins the job's history. Such a job comes back as a row
+        A non-null errors[i] joins the job's history. An attempt that ends the job
+        stores run_traces[i], its run span's trace context (run_traces null: none,
+        as an uninstrumented store sends). Such a job comes back as a row
         with finished true and only its id; a job missing from those rows is no
         longer running under its claim.
 
@@ -1401,6 +1412,7 @@ class Querier:
                 "results": results,
                 "errors": errors,
                 "run_ats": run_ats,
+                "run_traces": run_traces,
                 "queue": queue,
                 "max_jobs": max_jobs,
                 "runner": runner,
@@ -1434,6 +1446,7 @@ class Querier:
         results: list[str | None] | None,
         errors: list[str | None] | None,
         run_ats: list[datetime.datetime | None] | None,
+        run_traces: list[str | None] | None,
         queue: str,
         kinds: list[str],
         max_jobs: int,
@@ -1454,6 +1467,7 @@ class Querier:
                 "results": results,
                 "errors": errors,
                 "run_ats": run_ats,
+                "run_traces": run_traces,
                 "queue": queue,
                 "kinds": kinds,
                 "max_jobs": max_jobs,
@@ -1560,15 +1574,19 @@ class Querier:
         *,
         result: str | None,
         now: datetime.datetime | None,
+        run_trace: str | None,
         id: str,
         attempt: int,
     ) -> int:
-        """SucceedJob stores the final result while the claim of attempt holds."""
+        """SucceedJob stores the final result while the claim of attempt holds, and
+        run_trace, the trace context of the attempt's run span (null: none).
+        """
         cur = self._conn.execute(
             SUCCEED_JOB,
             {
                 "result": result,
                 "now": now,
+                "run_trace": run_trace,
                 "id": id,
                 "attempt": attempt,
             },
@@ -1580,17 +1598,19 @@ class Querier:
         *,
         error: str | None,
         now: datetime.datetime | None,
+        run_trace: str | None,
         id: str,
         attempt: int,
     ) -> int:
         """FailJob stores error as the job's error, and in its history, while the
-        claim of attempt holds.
+        claim of attempt holds; run_trace as SucceedJob.
         """
         cur = self._conn.execute(
             FAIL_JOB,
             {
                 "error": error,
                 "now": now,
+                "run_trace": run_trace,
                 "id": id,
                 "attempt": attempt,
             },
@@ -1650,14 +1670,18 @@ class Querier:
         self,
         *,
         now: datetime.datetime | None,
+        run_trace: str | None,
         id: str,
         attempt: int,
     ) -> int:
-        """CancelRunningJob ends the job cancelled while the claim of attempt holds."""
+        """CancelRunningJob ends the job cancelled while the claim of attempt holds;
+        run_trace as SucceedJob.
+        """
         cur = self._conn.execute(
             CANCEL_RUNNING_JOB,
             {
                 "now": now,
+                "run_trace": run_trace,
                 "id": id,
                 "attempt": attempt,
             },

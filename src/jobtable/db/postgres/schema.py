@@ -106,7 +106,11 @@ CREATE TABLE jobs (
     -- that dependency puts back to pending (schema version 8).
     workflow_id text,
     pending_deps integer NOT NULL DEFAULT 0,
-    blocked_by text
+    blocked_by text,
+    -- run_trace is the W3C trace context of the run span of the attempt that
+    -- ended the job, stored with its outcome by an instrumented store (null
+    -- otherwise): its dependents' run spans link to it (schema version 9).
+    run_trace text
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue

@@ -45,35 +45,185 @@ FROM jsonb_to_recordset(%(deps)s::jsonb) AS edge(
 )
 """
 
-GET_DEP_STATE = """SELECT status, workflow_id FROM jobs WHERE id = %(id)s
-"""
-
-FEED_DEPENDENTS = """UPDATE jobs SET payload = (SELECT dep.result FROM jobs AS dep WHERE dep.id = %(dep)s)
-WHERE id IN (SELECT job FROM job_deps WHERE dep = %(dep)s AND feeds AND NOT done)
-    AND status = 'pending'
-"""
-
-RELEASE_DEPENDENTS = """UPDATE jobs
-SET pending_deps = pending_deps - 1,
-    status = CASE WHEN status = 'pending' AND pending_deps = 1 THEN 'queued' ELSE status END,
-    scheduled = CASE WHEN status = 'pending' AND pending_deps = 1 THEN run_at > %(now)s::timestamptz
-        ELSE scheduled END,
-    updated_at = CASE WHEN status = 'pending' AND pending_deps = 1 THEN %(now)s ELSE updated_at END
-WHERE id IN (
-    SELECT job FROM job_deps
-    WHERE dep = %(dep)s AND NOT done AND (%(succeeded)s::boolean OR run_on_failure)
+SETTLE_DEPENDENTS = """WITH RECURSIVE root AS (
+    SELECT id, status = 'succeeded' AS ok, result FROM jobs
+    WHERE id = ANY(%(ids)s::text[]) AND workflow_id IS NOT NULL
+        AND status IN ('succeeded', 'failed', 'cancelled')
+),
+doomed (id, cause) AS (
+    SELECT edge.job, edge.dep
+    FROM root, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = root.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE NOT root.ok AND (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+    UNION
+    SELECT edge.job, edge.dep
+    FROM doomed, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = doomed.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+),
+doom AS (
+    SELECT DISTINCT ON (id) id, cause FROM doomed
+    ORDER BY id, cause NOT IN (SELECT id FROM root), cause
+),
+settling AS (
+    SELECT id, ok, result FROM root
+    UNION ALL SELECT id, false, NULL::text FROM doom
+),
+counted AS (
+    UPDATE job_deps AS edge SET done = true
+    FROM settling
+    WHERE edge.dep = ANY(ARRAY(SELECT id FROM settling)) AND edge.dep = settling.id
+        AND NOT edge.done AND (settling.ok OR edge.run_on_failure)
+    RETURNING edge.job, CASE WHEN edge.feeds AND settling.ok THEN settling.result END AS fed
+),
+plan AS (
+    SELECT id, sum(ends) AS ends, max(fed) AS fed, max(cause) AS cause
+    FROM (
+        SELECT job AS id, 1 AS ends, fed, NULL::text AS cause FROM counted
+        UNION ALL SELECT id, 0, NULL::text, cause FROM doom
+    ) AS change
+    GROUP BY id
+),
+settled AS (
+    UPDATE jobs
+    SET pending_deps = jobs.pending_deps - plan.ends,
+        payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
+            ELSE jobs.payload END,
+        status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
+            WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
+            ELSE jobs.status END,
+        blocked_by = coalesce(plan.cause, jobs.blocked_by),
+        scheduled = CASE WHEN plan.cause IS NULL AND jobs.status = 'pending'
+                AND jobs.pending_deps = plan.ends THEN jobs.run_at > %(now)s::timestamptz
+            ELSE jobs.scheduled END,
+        finished_at = CASE WHEN plan.cause IS NOT NULL THEN %(now)s ELSE jobs.finished_at END,
+        updated_at = CASE WHEN plan.cause IS NOT NULL
+                OR (jobs.status = 'pending' AND jobs.pending_deps = plan.ends) THEN %(now)s
+            ELSE jobs.updated_at END
+    FROM plan
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
+    RETURNING jobs.status
+),
+ready AS MATERIALIZED (
+    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    WHERE status = 'queued' HAVING count(*) > 0
 )
+SELECT count(*) FROM ready
 """
 
-MARK_DEPS_DONE = """UPDATE job_deps SET done = true
-WHERE dep = %(dep)s AND NOT done AND (%(succeeded)s::boolean OR run_on_failure)
-"""
-
-CANCEL_DEPENDENTS = """UPDATE jobs
-SET status = 'cancelled', blocked_by = %(dep)s, finished_at = %(now)s, updated_at = %(now)s
-WHERE id IN (SELECT job FROM job_deps WHERE dep = %(dep)s AND NOT done AND NOT run_on_failure)
-    AND status = 'pending'
-RETURNING id
+FINISH_WORKFLOW_JOBS = """WITH RECURSIVE finished AS (
+    UPDATE jobs
+    SET status = CASE WHEN outcome.state = 'queued' AND jobs.cancel_requested THEN 'cancelled'
+            ELSE outcome.state END,
+        result = CASE WHEN outcome.state = 'succeeded' THEN outcome.result ELSE jobs.result END,
+        error = CASE WHEN outcome.state = 'failed' THEN outcome.error END,
+        errors = CASE WHEN outcome.error IS NULL THEN jobs.errors
+            ELSE (jobs.errors::jsonb || jsonb_build_array(jsonb_build_object(
+                'attempt', jobs.attempt, 'error', outcome.error, 'at', %(now)s::timestamptz
+            )))::text
+        END,
+        max_attempts = CASE WHEN outcome.state = 'queued' AND outcome.error IS NULL
+            THEN jobs.max_attempts + 1 ELSE jobs.max_attempts END,
+        run_at = COALESCE(outcome.run_at, jobs.run_at),
+        scheduled = COALESCE(outcome.run_at > %(now)s, false),
+        runner = CASE WHEN outcome.state = 'queued' THEN NULL ELSE jobs.runner END,
+        finished_at = CASE WHEN outcome.state = 'queued' AND NOT jobs.cancel_requested
+            THEN NULL ELSE %(now)s END,
+        updated_at = %(now)s,
+        run_trace = CASE WHEN outcome.state = 'queued' THEN jobs.run_trace
+            ELSE outcome.run_trace END
+    FROM (
+        -- Set-returning functions in one select list run in step: row i
+        -- holds element i of every array.
+        SELECT unnest(%(ids)s::text[]) AS id,
+            unnest(%(attempts)s::integer[]) AS attempt,
+            unnest(%(states)s::text[]) AS state,
+            unnest(%(results)s::text[]) AS result,
+            unnest(%(errors)s::text[]) AS error,
+            unnest(%(run_ats)s::timestamptz[]) AS run_at,
+            unnest(%(run_traces)s::text[]) AS run_trace
+    ) AS outcome
+    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result
+),
+ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n') ELSE '' END)
+    FROM finished WHERE status <> 'queued'
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
+),
+root AS (
+    SELECT id, status = 'succeeded' AS ok, result FROM finished
+    WHERE workflow_id IS NOT NULL AND status IN ('succeeded', 'failed', 'cancelled')
+),
+doomed (id, cause) AS (
+    SELECT edge.job, edge.dep
+    FROM root, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = root.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE NOT root.ok AND (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+    UNION
+    SELECT edge.job, edge.dep
+    FROM doomed, LATERAL (
+        SELECT job, dep FROM job_deps
+        WHERE dep = doomed.id AND NOT done AND NOT run_on_failure OFFSET 0
+    ) AS edge
+    WHERE (SELECT status FROM jobs WHERE jobs.id = edge.job) = 'pending'
+),
+doom AS (
+    SELECT DISTINCT ON (id) id, cause FROM doomed
+    ORDER BY id, cause NOT IN (SELECT id FROM root), cause
+),
+settling AS (
+    SELECT id, ok, result FROM root
+    UNION ALL SELECT id, false, NULL::text FROM doom
+),
+counted AS (
+    UPDATE job_deps AS edge SET done = true
+    FROM settling
+    WHERE edge.dep = ANY(ARRAY(SELECT id FROM settling)) AND edge.dep = settling.id
+        AND NOT edge.done AND (settling.ok OR edge.run_on_failure)
+    RETURNING edge.job, CASE WHEN edge.feeds AND settling.ok THEN settling.result END AS fed
+),
+plan AS (
+    SELECT id, sum(ends) AS ends, max(fed) AS fed, max(cause) AS cause
+    FROM (
+        SELECT job AS id, 1 AS ends, fed, NULL::text AS cause FROM counted
+        UNION ALL SELECT id, 0, NULL::text, cause FROM doom
+    ) AS change
+    GROUP BY id
+),
+settled AS (
+    UPDATE jobs
+    SET pending_deps = jobs.pending_deps - plan.ends,
+        payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
+            ELSE jobs.payload END,
+        status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
+            WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
+            ELSE jobs.status END,
+        blocked_by = coalesce(plan.cause, jobs.blocked_by),
+        scheduled = CASE WHEN plan.cause IS NULL AND jobs.status = 'pending'
+                AND jobs.pending_deps = plan.ends THEN jobs.run_at > %(now)s::timestamptz
+            ELSE jobs.scheduled END,
+        finished_at = CASE WHEN plan.cause IS NOT NULL THEN %(now)s ELSE jobs.finished_at END,
+        updated_at = CASE WHEN plan.cause IS NOT NULL
+                OR (jobs.status = 'pending' AND jobs.pending_deps = plan.ends) THEN %(now)s
+            ELSE jobs.updated_at END
+    FROM plan
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
+    RETURNING jobs.status
+),
+ready AS MATERIALIZED (
+    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    WHERE status = 'queued' HAVING count(*) > 0
+)
+SELECT finished.id FROM finished LEFT JOIN ended ON true LEFT JOIN ready ON true
 """
 
 REVIVE_DEPENDENTS = """UPDATE jobs
@@ -94,6 +244,12 @@ WHERE job_deps.job = %(job)s
 ORDER BY jobs.seq
 """
 
+LIST_DEPENDENCY_TRACES = """SELECT jobs.id, jobs.run_trace
+FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
+WHERE job_deps.job = %(job)s AND jobs.run_trace IS NOT NULL
+ORDER BY jobs.seq
+"""
+
 LIST_DEPENDENTS = """SELECT jobs.id, jobs.kind, jobs.status
 FROM job_deps JOIN jobs ON jobs.id = job_deps.job
 WHERE job_deps.dep = %(dep)s
@@ -111,9 +267,6 @@ LIST_WORKFLOW_JOBS = """SELECT id, kind, status FROM jobs WHERE workflow_id = %(
 LIST_WORKFLOW_DEPS = """SELECT job_deps.dep, job_deps.job
 FROM jobs JOIN job_deps ON job_deps.job = jobs.id
 WHERE jobs.workflow_id = %(workflow_id)s
-"""
-
-NOTIFY_READY = """SELECT pg_notify(jobtable_channel(current_schema()), '')
 """
 
 CANCEL_WORKFLOW_JOBS = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
@@ -174,16 +327,8 @@ ORDER BY page.created_at DESC, page.id DESC
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class GetDepStateRow:
-    """A row that GetDepState returns."""
-
-    status: str
-    workflow_id: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CancelDependentsRow:
-    """A row that CancelDependents returns."""
+class FinishWorkflowJobsRow:
+    """A row that FinishWorkflowJobs returns."""
 
     id: str
 
@@ -211,6 +356,14 @@ class ListDependenciesRow:
     status: str
     result: str | None
     run_on_failure: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListDependencyTracesRow:
+    """A row that ListDependencyTraces returns."""
+
+    id: str
+    run_trace: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -287,10 +440,11 @@ class Querier:
         now: datetime.datetime,
     ) -> None:
         """The workflows' queries: jobs with dependencies. A job of a workflow that
-        waits for dependencies is pending, which no claim reads; these statements
-        run in the transaction that records each dependency's outcome (only when
-        the finished job belongs to a workflow), so nothing outside the database
-        remembers that a job waits for another.
+        waits for dependencies is pending, which no claim reads; its dependencies'
+        ends are settled by the statement that records each (FinishWorkflowJobs)
+        or in its transaction (SettleDependents), only when the finished job
+        belongs to a workflow, so nothing outside the database remembers that a
+        job waits for another.
         CreateWorkflow names a new workflow.
         """
         self._conn.execute(
@@ -360,103 +514,103 @@ class Querier:
             },
         )
 
-    def get_dep_state(
+    def settle_dependents(
         self,
         *,
-        id: str,
-    ) -> GetDepStateRow | None:
-        """GetDepState reads what a dependency's dependents need to know of it."""
-        cur = self._conn.execute(
-            GET_DEP_STATE,
-            {
-                "id": id,
-            },
-        )
-        row = cur.fetchone()
-        if row is None:
-            return None
-        return GetDepStateRow(
-            status=row[0],
-            workflow_id=row[1],
-        )
-
-    def feed_dependents(
-        self,
-        *,
-        dep: str,
-    ) -> int:
-        """FeedDependents makes dep's result the payload of each pending job it
-        feeds; run before ReleaseDependents, which makes them ready.
+        ids: list[str],
+        now: datetime.datetime,
+    ) -> None:
+        """SettleDependents settles, in one statement, the dependents of the jobs of
+        ids that ended (succeeded, failed or cancelled) and belong to a workflow:
+        the statement each write that ends such jobs runs in its transaction (a
+        runner's outcomes run FinishWorkflowJobs instead). A success's result
+        becomes the payload of the pending jobs it feeds, and each dependent
+        counts it; a failure or cancel is counted by the dependents that opted in
+        (run_on_failure), and cancels the others that are pending, naming it
+        (blocked_by), their own dependents in turn, transitively. A pending job
+        whose count reaches 0 is queued, ready at once or at its run_at, and wakes
+        idle runners (a notification on the schema's channel, at commit: the
+        insert trigger wakes them for new jobs only; SQLite's runners watch the
+        file's writes instead). An end is counted
+        once (job_deps.done): no end counts twice, though a dependency retried
+        ends again. Differs from SQLite, whose engine has no round trip to save:
+        there each step is a statement of its own, in the same transaction.
+        The jobs the failed or cancelled roots cancel, transitively: a pending
+        job that needs one of them (or a job cancelled so) to succeed.
+        Each step reads the edges of its causes by job_deps' key, and each
+        edge's job by its id: OFFSET 0 keeps the planner from reading instead
+        every pending job's edges (a fan-in has thousands).
+        One reason a cancelled job: a root when one is, as the settling one root
+        at a time names it.
+        Every end counted, once: any edge of a success, an opted-in edge
+        (run_on_failure) of a failure or cancel; the others stay not done.
+        What changes for each job: the ends it counts, the result that feeds
+        it, the dependency that cancels it.
+        Only pending_deps changes for a job still waiting, which no index holds:
+        the update of a wide fan-in's row at each of its dependencies' ends stays
+        HOT, adding no index entry.
         """
-        cur = self._conn.execute(
-            FEED_DEPENDENTS,
+        self._conn.execute(
+            SETTLE_DEPENDENTS,
             {
-                "dep": dep,
+                "ids": ids,
+                "now": now,
             },
         )
-        return cur.rowcount
 
-    def release_dependents(
+    def finish_workflow_jobs(
         self,
         *,
         now: datetime.datetime,
-        dep: str,
-        succeeded: bool,
-    ) -> int:
-        """ReleaseDependents counts dep's end for each dependent it counts for (any
-        dependent when it succeeded, else those with run_on_failure) and not yet
-        counted: a pending job whose count reaches 0 is queued, ready at once or
-        at its run_at. MarkDepsDone must follow in the same transaction. Until
-        then only pending_deps changes, which no index holds: on PostgreSQL the
-        update of a wide fan-in's row stays HOT, adding no index entry at each of
-        its dependencies' ends.
+        ids: list[str],
+        attempts: list[int],
+        states: list[str],
+        results: list[str | None] | None,
+        errors: list[str | None] | None,
+        run_ats: list[datetime.datetime | None] | None,
+        run_traces: list[str | None] | None,
+    ) -> list[FinishWorkflowJobsRow]:
+        """FinishWorkflowJobs stores the outcomes of finished attempts as
+        FinishAndClaimJobs does (the same arrays; JobsEnded's notification too),
+        and settles, in the same statement, the dependents of the jobs of
+        workflows it ended, as SettleDependents does: a runner's outcomes of
+        workflows' jobs cost one statement, one round trip, as a plain job's. It
+        claims nothing: its caller's claim follows it, as a statement of its own.
+        It returns the ids of the jobs it finished; a job missing from them is no
+        longer running under its claim. Every sub-statement sees the jobs as they
+        were before it: the roots' ends come from the finished rows, and the jobs
+        the settling updates are others (pending, not running). Differs from
+        SQLite as SettleDependents does.
+        The jobs the failed or cancelled roots cancel, transitively: a pending
+        job that needs one of them (or a job cancelled so) to succeed.
+        Each step reads the edges of its causes by job_deps' key, and each
+        edge's job by its id: OFFSET 0 keeps the planner from reading instead
+        every pending job's edges (a fan-in has thousands).
+        One reason a cancelled job: a root when one is, as the settling one root
+        at a time names it.
+        Every end counted, once: any edge of a success, an opted-in edge
+        (run_on_failure) of a failure or cancel; the others stay not done.
+        What changes for each job: the ends it counts, the result that feeds
+        it, the dependency that cancels it.
+        Only pending_deps changes for a job still waiting, which no index holds:
+        the update of a wide fan-in's row at each of its dependencies' ends stays
+        HOT, adding no index entry.
         """
         cur = self._conn.execute(
-            RELEASE_DEPENDENTS,
+            FINISH_WORKFLOW_JOBS,
             {
                 "now": now,
-                "dep": dep,
-                "succeeded": succeeded,
-            },
-        )
-        return cur.rowcount
-
-    def mark_deps_done(
-        self,
-        *,
-        dep: str,
-        succeeded: bool,
-    ) -> None:
-        """MarkDepsDone records that ReleaseDependents counted dep's end, so no end
-        of dep (a retried dep ends again) counts twice.
-        """
-        self._conn.execute(
-            MARK_DEPS_DONE,
-            {
-                "dep": dep,
-                "succeeded": succeeded,
-            },
-        )
-
-    def cancel_dependents(
-        self,
-        *,
-        dep: str | None,
-        now: datetime.datetime | None,
-    ) -> list[CancelDependentsRow]:
-        """CancelDependents cancels the pending jobs that need dep to succeed, which
-        it did not, recording dep as the reason, and returns their ids: their own
-        dependents follow.
-        """
-        cur = self._conn.execute(
-            CANCEL_DEPENDENTS,
-            {
-                "dep": dep,
-                "now": now,
+                "ids": ids,
+                "attempts": attempts,
+                "states": states,
+                "results": results,
+                "errors": errors,
+                "run_ats": run_ats,
+                "run_traces": run_traces,
             },
         )
         return [
-            CancelDependentsRow(
+            FinishWorkflowJobsRow(
                 id=row[0],
             )
             for row in cur.fetchall()
@@ -525,6 +679,29 @@ class Querier:
                 status=row[2],
                 result=row[3],
                 run_on_failure=row[4],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_dependency_traces(
+        self,
+        *,
+        job: str,
+    ) -> list[ListDependencyTracesRow]:
+        """ListDependencyTraces reads the run traces of the jobs job depends on that
+        stored one (an instrumented store's), in enqueue order: its run span
+        links to each. Only an instrumented store reads it.
+        """
+        cur = self._conn.execute(
+            LIST_DEPENDENCY_TRACES,
+            {
+                "job": job,
+            },
+        )
+        return [
+            ListDependencyTracesRow(
+                id=row[0],
+                run_trace=row[1],
             )
             for row in cur.fetchall()
         ]
@@ -617,17 +794,6 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
-
-    def notify_ready(
-        self,
-    ) -> None:
-        """NotifyReady wakes idle runners for jobs a finish made ready: the insert
-        trigger wakes them for new jobs only. Differs by necessity from SQLite,
-        whose runners watch the file's writes.
-        """
-        self._conn.execute(
-            NOTIFY_READY,
-        )
 
     def cancel_workflow_jobs(
         self,

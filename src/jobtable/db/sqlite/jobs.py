@@ -115,15 +115,17 @@ PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
 
-SUCCEED_JOB = """UPDATE jobs SET status = 'succeeded', result = ?1, finished_at = ?2, updated_at = ?2
-WHERE id = ?3 AND status = 'running' AND attempt = ?4
+SUCCEED_JOB = """UPDATE jobs
+SET status = 'succeeded', result = ?1, finished_at = ?2, updated_at = ?2,
+    run_trace = ?3
+WHERE id = ?4 AND status = 'running' AND attempt = ?5
 """
 
 FAIL_JOB = """UPDATE jobs
 SET status = 'failed', error = ?1,
     errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', CAST(?1 AS TEXT), 'at', ?2)),
-    finished_at = ?2, updated_at = ?2
-WHERE id = ?3 AND status = 'running' AND attempt = ?4
+    finished_at = ?2, updated_at = ?2, run_trace = ?3
+WHERE id = ?4 AND status = 'running' AND attempt = ?5
 """
 
 RETRY_JOB = """UPDATE jobs
@@ -144,8 +146,8 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
 
-CANCEL_RUNNING_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
-WHERE id = ?2 AND status = 'running' AND attempt = ?3
+CANCEL_RUNNING_JOB = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1, run_trace = ?2
+WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
 
 INTERRUPT_RUNNING_JOBS = """UPDATE jobs
@@ -1269,15 +1271,19 @@ class Querier:
         *,
         result: str | None,
         now: str | None,
+        run_trace: str | None,
         id: str,
         attempt: int,
     ) -> int:
-        """SucceedJob stores the final result while the claim of attempt holds."""
+        """SucceedJob stores the final result while the claim of attempt holds, and
+        run_trace, the trace context of the attempt's run span (null: none).
+        """
         cur = self._conn.execute(
             SUCCEED_JOB,
             (
                 result,
                 now,
+                run_trace,
                 id,
                 attempt,
             ),
@@ -1289,17 +1295,19 @@ class Querier:
         *,
         error: str | None,
         now: str | None,
+        run_trace: str | None,
         id: str,
         attempt: int,
     ) -> int:
         """FailJob stores error as the job's error, and in its history, while the
-        claim of attempt holds.
+        claim of attempt holds; run_trace as SucceedJob.
         """
         cur = self._conn.execute(
             FAIL_JOB,
             (
                 error,
                 now,
+                run_trace,
                 id,
                 attempt,
             ),
@@ -1359,14 +1367,18 @@ class Querier:
         self,
         *,
         now: str | None,
+        run_trace: str | None,
         id: str,
         attempt: int,
     ) -> int:
-        """CancelRunningJob ends the job cancelled while the claim of attempt holds."""
+        """CancelRunningJob ends the job cancelled while the claim of attempt holds;
+        run_trace as SucceedJob.
+        """
         cur = self._conn.execute(
             CANCEL_RUNNING_JOB,
             (
                 now,
+                run_trace,
                 id,
                 attempt,
             ),

@@ -72,6 +72,7 @@ class Job:
     workflow_id: str | None
     pending_deps: int
     blocked_by: str | None
+    run_trace: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -98,7 +98,11 @@ CREATE TABLE jobs (
     -- that dependency puts back to pending (schema version 8).
     workflow_id TEXT,
     pending_deps INTEGER NOT NULL DEFAULT 0,
-    blocked_by TEXT
+    blocked_by TEXT,
+    -- run_trace is the W3C trace context of the run span of the attempt that
+    -- ended the job, stored with its outcome by an instrumented store (null
+    -- otherwise): its dependents' run spans link to it (schema version 9).
+    run_trace TEXT
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue

@@ -82,6 +82,12 @@ WHERE job_deps.job = ?1
 ORDER BY jobs.seq
 """
 
+LIST_DEPENDENCY_TRACES = """SELECT jobs.id, jobs.run_trace
+FROM job_deps JOIN jobs ON jobs.id = job_deps.dep
+WHERE job_deps.job = ?1 AND jobs.run_trace IS NOT NULL
+ORDER BY jobs.seq
+"""
+
 LIST_DEPENDENTS = """SELECT jobs.id, jobs.kind, jobs.status
 FROM job_deps JOIN jobs ON jobs.id = job_deps.job
 WHERE job_deps.dep = ?1
@@ -229,6 +235,14 @@ class ListDependenciesRow:
     status: str
     result: str | None
     run_on_failure: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListDependencyTracesRow:
+    """A row that ListDependencyTraces returns."""
+
+    id: str
+    run_trace: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -551,6 +565,27 @@ class Querier:
                 status=row[2],
                 result=row[3],
                 run_on_failure=row[4],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_dependency_traces(
+        self,
+        *,
+        job: str,
+    ) -> list[ListDependencyTracesRow]:
+        """ListDependencyTraces reads the run traces of the jobs job depends on that
+        stored one (an instrumented store's), in enqueue order: its run span
+        links to each. Only an instrumented store reads it.
+        """
+        cur = self._conn.execute(
+            LIST_DEPENDENCY_TRACES,
+            (job,),
+        )
+        return [
+            ListDependencyTracesRow(
+                id=row[0],
+                run_trace=row[1],
             )
             for row in cur.fetchall()
         ]
