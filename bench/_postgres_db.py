@@ -70,6 +70,11 @@ def create_params() -> dict[str, Any]:
         "run_at": now,
         "now": now,
         "traceparent": None,
+        "partition_key": None,
+        "sequence_key": None,
+        "sequence_blocks": False,
+        "tags": "[]",
+        "meta": None,
     }
 
 

@@ -1,7 +1,7 @@
 """The hot path's statements read their own partial indexes, never the listing's.
 
-The listing's indexes (jobs_by_status*) hold queued and finished rows, keyed
-by status, so a planner could take one for a claim, a staging or a prune: it
+The listing's indexes (jobs_by_*) hold queued and finished rows, keyed by
+kind, queue or status, so a planner could take one for a claim, a staging or a prune: it
 would read past every queued job of other queues, or sort every finished row.
 Each statement here must name its own index in its plan, on both engines:
 SQLite as it plans without ANALYZE's statistics (a store never runs ANALYZE),
@@ -39,7 +39,15 @@ EXPECTED = {
     "FINISHED_PER_MINUTE": "jobs_finished",
     "LIST_JOBS_RUNNING": "jobs_running",
 }
-LISTING = ("jobs_by_status", "jobs_by_status_kind", "jobs_by_status_queue")
+LISTING = (
+    "jobs_by_kind",
+    "jobs_by_queue",
+    "jobs_by_rare_status",
+    "jobs_by_rare_status_kind",
+    "jobs_by_rare_status_queue",
+    "jobs_by_status_kind",
+    "jobs_by_status_queue",
+)
 T = "2025-01-02T03:04:05.000001Z"
 
 

@@ -15,6 +15,7 @@ from jobtable.db.postgres import (
     upgrade_v6,
     upgrade_v7,
     upgrade_v8,
+    upgrade_v10,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -111,3 +112,14 @@ def upgrade_to_v8(conn: _Connection) -> None:
     q.create_job_deps_job_index_v8()
     q.create_delete_deps_function_v8()
     q.create_delete_deps_trigger_v8()
+
+
+def upgrade_to_v10(conn: _Connection) -> None:
+    """Brings a schema to version 10: the listing's jobs_by_status gives way to jobs_by_rare_status.
+
+    A finish wrote an entry in jobs_by_status; a claim and a finish write
+    none in jobs_by_rare_status. Every job is kept.
+    """
+    q = upgrade_v10.Querier(conn)
+    q.drop_jobs_by_status_index_v10()
+    q.create_jobs_by_rare_status_index_v10()

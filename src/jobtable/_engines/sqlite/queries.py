@@ -267,3 +267,13 @@ def upgrade_to_v8(conn: sqlite3.Connection, create_table: str, creates: Sequence
     q.drop_jobs_v7()
     for statement in creates:
         conn.execute(statement)
+
+
+def upgrade_to_v10(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    """Runs statements, the latest schema's that replace the listing's indexes (version 10).
+
+    They drop the indexes keyed by status that versions 3 to 9 had and create
+    the listing's indexes of version 10; every job is kept.
+    """
+    for statement in statements:
+        conn.execute(statement)
