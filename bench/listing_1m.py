@@ -76,30 +76,39 @@ def _old_jobs() -> list[tuple[str, str, str, str, str | None]]:
 def _load(db: _db.Database, fill: list[tuple[str, str, str, int]]) -> None:
     """Inserts the old jobs when the table is empty, then each (kind, queue, status, count)."""
     if db.engine == "sqlite":
-        import sqlite3
+        _load_sqlite(db.target, fill)
+    else:
+        _load_postgres(db.target, fill)
 
-        conn = sqlite3.connect(db.target, isolation_level=None)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            if not conn.execute("SELECT EXISTS (SELECT 1 FROM jobs)").fetchone()[0]:
-                conn.executemany(
-                    "INSERT INTO jobs (id, kind, queue, status, error, payload, run_at,"
-                    " created_at, updated_at, tags)"
-                    f" VALUES (?, ?, ?, ?, ?, '{{}}', '{T}', '{T}', '{T}', '[\"team:a\"]')",
-                    _old_jobs(),
-                )
-            for kind, queue, status, count in fill:
-                conn.execute(_SQLITE_FILL, (count, kind, queue, status, status, T, T, T))
-            conn.execute("COMMIT")
-            conn.execute("ANALYZE")
-        finally:
-            conn.close()
-        return
+
+def _load_sqlite(target: str, fill: list[tuple[str, str, str, int]]) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(target, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if not conn.execute("SELECT EXISTS (SELECT 1 FROM jobs)").fetchone()[0]:
+            conn.executemany(
+                "INSERT INTO jobs (id, kind, queue, status, error, payload, run_at,"
+                " created_at, updated_at, tags)"
+                f" VALUES (?, ?, ?, ?, ?, '{{}}', '{T}', '{T}', '{T}', '[\"team:a\"]')",
+                _old_jobs(),
+            )
+        for kind, queue, status, count in fill:
+            conn.execute(_SQLITE_FILL, (count, kind, queue, status, status, T, T, T))
+        conn.execute("COMMIT")
+        conn.execute("ANALYZE")
+    finally:
+        conn.close()
+
+
+def _load_postgres(target: str, fill: list[tuple[str, str, str, int]]) -> None:
     import psycopg
 
-    with psycopg.connect(db.target, autocommit=True) as conn:
+    with psycopg.connect(target, autocommit=True) as conn:
         with conn.transaction():
-            if not conn.execute("SELECT EXISTS (SELECT 1 FROM jobs)").fetchone()[0]:  # type: ignore[index]
+            row = conn.execute("SELECT EXISTS (SELECT 1 FROM jobs)").fetchone()
+            if row is not None and not row[0]:
                 with conn.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO jobs (id, kind, queue, status, error, payload, run_at,"

@@ -166,3 +166,50 @@ def test_postgres_hot_path_reads_its_own_index(pg_url: str) -> None:
             plan = pg_plan(conn, sql_of(pg_jobs, pg_admin, name))
             assert index in indexes_named(plan), (name, plan)
             assert not indexes_named(plan) & set(LISTING), (name, plan)
+
+
+def finish_plan(conn: Any, sql: str, running: list[tuple[str, int]]) -> str:
+    """EXPLAIN ANALYZE of sql finishing the running jobs given (id, attempt) and claiming one."""
+    params = {
+        **{n: VALUES[n] for n in set(re.findall(r"%\((\w+)\)s", sql))},
+        "ids": [job_id for job_id, _ in running],
+        "attempts": [attempt for _, attempt in running],
+        "states": ["succeeded"] * len(running),
+        "results": ["1"] * len(running),
+        "errors": [None] * len(running),
+        "run_ats": [None] * len(running),
+        "max_jobs": 1,
+    }
+    conn.execute("BEGIN")
+    try:
+        rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params).fetchall()
+    finally:
+        conn.execute("ROLLBACK")
+    return " | ".join(row[0] for row in rows)
+
+
+def test_a_postgres_finish_reads_each_job_by_id_whatever_the_statistics_say(
+    pg_url: str,
+) -> None:
+    """The statistics saw no running job; 2,000 run now: a finish still reads only its own.
+
+    Told that one row is running, the planner would read every running row
+    from jobs_running and match each to the outcomes, so that each claim
+    read every running job.
+    """
+    import psycopg
+
+    jobtable.Store.open(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        insert = (
+            "INSERT INTO jobs (id, kind, status, runner, attempt, payload, run_at, created_at,"
+            " updated_at) SELECT %s || n, 'k', %s, %s, 1, '{}', now(), now(), now()"
+            " FROM generate_series(1, %s) AS n"
+        )
+        conn.execute(insert, ("done-", "succeeded", None, 20_000))
+        conn.execute("ANALYZE jobs")
+        conn.execute(insert, ("busy-", "running", "r", 2_000))
+        conn.execute(insert, ("ready-", "queued", None, 10))
+        plan = finish_plan(conn, pg_jobs.FINISH_AND_CLAIM_JOBS, [("busy-1", 1), ("busy-2", 1)])
+        assert "jobs_id_key" in plan, plan
+        assert "jobs_running" not in plan, plan

@@ -164,7 +164,7 @@ WHERE workflow_id = @workflow_id AND status = 'running';
 -- ListStrandedDeps lists the ended dependencies whose end a pending job has
 -- not counted: the writes that end jobs in bulk (an interrupt that fails a
 -- job at its last attempt, a bulk cancel) settle their dependents through
--- it. It reads the pending jobs only (jobs_by_status).
+-- it. It reads the pending jobs only (jobs_by_rare_status).
 SELECT DISTINCT d.dep FROM jobs AS waiting
 JOIN job_deps AS d ON d.job = waiting.id
 JOIN jobs AS ended ON ended.id = d.dep
@@ -175,7 +175,7 @@ WHERE waiting.status = 'pending' AND NOT d.done
 -- ListRevivable lists the jobs a dependency's end cancelled whose dependency
 -- is queued or pending again (a bulk retry requeued it): each is revived as
 -- ReviveDependents revives a retried job's. It reads the cancelled rows
--- (jobs_by_status).
+-- (jobs_by_rare_status).
 SELECT DISTINCT blocked.blocked_by FROM jobs AS blocked
 JOIN jobs AS dep ON dep.id = blocked.blocked_by
 WHERE blocked.status = 'cancelled' AND blocked.status <> 'running'

@@ -663,7 +663,7 @@ class Querier:
         """ListStrandedDeps lists the ended dependencies whose end a pending job has
         not counted: the writes that end jobs in bulk (an interrupt that fails a
         job at its last attempt, a bulk cancel) settle their dependents through
-        it. It reads the pending jobs only (jobs_by_status).
+        it. It reads the pending jobs only (jobs_by_rare_status).
         """
         cur = self._conn.execute(
             LIST_STRANDED_DEPS,
@@ -681,7 +681,7 @@ class Querier:
         """ListRevivable lists the jobs a dependency's end cancelled whose dependency
         is queued or pending again (a bulk retry requeued it): each is revived as
         ReviveDependents revives a retried job's. It reads the cancelled rows
-        (jobs_by_status).
+        (jobs_by_rare_status).
         """
         cur = self._conn.execute(
             LIST_REVIVABLE,
