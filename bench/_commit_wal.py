@@ -38,7 +38,10 @@ _LISTING = re.compile(r"CREATE INDEX jobs_by_\w+ [^;]*;")
 def variants(schema: str, rev: str | None) -> dict[str, str]:
     """The schemas measured, by label."""
     without = _LISTING.sub("", schema)
-    by_kind = "CREATE INDEX jobs_by_kind ON jobs (kind, seq){};\nCREATE INDEX jobs_by_queue ON jobs (queue, seq){};\n"
+    by_kind = (
+        "CREATE INDEX jobs_by_kind ON jobs (kind, seq){};\n"
+        "CREATE INDEX jobs_by_queue ON jobs (queue, seq){};\n"
+    )
     found = {
         "as it is": schema,
         "without listing indexes": without,
@@ -52,7 +55,7 @@ def variants(schema: str, rev: str | None) -> dict[str, str]:
 
 
 def _cycle(conn: Any, jobs: int, explain: bool) -> tuple[float, float, float]:
-    """Seconds for jobs cycles of 1 job a commit, and the WAL bytes and records (explain) they wrote."""
+    """Seconds for jobs cycles of 1 job a commit, and the WAL bytes and records they wrote."""
     statement = pg_sql.FINISH_AND_CLAIM_JOBS
     prefix = "EXPLAIN (ANALYZE, WAL, FORMAT JSON) " if explain else ""
     with conn.pipeline():
@@ -79,7 +82,7 @@ def _cycle(conn: Any, jobs: int, explain: bool) -> tuple[float, float, float]:
 
 
 def measure(schema: str) -> tuple[float, float, float]:
-    """Jobs/s of the cycle, WAL bytes and records a job, on a new PostgreSQL schema of schema's SQL."""
+    """Jobs/s of the cycle, WAL bytes and records a job, on a new schema of schema's SQL."""
     import psycopg
 
     name = f"jobtable_wal_{secrets.token_hex(4)}"

@@ -33,7 +33,23 @@ from jobtable.db.sqlite import jobs as sqlite_sql
 def create_params() -> tuple[Any, ...]:
     """CreateJob's parameters for a ready job of the default queue."""
     now = utc_text()
-    return (new_id(), KIND, "default", 0, PAYLOAD, 1, None, now, now, None, None, None, 0, "[]", None)
+    return (
+        new_id(),
+        KIND,
+        "default",
+        0,
+        PAYLOAD,
+        1,
+        None,
+        now,
+        now,
+        None,
+        None,
+        None,
+        0,
+        "[]",
+        None,
+    )
 
 
 def claim_params(max_jobs: int) -> tuple[Any, ...]:
