@@ -4,7 +4,8 @@ Version 10 replaces the listing's indexes keyed by status, which a claim and
 a finish each moved: SQLite's jobs_by_status, jobs_by_status_kind and
 jobs_by_status_queue give way to jobs_by_kind, jobs_by_queue and the
 jobs_by_rare_status indexes; PostgreSQL's jobs_by_status to
-jobs_by_rare_status. The version 8 schemas are checked in as fixtures
+jobs_by_rare_status, and its planner gets the statistics of status, kind and
+queue together. The version 8 schemas are checked in as fixtures
 (tests/fixtures), copied from the release that wrote them.
 """
 
@@ -99,3 +100,9 @@ def test_a_version_8_postgres_schema_is_upgraded_keeping_every_job(
         names = {row[1] for row in conn.execute(PG_SHAPE).fetchall() if row[0] == "index"}
         assert "jobs_by_rare_status" in names
         assert "jobs_by_status" not in names
+        statistics = (
+            "SELECT stxname FROM pg_statistic_ext"
+            " WHERE stxnamespace = current_schema()::regnamespace"
+        )
+        assert conn.execute(statistics).fetchall() == new.execute(statistics).fetchall()
+        assert conn.execute(statistics).fetchall() == [("jobs_listing",)]

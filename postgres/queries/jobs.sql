@@ -534,7 +534,9 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
 -- status's from jobs_by_status_kind in order. A branch whose status the
 -- status given rules out is not run. It lists every status of the jobs
--- table's CHECK.
+-- table's CHECK. The newest page of their seqs is taken before the rows are
+-- read, so that the planner reads each row by its seq, never the primary key
+-- in order looking for them.
 WITH running AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND seq < @before
 )
@@ -543,40 +545,43 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
-        ORDER BY seq DESC LIMIT @max_jobs
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS cancelled
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS pending
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
+            ORDER BY seq DESC LIMIT @max_jobs
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT @max_jobs
 )
 ORDER BY seq DESC LIMIT @max_jobs;
 
@@ -587,7 +592,9 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
 -- status's from jobs_by_status_queue in order. A branch whose status the
 -- status given rules out is not run. It lists every status of the jobs
--- table's CHECK.
+-- table's CHECK. The newest page of their seqs is taken before the rows are
+-- read, so that the planner reads each row by its seq, never the primary key
+-- in order looking for them.
 WITH running AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'running' AND queue = @queue AND seq < @before
 )
@@ -596,40 +603,43 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
-        ORDER BY seq DESC LIMIT @max_jobs
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS cancelled
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'pending' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS pending
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
+            ORDER BY seq DESC LIMIT @max_jobs
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT @max_jobs
 )
 ORDER BY seq DESC LIMIT @max_jobs;
 
@@ -642,7 +652,9 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
 -- status's from jobs_by_status_kind in order. A branch whose status the
 -- status given rules out is not run. It lists every status of the jobs
--- table's CHECK.
+-- table's CHECK. The newest page of their seqs is taken before the rows are
+-- read, so that the planner reads each row by its seq, never the primary key
+-- in order looking for them.
 WITH running AS MATERIALIZED (
     SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND queue = @queue AND seq < @before
 )
@@ -651,40 +663,43 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
-        ORDER BY seq DESC LIMIT @max_jobs
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS cancelled
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-            AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS pending
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
+            ORDER BY seq DESC LIMIT @max_jobs
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT @max_jobs
 )
 ORDER BY seq DESC LIMIT @max_jobs;
 

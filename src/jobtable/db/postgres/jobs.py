@@ -393,40 +393,43 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running WHERE %(status)s::text IS NULL
-        ORDER BY seq DESC LIMIT %(max_jobs)s
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS cancelled
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS pending
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE %(status)s::text IS NULL
+            ORDER BY seq DESC LIMIT %(max_jobs)s
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT %(max_jobs)s
 )
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
@@ -439,40 +442,43 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running WHERE %(status)s::text IS NULL
-        ORDER BY seq DESC LIMIT %(max_jobs)s
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS cancelled
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'pending' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS pending
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE %(status)s::text IS NULL
+            ORDER BY seq DESC LIMIT %(max_jobs)s
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT %(max_jobs)s
 )
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
@@ -485,40 +491,43 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running WHERE %(status)s::text IS NULL
-        ORDER BY seq DESC LIMIT %(max_jobs)s
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS cancelled
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-            AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS pending
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE %(status)s::text IS NULL
+            ORDER BY seq DESC LIMIT %(max_jobs)s
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT %(max_jobs)s
 )
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
@@ -2101,7 +2110,9 @@ class Querier:
         jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
         status's from jobs_by_status_kind in order. A branch whose status the
         status given rules out is not run. It lists every status of the jobs
-        table's CHECK.
+        table's CHECK. The newest page of their seqs is taken before the rows are
+        read, so that the planner reads each row by its seq, never the primary key
+        in order looking for them.
         """
         cur = self._conn.execute(
             LIST_JOBS_BY_KIND,
@@ -2154,7 +2165,9 @@ class Querier:
         jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
         status's from jobs_by_status_queue in order. A branch whose status the
         status given rules out is not run. It lists every status of the jobs
-        table's CHECK.
+        table's CHECK. The newest page of their seqs is taken before the rows are
+        read, so that the planner reads each row by its seq, never the primary key
+        in order looking for them.
         """
         cur = self._conn.execute(
             LIST_JOBS_BY_QUEUE,
@@ -2210,7 +2223,9 @@ class Querier:
         jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
         status's from jobs_by_status_kind in order. A branch whose status the
         status given rules out is not run. It lists every status of the jobs
-        table's CHECK.
+        table's CHECK. The newest page of their seqs is taken before the rows are
+        read, so that the planner reads each row by its seq, never the primary key
+        in order looking for them.
         """
         cur = self._conn.execute(
             LIST_JOBS_BY_KIND_QUEUE,

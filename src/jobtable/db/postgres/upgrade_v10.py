@@ -16,6 +16,9 @@ CREATE_JOBS_BY_RARE_STATUS_INDEX_V10 = """CREATE INDEX IF NOT EXISTS jobs_by_rar
     WHERE status IN ('failed', 'cancelled', 'pending')
 """
 
+CREATE_JOBS_LISTING_STATISTICS_V10 = """CREATE STATISTICS IF NOT EXISTS jobs_listing (mcv) ON status, kind, queue FROM jobs
+"""
+
 
 class Querier:
     """Runs the queries of upgrade_v10.sql on one connection."""
@@ -29,8 +32,9 @@ class Querier:
         """The step to schema version 10, run in the one transaction that records the
         new version: the listing's jobs_by_status, which every finish wrote an
         entry in, gives way to jobs_by_rare_status, which only a job that fails,
-        is cancelled or waits for dependencies enters. Every job is kept. Both
-        statements do nothing the second time they run.
+        is cancelled or waits for dependencies enters, and the planner gets the
+        statistics of status, kind and queue together. Every job is kept. Each
+        statement does nothing the second time it runs.
         DropJobsByStatusIndexV10 is a DO block because sqlc leaves out a plain DROP INDEX.
         """
         self._conn.execute(
@@ -42,4 +46,11 @@ class Querier:
     ) -> None:
         self._conn.execute(
             CREATE_JOBS_BY_RARE_STATUS_INDEX_V10,
+        )
+
+    def create_jobs_listing_statistics_v10(
+        self,
+    ) -> None:
+        self._conn.execute(
+            CREATE_JOBS_LISTING_STATISTICS_V10,
         )
