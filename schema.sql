@@ -128,9 +128,10 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
 -- the insert, so jobs_by_kind and jobs_by_queue, which hold no status, are
 -- written once, at the insert; and the statuses a job seldom reaches
 -- (failed, cancelled, pending) have indexes of their own that a job enters
--- only when it reaches one. A page of queued or succeeded jobs reads
--- jobs_by_kind, jobs_by_queue or the primary key and skips the jobs of
--- other statuses; running jobs are listed from jobs_running and sorted.
+-- only when it reaches one. A page of succeeded jobs reads jobs_by_kind,
+-- jobs_by_queue or the primary key and skips the jobs of other statuses;
+-- queued jobs are listed from jobs_queued and jobs_scheduled, running jobs
+-- from jobs_running, and sorted.
 -- Schema versions 3 to 9 had indexes keyed by status instead, which a
 -- claim and a finish each moved: the upgrade to version 10 drops them.
 DROP INDEX IF EXISTS jobs_by_status;

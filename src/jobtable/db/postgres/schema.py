@@ -139,9 +139,10 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
 -- are the fewest that list a kind's or a queue's jobs of any status (and of
 -- no status: ListJobsByKind reads each status's page) without reading other
 -- kinds' or queues' rows; the running jobs, no more than the runners'
--- workers, are listed from jobs_running and sorted. A page of one status
--- alone reads the primary key and skips other statuses' jobs, or, for a
--- status a job seldom reaches (failed, cancelled, pending),
+-- workers, are listed from jobs_running and sorted, the queued ones from
+-- jobs_queued and jobs_scheduled. A page of succeeded jobs alone reads the
+-- primary key and skips other statuses' jobs; a page of a status a job
+-- seldom reaches (failed, cancelled, pending) alone reads
 -- jobs_by_rare_status, which a claim and a finish never write. Schema
 -- versions 3 to 9 had jobs_by_status (status, seq) instead, one more entry a
 -- finish: the upgrade to version 10 drops it.
