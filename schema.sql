@@ -126,16 +126,30 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
     WHERE unique_key IS NOT NULL AND (unique_statuses & CASE status
         WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
         WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
--- The listing's pages (the ListJobs* queries): an index per status, per
--- status and kind, per status and queue, each ending in seq so that a keyset
--- page reads in order; status, kind and queue together read the kind's. A
--- listing without a status reads each status's page of the matching one.
--- They leave running rows out, so that a job's life (queued, running,
--- finished) moves each of their entries once, not twice: the running jobs,
--- no more than the runners' workers, are listed from jobs_running and sorted.
-CREATE INDEX jobs_by_status ON jobs (status, seq) WHERE status <> 'running';
-CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq) WHERE status <> 'running';
-CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq) WHERE status <> 'running';
+-- The listing's pages (the ListJobs* queries), each read in seq order so
+-- that a keyset page reads about one page of entries. A claim and a finish
+-- write none of them (schema version 10): kind and queue never change after
+-- the insert, so jobs_by_kind and jobs_by_queue, which hold no status, are
+-- written once, at the insert; and the statuses a job seldom reaches
+-- (failed, cancelled, pending) have indexes of their own that a job enters
+-- only when it reaches one. A page of succeeded jobs reads jobs_by_kind,
+-- jobs_by_queue or the primary key and skips the jobs of other statuses;
+-- queued jobs are listed from jobs_queued and jobs_scheduled, running jobs
+-- from jobs_running, and sorted.
+-- Schema versions 3 to 9 had indexes keyed by status instead, which a
+-- claim and a finish each moved: the upgrade to version 10 drops them.
+DROP INDEX IF EXISTS jobs_by_status;
+DROP INDEX IF EXISTS jobs_by_status_kind;
+DROP INDEX IF EXISTS jobs_by_status_queue;
+CREATE INDEX jobs_by_kind ON jobs (kind, seq);
+CREATE INDEX jobs_by_queue ON jobs (queue, seq);
+-- Their condition is ORs, not IN, as jobs_finished's is.
+CREATE INDEX jobs_by_rare_status ON jobs (status, seq)
+    WHERE status = 'failed' OR status = 'cancelled' OR status = 'pending';
+CREATE INDEX jobs_by_rare_status_kind ON jobs (status, kind, seq)
+    WHERE status = 'failed' OR status = 'cancelled' OR status = 'pending';
+CREATE INDEX jobs_by_rare_status_queue ON jobs (status, queue, seq)
+    WHERE status = 'failed' OR status = 'cancelled' OR status = 'pending';
 
 -- A partitioned claim finds the keys that have ready jobs, and each key's
 -- oldest, through this index; jobs without a key are not in it, so it costs

@@ -4,40 +4,27 @@
 
 -- name: ListKindNames :many
 -- ListKindNames reads every kind that has a job, without reading every row:
--- a skip-scan of jobs_by_status_kind, one index seek per status and kind
--- (each finds the least kind above the last), plus the running rows'
--- kinds, which that index leaves out (jobs_running reads them).
-WITH RECURSIVE names(status, kind) AS (
-    SELECT statuses.status, (SELECT min(j.kind) FROM jobs AS j
-        WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM (SELECT 'queued' AS status UNION ALL SELECT 'succeeded' UNION ALL SELECT 'failed'
-        UNION ALL SELECT 'cancelled') AS statuses
+-- a skip-scan of jobs_by_kind, one index seek per kind (each finds the least
+-- kind above the last).
+WITH RECURSIVE names(kind) AS (
+    SELECT (SELECT min(j.kind) FROM jobs AS j)
     UNION ALL
-    SELECT names.status, (SELECT min(j.kind) FROM jobs AS j
-        WHERE j.status = names.status AND j.status <> 'running' AND j.kind > names.kind)
+    SELECT (SELECT min(j.kind) FROM jobs AS j WHERE j.kind > names.kind)
     FROM names WHERE names.kind IS NOT NULL
 )
 SELECT CAST(kind AS TEXT) AS kind FROM names WHERE kind IS NOT NULL
-UNION
-SELECT kind FROM jobs WHERE status = 'running'
 ORDER BY kind;
 
 -- name: ListQueueNames :many
 -- ListQueueNames reads every queue that has a job as ListKindNames reads the
--- kinds: a skip-scan of jobs_by_status_queue, plus the running rows' queues.
-WITH RECURSIVE names(status, queue) AS (
-    SELECT statuses.status, (SELECT min(j.queue) FROM jobs AS j
-        WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM (SELECT 'queued' AS status UNION ALL SELECT 'succeeded' UNION ALL SELECT 'failed'
-        UNION ALL SELECT 'cancelled') AS statuses
+-- kinds: a skip-scan of jobs_by_queue.
+WITH RECURSIVE names(queue) AS (
+    SELECT (SELECT min(j.queue) FROM jobs AS j)
     UNION ALL
-    SELECT names.status, (SELECT min(j.queue) FROM jobs AS j
-        WHERE j.status = names.status AND j.status <> 'running' AND j.queue > names.queue)
+    SELECT (SELECT min(j.queue) FROM jobs AS j WHERE j.queue > names.queue)
     FROM names WHERE names.queue IS NOT NULL
 )
 SELECT CAST(queue AS TEXT) AS queue FROM names WHERE queue IS NOT NULL
-UNION
-SELECT queue FROM jobs WHERE status = 'running'
 ORDER BY queue;
 
 -- name: SearchPayloads :many
@@ -60,14 +47,21 @@ ORDER BY seq DESC LIMIT @max_jobs;
 -- name: CancelQueuedMatching :execrows
 -- CancelQueuedMatching cancels up to max_jobs queued jobs, oldest first, that
 -- match each filter given (a null filter matches all), as CancelQueuedJob
--- cancels one. It reads the queued rows (jobs_by_status, which needs the
--- "status <> 'running'" to be chosen).
+-- cancels one. It reads the queued rows only: the ready ones from jobs_queued
+-- and the scheduled ones from jobs_scheduled, and sorts them.
 UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
 WHERE seq IN (
-    SELECT seq FROM jobs
-    WHERE status = 'queued' AND status <> 'running'
-        AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
-        AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+    SELECT seq FROM (
+        SELECT seq FROM jobs
+        WHERE status = 'queued' AND scheduled = 0
+            AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+            AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+        UNION ALL
+        SELECT seq FROM jobs
+        WHERE status = 'queued' AND scheduled = 1
+            AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+            AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+    )
     ORDER BY seq LIMIT @max_jobs
 );
 
@@ -75,12 +69,13 @@ WHERE seq IN (
 -- CancelPendingMatching cancels up to max_jobs pending jobs (of workflows,
 -- waiting for dependencies), oldest first, that
 -- match each filter given (a null filter matches all), as CancelQueuedJob
--- cancels one. It reads the pending rows (jobs_by_status, which needs the
--- "status <> 'running'" to be chosen).
+-- cancels one. It reads the pending rows (jobs_by_rare_status, which needs
+-- its condition in the query to be chosen).
 UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
 WHERE seq IN (
     SELECT seq FROM jobs
-    WHERE status = 'pending' AND status <> 'running'
+    WHERE status = 'pending'
+        AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
         AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
         AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
     ORDER BY seq LIMIT @max_jobs
@@ -126,11 +121,17 @@ ORDER BY updated_at DESC LIMIT @max_jobs;
 -- name: OldestDueByQueue :many
 -- OldestDueByQueue reads, for each queue that has queued jobs due by now,
 -- how many are due and the earliest run_at among them. It reads the queued
--- rows only (jobs_by_status).
-SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at
-FROM jobs
-WHERE status = 'queued' AND status <> 'running' AND run_at <= @now
-GROUP BY queue ORDER BY queue;
+-- rows only: the ready ones from jobs_queued, the scheduled ones from
+-- jobs_scheduled.
+SELECT due.queue, count(*) AS jobs, CAST(min(due.run_at) AS TEXT) AS oldest_run_at
+FROM (
+    SELECT ready.queue, ready.run_at FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.run_at <= @now
+    UNION ALL
+    SELECT later.queue, later.run_at FROM jobs AS later
+    WHERE later.status = 'queued' AND later.scheduled = 1 AND later.run_at <= @now
+) AS due
+GROUP BY due.queue ORDER BY due.queue;
 
 -- name: ListRunningQueues :many
 -- ListRunningQueues lists each running job's id, runner and queue, through the

@@ -128,9 +128,14 @@ WHERE status = 'queued' AND scheduled = 1 AND queue = @queue AND run_at <= @now;
 -- ReadyRetries makes the queued jobs of queue that wait for another attempt
 -- (claimed before, their run_at not come yet) ready to be claimed now, their
 -- run_at left as it was: jobtable.testing's drain runs retries without
--- waiting for their backoff.
+-- waiting for their backoff. It reads jobs_scheduled, which SQLite is told:
+-- without statistics it would read jobs_by_queue, every job of the queue.
 UPDATE jobs SET scheduled = 0
-WHERE status = 'queued' AND scheduled = 1 AND queue = @queue AND attempt > 0;
+WHERE seq IN (
+    SELECT waiting.seq FROM jobs AS waiting INDEXED BY jobs_scheduled
+    WHERE waiting.status = 'queued' AND waiting.scheduled = 1 AND waiting.queue = @queue
+        AND waiting.attempt > 0
+);
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.
@@ -290,69 +295,121 @@ FROM jobs WHERE id = @id;
 -- The ListJobs* queries read the records of up to max_jobs jobs with seq
 -- below before, newest first, that match every filter in the query's name.
 -- They are one query per set of filters, not one with "filter IS NULL OR",
--- which no index can serve: the store picks the query by the filters given,
--- and each reads about one page of an index however many rows the table has.
--- The listing's indexes leave running rows out, so the queries that read them
--- say "status <> 'running'" (SQLite uses a partial index only for a query
--- that names its condition), and running jobs are read from jobs_running.
+-- which no index can serve: the store picks the query by the filters given
+-- (listing.py), and each reads one index in seq order, never sorting the
+-- finished rows. ListJobsInOrder, ListJobsByKind, ListJobsByQueue and
+-- ListJobsByKindQueue take a status of null (any) or succeeded: they
+-- read an index that holds every status (a claim and a finish write none of
+-- them) and skip the jobs of other statuses, so a page costs the jobs it
+-- skips as well. The ListJobsByRareStatus* queries list a status a job seldom
+-- reaches (failed, cancelled, pending) from its own indexes, and
+-- ListJobsQueued the queued jobs and ListJobsRunning the running ones.
 
--- name: ListJobsUnfiltered :many
--- ListJobsUnfiltered reads the primary key in order.
+-- name: ListJobsInOrder :many
+-- ListJobsInOrder reads the primary key in order, keeping the jobs of status when
+-- one is given.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatus :many
--- ListJobsByStatus reads jobs_by_status in order. Its status is
--- any but running, which ListJobsRunning lists.
+-- name: ListJobsByKind :many
+-- ListJobsByKind reads jobs_by_kind in order, keeping the jobs of status
+-- when one is given.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
+WHERE kind = @kind AND seq < @before
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatusKind :many
--- ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
--- any but running, which ListJobsRunning lists.
+-- name: ListJobsByQueue :many
+-- ListJobsByQueue reads jobs_by_queue in order, keeping the jobs of status
+-- when one is given.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
-    AND kind = @kind
+WHERE queue = @queue AND seq < @before
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatusQueue :many
--- ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
--- any but running, which ListJobsRunning lists.
+-- name: ListJobsByKindQueue :many
+-- ListJobsByKindQueue reads jobs_by_kind in order and keeps the jobs of
+-- queue (a kind's jobs are mostly in one queue), and of status when one is
+-- given.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
-    AND queue = @queue
+FROM jobs INDEXED BY jobs_by_kind
+WHERE kind = @kind AND queue = @queue AND seq < @before
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR status = sqlc.narg(status))
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatusKindQueue :many
--- ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
--- jobs of queue: a kind's jobs are mostly in one queue, and an index on
--- (status, kind, queue, seq) would cost every job's writes. Its status is any
--- but running, which ListJobsRunning lists.
+-- name: ListJobsByRareStatus :many
+-- ListJobsByRareStatus reads jobs_by_rare_status in order. Its status is
+-- failed, cancelled or pending.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
-    AND kind = @kind
-    AND queue = @queue
+WHERE status = @status AND seq < @before
+    AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByRareStatusKind :many
+-- ListJobsByRareStatusKind reads jobs_by_rare_status_kind in order, keeping
+-- the jobs of queue when one is given. Its status is failed, cancelled or
+-- pending.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = @status AND kind = @kind AND seq < @before
+    AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByRareStatusQueue :many
+-- ListJobsByRareStatusQueue reads jobs_by_rare_status_queue in order. Its
+-- status is failed, cancelled or pending.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = @status AND queue = @queue AND seq < @before
+    AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsQueued :many
+-- ListJobsQueued lists the queued jobs that match each filter given (a null
+-- filter matches all): it reads the queued rows only, the ready ones from
+-- jobs_queued and the scheduled ones from jobs_scheduled (the claim's and
+-- the staging's indexes), and sorts their seqs, so a page costs the queued
+-- jobs, however many finished ones there are. SQLite is told the indexes:
+-- left to itself, it reads the primary key backwards to spare the sort.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT ready.seq FROM jobs AS ready INDEXED BY jobs_queued
+        WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.seq < @before
+            AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR ready.kind = sqlc.narg(kind))
+            AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR ready.queue = sqlc.narg(queue))
+        UNION ALL
+        SELECT later.seq FROM jobs AS later INDEXED BY jobs_scheduled
+        WHERE later.status = 'queued' AND later.scheduled = 1 AND later.seq < @before
+            AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR later.kind = sqlc.narg(kind))
+            AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR later.queue = sqlc.narg(queue))
+    ) AS queued
+    ORDER BY seq DESC LIMIT @max_jobs
+)
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsRunning :many
@@ -366,123 +423,6 @@ FROM jobs INDEXED BY jobs_running
 WHERE status = 'running' AND seq < @before
     AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
     AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
-ORDER BY seq DESC LIMIT @max_jobs;
-
--- name: ListJobsByKind :many
--- ListJobsByKind reads the newest page of each status, at most five pages of
--- seqs, and keeps the newest page of them: the running jobs' from
--- jobs_running, each other status's from jobs_by_status_kind in order.
--- An index on (kind, seq) would serve it too, at a cost to every insert.
--- It lists every status of the jobs table's CHECK.
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
-        WHERE page.status = 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-)
-ORDER BY seq DESC LIMIT @max_jobs;
-
--- name: ListJobsByQueue :many
--- ListJobsByQueue reads the newest page of each status, at most five pages of
--- seqs, and keeps the newest page of them: the running jobs' from
--- jobs_running, each other status's from jobs_by_status_queue in order.
--- An index on (queue, seq) would serve it too, at a cost to every insert.
--- It lists every status of the jobs table's CHECK.
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
-        WHERE page.status = 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-)
-ORDER BY seq DESC LIMIT @max_jobs;
-
--- name: ListJobsByKindQueue :many
--- ListJobsByKindQueue reads the newest page of each status, at most five pages of
--- seqs, and keeps the newest page of them: the running jobs' from
--- jobs_running, each other status's from jobs_by_status_kind in order.
--- It keeps the jobs of queue from the kind's.
--- It lists every status of the jobs table's CHECK.
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
-        WHERE page.status = 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    )
-)
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByTag :many

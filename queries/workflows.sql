@@ -156,11 +156,14 @@ WHERE workflow_id = @workflow_id AND status = 'running';
 -- ListStrandedDeps lists the ended dependencies whose end a pending job has
 -- not counted: the writes that end jobs in bulk (an interrupt that fails a
 -- job at its last attempt, a bulk cancel) settle their dependents through
--- it. It reads the pending jobs only (jobs_by_status).
+-- it. It reads the pending jobs only (jobs_by_rare_status, which needs its
+-- condition in the query to be chosen).
 SELECT DISTINCT d.dep FROM jobs AS waiting
 JOIN job_deps AS d ON d.job = waiting.id
 JOIN jobs AS ended ON ended.id = d.dep
-WHERE waiting.status = 'pending' AND d.done = 0
+WHERE waiting.status = 'pending'
+    AND (waiting.status = 'failed' OR waiting.status = 'cancelled' OR waiting.status = 'pending')
+    AND d.done = 0
     AND (ended.status = 'succeeded' OR ended.status = 'failed' OR ended.status = 'cancelled');
 
 -- name: ReopenDependencies :exec

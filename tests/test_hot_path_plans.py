@@ -1,7 +1,7 @@
 """The hot path's statements read their own partial indexes, never the listing's.
 
-The listing's indexes (jobs_by_status*) hold queued and finished rows, keyed
-by status, so a planner could take one for a claim, a staging or a prune: it
+The listing's indexes (jobs_by_*) hold queued and finished rows, keyed by
+kind, queue or status, so a planner could take one for a claim, a staging or a prune: it
 would read past every queued job of other queues, or sort every finished row.
 Each statement here must name its own index in its plan, on both engines:
 SQLite as it plans without ANALYZE's statistics (a store never runs ANALYZE),
@@ -39,7 +39,15 @@ EXPECTED = {
     "FINISHED_PER_MINUTE": "jobs_finished",
     "LIST_JOBS_RUNNING": "jobs_running",
 }
-LISTING = ("jobs_by_status", "jobs_by_status_kind", "jobs_by_status_queue")
+LISTING = (
+    "jobs_by_kind",
+    "jobs_by_queue",
+    "jobs_by_rare_status",
+    "jobs_by_rare_status_kind",
+    "jobs_by_rare_status_queue",
+    "jobs_by_status_kind",
+    "jobs_by_status_queue",
+)
 T = "2025-01-02T03:04:05.000001Z"
 
 
@@ -159,3 +167,50 @@ def test_postgres_hot_path_reads_its_own_index(pg_url: str) -> None:
             plan = pg_plan(conn, sql_of(pg_jobs, pg_admin, name))
             assert index in indexes_named(plan), (name, plan)
             assert not indexes_named(plan) & set(LISTING), (name, plan)
+
+
+def finish_plan(conn: Any, sql: str, running: list[tuple[str, int]]) -> str:
+    """EXPLAIN ANALYZE of sql finishing the running jobs given (id, attempt) and claiming one."""
+    params = {
+        **{n: VALUES[n] for n in set(re.findall(r"%\((\w+)\)s", sql))},
+        "ids": [job_id for job_id, _ in running],
+        "attempts": [attempt for _, attempt in running],
+        "states": ["succeeded"] * len(running),
+        "results": ["1"] * len(running),
+        "errors": [None] * len(running),
+        "run_ats": [None] * len(running),
+        "max_jobs": 1,
+    }
+    conn.execute("BEGIN")
+    try:
+        rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params).fetchall()
+    finally:
+        conn.execute("ROLLBACK")
+    return " | ".join(row[0] for row in rows)
+
+
+def test_a_postgres_finish_reads_each_job_by_id_whatever_the_statistics_say(
+    pg_url: str,
+) -> None:
+    """The statistics saw no running job; 2,000 run now: a finish still reads only its own.
+
+    Told that one row is running, the planner would read every running row
+    from jobs_running and match each to the outcomes, so that each claim
+    read every running job.
+    """
+    import psycopg
+
+    jobtable.Store.open(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        insert = (
+            "INSERT INTO jobs (id, kind, status, runner, attempt, payload, run_at, created_at,"
+            " updated_at) SELECT %s || n, 'k', %s, %s, 1, '{}', now(), now(), now()"
+            " FROM generate_series(1, %s) AS n"
+        )
+        conn.execute(insert, ("done-", "succeeded", None, 20_000))
+        conn.execute("ANALYZE jobs")
+        conn.execute(insert, ("busy-", "running", "r", 2_000))
+        conn.execute(insert, ("ready-", "queued", None, 10))
+        plan = finish_plan(conn, pg_jobs.FINISH_AND_CLAIM_JOBS, [("busy-1", 1), ("busy-2", 1)])
+        assert "jobs_id_key" in plan, plan
+        assert "jobs_running" not in plan, plan

@@ -110,7 +110,8 @@ def test_a_version_1_sqlite_file_is_upgraded_keeping_every_job(tmp_path: pathlib
         assert "WHERE status = 'queued'" in index
         # Version 1 goes to the latest at once: the rebuild makes the latest table.
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
-        assert {"jobs_unique", "jobs_by_status_queue"} <= names
+        assert {"jobs_unique", "jobs_by_kind", "jobs_by_rare_status_queue"} <= names
+        assert "jobs_by_status_queue" not in names
         assert conn.execute(
             "SELECT count(*) FROM jobs WHERE unique_key IS NULL AND traceparent IS NULL"
         ).fetchone() == (len(V1_JOBS) + 1,)

@@ -42,7 +42,8 @@ COLUMNS = (
     " max_attempts, timeout, scheduled, run_at, started_at, finished_at, created_at, updated_at"
 )
 
-V3_INDEXES = {"jobs_unique", "jobs_by_status", "jobs_by_status_kind", "jobs_by_status_queue"}
+# Indexes of version 3 (jobs_unique) and 10 (jobs_by_rare_status) on both engines.
+V3_INDEXES = {"jobs_unique", "jobs_by_rare_status"}
 
 
 def sqlite_indexes(path: pathlib.Path) -> dict[str, str]:

@@ -10,7 +10,8 @@
 WITH RECURSIVE names(status, kind) AS (
     SELECT statuses.status, (SELECT min(j.kind) FROM jobs AS j
         WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled']::text[]) AS statuses(status)
+    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled', 'pending']::text[])
+        AS statuses(status)
     UNION ALL
     SELECT names.status, (SELECT min(j.kind) FROM jobs AS j
         WHERE j.status = names.status AND j.status <> 'running' AND j.kind > names.kind)
@@ -27,7 +28,8 @@ ORDER BY kind;
 WITH RECURSIVE names(status, queue) AS (
     SELECT statuses.status, (SELECT min(j.queue) FROM jobs AS j
         WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled']::text[]) AS statuses(status)
+    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled', 'pending']::text[])
+        AS statuses(status)
     UNION ALL
     SELECT names.status, (SELECT min(j.queue) FROM jobs AS j
         WHERE j.status = names.status AND j.status <> 'running' AND j.queue > names.queue)

@@ -164,9 +164,17 @@ WITH finished AS (
             unnest(sqlc.narg(results)::text[]) AS result,
             unnest(sqlc.narg(errors)::text[]) AS error,
             unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at,
-            unnest(sqlc.narg(run_traces)::text[]) AS run_trace
+            unnest(sqlc.narg(run_traces)::text[]) AS run_trace,
+            -- The status an outcome's job must have, as a column: a constant
+            -- would let the planner read every running row from jobs_running
+            -- and match each to the outcomes, which it picks when the
+            -- statistics saw few running rows, though a claim of one job then
+            -- reads every running job (BENCHMARKS.md); this way each job is
+            -- read by its id.
+            'running'::text AS running
     ) AS outcome
-    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    WHERE jobs.id = outcome.id AND jobs.status = outcome.running
+        AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
 ),
 ended AS MATERIALIZED (
@@ -245,9 +253,17 @@ WITH finished AS (
             unnest(sqlc.narg(results)::text[]) AS result,
             unnest(sqlc.narg(errors)::text[]) AS error,
             unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at,
-            unnest(sqlc.narg(run_traces)::text[]) AS run_trace
+            unnest(sqlc.narg(run_traces)::text[]) AS run_trace,
+            -- The status an outcome's job must have, as a column: a constant
+            -- would let the planner read every running row from jobs_running
+            -- and match each to the outcomes, which it picks when the
+            -- statistics saw few running rows, though a claim of one job then
+            -- reads every running job (BENCHMARKS.md); this way each job is
+            -- read by its id.
+            'running'::text AS running
     ) AS outcome
-    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    WHERE jobs.id = outcome.id AND jobs.status = outcome.running
+        AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
 ),
 ended AS MATERIALIZED (
@@ -499,69 +515,263 @@ FROM jobs WHERE id = @id;
 -- The ListJobs* queries read the records of up to max_jobs jobs with seq
 -- below before, newest first, that match every filter in the query's name.
 -- They are one query per set of filters, not one with "filter IS NULL OR",
--- which no index can serve: the store picks the query by the filters given,
--- and each reads about one page of an index however many rows the table has.
--- The listing's indexes leave running rows out, so the queries that read them
--- say "status <> 'running'" (SQLite uses a partial index only for a query
--- that names its condition), and running jobs are read from jobs_running.
+-- which no index can serve: the store picks the query by the filters given
+-- (listing.py), and each reads one index in seq order, never sorting the
+-- finished rows. ListJobsInOrder, ListJobsByKind, ListJobsByQueue and
+-- ListJobsByKindQueue take a status of null (any) or succeeded; the
+-- ListJobsByRareStatus* queries list a status a job seldom reaches (failed,
+-- cancelled, pending), and ListJobsQueued the queued jobs and ListJobsRunning the running ones. The indexes of
+-- status and kind or queue leave running rows out, so the queries that read
+-- them say "status <> 'running'" (the planner cannot prove it of a
+-- parameter), and running jobs are read from jobs_running. Differs from
+-- SQLite, whose status-free jobs_by_kind and jobs_by_queue cost a claim and
+-- a finish nothing: here every status change writes an entry in each index
+-- whose condition the new row meets (see postgres/schema.sql).
 
--- name: ListJobsUnfiltered :many
--- ListJobsUnfiltered reads the primary key in order.
+-- name: ListJobsInOrder :many
+-- ListJobsInOrder reads the primary key in order, keeping the jobs of status when
+-- one is given: a page costs the jobs of other statuses it skips as well.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < @before
+    AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatus :many
--- ListJobsByStatus reads jobs_by_status in order. Its status is
--- any but running, which ListJobsRunning lists.
+-- name: ListJobsByKind :many
+-- ListJobsByKind lists the jobs of kind, and of status when one is given.
+-- It reads the newest page of each status the status given allows (null:
+-- every status), and keeps the newest page of them: the running jobs' from
+-- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+-- status's from jobs_by_status_kind in order. A branch whose status the
+-- status given rules out is not run. It lists every status of the jobs
+-- table's CHECK. The newest page of their seqs is taken before the rows are
+-- read, so that the planner reads each row by its seq, never the primary key
+-- in order looking for them.
+WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND seq < @before
+)
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
+WHERE seq IN (
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
+            ORDER BY seq DESC LIMIT @max_jobs
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT @max_jobs
+)
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatusKind :many
--- ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
--- any but running, which ListJobsRunning lists.
+-- name: ListJobsByQueue :many
+-- ListJobsByQueue lists the jobs of queue, and of status when one is given.
+-- It reads the newest page of each status the status given allows (null:
+-- every status), and keeps the newest page of them: the running jobs' from
+-- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+-- status's from jobs_by_status_queue in order. A branch whose status the
+-- status given rules out is not run. It lists every status of the jobs
+-- table's CHECK. The newest page of their seqs is taken before the rows are
+-- read, so that the planner reads each row by its seq, never the primary key
+-- in order looking for them.
+WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND queue = @queue AND seq < @before
+)
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
-    AND kind = @kind
+WHERE seq IN (
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
+            ORDER BY seq DESC LIMIT @max_jobs
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT @max_jobs
+)
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatusQueue :many
--- ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
--- any but running, which ListJobsRunning lists.
+-- name: ListJobsByKindQueue :many
+-- ListJobsByKindQueue lists the jobs of kind in queue, and of status when
+-- one is given. A kind's jobs are mostly in one queue, so the pages of
+-- jobs_by_status_kind keep the jobs of queue.
+-- It reads the newest page of each status the status given allows (null:
+-- every status), and keeps the newest page of them: the running jobs' from
+-- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+-- status's from jobs_by_status_kind in order. A branch whose status the
+-- status given rules out is not run. It lists every status of the jobs
+-- table's CHECK. The newest page of their seqs is taken before the rows are
+-- read, so that the planner reads each row by its seq, never the primary key
+-- in order looking for them.
+WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND queue = @queue AND seq < @before
+)
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
-    AND queue = @queue
+WHERE seq IN (
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'queued')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE sqlc.narg(status)::text IS NULL
+            ORDER BY seq DESC LIMIT @max_jobs
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'failed')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
+                AND (sqlc.narg(status)::text IS NULL OR sqlc.narg(status)::text = 'pending')
+            ORDER BY page.seq DESC LIMIT @max_jobs
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT @max_jobs
+)
 ORDER BY seq DESC LIMIT @max_jobs;
 
--- name: ListJobsByStatusKindQueue :many
--- ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
--- jobs of queue: a kind's jobs are mostly in one queue, and an index on
--- (status, kind, queue, seq) would cost every job's writes. Its status is any
--- but running, which ListJobsRunning lists.
+-- name: ListJobsByRareStatus :many
+-- ListJobsByRareStatus reads jobs_by_rare_status in order. Its status is
+-- failed, cancelled or pending.
 SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < @before
-    AND status = @status AND status <> 'running'
-    AND kind = @kind
-    AND queue = @queue
+WHERE status = @status AND seq < @before
+    AND status IN ('failed', 'cancelled', 'pending')
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByRareStatusKind :many
+-- ListJobsByRareStatusKind reads jobs_by_status_kind in order, keeping the
+-- jobs of queue when one is given (a kind's jobs are mostly in one queue).
+-- Its status is failed, cancelled or pending.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = @status AND status <> 'running' AND kind = @kind AND seq < @before
+    AND (sqlc.narg(queue)::text IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsByRareStatusQueue :many
+-- ListJobsByRareStatusQueue reads jobs_by_status_queue in order. Its status
+-- is failed, cancelled or pending.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = @status AND status <> 'running' AND queue = @queue AND seq < @before
+ORDER BY seq DESC LIMIT @max_jobs;
+
+-- name: ListJobsQueued :many
+-- ListJobsQueued lists the queued jobs that match each filter given (a null
+-- filter matches all): it reads the queued rows only, the ready ones from
+-- jobs_queued and the scheduled ones from jobs_scheduled (the claim's and
+-- the staging's indexes), and sorts their seqs, so a page costs the queued
+-- jobs, however many finished ones there are.
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT ready.seq FROM jobs AS ready
+        WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.seq < @before
+            AND (sqlc.narg(kind)::text IS NULL OR ready.kind = sqlc.narg(kind))
+            AND (sqlc.narg(queue)::text IS NULL OR ready.queue = sqlc.narg(queue))
+        UNION ALL
+        SELECT later.seq FROM jobs AS later
+        WHERE later.status = 'queued' AND later.scheduled = true AND later.seq < @before
+            AND (sqlc.narg(kind)::text IS NULL OR later.kind = sqlc.narg(kind))
+            AND (sqlc.narg(queue)::text IS NULL OR later.queue = sqlc.narg(queue))
+    ) AS queued
+    ORDER BY seq DESC LIMIT @max_jobs
+)
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsRunning :many
@@ -584,129 +794,6 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM running
-ORDER BY seq DESC LIMIT @max_jobs;
-
--- name: ListJobsByKind :many
--- ListJobsByKind reads the newest page of each status, at most five pages of
--- seqs, and keeps the newest page of them: the running jobs' from
--- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
--- status's from jobs_by_status_kind in order.
--- An index on (kind, seq) would serve it too, at a cost to every write.
--- It lists every status of the jobs table's CHECK.
-WITH running AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND seq < @before
-)
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running ORDER BY seq DESC LIMIT @max_jobs
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS cancelled
-)
-ORDER BY seq DESC LIMIT @max_jobs;
-
--- name: ListJobsByQueue :many
--- ListJobsByQueue reads the newest page of each status, at most five pages of
--- seqs, and keeps the newest page of them: the running jobs' from
--- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
--- status's from jobs_by_status_queue in order.
--- An index on (queue, seq) would serve it too, at a cost to every write.
--- It lists every status of the jobs table's CHECK.
-WITH running AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'running' AND queue = @queue AND seq < @before
-)
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running ORDER BY seq DESC LIMIT @max_jobs
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS cancelled
-)
-ORDER BY seq DESC LIMIT @max_jobs;
-
--- name: ListJobsByKindQueue :many
--- ListJobsByKindQueue reads the newest page of each status, at most five pages of
--- seqs, and keeps the newest page of them: the running jobs' from
--- jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
--- status's from jobs_by_status_kind in order.
--- It keeps the jobs of queue from the kind's.
--- It lists every status of the jobs table's CHECK.
-WITH running AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'running' AND kind = @kind AND queue = @queue AND seq < @before
-)
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running ORDER BY seq DESC LIMIT @max_jobs
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = @kind AND page.queue = @queue AND page.seq < @before
-        ORDER BY page.seq DESC LIMIT @max_jobs
-    ) AS cancelled
-)
 ORDER BY seq DESC LIMIT @max_jobs;
 
 -- name: ListJobsByTag :many

@@ -188,9 +188,17 @@ WITH RECURSIVE finished AS (
             unnest(sqlc.narg(results)::text[]) AS result,
             unnest(sqlc.narg(errors)::text[]) AS error,
             unnest(sqlc.narg(run_ats)::timestamptz[]) AS run_at,
-            unnest(sqlc.narg(run_traces)::text[]) AS run_trace
+            unnest(sqlc.narg(run_traces)::text[]) AS run_trace,
+            -- The status an outcome's job must have, as a column: a constant
+            -- would let the planner read every running row from jobs_running
+            -- and match each to the outcomes, which it picks when the
+            -- statistics saw few running rows, though a claim of one job then
+            -- reads every running job (BENCHMARKS.md); this way each job is
+            -- read by its id.
+            'running'::text AS running
     ) AS outcome
-    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    WHERE jobs.id = outcome.id AND jobs.status = outcome.running
+        AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result
 ),
 ended AS MATERIALIZED (
@@ -357,7 +365,7 @@ WHERE workflow_id = @workflow_id AND status = 'running';
 -- ListStrandedDeps lists the ended dependencies whose end a pending job has
 -- not counted: the writes that end jobs in bulk (an interrupt that fails a
 -- job at its last attempt, a bulk cancel) settle their dependents through
--- it. It reads the pending jobs only (jobs_by_status).
+-- it. It reads the pending jobs only (jobs_by_rare_status).
 SELECT DISTINCT d.dep FROM jobs AS waiting
 JOIN job_deps AS d ON d.job = waiting.id
 JOIN jobs AS ended ON ended.id = d.dep

@@ -60,14 +60,14 @@ class _RunnerRow:
 # A job's whole row as the generated GetJobRecord and ListJobs* read it.
 _StoredRecord = (
     jobs.GetJobRecordRow
-    | jobs.ListJobsUnfilteredRow
-    | jobs.ListJobsByStatusRow
+    | jobs.ListJobsInOrderRow
     | jobs.ListJobsByKindRow
     | jobs.ListJobsByQueueRow
-    | jobs.ListJobsByStatusKindRow
-    | jobs.ListJobsByStatusQueueRow
     | jobs.ListJobsByKindQueueRow
-    | jobs.ListJobsByStatusKindQueueRow
+    | jobs.ListJobsByRareStatusRow
+    | jobs.ListJobsByRareStatusKindRow
+    | jobs.ListJobsByRareStatusQueueRow
+    | jobs.ListJobsQueuedRow
     | jobs.ListJobsRunningRow
     | jobs.ListJobsByTagRow
     | jobs.ListJobsByTagFilteredRow

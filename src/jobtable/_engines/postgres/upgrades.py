@@ -16,6 +16,7 @@ from jobtable.db.postgres import (
     upgrade_v7,
     upgrade_v8,
     upgrade_v9,
+    upgrade_v10,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -121,3 +122,16 @@ def upgrade_to_v9(conn: _Connection) -> None:
     run trace.
     """
     upgrade_v9.Querier(conn).add_run_trace_column_v9()
+
+
+def upgrade_to_v10(conn: _Connection) -> None:
+    """Brings a schema to version 10: the listing's jobs_by_status gives way to jobs_by_rare_status.
+
+    A finish wrote an entry in jobs_by_status; a claim and a finish write
+    none in jobs_by_rare_status. The planner gets jobs_listing, the
+    statistics of status, kind and queue together. Every job is kept.
+    """
+    q = upgrade_v10.Querier(conn)
+    q.drop_jobs_by_status_index_v10()
+    q.create_jobs_by_rare_status_index_v10()
+    q.create_jobs_listing_statistics_v10()

@@ -282,3 +282,13 @@ def upgrade_to_v9(conn: sqlite3.Connection) -> None:
     run trace.
     """
     UpgradeV9(conn).add_run_trace_column_v9()
+
+
+def upgrade_to_v10(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    """Runs statements, the latest schema's that replace the listing's indexes (version 10).
+
+    They drop the indexes keyed by status that versions 3 to 9 had and create
+    the listing's indexes of version 10; every job is kept.
+    """
+    for statement in statements:
+        conn.execute(statement)

@@ -19,6 +19,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v7,
     upgrade_to_v8,
     upgrade_to_v9,
+    upgrade_to_v10,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -68,6 +69,20 @@ _REBUILT_VERSION = 9
 # What version 8 creates beside the rebuilt jobs table: workflows, job_deps
 # and its index.
 _TABLES_V8 = frozenset({"workflows", "job_deps", "job_deps_job"})
+# The listing's indexes version 10 drops (keyed by status, versions 3 to 9)
+# and those it creates in their place.
+_INDEXES_V10 = frozenset(
+    {
+        "jobs_by_status",
+        "jobs_by_status_kind",
+        "jobs_by_status_queue",
+        "jobs_by_kind",
+        "jobs_by_queue",
+        "jobs_by_rare_status",
+        "jobs_by_rare_status_kind",
+        "jobs_by_rare_status_queue",
+    }
+)
 
 
 def _upgrade_to_v2(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
@@ -164,6 +179,21 @@ def _upgrade_to_v9(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 9
 
 
+def _upgrade_to_v10(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 10 replaces the listing's indexes keyed by status, which a claim
+    # and a finish each moved, with indexes neither writes: schema.sql drops
+    # the old ones, then creates the new ones, which a file rebuilt by the
+    # step to version 8 has already.
+    have = describe(conn, "jobs").indexes
+    statements = [
+        st
+        for st in schema.statements
+        if (names := schema.drops(st) | (schema.creates(st) - have)) and names <= _INDEXES_V10
+    ]
+    upgrade_to_v10(conn, statements)
+    return 10
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -179,6 +209,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         6: _upgrade_to_v7,
         7: _upgrade_to_v8,
         8: _upgrade_to_v9,
+        9: _upgrade_to_v10,
     }
 
 

@@ -13,7 +13,8 @@ from psycopg.rows import TupleRow
 LIST_KIND_NAMES = """WITH RECURSIVE names(status, kind) AS (
     SELECT statuses.status, (SELECT min(j.kind) FROM jobs AS j
         WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled']::text[]) AS statuses(status)
+    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled', 'pending']::text[])
+        AS statuses(status)
     UNION ALL
     SELECT names.status, (SELECT min(j.kind) FROM jobs AS j
         WHERE j.status = names.status AND j.status <> 'running' AND j.kind > names.kind)
@@ -28,7 +29,8 @@ ORDER BY kind
 LIST_QUEUE_NAMES = """WITH RECURSIVE names(status, queue) AS (
     SELECT statuses.status, (SELECT min(j.queue) FROM jobs AS j
         WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled']::text[]) AS statuses(status)
+    FROM unnest(ARRAY['queued', 'succeeded', 'failed', 'cancelled', 'pending']::text[])
+        AS statuses(status)
     UNION ALL
     SELECT names.status, (SELECT min(j.queue) FROM jobs AS j
         WHERE j.status = names.status AND j.status <> 'running' AND j.queue > names.queue)

@@ -105,9 +105,17 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
             unnest(%(results)s::text[]) AS result,
             unnest(%(errors)s::text[]) AS error,
             unnest(%(run_ats)s::timestamptz[]) AS run_at,
-            unnest(%(run_traces)s::text[]) AS run_trace
+            unnest(%(run_traces)s::text[]) AS run_trace,
+            -- The status an outcome's job must have, as a column: a constant
+            -- would let the planner read every running row from jobs_running
+            -- and match each to the outcomes, which it picks when the
+            -- statistics saw few running rows, though a claim of one job then
+            -- reads every running job (BENCHMARKS.md); this way each job is
+            -- read by its id.
+            'running'::text AS running
     ) AS outcome
-    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    WHERE jobs.id = outcome.id AND jobs.status = outcome.running
+        AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
 ),
 ended AS MATERIALIZED (
@@ -182,9 +190,17 @@ FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
             unnest(%(results)s::text[]) AS result,
             unnest(%(errors)s::text[]) AS error,
             unnest(%(run_ats)s::timestamptz[]) AS run_at,
-            unnest(%(run_traces)s::text[]) AS run_trace
+            unnest(%(run_traces)s::text[]) AS run_trace,
+            -- The status an outcome's job must have, as a column: a constant
+            -- would let the planner read every running row from jobs_running
+            -- and match each to the outcomes, which it picks when the
+            -- statistics saw few running rows, though a claim of one job then
+            -- reads every running job (BENCHMARKS.md); this way each job is
+            -- read by its id.
+            'running'::text AS running
     ) AS outcome
-    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    WHERE jobs.id = outcome.id AND jobs.status = outcome.running
+        AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status
 ),
 ended AS MATERIALIZED (
@@ -368,51 +384,206 @@ GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, resu
 FROM jobs WHERE id = %(id)s
 """
 
-LIST_JOBS_UNFILTERED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_IN_ORDER = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < %(before)s
+    AND (%(status)s::text IS NULL OR status = %(status)s)
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
-LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_KIND = """WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND kind = %(kind)s AND seq < %(before)s
+)
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < %(before)s
-    AND status = %(status)s AND status <> 'running'
+WHERE seq IN (
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE %(status)s::text IS NULL
+            ORDER BY seq DESC LIMIT %(max_jobs)s
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT %(max_jobs)s
+)
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
-LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_QUEUE = """WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND queue = %(queue)s AND seq < %(before)s
+)
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < %(before)s
-    AND status = %(status)s AND status <> 'running'
-    AND kind = %(kind)s
+WHERE seq IN (
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE %(status)s::text IS NULL
+            ORDER BY seq DESC LIMIT %(max_jobs)s
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT %(max_jobs)s
+)
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
-LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_KIND_QUEUE = """WITH running AS MATERIALIZED (
+    SELECT seq FROM jobs WHERE status = 'running' AND kind = %(kind)s AND queue = %(queue)s AND seq < %(before)s
+)
+SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < %(before)s
-    AND status = %(status)s AND status <> 'running'
-    AND queue = %(queue)s
+WHERE seq IN (
+    SELECT pages.seq FROM (
+        SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'queued')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS queued
+        UNION ALL SELECT seq FROM (
+            SELECT seq FROM running WHERE %(status)s::text IS NULL
+            ORDER BY seq DESC LIMIT %(max_jobs)s
+        ) AS running_page
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'succeeded')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS succeeded
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'failed')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS failed
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'cancelled')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS cancelled
+        UNION ALL SELECT seq FROM (
+            SELECT page.seq FROM jobs AS page
+            WHERE page.status = 'pending' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
+                AND (%(status)s::text IS NULL OR %(status)s::text = 'pending')
+            ORDER BY page.seq DESC LIMIT %(max_jobs)s
+        ) AS pending
+    ) AS pages
+    ORDER BY pages.seq DESC LIMIT %(max_jobs)s
+)
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
-LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_RARE_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < %(before)s
-    AND status = %(status)s AND status <> 'running'
-    AND kind = %(kind)s
-    AND queue = %(queue)s
+WHERE status = %(status)s AND seq < %(before)s
+    AND status IN ('failed', 'cancelled', 'pending')
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_RARE_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = %(status)s AND status <> 'running' AND kind = %(kind)s AND seq < %(before)s
+    AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_BY_RARE_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = %(status)s AND status <> 'running' AND queue = %(queue)s AND seq < %(before)s
+ORDER BY seq DESC LIMIT %(max_jobs)s
+"""
+
+LIST_JOBS_QUEUED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT ready.seq FROM jobs AS ready
+        WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.seq < %(before)s
+            AND (%(kind)s::text IS NULL OR ready.kind = %(kind)s)
+            AND (%(queue)s::text IS NULL OR ready.queue = %(queue)s)
+        UNION ALL
+        SELECT later.seq FROM jobs AS later
+        WHERE later.status = 'queued' AND later.scheduled = true AND later.seq < %(before)s
+            AND (%(kind)s::text IS NULL OR later.kind = %(kind)s)
+            AND (%(queue)s::text IS NULL OR later.queue = %(queue)s)
+    ) AS queued
+    ORDER BY seq DESC LIMIT %(max_jobs)s
+)
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
@@ -429,111 +600,6 @@ SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, r
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM running
-ORDER BY seq DESC LIMIT %(max_jobs)s
-"""
-
-LIST_JOBS_BY_KIND = """WITH running AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'running' AND kind = %(kind)s AND seq < %(before)s
-)
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running ORDER BY seq DESC LIMIT %(max_jobs)s
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS cancelled
-)
-ORDER BY seq DESC LIMIT %(max_jobs)s
-"""
-
-LIST_JOBS_BY_QUEUE = """WITH running AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'running' AND queue = %(queue)s AND seq < %(before)s
-)
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running ORDER BY seq DESC LIMIT %(max_jobs)s
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS cancelled
-)
-ORDER BY seq DESC LIMIT %(max_jobs)s
-"""
-
-LIST_JOBS_BY_KIND_QUEUE = """WITH running AS MATERIALIZED (
-    SELECT seq FROM jobs WHERE status = 'running' AND kind = %(kind)s AND queue = %(queue)s AND seq < %(before)s
-)
-SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS queued
-    UNION ALL SELECT seq FROM (
-        SELECT seq FROM running ORDER BY seq DESC LIMIT %(max_jobs)s
-    ) AS running_page
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS succeeded
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS failed
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = %(kind)s AND page.queue = %(queue)s AND page.seq < %(before)s
-        ORDER BY page.seq DESC LIMIT %(max_jobs)s
-    ) AS cancelled
-)
 ORDER BY seq DESC LIMIT %(max_jobs)s
 """
 
@@ -787,148 +853,8 @@ class GetJobRecordRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsUnfilteredRow:
-    """A row that ListJobsUnfiltered returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: datetime.datetime
-    created_at: datetime.datetime
-    started_at: datetime.datetime | None
-    finished_at: datetime.datetime | None
-    updated_at: datetime.datetime
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusRow:
-    """A row that ListJobsByStatus returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: datetime.datetime
-    created_at: datetime.datetime
-    started_at: datetime.datetime | None
-    finished_at: datetime.datetime | None
-    updated_at: datetime.datetime
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusKindRow:
-    """A row that ListJobsByStatusKind returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: datetime.datetime
-    created_at: datetime.datetime
-    started_at: datetime.datetime | None
-    finished_at: datetime.datetime | None
-    updated_at: datetime.datetime
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusQueueRow:
-    """A row that ListJobsByStatusQueue returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: datetime.datetime
-    created_at: datetime.datetime
-    started_at: datetime.datetime | None
-    finished_at: datetime.datetime | None
-    updated_at: datetime.datetime
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusKindQueueRow:
-    """A row that ListJobsByStatusKindQueue returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: datetime.datetime
-    created_at: datetime.datetime
-    started_at: datetime.datetime | None
-    finished_at: datetime.datetime | None
-    updated_at: datetime.datetime
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsRunningRow:
-    """A row that ListJobsRunning returns."""
+class ListJobsInOrderRow:
+    """A row that ListJobsInOrder returns."""
 
     seq: int
     id: str
@@ -1013,6 +939,146 @@ class ListJobsByQueueRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListJobsByKindQueueRow:
     """A row that ListJobsByKindQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByRareStatusRow:
+    """A row that ListJobsByRareStatus returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByRareStatusKindRow:
+    """A row that ListJobsByRareStatusKind returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByRareStatusQueueRow:
+    """A row that ListJobsByRareStatusQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsQueuedRow:
+    """A row that ListJobsQueued returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: bool
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    updated_at: datetime.datetime
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRunningRow:
+    """A row that ListJobsRunning returns."""
 
     seq: int
     id: str
@@ -1993,69 +2059,33 @@ class Querier:
             meta=row[21],
         )
 
-    def list_jobs_unfiltered(
+    def list_jobs_in_order(
         self,
         *,
         before: int,
+        status: str | None,
         max_jobs: int,
-    ) -> list[ListJobsUnfilteredRow]:
+    ) -> list[ListJobsInOrderRow]:
         """The ListJobs* queries read the records of up to max_jobs jobs with seq
         below before, newest first, that match every filter in the query's name.
         They are one query per set of filters, not one with "filter IS NULL OR",
-        which no index can serve: the store picks the query by the filters given,
-        and each reads about one page of an index however many rows the table has.
-        The listing's indexes leave running rows out, so the queries that read them
-        say "status <> 'running'" (SQLite uses a partial index only for a query
-        that names its condition), and running jobs are read from jobs_running.
-        ListJobsUnfiltered reads the primary key in order.
+        which no index can serve: the store picks the query by the filters given
+        (listing.py), and each reads one index in seq order, never sorting the
+        finished rows. ListJobsInOrder, ListJobsByKind, ListJobsByQueue and
+        ListJobsByKindQueue take a status of null (any) or succeeded; the
+        ListJobsByRareStatus* queries list a status a job seldom reaches (failed,
+        cancelled, pending), and ListJobsQueued the queued jobs and ListJobsRunning the running ones. The indexes of
+        status and kind or queue leave running rows out, so the queries that read
+        them say "status <> 'running'" (the planner cannot prove it of a
+        parameter), and running jobs are read from jobs_running. Differs from
+        SQLite, whose status-free jobs_by_kind and jobs_by_queue cost a claim and
+        a finish nothing: here every status change writes an entry in each index
+        whose condition the new row meets (see postgres/schema.sql).
+        ListJobsInOrder reads the primary key in order, keeping the jobs of status when
+        one is given: a page costs the jobs of other statuses it skips as well.
         """
         cur = self._conn.execute(
-            LIST_JOBS_UNFILTERED,
-            {
-                "before": before,
-                "max_jobs": max_jobs,
-            },
-        )
-        return [
-            ListJobsUnfilteredRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_status(
-        self,
-        *,
-        before: int,
-        status: str,
-        max_jobs: int,
-    ) -> list[ListJobsByStatusRow]:
-        """ListJobsByStatus reads jobs_by_status in order. Its status is
-        any but running, which ListJobsRunning lists.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS,
+            LIST_JOBS_IN_ORDER,
             {
                 "before": before,
                 "status": status,
@@ -2063,7 +2093,7 @@ class Querier:
             },
         )
         return [
-            ListJobsByStatusRow(
+            ListJobsInOrderRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -2090,76 +2120,246 @@ class Querier:
             for row in cur.fetchall()
         ]
 
-    def list_jobs_by_status_kind(
+    def list_jobs_by_kind(
         self,
         *,
+        kind: str,
         before: int,
+        status: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByKindRow]:
+        """ListJobsByKind lists the jobs of kind, and of status when one is given.
+        It reads the newest page of each status the status given allows (null:
+        every status), and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_kind in order. A branch whose status the
+        status given rules out is not run. It lists every status of the jobs
+        table's CHECK. The newest page of their seqs is taken before the rows are
+        read, so that the planner reads each row by its seq, never the primary key
+        in order looking for them.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND,
+            {
+                "kind": kind,
+                "before": before,
+                "status": status,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_queue(
+        self,
+        *,
+        queue: str,
+        before: int,
+        status: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByQueueRow]:
+        """ListJobsByQueue lists the jobs of queue, and of status when one is given.
+        It reads the newest page of each status the status given allows (null:
+        every status), and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_queue in order. A branch whose status the
+        status given rules out is not run. It lists every status of the jobs
+        table's CHECK. The newest page of their seqs is taken before the rows are
+        read, so that the planner reads each row by its seq, never the primary key
+        in order looking for them.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_QUEUE,
+            {
+                "queue": queue,
+                "before": before,
+                "status": status,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_kind_queue(
+        self,
+        *,
+        kind: str,
+        queue: str,
+        before: int,
+        status: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByKindQueueRow]:
+        """ListJobsByKindQueue lists the jobs of kind in queue, and of status when
+        one is given. A kind's jobs are mostly in one queue, so the pages of
+        jobs_by_status_kind keep the jobs of queue.
+        It reads the newest page of each status the status given allows (null:
+        every status), and keeps the newest page of them: the running jobs' from
+        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
+        status's from jobs_by_status_kind in order. A branch whose status the
+        status given rules out is not run. It lists every status of the jobs
+        table's CHECK. The newest page of their seqs is taken before the rows are
+        read, so that the planner reads each row by its seq, never the primary key
+        in order looking for them.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND_QUEUE,
+            {
+                "kind": kind,
+                "queue": queue,
+                "before": before,
+                "status": status,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByKindQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_rare_status(
+        self,
+        *,
+        status: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByRareStatusRow]:
+        """ListJobsByRareStatus reads jobs_by_rare_status in order. Its status is
+        failed, cancelled or pending.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_RARE_STATUS,
+            {
+                "status": status,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByRareStatusRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_rare_status_kind(
+        self,
+        *,
         status: str,
         kind: str,
+        before: int,
+        queue: str | None,
         max_jobs: int,
-    ) -> list[ListJobsByStatusKindRow]:
-        """ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
-        any but running, which ListJobsRunning lists.
+    ) -> list[ListJobsByRareStatusKindRow]:
+        """ListJobsByRareStatusKind reads jobs_by_status_kind in order, keeping the
+        jobs of queue when one is given (a kind's jobs are mostly in one queue).
+        Its status is failed, cancelled or pending.
         """
         cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS_KIND,
+            LIST_JOBS_BY_RARE_STATUS_KIND,
             {
-                "before": before,
                 "status": status,
                 "kind": kind,
-                "max_jobs": max_jobs,
-            },
-        )
-        return [
-            ListJobsByStatusKindRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_status_queue(
-        self,
-        *,
-        before: int,
-        status: str,
-        queue: str,
-        max_jobs: int,
-    ) -> list[ListJobsByStatusQueueRow]:
-        """ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
-        any but running, which ListJobsRunning lists.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS_QUEUE,
-            {
                 "before": before,
-                "status": status,
                 "queue": queue,
                 "max_jobs": max_jobs,
             },
         )
         return [
-            ListJobsByStatusQueueRow(
+            ListJobsByRareStatusKindRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -2186,32 +2386,79 @@ class Querier:
             for row in cur.fetchall()
         ]
 
-    def list_jobs_by_status_kind_queue(
+    def list_jobs_by_rare_status_queue(
+        self,
+        *,
+        status: str,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByRareStatusQueueRow]:
+        """ListJobsByRareStatusQueue reads jobs_by_status_queue in order. Its status
+        is failed, cancelled or pending.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_RARE_STATUS_QUEUE,
+            {
+                "status": status,
+                "queue": queue,
+                "before": before,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListJobsByRareStatusQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_queued(
         self,
         *,
         before: int,
-        status: str,
-        kind: str,
-        queue: str,
+        kind: str | None,
+        queue: str | None,
         max_jobs: int,
-    ) -> list[ListJobsByStatusKindQueueRow]:
-        """ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
-        jobs of queue: a kind's jobs are mostly in one queue, and an index on
-        (status, kind, queue, seq) would cost every job's writes. Its status is any
-        but running, which ListJobsRunning lists.
+    ) -> list[ListJobsQueuedRow]:
+        """ListJobsQueued lists the queued jobs that match each filter given (a null
+        filter matches all): it reads the queued rows only, the ready ones from
+        jobs_queued and the scheduled ones from jobs_scheduled (the claim's and
+        the staging's indexes), and sorts their seqs, so a page costs the queued
+        jobs, however many finished ones there are.
         """
         cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS_KIND_QUEUE,
+            LIST_JOBS_QUEUED,
             {
                 "before": before,
-                "status": status,
                 "kind": kind,
                 "queue": queue,
                 "max_jobs": max_jobs,
             },
         )
         return [
-            ListJobsByStatusKindQueueRow(
+            ListJobsQueuedRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -2264,158 +2511,6 @@ class Querier:
         )
         return [
             ListJobsRunningRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_kind(
-        self,
-        *,
-        kind: str,
-        before: int,
-        max_jobs: int,
-    ) -> list[ListJobsByKindRow]:
-        """ListJobsByKind reads the newest page of each status, at most five pages of
-        seqs, and keeps the newest page of them: the running jobs' from
-        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
-        status's from jobs_by_status_kind in order.
-        An index on (kind, seq) would serve it too, at a cost to every write.
-        It lists every status of the jobs table's CHECK.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_KIND,
-            {
-                "kind": kind,
-                "before": before,
-                "max_jobs": max_jobs,
-            },
-        )
-        return [
-            ListJobsByKindRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_queue(
-        self,
-        *,
-        queue: str,
-        before: int,
-        max_jobs: int,
-    ) -> list[ListJobsByQueueRow]:
-        """ListJobsByQueue reads the newest page of each status, at most five pages of
-        seqs, and keeps the newest page of them: the running jobs' from
-        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
-        status's from jobs_by_status_queue in order.
-        An index on (queue, seq) would serve it too, at a cost to every write.
-        It lists every status of the jobs table's CHECK.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_QUEUE,
-            {
-                "queue": queue,
-                "before": before,
-                "max_jobs": max_jobs,
-            },
-        )
-        return [
-            ListJobsByQueueRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_kind_queue(
-        self,
-        *,
-        kind: str,
-        queue: str,
-        before: int,
-        max_jobs: int,
-    ) -> list[ListJobsByKindQueueRow]:
-        """ListJobsByKindQueue reads the newest page of each status, at most five pages of
-        seqs, and keeps the newest page of them: the running jobs' from
-        jobs_running (a MATERIALIZED CTE, as in ListJobsRunning), each other
-        status's from jobs_by_status_kind in order.
-        It keeps the jobs of queue from the kind's.
-        It lists every status of the jobs table's CHECK.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_KIND_QUEUE,
-            {
-                "kind": kind,
-                "queue": queue,
-                "before": before,
-                "max_jobs": max_jobs,
-            },
-        )
-        return [
-            ListJobsByKindQueueRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],

@@ -134,16 +134,31 @@ CREATE UNIQUE INDEX jobs_unique ON jobs (kind, unique_key)
     WHERE unique_key IS NOT NULL AND (unique_statuses & CASE status
         WHEN 'queued' THEN 1 WHEN 'running' THEN 2 WHEN 'succeeded' THEN 4
         WHEN 'failed' THEN 8 ELSE 16 END) <> 0;
--- The listing's pages (the ListJobs* queries): an index per status, per
--- status and kind, per status and queue, each ending in seq so that a keyset
--- page reads in order; status, kind and queue together read the kind's. A
--- listing without a status reads each status's page of the matching one.
--- They leave running rows out, so that a job's life (queued, running,
--- finished) moves each of their entries once, not twice: the running jobs,
--- no more than the runners' workers, are listed from jobs_running and sorted.
-CREATE INDEX jobs_by_status ON jobs (status, seq) WHERE status <> 'running';
+-- The listing's pages (the ListJobs* queries), each read in seq order so
+-- that a keyset page reads about one page of entries. A change of status is
+-- never a HOT update here (status is in the claim's indexes' conditions), so
+-- every index whose condition a job's new row meets gets an entry at each
+-- claim and finish: leaving running rows out, jobs_by_status_kind and
+-- jobs_by_status_queue get one at the finish and none at the claim, and they
+-- are the fewest that list a kind's or a queue's jobs of any status (and of
+-- no status: ListJobsByKind reads each status's page) without reading other
+-- kinds' or queues' rows; the running jobs, no more than the runners'
+-- workers, are listed from jobs_running and sorted, the queued ones from
+-- jobs_queued and jobs_scheduled. A page of succeeded jobs alone reads the
+-- primary key and skips other statuses' jobs; a page of a status a job
+-- seldom reaches (failed, cancelled, pending) alone reads
+-- jobs_by_rare_status, which a claim and a finish never write. Schema
+-- versions 3 to 9 had jobs_by_status (status, seq) instead, one more entry a
+-- finish: the upgrade to version 10 drops it.
 CREATE INDEX jobs_by_status_kind ON jobs (status, kind, seq) WHERE status <> 'running';
 CREATE INDEX jobs_by_status_queue ON jobs (status, queue, seq) WHERE status <> 'running';
+CREATE INDEX jobs_by_rare_status ON jobs (status, seq)
+    WHERE status IN ('failed', 'cancelled', 'pending');
+-- How often each status, kind and queue go together, for the planner: told
+-- only each column's own frequencies, it takes a page of one status, kind
+-- and queue for common whenever each is, and reads the primary key backwards
+-- past every newer job instead of the status's index (schema version 10).
+CREATE STATISTICS jobs_listing (mcv) ON status, kind, queue FROM jobs;
 
 -- A partitioned claim finds the keys that have ready jobs, and each key's
 -- oldest, through this index; jobs without a key are not in it, so it costs

@@ -145,9 +145,17 @@ FINISH_WORKFLOW_JOBS = """WITH RECURSIVE finished AS (
             unnest(%(results)s::text[]) AS result,
             unnest(%(errors)s::text[]) AS error,
             unnest(%(run_ats)s::timestamptz[]) AS run_at,
-            unnest(%(run_traces)s::text[]) AS run_trace
+            unnest(%(run_traces)s::text[]) AS run_trace,
+            -- The status an outcome's job must have, as a column: a constant
+            -- would let the planner read every running row from jobs_running
+            -- and match each to the outcomes, which it picks when the
+            -- statistics saw few running rows, though a claim of one job then
+            -- reads every running job (BENCHMARKS.md); this way each job is
+            -- read by its id.
+            'running'::text AS running
     ) AS outcome
-    WHERE jobs.id = outcome.id AND jobs.status = 'running' AND jobs.attempt = outcome.attempt
+    WHERE jobs.id = outcome.id AND jobs.status = outcome.running
+        AND jobs.attempt = outcome.attempt
     RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result
 ),
 ended AS MATERIALIZED (
@@ -842,7 +850,7 @@ class Querier:
         """ListStrandedDeps lists the ended dependencies whose end a pending job has
         not counted: the writes that end jobs in bulk (an interrupt that fails a
         job at its last attempt, a bulk cancel) settle their dependents through
-        it. It reads the pending jobs only (jobs_by_status).
+        it. It reads the pending jobs only (jobs_by_rare_status).
         """
         cur = self._conn.execute(
             LIST_STRANDED_DEPS,

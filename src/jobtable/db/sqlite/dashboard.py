@@ -7,35 +7,23 @@
 import dataclasses
 import sqlite3
 
-LIST_KIND_NAMES = """WITH RECURSIVE names(status, kind) AS (
-    SELECT statuses.status, (SELECT min(j.kind) FROM jobs AS j
-        WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM (SELECT 'queued' AS status UNION ALL SELECT 'succeeded' UNION ALL SELECT 'failed'
-        UNION ALL SELECT 'cancelled') AS statuses
+LIST_KIND_NAMES = """WITH RECURSIVE names(kind) AS (
+    SELECT (SELECT min(j.kind) FROM jobs AS j)
     UNION ALL
-    SELECT names.status, (SELECT min(j.kind) FROM jobs AS j
-        WHERE j.status = names.status AND j.status <> 'running' AND j.kind > names.kind)
+    SELECT (SELECT min(j.kind) FROM jobs AS j WHERE j.kind > names.kind)
     FROM names WHERE names.kind IS NOT NULL
 )
 SELECT CAST(kind AS TEXT) AS kind FROM names WHERE kind IS NOT NULL
-UNION
-SELECT kind FROM jobs WHERE status = 'running'
 ORDER BY kind
 """
 
-LIST_QUEUE_NAMES = """WITH RECURSIVE names(status, queue) AS (
-    SELECT statuses.status, (SELECT min(j.queue) FROM jobs AS j
-        WHERE j.status = statuses.status AND j.status <> 'running')
-    FROM (SELECT 'queued' AS status UNION ALL SELECT 'succeeded' UNION ALL SELECT 'failed'
-        UNION ALL SELECT 'cancelled') AS statuses
+LIST_QUEUE_NAMES = """WITH RECURSIVE names(queue) AS (
+    SELECT (SELECT min(j.queue) FROM jobs AS j)
     UNION ALL
-    SELECT names.status, (SELECT min(j.queue) FROM jobs AS j
-        WHERE j.status = names.status AND j.status <> 'running' AND j.queue > names.queue)
+    SELECT (SELECT min(j.queue) FROM jobs AS j WHERE j.queue > names.queue)
     FROM names WHERE names.queue IS NOT NULL
 )
 SELECT CAST(queue AS TEXT) AS queue FROM names WHERE queue IS NOT NULL
-UNION
-SELECT queue FROM jobs WHERE status = 'running'
 ORDER BY queue
 """
 
@@ -54,10 +42,17 @@ ORDER BY seq DESC LIMIT ?3
 
 CANCEL_QUEUED_MATCHING = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
 WHERE seq IN (
-    SELECT seq FROM jobs
-    WHERE status = 'queued' AND status <> 'running'
-        AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
-        AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
+    SELECT seq FROM (
+        SELECT seq FROM jobs
+        WHERE status = 'queued' AND scheduled = 0
+            AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
+            AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
+        UNION ALL
+        SELECT seq FROM jobs
+        WHERE status = 'queued' AND scheduled = 1
+            AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
+            AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
+    )
     ORDER BY seq LIMIT ?4
 )
 """
@@ -65,7 +60,8 @@ WHERE seq IN (
 CANCEL_PENDING_MATCHING = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
 WHERE seq IN (
     SELECT seq FROM jobs
-    WHERE status = 'pending' AND status <> 'running'
+    WHERE status = 'pending'
+        AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
         AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
         AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
     ORDER BY seq LIMIT ?4
@@ -99,10 +95,15 @@ WHERE (status = 'succeeded' OR status = 'failed' OR status = 'cancelled') AND up
 ORDER BY updated_at DESC LIMIT ?2
 """
 
-OLDEST_DUE_BY_QUEUE = """SELECT queue, count(*) AS jobs, CAST(min(run_at) AS TEXT) AS oldest_run_at
-FROM jobs
-WHERE status = 'queued' AND status <> 'running' AND run_at <= ?1
-GROUP BY queue ORDER BY queue
+OLDEST_DUE_BY_QUEUE = """SELECT due.queue, count(*) AS jobs, CAST(min(due.run_at) AS TEXT) AS oldest_run_at
+FROM (
+    SELECT ready.queue, ready.run_at FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.run_at <= ?1
+    UNION ALL
+    SELECT later.queue, later.run_at FROM jobs AS later
+    WHERE later.status = 'queued' AND later.scheduled = 1 AND later.run_at <= ?1
+) AS due
+GROUP BY due.queue ORDER BY due.queue
 """
 
 LIST_RUNNING_QUEUES = """SELECT id, runner, queue FROM jobs WHERE status = 'running'
@@ -193,9 +194,8 @@ class Querier:
         filter, the per-kind figures and the health checks. The Store's public
         operations run them; see src/jobtable/_operator/dashboard_store.py.
         ListKindNames reads every kind that has a job, without reading every row:
-        a skip-scan of jobs_by_status_kind, one index seek per status and kind
-        (each finds the least kind above the last), plus the running rows'
-        kinds, which that index leaves out (jobs_running reads them).
+        a skip-scan of jobs_by_kind, one index seek per kind (each finds the least
+        kind above the last).
         """
         cur = self._conn.execute(
             LIST_KIND_NAMES,
@@ -211,7 +211,7 @@ class Querier:
         self,
     ) -> list[ListQueueNamesRow]:
         """ListQueueNames reads every queue that has a job as ListKindNames reads the
-        kinds: a skip-scan of jobs_by_status_queue, plus the running rows' queues.
+        kinds: a skip-scan of jobs_by_queue.
         """
         cur = self._conn.execute(
             LIST_QUEUE_NAMES,
@@ -281,8 +281,8 @@ class Querier:
     ) -> int:
         """CancelQueuedMatching cancels up to max_jobs queued jobs, oldest first, that
         match each filter given (a null filter matches all), as CancelQueuedJob
-        cancels one. It reads the queued rows (jobs_by_status, which needs the
-        "status <> 'running'" to be chosen).
+        cancels one. It reads the queued rows only: the ready ones from jobs_queued
+        and the scheduled ones from jobs_scheduled, and sorts them.
         """
         cur = self._conn.execute(
             CANCEL_QUEUED_MATCHING,
@@ -306,8 +306,8 @@ class Querier:
         """CancelPendingMatching cancels up to max_jobs pending jobs (of workflows,
         waiting for dependencies), oldest first, that
         match each filter given (a null filter matches all), as CancelQueuedJob
-        cancels one. It reads the pending rows (jobs_by_status, which needs the
-        "status <> 'running'" to be chosen).
+        cancels one. It reads the pending rows (jobs_by_rare_status, which needs
+        its condition in the query to be chosen).
         """
         cur = self._conn.execute(
             CANCEL_PENDING_MATCHING,
@@ -400,7 +400,8 @@ class Querier:
     ) -> list[OldestDueByQueueRow]:
         """OldestDueByQueue reads, for each queue that has queued jobs due by now,
         how many are due and the earliest run_at among them. It reads the queued
-        rows only (jobs_by_status).
+        rows only: the ready ones from jobs_queued, the scheduled ones from
+        jobs_scheduled.
         """
         cur = self._conn.execute(
             OLDEST_DUE_BY_QUEUE,

@@ -108,7 +108,11 @@ WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND run_at <= ?2
 """
 
 READY_RETRIES = """UPDATE jobs SET scheduled = 0
-WHERE status = 'queued' AND scheduled = 1 AND queue = ?1 AND attempt > 0
+WHERE seq IN (
+    SELECT waiting.seq FROM jobs AS waiting INDEXED BY jobs_scheduled
+    WHERE waiting.status = 'queued' AND waiting.scheduled = 1 AND waiting.queue = ?1
+        AND waiting.attempt > 0
+)
 """
 
 PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2
@@ -223,52 +227,89 @@ GET_JOB_RECORD = """SELECT seq, id, kind, queue, priority, status, payload, resu
 FROM jobs WHERE id = ?1
 """
 
-LIST_JOBS_UNFILTERED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_IN_ORDER = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
 WHERE seq < ?1
-ORDER BY seq DESC LIMIT ?2
-"""
-
-LIST_JOBS_BY_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq < ?1
-    AND status = ?2 AND status <> 'running'
+    AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
 ORDER BY seq DESC LIMIT ?3
 """
 
-LIST_JOBS_BY_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < ?1
-    AND status = ?2 AND status <> 'running'
-    AND kind = ?3
+WHERE kind = ?1 AND seq < ?2
+    AND (CAST(?3 AS TEXT) IS NULL OR status = ?3)
 ORDER BY seq DESC LIMIT ?4
 """
 
-LIST_JOBS_BY_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
 FROM jobs
-WHERE seq < ?1
-    AND status = ?2 AND status <> 'running'
-    AND queue = ?3
+WHERE queue = ?1 AND seq < ?2
+    AND (CAST(?3 AS TEXT) IS NULL OR status = ?3)
 ORDER BY seq DESC LIMIT ?4
 """
 
-LIST_JOBS_BY_STATUS_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+LIST_JOBS_BY_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
     attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
     finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq < ?1
-    AND status = ?2 AND status <> 'running'
-    AND kind = ?3
-    AND queue = ?4
+FROM jobs INDEXED BY jobs_by_kind
+WHERE kind = ?1 AND queue = ?2 AND seq < ?3
+    AND (CAST(?4 AS TEXT) IS NULL OR status = ?4)
 ORDER BY seq DESC LIMIT ?5
+"""
+
+LIST_JOBS_BY_RARE_STATUS = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = ?1 AND seq < ?2
+    AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
+ORDER BY seq DESC LIMIT ?3
+"""
+
+LIST_JOBS_BY_RARE_STATUS_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = ?1 AND kind = ?2 AND seq < ?3
+    AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
+    AND (CAST(?4 AS TEXT) IS NULL OR queue = ?4)
+ORDER BY seq DESC LIMIT ?5
+"""
+
+LIST_JOBS_BY_RARE_STATUS_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE status = ?1 AND queue = ?2 AND seq < ?3
+    AND (status = 'failed' OR status = 'cancelled' OR status = 'pending')
+ORDER BY seq DESC LIMIT ?4
+"""
+
+LIST_JOBS_QUEUED = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
+    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
+    finished_at, updated_at, tags, meta
+FROM jobs
+WHERE seq IN (
+    SELECT seq FROM (
+        SELECT ready.seq FROM jobs AS ready INDEXED BY jobs_queued
+        WHERE ready.status = 'queued' AND ready.scheduled = 0 AND ready.seq < ?1
+            AND (CAST(?2 AS TEXT) IS NULL OR ready.kind = ?2)
+            AND (CAST(?3 AS TEXT) IS NULL OR ready.queue = ?3)
+        UNION ALL
+        SELECT later.seq FROM jobs AS later INDEXED BY jobs_scheduled
+        WHERE later.status = 'queued' AND later.scheduled = 1 AND later.seq < ?1
+            AND (CAST(?2 AS TEXT) IS NULL OR later.kind = ?2)
+            AND (CAST(?3 AS TEXT) IS NULL OR later.queue = ?3)
+    ) AS queued
+    ORDER BY seq DESC LIMIT ?4
+)
+ORDER BY seq DESC LIMIT ?4
 """
 
 LIST_JOBS_RUNNING = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
@@ -278,108 +319,6 @@ FROM jobs INDEXED BY jobs_running
 WHERE status = 'running' AND seq < ?1
     AND (CAST(?2 AS TEXT) IS NULL OR kind = ?2)
     AND (CAST(?3 AS TEXT) IS NULL OR queue = ?3)
-ORDER BY seq DESC LIMIT ?4
-"""
-
-LIST_JOBS_BY_KIND = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
-        WHERE page.status = 'running' AND page.kind = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-)
-ORDER BY seq DESC LIMIT ?3
-"""
-
-LIST_JOBS_BY_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
-        WHERE page.status = 'running' AND page.queue = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.queue = ?1 AND page.seq < ?2
-        ORDER BY page.seq DESC LIMIT ?3
-    )
-)
-ORDER BY seq DESC LIMIT ?3
-"""
-
-LIST_JOBS_BY_KIND_QUEUE = """SELECT seq, id, kind, queue, priority, status, payload, result, error, errors, runner,
-    attempt, max_attempts, timeout, cancel_requested, run_at, created_at, started_at,
-    finished_at, updated_at, tags, meta
-FROM jobs
-WHERE seq IN (
-    SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'queued' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
-        ORDER BY page.seq DESC LIMIT ?4
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page INDEXED BY jobs_running
-        WHERE page.status = 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
-        ORDER BY page.seq DESC LIMIT ?4
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'succeeded' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
-        ORDER BY page.seq DESC LIMIT ?4
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'failed' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
-        ORDER BY page.seq DESC LIMIT ?4
-    )
-    UNION ALL SELECT seq FROM (
-        SELECT page.seq FROM jobs AS page
-        WHERE page.status = 'cancelled' AND page.status <> 'running' AND page.kind = ?1 AND page.queue = ?2 AND page.seq < ?3
-        ORDER BY page.seq DESC LIMIT ?4
-    )
-)
 ORDER BY seq DESC LIMIT ?4
 """
 
@@ -605,148 +544,8 @@ class GetJobRecordRow:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsUnfilteredRow:
-    """A row that ListJobsUnfiltered returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: int
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    updated_at: str
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusRow:
-    """A row that ListJobsByStatus returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: int
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    updated_at: str
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusKindRow:
-    """A row that ListJobsByStatusKind returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: int
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    updated_at: str
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusQueueRow:
-    """A row that ListJobsByStatusQueue returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: int
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    updated_at: str
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsByStatusKindQueueRow:
-    """A row that ListJobsByStatusKindQueue returns."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: int
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    updated_at: str
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ListJobsRunningRow:
-    """A row that ListJobsRunning returns."""
+class ListJobsInOrderRow:
+    """A row that ListJobsInOrder returns."""
 
     seq: int
     id: str
@@ -831,6 +630,146 @@ class ListJobsByQueueRow:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListJobsByKindQueueRow:
     """A row that ListJobsByKindQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByRareStatusRow:
+    """A row that ListJobsByRareStatus returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByRareStatusKindRow:
+    """A row that ListJobsByRareStatusKind returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsByRareStatusQueueRow:
+    """A row that ListJobsByRareStatusQueue returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsQueuedRow:
+    """A row that ListJobsQueued returns."""
+
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    updated_at: str
+    tags: str
+    meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListJobsRunningRow:
+    """A row that ListJobsRunning returns."""
 
     seq: int
     id: str
@@ -1238,7 +1177,8 @@ class Querier:
         """ReadyRetries makes the queued jobs of queue that wait for another attempt
         (claimed before, their run_at not come yet) ready to be claimed now, their
         run_at left as it was: jobtable.testing's drain runs retries without
-        waiting for their backoff.
+        waiting for their backoff. It reads jobs_scheduled, which SQLite is told:
+        without statistics it would read jobs_by_queue, every job of the queue.
         """
         cur = self._conn.execute(
             READY_RETRIES,
@@ -1655,69 +1595,30 @@ class Querier:
             meta=row[21],
         )
 
-    def list_jobs_unfiltered(
+    def list_jobs_in_order(
         self,
         *,
         before: int,
+        status: str | None,
         max_jobs: int,
-    ) -> list[ListJobsUnfilteredRow]:
+    ) -> list[ListJobsInOrderRow]:
         """The ListJobs* queries read the records of up to max_jobs jobs with seq
         below before, newest first, that match every filter in the query's name.
         They are one query per set of filters, not one with "filter IS NULL OR",
-        which no index can serve: the store picks the query by the filters given,
-        and each reads about one page of an index however many rows the table has.
-        The listing's indexes leave running rows out, so the queries that read them
-        say "status <> 'running'" (SQLite uses a partial index only for a query
-        that names its condition), and running jobs are read from jobs_running.
-        ListJobsUnfiltered reads the primary key in order.
+        which no index can serve: the store picks the query by the filters given
+        (listing.py), and each reads one index in seq order, never sorting the
+        finished rows. ListJobsInOrder, ListJobsByKind, ListJobsByQueue and
+        ListJobsByKindQueue take a status of null (any) or succeeded: they
+        read an index that holds every status (a claim and a finish write none of
+        them) and skip the jobs of other statuses, so a page costs the jobs it
+        skips as well. The ListJobsByRareStatus* queries list a status a job seldom
+        reaches (failed, cancelled, pending) from its own indexes, and
+        ListJobsQueued the queued jobs and ListJobsRunning the running ones.
+        ListJobsInOrder reads the primary key in order, keeping the jobs of status when
+        one is given.
         """
         cur = self._conn.execute(
-            LIST_JOBS_UNFILTERED,
-            (
-                before,
-                max_jobs,
-            ),
-        )
-        return [
-            ListJobsUnfilteredRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_status(
-        self,
-        *,
-        before: int,
-        status: str,
-        max_jobs: int,
-    ) -> list[ListJobsByStatusRow]:
-        """ListJobsByStatus reads jobs_by_status in order. Its status is
-        any but running, which ListJobsRunning lists.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS,
+            LIST_JOBS_IN_ORDER,
             (
                 before,
                 status,
@@ -1725,7 +1626,7 @@ class Querier:
             ),
         )
         return [
-            ListJobsByStatusRow(
+            ListJobsInOrderRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -1752,76 +1653,224 @@ class Querier:
             for row in cur.fetchall()
         ]
 
-    def list_jobs_by_status_kind(
+    def list_jobs_by_kind(
         self,
         *,
+        kind: str,
         before: int,
+        status: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByKindRow]:
+        """ListJobsByKind reads jobs_by_kind in order, keeping the jobs of status
+        when one is given.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND,
+            (
+                kind,
+                before,
+                status,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByKindRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_queue(
+        self,
+        *,
+        queue: str,
+        before: int,
+        status: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByQueueRow]:
+        """ListJobsByQueue reads jobs_by_queue in order, keeping the jobs of status
+        when one is given.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_QUEUE,
+            (
+                queue,
+                before,
+                status,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_kind_queue(
+        self,
+        *,
+        kind: str,
+        queue: str,
+        before: int,
+        status: str | None,
+        max_jobs: int,
+    ) -> list[ListJobsByKindQueueRow]:
+        """ListJobsByKindQueue reads jobs_by_kind in order and keeps the jobs of
+        queue (a kind's jobs are mostly in one queue), and of status when one is
+        given.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_KIND_QUEUE,
+            (
+                kind,
+                queue,
+                before,
+                status,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByKindQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_rare_status(
+        self,
+        *,
+        status: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByRareStatusRow]:
+        """ListJobsByRareStatus reads jobs_by_rare_status in order. Its status is
+        failed, cancelled or pending.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_RARE_STATUS,
+            (
+                status,
+                before,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByRareStatusRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_by_rare_status_kind(
+        self,
+        *,
         status: str,
         kind: str,
+        before: int,
+        queue: str | None,
         max_jobs: int,
-    ) -> list[ListJobsByStatusKindRow]:
-        """ListJobsByStatusKind reads jobs_by_status_kind in order. Its status is
-        any but running, which ListJobsRunning lists.
+    ) -> list[ListJobsByRareStatusKindRow]:
+        """ListJobsByRareStatusKind reads jobs_by_rare_status_kind in order, keeping
+        the jobs of queue when one is given. Its status is failed, cancelled or
+        pending.
         """
         cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS_KIND,
+            LIST_JOBS_BY_RARE_STATUS_KIND,
             (
-                before,
                 status,
                 kind,
-                max_jobs,
-            ),
-        )
-        return [
-            ListJobsByStatusKindRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_status_queue(
-        self,
-        *,
-        before: int,
-        status: str,
-        queue: str,
-        max_jobs: int,
-    ) -> list[ListJobsByStatusQueueRow]:
-        """ListJobsByStatusQueue reads jobs_by_status_queue in order. Its status is
-        any but running, which ListJobsRunning lists.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS_QUEUE,
-            (
                 before,
-                status,
                 queue,
                 max_jobs,
             ),
         )
         return [
-            ListJobsByStatusQueueRow(
+            ListJobsByRareStatusKindRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -1848,32 +1897,80 @@ class Querier:
             for row in cur.fetchall()
         ]
 
-    def list_jobs_by_status_kind_queue(
+    def list_jobs_by_rare_status_queue(
+        self,
+        *,
+        status: str,
+        queue: str,
+        before: int,
+        max_jobs: int,
+    ) -> list[ListJobsByRareStatusQueueRow]:
+        """ListJobsByRareStatusQueue reads jobs_by_rare_status_queue in order. Its
+        status is failed, cancelled or pending.
+        """
+        cur = self._conn.execute(
+            LIST_JOBS_BY_RARE_STATUS_QUEUE,
+            (
+                status,
+                queue,
+                before,
+                max_jobs,
+            ),
+        )
+        return [
+            ListJobsByRareStatusQueueRow(
+                seq=row[0],
+                id=row[1],
+                kind=row[2],
+                queue=row[3],
+                priority=row[4],
+                status=row[5],
+                payload=row[6],
+                result=row[7],
+                error=row[8],
+                errors=row[9],
+                runner=row[10],
+                attempt=row[11],
+                max_attempts=row[12],
+                timeout=row[13],
+                cancel_requested=row[14],
+                run_at=row[15],
+                created_at=row[16],
+                started_at=row[17],
+                finished_at=row[18],
+                updated_at=row[19],
+                tags=row[20],
+                meta=row[21],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def list_jobs_queued(
         self,
         *,
         before: int,
-        status: str,
-        kind: str,
-        queue: str,
+        kind: str | None,
+        queue: str | None,
         max_jobs: int,
-    ) -> list[ListJobsByStatusKindQueueRow]:
-        """ListJobsByStatusKindQueue reads jobs_by_status_kind in order and keeps the
-        jobs of queue: a kind's jobs are mostly in one queue, and an index on
-        (status, kind, queue, seq) would cost every job's writes. Its status is any
-        but running, which ListJobsRunning lists.
+    ) -> list[ListJobsQueuedRow]:
+        """ListJobsQueued lists the queued jobs that match each filter given (a null
+        filter matches all): it reads the queued rows only, the ready ones from
+        jobs_queued and the scheduled ones from jobs_scheduled (the claim's and
+        the staging's indexes), and sorts their seqs, so a page costs the queued
+        jobs, however many finished ones there are. SQLite is told the indexes:
+        left to itself, it reads the primary key backwards to spare the sort.
         """
         cur = self._conn.execute(
-            LIST_JOBS_BY_STATUS_KIND_QUEUE,
+            LIST_JOBS_QUEUED,
             (
                 before,
-                status,
                 kind,
                 queue,
                 max_jobs,
             ),
         )
         return [
-            ListJobsByStatusKindQueueRow(
+            ListJobsQueuedRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
@@ -1923,155 +2020,6 @@ class Querier:
         )
         return [
             ListJobsRunningRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_kind(
-        self,
-        *,
-        kind: str,
-        before: int,
-        max_jobs: int,
-    ) -> list[ListJobsByKindRow]:
-        """ListJobsByKind reads the newest page of each status, at most five pages of
-        seqs, and keeps the newest page of them: the running jobs' from
-        jobs_running, each other status's from jobs_by_status_kind in order.
-        An index on (kind, seq) would serve it too, at a cost to every insert.
-        It lists every status of the jobs table's CHECK.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_KIND,
-            (
-                kind,
-                before,
-                max_jobs,
-            ),
-        )
-        return [
-            ListJobsByKindRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_queue(
-        self,
-        *,
-        queue: str,
-        before: int,
-        max_jobs: int,
-    ) -> list[ListJobsByQueueRow]:
-        """ListJobsByQueue reads the newest page of each status, at most five pages of
-        seqs, and keeps the newest page of them: the running jobs' from
-        jobs_running, each other status's from jobs_by_status_queue in order.
-        An index on (queue, seq) would serve it too, at a cost to every insert.
-        It lists every status of the jobs table's CHECK.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_QUEUE,
-            (
-                queue,
-                before,
-                max_jobs,
-            ),
-        )
-        return [
-            ListJobsByQueueRow(
-                seq=row[0],
-                id=row[1],
-                kind=row[2],
-                queue=row[3],
-                priority=row[4],
-                status=row[5],
-                payload=row[6],
-                result=row[7],
-                error=row[8],
-                errors=row[9],
-                runner=row[10],
-                attempt=row[11],
-                max_attempts=row[12],
-                timeout=row[13],
-                cancel_requested=row[14],
-                run_at=row[15],
-                created_at=row[16],
-                started_at=row[17],
-                finished_at=row[18],
-                updated_at=row[19],
-                tags=row[20],
-                meta=row[21],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def list_jobs_by_kind_queue(
-        self,
-        *,
-        kind: str,
-        queue: str,
-        before: int,
-        max_jobs: int,
-    ) -> list[ListJobsByKindQueueRow]:
-        """ListJobsByKindQueue reads the newest page of each status, at most five pages of
-        seqs, and keeps the newest page of them: the running jobs' from
-        jobs_running, each other status's from jobs_by_status_kind in order.
-        It keeps the jobs of queue from the kind's.
-        It lists every status of the jobs table's CHECK.
-        """
-        cur = self._conn.execute(
-            LIST_JOBS_BY_KIND_QUEUE,
-            (
-                kind,
-                queue,
-                before,
-                max_jobs,
-            ),
-        )
-        return [
-            ListJobsByKindQueueRow(
                 seq=row[0],
                 id=row[1],
                 kind=row[2],
