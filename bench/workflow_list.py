@@ -3,11 +3,10 @@
 On one SQLite file (durable=False, filled through the public API, many
 workflows to a transaction), it stores SMALL workflows of three jobs,
 times the first page of 50 and a keyset page halfway down, then adds
-workflows up to LARGE and times both again. The listing sorts the
-workflows table (no index on created_at in schema version 8) and reads
-each listed workflow's jobs through jobs_workflow, so the page grows with
-the number of workflows, not with the number of jobs; the ratio says by
-how much.
+workflows up to LARGE and times both again. The listing reads one range
+of workflows_by_time and each listed workflow's jobs through
+jobs_workflow, so the page should cost the same at both sizes; the ratio
+says whether it does.
 
     .venv/bin/python -m bench.workflow_list                 # 1,000 then 50,000 workflows
     .venv/bin/python -m bench.workflow_list --large 200000

@@ -17,3 +17,6 @@ CREATE INDEX IF NOT EXISTS jobs_by_rare_status ON jobs (status, seq)
 
 -- name: CreateJobsListingStatisticsV10 :exec
 CREATE STATISTICS IF NOT EXISTS jobs_listing (mcv) ON status, kind, queue FROM jobs;
+
+-- name: CreateWorkflowsByTimeIndexV10 :exec
+CREATE INDEX IF NOT EXISTS workflows_by_time ON workflows (created_at, id);

@@ -411,16 +411,19 @@ WHERE dep = @dep AND done
 -- named before (its created_at and id are the keyset; null: the first
 -- page), with how many of each one's jobs are in each status: a row per
 -- workflow and status, and one with a null status and no jobs for a
--- workflow whose jobs are all deleted. The page is a sort of the workflows
--- table (three short columns a workflow; schema version 8 has no index on
--- created_at); each listed workflow's jobs are one range of jobs_workflow.
+-- workflow whose jobs are all deleted. The page is one range of
+-- workflows_by_time (filtered by name when one is given); each listed
+-- workflow's jobs are one range of jobs_workflow.
 WITH page AS (
     SELECT w.id, w.name, w.created_at FROM workflows AS w
     WHERE (sqlc.narg(name)::text IS NULL OR w.name = sqlc.narg(name))
-        AND (sqlc.narg(before)::text IS NULL
-            OR (w.created_at, w.id) < (
-                SELECT b.created_at, b.id FROM workflows AS b WHERE b.id = sqlc.narg(before)
-            ))
+        -- No cursor compares with a key above every row's; an unknown one
+        -- with null, which no row passes.
+        AND (w.created_at, w.id) < (
+            coalesce((SELECT b.created_at FROM workflows AS b WHERE b.id = sqlc.narg(before)),
+                CASE WHEN sqlc.narg(before)::text IS NULL THEN 'infinity'::timestamptz END),
+            coalesce((SELECT b.id FROM workflows AS b WHERE b.id = sqlc.narg(before)),
+                CASE WHEN sqlc.narg(before)::text IS NULL THEN '' END))
     ORDER BY w.created_at DESC, w.id DESC
     LIMIT @max_workflows
 )

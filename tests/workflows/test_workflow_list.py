@@ -118,9 +118,10 @@ async def test_the_async_form_lists_the_same(store: jobtable.Store) -> None:
     assert await store.aworkflows() == store.workflows()
 
 
-def test_the_listing_reads_each_workflow_s_jobs_through_its_index(tmp_path: pathlib.Path) -> None:
-    # The jobs table is never scanned: only the listed workflows' ranges of
-    # jobs_workflow are read, whatever else the table holds.
+def test_the_listing_reads_a_range_of_workflows_and_each_one_s_jobs(tmp_path: pathlib.Path) -> None:
+    # A page after a cursor is one range of workflows_by_time, not a scan of
+    # the newer workflows, and the jobs table is never scanned: only the
+    # listed workflows' ranges of jobs_workflow are read.
     path = tmp_path / "jobs.db"
     jobtable.Store.open(path).close()
     conn = sqlite3.connect(path)
@@ -131,3 +132,4 @@ def test_the_listing_reads_each_workflow_s_jobs_through_its_index(tmp_path: path
         conn.close()
     on_jobs = [s for s in steps if " jobs " in f"{s} "]
     assert on_jobs == ["SEARCH jobs USING INDEX jobs_workflow (workflow_id=?) LEFT-JOIN"]
+    assert "SEARCH w USING INDEX workflows_by_time ((created_at,id)<(?,?))" in steps

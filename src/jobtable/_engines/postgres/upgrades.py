@@ -129,9 +129,11 @@ def upgrade_to_v10(conn: _Connection) -> None:
 
     A finish wrote an entry in jobs_by_status; a claim and a finish write
     none in jobs_by_rare_status. The planner gets jobs_listing, the
-    statistics of status, kind and queue together. Every job is kept.
+    statistics of status, kind and queue together, and the list of
+    workflows its index by time. Every job is kept.
     """
     q = upgrade_v10.Querier(conn)
     q.drop_jobs_by_status_index_v10()
     q.create_jobs_by_rare_status_index_v10()
     q.create_jobs_listing_statistics_v10()
+    q.create_workflows_by_time_index_v10()

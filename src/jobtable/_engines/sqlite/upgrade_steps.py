@@ -70,7 +70,7 @@ _REBUILT_VERSION = 9
 # and its index.
 _TABLES_V8 = frozenset({"workflows", "job_deps", "job_deps_job"})
 # The listing's indexes version 10 drops (keyed by status, versions 3 to 9)
-# and those it creates in their place.
+# and those it creates in their place, and the list of workflows' index.
 _INDEXES_V10 = frozenset(
     {
         "jobs_by_status",
@@ -81,6 +81,7 @@ _INDEXES_V10 = frozenset(
         "jobs_by_rare_status",
         "jobs_by_rare_status_kind",
         "jobs_by_rare_status_queue",
+        "workflows_by_time",
     }
 )
 
@@ -184,7 +185,7 @@ def _upgrade_to_v10(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     # and a finish each moved, with indexes neither writes: schema.sql drops
     # the old ones, then creates the new ones, which a file rebuilt by the
     # step to version 8 has already.
-    have = describe(conn, "jobs").indexes
+    have = describe(conn, "jobs").indexes | describe(conn, "workflows").indexes
     statements = [
         st
         for st in schema.statements

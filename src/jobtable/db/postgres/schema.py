@@ -181,6 +181,10 @@ CREATE TABLE workflows (
     name text NOT NULL,
     created_at timestamptz NOT NULL
 );
+-- The list of workflows reads a page newest first as one range of this
+-- index: workflows are never updated, so each costs its insert one entry and
+-- nothing after (schema version 10).
+CREATE INDEX workflows_by_time ON workflows (created_at, id);
 
 -- job_deps holds one row per dependency: job runs only after dep finished
 -- (succeeded, or ended in any way when run_on_failure is set). feeds marks

@@ -19,6 +19,9 @@ CREATE_JOBS_BY_RARE_STATUS_INDEX_V10 = """CREATE INDEX IF NOT EXISTS jobs_by_rar
 CREATE_JOBS_LISTING_STATISTICS_V10 = """CREATE STATISTICS IF NOT EXISTS jobs_listing (mcv) ON status, kind, queue FROM jobs
 """
 
+CREATE_WORKFLOWS_BY_TIME_INDEX_V10 = """CREATE INDEX IF NOT EXISTS workflows_by_time ON workflows (created_at, id)
+"""
+
 
 class Querier:
     """Runs the queries of upgrade_v10.sql on one connection."""
@@ -53,4 +56,11 @@ class Querier:
     ) -> None:
         self._conn.execute(
             CREATE_JOBS_LISTING_STATISTICS_V10,
+        )
+
+    def create_workflows_by_time_index_v10(
+        self,
+    ) -> None:
+        self._conn.execute(
+            CREATE_WORKFLOWS_BY_TIME_INDEX_V10,
         )

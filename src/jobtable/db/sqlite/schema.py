@@ -178,6 +178,10 @@ CREATE TABLE workflows (
     name TEXT NOT NULL,
     created_at TEXT NOT NULL
 ) WITHOUT ROWID;
+-- The list of workflows reads a page newest first as one range of this
+-- index: workflows are never updated, so each costs its insert one entry and
+-- nothing after (schema version 10).
+CREATE INDEX workflows_by_time ON workflows (created_at, id);
 
 -- job_deps holds one row per dependency: job runs only after dep finished
 -- (succeeded, or ended in any way when run_on_failure is set). feeds marks
