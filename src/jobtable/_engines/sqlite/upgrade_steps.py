@@ -185,7 +185,13 @@ def _upgrade_to_v10(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     # and a finish each moved, with indexes neither writes: schema.sql drops
     # the old ones, then creates the new ones, which a file rebuilt by the
     # step to version 8 has already.
-    have = describe(conn, "jobs").indexes | describe(conn, "workflows").indexes
+    workflows = describe(conn, "workflows")
+    # A file without workflows was not a version 7 one at the step to 8: it
+    # gets no index of them, and the table check after the steps names what
+    # it lacks.
+    have = describe(conn, "jobs").indexes | (
+        workflows.indexes if workflows.columns else frozenset({"workflows_by_time"})
+    )
     statements = [
         st
         for st in schema.statements
