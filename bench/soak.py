@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import datetime
 import json
+import signal
 import sys
 import threading
 import time
@@ -273,6 +274,10 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--drain-jobs", type=int, default=5000)
     parser.add_argument("--pg-url", default=_db.PG_URL)
     parser.add_argument("--cluster", action="store_true", help="a throwaway cluster (root)")
+    parser.add_argument(
+        "--table-options",
+        help="PostgreSQL: storage parameters set on jobs first, e.g. fillfactor=70",
+    )
     args = parser.parse_args(argv)
     if args.minutes < 1 or args.processes < 1 or args.workers < 1:
         parser.error("--minutes, --processes and --workers must be at least 1")
@@ -283,9 +288,19 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _set_table_options(db: _db.Database, options: str) -> None:
+    """ALTER TABLE jobs SET (options): the bench's own, to compare storage parameters."""
+    import psycopg
+
+    with psycopg.connect(db.target, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE jobs SET ({options})")
+
+
 def _run(args: argparse.Namespace, url: str) -> None:
     db = _databases.create(args.engine, url)
     try:
+        if args.table_options and db.engine == "postgres":
+            _set_table_options(db, args.table_options)
         minutes = soak(db, args)
     finally:
         db.close()
@@ -297,6 +312,8 @@ def _run(args: argparse.Namespace, url: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Runs the soak as the command line says."""
     args = _arguments(argv)
+    # A stop by SIGTERM runs the clean-up (children, the database, a cluster).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.engine == "postgres" and args.cluster:
         from bench.restart import cluster
 

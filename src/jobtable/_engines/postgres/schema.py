@@ -21,6 +21,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v6,
     upgrade_to_v7,
     upgrade_to_v8,
+    upgrade_to_v11,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -50,7 +51,7 @@ class SchemaQueries(Protocol):
     def use_temporary_schema(self) -> None: ...
 
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 11
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -71,7 +72,14 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         5: upgrade_to_v6,
         6: upgrade_to_v7,
         7: upgrade_to_v8,
+        8: _no_change,
+        9: _no_change,
+        10: upgrade_to_v11,
     }
+
+
+def _no_change(conn: _Connection) -> None:
+    """A version step that changes nothing in the schema: versions 9 and 10 here."""
 
 
 _UPGRADES = _upgrade_steps()

@@ -15,6 +15,7 @@ from jobtable.db.postgres import (
     upgrade_v6,
     upgrade_v7,
     upgrade_v8,
+    upgrade_v11,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -111,3 +112,11 @@ def upgrade_to_v8(conn: _Connection) -> None:
     q.create_job_deps_job_index_v8()
     q.create_delete_deps_function_v8()
     q.create_delete_deps_trigger_v8()
+
+
+def upgrade_to_v11(conn: _Connection) -> None:
+    """Brings a version 10 schema to version 11: the jobs table's autovacuum parameters.
+
+    Setting them rewrites no row; every job is kept.
+    """
+    upgrade_v11.Querier(conn).set_jobs_autovacuum_v11()
