@@ -40,20 +40,36 @@ def wal_bytes(path: Path) -> int:
         return 0
 
 
-def wal_frames(path: Path) -> int:
-    """The frames the WAL holds now (mxFrame of the -shm file's header), 0 when it has none.
+class ShmReader:
+    """Reads the frames the WAL holds from the -shm file's header, through one descriptor.
 
-    The -wal file's size is its high-water mark: after a restart SQLite writes
-    over it from the beginning, so this, not the size, is what the WAL holds.
+    The descriptor stays open until close: closing any descriptor of a file
+    drops every POSIX lock this process holds on it, and SQLite's
+    connections in this process lock the -shm file. So close comes only
+    after every connection of this process to the database is closed.
     """
-    try:
-        with open(f"{path}-shm", "rb") as shm:
-            header = shm.read(20)
-    except FileNotFoundError:
-        return 0
-    if len(header) < 20:
-        return 0
-    return int(struct.unpack("=I", header[16:20])[0])
+
+    def __init__(self, path: Path) -> None:
+        self._path = f"{path}-shm"
+        self._fd: int | None = None
+
+    def frames(self) -> int:
+        """The WAL's frames now (mxFrame of the header), 0 while there is no -shm file."""
+        if self._fd is None:
+            try:
+                self._fd = os.open(self._path, os.O_RDONLY)
+            except FileNotFoundError:
+                return 0
+        header = os.pread(self._fd, 20, 0)
+        if len(header) < 20:
+            return 0
+        return int(struct.unpack("=I", header[16:20])[0])
+
+    def close(self) -> None:
+        """Closes the descriptor; see the class's docstring for when."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def wal_resets(path: Path) -> int | None:

@@ -41,10 +41,10 @@ from bench._jobs import Ping
 from bench._processes import Child
 from bench._soak_probe import (
     PostgresProbe,
+    ShmReader,
     SQLiteProbe,
     open_probe,
     wal_bytes,
-    wal_frames,
     wal_resets,
 )
 from bench._soak_report import Minute, goal_checks, header, row
@@ -161,6 +161,7 @@ class Sampler:
     def __init__(self, db: _db.Database) -> None:
         self._path = getattr(db, "path", None) if db.engine == "sqlite" else None
         self._seq = wal_resets(self._path) if self._path is not None else None
+        self.shm = ShmReader(self._path) if self._path is not None else None
         self.largest = 0
         self.frames = 0
         self.restarts = 0
@@ -170,7 +171,8 @@ class Sampler:
         if self._path is None:
             return
         self.largest = max(self.largest, wal_bytes(self._path))
-        self.frames = max(self.frames, wal_frames(self._path))
+        if self.shm is not None:
+            self.frames = max(self.frames, self.shm.frames())
         seq = wal_resets(self._path)
         if seq is not None and self._seq is not None and seq > self._seq:
             self.restarts += seq - self._seq
@@ -226,7 +228,7 @@ def _describe(
         _say(f"jobs reloptions: {probe.probe()['reloptions']}")
 
 
-def soak(db: _db.Database, args: argparse.Namespace) -> list[Minute]:
+def soak(db: _db.Database, args: argparse.Namespace, sampler: Sampler) -> list[Minute]:
     """Runs the soak on db as args say, printing each minute's row; returns the minutes."""
     probe = open_probe(db)
     stop = threading.Event()
@@ -240,7 +242,7 @@ def soak(db: _db.Database, args: argparse.Namespace) -> list[Minute]:
             drained = _drain_rate(db, children, args.drain_jobs)
             rate = args.rate if args.rate is not None else 0.7 * drained
             _say(f"drain rate: {drained:.0f} jobs/s; enqueue rate: {rate:.0f} jobs/s")
-            enqueuer, sampler = Enqueuer(db.store, rate), Sampler(db)
+            enqueuer = Enqueuer(db.store, rate)
             for thread in readers:
                 thread.start()
             enqueuer.start()
@@ -298,12 +300,17 @@ def _set_table_options(db: _db.Database, options: str) -> None:
 
 def _run(args: argparse.Namespace, url: str) -> None:
     db = _databases.create(args.engine, url)
+    sampler = Sampler(db)
     try:
         if args.table_options and db.engine == "postgres":
             _set_table_options(db, args.table_options)
-        minutes = soak(db, args)
+        minutes = soak(db, args, sampler)
     finally:
         db.close()
+        # Only now: closing a descriptor of the -shm file drops this
+        # process's SQLite locks on it (see ShmReader).
+        if sampler.shm is not None:
+            sampler.shm.close()
     _say("")
     for line in goal_checks(args.engine, minutes, args.retention):
         _say(f"- {line}")

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import jobtable
-from jobtable._engines.sqlite.engine import SQLiteEngine
 
 LIMIT = 512 * 1024
 """The limit the tests set, in bytes."""
@@ -54,7 +53,7 @@ def _relay(path: Path, stop: threading.Event, ready: threading.Event) -> None:
 def readers(tmp_path: Path) -> Iterator[Path]:
     """A fresh database's path, with the relay of readers on it for the test's length."""
     path = tmp_path / "jobs.db"
-    SQLiteEngine.open(path).close()
+    jobtable.Store.open(path).close()
     stop, ready = threading.Event(), threading.Event()
     thread = threading.Thread(target=_relay, args=(path, stop, ready), daemon=True)
     thread.start()
@@ -66,7 +65,7 @@ def readers(tmp_path: Path) -> Iterator[Path]:
 
 def largest_wal(path: Path, wal_limit: int | None) -> int:
     """Makes WRITES writes on path; returns the largest -wal size seen after one."""
-    store = jobtable.Store(SQLiteEngine.open(path, wal_limit=wal_limit), target=str(path))
+    store = jobtable.Store.open(path, wal_limit=wal_limit)
     kind = jobtable.Runner(store, name="writer").register("noop", noop)
     payloads = ["x" * 1024] * 100
     largest = 0
@@ -90,5 +89,5 @@ def test_the_limit_keeps_the_wal_within_it_under_constant_readers(readers: Path)
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "1"])
 def test_a_bad_wal_limit_is_refused_naming_it(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ValueError, match="wal_limit"):
-        SQLiteEngine.open(tmp_path / "jobs.db", wal_limit=bad)  # type: ignore[arg-type]
+        jobtable.Store.open(tmp_path / "jobs.db", wal_limit=bad)  # type: ignore[arg-type]
     assert not (tmp_path / "jobs.db").exists()

@@ -13,6 +13,7 @@ from typing_extensions import Unpack
 
 from jobtable._engines.base import Engine
 from jobtable._engines.rows import CountRow
+from jobtable._engines.sqlite.wal_limit import WAL_LIMIT
 from jobtable._engines.target import URL_SCHEME, open_engine
 from jobtable._job import (
     CancelResult,
@@ -171,6 +172,7 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         clock: Callable[[], datetime.datetime] | None = None,
         migrate: bool = True,
         secret_keys: str | Sequence[str] | None = None,
+        wal_limit: int | None = WAL_LIMIT,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -184,7 +186,11 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         loss. Without it, a power loss may lose the last writes but never
         corrupts the database. busy_timeout (SQLite, in seconds) is how long a
         write waits for another process's lock; readers (SQLite) is how many
-        reads may run at once. max_payload_bytes is the largest encoded
+        reads may run at once. wal_limit (SQLite) is the size in bytes past
+        which the writer checkpoints and empties the ``-wal`` file, so that
+        readers that never all stop at once cannot make it grow without
+        bound (64 MiB by default; None leaves it to SQLite's automatic
+        checkpoint). max_payload_bytes is the largest encoded
         payload an enqueue through the store accepts (1 MiB by default).
         clock returns the current time as an aware datetime (tests skew it).
 
@@ -204,7 +210,12 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         """
         keys = keys_of(secret_keys)
         engine, shown = open_engine(
-            target, durable=durable, busy_timeout=busy_timeout, readers=readers, upgrade=migrate
+            target,
+            durable=durable,
+            busy_timeout=busy_timeout,
+            readers=readers,
+            upgrade=migrate,
+            wal_limit=wal_limit,
         )
         return cls(
             engine,
