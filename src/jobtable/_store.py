@@ -186,11 +186,10 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         loss. Without it, a power loss may lose the last writes but never
         corrupts the database. busy_timeout (SQLite, in seconds) is how long a
         write waits for another process's lock; readers (SQLite) is how many
-        reads may run at once. wal_limit (SQLite) is the size in bytes past
-        which the writer checkpoints and empties the ``-wal`` file, so that
-        readers that never all stop at once cannot make it grow without
-        bound (64 MiB by default; None leaves it to SQLite's automatic
-        checkpoint). max_payload_bytes is the largest encoded
+        reads may run at once. wal_limit (SQLite) is the ``-wal`` file's
+        size in bytes past which the writer checkpoints and empties it, so
+        constant readers cannot make it grow without bound (None: SQLite's
+        checkpoint alone). max_payload_bytes is the largest encoded
         payload an enqueue through the store accepts (1 MiB by default).
         clock returns the current time as an aware datetime (tests skew it).
 
