@@ -225,6 +225,8 @@ def _describe(
     if isinstance(probe, PostgresProbe):
         settings = probe.settings()
         _say("server: " + ", ".join(f"{k}={v}" for k, v in sorted(settings.items())))
+        if settings.get("autovacuum") == "off":
+            _say("autovacuum is off on this server: nothing reclaims dead tuples (see --cluster)")
         _say(f"jobs reloptions: {probe.probe()['reloptions']}")
 
 
