@@ -111,6 +111,8 @@ check: lint typecheck generate-check test test-django docs
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# The soak, a long steady run (30 minutes by default), is a command of its
+# own and not part of this target: .venv/bin/python -m bench.soak (BENCHMARKS.md, "Soak").
 bench: $(STAMP)
 	$(BIN)/python -m bench
 

@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Child:
-    """A process of bench._child, spoken to line by line."""
+    """A process of bench._child (or of module), spoken to line by line."""
 
-    def __init__(self, args: dict[str, Any]) -> None:
+    def __init__(self, args: dict[str, Any], module: str = "bench._child") -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench._child", json.dumps(args)],
+            [sys.executable, "-m", module, json.dumps(args)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

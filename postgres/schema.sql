@@ -105,6 +105,19 @@ CREATE TABLE jobs (
     -- ended the job, stored with its outcome by an instrumented store (null
     -- otherwise): its dependents' run spans link to it (schema version 9).
     run_trace text
+)
+-- Every job's life leaves dead row versions behind (a claim and a finish each
+-- write a new version, pruning deletes it), and none of those updates is HOT:
+-- status and updated_at are in the indexes' columns or conditions. So
+-- autovacuum visits jobs once 1% of it is dead, not the default 20%, which
+-- on a table kept for days would let millions of dead versions pile up in
+-- the claim's index between visits; and it vacuums jobs at full speed, as a
+-- queue's churn needs (schema version 11).
+WITH (
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0.02
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue

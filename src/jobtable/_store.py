@@ -13,6 +13,7 @@ from typing_extensions import Unpack
 
 from jobtable._engines.base import Engine
 from jobtable._engines.rows import CountRow
+from jobtable._engines.sqlite.wal_limit import WAL_LIMIT
 from jobtable._engines.target import URL_SCHEME, open_engine
 from jobtable._job import (
     CancelResult,
@@ -172,6 +173,7 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         clock: Callable[[], datetime.datetime] | None = None,
         migrate: bool = True,
         secret_keys: str | Sequence[str] | None = None,
+        wal_limit: int | None = WAL_LIMIT,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -185,7 +187,10 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         loss. Without it, a power loss may lose the last writes but never
         corrupts the database. busy_timeout (SQLite, in seconds) is how long a
         write waits for another process's lock; readers (SQLite) is how many
-        reads may run at once. max_payload_bytes is the largest encoded
+        reads may run at once. wal_limit (SQLite) is the ``-wal`` file's
+        size in bytes past which the writer checkpoints and empties it, so
+        constant readers cannot make it grow without bound (None: SQLite's
+        checkpoint alone). max_payload_bytes is the largest encoded
         payload an enqueue through the store accepts (1 MiB by default).
         clock returns the current time as an aware datetime (tests skew it).
 
@@ -205,7 +210,12 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         """
         keys = keys_of(secret_keys)
         engine, shown = open_engine(
-            target, durable=durable, busy_timeout=busy_timeout, readers=readers, upgrade=migrate
+            target,
+            durable=durable,
+            busy_timeout=busy_timeout,
+            readers=readers,
+            upgrade=migrate,
+            wal_limit=wal_limit,
         )
         return cls(
             engine,

@@ -11,6 +11,7 @@ from typing import Literal
 from jobtable._engines.base import Engine
 from jobtable._engines.sqlite.engine import SQLiteEngine, read_schema_version
 from jobtable._engines.sqlite.file import SCHEMA_VERSION as SQLITE_VERSION
+from jobtable._engines.sqlite.wal_limit import WAL_LIMIT
 from jobtable._errors import StoreError
 from jobtable._values import redact_url
 
@@ -66,11 +67,13 @@ def open_engine(
     busy_timeout: float,
     readers: int,
     upgrade: bool,
+    wal_limit: int | None = WAL_LIMIT,
 ) -> tuple[Engine, str]:
     """Opens target's engine; returns it and the target as the store shows it.
 
     Without upgrade, a schema that is missing or older is refused with a
-    StoreError and left as it is.
+    StoreError and left as it is. wal_limit is the SQLite engine's (see
+    ``SQLiteEngine.open``); PostgreSQL has none.
     """
     engine, where = parse_target(target)
     if engine == "postgres":
@@ -81,7 +84,12 @@ def open_engine(
         opened: Engine = PostgresEngine.open(url, durable=durable, upgrade=upgrade)
         return opened, url
     sqlite = SQLiteEngine.open(
-        where, durable=durable, busy_timeout=busy_timeout, readers=readers, upgrade=upgrade
+        where,
+        durable=durable,
+        busy_timeout=busy_timeout,
+        readers=readers,
+        upgrade=upgrade,
+        wal_limit=wal_limit,
     )
     return sqlite, str(sqlite.path)
 

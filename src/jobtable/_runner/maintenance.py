@@ -4,9 +4,10 @@ import datetime
 import time
 from collections.abc import Callable
 
+from jobtable._operator.operations import PruneJobs
 from jobtable._runner.process import ProcessId, this_process
 from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
-from jobtable._runner.registration import Maintain, StartRunner
+from jobtable._runner.registration import PRUNE_BATCH, Maintain, Maintained, StartRunner
 from jobtable._runner.shared import Shared
 
 
@@ -18,9 +19,12 @@ class Maintenance:
     renews its lease every third of it until stop, and on each round
     interrupts the running jobs of runners whose lease expired and the jobs
     this runner claimed but never received, and deletes finished jobs older
-    than retention. held returns the ids of the jobs the runner's workers
-    have. It interrupts other runners' jobs by their lease only once contact
-    says this runner's own writes have landed promptly for a lease (see
+    than retention: PRUNE_BATCH a write, one write after another while each
+    comes back full, for at most half the time between rounds, so pruning
+    keeps up with any rate of finished jobs up to what the store can
+    delete. held returns the ids of the jobs the runner's workers have. It
+    interrupts other runners' jobs by their lease only once contact says
+    this runner's own writes have landed promptly for a lease (see
     ``StoreContact``), and records in contact how each of its own writes
     went. The jobs of a runner of this host whose process is gone it
     interrupts at once: at begin, at each round, and between rounds through
@@ -96,6 +100,20 @@ class Maintenance:
                 self._logger.exception("runner heartbeat", extra={"runner": self._runner})
             next_round = time.monotonic() + interval
 
+    async def _prune_rest(self, done: Maintained, until: float) -> None:
+        """Deletes further batches of old finished jobs while the last was full, until until.
+
+        Each batch is a write of its own, so no write holds the store for long.
+        """
+        pruned = done.pruned
+        while (
+            done.prune_before is not None
+            and pruned >= PRUNE_BATCH
+            and time.monotonic() < until
+            and not self._stop.is_set()
+        ):
+            pruned = await self._store.engine.awrite(PruneJobs(done.prune_before, PRUNE_BATCH))
+
     async def _round(self) -> None:
         """One heartbeat: renews the lease, fails stale jobs when it may judge, prunes."""
         lease = datetime.timedelta(seconds=self._lease)
@@ -133,3 +151,4 @@ class Maintenance:
                 done.lost,
                 extra={"count": done.lost, **extra},
             )
+        await self._prune_rest(done, started + self._lease / 6)

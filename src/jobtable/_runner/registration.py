@@ -25,6 +25,9 @@ from jobtable._values import timestamp
 
 Clock = Callable[[], datetime.datetime]
 
+PRUNE_BATCH = 1000
+"""How many finished jobs one write of the runner's pruning deletes at most."""
+
 
 def _before(now: str, delta: datetime.timedelta) -> str:
     return timestamp(datetime.datetime.fromisoformat(now) - delta)
@@ -153,6 +156,10 @@ class Maintained(NamedTuple):
     """How many running jobs of runners of this host whose process is gone it interrupted."""
     peers: list[Peer]
     """The other runners of this host whose process still runs."""
+    pruned: int
+    """How many finished jobs it deleted: PRUNE_BATCH when more may be left."""
+    prune_before: str | None
+    """The finish time before which it pruned, None without retention."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -161,8 +168,8 @@ class Maintain:
 
     held is the ids of the jobs the runner's workers have, and me its
     process (see ``StartRunner``). A runner whose heartbeat is older than
-    lease is dead; finished jobs older than retention are deleted, a
-    thousand at a time (None keeps them). The write was asked for at
+    lease is dead; finished jobs older than retention are deleted,
+    PRUNE_BATCH at most (None keeps them). The write was asked for at
     started, on contact's clock: stale jobs are interrupted only when
     contact says this runner may judge (see ``StoreContact``), since until
     then a stale heartbeat may be a peer that could not reach the store
@@ -191,9 +198,11 @@ class Maintain:
             q.register_runner(name=self.name, now=stamp, host=host, process=process)
         ended, peers = _end_gone_peers(q, me, self.name, stamp)
         dead, lost = self._end_stale(q, stamp) if judge else (0, 0)
+        pruned, before = 0, None
         if self.retention is not None:
-            q.delete_finished_jobs(before=_before(stamp, self.retention), max_jobs=1000)
-        return Maintained(lost_lease, dead, lost, ended, peers)
+            before = _before(stamp, self.retention)
+            pruned = q.delete_finished_jobs(before=before, max_jobs=PRUNE_BATCH)
+        return Maintained(lost_lease, dead, lost, ended, peers, pruned, before)
 
     def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:
         """Interrupts dead runners' jobs, and the claims older than the lease it never received.

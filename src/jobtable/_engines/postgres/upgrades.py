@@ -17,6 +17,7 @@ from jobtable.db.postgres import (
     upgrade_v8,
     upgrade_v9,
     upgrade_v10,
+    upgrade_v11,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -137,3 +138,11 @@ def upgrade_to_v10(conn: _Connection) -> None:
     q.create_jobs_by_rare_status_index_v10()
     q.create_jobs_listing_statistics_v10()
     q.create_workflows_by_time_index_v10()
+
+
+def upgrade_to_v11(conn: _Connection) -> None:
+    """Brings a version 10 schema to version 11: the jobs table's autovacuum parameters.
+
+    Setting them rewrites no row; every job is kept.
+    """
+    upgrade_v11.Querier(conn).set_jobs_autovacuum_v11()

@@ -35,6 +35,7 @@ from jobtable._engines.sqlite.file import (
 from jobtable._engines.sqlite.queries import Queries as _Queries
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.transaction import read_in, write_in
+from jobtable._engines.sqlite.wal_limit import WAL_LIMIT, WalLimit, check_wal_limit
 from jobtable._engines.sqlite.watch import WalWatcher
 from jobtable._engines.sqlite.writer import Writer
 from jobtable._errors import StoreError, schema_refusal
@@ -86,6 +87,7 @@ class SQLiteEngine:
         busy_timeout: float,
         readers: int,
         watch: bool = True,
+        wal_limit: int | None = WAL_LIMIT,
     ) -> None:
         """Takes over an open, migrated writer connection; use ``open`` instead."""
         self._path = path
@@ -95,7 +97,8 @@ class SQLiteEngine:
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
         queries: Queries = _Queries(writer)
-        self._writer = Writer(path, writer, queries)
+        limit = None if wal_limit is None else WalLimit(path, wal_limit)
+        self._writer = Writer(path, writer, queries, limit)
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)
@@ -111,6 +114,7 @@ class SQLiteEngine:
         readers: int = 4,
         watch: bool = True,
         upgrade: bool = True,
+        wal_limit: int | None = WAL_LIMIT,
     ) -> "SQLiteEngine":
         """Opens the database at path, creating it or its schema when missing.
 
@@ -130,12 +134,16 @@ class SQLiteEngine:
         (``Turns``: jobtable's other processes do). Without watch, ``listen``
         returns None, so runners find other processes' jobs by polling alone.
         Without upgrade, a missing file or schema, or an older one, is refused
-        (StoreError) and left as it is.
+        (StoreError) and left as it is. Once the ``-wal`` file passes
+        wal_limit bytes, the writer checkpoints and empties it, so constant
+        readers cannot make it grow without bound (see ``WalLimit``); None
+        leaves it to SQLite's automatic checkpoint alone.
         """
         if busy_timeout < 0:
             raise ValueError(f"busy_timeout is {busy_timeout}, want at least 0")
         if readers < 1:
             raise ValueError(f"readers is {readers}, want at least 1")
+        check_wal_limit(wal_limit)
         if os.fspath(path) in ("", ":memory:"):
             raise StoreError(f"cannot open {path!r}: jobtable needs a database file")
         resolved = Path(path).absolute()
@@ -160,7 +168,14 @@ class SQLiteEngine:
             except BaseException:
                 conn.close()
                 raise
-        return cls(resolved, conn, busy_timeout=busy_timeout, readers=readers, watch=watch)
+        return cls(
+            resolved,
+            conn,
+            busy_timeout=busy_timeout,
+            readers=readers,
+            watch=watch,
+            wal_limit=wal_limit,
+        )
 
     @property
     def path(self) -> Path:

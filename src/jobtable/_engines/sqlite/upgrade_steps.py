@@ -201,6 +201,12 @@ def _upgrade_to_v10(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 10
 
 
+def _upgrade_to_v11(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 11 sets the PostgreSQL jobs table's autovacuum parameters; a
+    # SQLite file has none, and only records the version.
+    return 11
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -217,6 +223,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         7: _upgrade_to_v8,
         8: _upgrade_to_v9,
         9: _upgrade_to_v10,
+        10: _upgrade_to_v11,
     }
 
 

@@ -38,6 +38,7 @@ from jobtable._engines import wake_chain
 from jobtable._engines.base import Queries
 from jobtable._engines.sqlite.commit import DONE, LEAD, Call, commit, resolve
 from jobtable._engines.sqlite.text import Connection
+from jobtable._engines.sqlite.wal_limit import WalLimit
 from jobtable._engines.wake_chain import Waiter
 from jobtable._errors import StoreError
 
@@ -59,9 +60,15 @@ class Writer:
     is given only after COMMIT.
     """
 
-    def __init__(self, path: Path, conn: Connection, queries: Queries) -> None:
-        """Takes over conn, an open writer connection, and starts the writer thread."""
+    def __init__(
+        self, path: Path, conn: Connection, queries: Queries, wal_limit: WalLimit | None = None
+    ) -> None:
+        """Takes over conn, an open writer connection, and starts the writer thread.
+
+        With wal_limit, each commit is followed by its check (see ``WalLimit``).
+        """
         self.path = path
+        self.wal_limit = wal_limit
         self.connection = conn
         """The writer connection: only an operation may use it."""
         self._queries = queries
@@ -271,5 +278,7 @@ class Writer:
         try:
             if commit(self.connection, self._queries, self.path, calls):
                 self.commits += 1
+                if self.wal_limit is not None:
+                    self.wal_limit.after_commit(self.connection)
         finally:
             self._op_thread = 0
