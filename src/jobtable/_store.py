@@ -183,16 +183,15 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         ``jobtable[postgres]`` extra. Raises StoreError, naming the target and
         the cause, for a target that cannot be used, and leaves it unchanged.
 
-        With durable (the default), a write that returned survives a power
-        loss. Without it, a power loss may lose the last writes but never
-        corrupts the database. busy_timeout (SQLite, in seconds) is how long a
-        write waits for another process's lock; readers (SQLite) is how many
-        reads may run at once. wal_limit (SQLite) is the ``-wal`` file's
-        size in bytes past which the writer checkpoints and empties it, so
-        constant readers cannot make it grow without bound (None: SQLite's
-        checkpoint alone). max_payload_bytes is the largest encoded
-        payload an enqueue through the store accepts (1 MiB by default).
-        clock returns the current time as an aware datetime (tests skew it).
+        With durable (the default), a write that returned survives a power loss.
+        Without it, a power loss may lose the last writes but never corrupts the
+        database. busy_timeout (SQLite, in seconds) is how long a write waits for
+        another process's lock; readers (SQLite) is how many reads may run at once.
+        wal_limit (SQLite) is the ``-wal`` file's size in bytes past which the writer
+        checkpoints and empties it, even under constant readers (None: SQLite's
+        alone). max_payload_bytes is the largest encoded payload an enqueue through
+        the store accepts (1 MiB by default). clock returns the current time as an
+        aware datetime (tests skew it).
 
         With migrate (the default), a missing schema is created and an older
         one upgraded. Without it, for deploys that upgrade explicitly
