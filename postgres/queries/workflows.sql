@@ -431,3 +431,17 @@ SELECT page.id, page.name, page.created_at, jobs.status, count(jobs.id) AS jobs
 FROM page LEFT JOIN jobs ON jobs.workflow_id = page.id
 GROUP BY page.id, page.name, page.created_at, jobs.status
 ORDER BY page.created_at DESC, page.id DESC;
+
+-- name: DeleteEmptyWorkflows :execrows
+-- DeleteEmptyWorkflows deletes up to max_workflows workflows created before
+-- before whose jobs are all deleted, oldest first: pruning takes a
+-- workflow's row after its last job. It reads a range of workflows_by_time
+-- and each one's first entry of jobs_workflow, skipping rows another
+-- runner's maintenance is deleting.
+DELETE FROM workflows WHERE id IN (
+    SELECT w.id FROM workflows AS w
+    WHERE w.created_at < @before
+        AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.workflow_id = w.id)
+    ORDER BY w.created_at LIMIT @max_workflows
+    FOR UPDATE SKIP LOCKED
+);

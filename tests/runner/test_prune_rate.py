@@ -59,3 +59,20 @@ async def test_one_round_prunes_more_than_one_batch_of_finished_jobs(
         pruner.stop()
         await pruner.wait()
     assert job_count(store) == 0
+
+
+async def test_a_runner_s_pruning_takes_a_workflow_with_its_last_job(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    runner = jobtable.Runner(store, name="pruner", retention=datetime.timedelta(0))
+    kind = runner.register("noop", noop)
+    wf = jobtable.Workflow("pruned")
+    wf.add(kind, 2, after=[wf.add(kind, 1)])
+    wf.enqueue(store)
+    await runner.start()
+    try:
+        await wait_until(lambda: not store.workflows(), limit=60)
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert job_count(store) == 0

@@ -1,5 +1,6 @@
 """Store.workflows on both engines: newest first, keyset pages, by name, counts and state."""
 
+import datetime
 import pathlib
 import sqlite3
 from collections.abc import Iterator
@@ -102,6 +103,22 @@ async def test_each_workflow_has_its_jobs_counted_and_a_state(store: jobtable.St
     assert listed[done].created_at.tzinfo is not None
 
 
+async def test_pruning_takes_a_workflow_with_its_last_job_and_keeps_the_others(
+    store: jobtable.Store, clock: FrozenClock
+) -> None:
+    done = chain(store, "done", "a", "b")
+    await drain(runner_of(store))
+    waiting = chain(store, "waiting", "a")
+    clock.advance(days=2)
+    # done's jobs finished 2 days ago: they go, and the workflow with them;
+    # waiting is as old, but its job has not run.
+    assert store.prune(datetime.timedelta(days=1)) == 2
+    assert [w.name for w in store.workflows()] == ["waiting"]
+    with pytest.raises(jobtable.JobNotFound, match=done):
+        store.workflow(done)
+    assert [job.status for job in store.workflow(waiting).jobs] == [Status.QUEUED]
+
+
 def test_a_bad_argument_is_refused_by_name(store: jobtable.Store) -> None:
     with pytest.raises(ValueError, match="limit must be 1 to 1000, got 0"):
         store.workflows(limit=0)
@@ -118,18 +135,31 @@ async def test_the_async_form_lists_the_same(store: jobtable.Store) -> None:
     assert await store.aworkflows() == store.workflows()
 
 
-def test_the_listing_reads_a_range_of_workflows_and_each_one_s_jobs(tmp_path: pathlib.Path) -> None:
-    # A page after a cursor is one range of workflows_by_time, not a scan of
-    # the newer workflows, and the jobs table is never scanned: only the
-    # listed workflows' ranges of jobs_workflow are read.
+def sqlite_plan(tmp_path: pathlib.Path, query: str, params: tuple[object, ...]) -> list[str]:
+    """The steps of query's plan on a new SQLite store."""
     path = tmp_path / "jobs.db"
     jobtable.Store.open(path).close()
     conn = sqlite3.connect(path)
     try:
-        query = f"EXPLAIN QUERY PLAN {sqlite_workflows.LIST_WORKFLOWS}"
-        steps = [row[3] for row in conn.execute(query, (None, "some-id", 50))]
+        return [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {query}", params)]
     finally:
         conn.close()
+
+
+def test_the_listing_reads_a_range_of_workflows_and_each_one_s_jobs(tmp_path: pathlib.Path) -> None:
+    # A page after a cursor is one range of workflows_by_time, not a scan of
+    # the newer workflows, and the jobs table is never scanned: only the
+    # listed workflows' ranges of jobs_workflow are read.
+    steps = sqlite_plan(tmp_path, sqlite_workflows.LIST_WORKFLOWS, (None, "some-id", 50))
     on_jobs = [s for s in steps if " jobs " in f"{s} "]
     assert on_jobs == ["SEARCH jobs USING INDEX jobs_workflow (workflow_id=?) LEFT-JOIN"]
     assert "SEARCH w USING INDEX workflows_by_time ((created_at,id)<(?,?))" in steps
+
+
+def test_pruning_reads_a_range_of_old_workflows_and_each_one_s_first_job(
+    tmp_path: pathlib.Path,
+) -> None:
+    steps = sqlite_plan(tmp_path, sqlite_workflows.DELETE_EMPTY_WORKFLOWS, ("2026-01-01", 1000))
+    assert "SEARCH w USING COVERING INDEX workflows_by_time (created_at<?)" in steps
+    assert "SEARCH jobs USING COVERING INDEX jobs_workflow (workflow_id=?)" in steps
+    assert not [s for s in steps if s.startswith("SCAN")]

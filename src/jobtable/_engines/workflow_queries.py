@@ -138,6 +138,10 @@ class WorkflowQueries(Protocol):
         """Every job of the workflow, in enqueue order."""
         ...
 
+    def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
+        """Deletes up to max_workflows workflows created before before that have no job left."""
+        ...
+
     def list_workflows(
         self, *, name: str | None, before: str | None, limit: int
     ) -> Sequence[WorkflowCountRow]:

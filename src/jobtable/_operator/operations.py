@@ -129,7 +129,11 @@ class DeleteJob:
 
 
 class PruneJobs(Statement[int]):
-    """The write that deletes up to batch jobs that finished before before, oldest first."""
+    """The write that deletes up to batch jobs that finished before before, oldest first.
+
+    Up to batch workflows created before before that have no job left go
+    with them. Returns how many jobs it deleted.
+    """
 
     __slots__ = ("batch", "before")
 
@@ -138,7 +142,10 @@ class PruneJobs(Statement[int]):
         self.batch = batch
 
     def __call__(self, q: Queries) -> int:
-        return q.delete_finished_jobs(before=self.before, max_jobs=self.batch)
+        pruned = q.delete_finished_jobs(before=self.before, max_jobs=self.batch)
+        # A workflow goes with its last job.
+        q.delete_empty_workflows(before=self.before, max_workflows=self.batch)
+        return pruned
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -145,7 +145,8 @@ class StoreOperations:
     def prune(self, older_than: datetime.timedelta) -> int:
         """Deletes the jobs that finished more than older_than ago; returns how many.
 
-        It deletes in batches, each its own transaction, so runners keep
+        The workflows created before then that have no job left go with
+        them. It deletes in batches, each its own transaction, so runners keep
         claiming meanwhile. Raises ValueError for a negative older_than.
         """
         older_than = _older_than(older_than)

@@ -42,7 +42,8 @@ class WorkflowSummary(BaseModel):
     ``counts`` holds every status, 0 included. ``state`` is ``running``
     while any job is pending, queued or running; once every job ended it is
     ``failed`` if any failed, else ``cancelled`` if any was cancelled, else
-    ``finished`` (every job succeeded, or every job was pruned or deleted).
+    ``finished`` (every job succeeded, or every job was deleted: pruning
+    deletes the workflow itself with its last job).
     """
 
     model_config = ConfigDict(frozen=True)

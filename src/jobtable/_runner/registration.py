@@ -169,14 +169,14 @@ class Maintain:
     held is the ids of the jobs the runner's workers have, and me its
     process (see ``StartRunner``). A runner whose heartbeat is older than
     lease is dead; finished jobs older than retention are deleted,
-    PRUNE_BATCH at most (None keeps them). The write was asked for at
-    started, on contact's clock: stale jobs are interrupted only when
-    contact says this runner may judge (see ``StoreContact``), since until
-    then a stale heartbeat may be a peer that could not reach the store
-    either, and a stale claim of its own may be one whose reply is still on
-    its way. A runner of this host whose process is gone is ended at once:
-    that needs no contact with the store, since no store outage revives a
-    process.
+    PRUNE_BATCH at most (None keeps them), and the workflows left with no
+    job. The write was asked for at started, on contact's clock: stale jobs
+    are interrupted only when contact says this runner may judge (see
+    ``StoreContact``), since until then a stale heartbeat may be a peer that
+    could not reach the store either, and a stale claim of its own may be
+    one whose reply is still on its way. A runner of this host whose process
+    is gone is ended at once: that needs no contact with the store, since no
+    store outage revives a process.
     """
 
     name: str
@@ -202,6 +202,7 @@ class Maintain:
         if self.retention is not None:
             before = _before(stamp, self.retention)
             pruned = q.delete_finished_jobs(before=before, max_jobs=PRUNE_BATCH)
+            q.delete_empty_workflows(before=before, max_workflows=PRUNE_BATCH)
         return Maintained(lost_lease, dead, lost, ended, peers, pruned, before)
 
     def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:

@@ -108,6 +108,9 @@ class SQLiteWorkflowQueries:
         rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
         return [WorkflowJobRow(r.id, r.kind, r.status) for r in rows]
 
+    def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
+        return self._wf.delete_empty_workflows(before=before, max_workflows=max_workflows)
+
     def list_workflows(
         self, *, name: str | None, before: str | None, limit: int
     ) -> Sequence[WorkflowCountRow]:

@@ -336,6 +336,15 @@ GROUP BY page.id, page.name, page.created_at, jobs.status
 ORDER BY page.created_at DESC, page.id DESC
 """
 
+DELETE_EMPTY_WORKFLOWS = """DELETE FROM workflows WHERE id IN (
+    SELECT w.id FROM workflows AS w
+    WHERE w.created_at < %(before)s
+        AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.workflow_id = w.id)
+    ORDER BY w.created_at LIMIT %(max_workflows)s
+    FOR UPDATE SKIP LOCKED
+)
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FinishWorkflowJobsRow:
@@ -961,3 +970,24 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def delete_empty_workflows(
+        self,
+        *,
+        before: datetime.datetime,
+        max_workflows: int,
+    ) -> int:
+        """DeleteEmptyWorkflows deletes up to max_workflows workflows created before
+        before whose jobs are all deleted, oldest first: pruning takes a
+        workflow's row after its last job. It reads a range of workflows_by_time
+        and each one's first entry of jobs_workflow, skipping rows another
+        runner's maintenance is deleting.
+        """
+        cur = self._conn.execute(
+            DELETE_EMPTY_WORKFLOWS,
+            {
+                "before": before,
+                "max_workflows": max_workflows,
+            },
+        )
+        return cur.rowcount
