@@ -92,8 +92,13 @@ def revive_dependents(q: WorkflowQueries, job_id: str, now: str) -> None:
     for job in revived:
         q.reopen_dependents(dep=job, now=now)
     for job in revived:
-        for dep in q.blocking_deps(job=job):
-            settle_dependents(q, dep, now)
+        settle_blockers(q, job, now)
+
+
+def settle_blockers(q: WorkflowQueries, job_id: str, now: str) -> None:
+    """Settles again the ended dependencies job_id needed to succeed: they cancel it anew."""
+    for dep in q.blocking_deps(job=job_id):
+        settle_dependents(q, dep, now)
 
 
 def settle_stranded(q: WorkflowQueries, now: str) -> None:

@@ -9,7 +9,7 @@ import datetime
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
-from jobtable._engines.dependencies import revive_dependents, settle_dependents
+from jobtable._engines.dependencies import revive_dependents, settle_blockers, settle_dependents
 from jobtable._engines.operator_queries import SealedRow
 from jobtable._job import Status
 from jobtable._operations import lock_job
@@ -46,8 +46,7 @@ def settle_retried(q: Queries, job_id: str, now: str) -> None:
     q.wait_again(job=job_id)
     q.reopen_dependents(dep=job_id, now=now)
     revive_dependents(q, job_id, now)
-    for dep in q.blocking_deps(job=job_id):
-        settle_dependents(q, dep, now)
+    settle_blockers(q, job_id, now)
 
 
 class RetryJob:

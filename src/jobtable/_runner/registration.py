@@ -19,6 +19,7 @@ from typing import NamedTuple
 from jobtable._engines.base import Queries
 from jobtable._engines.dependencies import settle_stranded
 from jobtable._job import MESSAGE_INTERRUPTED
+from jobtable._operator.operations import PruneJobs
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.process import ProcessId, gone
 from jobtable._values import timestamp
@@ -201,8 +202,7 @@ class Maintain:
         pruned, before = 0, None
         if self.retention is not None:
             before = _before(stamp, self.retention)
-            pruned = q.delete_finished_jobs(before=before, max_jobs=PRUNE_BATCH)
-            q.delete_empty_workflows(before=before, max_workflows=PRUNE_BATCH)
+            pruned = PruneJobs(before, PRUNE_BATCH)(q)
         return Maintained(lost_lease, dead, lost, ended, peers, pruned, before)
 
     def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:
