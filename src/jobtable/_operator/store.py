@@ -36,7 +36,7 @@ from jobtable._operator.operations import (
 from jobtable._secrets import HOW, SecretKeys, reseal
 from jobtable._values import timestamp
 
-_PRUNE_BATCH = 10_000
+_PRUNE_BATCH = 1000
 _RESEAL_BATCH = 500
 _RESEAL_TRIES = 3
 _MAX_WINDOW = datetime.timedelta(days=7)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from jobtable._engines.base import Queries
+from jobtable._engines.sqlite.checkpointer import Checkpointer
 from jobtable._engines.sqlite.errors import driver_errors
 from jobtable._engines.sqlite.file import (
     SCHEMA_VERSION,
@@ -37,6 +38,7 @@ from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.transaction import read_in, write_in
 from jobtable._engines.sqlite.wal_limit import WAL_LIMIT, WalLimit, check_wal_limit
 from jobtable._engines.sqlite.watch import WalWatcher
+from jobtable._engines.sqlite.write_lock import poll_pragma
 from jobtable._engines.sqlite.writer import Writer
 from jobtable._errors import StoreError, schema_refusal
 from jobtable.db.sqlite.schema import SCHEMA
@@ -97,8 +99,8 @@ class SQLiteEngine:
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
         queries: Queries = _Queries(writer)
-        limit = None if wal_limit is None else WalLimit(path, wal_limit)
-        self._writer = Writer(path, writer, queries, limit)
+        limit = None if wal_limit is None else WalLimit(path, wal_limit, busy_timeout)
+        self._writer = Writer(path, writer, queries, limit, Checkpointer(path), busy_timeout)
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)
@@ -163,8 +165,12 @@ class SQLiteEngine:
                 enter_wal(conn, resolved, busy_timeout)
                 conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000):d}")
                 conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+                # Checkpoints run off the writer (``Checkpointer``).
+                conn.execute("PRAGMA wal_autocheckpoint = 0")
                 if version != SCHEMA_VERSION:
                     migrate(_SCHEMA, conn, resolved)
+                # The writer waits for the lock in ``begin_immediate``.
+                conn.execute(poll_pragma(busy_timeout))
             except BaseException:
                 conn.close()
                 raise
