@@ -7,7 +7,13 @@ from collections.abc import Callable
 from jobtable._operator.operations import PruneJobs
 from jobtable._runner.process import ProcessId, this_process
 from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
-from jobtable._runner.registration import PRUNE_BATCH, Maintain, Maintained, StartRunner
+from jobtable._runner.registration import (
+    PRUNE_BATCH,
+    PRUNE_PAUSE,
+    Maintain,
+    Maintained,
+    StartRunner,
+)
 from jobtable._runner.shared import Shared
 
 
@@ -103,14 +109,17 @@ class Maintenance:
     async def _prune_rest(self, done: Maintained, until: float) -> None:
         """Deletes further batches of old finished jobs while the last was full, until until.
 
-        Each batch is a write of its own, so no write holds the store for long.
+        Each batch is a write of its own, so no write holds the store for
+        long, and PRUNE_PAUSE passes between two: a SQLite writer that
+        commits again at once keeps the lock from other processes, whose
+        tries for it come a millisecond apart.
         """
         pruned = done.pruned
         while (
             done.prune_before is not None
             and pruned >= PRUNE_BATCH
             and time.monotonic() < until
-            and not self._stop.is_set()
+            and not await self._stop.wait(PRUNE_PAUSE)
         ):
             pruned = await self._store.engine.awrite(PruneJobs(done.prune_before, PRUNE_BATCH))
 
