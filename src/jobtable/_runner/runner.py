@@ -92,9 +92,9 @@ class Runner:
         flow: Iterable[Queue] = (),
     ) -> None:
         self.queues = check_queues(workers, queues)
+        """How many workers each queue the runner consumes has, by queue name."""
         self.flow = check_declared("jobtable", flow)
         """The flow control the runner's code declares (``Queue``); start writes it to the store."""
-        """How many workers each queue the runner consumes has, by queue name."""
         settings = check_settings(
             store=store,
             logger=logger,

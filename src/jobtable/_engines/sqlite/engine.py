@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from jobtable._engines.base import Queries
-from jobtable._engines.sqlite.checkpointer import Checkpointer
 from jobtable._engines.sqlite.errors import driver_errors
 from jobtable._engines.sqlite.file import (
     SCHEMA_VERSION,
@@ -100,7 +99,7 @@ class SQLiteEngine:
         # Querier satisfies the seam.
         queries: Queries = _Queries(writer)
         limit = None if wal_limit is None else WalLimit(path, wal_limit, busy_timeout)
-        self._writer = Writer(path, writer, queries, limit, Checkpointer(path), busy_timeout)
+        self._writer = Writer(path, writer, queries, limit, busy_timeout)
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)
@@ -165,8 +164,6 @@ class SQLiteEngine:
                 enter_wal(conn, resolved, busy_timeout)
                 conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000):d}")
                 conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-                # Checkpoints run off the writer (``Checkpointer``).
-                conn.execute("PRAGMA wal_autocheckpoint = 0")
                 if version != SCHEMA_VERSION:
                     migrate(_SCHEMA, conn, resolved)
                 # The writer waits for the lock in ``begin_immediate``.

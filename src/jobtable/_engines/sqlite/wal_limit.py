@@ -16,8 +16,9 @@ the WAL to finish; readers that begin meanwhile read the database file alone,
 since every page is copied, so the wait ends with the longest read under way.
 Then it empties the file. A checkpoint that times out is tried again only
 once the file has grown by another limit, so a long read costs one wait, not
-one per commit; one refused at once because another checkpoint is under way
-(``Checkpointer``'s, of this process or another) is tried at the next commit.
+one per commit; one refused at once because another connection's checkpoint
+is under way (SQLite's automatic one, in another process) is tried at the
+next commit.
 
 The file's size is the most the WAL has held since it was last emptied (a
 restart writes over it from the beginning), so the check errs towards
@@ -79,7 +80,7 @@ class WalLimit:
             busy, frames = 1, 0
             _logger.warning("checkpoint of %s failed: %s", self._wal, err)
         if busy and frames == -1:
-            # Another checkpoint (a Checkpointer's) held the lock: SQLite
+            # Another connection's checkpoint held the checkpoint lock: SQLite
             # answered at once, without waiting, so the next commit tries again.
             return
         if busy:

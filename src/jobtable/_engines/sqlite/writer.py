@@ -36,7 +36,6 @@ from typing import TypeVar, cast
 
 from jobtable._engines import wake_chain
 from jobtable._engines.base import Queries
-from jobtable._engines.sqlite.checkpointer import Checkpointer
 from jobtable._engines.sqlite.commit import DONE, LEAD, Call, commit, resolve
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.wal_limit import WalLimit
@@ -67,19 +66,16 @@ class Writer:
         conn: Connection,
         queries: Queries,
         wal_limit: WalLimit | None = None,
-        checkpointer: Checkpointer | None = None,
         busy_timeout: float = 5.0,
     ) -> None:
         """Takes over conn, an open writer connection, and starts the writer thread.
 
         A transaction waits up to busy_timeout seconds for the write lock
         (``jobtable._engines.sqlite.write_lock``). With wal_limit, each
-        commit is followed by its check (see ``WalLimit``); with
-        checkpointer, each commit is told to it, and close stops it.
+        commit is followed by its check (see ``WalLimit``).
         """
         self.path = path
         self.wal_limit = wal_limit
-        self._checkpointer = checkpointer
         self._busy_timeout = busy_timeout
         self.connection = conn
         """The writer connection: only an operation may use it."""
@@ -179,8 +175,6 @@ class Writer:
             self._stopping = True
         self._wake.release()
         self._thread.join()
-        if self._checkpointer is not None:
-            self._checkpointer.close()
         self.connection.close()
 
     def _inside(self, doing: str) -> StoreError:
@@ -292,8 +286,6 @@ class Writer:
         try:
             if commit(self.connection, self._queries, self.path, calls, self._busy_timeout):
                 self.commits += 1
-                if self._checkpointer is not None:
-                    self._checkpointer.committed()
                 if self.wal_limit is not None:
                     self.wal_limit.after_commit(self.connection)
         finally:
