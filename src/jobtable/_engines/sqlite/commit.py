@@ -19,7 +19,6 @@ from typing import Any, cast
 from jobtable._engines.base import Queries
 from jobtable._engines.sqlite.errors import store_error
 from jobtable._engines.sqlite.text import Connection
-from jobtable._engines.sqlite.write_lock import begin_immediate
 from jobtable._engines.wake_chain import Waiter
 from jobtable._errors import StoreError
 
@@ -72,21 +71,16 @@ def resolve(calls: list[Call]) -> None:
             future.set_exception(call.value)
 
 
-def commit(
-    conn: Connection, queries: Queries, path: Path, calls: list[Call], busy_timeout: float
-) -> bool:
+def commit(conn: Connection, queries: Queries, path: Path, calls: list[Call]) -> bool:
     """Runs calls in one transaction on conn and commits it; True when it committed.
-
-    The transaction waits up to busy_timeout seconds for the write lock
-    (``begin_immediate``).
 
     Every call gets its outcome: its result, its own exception (a sqlite3
     error as a StoreError naming path), or, when the batch failed, the
     batch's cause.
     """
     if len(calls) == 1:
-        return _commit_one(conn, queries, path, calls[0], busy_timeout)
-    return _commit_batch(conn, queries, path, calls, busy_timeout)
+        return _commit_one(conn, queries, path, calls[0])
+    return _commit_batch(conn, queries, path, calls)
 
 
 def _failure(path: Path, err: BaseException) -> BaseException:
@@ -106,16 +100,14 @@ def _abandon(conn: Connection) -> None:
             _execute(conn, "ROLLBACK")
 
 
-def _commit_one(
-    conn: Connection, queries: Queries, path: Path, call: Call, busy_timeout: float
-) -> bool:
+def _commit_one(conn: Connection, queries: Queries, path: Path, call: Call) -> bool:
     """A batch of one write: its own transaction, without a savepoint.
 
     If op raises, rolling back the transaction rolls back its writes
     alone, as the savepoint does in a shared batch.
     """
     try:
-        begin_immediate(conn, busy_timeout)
+        _execute(conn, "BEGIN IMMEDIATE")
         value = call.op(queries)
         conn.finish_statements()
         _execute(conn, "COMMIT")
@@ -128,11 +120,9 @@ def _commit_one(
     return True
 
 
-def _commit_batch(
-    conn: Connection, queries: Queries, path: Path, calls: list[Call], busy_timeout: float
-) -> bool:
+def _commit_batch(conn: Connection, queries: Queries, path: Path, calls: list[Call]) -> bool:
     try:
-        begin_immediate(conn, busy_timeout)
+        _execute(conn, "BEGIN IMMEDIATE")
         for call in calls:
             _execute(conn, "SAVEPOINT jobtable_op")
             try:

@@ -37,7 +37,6 @@ from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.transaction import read_in, write_in
 from jobtable._engines.sqlite.wal_limit import WAL_LIMIT, WalLimit, check_wal_limit
 from jobtable._engines.sqlite.watch import WalWatcher
-from jobtable._engines.sqlite.write_lock import poll_pragma
 from jobtable._engines.sqlite.writer import Writer
 from jobtable._errors import StoreError, schema_refusal
 from jobtable.db.sqlite.schema import SCHEMA
@@ -98,8 +97,8 @@ class SQLiteEngine:
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
         queries: Queries = _Queries(writer)
-        limit = None if wal_limit is None else WalLimit(path, wal_limit, busy_timeout)
-        self._writer = Writer(path, writer, queries, limit, busy_timeout)
+        limit = None if wal_limit is None else WalLimit(path, wal_limit)
+        self._writer = Writer(path, writer, queries, limit)
         self._lock = threading.Lock()
         self._closed = False
         self._reader_slots = threading.BoundedSemaphore(readers)
@@ -166,8 +165,6 @@ class SQLiteEngine:
                 conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
                 if version != SCHEMA_VERSION:
                     migrate(_SCHEMA, conn, resolved)
-                # The writer waits for the lock in ``begin_immediate``.
-                conn.execute(poll_pragma(busy_timeout))
             except BaseException:
                 conn.close()
                 raise

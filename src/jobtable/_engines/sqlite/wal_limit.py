@@ -16,9 +16,7 @@ the WAL to finish; readers that begin meanwhile read the database file alone,
 since every page is copied, so the wait ends with the longest read under way.
 Then it empties the file. A checkpoint that times out is tried again only
 once the file has grown by another limit, so a long read costs one wait, not
-one per commit; one refused at once because another connection's checkpoint
-is under way (SQLite's automatic one, in another process) is tried at the
-next commit.
+one per commit.
 
 The file's size is the most the WAL has held since it was last emptied (a
 restart writes over it from the beginning), so the check errs towards
@@ -31,7 +29,6 @@ import sqlite3
 from pathlib import Path
 
 from jobtable._engines.sqlite.text import Connection
-from jobtable._engines.sqlite.write_lock import waiting
 
 WAL_LIMIT = 64 * 1024 * 1024
 """The ``-wal`` file's size, in bytes, past which the writer checkpoints and empties it."""
@@ -48,13 +45,9 @@ def check_wal_limit(limit: object) -> None:
 class WalLimit:
     """The check a writer connection makes after each commit; see the module's docstring."""
 
-    def __init__(self, path: Path, limit: int, busy_timeout: float = 5.0) -> None:
-        """Watches path's ``-wal`` file; limit is in bytes, at least 1.
-
-        Its checkpoint waits up to busy_timeout seconds for the reads under way.
-        """
+    def __init__(self, path: Path, limit: int) -> None:
+        """Watches path's ``-wal`` file; limit is in bytes, at least 1."""
         check_wal_limit(limit)
-        self._busy_timeout = busy_timeout
         self._wal = f"{path}-wal"
         self.limit = limit
         self._next = limit
@@ -74,15 +67,10 @@ class WalLimit:
         if size <= self._next:
             return
         try:
-            with waiting(conn, self._busy_timeout):
-                busy, frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         except sqlite3.Error as err:
-            busy, frames = 1, 0
+            busy = 1
             _logger.warning("checkpoint of %s failed: %s", self._wal, err)
-        if busy and frames == -1:
-            # Another connection's checkpoint held the checkpoint lock: SQLite
-            # answered at once, without waiting, so the next commit tries again.
-            return
         if busy:
             self._next = size + self.limit
         else:

@@ -61,22 +61,14 @@ class Writer:
     """
 
     def __init__(
-        self,
-        path: Path,
-        conn: Connection,
-        queries: Queries,
-        wal_limit: WalLimit | None = None,
-        busy_timeout: float = 5.0,
+        self, path: Path, conn: Connection, queries: Queries, wal_limit: WalLimit | None = None
     ) -> None:
         """Takes over conn, an open writer connection, and starts the writer thread.
 
-        A transaction waits up to busy_timeout seconds for the write lock
-        (``jobtable._engines.sqlite.write_lock``). With wal_limit, each
-        commit is followed by its check (see ``WalLimit``).
+        With wal_limit, each commit is followed by its check (see ``WalLimit``).
         """
         self.path = path
         self.wal_limit = wal_limit
-        self._busy_timeout = busy_timeout
         self.connection = conn
         """The writer connection: only an operation may use it."""
         self._queries = queries
@@ -284,7 +276,7 @@ class Writer:
             return
         self._op_thread = _get_ident()
         try:
-            if commit(self.connection, self._queries, self.path, calls, self._busy_timeout):
+            if commit(self.connection, self._queries, self.path, calls):
                 self.commits += 1
                 if self.wal_limit is not None:
                     self.wal_limit.after_commit(self.connection)
