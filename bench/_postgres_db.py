@@ -49,6 +49,7 @@ def finish_and_claim_params(rows: list[Any], max_jobs: int) -> dict[str, Any]:
         "results": [RESULT] * len(rows),
         "errors": [None] * len(rows),
         "run_ats": [None] * len(rows),
+        "run_traces": None,
         "queue": "default",
         "runner": RUNNER,
         "now": _now(),

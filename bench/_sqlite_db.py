@@ -181,7 +181,7 @@ class SQLiteDatabase(Database):
         ]
         for rows in claimed:
             for row in rows:
-                execute(sqlite_sql.SUCCEED_JOB, (RESULT, utc_text(), row[1], row[4]))
+                execute(sqlite_sql.SUCCEED_JOB, (RESULT, utc_text(), None, row[1], row[4]))
         execute("COMMIT")
 
     def reconnect(self) -> None:
@@ -206,13 +206,13 @@ class SQLiteDatabase(Database):
             for _ in range(count):
                 execute(insert, create_params())
                 job_id, attempt = execute(claim, claim_params(1)).fetchall()[0][1:5:3]
-                execute(succeed, (RESULT, utc_text(), job_id, attempt))
+                execute(succeed, (RESULT, utc_text(), None, job_id, attempt))
         elif mode == "life":
             for _ in range(count):
                 execute("BEGIN IMMEDIATE")
                 execute(insert, create_params())
                 job_id, attempt = execute(claim, claim_params(1)).fetchall()[0][1:5:3]
-                execute(succeed, (RESULT, utc_text(), job_id, attempt))
+                execute(succeed, (RESULT, utc_text(), None, job_id, attempt))
                 execute("COMMIT")
         else:
             for done in range(0, count, BATCH):
@@ -222,7 +222,7 @@ class SQLiteDatabase(Database):
                     execute(insert, create_params())
                 claimed = execute(claim, claim_params(size)).fetchall()
                 for row in claimed:
-                    execute(succeed, (RESULT, utc_text(), row[1], row[4]))
+                    execute(succeed, (RESULT, utc_text(), None, row[1], row[4]))
                 execute("COMMIT")
         return time.perf_counter() - start
 
@@ -251,7 +251,7 @@ class SQLiteDatabase(Database):
         while True:
             execute("BEGIN IMMEDIATE")
             for row in running:
-                execute(succeed, (RESULT, utc_text(), row[1], row[4]))
+                execute(succeed, (RESULT, utc_text(), None, row[1], row[4]))
             running = execute(claim, claim_params(size)).fetchall()
             execute("COMMIT")
             if not running:
