@@ -629,6 +629,11 @@ async def test_workers_survive_a_postgres_restart_and_lose_or_repeat_no_job(
     with jobtable.Store.open(pg_url) as store:
         before = client(store).work.enqueue_many([0.05] * 300)
     workers = [spawner.start(pg_url, f"w{i}", workers=2, lease=lease) for i in (0, 1)]
+    # Both have opened the store before the restart: a process that opens it
+    # while the server is down exits with the StoreError, as it should.
+    await wait_until(
+        lambda: all("runner started" in w.log() for w in workers), limit=60, interval=0.05
+    )
     await wait_until(lambda: count(pg_url, "succeeded") >= 20, limit=60, interval=0.05)
     in_flight = count(pg_url, "running")
 
