@@ -111,8 +111,8 @@ class Maintenance:
 
         Each batch is a write of its own, so no write holds the store for
         long, and PRUNE_PAUSE passes between two: a SQLite writer that
-        commits again at once keeps the lock from other processes, whose
-        tries for it come a millisecond apart.
+        commits again at once keeps the lock from other processes, which
+        sleep between their tries for it.
         """
         pruned = done.pruned
         while (
