@@ -114,6 +114,14 @@ def test_register_an_empty_kind_is_an_error(store: jobtable.Store) -> None:
         runner.register("", make_thumbnail)
 
 
+def test_register_given_a_kind_points_to_the_handler_decorator(store: jobtable.Store) -> None:
+    runner = jobtable.Runner(store)
+    kind = jobtable.Kind("thumbnail", int, int)
+    with pytest.raises(TypeError, match=r"takes a kind's name.*@runner\.handler\(kind\)"):
+        runner.register(kind, make_thumbnail)  # type: ignore[call-overload]
+    assert list(runner.kinds) == []
+
+
 def test_register_without_a_handler_is_an_error_naming_the_kind(store: jobtable.Store) -> None:
     runner = jobtable.Runner(store)
     with pytest.raises(TypeError, match=r"'thumbnail'.*no handler"):

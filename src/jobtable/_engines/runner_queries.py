@@ -62,3 +62,19 @@ class RunnerQueries(Protocol):
         with skewed clocks agree.
         """
         ...
+
+    def jobs_statistics_stale(self) -> bool:
+        """Whether the planner's statistics of jobs describe a far smaller table.
+
+        PostgreSQL: never gathered, or gathered at under half today's live
+        rows. SQLite: never, since jobtable gathers none there (no ANALYZE),
+        so its plans do not follow the table's size.
+        """
+        ...
+
+    def analyze_jobs(self) -> None:
+        """Gathers the planner's statistics of jobs (PostgreSQL; SQLite: nothing).
+
+        It raises once it has waited 100 ms for a vacuum of jobs that holds the table.
+        """
+        ...

@@ -4,6 +4,8 @@ import datetime
 import time
 from collections.abc import Callable
 
+from jobtable._engines.base import Queries
+from jobtable._errors import StoreError
 from jobtable._operator.operations import PruneJobs
 from jobtable._runner.process import ProcessId, this_process
 from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
@@ -34,7 +36,9 @@ class Maintenance:
     ``StoreContact``), and records in contact how each of its own writes
     went. The jobs of a runner of this host whose process is gone it
     interrupts at once: at begin, at each round, and between rounds through
-    its ``ProcessWatch``.
+    its ``ProcessWatch``. At begin and each round it also gathers the
+    planner's statistics of the jobs table when they describe a far smaller
+    table (PostgreSQL; see ``_refresh_statistics``).
     """
 
     def __init__(self, shared: Shared, *, held: Callable[[], frozenset[str]]) -> None:
@@ -75,6 +79,7 @@ class Maintenance:
                 started.interrupted,
                 extra={"count": started.interrupted, **extra},
             )
+        await self._refresh_statistics()
 
     async def run(self) -> None:
         """Renews the lease, fails dead runners' jobs and prunes old ones, until stop.
@@ -161,3 +166,31 @@ class Maintenance:
                 extra={"count": done.lost, **extra},
             )
         await self._prune_rest(done, started + self._lease / 6)
+        await self._refresh_statistics()
+
+    async def _refresh_statistics(self) -> None:
+        """Gathers the planner's statistics of jobs if they describe a far smaller table.
+
+        PostgreSQL plans on statistics that autovacuum gathers a minute or
+        more after a burst of jobs, and never where it is off; until then
+        every queued job looks rare and the claim's indexes all look as
+        cheap, so a partitioned claim over 20,000 queued jobs took 0.8 s
+        instead of 15 ms. The check is a read of the server's counters; a
+        vacuum that holds the table makes the gathering give up, and the
+        next round tries again.
+        """
+        try:
+            if await self._store.engine.aread(_statistics_stale):
+                await self._store.engine.awrite(_analyze_jobs)
+        except StoreError as err:
+            self._logger.info(
+                "planner statistics not gathered: %s", err, extra={"runner": self._runner}
+            )
+
+
+def _statistics_stale(q: Queries) -> bool:
+    return q.jobs_statistics_stale()
+
+
+def _analyze_jobs(q: Queries) -> None:
+    q.analyze_jobs()

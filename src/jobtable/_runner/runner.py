@@ -203,6 +203,11 @@ class Runner:
         handler or a missing annotation, it raises an error naming the kind.
         """
         where = f"register {kind!r}"
+        if isinstance(kind, Kind):
+            raise TypeError(
+                f"{where}: register takes a kind's name; for a Kind, "
+                f"attach the handler with @runner.handler(kind)"
+            )
         if not isinstance(kind, str) or not kind:
             raise ValueError(f"{where}: empty kind")
         if handler is None:

@@ -352,6 +352,14 @@ class _Queries(
     def delete_runner_process(self, *, name: str, host: str | None, process: str | None) -> int:
         return self._q.delete_runner_process(name=name, host=host, process=process)
 
+    def jobs_statistics_stale(self) -> bool:
+        row = self._q.jobs_statistics_stale()
+        return row is not None and row.stale
+
+    def analyze_jobs(self) -> None:
+        self._q.set_analyze_lock_timeout()
+        self._q.analyze_jobs()
+
     def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
         return self._q.delete_dead_runners(lease_seconds=lease, name=name)
 

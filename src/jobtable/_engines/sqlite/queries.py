@@ -176,6 +176,12 @@ class Queries(
     ) -> int:
         return super().delete_dead_runners(cutoff=_before(now, lease), name=name)
 
+    def jobs_statistics_stale(self) -> bool:
+        return False
+
+    def analyze_jobs(self) -> None:
+        return None
+
 
 def upgrade_to_v2(
     conn: sqlite3.Connection, create_table: str, create_indexes: Sequence[str]
