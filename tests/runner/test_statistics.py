@@ -17,8 +17,16 @@ from typing import Any
 import pytest
 
 import jobtable
+from jobtable.db.postgres import jobs as pg_jobs
 
 WaitUntil = Callable[..., Awaitable[None]]
+
+OWNERLESS_CHECK = (
+    "SELECT s.n_live_tup >= 500 AND s.n_live_tup > 2 * GREATEST(c.reltuples, 250)::bigint"
+    " FROM pg_class AS c JOIN pg_stat_user_tables AS s ON s.relid = c.oid"
+    " WHERE c.oid = 'jobs'::regclass"
+)
+"""JobsStatisticsStale without its test of who may analyze the table."""
 
 
 async def noop(ctx: jobtable.JobContext[None], payload: int) -> None:
@@ -134,3 +142,39 @@ def test_sqlite_never_counts_its_statistics_stale(tmp_path: Any) -> None:
         jobtable.Kind("burst", int, type(None)).enqueue_many(store, list(range(2_000)))
         assert not stale(store)
         store.engine.write(lambda q: q.analyze_jobs())
+
+
+@pytest.mark.postgres
+async def test_a_role_that_may_not_analyze_the_table_is_never_told_it_is_stale(
+    pg_url: str, wait_until: WaitUntil
+) -> None:
+    import secrets
+    import urllib.parse
+
+    import psycopg
+
+    role = f"jobtable_reader_{secrets.token_hex(4)}"
+    with jobtable.Store.open(pg_url) as store:
+        await burst(store, wait_until)
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            schema = admin.execute("SELECT current_schema()").fetchone()
+            assert schema is not None
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+            try:
+                admin.execute(f'GRANT USAGE ON SCHEMA "{schema[0]}" TO {role}')
+                admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema[0]}" TO {role}')
+                parts = urllib.parse.urlsplit(pg_url)
+                as_reader = parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}")
+                with psycopg.connect(urllib.parse.urlunsplit(as_reader)) as reader:
+                    row = reader.execute(pg_jobs.JOBS_STATISTICS_STALE).fetchone()
+                    counters = reader.execute(OWNERLESS_CHECK).fetchone()
+                assert row == (False,)
+                # Not for want of the counters: without the owner's test the
+                # same check says stale for this role too.
+                assert counters == (True,)
+                # The table's owner is told.
+                assert stale(store)
+            finally:
+                admin.execute(f'REVOKE ALL ON ALL TABLES IN SCHEMA "{schema[0]}" FROM {role}')
+                admin.execute(f'REVOKE ALL ON SCHEMA "{schema[0]}" FROM {role}')
+                admin.execute(f"DROP ROLE {role}")
