@@ -10,8 +10,9 @@ when the table holds over twice the rows its statistics describe.
 """
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -53,6 +54,21 @@ BURST = jobtable.Kind("burst", int, type(None), queue="elsewhere")
 """The kind of the bursts: its queue has no runner, so its jobs stay queued."""
 
 
+@contextlib.asynccontextmanager
+async def running(
+    store: jobtable.Store, lease: float
+) -> AsyncIterator[tuple[jobtable.Runner, jobtable.Kind[int, None]]]:
+    """A started runner of lease seconds, with a kind of its own, stopped after the block."""
+    runner = jobtable.Runner(store, name="r", lease=lease)
+    other = runner.register("other", noop)
+    await runner.start()
+    try:
+        yield runner, other
+    finally:
+        runner.stop()
+        await runner.wait()
+
+
 async def burst(store: jobtable.Store, wait_until: WaitUntil) -> None:
     """Enqueues 2,000 jobs into a table whose statistics predate them, until they are stale."""
     BURST.enqueue_many(store, list(range(2_000)))
@@ -68,10 +84,7 @@ async def test_a_runner_gathers_statistics_a_burst_outgrew_at_begin_and_at_each_
         await burst(store, wait_until)
         assert analyzed(pg_url) is None
 
-        runner = jobtable.Runner(store, name="r", lease=1.0)
-        runner.register("other", noop)
-        await runner.start()
-        try:
+        async with running(store, lease=1.0):
             assert analyzed(pg_url) is not None
             assert not stale(store)
             first = analyzed(pg_url)
@@ -81,9 +94,6 @@ async def test_a_runner_gathers_statistics_a_burst_outgrew_at_begin_and_at_each_
             BURST.enqueue_many(store, list(range(5_000)))
             await wait_until(lambda: analyzed(pg_url) != first, limit=30)
             assert not stale(store)
-        finally:
-            runner.stop()
-            await runner.wait()
 
 
 @pytest.mark.postgres
@@ -96,16 +106,10 @@ async def test_statistics_that_describe_the_table_are_left_alone(
         gathered = analyzed(pg_url)
         # Fewer than the rows gathered again: not stale, however many rounds pass.
         BURST.enqueue_many(store, list(range(1_000)))
-        runner = jobtable.Runner(store, name="r", lease=0.3)
-        runner.register("other", noop)
-        await runner.start()
-        try:
+        async with running(store, lease=0.3):
             await asyncio.sleep(1.5)
             assert not stale(store)
             assert analyzed(pg_url) == gathered
-        finally:
-            runner.stop()
-            await runner.wait()
 
 
 @pytest.mark.postgres
@@ -120,21 +124,19 @@ async def test_a_vacuum_holding_the_table_makes_the_runner_skip_gathering_not_st
         with psycopg.connect(pg_url) as holder:
             # The lock a vacuum takes: ANALYZE waits for it.
             holder.execute("LOCK TABLE jobs IN SHARE UPDATE EXCLUSIVE MODE")
-            runner = jobtable.Runner(store, name="r", lease=0.6)
-            other = runner.register("other", noop)
-            await runner.start()
-            try:
-                job = other.enqueue(1)
-                await wait_until(lambda: runner.get(job).status is jobtable.Status.SUCCEEDED)
-                await wait_until(
-                    lambda: any("statistics not gathered" in r.getMessage() for r in caplog.records)
-                )
-                assert analyzed(pg_url) is None
-            finally:
-                holder.rollback()
-            await wait_until(lambda: analyzed(pg_url) is not None, limit=30)
-        runner.stop()
-        await runner.wait()
+            async with running(store, lease=0.6) as (runner, other):
+                try:
+                    job = other.enqueue(1)
+                    await wait_until(lambda: runner.get(job).status is jobtable.Status.SUCCEEDED)
+                    await wait_until(
+                        lambda: any(
+                            "statistics not gathered" in r.getMessage() for r in caplog.records
+                        )
+                    )
+                    assert analyzed(pg_url) is None
+                finally:
+                    holder.rollback()
+                await wait_until(lambda: analyzed(pg_url) is not None, limit=30)
 
 
 def test_sqlite_never_counts_its_statistics_stale(tmp_path: Any) -> None:
