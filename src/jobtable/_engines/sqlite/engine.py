@@ -3,10 +3,11 @@
 Every write goes through the one writer connection (``jobtable._engines.sqlite.writer``),
 so writes never contend inside the process, and whoever holds it commits
 every operation already waiting in one transaction (group commit): under
-load, many writes cost one fsync. The processes sharing the file take turns
-at its write lock (``jobtable._engines.sqlite.turns``). An uncontended synchronous write commits in
-its caller's thread. Reads run in the caller's thread on pooled read-only
-connections, which WAL mode lets proceed while the writer commits.
+load, many writes cost one fsync. The processes sharing the file wait for
+its write lock in SQLite's busy handler, up to the store's busy timeout. An
+uncontended synchronous write commits in its caller's thread. Reads run in
+the caller's thread on pooled read-only connections, which WAL mode lets
+proceed while the writer commits.
 
 The only SQL here is engine plumbing that sqlc cannot express (PRAGMA, BEGIN,
 SAVEPOINT, COMMIT); every query of the runner comes from the generated
