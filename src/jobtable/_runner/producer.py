@@ -85,9 +85,6 @@ class Producer:
         # Workers without a job: the claimer and the workers waiting.
         self._free = 0
         self._claimer = False
-        # True while the claimer lets the workers finishing in this turn of
-        # the loop add their outcomes to its claim.
-        self._gathering = False
         self._waiting: collections.deque[asyncio.Future[_Handed]] = collections.deque()
         # Jobs claimed for a worker that stopped waiting (cancelled): the next free one takes them.
         self._unhanded: collections.deque[ClaimedRow] = collections.deque()
@@ -159,21 +156,25 @@ class Producer:
         return await self._claim_turn(idle_first=False, gather=self._slots > 1)
 
     def _freed_slot(self, outcome: Finish) -> None:
-        """Hands outcome to the completer while another worker claims.
+        """Hands outcome to the completer while another worker claims: it rides on a claim.
+
+        The calling worker then waits for a job, so the claim under way finds
+        it free when it ends and hands it a job or the next claim, which
+        takes the outcome; a claim that hands the turn to nobody stores it
+        at once (see _claim_turn). So a worker that finishes while another
+        claims costs no commit of its own, whether its handler ended in the
+        claimer's turn of the event loop or later (a ``def`` handler's
+        thread, an async handler awaiting I/O).
 
         Under flow control a claim can come back short because this runner's
         own jobs hold the queue's slots, and nothing else would wake it when
-        one ends (PostgreSQL sends no notice for an outcome): the outcome then
-        rides on the claimer's next claim, which stores it before it counts,
-        and the claimer looks again at once instead of at its next poll. The
-        calling worker then waits for a job, so a claim under way finds it
-        free when it ends and hands it the next claim, which takes the
-        outcome: it never waits for a claim that does not come.
+        one ends (PostgreSQL sends no notice for an outcome): the claimer
+        waiting for jobs is woken, so it stores the outcome before it counts
+        and looks again at once instead of at its next poll.
         """
-        if not self._flow:
-            self._completer.add(outcome, claim_follows=self._gathering)
-            return
         self._completer.add(outcome, claim_follows=True)
+        if not self._flow:
+            return
         if self._waits_for_jobs:
             self.wake()
         else:
@@ -205,11 +206,9 @@ class Producer:
         passed = False
         try:
             if gather:
-                self._gathering = True
-                try:
-                    await asyncio.sleep(0)
-                finally:
-                    self._gathering = False
+                # The workers finishing in this turn of the loop add their
+                # outcomes to the claim before it starts.
+                await asyncio.sleep(0)
             if idle_first:
                 await self._idle()
             backoff = self._backoff.first
@@ -244,6 +243,9 @@ class Producer:
                     # Workers freed during the claim, or the queue ran short:
                     # one of the waiting workers claims next.
                     passed = self._hand(_IDLE_FIRST if len(jobs) < wanted else _CLAIM_NOW)
+                if not passed:
+                    # No claim follows to take the outcomes freed meanwhile.
+                    self._completer.flush()
                 return jobs[0]
             self._completer.flush()
             self._release()
