@@ -59,6 +59,19 @@ async def wait_done(db: _db.Database, started: asyncio.Event | None) -> None:
         await asyncio.sleep(0.001)
 
 
+async def drain_seconds(
+    runner: jobtable.Runner, db: _db.Database, started: asyncio.Event | None = None
+) -> float:
+    """Starts runner, waits until no job is queued or running, stops it: the seconds to done."""
+    begin = time.perf_counter()
+    await runner.start()
+    await wait_done(db, started)
+    elapsed = time.perf_counter() - begin
+    runner.stop()
+    await runner.wait()
+    return elapsed
+
+
 async def _end_to_end(
     db: _db.Database, store: jobtable.Store, workers: int, count: int, lag: list[float]
 ) -> float:

@@ -21,12 +21,11 @@ must leave the plain path as it was.
 
 import asyncio
 import datetime
-import time
 from collections.abc import Callable
 
 import jobtable
 from bench import _db
-from bench._end_to_end import wait_done
+from bench._end_to_end import drain_seconds
 from bench._jobs import Ping
 from bench._plan import Plan, Results, log
 from bench._stats import Figure, Table, cell, ratio
@@ -88,13 +87,7 @@ async def _drain(db: _db.Database, case: str, count: int, round_: int) -> float:
     async def noop(ctx: jobtable.JobContext[None], payload: Ping) -> None:
         return None
 
-    begin = time.perf_counter()
-    await runner.start()
-    await wait_done(db, None)
-    elapsed = time.perf_counter() - begin
-    runner.stop()
-    await runner.wait()
-    return count / elapsed
+    return count / await drain_seconds(runner, db)
 
 
 def measure(db: _db.Database, plan: Plan, results: Results) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import time
 
 from bench import _databases, _db
-from bench._end_to_end import wait_done
+from bench._end_to_end import drain_seconds
 from bench._jobs import Ping, make_runner
 from bench._peer_queue import Queue
 from bench._plan import PAYLOADS
@@ -40,14 +40,7 @@ class Jobtable(Queue):
 
     async def _drain(self, count: int, workers: int) -> float:
         kinds = make_runner(self.db.store, workers=workers, name=f"bench-peers-w{workers}")
-        started = kinds.expect(count)
-        begin = time.perf_counter()
-        await kinds.runner.start()
-        await wait_done(self.db, started)
-        elapsed = time.perf_counter() - begin
-        kinds.runner.stop()
-        await kinds.runner.wait()
-        return elapsed
+        return await drain_seconds(kinds.runner, self.db, kinds.expect(count))
 
     def drain(self, count: int, workers: int) -> float:
         return asyncio.run(self._drain(count, workers))
