@@ -85,3 +85,29 @@ async def test_an_outcome_ready_while_another_worker_claims_rides_on_the_next_cl
     assert all(job.status is jobtable.Status.SUCCEEDED for job in jobs)
     assert jobs[0].finished_at == jobs[2].started_at
     assert jobs[1].finished_at == jobs[3].started_at
+
+
+async def test_an_outcome_ready_while_the_claimer_waits_for_jobs_is_stored_at_once(
+    store: jobtable.Store,
+    wait_until: Callable[..., Awaitable[None]],
+    finished: Callable[[jobtable.Runner, list[str]], Callable[[], bool]],
+) -> None:
+    # One job for two workers: the other worker claims next, finds nothing
+    # and waits for jobs, up to a poll interval longer than the test.
+    runner = jobtable.Runner(store, workers=2, poll_interval=3600)
+    gate = threading.Event()
+
+    def work(ctx: jobtable.JobContext[int], payload: int) -> int:
+        assert gate.wait(LIMIT)
+        return payload
+
+    job_id = runner.register("work", work).enqueue(1)
+    await runner.start()
+    try:
+        await wait_until(lambda: runner.get(job_id).status is RUNNING)
+        await asyncio.sleep(0.1)
+        gate.set()
+        await wait_until(finished(runner, [job_id]), limit=LIMIT / 3)
+    finally:
+        runner.stop()
+        await runner.wait()

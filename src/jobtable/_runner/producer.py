@@ -85,6 +85,9 @@ class Producer:
         # Workers without a job: the claimer and the workers waiting.
         self._free = 0
         self._claimer = False
+        # True while the claimer's claim is under way (or about to start, as
+        # the workers ending in its turn of the loop add their outcomes).
+        self._claiming = False
         self._waiting: collections.deque[asyncio.Future[_Handed]] = collections.deque()
         # Jobs claimed for a worker that stopped waiting (cancelled): the next free one takes them.
         self._unhanded: collections.deque[ClaimedRow] = collections.deque()
@@ -156,25 +159,29 @@ class Producer:
         return await self._claim_turn(idle_first=False, gather=self._slots > 1)
 
     def _freed_slot(self, outcome: Finish) -> None:
-        """Hands outcome to the completer while another worker claims: it rides on a claim.
+        """Hands outcome to the completer while another worker has the claimer's turn.
 
-        The calling worker then waits for a job, so the claim under way finds
-        it free when it ends and hands it a job or the next claim, which
-        takes the outcome; a claim that hands the turn to nobody stores it
-        at once (see _claim_turn). So a worker that finishes while another
-        claims costs no commit of its own, whether its handler ended in the
-        claimer's turn of the event loop or later (a ``def`` handler's
-        thread, an async handler awaiting I/O).
+        While a claim is under way the outcome rides on a claim: the calling
+        worker then waits for a job, so the claim finds it free when it ends
+        and hands it a job or the next claim, which takes the outcome; a
+        claim that hands the turn to nobody stores it at once (see
+        _claim_turn). So a worker that finishes while another claims costs
+        no commit of its own, whether its handler ended in the claimer's turn
+        of the event loop or later (a ``def`` handler's thread, an async
+        handler awaiting I/O). While the claimer waits for jobs instead, the
+        outcome is stored at once: no claim may come before the next poll.
 
         Under flow control a claim can come back short because this runner's
         own jobs hold the queue's slots, and nothing else would wake it when
-        one ends (PostgreSQL sends no notice for an outcome): the claimer
-        waiting for jobs is woken, so it stores the outcome before it counts
-        and looks again at once instead of at its next poll.
+        one ends (PostgreSQL sends no notice for an outcome): the outcome
+        then rides on the claimer's next claim, and the claimer waiting for
+        jobs is woken, so it stores the outcome before it counts and looks
+        again at once instead of at its next poll.
         """
-        self._completer.add(outcome, claim_follows=True)
         if not self._flow:
+            self._completer.add(outcome, claim_follows=self._claiming)
             return
+        self._completer.add(outcome, claim_follows=True)
         if self._waits_for_jobs:
             self.wake()
         else:
@@ -208,7 +215,11 @@ class Producer:
             if gather:
                 # The workers finishing in this turn of the loop add their
                 # outcomes to the claim before it starts.
-                await asyncio.sleep(0)
+                self._claiming = True
+                try:
+                    await asyncio.sleep(0)
+                finally:
+                    self._claiming = False
             if idle_first:
                 await self._idle()
             backoff = self._backoff.first
@@ -220,7 +231,7 @@ class Producer:
                 # claim that fills them: one statement, one commit.
                 outcomes = self._completer.take()
                 try:
-                    jobs = await self.claim(wanted, outcomes)
+                    jobs = await self._claim_marked(wanted, outcomes)
                 except Exception:
                     self._contact.failed()
                     if outcomes:
@@ -252,6 +263,14 @@ class Producer:
             return None
         finally:
             self._claimer = passed
+
+    async def _claim_marked(self, max_jobs: int, outcomes: list[Finish]) -> Sequence[ClaimedRow]:
+        """claim, marked under way meanwhile, so the outcomes freed during it wait for a claim."""
+        self._claiming = True
+        try:
+            return await self.claim(max_jobs, outcomes)
+        finally:
+            self._claiming = False
 
     async def _idle(self) -> None:
         """Waits for jobs, the outcomes waiting stored meanwhile: a wake, a due job or the poll."""
