@@ -18,7 +18,7 @@ from jobtable._engines.rows import JobRow, NewJob
 from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._errors import StoreError
 from jobtable._store import Store
-from jobtable._values import new_id, now, redact_url, timestamp
+from jobtable._values import id_at, new_id, now, redact_url, timestamp
 
 TIME_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
@@ -114,12 +114,43 @@ def test_new_id_is_128_bits_of_url_safe_text() -> None:
     assert set(job_id) <= set(string.ascii_letters + string.digits + "-_")
 
 
-def test_new_id_is_the_url_safe_base64_of_16_bytes() -> None:
+SORTED_DIGITS = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+"""An id's 64 characters, in the order of the values they stand for: byte order."""
+
+
+def id_bytes(job_id: str) -> bytes:
+    """The 16 bytes an id writes, each character read as the value of its rank."""
+    standard = job_id.translate(
+        str.maketrans(
+            SORTED_DIGITS, string.ascii_uppercase + string.ascii_lowercase + string.digits + "+/"
+        )
+    )
+    return base64.b64decode(standard + "==")
+
+
+def test_a_new_id_is_16_bytes_beginning_with_the_time_in_milliseconds() -> None:
     for _ in range(100):
+        before = int(datetime.now(UTC).timestamp() * 1000)
         job_id = new_id()
-        raw = base64.urlsafe_b64decode(job_id + "==")
+        after = int(datetime.now(UTC).timestamp() * 1000)
+        raw = id_bytes(job_id)
         assert len(raw) == 16
-        assert base64.urlsafe_b64encode(raw).rstrip(b"=").decode() == job_id
+        millis = int.from_bytes(raw[:6], "big")
+        assert millis >> 47 == 1  # the top bit is set
+        assert before - 1 <= millis - (1 << 47) <= after + 1
+
+
+@given(st.integers(0, (1 << 47) - 1), st.integers(0, (1 << 47) - 1))
+@example(0, (1 << 47) - 1)
+@example(4_398_046_511_103, 4_398_046_511_104)  # the first character changes in 2109
+def test_ids_sort_as_their_times_and_never_begin_with_a_dash(first: int, second: int) -> None:
+    a, b = id_at(first), id_at(second)
+    assert a[0] not in "-_"
+    assert b[0] not in "-_"
+    if first < second:
+        assert a < b
+    elif first > second:
+        assert a > b
 
 
 def test_new_ids_do_not_repeat() -> None:

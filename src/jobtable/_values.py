@@ -6,6 +6,7 @@ A leaf: it imports nothing of jobtable, so every other module may use it.
 import binascii
 import os
 import re
+import time
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -45,18 +46,39 @@ def now() -> str:
     return timestamp(datetime.now(UTC))
 
 
-_URL_SAFE = bytes.maketrans(b"+/", b"-_")
-"""base64's two characters that are not URL-safe, replaced as base64.urlsafe_b64encode does."""
+_SORTABLE = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+    b"-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz",
+)
+"""base64's 64 digits, each replaced by the URL-safe character of the same rank in byte order."""
+
+_TOP_BIT = 1 << 47
+"""The top bit of an id's 48 bits of time."""
 
 
 def new_id() -> str:
-    """Returns a new job id: 128 random bits as 22 URL-safe characters.
+    """Returns a new job id: 22 URL-safe characters, the time first, then 80 random bits.
 
-    Ids appear in URLs, so the bits come from ``os.urandom``, as ``secrets``
-    tokens do, and cannot be guessed. It is ``secrets.token_urlsafe(16)``,
-    without its layers of calls: every enqueue takes one.
+    The first 48 bits are the wall clock's milliseconds since the epoch
+    (their top bit set: the id begins with a letter), written so that the
+    text sorts as the bits do: jobs enqueued together have neighbouring
+    ids, so a commit of many enqueues, and a prune of many old jobs, writes
+    a few pages of the index on ids instead of about one a job. The order
+    of the queue never comes from ids (the clock may step back), nor does
+    uniqueness (the index on ids holds it). Ids appear in URLs, so the
+    other 80 bits come from ``os.urandom``, as ``secrets`` tokens do, and
+    cannot be guessed; an id shows when its job was made, to the
+    millisecond, as the job's ``created_at`` does.
     """
-    return binascii.b2a_base64(os.urandom(16), newline=False).translate(_URL_SAFE)[:22].decode()
+    return id_at(time.time_ns() // 1_000_000)
+
+
+def id_at(millis: int) -> str:
+    """Returns a new job id made at millis milliseconds since the epoch (see new_id)."""
+    # The top bit set makes the first character a letter ("V" until 2109),
+    # never "-", which a command line would read as an option.
+    raw = (millis | _TOP_BIT).to_bytes(6, "big") + os.urandom(10)
+    return binascii.b2a_base64(raw, newline=False).translate(_SORTABLE)[:22].decode()
 
 
 def unstorable(text: str) -> str | None:
