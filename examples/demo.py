@@ -164,7 +164,7 @@ class Table:
 
     def row(self, job: jobtable.Job[Any], result_width: int, width: int | None = None) -> str:
         """Returns job's row, cut to width columns, its status coloured on a colour terminal."""
-        cells = [job.id[:8], f"{job.kind:<6}", f"{job.status.value:<9}"]
+        cells = [job.id[-8:], f"{job.kind:<6}", f"{job.status.value:<9}"]
         result = cut(result_cell(job), result_width)
         line = "  ".join([*cells, f"{result:<{result_width}}", job.error or ""]).rstrip()
         if width is not None:
@@ -260,7 +260,7 @@ class ShortFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         fields = [str(getattr(record, "kind", ""))]
         if job_id := getattr(record, "job_id", None):
-            fields.append(f"job={str(job_id)[:8]}")
+            fields.append(f"job={str(job_id)[-8:]}")
         if (count := getattr(record, "count", None)) is not None:
             fields.append(f"count={count}")
         details = " ".join(field for field in fields if field)
