@@ -4,7 +4,7 @@ import asyncio
 import collections
 import contextlib
 import datetime
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from jobtable._engines.rows import ClaimedRow
 from jobtable._runner.completer import Completer
@@ -215,11 +215,8 @@ class Producer:
             if gather:
                 # The workers finishing in this turn of the loop add their
                 # outcomes to the claim before it starts.
-                self._claiming = True
-                try:
+                with self._claim_under_way():
                     await asyncio.sleep(0)
-                finally:
-                    self._claiming = False
             if idle_first:
                 await self._idle()
             backoff = self._backoff.first
@@ -231,7 +228,8 @@ class Producer:
                 # claim that fills them: one statement, one commit.
                 outcomes = self._completer.take()
                 try:
-                    jobs = await self._claim_marked(wanted, outcomes)
+                    with self._claim_under_way():
+                        jobs = await self.claim(wanted, outcomes)
                 except Exception:
                     self._contact.failed()
                     if outcomes:
@@ -264,11 +262,12 @@ class Producer:
         finally:
             self._claimer = passed
 
-    async def _claim_marked(self, max_jobs: int, outcomes: list[Finish]) -> Sequence[ClaimedRow]:
-        """claim, marked under way meanwhile, so the outcomes freed during it wait for a claim."""
+    @contextlib.contextmanager
+    def _claim_under_way(self) -> Iterator[None]:
+        """Marks a claim under way for the block, so the outcomes freed meanwhile wait for it."""
         self._claiming = True
         try:
-            return await self.claim(max_jobs, outcomes)
+            yield
         finally:
             self._claiming = False
 
