@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 from flow_helpers import claim, finish
+from pydantic import BaseModel
 
 import jobtable
 
@@ -275,3 +276,40 @@ def test_a_sequence_key_with_a_nul_stores_nothing(store: jobtable.Store) -> None
     with pytest.raises(ValueError, match="partition key must be a non-empty str"):
         KIND.enqueue(store, 1, partition_key="")
     assert store.list_jobs() == []
+
+
+def test_a_sequence_without_by_puts_the_kinds_jobs_in_one_sequence(
+    store: jobtable.Store,
+) -> None:
+    in_order = jobtable.Kind("ordered", int, int, queue="q", sequence=jobtable.Sequence())
+    head, behind = in_order.enqueue_many(store, [1, 2])
+    own_key = in_order.enqueue(store, 3, sequence_key="elsewhere")
+    assert claim(store, "q", 5) == [head, own_key]
+    assert store.inspect(behind).waiting is jobtable.WaitReason.SEQUENCE
+    finish(store, head)
+    assert claim(store, "q", 5) == [behind]
+
+
+class Export(BaseModel):
+    customer_id: str
+
+
+@pytest.mark.parametrize(
+    ("declare", "message"),
+    [
+        (
+            lambda: jobtable.Kind("e", Export, int, partition=jobtable.Partition("customer")),
+            r"Kind 'e': partition field 'customer' is not a field of Export "
+            r"\(its fields: customer_id\)",
+        ),
+        (
+            lambda: jobtable.Kind("e", Export, int, sequence=jobtable.Sequence("customer")),
+            r"Kind 'e': sequence field 'customer' is not a field of Export",
+        ),
+    ],
+)
+def test_a_flow_field_the_payload_type_lacks_is_refused_when_the_kind_is_declared(
+    declare: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        declare()
