@@ -313,3 +313,34 @@ def test_a_flow_field_the_payload_type_lacks_is_refused_when_the_kind_is_declare
 ) -> None:
     with pytest.raises(ValueError, match=message):
         declare()
+
+
+def test_set_limits_with_no_limit_is_refused_and_keeps_the_codes_limits(
+    store: jobtable.Store,
+) -> None:
+    store.declare([jobtable.Queue("q", concurrency=2)])
+    with pytest.raises(ValueError, match=r"set_limits 'q': no limit given: .*clear_limits\('q'\)"):
+        store.set_limits("q")
+    [info] = store.queues()
+    assert (info.concurrency, info.overridden) == (2, False)
+
+
+def test_resuming_a_mistyped_queue_leaves_no_row_and_a_declared_queue_keeps_its_own(
+    store: jobtable.Store,
+) -> None:
+    store.declare([jobtable.Queue("q", concurrency=2)])
+    store.pause("emial")
+    store.pause("q")
+    assert [queue.name for queue in store.queues()] == ["emial", "q"]
+    store.resume("emial")
+    store.resume("q")
+    [info] = store.queues()
+    assert (info.name, info.paused, info.concurrency) == ("q", False, 2)
+
+
+def test_clearing_an_operators_limits_of_an_undeclared_queue_leaves_no_row(
+    store: jobtable.Store,
+) -> None:
+    store.set_limits("typo", concurrency=1)
+    store.clear_limits("typo")
+    assert store.queues() == []

@@ -95,7 +95,7 @@ limits = st.one_of(
         partition=st.none() | st.integers(1, 2),
         rate=st.none() | st.integers(1, 4),
         per_key=st.booleans(),
-    ),
+    ).filter(lambda chosen: (chosen.concurrency, chosen.partition, chosen.rate) != (None,) * 3),
 )
 
 
