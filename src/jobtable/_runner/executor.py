@@ -23,7 +23,7 @@ from jobtable._job import (
     MESSAGE_PAYLOAD_MISMATCH,
     MESSAGE_TIMED_OUT,
 )
-from jobtable._options import DEFAULT_RETRY, ExponentialBackoff, RetryPolicy
+from jobtable._options import DEFAULT_RETRY, RetryPolicy
 from jobtable._runner.attempt import (
     CANCELLED,
     INTERRUPTED,
@@ -39,6 +39,7 @@ from jobtable._runner.handler import AsyncHandler, Handler, Handlers, SyncHandle
 from jobtable._runner.hooks import AttemptOutcome
 from jobtable._runner.job_labels import JobLabels
 from jobtable._runner.job_logger import JobLogger
+from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.operations import Finish
 from jobtable._runner.shared import Shared
 from jobtable._telemetry import run_trace
@@ -48,8 +49,6 @@ P = TypeVar("P")
 R = TypeVar("R")
 
 _JOB_FAILED = "job failed"
-KEY_WAIT = ExponentialBackoff(datetime.timedelta(seconds=1), datetime.timedelta(minutes=5))
-"""How long a job waits after a runner without its secret key put it back, by its claims."""
 """What is logged when a handler raised; a retried attempt says so instead."""
 
 GaveUp = Callable[["asyncio.Task[Any]", str, "Finish | None"], None]
@@ -79,8 +78,7 @@ class Executor:
         self._cancel_grace = shared.settings.cancel_grace
         self._threads: DaemonPool | None = None
         self._attempts: dict[str, Attempt[Any]] = {}
-        self.missing_keys: dict[str, int] = {}
-        """The ids of the secret keys this runner lacked, each with how many jobs it put back."""
+        self.missing_keys = MissingKeys(shared.logger)
         self._on_give_up: GaveUp | None = None
         # The tasks of the attempts given up on whose handler has not ended yet.
         self._given_up: set[asyncio.Task[Any]] = set()
@@ -275,10 +273,8 @@ class Executor:
                     del self._attempts[job.id]
                 ours = running.settle()
         except SecretKeyError as err:
-            if err.key_id is not None:
-                return self._put_back(job, err.key_id, err)
-            # The message names no secret, so it is stored.
-            return self._failed(job, str(err), handler.retry, what=str(err))
+            put_back = self.missing_keys.put_back(job, err, self._store.clock())
+            return put_back or self._failed(job, str(err), handler.retry, what=str(err))
         except asyncio.CancelledError as err:
             logger = JobLogger(self._logger, job.id, job.kind, job.attempt)
             if ours:
@@ -308,26 +304,6 @@ class Executor:
             )
             return None
         return self._succeeded(job, handler.codec, result)._replace(adds=running.adds)
-
-    def _put_back(self, job: ClaimedRow, key_id: str, err: SecretKeyError) -> Finish:
-        """The job goes back, its attempt unused: this runner cannot decrypt its secrets.
-
-        Its key (key_id) is missing here, or differs: another runner, or this
-        one restarted with the key, can run it. It waits a backoff that grows
-        with each claim, so that a runner without the key does not claim it
-        again and again; the error names the key id, never a key.
-        """
-        wait = KEY_WAIT(job.attempt)
-        self.missing_keys[key_id] = self.missing_keys.get(key_id, 0) + 1
-        JobLogger(self._logger, job.id, job.kind, job.attempt).error(
-            "this runner cannot decrypt the job's secrets: %s. The job is put back without "
-            'using an attempt, for a runner that has secret key "%s", and waits %s s; give '
-            "this runner that key (secret_keys= or JOBTABLE_SECRET_KEYS)",
-            err,
-            key_id,
-            f"{round(wait.total_seconds(), 3):g}",
-        )
-        return Finish.snoozed(job, self._after(wait))
 
     def _failed(
         self,

@@ -102,10 +102,10 @@ async def drain(
     ran: dict[str, None] = {}
     runs = 0
     while runs < max_runs:
-        lacked = dict(runner._executor.missing_keys)
+        lacked = dict(runner._executor.missing_keys.counts)
         job_id = await runner.run_next()
-        if job_id is not None and runner._executor.missing_keys != lacked:
-            _refuse_put_back(job_id, runner._executor.missing_keys, lacked)
+        if job_id is not None and runner._executor.missing_keys.counts != lacked:
+            _refuse_put_back(job_id, runner._executor.missing_keys.counts, lacked)
         if job_id is None:
             if await _make_ready(runner, retries=retries, scheduled=scheduled):
                 continue
