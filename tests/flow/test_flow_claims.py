@@ -307,6 +307,7 @@ class Export(BaseModel):
             r"Kind 'e': sequence field 'customer' is not a field of Export",
         ),
     ],
+    ids=["partition", "sequence"],
 )
 def test_a_flow_field_the_payload_type_lacks_is_refused_when_the_kind_is_declared(
     declare: Callable[[], object], message: str
