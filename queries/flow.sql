@@ -217,6 +217,15 @@ WHERE name = @name;
 INSERT INTO queues (name, paused, updated_at) VALUES (@name, @paused, @now)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at;
 
+-- name: DropEmptyQueue :exec
+-- DropEmptyQueue deletes the row of queue once it holds nothing: not paused,
+-- no operator's limits, no limits declared. A resumed queue whose name was
+-- mistyped leaves no row behind; a queue without a row claims as before.
+DELETE FROM queues
+WHERE name = @name AND paused = 0 AND overridden = 0
+    AND declared_concurrency IS NULL AND declared_partition_limit IS NULL
+    AND declared_rate_limit IS NULL;
+
 -- name: ListQueues :many
 -- ListQueues reads every queue that has a row in queues or jobs that wait or
 -- run, with its flow control (null for a queue without a row) and how many

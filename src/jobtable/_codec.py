@@ -162,6 +162,21 @@ class Codec(Generic[P, R]):
             return None
         return frozenset(properties)
 
+    def check_field(self, where: str, what: str, field: str) -> None:
+        """Raises ValueError naming where when field is not one the payload type fixes.
+
+        what names the declaration that uses it (``unique``, ``partition``).
+        A type that fixes no fields (see ``payload_fields``) accepts any.
+        """
+        known = self.payload_fields()
+        if known is None or field in known:
+            return
+        raise ValueError(
+            f"{where}: {what} field {field!r} is not a field of "
+            f"{getattr(self.payload_type, '__name__', self.payload_type)} "
+            f"(its fields: {', '.join(sorted(known)) or 'none'})"
+        )
+
     def shown_payload(self, payload: P) -> str:
         """Returns payload's JSON as every reader but its handler sees it: secrets masked.
 

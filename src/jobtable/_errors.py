@@ -87,12 +87,16 @@ class StepError(JobtableError, ValueError):
 class SecretKeyError(JobtableError):
     """A secret cannot be encrypted or decrypted for want of its key; names the key id only.
 
-    At an attempt, the job's payload names a key the runner's store lacks
-    (or has under that id a different key): the attempt fails with this
-    message, and the job retries while attempts remain, as for a kind with
-    no handler, since another runner, or this one restarted with the key,
-    can run it.
+    ``key_id`` is the id of the key a stored secret names and the store
+    cannot decrypt it with (it lacks that id, or holds another key under
+    it); None when no such id is at fault. At an attempt, such a job goes
+    back to the queue without using an attempt, for a runner that has the
+    key, and the runner logs the key id as an error (see Secrets).
     """
+
+    def __init__(self, message: str, *, key_id: str | None = None) -> None:
+        super().__init__(message)
+        self.key_id = key_id
 
 
 class JobNotFound(JobtableError, LookupError):

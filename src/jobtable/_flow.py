@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal
 
+from jobtable._codec import Codec
 from jobtable._engines.flow import QueueLimits, WaitFacts
 from jobtable._engines.rows import NewJob
 from jobtable._values import unstorable
@@ -154,8 +155,10 @@ class Partition:
 
     A function gets the typed payload and returns a str. The key is stored
     with the job at enqueue; an enqueue may give ``partition_key=`` instead.
-    A queue's ``partition_limit`` and a per-key ``Rate`` count by it. An
-    enqueue whose field is missing, whose function raises or returns no str,
+    A queue's ``partition_limit`` and a per-key ``Rate`` count by it. A
+    field that the kind's payload type lacks is refused when the kind is
+    declared (for a type that fixes its fields); an enqueue whose field is
+    missing, whose function raises or returns no str,
     or whose key holds a NUL raises and stores nothing.
     """
 
@@ -170,7 +173,9 @@ class Sequence:
     """Puts a kind's jobs in sequences: jobs of one key run one at a time, in enqueue order.
 
     ``by`` is a payload field's name or a function of the typed payload that
-    returns the key; an enqueue may give ``sequence_key=`` instead. A job
+    returns the key; an enqueue may give ``sequence_key=`` instead. Without
+    ``by`` the kind's jobs form one sequence, keyed by the kind's name, but
+    for those an enqueue gives a ``sequence_key=``. A job
     waits, queued, while an earlier job of its sequence is queued (a retry
     keeps its place) or running. ``on_failure`` says what a job that ends
     failed or cancelled does to the jobs behind it: ``"block"`` (the
@@ -190,14 +195,40 @@ class Sequence:
             )
 
 
-def check_flow(where: str, partition: object, sequence: object) -> None:
-    """Raises TypeError naming where for a partition or sequence of the wrong type."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class _KindWide:
+    """The key of a kind-wide sequence: the kind's name, whatever the payload."""
+
+    kind: str
+
+    def __call__(self, payload: object) -> str:
+        return self.kind
+
+
+def check_flow(
+    where: str, codec: "Codec[Any, Any]", partition: object, sequence: object
+) -> tuple[Partition | None, Sequence | None]:
+    """A kind's partition and sequence, checked, as its enqueues apply them.
+
+    Raises TypeError naming where for a value of the wrong type, and
+    ValueError for a ``by`` field that the payload type does not have (when
+    its type fixes its fields), so the mistake shows when the kind is made,
+    not at each enqueue. A ``Sequence`` without ``by`` comes back keyed by
+    the kind's name.
+    """
     if partition is not None and not isinstance(partition, Partition):
         raise TypeError(
             f"{where}: partition must be a jobtable.Partition or None, got {partition!r}"
         )
     if sequence is not None and not isinstance(sequence, Sequence):
         raise TypeError(f"{where}: sequence must be a jobtable.Sequence or None, got {sequence!r}")
+    if partition is not None and isinstance(partition.by, str):
+        codec.check_field(where, "partition", partition.by)
+    if sequence is not None and isinstance(sequence.by, str):
+        codec.check_field(where, "sequence", sequence.by)
+    if sequence is not None and sequence.by is None:
+        sequence = dataclasses.replace(sequence, by=_KindWide(codec.kind))
+    return partition, sequence
 
 
 FLOW_OPTIONS = frozenset({"partition_key", "sequence_key"})

@@ -108,9 +108,13 @@ class Kind(Waiting[P, R]):
         self._merges = Merges()
         self.unique = check_unique(where, unique, self._codec)
         """The kind's uniqueness, or None; each enqueue may override it."""
-        check_flow(where, partition, sequence)
-        self.flow: tuple[Partition | None, JobSequence | None] = (partition, sequence)
-        """The kind's ``Partition`` and ``Sequence``, each or both None (see Flow control)."""
+        self.flow: tuple[Partition | None, JobSequence | None] = check_flow(
+            where, self._codec, partition, sequence
+        )
+        """The kind's ``Partition`` and ``Sequence``, each or both None (see Flow control).
+
+        A ``Sequence`` declared without ``by`` is here keyed by the kind's name.
+        """
         self.labels = Labels(name, where, tags, meta)
         self._binding: Binding | None = None
 

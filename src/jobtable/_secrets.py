@@ -72,6 +72,23 @@ def new_key(key_id: str) -> str:
     return f"{key_id}:{base64.b64encode(secrets.token_bytes(32)).decode()}"
 
 
+def _check_length(where: str, key_id: str, length: int, *, encrypts: bool) -> None:
+    """Raises ValueError naming key_id when a key of length bytes may not serve as given."""
+    if length == 32 or (not encrypts and length in (16, 24)):
+        return
+    if length in (16, 24):
+        raise ValueError(
+            f"{where}: secret key {key_id!r} is {length} bytes, and the first key, which "
+            f"encrypts, must be 32: put a new key first (`jobtable secrets new-key ID` prints "
+            f"one) and keep {key_id!r} after it to decrypt until `jobtable secrets rotate` "
+            f"has moved its secrets"
+        )
+    raise ValueError(
+        f"{where}: secret key {key_id!r} is {length} bytes; want 32 random bytes in base64 "
+        f"(`jobtable secrets new-key {key_id}` prints one)"
+    )
+
+
 class SecretKeys:
     """The keys that encrypt the secrets of payloads and results: the first for new ones.
 
@@ -99,7 +116,9 @@ class SecretKeys:
         """Returns the keys of spec (``id:base64`` items, comma-separated or a list); None for none.
 
         Raises ValueError naming where and the key id (never the key) for an
-        item that is not a valid key.
+        item that is not a valid key: the first, which encrypts, must be 32
+        bytes (AES-256); a later one, which only decrypts, may be 16 or 24 so
+        that what it sealed can be rotated to a 32-byte key.
         """
         items = spec.split(",") if isinstance(spec, str) else list(spec)
         keys: list[tuple[str, bytes]] = []
@@ -117,10 +136,7 @@ class SecretKeys:
                 key = base64.b64decode(encoded.strip(), validate=True)
             except binascii.Error:
                 raise ValueError(f"{where}: secret key {key_id!r} is not valid base64") from None
-            if len(key) not in (16, 24, 32):
-                raise ValueError(
-                    f"{where}: secret key {key_id!r} is {len(key)} bytes; want 32 (or 16, 24)"
-                )
+            _check_length(where, key_id, len(key), encrypts=not keys)
             keys.append((key_id, key))
         return cls(keys) if keys else None
 
@@ -142,7 +158,7 @@ class SecretKeys:
             raise SecretKeyError("a stored secret names no valid key id")
         cipher = self._ciphers.get(key_id)
         if cipher is None:
-            raise SecretKeyError(f'secret key "{key_id}" is not configured')
+            raise SecretKeyError(f'secret key "{key_id}" is not configured', key_id=key_id)
         try:
             raw = base64.b64decode(envelope["v"], validate=True)
             return bytes(cipher.decrypt(raw[:_NONCE], raw[_NONCE:], _aad(key_id)))
@@ -150,7 +166,8 @@ class SecretKeys:
             # InvalidTag, bad base64, a short value: the text quotes nothing of it.
             raise SecretKeyError(
                 f'secret key "{key_id}" does not decrypt a stored secret '
-                "(a different key under that id?)"
+                "(a different key under that id?)",
+                key_id=key_id,
             ) from None
 
     def __repr__(self) -> str:
@@ -288,7 +305,7 @@ def open_all(text: str, keys: SecretKeys | None) -> str:
         if keys is None:
             key_id = envelope[MARK]
             if isinstance(key_id, str) and _KEY_ID.match(key_id):
-                raise SecretKeyError(f'secret key "{key_id}" is not configured')
+                raise SecretKeyError(f'secret key "{key_id}" is not configured', key_id=key_id)
             raise SecretKeyError("a stored secret names no valid key id")
         return json.loads(keys.unseal(envelope))
 

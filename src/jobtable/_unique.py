@@ -48,16 +48,8 @@ def check_unique(where: str, unique: object, codec: "Codec[Any, Any]") -> "Uniqu
         raise TypeError(f"{where}: unique must be a jobtable.Unique or None, got {unique!r}")
     if unique is None or unique.fields is None:
         return unique
-    known = codec.payload_fields()
-    if known is None:
-        return unique
     for field in unique.fields:
-        if field not in known:
-            raise ValueError(
-                f"{where}: unique field {field!r} is not a field of "
-                f"{getattr(codec.payload_type, '__name__', codec.payload_type)} "
-                f"(its fields: {', '.join(sorted(known)) or 'none'})"
-            )
+        codec.check_field(where, "unique", field)
     return unique
 
 

@@ -109,6 +109,7 @@ def test_a_bad_value_an_unknown_queue_or_action_change_nothing_and_say_why(
             ({"action": "set", "rate": "5/0s"}, 400, "rate &#39;5/0s&#39;: the period"),
             ({"action": "set", "rate": "five"}, 400, "want LIMIT/PERIOD"),
             ({"action": "set", "rate_per_key": "1"}, 400, "a rate per key needs a rate"),
+            ({"action": "set"}, 400, "give a concurrency, a partition limit or a rate"),
             ({"action": "explode"}, 400, "action: want one of pause, resume, set, clear"),
             ({"action": "pause", "queue": "nope"}, 404, "No such queue"),
         ):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 from flow_helpers import claim, finish
+from pydantic import BaseModel
 
 import jobtable
 
@@ -275,3 +276,72 @@ def test_a_sequence_key_with_a_nul_stores_nothing(store: jobtable.Store) -> None
     with pytest.raises(ValueError, match="partition key must be a non-empty str"):
         KIND.enqueue(store, 1, partition_key="")
     assert store.list_jobs() == []
+
+
+def test_a_sequence_without_by_puts_the_kinds_jobs_in_one_sequence(
+    store: jobtable.Store,
+) -> None:
+    in_order = jobtable.Kind("ordered", int, int, queue="q", sequence=jobtable.Sequence())
+    head, behind = in_order.enqueue_many(store, [1, 2])
+    own_key = in_order.enqueue(store, 3, sequence_key="elsewhere")
+    assert claim(store, "q", 5) == [head, own_key]
+    assert store.inspect(behind).waiting is jobtable.WaitReason.SEQUENCE
+    finish(store, head)
+    assert claim(store, "q", 5) == [behind]
+
+
+class Export(BaseModel):
+    customer_id: str
+
+
+@pytest.mark.parametrize(
+    ("declare", "message"),
+    [
+        (
+            lambda: jobtable.Kind("e", Export, int, partition=jobtable.Partition("customer")),
+            r"Kind 'e': partition field 'customer' is not a field of Export "
+            r"\(its fields: customer_id\)",
+        ),
+        (
+            lambda: jobtable.Kind("e", Export, int, sequence=jobtable.Sequence("customer")),
+            r"Kind 'e': sequence field 'customer' is not a field of Export",
+        ),
+    ],
+    ids=["partition", "sequence"],
+)
+def test_a_flow_field_the_payload_type_lacks_is_refused_when_the_kind_is_declared(
+    declare: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        declare()
+
+
+def test_set_limits_with_no_limit_is_refused_and_keeps_the_codes_limits(
+    store: jobtable.Store,
+) -> None:
+    store.declare([jobtable.Queue("q", concurrency=2)])
+    with pytest.raises(ValueError, match=r"set_limits 'q': no limit given: .*clear_limits\('q'\)"):
+        store.set_limits("q")
+    [info] = store.queues()
+    assert (info.concurrency, info.overridden) == (2, False)
+
+
+def test_resuming_a_mistyped_queue_leaves_no_row_and_a_declared_queue_keeps_its_own(
+    store: jobtable.Store,
+) -> None:
+    store.declare([jobtable.Queue("q", concurrency=2)])
+    store.pause("emial")
+    store.pause("q")
+    assert [queue.name for queue in store.queues()] == ["emial", "q"]
+    store.resume("emial")
+    store.resume("q")
+    [info] = store.queues()
+    assert (info.name, info.paused, info.concurrency) == ("q", False, 2)
+
+
+def test_clearing_an_operators_limits_of_an_undeclared_queue_leaves_no_row(
+    store: jobtable.Store,
+) -> None:
+    store.set_limits("typo", concurrency=1)
+    store.clear_limits("typo")
+    assert store.queues() == []

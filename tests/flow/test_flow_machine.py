@@ -95,7 +95,7 @@ limits = st.one_of(
         partition=st.none() | st.integers(1, 2),
         rate=st.none() | st.integers(1, 4),
         per_key=st.booleans(),
-    ),
+    ).filter(lambda chosen: (chosen.concurrency, chosen.partition, chosen.rate) != (None,) * 3),
 )
 
 
@@ -122,6 +122,8 @@ class FlowMachine(RuleBasedStateMachine):
             for queue in self.queues
             for blocks in (True, False)
         }
+        # A Sequence without by is kind-wide: jobs without a key come from a kind without one.
+        self.plain = {queue: jobtable.Kind("k", int, int, queue=queue) for queue in self.queues}
         self.jobs: dict[str, Job] = {}
         self.order: list[str] = []
         self.paused: set[str] = set()
@@ -148,7 +150,8 @@ class FlowMachine(RuleBasedStateMachine):
     ) -> None:
         name = self.queues[queue]
         skey = None if sequence is None else f"{self.prefix}-{sequence}"
-        ids = self.kinds[name, blocks].enqueue_many(
+        kind = self.plain[name] if skey is None else self.kinds[name, blocks]
+        ids = kind.enqueue_many(
             self.store, list(range(count)), partition_key=partition, sequence_key=skey
         )
         for job_id in ids:

@@ -128,12 +128,16 @@ def test_an_unknown_queue_is_stored_with_a_note_naming_the_queues_and_clear_refu
     assert paused.returncode == 0, paused.stderr
     assert paused.stderr == (
         "jobtable: note: queue 'emial' had no jobs and no flow control; it is stored and "
-        "applies to the jobs enqueued to it (queues there are: 'email')\n"
+        "applies to the jobs enqueued to it (queues there are: 'email'); "
+        "if the name is mistyped, 'jobtable queues resume emial' drops it\n"
     )
     assert queue_of(store, "emial").paused
     refused = one_line_error(cli("queues", "clear", "nope"))
     assert "no queue 'nope': nothing to clear (queues there are: 'email', 'emial')" in refused
     assert [queue.name for queue in store.queues()] == ["email", "emial"]
+    resumed = cli("queues", "resume", "emial")
+    assert resumed.returncode == 0, resumed.stderr
+    assert [queue.name for queue in store.queues()] == ["email"]
 
 
 def test_jobs_show_says_in_words_why_a_queued_job_waits(cli: Cli, store: jobtable.Store) -> None:

@@ -138,6 +138,57 @@ async def test_an_attempt_hook_that_raises_fails_the_attempt_with_the_internal_m
     assert [str(r.exc_info[1]) for r in logged if r.exc_info] == ["secret-ish hook detail"]
 
 
+async def test_an_attempt_hook_that_calls_call_next_twice_is_refused_and_the_handler_runs_once(
+    store: jobtable.Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="jobtable")
+    runner = jobtable.Runner(store)
+    ran: list[int] = []
+
+    @runner.hooks.around_attempt
+    async def twice(ctx: jobtable.JobContext[Any], call_next: CallNext) -> Any:
+        await call_next()
+        return await call_next()
+
+    async def work(ctx: jobtable.JobContext[str], payload: int) -> str:
+        ran.append(payload)
+        return "done"
+
+    job_id = runner.register("work", work).enqueue(1)
+    assert await runner.run_next() == job_id
+    assert ran == [1]
+    assert runner.get(job_id).error == jobtable.MESSAGE_INTERNAL
+    [logged] = [r for r in caplog.records if r.getMessage() == "job failed"]
+    assert logged.exc_info is not None
+    assert str(logged.exc_info[1]).startswith(
+        f"attempt hook {__name__}.test_an_attempt_hook_that_calls_call_next_twice_is_refused"
+    )
+    assert "called call_next() a second time in one attempt" in str(logged.exc_info[1])
+
+
+async def test_an_attempt_hook_that_forgets_to_return_is_named_in_the_log(
+    store: jobtable.Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="jobtable")
+    runner = jobtable.Runner(store)
+
+    @runner.hooks.around_attempt
+    async def forgetful(ctx: jobtable.JobContext[Any], call_next: CallNext) -> Any:
+        await call_next()
+
+    async def work(ctx: jobtable.JobContext[str], payload: int) -> str:
+        return "done"
+
+    job_id = runner.register("work", work).enqueue(1)
+    assert await runner.run_next() == job_id
+    assert runner.get(job_id).error == jobtable.MESSAGE_INTERNAL
+    [logged] = [r for r in caplog.records if r.getMessage() == "job failed"]
+    assert logged.exc_info is not None
+    message = str(logged.exc_info[1])
+    assert "forgetful returned None though call_next() returned a str" in message
+    assert "`return await call_next()`" in message
+
+
 async def test_an_attempt_hook_that_returns_no_context_manager_fails_the_attempt(
     store: jobtable.Store,
 ) -> None:

@@ -30,6 +30,7 @@ MASK = "**********"
 # Fixed, not random: pytest-xdist's workers must collect the same parameters.
 K1 = "k1:" + base64.b64encode(bytes(range(32))).decode()
 K2 = "k2:" + base64.b64encode(bytes(range(32, 64))).decode()
+K16 = "k16:" + base64.b64encode(bytes(range(16))).decode()
 
 
 class Header(pydantic.BaseModel):
@@ -191,8 +192,10 @@ def test_the_key_can_come_from_the_environment(
         (f"k1:{base64.b64encode(b'short').decode()}", "'k1' is 5 bytes"),
         ("no key here", "ID:KEY"),
         (f"{K1},{K1}", "'k1' is given twice"),
+        (K16, "'k16' is 16 bytes, and the first key, which encrypts, must be 32"),
+        (f"k1:{base64.b64encode(bytes(24)).decode()}", "'k1' is 24 bytes, and the first"),
     ],
-    ids=["not base64", "short", "no id", "twice"],
+    ids=["not base64", "short", "no id", "twice", "16 bytes", "24 bytes"],
 )
 def test_a_bad_key_is_refused_naming_its_id_never_the_key(
     tmp_path: pathlib.Path, keys: str, named: str
@@ -204,31 +207,51 @@ def test_a_bad_key_is_refused_naming_its_id_never_the_key(
     assert not (tmp_path / "jobs.db").exists()
 
 
-def test_a_missing_key_fails_the_attempt_naming_its_id_and_retries(store_target: str) -> None:
+def test_a_shorter_key_only_decrypts_kept_after_a_32_byte_key_for_rotation(
+    tmp_path: pathlib.Path,
+) -> None:
+    with jobtable.Store.open(tmp_path / "jobs.db", secret_keys=f"{K1},{K16}") as store:
+        assert store.secret_keys is not None
+        assert (store.secret_keys.current, store.secret_keys.ids) == ("k1", ("k1", "k16"))
+
+
+def _run_one(runner: jobtable.Runner) -> str | None:
+    return asyncio.run(runner.run_next())
+
+
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        (K2, 'secret key "k1" is not configured'),
+        ("", 'secret key "k1" is not configured'),
+        (new_key("k1"), 'secret key "k1" does not decrypt a stored secret'),
+    ],
+    ids=["another key", "no key", "another key under the id"],
+)
+def test_a_runner_that_cannot_decrypt_a_job_puts_it_back_without_using_an_attempt(
+    store_target: str, keys: str, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="jobtable")
     with jobtable.Store.open(store_target, secret_keys=K1) as store:
-        job_id = calls.enqueue(store, planted_call(), max_attempts=2)
+        job_id = calls.enqueue(store, planted_call())  # max_attempts=1: one attempt
     received: list[Call] = []
-    with jobtable.Store.open(store_target, secret_keys=K2) as store:
-        _drained_once(call_runner(store, received))
-        record = store.inspect(job_id)
-        assert record.status is jobtable.Status.QUEUED  # retried: another runner may have k1
-        assert [e.error for e in record.errors] == ['secret key "k1" is not configured']
-    # Restarted with the key, it runs.
+    with jobtable.Store.open(store_target, secret_keys=keys) as store:
+        for _ in range(3):
+            assert _run_one(call_runner(store, received)) in (job_id, None)
+            record = store.inspect(job_id)
+            assert record.status is jobtable.Status.QUEUED
+            assert (record.errors, record.max_attempts - record.attempt) == ([], 1)
+            assert record.run_at > store.clock()  # it waits: no claim again at once
+        with pytest.raises(jobtable.SecretKeyError, match='secret key "k1", which the runner'):
+            _drained(call_runner(store, received))
+    [logged, *_] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert said in logged
+    assert "put back without using an attempt" in logged
+    # A runner with the key runs it, in its first attempt.
     with jobtable.Store.open(store_target, secret_keys=f"{K2},{K1}") as store:
         [done] = _drained(call_runner(store, received))
         assert done.status is jobtable.Status.SUCCEEDED
     assert [p.api_token.get_secret_value() for p in received] == [PLANTED]
-
-
-def test_a_different_key_under_the_id_fails_the_job_naming_the_id(store_target: str) -> None:
-    with jobtable.Store.open(store_target, secret_keys=K1) as store:
-        job_id = calls.enqueue(store, planted_call())
-    with jobtable.Store.open(store_target, secret_keys=new_key("k1")) as store:
-        _drained(call_runner(store, []))
-        job = store.get(job_id)
-    assert job.status is jobtable.Status.FAILED
-    assert job.error is not None
-    assert job.error.startswith('secret key "k1" does not decrypt')
 
 
 def test_no_log_record_holds_the_secret(
@@ -241,8 +264,11 @@ def test_no_log_record_holds_the_secret(
         _drained(call_runner(store, []))
     with jobtable.Store.open(store_target, secret_keys=K2) as store:
         calls.enqueue(store, planted_call())
-    with jobtable.Store.open(store_target, secret_keys=new_key("k2")) as store:
-        _drained(call_runner(store, []))  # fails: another key under k2
+    with (
+        jobtable.Store.open(store_target, secret_keys=new_key("k2")) as store,
+        pytest.raises(jobtable.SecretKeyError),  # put back: another key under k2
+    ):
+        _drained(call_runner(store, []))
     assert any('secret key "k2"' in r.getMessage() for r in caplog.records)
     for record in caplog.records:
         text = logging.Formatter().format(record) + repr(record.__dict__)

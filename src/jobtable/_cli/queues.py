@@ -5,7 +5,8 @@ Each command calls the Store's queue operations (``pause``, ``resume``,
 afterwards. The Store stores a pause or limits for any queue name, one
 without jobs too (so a queue can be paused before its first job), so these
 commands do the same, with a note on stderr naming the queues that exist,
-in case the name was mistyped; ``clear`` of a queue that has no flow
+in case the name was mistyped; ``resume`` then drops the row of such a
+name, which holds nothing any more. ``clear`` of a queue that has no flow
 control stored is an error, as it would change nothing.
 """
 
@@ -74,15 +75,15 @@ def _note_unknown(store: Store, name: str) -> None:
     others = ", ".join(repr(queue.name) for queue in _every(store)) or "none"
     typer.echo(
         f"jobtable: note: queue {name!r} had no jobs and no flow control; it is stored "
-        f"and applies to the jobs enqueued to it (queues there are: {others})",
+        f"and applies to the jobs enqueued to it (queues there are: {others}); "
+        f"if the name is mistyped, 'jobtable queues resume {name}' drops it",
         err=True,
     )
 
 
 def _changed(store: Store, name: str, as_json: bool, done: str) -> None:
-    queue = _find(store, name)
-    if queue is None:
-        fail(f"queue {name!r} is not listed after the change")
+    # A resumed queue that holds nothing else (no jobs, no limits) has no row left.
+    queue = _find(store, name) or flow_text.every_queue([], [name])[0]
     emit(queue, as_json, lambda: f"{done}\n{_line(queue)}")
 
 

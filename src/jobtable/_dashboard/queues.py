@@ -3,7 +3,7 @@
 Every change is a POST to ``/queues`` through ``Dashboard.guarded`` (so the
 CSRF check and read-only mode apply as to every action), naming the queue
 and the action: ``pause``, ``resume``, ``set`` (the limits in the form,
-replacing the three, a blank field no limit) or ``clear`` (back to the
+replacing the three, a blank field no limit, every field blank refused) or ``clear`` (back to the
 code's declaration). It acts only on a queue the page lists, and a bad value
 is refused with a page naming the field, nothing changed. It calls the
 store's public operations, as the CLI does.
@@ -94,6 +94,11 @@ async def _apply(store: Store, name: str, action: str, form: Mapping[str, str]) 
             rate = flow_text.parse_rate("rate", form.get("rate", ""), "rate_per_key" in form)
         except ValueError as err:
             raise BadChange(str(err)) from None
+        if concurrency is None and partition is None and rate is None:
+            raise BadChange(
+                "give a concurrency, a partition limit or a rate; "
+                "Clear drops the operator's limits so the code's apply again"
+            )
         await store.aset_limits(name, concurrency=concurrency, partition_limit=partition, rate=rate)
     return f"queue-{action}"
 

@@ -111,6 +111,10 @@ class FlowQueries(Protocol):
         """Pauses or resumes queue name, waking listening runners where the engine can."""
         ...
 
+    def drop_empty_queue(self, *, name: str) -> None:
+        """Deletes queue name's row if it holds nothing: no pause, no limits, none declared."""
+        ...
+
     def list_queues(self) -> list[QueueRow]:
         """Every queue with a row or with queued or running jobs, by name."""
         ...

@@ -65,6 +65,8 @@ class PauseQueue:
 
     def __call__(self, q: Queries) -> None:
         q.set_queue_paused(name=self.name, paused=self.paused, now=self.now)
+        if not self.paused:
+            q.drop_empty_queue(name=self.name)
         q.wake_runners()
 
 
@@ -79,6 +81,7 @@ class SetLimits:
     def __call__(self, q: Queries) -> None:
         if self.limits is None:
             q.clear_queue_limits(name=self.name, now=self.now)
+            q.drop_empty_queue(name=self.name)
         else:
             q.set_queue_limits(name=self.name, limits=self.limits, now=self.now)
         q.wake_runners()
@@ -122,7 +125,14 @@ def _limits(
     rate: Rate | None,
 ) -> QueueLimits:
     # Queue checks every value, with the errors an operator's call needs too.
-    return Queue(name, concurrency, partition_limit, rate).limits
+    limits = Queue(name, concurrency, partition_limit, rate).limits
+    if concurrency is None and partition_limit is None and rate is None:
+        raise ValueError(
+            f"set_limits {name!r}: no limit given: give concurrency=, partition_limit= or "
+            f"rate=; to drop the operator's limits so the code's apply again, call "
+            f"clear_limits({name!r})"
+        )
+    return limits
 
 
 class QueueOperations:
@@ -170,7 +180,9 @@ class QueueOperations:
         They win over what runners' code declares (``Runner(flow=...)``) until
         ``clear_limits``. Runners apply them at their next claim, without a
         restart. Raises TypeError or ValueError, storing nothing, for a limit
-        below 1 or a bad name.
+        below 1, a bad name, or no limit at all (which would silently replace
+        the code's limits with none: ``clear_limits`` is how to drop an
+        operator's).
         """
         limits = _limits(queue, concurrency, partition_limit, rate)
         self.engine.write(SetLimits(queue, limits, self._stamp()))

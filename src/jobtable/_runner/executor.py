@@ -39,6 +39,7 @@ from jobtable._runner.handler import AsyncHandler, Handler, Handlers, SyncHandle
 from jobtable._runner.hooks import AttemptOutcome
 from jobtable._runner.job_labels import JobLabels
 from jobtable._runner.job_logger import JobLogger
+from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.operations import Finish
 from jobtable._runner.shared import Shared
 from jobtable._telemetry import run_trace
@@ -77,6 +78,7 @@ class Executor:
         self._cancel_grace = shared.settings.cancel_grace
         self._threads: DaemonPool | None = None
         self._attempts: dict[str, Attempt[Any]] = {}
+        self.missing_keys = MissingKeys(shared.logger)
         self._on_give_up: GaveUp | None = None
         # The tasks of the attempts given up on whose handler has not ended yet.
         self._given_up: set[asyncio.Task[Any]] = set()
@@ -271,10 +273,8 @@ class Executor:
                     del self._attempts[job.id]
                 ours = running.settle()
         except SecretKeyError as err:
-            # The payload's key is missing here, or differs: another runner,
-            # or this one restarted with the key, can run it. The message
-            # names the key id only, so it is stored.
-            return self._failed(job, str(err), handler.retry, what=str(err))
+            put_back = self.missing_keys.put_back(job, err, self._store.clock())
+            return put_back or self._failed(job, str(err), handler.retry, what=str(err))
         except asyncio.CancelledError as err:
             logger = JobLogger(self._logger, job.id, job.kind, job.attempt)
             if ours:

@@ -151,8 +151,47 @@ class RunnerHooks:
                 )
 
 
+def _hook_name(hook: object) -> str:
+    """hook as a log names it: its module and qualified name, else its repr."""
+    name = getattr(hook, "__qualname__", None)
+    module = getattr(hook, "__module__", None)
+    if not isinstance(name, str):
+        return repr(hook)
+    return f"{module}.{name}" if isinstance(module, str) else name
+
+
+_NOT_YET = object()
+
+
 def _link(hook: Middleware, ctx: JobContext[Any], call_next: CallNext) -> CallNext:
-    def step() -> Awaitable[Any]:
-        return hook(ctx, call_next)
+    """hook around call_next, for one attempt: call_next runs at most once, and its result is kept.
+
+    A second call_next() raises RuntimeError before the rest runs again; a
+    hook that returns None where call_next() returned a value raises
+    TypeError naming the hook, instead of the result failing as mistyped.
+    """
+
+    async def step() -> Any:
+        inner: object = _NOT_YET
+
+        async def once() -> Any:
+            nonlocal inner
+            if inner is not _NOT_YET:
+                raise RuntimeError(
+                    f"attempt hook {_hook_name(hook)} called call_next() a second time in one "
+                    f"attempt: the handler runs once per attempt (to run it again, raise "
+                    f"jobtable.Retry or let the attempt fail with attempts left)"
+                )
+            inner = None  # called, even if the rest raises
+            inner = await call_next()
+            return inner
+
+        result = await hook(ctx, once)
+        if result is None and inner is not None and inner is not _NOT_YET:
+            raise TypeError(
+                f"attempt hook {_hook_name(hook)} returned None though call_next() returned "
+                f"a {type(inner).__name__}: the hook must end with `return await call_next()`"
+            )
+        return result
 
     return step

@@ -5,7 +5,7 @@ import datetime
 import weakref
 
 from jobtable._engines.base import Queries, Statement
-from jobtable._errors import RunnerError
+from jobtable._errors import RunnerError, SecretKeyError
 from jobtable._job import JobRecord, Status
 from jobtable._runner.operations import StageJobs
 from jobtable._runner.runner import Runner
@@ -89,17 +89,23 @@ async def drain(
     ``FrozenClock``, ``clock.advance(...)`` then drain runs the tick reached.
 
     A job of a kind the runner has no handler for fails its attempt, as a
-    started runner would. Returns the record of every job it ran, once
-    each, in the order they first ran, as they stand at the end. It runs at
-    most max_runs attempts and then raises AssertionError when jobs are
-    still left to run (a handler that enqueues or retries for ever).
+    started runner would. A job whose secrets the runner's store cannot
+    decrypt (it lacks the key) is put back, its attempt unused, as a started
+    runner does, and drain raises ``SecretKeyError`` naming the key id.
+    Returns the record of every job it ran, once each, in the order they
+    first ran, as they stand at the end. It runs at most max_runs attempts
+    and then raises AssertionError when jobs are still left to run (a
+    handler that enqueues or retries for ever).
     """
     _check(runner, max_runs)
     await runner._periodic.enqueue_inline()
     ran: dict[str, None] = {}
     runs = 0
     while runs < max_runs:
+        lacked = dict(runner._executor.missing_keys.counts)
         job_id = await runner.run_next()
+        if job_id is not None and runner._executor.missing_keys.counts != lacked:
+            _refuse_put_back(job_id, runner._executor.missing_keys.counts, lacked)
         if job_id is None:
             if await _make_ready(runner, retries=retries, scheduled=scheduled):
                 continue
@@ -115,6 +121,17 @@ async def drain(
                 f"{shown}; does a handler enqueue or retry jobs for ever?"
             )
     return [await runner.store.ainspect(job_id) for job_id in ran]
+
+
+def _refuse_put_back(job_id: str, missing: dict[str, int], before: dict[str, int]) -> None:
+    """Raises SecretKeyError for the job the runner just put back for want of a secret key."""
+    grown = [key_id for key_id, count in missing.items() if count != before.get(key_id, 0)]
+    raise SecretKeyError(
+        f'drain: job {job_id} holds secrets under secret key "{grown[0]}", which the '
+        f"runner's store lacks: the job was put back without using an attempt; open the "
+        f"store with that key (Store.open(..., secret_keys=...) or JOBTABLE_SECRET_KEYS)",
+        key_id=grown[0],
+    )
 
 
 _LOOPS: "weakref.WeakKeyDictionary[Runner, asyncio.Runner]" = weakref.WeakKeyDictionary()

@@ -95,6 +95,9 @@ class PostgresFlowQueries:
     def set_queue_paused(self, *, name: str, paused: bool, now: str) -> None:
         self._flow.set_queue_paused(name=name, paused=paused, now=pg_time(now))
 
+    def drop_empty_queue(self, *, name: str) -> None:
+        self._flow.drop_empty_queue(name=name)
+
     def list_queues(self) -> list[QueueRow]:
         return [
             QueueRow(

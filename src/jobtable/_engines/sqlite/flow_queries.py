@@ -117,6 +117,9 @@ class SQLiteFlowQueries:
         # A commit to the file wakes every runner watching it: no notice to send.
         self._flow.set_queue_paused(name=name, paused=int(paused), now=now)
 
+    def drop_empty_queue(self, *, name: str) -> None:
+        self._flow.drop_empty_queue(name=name)
+
     def list_queues(self) -> list[QueueRow]:
         return [
             QueueRow(

@@ -235,6 +235,12 @@ SET_QUEUE_PAUSED = """INSERT INTO queues (name, paused, updated_at) VALUES (%(na
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
 """
 
+DROP_EMPTY_QUEUE = """DELETE FROM queues
+WHERE name = %(name)s AND paused = false AND overridden = false
+    AND declared_concurrency IS NULL AND declared_partition_limit IS NULL
+    AND declared_rate_limit IS NULL
+"""
+
 LIST_QUEUES = """SELECT names.name AS name,
     coalesce(flow.paused, false) AS paused,
     flow.concurrency, flow.partition_limit, flow.rate_limit, flow.rate_period,
@@ -665,6 +671,22 @@ class Querier:
                 "name": name,
                 "paused": paused,
                 "now": now,
+            },
+        )
+
+    def drop_empty_queue(
+        self,
+        *,
+        name: str,
+    ) -> None:
+        """DropEmptyQueue deletes the row of queue once it holds nothing: not paused,
+        no operator's limits, no limits declared. A resumed queue whose name was
+        mistyped leaves no row behind; a queue without a row claims as before.
+        """
+        self._conn.execute(
+            DROP_EMPTY_QUEUE,
+            {
+                "name": name,
             },
         )
 

@@ -185,6 +185,12 @@ SET_QUEUE_PAUSED = """INSERT INTO queues (name, paused, updated_at) VALUES (?1, 
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
 """
 
+DROP_EMPTY_QUEUE = """DELETE FROM queues
+WHERE name = ?1 AND paused = 0 AND overridden = 0
+    AND declared_concurrency IS NULL AND declared_partition_limit IS NULL
+    AND declared_rate_limit IS NULL
+"""
+
 LIST_QUEUES = """SELECT names.name AS name,
     CAST(coalesce(flow.paused, 0) AS INTEGER) AS paused,
     flow.concurrency, flow.partition_limit, flow.rate_limit, flow.rate_period,
@@ -601,6 +607,20 @@ class Querier:
                 paused,
                 now,
             ),
+        )
+
+    def drop_empty_queue(
+        self,
+        *,
+        name: str,
+    ) -> None:
+        """DropEmptyQueue deletes the row of queue once it holds nothing: not paused,
+        no operator's limits, no limits declared. A resumed queue whose name was
+        mistyped leaves no row behind; a queue without a row claims as before.
+        """
+        self._conn.execute(
+            DROP_EMPTY_QUEUE,
+            (name,),
         )
 
     def list_queues(
