@@ -14,7 +14,9 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 
+import psycopg
 import pytest
+from psycopg.rows import TupleRow
 
 import jobtable
 from jobtable._engines.base import Queries
@@ -51,8 +53,6 @@ async def wait_for_heartbeats(
 async def test_a_heartbeat_held_up_past_the_lease_does_not_fail_the_runners_own_job(
     pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import psycopg
-
     caplog.set_level(logging.INFO, logger="jobtable")
     release = asyncio.Event()
 
@@ -87,6 +87,97 @@ async def test_a_heartbeat_held_up_past_the_lease_does_not_fail_the_runners_own_
             await runner.wait()
     assert not [r for r in caplog.records if "dead runners" in r.getMessage()]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def blocked_by(conn: psycopg.Connection[TupleRow]) -> Callable[[], bool]:
+    """A check that some session waits for a lock conn's session holds."""
+
+    def check() -> bool:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+            (conn.info.backend_pid,),
+        ).fetchone()
+        return row is not None and row[0] > 0
+
+    return check
+
+
+async def run_a_claim_held_past_the_lease(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture, *, max_attempts: int
+) -> tuple[jobtable.Job, int, int]:
+    """Has a one-worker runner's claim commit 1.5 leases after its stamp, its heartbeat between.
+
+    The claim (job first's outcome, and job second) waits for first's row,
+    which another session locks; the heartbeat asked for 1.5 leases after
+    the claim's stamp, while its reply is still out, waits for the runner's
+    row, which a third session locks until the claim has committed. So the
+    heartbeat reads what it holds before the claim's reply, and the running
+    jobs after its commit. Returns second once finished, its attempt, and
+    how often its handler ran.
+    """
+    caplog.set_level(logging.INFO, logger="jobtable")
+    gates = [asyncio.Event(), asyncio.Event()]
+    runs = [0, 0]
+
+    async def hold(ctx: jobtable.JobContext[int], which: int) -> int:
+        runs[which] += 1
+        await gates[which].wait()
+        return which
+
+    with jobtable.Store.open(pg_url) as store:
+        runner = jobtable.Runner(store, name="a", workers=1, lease=LEASE)
+        kind = runner.register("hold", hold)
+        first = kind.enqueue(0)
+        await runner.start()
+        try:
+            await wait_until(lambda: runs[0] == 1)
+            second = kind.enqueue(1, max_attempts=max_attempts)
+            # More than a lease of prompt writes: the heartbeat may judge (StoreContact).
+            await wait_for_heartbeats(store, "a", 4, wait_until)
+            with psycopg.connect(pg_url) as job_lock, psycopg.connect(pg_url) as runner_lock:
+                job_lock.execute("SELECT 1 FROM jobs WHERE id = %s FOR UPDATE", (first,))
+                gates[0].set()
+                await wait_until(blocked_by(job_lock))
+                await asyncio.sleep(1.5 * LEASE)
+                runner_lock.execute("SELECT 1 FROM runners WHERE name = 'a' FOR UPDATE")
+                await wait_until(blocked_by(runner_lock))
+                job_lock.rollback()
+                await wait_until(lambda: runs[1] == 1)
+                beat = heartbeat_of(store, "a")
+                runner_lock.rollback()
+                await wait_until(lambda: heartbeat_of(store, "a") != beat)
+            gates[1].set()
+            ended = (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED)
+            await wait_until(lambda: runner.get(second).status in ended)
+        finally:
+            for gate in gates:
+                gate.set()
+            runner.stop()
+            await runner.wait()
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute("SELECT attempt FROM jobs WHERE id = %s", (second,)).fetchone()
+        assert row is not None
+        return runner.get(second), row[0], runs[1]
+
+
+async def test_a_claim_that_commits_a_lease_after_its_stamp_runs_its_job_once(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    job, attempt, runs = await run_a_claim_held_past_the_lease(
+        pg_url, wait_until, caplog, max_attempts=2
+    )
+    assert (job.status, job.result, attempt, runs) == (jobtable.Status.SUCCEEDED, 1, 1, 1)
+    assert not [r for r in caplog.records if "never received" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_last_attempt_whose_claim_commits_a_lease_after_its_stamp_succeeds(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    job, _, runs = await run_a_claim_held_past_the_lease(
+        pg_url, wait_until, caplog, max_attempts=1
+    )
+    assert (job.status, job.error, job.result, runs) == (jobtable.Status.SUCCEEDED, None, 1, 1)
 
 
 def test_two_runners_maintenance_deleting_each_others_rows_does_not_deadlock(
