@@ -1,9 +1,11 @@
-"""A heartbeat delayed past the lease fails nothing, and maintenance never deadlocks.
+"""A heartbeat or a claim delayed past the lease fails nothing, and maintenance never deadlocks.
 
 The maintenance step (heartbeat, failing dead runners' jobs, pruning) takes
 every time it uses from one reading of the clock, so a step that waits for a
 lock compares its heartbeat with a cutoff of the same moment, and a runner
-never counts itself dead. On PostgreSQL two runners' steps skip the rows the
+never counts itself dead. Nor does it take the job of a claim of its own
+that committed a lease after its stamp, its reply not yet back, for a claim
+whose reply was lost. On PostgreSQL two runners' steps skip the rows the
 other holds, so they never deadlock deleting each other's rows.
 """
 
@@ -174,9 +176,7 @@ async def test_a_claim_that_commits_a_lease_after_its_stamp_runs_its_job_once(
 async def test_a_last_attempt_whose_claim_commits_a_lease_after_its_stamp_succeeds(
     pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
 ) -> None:
-    job, _, runs = await run_a_claim_held_past_the_lease(
-        pg_url, wait_until, caplog, max_attempts=1
-    )
+    job, _, runs = await run_a_claim_held_past_the_lease(pg_url, wait_until, caplog, max_attempts=1)
     assert (job.status, job.error, job.result, runs) == (jobtable.Status.SUCCEEDED, None, 1, 1)
 
 

@@ -294,9 +294,9 @@ class Producer:
         Returns the claimed jobs in claim order; the completer holds them
         until their outcomes are recorded. From the moment the claim is
         stamped until its jobs are held, the completer counts it as under
-        way: the heartbeat never takes a job of a claim whose reply is still
-        on its way, however long the claim waited (for a lock, a stopped
-        process) before it committed, for one whose reply was lost.
+        way, so the heartbeat never takes its jobs for those of a claim
+        whose reply was lost, however long it waited (for a lock, in a
+        stopped process) between its stamp and its commit.
         """
         now = self._store.clock()
         with self._completer.claiming(now):
@@ -311,7 +311,10 @@ class Producer:
     async def _write_claim(
         self, now: datetime.datetime, max_jobs: int, outcomes: Sequence[Finish]
     ) -> tuple[Sequence[str], Sequence[ClaimedRow]]:
-        """Stages due jobs when it is time, then claims stamped now; returns (finished ids, rows)."""
+        """Stages due jobs when it is time, then claims, stamped now.
+
+        Returns the ids of the jobs the outcomes finished, and the rows claimed.
+        """
         store = self._store
         if self._stage_at is None or now >= self._stage_at:
             await self.stage(now)

@@ -176,16 +176,18 @@ class Maintain:
     """The write that renews a runner's lease, interrupts stale jobs and prunes old ones.
 
     held is the jobs the runner has, read on its event loop before this
-    write was asked for, and me its process (see ``StartRunner``). A runner whose heartbeat is older than
-    lease is dead; finished jobs older than retention are deleted,
-    PRUNE_BATCH at most (None keeps them), and the workflows left with no
-    job. The write was asked for at started, on contact's clock: stale jobs
-    are interrupted only when contact says this runner may judge (see
-    ``StoreContact``), since until then a stale heartbeat may be a peer that
-    could not reach the store either, and a stale claim of its own may be
-    one whose reply is still on its way. A runner of this host whose process
-    is gone is ended at once: that needs no contact with the store, since no
-    store outage revives a process.
+    write was asked for, and me its process (see ``StartRunner``). A runner
+    whose heartbeat is older than lease is dead, and a job running under
+    this runner's name is lost when held does not have it and its claim is
+    older than lease and than held.since (a claim of its own whose reply is
+    still on its way is never lost). Finished jobs older than retention are
+    deleted, PRUNE_BATCH at most (None keeps them), and the workflows left
+    with no job. The write was asked for at started, on contact's clock:
+    stale jobs are interrupted only when contact says this runner may judge
+    (see ``StoreContact``), since until then a stale heartbeat may be a peer
+    that could not reach the store either. A runner of this host whose
+    process is gone is ended at once: that needs no contact with the store,
+    since no store outage revives a process.
     """
 
     name: str
