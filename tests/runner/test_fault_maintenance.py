@@ -7,8 +7,9 @@ never counts itself dead. Nor does it take the job of a claim of its own
 that committed a lease after its stamp, its reply not yet back, for a claim
 whose reply was lost: on PostgreSQL a claim waits for a row lock while the
 heartbeats go on; on SQLite, whose one write lock would hold the heartbeats
-too, the event loop stalls while the claim waits, as in a stopped process. On PostgreSQL two runners' steps skip the rows the
-other holds, so they never deadlock deleting each other's rows.
+too, the event loop stalls while the claim waits, as in a stopped process.
+On PostgreSQL two runners' steps skip the rows the other holds, so they
+never deadlock deleting each other's rows.
 """
 
 import asyncio
