@@ -1,20 +1,32 @@
-"""A heartbeat delayed past the lease fails nothing, and maintenance never deadlocks.
+"""A heartbeat or a claim delayed past the lease fails nothing, and maintenance never deadlocks.
 
 The maintenance step (heartbeat, failing dead runners' jobs, pruning) takes
 every time it uses from one reading of the clock, so a step that waits for a
 lock compares its heartbeat with a cutoff of the same moment, and a runner
-never counts itself dead. On PostgreSQL two runners' steps skip the rows the
-other holds, so they never deadlock deleting each other's rows.
+never counts itself dead. Nor does it take the job of a claim of its own
+that committed a lease after its stamp, its reply not yet back, for a claim
+whose reply was lost: on PostgreSQL a claim waits for a row lock while the
+heartbeats go on; on SQLite, whose one write lock would hold the heartbeats
+too, the event loop stalls while the claim waits, as in a stopped process.
+On PostgreSQL two runners' steps skip the rows the other holds, so they
+never deadlock deleting each other's rows.
 """
 
 import asyncio
+import contextlib
 import datetime
 import functools
 import logging
+import os
+import pathlib
+import sqlite3
 import threading
+import time
 from collections.abc import Awaitable, Callable
 
+import psycopg
 import pytest
+from psycopg.rows import TupleRow
 
 import jobtable
 from jobtable._engines.base import Queries
@@ -51,8 +63,6 @@ async def wait_for_heartbeats(
 async def test_a_heartbeat_held_up_past_the_lease_does_not_fail_the_runners_own_job(
     pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import psycopg
-
     caplog.set_level(logging.INFO, logger="jobtable")
     release = asyncio.Event()
 
@@ -87,6 +97,183 @@ async def test_a_heartbeat_held_up_past_the_lease_does_not_fail_the_runners_own_
             await runner.wait()
     assert not [r for r in caplog.records if "dead runners" in r.getMessage()]
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def blocked_by(conn: psycopg.Connection[TupleRow]) -> Callable[[], bool]:
+    """A check that some session waits for a lock conn's session holds."""
+
+    def check() -> bool:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+            (conn.info.backend_pid,),
+        ).fetchone()
+        return row is not None and row[0] > 0
+
+    return check
+
+
+async def run_a_claim_held_past_the_lease(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture, *, max_attempts: int
+) -> tuple[jobtable.Job, int, int]:
+    """Has a one-worker runner's claim commit 1.5 leases after its stamp, its heartbeat between.
+
+    The claim (job first's outcome, and job second) waits for first's row,
+    which another session locks; the heartbeat asked for 1.5 leases after
+    the claim's stamp, while its reply is still out, waits for the runner's
+    row, which a third session locks until the claim has committed. So the
+    heartbeat reads what it holds before the claim's reply, and the running
+    jobs after its commit. Returns second once finished, its attempt, and
+    how often its handler ran.
+    """
+    caplog.set_level(logging.INFO, logger="jobtable")
+    gates = [asyncio.Event(), asyncio.Event()]
+    runs = [0, 0]
+
+    async def hold(ctx: jobtable.JobContext[int], which: int) -> int:
+        runs[which] += 1
+        await gates[which].wait()
+        return which
+
+    with jobtable.Store.open(pg_url) as store:
+        runner = jobtable.Runner(store, name="a", workers=1, lease=LEASE)
+        kind = runner.register("hold", hold)
+        first = kind.enqueue(0)
+        await runner.start()
+        try:
+            await wait_until(lambda: runs[0] == 1)
+            second = kind.enqueue(1, max_attempts=max_attempts)
+            # More than a lease of prompt writes: the heartbeat may judge (StoreContact).
+            await wait_for_heartbeats(store, "a", 4, wait_until)
+            with psycopg.connect(pg_url) as job_lock, psycopg.connect(pg_url) as runner_lock:
+                job_lock.execute("SELECT 1 FROM jobs WHERE id = %s FOR UPDATE", (first,))
+                gates[0].set()
+                await wait_until(blocked_by(job_lock))
+                await asyncio.sleep(1.5 * LEASE)
+                runner_lock.execute("SELECT 1 FROM runners WHERE name = 'a' FOR UPDATE")
+                await wait_until(blocked_by(runner_lock))
+                job_lock.rollback()
+                await wait_until(lambda: runs[1] == 1)
+                beat = heartbeat_of(store, "a")
+                runner_lock.rollback()
+                await wait_until(lambda: heartbeat_of(store, "a") != beat)
+            gates[1].set()
+            ended = (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED)
+            await wait_until(lambda: runner.get(second).status in ended)
+        finally:
+            for gate in gates:
+                gate.set()
+            runner.stop()
+            await runner.wait()
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute("SELECT attempt FROM jobs WHERE id = %s", (second,)).fetchone()
+        assert row is not None
+        return runner.get(second), row[0], runs[1]
+
+
+async def test_a_claim_that_commits_a_lease_after_its_stamp_runs_its_job_once(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    job, attempt, runs = await run_a_claim_held_past_the_lease(
+        pg_url, wait_until, caplog, max_attempts=2
+    )
+    assert (job.status, job.result, attempt, runs) == (jobtable.Status.SUCCEEDED, 1, 1, 1)
+    assert not [r for r in caplog.records if "never received" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_last_attempt_whose_claim_commits_a_lease_after_its_stamp_succeeds(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    job, _, runs = await run_a_claim_held_past_the_lease(pg_url, wait_until, caplog, max_attempts=1)
+    assert (job.status, job.error, job.result, runs) == (jobtable.Status.SUCCEEDED, None, 1, 1)
+
+
+async def run_a_claim_held_past_a_stalled_loop(
+    path: pathlib.Path,
+    wait_until: WaitUntil,
+    caplog: pytest.LogCaptureFixture,
+    *,
+    max_attempts: int,
+) -> tuple[jobtable.Job, int, int]:
+    """Has a one-worker SQLite runner's claim commit 1.2 leases late, its heartbeat between.
+
+    The claim (job first's outcome, and job second) waits for the file's
+    write lock, which another connection holds, while the event loop is
+    blocked for 1.2 leases, as in a process stopped that long. The
+    heartbeat then due reads what the runner holds before the claim's
+    reply, and its write, queued behind the claim, runs after the claim
+    commits. Returns second once finished, its attempt, and how often its
+    handler ran.
+    """
+    caplog.set_level(logging.INFO, logger="jobtable")
+    lease = 1.5
+    gates = [asyncio.Event(), asyncio.Event()]
+    runs = [0, 0]
+
+    async def hold(ctx: jobtable.JobContext[int], which: int) -> int:
+        runs[which] += 1
+        await gates[which].wait()
+        return which
+
+    with jobtable.Store.open(os.fspath(path)) as store:
+        # No poll within the test: a claim is one write, with no staging before it.
+        runner = jobtable.Runner(store, name="a", workers=1, lease=lease, poll_interval=3600)
+        kind = runner.register("hold", hold)
+        kind.enqueue(0)
+        await runner.start()
+        try:
+            await wait_until(lambda: runs[0] == 1)
+            second = kind.enqueue(1, max_attempts=max_attempts)
+            # More than a lease of prompt writes: the heartbeat may judge
+            # (StoreContact). The last one just landed: none is due for a
+            # third of the lease.
+            await wait_for_heartbeats(store, "a", 5, wait_until)
+            locker = sqlite3.connect(path, isolation_level=None)
+            try:
+                locker.execute("BEGIN IMMEDIATE")
+                gates[0].set()
+                await wait_until(lambda: runner._producers[0]._claiming)
+                # The event loop stalls, as in a stopped process; the claim waits for the lock.
+                time.sleep(1.2 * lease)  # noqa: ASYNC251 (the stall under test)
+                # The heartbeat due now asks for its write, behind the claim's.
+                await asyncio.sleep(lease / 15)
+                locker.execute("COMMIT")
+            finally:
+                locker.close()
+            await wait_until(lambda: runs[1] >= 1)
+            beat = heartbeat_of(store, "a")
+            await wait_until(lambda: heartbeat_of(store, "a") != beat)
+            gates[1].set()
+            ended = (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED)
+            await wait_until(lambda: runner.get(second).status in ended)
+        finally:
+            for gate in gates:
+                gate.set()
+            runner.stop()
+            await runner.wait()
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            row = conn.execute("SELECT attempt FROM jobs WHERE id = ?", (second,)).fetchone()
+        return runner.get(second), row[0], runs[1]
+
+
+async def test_a_claim_that_commits_a_lease_after_its_stamp_runs_its_job_once_on_sqlite(
+    tmp_path: pathlib.Path, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    job, attempt, runs = await run_a_claim_held_past_a_stalled_loop(
+        tmp_path / "jobs.db", wait_until, caplog, max_attempts=2
+    )
+    assert (job.status, job.result, attempt, runs) == (jobtable.Status.SUCCEEDED, 1, 1, 1)
+    assert not [r for r in caplog.records if "never received" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_last_attempt_whose_claim_commits_a_lease_after_its_stamp_succeeds_on_sqlite(
+    tmp_path: pathlib.Path, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    job, _, runs = await run_a_claim_held_past_a_stalled_loop(
+        tmp_path / "jobs.db", wait_until, caplog, max_attempts=1
+    )
+    assert (job.status, job.error, job.result, runs) == (jobtable.Status.SUCCEEDED, None, 1, 1)
 
 
 def test_two_runners_maintenance_deleting_each_others_rows_does_not_deadlock(

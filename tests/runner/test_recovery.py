@@ -2,8 +2,10 @@
 
 A start fails the jobs an earlier runner of the same name left running, and a
 live runner fails those of runners whose heartbeat lease expired, but never
-the jobs of a live runner. A claim that fails is logged and retried with a
-growing wait, and the heartbeat prunes finished jobs older than retention.
+the jobs of a live runner. A claim whose reply was lost is failed by its own
+runner, but not while it may still be on its way. A claim that fails is
+logged and retried with a growing wait, and the heartbeat prunes finished
+jobs older than retention.
 """
 
 import asyncio
@@ -325,6 +327,36 @@ async def test_a_claim_whose_reply_was_lost_is_failed_as_interrupted_by_its_own_
         )[1]
     )
     try:
+        await wait_until(lambda: runner.get(job_id).status is jobtable.Status.FAILED)
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert runner.get(job_id).error == jobtable.MESSAGE_INTERRUPTED
+
+
+async def test_a_claim_under_way_keeps_its_old_jobs_until_it_ends_without_its_reply(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    runner = jobtable.Runner(store, name="worker", lease=0.5, poll_interval=60)
+    runner.register("double", double)
+    # A queue the runner does not serve: only the claim below takes the job.
+    elsewhere = jobtable.Kind("double", int, int, queue="elsewhere")
+    job_id = elsewhere.enqueue(store, 1)
+    await runner.start()
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=10)
+    try:
+        # The runner's claim, stamped ten leases ago, commits while it is
+        # still under way: the heartbeats before its reply spare its job.
+        with runner._completer.claiming(then):
+            store.engine.write(
+                lambda q: q.finish_and_claim_jobs(
+                    outcomes=[], queue="elsewhere", runner="worker", now=timestamp(then), max_jobs=1
+                )
+            )
+            await wait_for_heartbeats(store, "worker", 6, wait_until)
+            assert runner.get(job_id).status is jobtable.Status.RUNNING
+        # It ended without its reply (a connection dropped at COMMIT): a job
+        # no worker has, recovered as a lost claim.
         await wait_until(lambda: runner.get(job_id).status is jobtable.Status.FAILED)
     finally:
         runner.stop()

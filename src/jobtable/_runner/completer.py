@@ -6,8 +6,11 @@ the outcomes of the other workers that finished meanwhile (group commit).
 """
 
 import asyncio
+import contextlib
+import datetime
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import StoreError
@@ -20,6 +23,17 @@ from jobtable._runner.shared import Shared
 def _logger_of(logger: logging.Logger, outcome: Finish) -> JobLogger:
     """logger, for records about the attempt outcome ends."""
     return JobLogger(logger, outcome.job_id, outcome.kind, outcome.outcome.attempt)
+
+
+class Held(NamedTuple):
+    """The jobs a runner has, as its heartbeat reads them on the event loop."""
+
+    ids: frozenset[str]
+    """The jobs claimed and not yet recorded."""
+    since: datetime.datetime
+    """From when on a job's claim may still be on its way: the stamp of the oldest claim
+    under way, or the time of the reading when none is. A job whose claim is stamped
+    at or after it may run under the runner's name before it is among ids."""
 
 
 class Completer:
@@ -51,8 +65,25 @@ class Completer:
         # The jobs this runner claimed and has not recorded, by id: the
         # maintenance fails a job running under this name that is not here.
         self._held: dict[str, int] = {}
+        # The stamps of the claims under way, one entry a claim: a claim
+        # commits before its reply brings its jobs into _held.
+        self._claims: list[datetime.datetime] = []
 
     # The jobs in flight.
+
+    @contextlib.contextmanager
+    def claiming(self, stamp: datetime.datetime) -> Iterator[None]:
+        """Marks a claim stamped stamp under way for the block, which notes its jobs (claimed).
+
+        Enter it before the claim's first await, with the stamp just read:
+        held then never misses a job this claim gives, whether its reply
+        comes back before the block ends or is lost.
+        """
+        self._claims.append(stamp)
+        try:
+            yield
+        finally:
+            self._claims.remove(stamp)
 
     def claimed(self, rows: Sequence[ClaimedRow]) -> None:
         """Notes jobs a claim gave this runner."""
@@ -63,9 +94,14 @@ class Completer:
         """Forgets a job whose outcome will not be stored: it stays running."""
         self._held.pop(job_id, None)
 
-    def held(self) -> frozenset[str]:
-        """The ids of the jobs claimed and not yet recorded."""
-        return frozenset(self._held)
+    def held(self) -> Held:
+        """The jobs claimed and not yet recorded, and since when claims may be on their way.
+
+        Call it on the event loop, where claims begin and end: a job that
+        is not among the ids was claimed at or after since, or its claim
+        ended without its reply (a connection dropped at COMMIT).
+        """
+        return Held(frozenset(self._held), min([*self._claims, self._store.clock()]))
 
     def held_attempts(self) -> dict[str, int]:
         """The jobs claimed and not yet recorded, with their attempts; safe from any thread."""

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from jobtable._engines.base import Queries
 from jobtable._errors import StoreError
 from jobtable._operator.operations import PruneJobs
+from jobtable._runner.completer import Held
 from jobtable._runner.process import ProcessId, this_process
 from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
 from jobtable._runner.registration import (
@@ -30,7 +31,7 @@ class Maintenance:
     than retention: PRUNE_BATCH a write, one write after another while each
     comes back full, for at most half the time between rounds, so pruning
     keeps up with any rate of finished jobs up to what the store can
-    delete. held returns the ids of the jobs the runner's workers have. It
+    delete. held returns the jobs the runner has (see ``Held``). It
     interrupts other runners' jobs by their lease only once contact says
     this runner's own writes have landed promptly for a lease (see
     ``StoreContact``), and records in contact how each of its own writes
@@ -41,7 +42,7 @@ class Maintenance:
     table (PostgreSQL; see ``_refresh_statistics``).
     """
 
-    def __init__(self, shared: Shared, *, held: Callable[[], frozenset[str]]) -> None:
+    def __init__(self, shared: Shared, *, held: Callable[[], Held]) -> None:
         self._store = shared.store
         self._runner = shared.name
         self._logger = shared.logger

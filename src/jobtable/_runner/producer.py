@@ -292,10 +292,30 @@ class Producer:
         """Stores outcomes and claims up to max_jobs jobs, in one write.
 
         Returns the claimed jobs in claim order; the completer holds them
-        until their outcomes are recorded.
+        until their outcomes are recorded. From the moment the claim is
+        stamped until its jobs are held, the completer counts it as under
+        way, so the heartbeat never takes its jobs for those of a claim
+        whose reply was lost, however long it waited (for a lock, in a
+        stopped process) between its stamp and its commit.
+        """
+        now = self._store.clock()
+        with self._completer.claiming(now):
+            changed, rows = await self._write_claim(now, max_jobs, outcomes)
+            self._completer.claimed(rows)
+        if outcomes:
+            self._completer.recorded(outcomes, changed)
+        if len(rows) > 1:
+            return sorted(rows, key=lambda row: (row.priority, row.seq))
+        return rows
+
+    async def _write_claim(
+        self, now: datetime.datetime, max_jobs: int, outcomes: Sequence[Finish]
+    ) -> tuple[Sequence[str], Sequence[ClaimedRow]]:
+        """Stages due jobs when it is time, then claims, stamped now.
+
+        Returns the ids of the jobs the outcomes finished, and the rows claimed.
         """
         store = self._store
-        now = store.clock()
         if self._stage_at is None or now >= self._stage_at:
             await self.stage(now)
         stamp = timestamp(now)
@@ -303,26 +323,21 @@ class Producer:
             changed, rows, self._flow = await store.engine.awrite(
                 FlowClaim(outcomes, self._runner, self.queue, max_jobs, stamp)
             )
-        else:
-            changed, rows = await store.engine.awrite(
-                finish_and_claim(outcomes, self._runner, self.queue, max_jobs, stamp, self._kinds)
-            )
-            # The plain claim takes nothing from a queue with flow control: a
-            # claim that found nothing looks whether the queue gained some,
-            # and claims within it from now on. A queue without it pays one
-            # read only when it ran dry, before its workers wait anyway.
-            if not rows:
-                self._flow = await store.engine.aread(HasFlow(self.queue))
-                if self._flow:
-                    _, rows, self._flow = await store.engine.awrite(
-                        FlowClaim((), self._runner, self.queue, max_jobs, stamp)
-                    )
-        self._completer.claimed(rows)
-        if outcomes:
-            self._completer.recorded(outcomes, changed)
-        if len(rows) > 1:
-            return sorted(rows, key=lambda row: (row.priority, row.seq))
-        return rows
+            return changed, rows
+        changed, rows = await store.engine.awrite(
+            finish_and_claim(outcomes, self._runner, self.queue, max_jobs, stamp, self._kinds)
+        )
+        # The plain claim takes nothing from a queue with flow control: a
+        # claim that found nothing looks whether the queue gained some, and
+        # claims within it from now on. A queue without it pays one read
+        # only when it ran dry, before its workers wait anyway.
+        if not rows:
+            self._flow = await store.engine.aread(HasFlow(self.queue))
+            if self._flow:
+                _, rows, self._flow = await store.engine.awrite(
+                    FlowClaim((), self._runner, self.queue, max_jobs, stamp)
+                )
+        return changed, rows
 
     async def stage(self, now: datetime.datetime) -> None:
         """Makes the queue's scheduled jobs whose run_at has come ready to be claimed."""

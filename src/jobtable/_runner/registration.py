@@ -20,6 +20,7 @@ from jobtable._engines.base import Queries
 from jobtable._engines.dependencies import settle_stranded
 from jobtable._job import MESSAGE_INTERRUPTED
 from jobtable._operator.operations import PruneJobs
+from jobtable._runner.completer import Held
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.process import ProcessId, gone
 from jobtable._values import timestamp
@@ -174,21 +175,23 @@ class Maintained(NamedTuple):
 class Maintain:
     """The write that renews a runner's lease, interrupts stale jobs and prunes old ones.
 
-    held is the ids of the jobs the runner's workers have, and me its
-    process (see ``StartRunner``). A runner whose heartbeat is older than
-    lease is dead; finished jobs older than retention are deleted,
-    PRUNE_BATCH at most (None keeps them), and the workflows left with no
-    job. The write was asked for at started, on contact's clock: stale jobs
-    are interrupted only when contact says this runner may judge (see
-    ``StoreContact``), since until then a stale heartbeat may be a peer that
-    could not reach the store either, and a stale claim of its own may be
-    one whose reply is still on its way. A runner of this host whose process
-    is gone is ended at once: that needs no contact with the store, since no
-    store outage revives a process.
+    held is the jobs the runner has, read on its event loop before this
+    write was asked for, and me its process (see ``StartRunner``). A runner
+    whose heartbeat is older than lease is dead, and a job running under
+    this runner's name is lost when held does not have it and its claim is
+    older than lease and than held.since (a claim of its own whose reply is
+    still on its way is never lost). Finished jobs older than retention are
+    deleted, PRUNE_BATCH at most (None keeps them), and the workflows left
+    with no job. The write was asked for at started, on contact's clock:
+    stale jobs are interrupted only when contact says this runner may judge
+    (see ``StoreContact``), since until then a stale heartbeat may be a peer
+    that could not reach the store either. A runner of this host whose
+    process is gone is ended at once: that needs no contact with the store,
+    since no store outage revives a process.
     """
 
     name: str
-    held: frozenset[str]
+    held: Held
     lease: datetime.timedelta
     retention: datetime.timedelta | None
     clock: Clock
@@ -222,11 +225,16 @@ class Maintain:
         # COMMIT): the job runs under this name, but no worker has it. Once it
         # is older than the lease and still not held, it is interrupted, as a
         # dead runner's job would be. Its claim was stamped by this runner's
-        # own clock, so the runner's clock measures its age.
+        # own clock, so the runner's clock measures its age. A claim stamped
+        # at or after held.since may still be on its way: it may have waited
+        # (for a lock, a stopped process) past the lease before it committed,
+        # and its reply reach the runner after held was read. Its jobs are
+        # spared, so a live runner never fails a job it runs.
+        cutoff = min(datetime.datetime.fromisoformat(stamp) - self.lease, self.held.since)
         lost = [
             row
-            for row in q.list_running_jobs(runner=self.name, before=_before(stamp, self.lease))
-            if row.id not in self.held
+            for row in q.list_running_jobs(runner=self.name, before=timestamp(cutoff))
+            if row.id not in self.held.ids
         ]
         for row in lost:
             q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
