@@ -42,9 +42,15 @@ $$;
 -- reach the disk: a crash may lose the last moments' writes, never corrupt.
 SELECT set_config('synchronous_commit', 'off', false);
 
--- name: SetClientEncoding :exec
--- SetClientEncoding sets the encoding this session's text travels in.
-SELECT set_config('client_encoding', @encoding::text, false);
+-- name: ConfigureSession :exec
+-- ConfigureSession sets the encoding this session's text travels in, and
+-- how long the server lets one of its transactions sit idle waiting for the
+-- client's next statement before it ends the session (idle_ms milliseconds):
+-- so a client that stops mid-transaction (a frozen process) releases the
+-- transaction's locks within that time, instead of holding them for as long
+-- as it is stopped.
+SELECT set_config('client_encoding', @encoding::text, false),
+    set_config('idle_in_transaction_session_timeout', (@idle_ms::integer)::text, false);
 
 -- name: CreateSearchPathSchema :exec
 -- CreateSearchPathSchema creates the first schema of the search_path when it

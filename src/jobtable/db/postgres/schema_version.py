@@ -40,7 +40,8 @@ $$
 DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', false)
 """
 
-SET_CLIENT_ENCODING = """SELECT set_config('client_encoding', %(encoding)s::text, false)
+CONFIGURE_SESSION = """SELECT set_config('client_encoding', %(encoding)s::text, false),
+    set_config('idle_in_transaction_session_timeout', (%(idle_ms)s::integer)::text, false)
 """
 
 CREATE_SEARCH_PATH_SCHEMA = """DO $$
@@ -200,16 +201,24 @@ class Querier:
             DISABLE_SYNCHRONOUS_COMMIT,
         )
 
-    def set_client_encoding(
+    def configure_session(
         self,
         *,
         encoding: str,
+        idle_ms: int,
     ) -> None:
-        """SetClientEncoding sets the encoding this session's text travels in."""
+        """ConfigureSession sets the encoding this session's text travels in, and
+        how long the server lets one of its transactions sit idle waiting for the
+        client's next statement before it ends the session (idle_ms milliseconds):
+        so a client that stops mid-transaction (a frozen process) releases the
+        transaction's locks within that time, instead of holding them for as long
+        as it is stopped.
+        """
         self._conn.execute(
-            SET_CLIENT_ENCODING,
+            CONFIGURE_SESSION,
             {
                 "encoding": encoding,
+                "idle_ms": idle_ms,
             },
         )
 
