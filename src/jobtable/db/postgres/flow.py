@@ -399,6 +399,14 @@ class Querier:
         other choice; they would need every outcome, interruption, cancel and
         delete to update them in step, and a missed one would leak a slot forever,
         where counting the jobs table cannot leak.
+
+        The lock is held across round trips, so it must not outlive a client that
+        stops between them (SIGSTOP, a paused VM): each pooled connection sets
+        idle_in_transaction_session_timeout (ConfigureSession, 5 s by default), and
+        the server ends a claim left waiting that long for its next statement,
+        freeing the row for the queue's other claims and for DeclareQueue. The
+        stopped runner then finds its connection closed, a transient error, and
+        claims again; the ended claim kept nothing.
         LockQueueFlow reads the flow control of queue when it has any (a row that
         is paused or has a limit), and locks that row until the transaction ends.
         None means FinishAndClaimJobs claims it, without a lock.
