@@ -223,17 +223,18 @@ class PostgresEngine:
             raise ValueError(f"idle_timeout is {idle_timeout}, want more than 0 seconds")
         where = redact_url(url)
         url = _with_connect_timeout(url, where)
+        configure = _configure(durable, idle_timeout)
         # The schema is applied on a connection of its own, before the pool
         # exists, so that an unreachable server fails now with libpq's own
-        # message.
+        # message. It is configured as the pool's are: its transaction holds
+        # the schema's lock, and an upgrade's locks of the tables.
         try:
             with psycopg.connect(url, autocommit=True) as conn:
+                configure(conn)
                 apply_schema(conn, schema_version.Querier(conn), SCHEMA, where, upgrade=upgrade)
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
-        pool = Pool(
-            url, where, max_size=max_connections, configure=_configure(durable, idle_timeout)
-        )
+        pool = Pool(url, where, max_size=max_connections, configure=configure)
         return cls(pool, url=url, where=where, reconnect=reconnect)
 
     def __repr__(self) -> str:
