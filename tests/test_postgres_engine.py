@@ -264,12 +264,40 @@ def test_a_transaction_left_idle_past_the_idle_timeout_ends_and_frees_its_locks(
         engine.close()
 
 
+def test_a_reply_its_client_never_reads_ends_within_the_idle_timeout(pg_url: str) -> None:
+    # A stopped process cannot read a reply larger than the connection's
+    # buffers: the server waits to send it, not idle, inside the transaction.
+    # Over TCP it ends the session all the same, and frees the lock.
+    engine = PostgresEngine.open(pg_url, idle_timeout=0.5, max_connections=1)
+    witness = psycopg.connect(pg_url, autocommit=True)
+
+    def free() -> bool:
+        row = witness.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 424242"
+        ).fetchone()
+        return row == (0,)
+
+    try:
+        with engine._pool.connection() as conn:
+            conn.execute("BEGIN")
+            conn.execute("SELECT pg_advisory_xact_lock(424242)")
+            conn.pgconn.send_query(b"SELECT repeat('x', 100000000)")
+            assert not free()
+            wait_until(free)
+    finally:
+        witness.close()
+        engine.close()
+
+
 def test_the_idle_timeout_bounds_only_the_engines_own_connections(pg_url: str) -> None:
     engine = PostgresEngine.open(pg_url, idle_timeout=1.5, max_connections=1)
     try:
         with engine._pool.connection() as conn:
             row = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
         assert row == ("1500ms",)
+        with engine._pool.connection() as conn:
+            row = conn.execute("SHOW tcp_user_timeout").fetchone()
+        assert row == ("1500",)
         with psycopg.connect(pg_url) as theirs:
             own = theirs.execute("SHOW idle_in_transaction_session_timeout").fetchone()
             engine.write_in(theirs, create("b"), "enqueue")

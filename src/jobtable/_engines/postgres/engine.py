@@ -62,10 +62,13 @@ on a host that accepts the connection and never answers.
 """
 
 IDLE_IN_TRANSACTION_TIMEOUT = 5.0
-"""Seconds a transaction of the engine's own may wait for its client's next statement.
+"""Seconds a transaction of the engine's own may wait on its client.
 
-The server then ends the session, and with it the transaction and its
-locks: a process stopped inside a transaction (SIGSTOP, a VM pause, a
+That is, for the client's next statement (``idle_in_transaction_session_timeout``)
+or, over TCP, for it to take a reply larger than the connection's buffers
+(``tcp_user_timeout``: a claim of many large payloads). The server then
+ends the session, and with it the transaction and its locks: a process
+stopped inside a transaction (SIGSTOP, a VM pause, a
 debugger, a swap storm) blocks other runners for at most this long, not for
 as long as it is stopped. The engine's transactions send their statements
 one after another with nothing to wait for in between, so a live process

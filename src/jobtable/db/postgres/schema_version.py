@@ -41,7 +41,8 @@ DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', f
 """
 
 CONFIGURE_SESSION = """SELECT set_config('client_encoding', %(encoding)s::text, false),
-    set_config('idle_in_transaction_session_timeout', (%(idle_ms)s::integer)::text, false)
+    set_config('idle_in_transaction_session_timeout', (%(idle_ms)s::integer)::text, false),
+    set_config('tcp_user_timeout', (%(idle_ms)s::integer)::text, false)
 """
 
 CREATE_SEARCH_PATH_SCHEMA = """DO $$
@@ -208,11 +209,12 @@ class Querier:
         idle_ms: int,
     ) -> None:
         """ConfigureSession sets the encoding this session's text travels in, and
-        how long the server lets one of its transactions sit idle waiting for the
-        client's next statement before it ends the session (idle_ms milliseconds):
-        so a client that stops mid-transaction (a frozen process) releases the
-        transaction's locks within that time, instead of holding them for as long
-        as it is stopped.
+        bounds, to idle_ms milliseconds, how long one of its transactions may wait
+        on a client that stopped (a frozen process) before the server ends the
+        session and frees the transaction's locks: the wait for the client's next
+        statement (idle_in_transaction_session_timeout), and the wait for it to
+        read a reply too large for the connection's buffers (tcp_user_timeout,
+        which a Unix-domain socket ignores).
         """
         self._conn.execute(
             CONFIGURE_SESSION,
