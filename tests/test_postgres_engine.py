@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 import pytest
 from psycopg import sql
-from seam import claim, claim_rows, enqueue, now
+from seam import claim, claim_rows, create, enqueue, now
 
 from jobtable._engines.base import Engine, Queries, Statement
 from jobtable._engines.postgres.engine import PostgresEngine
@@ -226,6 +226,87 @@ def test_durable_sets_synchronous_commit(pg_url: str, durable: bool, setting: st
         assert row == (setting,)
     finally:
         engine.close()
+
+
+def test_a_transaction_left_idle_past_the_idle_timeout_ends_and_frees_its_locks(
+    pg_url: str,
+) -> None:
+    # The op stalls inside its transaction, holding the row its claim
+    # locked, as a stopped process would: the server ends the session, the
+    # lock is freed while the op still stalls, and the op's next statement
+    # fails as a lost connection does, transient, its claim rolled back.
+    engine = PostgresEngine.open(pg_url, idle_timeout=0.2)
+    witness = psycopg.connect(pg_url, autocommit=True)
+
+    def free() -> bool:
+        try:
+            with witness.transaction():
+                witness.execute("SELECT 1 FROM jobs WHERE id = 'a' FOR UPDATE NOWAIT")
+        except psycopg.errors.LockNotAvailable:
+            return False
+        return True
+
+    def stall(q: Queries) -> object:
+        assert [row.id for row in claim_rows(q, 1)] == ["a"]
+        assert not free()
+        wait_until(free)
+        return q.get_job(id="a")
+
+    try:
+        enqueue(engine, "a")
+        with pytest.raises(StoreError) as ended:
+            engine.write(stall)
+        assert ended.value.transient, ended.value
+        assert "idle-in-transaction timeout" in str(ended.value)
+        assert claim(engine, 1) == ["a"], "the ended claim kept nothing; the next one takes it"
+    finally:
+        witness.close()
+        engine.close()
+
+
+def test_a_reply_its_client_never_reads_ends_within_the_idle_timeout(pg_url: str) -> None:
+    # A stopped process cannot read a reply larger than the connection's
+    # buffers: the server waits to send it, not idle, inside the transaction.
+    # Over TCP it ends the session all the same, and frees the lock.
+    engine = PostgresEngine.open(pg_url, idle_timeout=0.5, max_connections=1)
+    witness = psycopg.connect(pg_url, autocommit=True)
+
+    def free() -> bool:
+        row = witness.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 424242"
+        ).fetchone()
+        return row == (0,)
+
+    try:
+        with engine._pool.connection() as conn:
+            conn.execute("BEGIN")
+            conn.execute("SELECT pg_advisory_xact_lock(424242)")
+            conn.pgconn.send_query(b"SELECT repeat('x', 100000000)")
+            assert not free()
+            wait_until(free)
+    finally:
+        witness.close()
+        engine.close()
+
+
+def test_the_idle_timeout_bounds_only_the_engines_own_connections(pg_url: str) -> None:
+    engine = PostgresEngine.open(pg_url, idle_timeout=1.5, max_connections=1)
+    try:
+        with engine._pool.connection() as conn:
+            row = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+        assert row == ("1500ms",)
+        with engine._pool.connection() as conn:
+            row = conn.execute("SHOW tcp_user_timeout").fetchone()
+        assert row == ("1500",)
+        with psycopg.connect(pg_url) as theirs:
+            own = theirs.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+            engine.write_in(theirs, create("b"), "enqueue")
+            row = theirs.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+            assert row == own != ("1500ms",), "the application's session keeps its own setting"
+    finally:
+        engine.close()
+    with pytest.raises(ValueError, match="idle_timeout is 0, want more than 0 seconds"):
+        PostgresEngine.open(pg_url, idle_timeout=0)
 
 
 def test_an_unreachable_server_raises_store_error(pg_server: str) -> None:

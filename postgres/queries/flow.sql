@@ -16,6 +16,14 @@
 -- other choice; they would need every outcome, interruption, cancel and
 -- delete to update them in step, and a missed one would leak a slot forever,
 -- where counting the jobs table cannot leak.
+--
+-- The lock is held across round trips, so it must not outlive a client that
+-- stops between them (SIGSTOP, a paused VM): each pooled connection sets
+-- idle_in_transaction_session_timeout (ConfigureSession, 5 s by default), and
+-- the server ends a claim left waiting that long for its next statement,
+-- freeing the row for the queue's other claims and for DeclareQueue. The
+-- stopped runner then finds its connection closed, a transient error, and
+-- claims again; the ended claim kept nothing.
 
 -- name: LockQueueFlow :one
 -- LockQueueFlow reads the flow control of queue when it has any (a row that
@@ -237,16 +245,39 @@ FROM claimed;
 -- become the queue's limits unless an operator set limits (overridden),
 -- which are kept until ClearQueueLimits. A pause is never declared: it is
 -- the operator's, and kept.
+--
+-- It writes nothing when the row holds these limits already, as after a
+-- restart, and then does not lock the row either, which differs from SQLite
+-- by necessity: the upsert would wait for the lock a limited claim holds,
+-- so a runner starting beside one stopped inside its claim would wait in
+-- start() until the server ends that claim. The check reads the row without
+-- a lock: a declaration it skips is one that another committed meanwhile
+-- would have overwritten all the same.
 INSERT INTO queues (
     name, concurrency, partition_limit, rate_limit, rate_period, rate_per_key,
     declared_concurrency, declared_partition_limit, declared_rate_limit,
     declared_rate_period, declared_rate_per_key, updated_at
 )
-VALUES (
-    @name, sqlc.narg(concurrency), sqlc.narg(partition_limit), sqlc.narg(rate_limit),
-    sqlc.narg(rate_period), @rate_per_key,
-    sqlc.narg(concurrency), sqlc.narg(partition_limit), sqlc.narg(rate_limit),
-    sqlc.narg(rate_period), @rate_per_key, @now
+SELECT @name::text, sqlc.narg(concurrency)::integer, sqlc.narg(partition_limit)::integer,
+    sqlc.narg(rate_limit)::integer, sqlc.narg(rate_period)::float8, @rate_per_key::boolean,
+    sqlc.narg(concurrency)::integer, sqlc.narg(partition_limit)::integer,
+    sqlc.narg(rate_limit)::integer, sqlc.narg(rate_period)::float8, @rate_per_key::boolean,
+    @now::timestamptz
+WHERE NOT EXISTS (
+    SELECT 1 FROM queues AS held
+    WHERE held.name = @name::text
+        AND held.declared_concurrency IS NOT DISTINCT FROM sqlc.narg(concurrency)::integer
+        AND held.declared_partition_limit IS NOT DISTINCT FROM sqlc.narg(partition_limit)::integer
+        AND held.declared_rate_limit IS NOT DISTINCT FROM sqlc.narg(rate_limit)::integer
+        AND held.declared_rate_period IS NOT DISTINCT FROM sqlc.narg(rate_period)::float8
+        AND held.declared_rate_per_key = @rate_per_key::boolean
+        AND (held.overridden OR (
+            held.concurrency IS NOT DISTINCT FROM held.declared_concurrency
+            AND held.partition_limit IS NOT DISTINCT FROM held.declared_partition_limit
+            AND held.rate_limit IS NOT DISTINCT FROM held.declared_rate_limit
+            AND held.rate_period IS NOT DISTINCT FROM held.declared_rate_period
+            AND held.rate_per_key = held.declared_rate_per_key
+        ))
 )
 ON CONFLICT (name) DO UPDATE SET
     declared_concurrency = excluded.declared_concurrency,

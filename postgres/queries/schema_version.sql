@@ -42,9 +42,17 @@ $$;
 -- reach the disk: a crash may lose the last moments' writes, never corrupt.
 SELECT set_config('synchronous_commit', 'off', false);
 
--- name: SetClientEncoding :exec
--- SetClientEncoding sets the encoding this session's text travels in.
-SELECT set_config('client_encoding', @encoding::text, false);
+-- name: ConfigureSession :exec
+-- ConfigureSession sets the encoding this session's text travels in, and
+-- bounds, to idle_ms milliseconds, how long one of its transactions may wait
+-- on a client that stopped (a frozen process) before the server ends the
+-- session and frees the transaction's locks: the wait for the client's next
+-- statement (idle_in_transaction_session_timeout), and the wait for it to
+-- read a reply too large for the connection's buffers (tcp_user_timeout,
+-- which a Unix-domain socket ignores).
+SELECT set_config('client_encoding', @encoding::text, false),
+    set_config('idle_in_transaction_session_timeout', (@idle_ms::integer)::text, false),
+    set_config('tcp_user_timeout', (@idle_ms::integer)::text, false);
 
 -- name: CreateSearchPathSchema :exec
 -- CreateSearchPathSchema creates the first schema of the search_path when it

@@ -6,6 +6,7 @@ timer. tests/flow/test_flow_processes.py runs the same rules in real runner
 processes.
 """
 
+import concurrent.futures
 import datetime
 from collections.abc import Callable
 
@@ -17,6 +18,8 @@ import jobtable
 
 KIND = jobtable.Kind("k", int, int, queue="q")
 HOUR = datetime.timedelta(hours=1)
+LIMIT = 10.0
+"""Seconds a test waits for a write before it fails."""
 
 
 def test_a_paused_queue_claims_nothing_and_claims_again_after_resume(
@@ -208,6 +211,32 @@ def test_an_operators_limits_win_over_the_code_until_cleared(store: jobtable.Sto
     store.clear_limits("q")
     [info] = [q for q in store.queues() if q.name == "q"]
     assert (info.concurrency, info.overridden) == (7, False)
+
+
+def test_declaring_the_limits_a_queue_holds_already_waits_for_no_claim(pg_url: str) -> None:
+    # On PostgreSQL a limited claim locks the queue's row until it commits:
+    # a runner starting meanwhile with the same limits (a restart) neither
+    # writes nor waits; one with other limits writes them once it may.
+    import psycopg
+
+    flow = [jobtable.Queue("q", concurrency=5, rate=jobtable.Rate(10, per=HOUR))]
+    with (
+        jobtable.Store.open(pg_url) as store,
+        concurrent.futures.ThreadPoolExecutor(1) as thread,
+    ):
+        store.declare(flow)
+        store.pause("q")
+        with psycopg.connect(pg_url) as holder:
+            holder.execute("SELECT 1 FROM queues WHERE name = 'q' FOR UPDATE")
+            declared = thread.submit(store.declare, flow)
+            try:
+                declared.result(timeout=LIMIT)
+            except TimeoutError:
+                pytest.fail(f"declaring unchanged limits waited {LIMIT} s for the row's lock")
+            changed = thread.submit(store.declare, [jobtable.Queue("q", concurrency=6)])
+        changed.result(timeout=LIMIT)
+        [info] = [q for q in store.queues() if q.name == "q"]
+        assert (info.paused, info.concurrency, info.rate_limit) == (True, 6, None)
 
 
 def test_queues_lists_pauses_limits_and_counts(store: jobtable.Store) -> None:

@@ -36,12 +36,14 @@ class Traces:
         self.files: list[IO[str]] = []
 
     def traced(
-        self, configure: Callable[[bool], Callable[[psycopg.Connection[TupleRow]], None]]
-    ) -> Callable[[bool], Callable[[psycopg.Connection[TupleRow]], None]]:
+        self, configure: Callable[[bool, float], Callable[[psycopg.Connection[TupleRow]], None]]
+    ) -> Callable[[bool, float], Callable[[psycopg.Connection[TupleRow]], None]]:
         """configure, each connection it prepares tracing into a file of its own."""
 
-        def configured(durable: bool) -> Callable[[psycopg.Connection[TupleRow]], None]:
-            inner = configure(durable)
+        def configured(
+            durable: bool, idle_timeout: float
+        ) -> Callable[[psycopg.Connection[TupleRow]], None]:
+            inner = configure(durable, idle_timeout)
 
             def trace(conn: psycopg.Connection[TupleRow]) -> None:
                 inner(conn)

@@ -61,6 +61,25 @@ Without one, libpq waits for the operating system's TCP timeout (minutes)
 on a host that accepts the connection and never answers.
 """
 
+IDLE_IN_TRANSACTION_TIMEOUT = 5.0
+"""Seconds a transaction of the engine's own may wait on its client.
+
+That is, for the client's next statement (``idle_in_transaction_session_timeout``)
+or, over TCP, for it to take a reply larger than the connection's buffers
+(``tcp_user_timeout``: a claim of many large payloads). The server then
+ends the session, and with it the transaction and its locks: a process
+stopped inside a transaction (SIGSTOP, a VM pause, a
+debugger, a swap storm) blocks other runners for at most this long, not for
+as long as it is stopped. The engine's transactions send their statements
+one after another with nothing to wait for in between, so a live process
+leaves them idle for milliseconds; the runner's default lease (30 s) is six
+times as long, so a queue whose claims a frozen runner blocked resumes long
+before the lease ends that runner's jobs. The stopped process, once
+continued, finds its connection closed: a transient StoreError, which the
+runner retries. The application's own transactions (``conn=``) are never
+bounded.
+"""
+
 
 def _with_connect_timeout(url: str, where: str) -> str:
     """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
@@ -81,24 +100,34 @@ def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
     """Returns the StoreError for err; the one place psycopg's errors are translated.
 
     An OperationalError (a lost connection, a server shutting down, a
-    deadlock, a full disk, a pool timeout) or an InterfaceError is transient:
+    deadlock, a full disk, a pool timeout), an InterfaceError, or the end
+    of a session whose transaction sat idle past
+    ``IDLE_IN_TRANSACTION_TIMEOUT`` (the process was stopped) is transient:
     the same call may succeed later. Any other (bad data, a constraint, a
     statement the server refuses) is not.
     """
-    transient = isinstance(err, psycopg.OperationalError | psycopg.InterfaceError)
+    transient = isinstance(
+        err,
+        psycopg.OperationalError
+        | psycopg.InterfaceError
+        | psycopg.errors.IdleInTransactionSessionTimeout,
+    )
     return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
 
 
-def _configure(durable: bool) -> Callable[[_Connection], None]:
+def _configure(durable: bool, idle_timeout: float) -> Callable[[_Connection], None]:
     """Returns what prepares each new pooled connection.
 
-    It sets the client encoding (``client_encoding``), loads text with
-    ``TextLoader``, and without durable turns synchronous_commit off.
+    It sets the client encoding (``client_encoding``) and how many seconds a
+    transaction may sit idle (idle_timeout, see
+    ``IDLE_IN_TRANSACTION_TIMEOUT``), loads text with ``TextLoader``, and
+    without durable turns synchronous_commit off.
     """
+    idle_ms = max(1, round(idle_timeout * 1000))
 
     def configure(conn: _Connection) -> None:
         q = schema_version.Querier(conn)
-        q.set_client_encoding(encoding=client_encoding(conn))
+        q.configure_session(encoding=client_encoding(conn), idle_ms=idle_ms)
         conn.adapters.register_loader("text", TextLoader)
         if not durable:
             q.disable_synchronous_commit()
@@ -168,6 +197,7 @@ class PostgresEngine:
         max_connections: int = 10,
         reconnect: Backoff = RECONNECT,
         upgrade: bool = True,
+        idle_timeout: float = IDLE_IN_TRANSACTION_TIMEOUT,
     ) -> Self:
         """Connects to url, creating the schema when missing or upgrading it.
 
@@ -186,21 +216,28 @@ class PostgresEngine:
         next write connects at once. reconnect is how long a listener waits
         between attempts to reopen its lost connection. Without upgrade, a
         schema that is missing or older is refused (StoreError) and left as
-        it is.
+        it is. A transaction of the engine's own that waits idle_timeout
+        seconds for its client's next statement (the process was stopped) is
+        ended by the server, its locks released (``IDLE_IN_TRANSACTION_TIMEOUT``).
         """
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
+        if not idle_timeout > 0:
+            raise ValueError(f"idle_timeout is {idle_timeout}, want more than 0 seconds")
         where = redact_url(url)
         url = _with_connect_timeout(url, where)
+        configure = _configure(durable, idle_timeout)
         # The schema is applied on a connection of its own, before the pool
         # exists, so that an unreachable server fails now with libpq's own
-        # message.
+        # message. It is configured as the pool's are: its transaction holds
+        # the schema's lock, and an upgrade's locks of the tables.
         try:
             with psycopg.connect(url, autocommit=True) as conn:
+                configure(conn)
                 apply_schema(conn, schema_version.Querier(conn), SCHEMA, where, upgrade=upgrade)
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
-        pool = Pool(url, where, max_size=max_connections, configure=_configure(durable))
+        pool = Pool(url, where, max_size=max_connections, configure=configure)
         return cls(pool, url=url, where=where, reconnect=reconnect)
 
     def __repr__(self) -> str:

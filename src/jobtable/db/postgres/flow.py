@@ -191,11 +191,26 @@ DECLARE_QUEUE = """INSERT INTO queues (
     declared_concurrency, declared_partition_limit, declared_rate_limit,
     declared_rate_period, declared_rate_per_key, updated_at
 )
-VALUES (
-    %(name)s, %(concurrency)s, %(partition_limit)s, %(rate_limit)s,
-    %(rate_period)s, %(rate_per_key)s,
-    %(concurrency)s, %(partition_limit)s, %(rate_limit)s,
-    %(rate_period)s, %(rate_per_key)s, %(now)s
+SELECT %(name)s::text, %(concurrency)s::integer, %(partition_limit)s::integer,
+    %(rate_limit)s::integer, %(rate_period)s::float8, %(rate_per_key)s::boolean,
+    %(concurrency)s::integer, %(partition_limit)s::integer,
+    %(rate_limit)s::integer, %(rate_period)s::float8, %(rate_per_key)s::boolean,
+    %(now)s::timestamptz
+WHERE NOT EXISTS (
+    SELECT 1 FROM queues AS held
+    WHERE held.name = %(name)s::text
+        AND held.declared_concurrency IS NOT DISTINCT FROM %(concurrency)s::integer
+        AND held.declared_partition_limit IS NOT DISTINCT FROM %(partition_limit)s::integer
+        AND held.declared_rate_limit IS NOT DISTINCT FROM %(rate_limit)s::integer
+        AND held.declared_rate_period IS NOT DISTINCT FROM %(rate_period)s::float8
+        AND held.declared_rate_per_key = %(rate_per_key)s::boolean
+        AND (held.overridden OR (
+            held.concurrency IS NOT DISTINCT FROM held.declared_concurrency
+            AND held.partition_limit IS NOT DISTINCT FROM held.declared_partition_limit
+            AND held.rate_limit IS NOT DISTINCT FROM held.declared_rate_limit
+            AND held.rate_period IS NOT DISTINCT FROM held.declared_rate_period
+            AND held.rate_per_key = held.declared_rate_per_key
+        ))
 )
 ON CONFLICT (name) DO UPDATE SET
     declared_concurrency = excluded.declared_concurrency,
@@ -405,6 +420,14 @@ class Querier:
         other choice; they would need every outcome, interruption, cancel and
         delete to update them in step, and a missed one would leak a slot forever,
         where counting the jobs table cannot leak.
+
+        The lock is held across round trips, so it must not outlive a client that
+        stops between them (SIGSTOP, a paused VM): each pooled connection sets
+        idle_in_transaction_session_timeout (ConfigureSession, 5 s by default), and
+        the server ends a claim left waiting that long for its next statement,
+        freeing the row for the queue's other claims and for DeclareQueue. The
+        stopped runner then finds its connection closed, a transient error, and
+        claims again; the ended claim kept nothing.
         LockQueueFlow reads the flow control of queue when it has any (a row that
         is paused or has a limit), and locks that row until the transaction ends.
         None means FinishAndClaimJobs claims it, without a lock.
@@ -598,6 +621,14 @@ class Querier:
         become the queue's limits unless an operator set limits (overridden),
         which are kept until ClearQueueLimits. A pause is never declared: it is
         the operator's, and kept.
+
+        It writes nothing when the row holds these limits already, as after a
+        restart, and then does not lock the row either, which differs from SQLite
+        by necessity: the upsert would wait for the lock a limited claim holds,
+        so a runner starting beside one stopped inside its claim would wait in
+        start() until the server ends that claim. The check reads the row without
+        a lock: a declaration it skips is one that another committed meanwhile
+        would have overwritten all the same.
         """
         self._conn.execute(
             DECLARE_QUEUE,

@@ -40,7 +40,9 @@ $$
 DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', false)
 """
 
-SET_CLIENT_ENCODING = """SELECT set_config('client_encoding', %(encoding)s::text, false)
+CONFIGURE_SESSION = """SELECT set_config('client_encoding', %(encoding)s::text, false),
+    set_config('idle_in_transaction_session_timeout', (%(idle_ms)s::integer)::text, false),
+    set_config('tcp_user_timeout', (%(idle_ms)s::integer)::text, false)
 """
 
 CREATE_SEARCH_PATH_SCHEMA = """DO $$
@@ -200,16 +202,25 @@ class Querier:
             DISABLE_SYNCHRONOUS_COMMIT,
         )
 
-    def set_client_encoding(
+    def configure_session(
         self,
         *,
         encoding: str,
+        idle_ms: int,
     ) -> None:
-        """SetClientEncoding sets the encoding this session's text travels in."""
+        """ConfigureSession sets the encoding this session's text travels in, and
+        bounds, to idle_ms milliseconds, how long one of its transactions may wait
+        on a client that stopped (a frozen process) before the server ends the
+        session and frees the transaction's locks: the wait for the client's next
+        statement (idle_in_transaction_session_timeout), and the wait for it to
+        read a reply too large for the connection's buffers (tcp_user_timeout,
+        which a Unix-domain socket ignores).
+        """
         self._conn.execute(
-            SET_CLIENT_ENCODING,
+            CONFIGURE_SESSION,
             {
                 "encoding": encoding,
+                "idle_ms": idle_ms,
             },
         )
 
