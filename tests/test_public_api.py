@@ -57,6 +57,7 @@ EXPECTED = {
     "Job",
     "JobContext",
     "JobNotFound",
+    "JobOptions",
     "JobFailed",
     "JobCancelled",
     "WaitTimeout",

@@ -71,7 +71,7 @@ from jobtable._operator.models import (
 from jobtable._operator.queues import QueueInfo
 from jobtable._operator.workflow_list import WorkflowSummary
 from jobtable._operator.workflows import WorkflowGraph, WorkflowNode
-from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
+from jobtable._options import EnqueueOptions, ExponentialBackoff, JobOptions, RetryPolicy
 from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
@@ -106,6 +106,7 @@ __all__ = [
     "JobContext",
     "JobFailed",
     "JobNotFound",
+    "JobOptions",
     "JobRecord",
     "JobStep",
     "JobtableError",

@@ -386,6 +386,7 @@ class Executor:
         ctx._labels = labels
         if job.workflow_id is not None:
             ctx._store, ctx.workflow_id = self._store, job.workflow_id
+            ctx._result_type = handler.codec.result_type
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
             return cast(R, await hooks.around(ctx, functools.partial(fn, ctx, payload)))
