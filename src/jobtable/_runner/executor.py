@@ -383,10 +383,9 @@ class Executor:
         ctx: JobContext[R] = JobContext(
             id=job.id, kind=job.kind, attempt=job.attempt, stop=self._stop, running=running
         )
-        ctx._labels = labels
+        ctx._labels, ctx._result_type = labels, handler.codec.result_type
         if job.workflow_id is not None:
             ctx._store, ctx.workflow_id = self._store, job.workflow_id
-            ctx._result_type = handler.codec.result_type
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
             return cast(R, await hooks.around(ctx, functools.partial(fn, ctx, payload)))
