@@ -3,9 +3,10 @@
 The ways are enumerated below (``PATHS``) and the options are read from the
 one options type (``jobtable.JobOptions``): a new option that one way
 ignores, or a new way that ignores one, fails here. Each test runs on both
-engines. The Django backend and periodic ticks take no options of the
-caller's; the periodic tick is checked for the declarations, and a check of
-the source tree keeps every job's row built in one function.
+engines. A periodic schedule takes every option but a job's time
+(``jobtable.PeriodicOptions``: its tick is its time). The Django backend
+takes a Django task's options, not these; a check of the source tree keeps
+its jobs, as every other, built by the one function.
 """
 
 import ast
@@ -13,14 +14,14 @@ import datetime
 import pathlib
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import pydantic
 import pytest
 from job_rows import StoredKeys, stored_keys
 
 import jobtable
-from jobtable._options import EnqueueOptions, JobOptions
+from jobtable._options import EnqueueOptions, JobOptions, PeriodicOptions
 from jobtable.testing import drain
 
 
@@ -158,6 +159,16 @@ async def _added(env: Env, options: JobOptions, fed: bool) -> str:
     return added[0]
 
 
+async def _periodic(env: Env, options: JobOptions) -> str:
+    runner = jobtable.Runner(env.store, queues={"spawn": 1})
+    every = datetime.timedelta(hours=1)
+    timeless = cast(PeriodicOptions, options)  # the test gives a tick no delay nor run_at
+    runner.periodic(declared, every=every, payload=ITEM, **timeless)
+    await drain(runner)
+    [job] = env.store.list_jobs(kind="declared")
+    return job.id
+
+
 async def _workflow_add(env: Env, options: JobOptions) -> str:
     return await _added(env, options, fed=False)
 
@@ -178,7 +189,10 @@ PATHS: dict[str, Path] = {
     "workflow fed node": _workflow_fed_node,
     "ctx.workflow.add": _workflow_add,
     "ctx.workflow.add, fed": _workflow_add_fed,
+    "periodic tick": _periodic,
 }
+TIMELESS_PATHS = {"periodic tick"}
+"""The ways whose job's time is their own: they take every option but delay and run_at."""
 FED_PATHS = {"workflow fed node", "ctx.workflow.add, fed"}
 
 
@@ -207,6 +221,10 @@ OPTIONS: dict[str, tuple[object, Check]] = {
 
 def test_every_option_of_the_one_options_type_has_a_check_here() -> None:
     assert set(OPTIONS) == JobOptions.__optional_keys__ | JobOptions.__required_keys__
+
+
+def test_a_periodic_schedule_takes_every_option_but_a_jobs_time() -> None:
+    assert JobOptions.__optional_keys__ - PeriodicOptions.__optional_keys__ == {"delay", "run_at"}
 
 
 def test_an_enqueue_takes_only_uniqueness_and_conn_beyond_every_jobs_options() -> None:
@@ -240,8 +258,15 @@ async def test_every_way_checks_the_metadata_against_the_kinds_model(env: Env, p
         await _created(env, path, {"meta": {"source": ["not", "a", "str"]}})
 
 
-@pytest.mark.parametrize("option", OPTIONS)
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    ("path", "option"),
+    [
+        (path, option)
+        for path in PATHS
+        for option in OPTIONS
+        if path not in TIMELESS_PATHS or option in PeriodicOptions.__optional_keys__
+    ],
+)
 async def test_every_way_takes_and_stores_every_option(env: Env, path: str, option: str) -> None:
     value, check = OPTIONS[option]
     given: dict[str, Any] = {option: value}
@@ -249,17 +274,6 @@ async def test_every_way_takes_and_stores_every_option(env: Env, path: str, opti
         given["meta"] = {"source": "kind"}
     record, keys = await _created(env, path, given)
     assert check(record, keys), (path, option, record, keys)
-
-
-async def test_a_periodic_tick_applies_the_kinds_declarations(env: Env) -> None:
-    runner = jobtable.Runner(env.store, queues={"spawn": 1})
-    runner.periodic(declared, every=datetime.timedelta(hours=1), payload=ITEM)
-    await drain(runner)
-    [job] = env.store.list_jobs(kind="declared")
-    record = env.store.inspect(job.id)
-    assert (record.queue, record.priority, record.max_attempts) == ("declared-q", 4, 5)
-    assert record.tags == ["kind-tag", "hooked"]
-    assert stored_keys(env.target, env.engine, job.id) == StoredKeys("c1", "c1", True)
 
 
 def test_a_jobs_row_is_built_in_one_function_only() -> None:
@@ -277,3 +291,20 @@ def test_a_jobs_row_is_built_in_one_function_only() -> None:
                     if isinstance(func, ast.Name) and func.id == "NewJob":
                         builders.append(f"{module.relative_to(src)}:{node.name}")
     assert sorted(set(builders)) == ["_kind.py:_create"]
+
+
+def test_a_periodic_schedule_refuses_a_bad_option_where_it_is_declared(
+    store: jobtable.Store,
+) -> None:
+    runner = jobtable.Runner(store)
+    every = datetime.timedelta(hours=1)
+    with pytest.raises(TypeError, match="periodic 'declared': unknown option 'run_at'"):
+        runner.periodic(declared, every=every, payload=ITEM, run_at=LATER)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="periodic 'declared': tag 'no spaces'"):
+        runner.periodic(declared, every=every, payload=ITEM, tags=["no spaces"])
+
+
+def test_a_workflow_node_refuses_a_bad_option_where_it_is_added() -> None:
+    wf = jobtable.Workflow("paths")
+    with pytest.raises(ValueError, match="add 'declared': a partition key must be"):
+        wf.add(declared, ITEM, partition_key="")

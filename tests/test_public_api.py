@@ -58,6 +58,7 @@ EXPECTED = {
     "JobContext",
     "JobNotFound",
     "JobOptions",
+    "PeriodicOptions",
     "JobFailed",
     "JobCancelled",
     "WaitTimeout",

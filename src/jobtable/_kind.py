@@ -19,10 +19,10 @@ from jobtable._codec import Codec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
 from jobtable._enqueue import Binding, Named, Stored, astore_jobs, binding_of, store_jobs
-from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, with_flow
+from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, check_key, with_flow
 from jobtable._flow import Sequence as JobSequence
 from jobtable._job import Job
-from jobtable._labels import EnqueueHook, Labels, check_hook, split_labels
+from jobtable._labels import EnqueueHook, Labels, check_hook, check_tags, split_labels
 from jobtable._operations import GetJob, create_jobs
 from jobtable._options import EnqueueOptions, JobOptions, Merges, Options, RetryPolicy, check_retry
 from jobtable._store import Store
@@ -203,6 +203,27 @@ class Kind(Waiting[P, R]):
             return jobs, create_jobs(kind, jobs, now)
         jobs = keyed_unique(where, unique, jobs, moment)
         return jobs, create_unique_jobs(kind, jobs, now)
+
+    def check_options(
+        self, where: str, options: Mapping[str, object], allowed: frozenset[str]
+    ) -> None:
+        """Raises TypeError or ValueError, naming where and the option, for one no job could take.
+
+        allowed: the names the caller takes (an option outside them is
+        unknown). Checks each value as ``_create`` would, without building a
+        job or running a hook: for what is declared long before its jobs.
+        """
+        if unknown := sorted(options.keys() - allowed):
+            raise TypeError(f"{where}: unknown option {unknown[0]!r}")
+        overrides, labelled = split_labels(dict(options))
+        for name in FLOW_OPTIONS & overrides.keys():
+            if (key := overrides.pop(name)) is not None:
+                check_key(where, name.removesuffix("_key"), key)
+        if overrides:
+            self._overridden(where, cast(EnqueueOptions, overrides))
+        if labelled.get("tags") is not None:
+            check_tags(where, labelled["tags"])
+        self.labels.meta.plain(where, labelled.get("meta"))
 
     def fed_keys(self, where: str, given: Mapping[str, object]) -> None:
         """Raises ValueError naming where when a fed job's keys would need its payload.

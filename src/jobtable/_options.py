@@ -21,20 +21,17 @@ RetryPolicy = Callable[[int], datetime.timedelta]
 _INT32 = 1 << 31
 
 
-class JobOptions(TypedDict, total=False):
-    """The options every way of creating a job takes, overriding its kind's (see ``Kind``).
+class PeriodicOptions(TypedDict, total=False):
+    """The options of a periodic schedule's jobs (``Runner.periodic``): every job's but its time.
 
-    ``Kind.enqueue`` and its relatives, a workflow's nodes (plain and fed)
-    and ``ctx.workflow.add`` all take exactly these, and one function
-    (``Kind._create``) applies them with the kind's declarations.
+    A tick's time is its job's run_at, so a schedule takes neither
+    ``delay`` nor ``run_at``; ``JobOptions`` adds them.
     """
 
     max_attempts: int
     priority: int
     queue: str
     timeout: float | None
-    delay: datetime.timedelta | None
-    run_at: datetime.datetime | None
     partition_key: str | None
     """The job's partition key, instead of the one its kind's ``Partition`` computes."""
     sequence_key: str | None
@@ -43,6 +40,19 @@ class JobOptions(TypedDict, total=False):
     """Tags added to the kind's, for this enqueue's jobs (see ``Kind``)."""
     meta: object
     """The jobs' metadata: an instance of the kind's meta model, or a JSON object."""
+
+
+class JobOptions(PeriodicOptions, total=False):
+    """The options every way of creating a job takes, overriding its kind's (see ``Kind``).
+
+    ``Kind.enqueue`` and its relatives, a workflow's nodes (plain and fed)
+    and ``ctx.workflow.add`` all take exactly these, a periodic schedule
+    all but its time (``PeriodicOptions``), and one function
+    (``Kind._create``) applies them with the kind's declarations.
+    """
+
+    delay: datetime.timedelta | None
+    run_at: datetime.datetime | None
 
 
 class EnqueueOptions(JobOptions, total=False):

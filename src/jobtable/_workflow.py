@@ -162,6 +162,7 @@ class Workflow:
             raise TypeError(f"{where}: want a Kind, got {type(kind).__name__}")
         if "unique" in options or "conn" in options or kind.unique is not None:
             raise ValueError(f"{where}: a workflow's job cannot be unique or take conn")
+        kind.check_options(where, options, JobOptions.__optional_keys__)
         deps = [self._dependency(where, d) for d in after]
         if isinstance(payload, Node):
             deps.insert(0, self._dependency(where, payload))
