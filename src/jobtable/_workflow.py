@@ -7,6 +7,9 @@ transaction that records a dependency's end settles its dependents
 (``jobtable._engines.dependencies``).
 """
 
+# longer than 400 lines: one concept, a workflow: its typed nodes, the checks of
+# their wiring, the write that stores them, and a running job's additions (FanOut).
+
 import dataclasses
 import datetime
 from collections.abc import Iterable, Sequence
@@ -167,7 +170,8 @@ class Workflow:
         if isinstance(payload, Node):
             deps.insert(0, self._dependency(where, payload))
             _check_feed(where, payload, kind)
-            kind.fed_keys(where, options)
+            if not self._fed_when_stored(payload):
+                kind.fed_keys(where, options)
         unique_deps: dict[str, After] = {}
         for dep in deps:
             unique_deps.setdefault(dep.node.id, dep)
@@ -179,6 +183,10 @@ class Workflow:
 
     def _added(self) -> None:
         """Called once a step was added: a workflow checks its payloads when it is stored."""
+
+    def _fed_when_stored(self, node: Node[Any, Any]) -> bool:
+        """Whether node's result is known when the jobs it feeds are stored: then they hold it."""
+        return False
 
     def _dependency(self, where: str, dep: object) -> After:
         """dep as an After, checked: a node added to this workflow."""
@@ -344,7 +352,10 @@ class FanOut(Workflow):
     ``current``, the running job itself (``add(kind, ctx.workflow.current)``
     feeds it its result). Each payload is checked as it is added. The jobs
     are stored in the transaction that records the running job's success,
-    and only then: a failure, retry or cancel of the attempt drops them.
+    and only then: a failure, retry or cancel of the attempt drops them. A
+    job fed by ``current`` is made when the handler returned (``feed``),
+    with the result as its payload: its kind's keys come from it, as an
+    enqueue's do.
     """
 
     def __init__(
@@ -355,7 +366,7 @@ class FanOut(Workflow):
         self.current: Node[Any, Any] = Node(self, kind, job, result_type)
         """The running job, as a dependency of the jobs it adds."""
         self._binding_ = Binding(store, store.max_payload_bytes)
-        self._new: list[_NewStep] = []
+        self._new: list[_NewStep | _Step] = []
 
     def __repr__(self) -> str:
         return f"FanOut({self.id!r}, {self.current!r})"
@@ -363,7 +374,13 @@ class FanOut(Workflow):
     def _has(self, node: Node[Any, Any]) -> bool:
         return node is self.current or super()._has(node)
 
+    def _fed_when_stored(self, node: Node[Any, Any]) -> bool:
+        return node is self.current
+
     def _added(self) -> None:
+        if self._steps[-1].payload is self.current:
+            self._new.append(self._steps[-1])  # made by feed, once the result is known
+            return
         # Checked at once, so the handler gets the error where it added the job.
         try:
             moment = self._binding_.store.clock()
@@ -375,7 +392,26 @@ class FanOut(Workflow):
             del self._nodes[self._steps.pop().node.id]
             raise
 
+    def feed(self, result: object) -> None:
+        """Makes the jobs fed by ``current`` with result as their payload, as an enqueue would.
+
+        Called once the handler returned result, before its success is
+        written. Raises as ``Kind.enqueue`` does for a payload, key or hook
+        that refuses it: the attempt then fails, and nothing it added is stored.
+        """
+        moment = self._binding_.store.clock()
+        traceparent = current_traceparent(self._binding_.store)
+        for i, step in enumerate(self._new):
+            if isinstance(step, _Step):
+                named = Named([step.node.id], moment)
+                options, verb = JobOptions(**step.options), f"workflow {self.name!r}"
+                [job], _ = step.kind._create(
+                    verb, self._binding_, [result], options, traceparent, named
+                )
+                self._new[i] = (step.kind.name, job, step.after, False)
+
     def __call__(self, q: WorkflowQueries) -> None:
         """Stores the added jobs: run by the write that records the running job's success."""
         now = timestamp(self._binding_.store.clock())
-        StoreWorkflow(self.id, self.name, self._new, now, create=False)(q)
+        made = [step for step in self._new if not isinstance(step, _Step)]
+        StoreWorkflow(self.id, self.name, made, now, create=False)(q)

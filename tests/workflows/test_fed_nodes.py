@@ -224,3 +224,55 @@ async def test_results_in_a_job_of_no_workflow_is_refused_naming_the_kind(
     [record] = await drain(results_runner(store))
     assert isinstance(record.result, str)
     assert "has no dependency of kind 'charge'" in record.result
+
+
+async def test_a_job_fed_by_the_running_job_gets_its_keys_from_the_result(
+    store: jobtable.Store, store_target: str, engine: str
+) -> None:
+    # The result is known when the jobs it feeds are stored, in the success's
+    # transaction: their kind's Partition computes the key from it there.
+    runner = jobtable.Runner(store, queues={"q": 1})
+    added: list[str] = []
+
+    @runner.handler(receipt)
+    def do_receipt(ctx: jobtable.JobContext[Receipt], r: Receipt) -> Receipt:
+        added.append(ctx.workflow.add(charge, ctx.workflow.current, meta=Meta(source="fan")).id)
+        return Receipt(customer="c9", amount=r.amount)
+
+    wf = jobtable.Workflow("billing")
+    wf.add(receipt, Receipt(customer="c1", amount=5))
+    wf.enqueue(store)
+    await drain(runner)
+    record = store.inspect(added[0])
+    assert record.payload == {"customer": "c9", "amount": 5}
+    assert record.tags == ["billing"]
+    assert stored_keys(store_target, engine, added[0]).partition_key == "c9"
+
+
+def _paid_customer(r: Receipt) -> str:
+    if r.amount <= 0:
+        raise ValueError("nothing to charge")
+    return r.customer
+
+
+picky = jobtable.Kind(
+    "picky", Receipt, int, queue="q", partition=jobtable.Partition(_paid_customer)
+)
+
+
+async def test_a_job_fed_by_the_running_job_whose_key_cannot_be_made_fails_the_attempt(
+    store: jobtable.Store,
+) -> None:
+    runner = jobtable.Runner(store, queues={"q": 1})
+
+    @runner.handler(receipt)
+    def do_receipt(ctx: jobtable.JobContext[Receipt], r: Receipt) -> Receipt:
+        ctx.workflow.add(picky, ctx.workflow.current)
+        return Receipt(customer=r.customer, amount=0)
+
+    wf = jobtable.Workflow("billing")
+    wf.add(receipt, Receipt(customer="c1", amount=5))
+    wf.enqueue(store)
+    [record] = await drain(runner)
+    assert record.status is jobtable.Status.FAILED
+    assert [job.kind for job in store.list_jobs()] == ["receipt"]
