@@ -25,6 +25,7 @@ from jobtable._kind import Kind
 from jobtable._options import JobOptions
 from jobtable._store import Store
 from jobtable._telemetry import current_traceparent
+from jobtable._transaction import in_transaction
 from jobtable._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -107,7 +108,7 @@ class Workflow:
         self._steps: list[_Step] = []
         self._nodes: dict[str, Node[Any, Any]] = {}
         self._stored = False
-        self._in_conn = False
+        self._in_conn: object = None
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, {self.id!r})"
@@ -236,30 +237,40 @@ class Workflow:
         ``Kind.enqueue``'s do: they exist if and only if it commits, and a
         workflow whose transaction rolled back can be enqueued again.
         """
-        binding = self._binding(store)
+        binding = self._binding(store, conn)
         if self._stored and store.engine.read(self._exists):
             raise ValueError(self._stored_already())
         write = lambda tp: self._write(binding, tp)  # noqa: E731
         store_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
-        self._stored, self._in_conn = True, conn is not None
+        self._stored, self._in_conn = True, conn
         return self.id
 
     async def aenqueue(self, store: Store, *, conn: object = None) -> str:
         """The async form of enqueue."""
-        binding = self._binding(store)
+        binding = self._binding(store, conn)
         if self._stored and await store.engine.aread(self._exists):
             raise ValueError(self._stored_already())
         write = lambda tp: self._write(binding, tp)  # noqa: E731
         await astore_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
-        self._stored, self._in_conn = True, conn is not None
+        self._stored, self._in_conn = True, conn
         return self.id
 
-    def _binding(self, store: Store) -> Binding:
-        """The store's binding; raises unless the workflow may be stored there (again)."""
+    def _binding(self, store: Store, conn: object) -> Binding:
+        """The store's binding; raises unless the workflow may be stored there (again).
+
+        A workflow stored in an application's transaction may be stored again
+        once that rolled back; not in the store's own transaction while it is
+        open, which would wait for it.
+        """
         if not isinstance(store, Store):
             raise TypeError(f"Workflow {self.name!r}: want a Store, got {type(store).__name__}")
-        if self._stored and not self._in_conn:
+        if self._stored and self._in_conn is None:
             raise ValueError(self._stored_already())
+        if self._stored and conn is None and in_transaction(self._in_conn):
+            raise ValueError(
+                f"Workflow {self.name!r}: the workflow was enqueued in conn's transaction, "
+                "which is still open: commit it, or roll it back and enqueue again"
+            )
         if not self._steps:
             raise ValueError(f"Workflow {self.name!r}: the workflow has no job")
         return Binding(store, store.max_payload_bytes)

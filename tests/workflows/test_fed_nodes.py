@@ -183,6 +183,30 @@ async def test_a_fed_job_holds_a_sequence_that_continues_past_failures_in_its_pl
     assert started == [0, 1, 2]
 
 
+def test_a_workflow_whose_transaction_is_still_open_says_so_when_enqueued_again(
+    store: jobtable.Store, store_target: str, engine: str
+) -> None:
+    wf = jobtable.Workflow("billing")
+    wf.add(keyless, Receipt(customer="c1", amount=1))
+    still_open = "enqueued in conn's transaction, which is still open: commit it, or roll it back"
+    if engine == "sqlite":
+        conn = sqlite3.connect(store_target)
+        wf.enqueue(store, conn=conn)
+        with pytest.raises(ValueError, match=still_open):
+            wf.enqueue(store)
+        conn.commit()
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(store_target) as pg:
+            wf.enqueue(store, conn=pg)
+            with pytest.raises(ValueError, match=still_open):
+                wf.enqueue(store)
+    with pytest.raises(ValueError, match="stored already"):
+        wf.enqueue(store)
+
+
 summed = jobtable.Kind("summed", str, str, queue="q")
 
 
