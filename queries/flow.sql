@@ -27,7 +27,7 @@ WHERE seq IN (
             SELECT 1 FROM jobs AS prior
             WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                 AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+                AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks = 1)
         ))
     ORDER BY ready.priority, ready.seq
     LIMIT max(0, min(
@@ -102,7 +102,7 @@ heads AS (
                     SELECT 1 FROM jobs AS prior
                     WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                         AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                        AND (prior.status = 'queued' OR prior.status = 'running'
+                        AND (prior.status IN ('queued', 'pending', 'running')
                             OR prior.sequence_blocks = 1)
                 ))
             ORDER BY ready.priority, ready.seq LIMIT CAST(@key_cap AS INTEGER)
@@ -116,7 +116,7 @@ heads AS (
                     SELECT 1 FROM jobs AS prior
                     WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                         AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                        AND (prior.status = 'queued' OR prior.status = 'running'
+                        AND (prior.status IN ('queued', 'pending', 'running')
                             OR prior.sequence_blocks = 1)
                 ))
             ORDER BY ready.priority, ready.seq LIMIT CAST(@key_cap AS INTEGER)
@@ -271,7 +271,7 @@ SELECT
         SELECT 1 FROM jobs AS prior
         WHERE job.sequence_key IS NOT NULL AND prior.sequence_key = job.sequence_key
             AND prior.seq < job.seq AND prior.status <> 'succeeded'
-            AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+            AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks = 1)
     ) AS behind_sequence
 FROM jobs AS job
 LEFT JOIN queues AS flow ON flow.name = job.queue

@@ -57,6 +57,8 @@ EXPECTED = {
     "Job",
     "JobContext",
     "JobNotFound",
+    "JobOptions",
+    "PeriodicOptions",
     "JobFailed",
     "JobCancelled",
     "WaitTimeout",

@@ -75,7 +75,7 @@ WITH picked AS MATERIALIZED (
                 SELECT 1 FROM jobs AS prior
                 WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                     AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                    AND (prior.status = 'queued' OR prior.status = 'running'
+                    AND (prior.status IN ('queued', 'pending', 'running')
                         OR prior.sequence_blocks)
             ))
         ORDER BY ready.priority, ready.seq
@@ -169,7 +169,7 @@ candidates AS (
                 SELECT 1 FROM jobs AS prior
                 WHERE prior.sequence_key = head.sequence_key AND prior.seq < head.seq
                     AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                    AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+                    AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
             ))
         ORDER BY head.priority, head.seq LIMIT @key_cap::integer
     ) AS ready
@@ -183,7 +183,7 @@ candidates AS (
                 SELECT 1 FROM jobs AS prior
                 WHERE prior.sequence_key = head.sequence_key AND prior.seq < head.seq
                     AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                    AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+                    AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
             ))
         ORDER BY head.priority, head.seq LIMIT @key_cap::integer
     )
@@ -375,7 +375,7 @@ SELECT
         SELECT 1 FROM jobs AS prior
         WHERE job.sequence_key IS NOT NULL AND prior.sequence_key = job.sequence_key
             AND prior.seq < job.seq AND prior.status <> 'succeeded'
-            AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+            AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
     ) AS behind_sequence
 FROM jobs AS job
 LEFT JOIN queues AS flow ON flow.name = job.queue

@@ -196,7 +196,7 @@ picked AS MATERIALIZED (
             SELECT 1 FROM jobs AS prior
             WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                 AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+                AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
         ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
@@ -286,7 +286,7 @@ picked AS MATERIALIZED (
             SELECT 1 FROM jobs AS prior
             WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                 AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+                AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
         ))
     ORDER BY ready.priority, ready.seq LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED

@@ -71,7 +71,13 @@ from jobtable._operator.models import (
 from jobtable._operator.queues import QueueInfo
 from jobtable._operator.workflow_list import WorkflowSummary
 from jobtable._operator.workflows import WorkflowGraph, WorkflowNode
-from jobtable._options import EnqueueOptions, ExponentialBackoff, RetryPolicy
+from jobtable._options import (
+    EnqueueOptions,
+    ExponentialBackoff,
+    JobOptions,
+    PeriodicOptions,
+    RetryPolicy,
+)
 from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
@@ -106,6 +112,7 @@ __all__ = [
     "JobContext",
     "JobFailed",
     "JobNotFound",
+    "JobOptions",
     "JobRecord",
     "JobStep",
     "JobtableError",
@@ -117,6 +124,7 @@ __all__ = [
     "NotRunning",
     "Partition",
     "PayloadError",
+    "PeriodicOptions",
     "Queue",
     "QueueAlarm",
     "QueueHealth",

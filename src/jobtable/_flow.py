@@ -175,9 +175,10 @@ class Sequence:
     ``by`` is a payload field's name or a function of the typed payload that
     returns the key; an enqueue may give ``sequence_key=`` instead. Without
     ``by`` the kind's jobs form one sequence, keyed by the kind's name, but
-    for those an enqueue gives a ``sequence_key=``. A job
-    waits, queued, while an earlier job of its sequence is queued (a retry
-    keeps its place) or running. ``on_failure`` says what a job that ends
+    for those an enqueue gives a ``sequence_key=``. A job waits, queued,
+    while an earlier job of its sequence is pending (a workflow's, waiting
+    for its dependencies), queued (a retry keeps its place) or running.
+    ``on_failure`` says what a job that ends
     failed or cancelled does to the jobs behind it: ``"block"`` (the
     default) holds them until an operator retries it (it runs again, in its
     place) or deletes it; ``"continue"`` lets the next one run.
@@ -277,7 +278,7 @@ class WaitReason(enum.StrEnum):
     PAUSED = "paused"
     """Its queue is paused."""
     SEQUENCE = "sequence"
-    """An earlier job of its sequence is queued or running, or ended and blocks it."""
+    """An earlier job of its sequence has not ended (pending, queued, running) or blocks it."""
     CONCURRENCY = "concurrency"
     """Its queue runs as many jobs as its concurrency limit allows."""
     PARTITION = "partition"
@@ -293,7 +294,7 @@ class WaitReason(enum.StrEnum):
 
 _WAIT_TEXTS = {
     WaitReason.PAUSED: "its queue is paused",
-    WaitReason.SEQUENCE: "an earlier job of its sequence is queued, running or blocking it",
+    WaitReason.SEQUENCE: "an earlier job of its sequence has not ended, or ended and blocks it",
     WaitReason.CONCURRENCY: "its queue is at its concurrency limit",
     WaitReason.PARTITION: "its partition key is at the queue's partition limit",
     WaitReason.RATE: "its queue (or key) started as many jobs as its rate allows for now",

@@ -5,9 +5,12 @@ store; a worker attaches a handler to each. Nothing here imports handler
 code or the runner.
 """
 
+# longer than 400 lines: one concept, the kind, whose every enqueue form (sync and
+# async, one and many, ids and results) is a typed overload pair over one _create.
+
 import copy
 import datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast, overload
 
 from typing_extensions import Unpack
@@ -16,12 +19,12 @@ from jobtable._codec import Codec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
 from jobtable._enqueue import Binding, Named, Stored, astore_jobs, binding_of, store_jobs
-from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, with_flow
+from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, check_key, with_flow
 from jobtable._flow import Sequence as JobSequence
 from jobtable._job import Job
-from jobtable._labels import EnqueueHook, Labels, check_hook, split_labels
+from jobtable._labels import EnqueueHook, Labels, check_hook, check_tags, split_labels
 from jobtable._operations import GetJob, create_jobs
-from jobtable._options import EnqueueOptions, Merges, Options, RetryPolicy, check_retry
+from jobtable._options import EnqueueOptions, JobOptions, Merges, Options, RetryPolicy, check_retry
 from jobtable._store import Store
 from jobtable._unique import (
     EnqueueResult,
@@ -146,11 +149,24 @@ class Kind(Waiting[P, R]):
         self,
         verb: str,
         binding: Binding,
-        payloads: Iterable[P],
-        overrides: EnqueueOptions,
+        payloads: Iterable[Any],
+        overrides: JobOptions | EnqueueOptions,
         traceparent: str | None = None,
         named: Named | None = None,
+        fed: bool = False,
     ) -> tuple[list[NewJob], Callable[[Queries], list[EnqueueResult] | None]]:
+        """The jobs of an enqueue of payloads and the write storing them: the one way to make one.
+
+        Every way of creating a job comes here (``enqueue`` and its relatives,
+        a workflow's nodes, ``ctx.workflow.add``, a periodic tick, the Django
+        backend), so each applies the kind's declarations (queue, priority,
+        attempts, timeout, delay, tags, meta model, unique, ``Partition``,
+        ``Sequence``, the enqueue hooks, secrets' encryption) and overrides the
+        same way. fed: the payloads are a workflow's nodes whose results feed
+        the jobs; each job is stored with a null payload, its dependency's
+        result replaces it, and its keys must not need the payload
+        (``fed_keys``). Raises, storing nothing, for a bad payload or option.
+        """
         kind = self._codec.kind
         where = f"{verb} {kind!r}"
         keyed = self.flow != (None, None) or not FLOW_OPTIONS.isdisjoint(overrides)
@@ -158,18 +174,21 @@ class Kind(Waiting[P, R]):
         if keyed:
             given = {k: v for k, v in overrides.items() if k in FLOW_OPTIONS}
             overrides = cast(EnqueueOptions, {k: v for k, v in overrides.items() if k not in given})
+            if fed:
+                self.fed_keys(where, given)
         if overrides:
-            options, unique, run_at = self._overridden(where, overrides)
+            options, unique, run_at = self._overridden(where, cast(EnqueueOptions, overrides))
         else:
             options, unique, run_at = self.options, self.unique, None
         moment = binding.store.clock() if named is None else named.at
         starts = options.run_at(where, moment, run_at)
         limit, keys = binding.max_payload_bytes, binding.store.secret_keys
         made = None if named is None else iter(named.ids)
+        encode = self._codec.encode_payload
         jobs = [
             NewJob(
                 new_id() if made is None else next(made),
-                self._codec.encode_payload(p, limit, keys),
+                "null" if fed else encode(p, limit, keys),
                 starts,
                 options.queue,
                 options.priority,
@@ -188,6 +207,48 @@ class Kind(Waiting[P, R]):
             return jobs, create_jobs(kind, jobs, now)
         jobs = keyed_unique(where, unique, jobs, moment)
         return jobs, create_unique_jobs(kind, jobs, now)
+
+    def check_options(
+        self, where: str, options: Mapping[str, object], allowed: frozenset[str]
+    ) -> None:
+        """Raises TypeError or ValueError, naming where and the option, for one no job could take.
+
+        allowed: the names the caller takes (an option outside them is
+        unknown). Checks each value as ``_create`` would, without building a
+        job or running a hook: for what is declared long before its jobs.
+        """
+        if unknown := sorted(options.keys() - allowed):
+            raise TypeError(f"{where}: unknown option {unknown[0]!r}")
+        overrides, labelled = split_labels(dict(options))
+        for name in FLOW_OPTIONS & overrides.keys():
+            if (key := overrides.pop(name)) is not None:
+                check_key(where, name.removesuffix("_key"), key)
+        if overrides:
+            self._overridden(where, cast(EnqueueOptions, overrides))
+        if labelled.get("tags") is not None:
+            check_tags(where, labelled["tags"])
+        self.labels.meta.plain(where, labelled.get("meta"))
+
+    def fed_keys(self, where: str, given: Mapping[str, object]) -> None:
+        """Raises ValueError naming where when a fed job's keys would need its payload.
+
+        A fed job's payload is its dependency's result, unknown until that
+        succeeds, so a ``Partition`` (or a ``Sequence`` with ``by``) cannot
+        compute its key when the job is stored, and its place in a sequence
+        is taken then: the key is given instead (``partition_key=``,
+        ``sequence_key=``), so that every limit holds for the job.
+        """
+        partition, sequence = self.flow
+        if partition is not None and given.get("partition_key") is None:
+            raise ValueError(
+                f"{where}: the kind's Partition computes the key from the payload, which a fed "
+                "node gets only when its dependency succeeds; give partition_key= to add"
+            )
+        if sequence is not None and sequence.by is not None and given.get("sequence_key") is None:
+            raise ValueError(
+                f"{where}: the kind's Sequence computes the key from the payload, which a fed "
+                "node gets only when its dependency succeeds; give sequence_key= to add"
+            )
 
     def _overridden(
         self, where: str, overrides: EnqueueOptions

@@ -153,7 +153,7 @@ class Enqueueing:
         self.kind = kind
         """The job's kind."""
         self.payload = payload
-        """The job's payload, as given to enqueue."""
+        """The job's payload as given to enqueue; for a workflow's fed node, the node feeding it."""
         self.tags = tags
         """The job's tags so far: its kind's, then its enqueue's."""
         self.meta = meta

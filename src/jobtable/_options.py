@@ -21,16 +21,17 @@ RetryPolicy = Callable[[int], datetime.timedelta]
 _INT32 = 1 << 31
 
 
-class EnqueueOptions(TypedDict, total=False):
-    """The options an enqueue may give, overriding its kind's (see ``Kind``), and its conn."""
+class PeriodicOptions(TypedDict, total=False):
+    """The options of a periodic schedule's jobs (``Runner.periodic``): every job's but its time.
+
+    A tick's time is its job's run_at, so a schedule takes neither
+    ``delay`` nor ``run_at``; ``JobOptions`` adds them.
+    """
 
     max_attempts: int
     priority: int
     queue: str
     timeout: float | None
-    delay: datetime.timedelta | None
-    run_at: datetime.datetime | None
-    unique: "Unique | None"
     partition_key: str | None
     """The job's partition key, instead of the one its kind's ``Partition`` computes."""
     sequence_key: str | None
@@ -39,6 +40,28 @@ class EnqueueOptions(TypedDict, total=False):
     """Tags added to the kind's, for this enqueue's jobs (see ``Kind``)."""
     meta: object
     """The jobs' metadata: an instance of the kind's meta model, or a JSON object."""
+
+
+class JobOptions(PeriodicOptions, total=False):
+    """The options every way of creating a job takes, overriding its kind's (see ``Kind``).
+
+    ``Kind.enqueue`` and its relatives, a workflow's nodes (plain and fed)
+    and ``ctx.workflow.add`` all take exactly these, a periodic schedule
+    all but its time (``PeriodicOptions``), and one function
+    (``Kind._create``) applies them with the kind's declarations.
+    """
+
+    delay: datetime.timedelta | None
+    run_at: datetime.datetime | None
+
+
+class EnqueueOptions(JobOptions, total=False):
+    """An enqueue's options: every job's (``JobOptions``), its uniqueness and its conn.
+
+    A workflow's job takes neither: its nodes take ``JobOptions``.
+    """
+
+    unique: "Unique | None"
     conn: object
     """The application's own connection whose transaction the jobs join (see ``Kind.enqueue``)."""
 

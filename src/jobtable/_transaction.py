@@ -114,6 +114,24 @@ async def adriver_connection(conn: object, where: str) -> object:
     return raw.driver_connection
 
 
+def in_transaction(conn: object) -> bool:
+    """Whether conn (a driver's connection, or SQLAlchemy's over one) is inside a transaction.
+
+    False for a closed connection, and for an object it cannot tell of:
+    the caller then goes on as if the transaction ended.
+    """
+    try:
+        state = getattr(conn, "in_transaction", None)  # sqlite3; SQLAlchemy's, as a method
+        if callable(state):
+            state = state()
+    except Exception:  # a closed sqlite3 connection refuses every attribute
+        return False
+    if isinstance(state, bool):
+        return state
+    status = getattr(getattr(conn, "info", None), "transaction_status", None)  # psycopg
+    return getattr(status, "name", None) in ("ACTIVE", "INTRANS", "INERROR")
+
+
 def _is_async_driver(conn: object) -> bool:
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(conn, psycopg.AsyncConnection)

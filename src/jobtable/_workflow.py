@@ -7,6 +7,9 @@ transaction that records a dependency's end settles its dependents
 (``jobtable._engines.dependencies``).
 """
 
+# longer than 400 lines: one concept, a workflow: its typed nodes, the checks of
+# their wiring, the write that stores them, and a running job's additions (FanOut).
+
 import dataclasses
 import datetime
 from collections.abc import Iterable, Sequence
@@ -14,13 +17,15 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 from typing_extensions import Unpack
 
+from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
 from jobtable._engines.workflow_queries import JobDep, WorkflowJob, WorkflowQueries
 from jobtable._enqueue import Binding, Named, astore_jobs, store_jobs
 from jobtable._kind import Kind
-from jobtable._options import EnqueueOptions
+from jobtable._options import JobOptions
 from jobtable._store import Store
 from jobtable._telemetry import current_traceparent
+from jobtable._transaction import in_transaction
 from jobtable._values import new_id, timestamp, unstorable
 
 P = TypeVar("P")
@@ -37,14 +42,17 @@ class Node(Generic[P_co, R_co]):
     kind takes its result type.
     """
 
-    __slots__ = ("_kind", "id", "workflow")
+    __slots__ = ("_kind", "_result_type", "id", "workflow")
 
-    def __init__(self, workflow: "Workflow", kind: str, job_id: str) -> None:
+    def __init__(
+        self, workflow: "Workflow", kind: str, job_id: str, result_type: object = None
+    ) -> None:
         self.workflow = workflow
         """The workflow the node belongs to."""
         self.id = job_id
         """The job's id."""
         self._kind = kind
+        self._result_type = result_type
 
     def __repr__(self) -> str:
         return f"Node({self._kind!r}, {self.id!r})"
@@ -74,7 +82,7 @@ class _Step:
     kind: Kind[Any, Any]
     payload: Any
     after: tuple[After, ...]
-    options: EnqueueOptions
+    options: JobOptions
 
 
 class Workflow:
@@ -100,6 +108,7 @@ class Workflow:
         self._steps: list[_Step] = []
         self._nodes: dict[str, Node[Any, Any]] = {}
         self._stored = False
+        self._in_conn: object = None
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, {self.id!r})"
@@ -117,7 +126,7 @@ class Workflow:
         /,
         *,
         after: Iterable[_Dependency] = (),
-        **options: Unpack[EnqueueOptions],
+        **options: Unpack[JobOptions],
     ) -> Node[P, R]: ...
     @overload
     def add(
@@ -127,7 +136,7 @@ class Workflow:
         /,
         *,
         after: Iterable[_Dependency] = (),
-        **options: Unpack[EnqueueOptions],
+        **options: Unpack[JobOptions],
     ) -> Node[P, R]: ...
     def add(
         self,
@@ -136,15 +145,19 @@ class Workflow:
         /,
         *,
         after: Iterable[_Dependency] = (),
-        **options: Unpack[EnqueueOptions],
+        **options: Unpack[JobOptions],
     ) -> Node[Any, Any]:
         """Adds a job of kind and returns its node; payload may be a node whose result it takes.
 
-        options are an enqueue's (see ``Kind.enqueue``) but for ``unique``
-        and ``conn``. Raises ValueError naming the node for a dependency of
-        another workflow or one not added to this one, TypeError for one
-        that is not a Node or After, and ValueError once the workflow was
-        stored. The payload is checked against kind when stored.
+        options are every job's (``JobOptions``: an enqueue's but ``unique``
+        and ``conn``), applied with the kind's declarations as an enqueue's
+        are, a fed node's too. Raises ValueError naming the node for a
+        dependency of another workflow or one not added to this one, TypeError
+        for one that is not a Node or After, TypeError for a fed node whose
+        result type is not kind's payload type, ValueError for a fed node of a
+        kind whose keys need its payload (give ``partition_key=`` or
+        ``sequence_key=``), and ValueError once the workflow was stored. A
+        payload is checked against kind when stored.
         """
         where = f"Workflow {self.name!r}: add {getattr(kind, 'name', kind)!r}"
         if self._stored:
@@ -153,13 +166,17 @@ class Workflow:
             raise TypeError(f"{where}: want a Kind, got {type(kind).__name__}")
         if "unique" in options or "conn" in options or kind.unique is not None:
             raise ValueError(f"{where}: a workflow's job cannot be unique or take conn")
+        kind.check_options(where, options, JobOptions.__optional_keys__)
         deps = [self._dependency(where, d) for d in after]
         if isinstance(payload, Node):
             deps.insert(0, self._dependency(where, payload))
+            _check_feed(where, payload, kind)
+            if not self._fed_when_stored(payload):
+                kind.fed_keys(where, options)
         unique_deps: dict[str, After] = {}
         for dep in deps:
             unique_deps.setdefault(dep.node.id, dep)
-        node: Node[Any, Any] = Node(self, kind.name, new_id())
+        node: Node[Any, Any] = Node(self, kind.name, new_id(), kind._codec.result_type)
         self._steps.append(_Step(node, kind, payload, tuple(unique_deps.values()), options))
         self._nodes[node.id] = node
         self._added()
@@ -167,6 +184,10 @@ class Workflow:
 
     def _added(self) -> None:
         """Called once a step was added: a workflow checks its payloads when it is stored."""
+
+    def _fed_when_stored(self, node: Node[Any, Any]) -> bool:
+        """Whether node's result is known when the jobs it feeds are stored: then they hold it."""
+        return False
 
     def _dependency(self, where: str, dep: object) -> After:
         """dep as an After, checked: a node added to this workflow."""
@@ -194,15 +215,10 @@ class Workflow:
         """step's job, its payload encoded: raises PayloadError, TypeError or ValueError."""
         fed = isinstance(step.payload, Node)
         named = Named([step.node.id], moment)
-        kind = step.kind
-        if fed:
-            # A fed job's payload is its dependency's result, stored when that
-            # succeeds: until then it holds JSON null.
-            [job] = _placeholder(kind, binding, step.options, traceparent, named)
-        else:
-            options = EnqueueOptions(**step.options)
-            verb = f"workflow {self.name!r}"
-            [job], _ = kind._create(verb, binding, [step.payload], options, traceparent, named)
+        kind, options, verb = step.kind, JobOptions(**step.options), f"workflow {self.name!r}"
+        # The one path of every job; a fed job holds JSON null until its
+        # dependency's result, stored when that succeeds, replaces it.
+        [job], _ = kind._create(verb, binding, [step.payload], options, traceparent, named, fed)
         return kind.name, job, step.after, fed
 
     def _jobs(self, binding: Binding, traceparent: str | None) -> "StoreWorkflow":
@@ -218,62 +234,82 @@ class Workflow:
         or ValueError (a bad option) before anything is stored; either every
         job is stored or none is. A workflow is stored once. With ``conn=``,
         the application's own connection, the jobs join its transaction as
-        ``Kind.enqueue``'s do: they exist if and only if it commits.
+        ``Kind.enqueue``'s do: they exist if and only if it commits, and a
+        workflow whose transaction rolled back can be enqueued again.
         """
-        binding = self._binding(store)
+        binding = self._binding(store, conn)
+        if self._stored and store.engine.read(self._exists):
+            raise ValueError(self._stored_already())
         write = lambda tp: self._write(binding, tp)  # noqa: E731
         store_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
-        self._stored = True
+        self._stored, self._in_conn = True, conn
         return self.id
 
     async def aenqueue(self, store: Store, *, conn: object = None) -> str:
         """The async form of enqueue."""
-        binding = self._binding(store)
+        binding = self._binding(store, conn)
+        if self._stored and await store.engine.aread(self._exists):
+            raise ValueError(self._stored_already())
         write = lambda tp: self._write(binding, tp)  # noqa: E731
         await astore_jobs(binding, self.name, "enqueue", write, conn, (self.id, self.name))
-        self._stored = True
+        self._stored, self._in_conn = True, conn
         return self.id
 
-    def _binding(self, store: Store) -> Binding:
+    def _binding(self, store: Store, conn: object) -> Binding:
+        """The store's binding; raises unless the workflow may be stored there (again).
+
+        A workflow stored in an application's transaction may be stored again
+        once that rolled back; not in the store's own transaction while it is
+        open, which would wait for it.
+        """
         if not isinstance(store, Store):
             raise TypeError(f"Workflow {self.name!r}: want a Store, got {type(store).__name__}")
-        if self._stored:
-            raise ValueError(f"Workflow {self.name!r}: the workflow was stored already")
+        if self._stored and self._in_conn is None:
+            raise ValueError(self._stored_already())
+        if self._stored and conn is None and in_transaction(self._in_conn):
+            raise ValueError(
+                f"Workflow {self.name!r}: the workflow was enqueued in conn's transaction, "
+                "which is still open: commit it, or roll it back and enqueue again"
+            )
         if not self._steps:
             raise ValueError(f"Workflow {self.name!r}: the workflow has no job")
         return Binding(store, store.max_payload_bytes)
+
+    def _exists(self, q: Queries) -> bool:
+        """Whether the workflow is in the store: an enqueue in conn's transaction committed."""
+        return q.workflow_name(id=self.id) is not None
+
+    def _stored_already(self) -> str:
+        return (
+            f"Workflow {self.name!r}: the workflow {self.id} was stored already; "
+            "build a new Workflow to store these jobs again"
+        )
 
     def _write(self, binding: Binding, traceparent: str | None) -> Any:
         op = self._jobs(binding, traceparent)
         return [job for _, job, _, _ in op.jobs], op
 
 
-def _placeholder(
-    kind: Kind[Any, Any],
-    binding: Binding,
-    options: EnqueueOptions,
-    traceparent: str | None,
-    named: Named,
-) -> list[NewJob]:
-    """A fed node's job: its kind's options, and a null payload its dependency's result replaces."""
-    where = f"add {kind.name!r}"
-    if options:
-        opts, _, run_at = kind._overridden(where, options)
-    else:
-        opts, run_at = kind.options, None
-    starts = opts.run_at(where, named.at, run_at)
-    return [
-        NewJob(
-            named.ids[0],
-            "null",
-            starts,
-            opts.queue,
-            opts.priority,
-            opts.max_attempts,
-            opts.timeout,
-            traceparent,
-        )
-    ]
+def _check_feed(where: str, node: Node[Any, Any], kind: Kind[Any, Any]) -> None:
+    """Raises TypeError naming where unless node's result type is kind's payload type.
+
+    The fed payload is the node's stored result, so a type that differs (a
+    subclass too: its extra fields are refused in a payload) could never
+    validate as kind's payload; a node whose result type is unknown (the
+    running job, to ``ctx.workflow``) is checked when its result feeds.
+    """
+    result_type, payload_type = node._result_type, kind._codec.payload_type
+    if result_type is None or result_type == payload_type:
+        return
+    raise TypeError(
+        f"{where}: {node!r} returns {_type_name(result_type)}, not the payload type of "
+        f"{kind.name!r} ({_type_name(payload_type)}); feed it a node whose kind returns "
+        f"{_type_name(payload_type)}, or give a payload and after=[node]"
+    )
+
+
+def _type_name(value: object) -> str:
+    return value.__qualname__ if isinstance(value, type) else repr(value)
 
 
 _NewStep = tuple[str, NewJob, tuple[After, ...], bool]
@@ -327,16 +363,21 @@ class FanOut(Workflow):
     ``current``, the running job itself (``add(kind, ctx.workflow.current)``
     feeds it its result). Each payload is checked as it is added. The jobs
     are stored in the transaction that records the running job's success,
-    and only then: a failure, retry or cancel of the attempt drops them.
+    and only then: a failure, retry or cancel of the attempt drops them. A
+    job fed by ``current`` is made when the handler returned (``feed``),
+    with the result as its payload: its kind's keys come from it, as an
+    enqueue's do.
     """
 
-    def __init__(self, workflow_id: str, job: str, kind: str, store: Store) -> None:
+    def __init__(
+        self, workflow_id: str, job: str, kind: str, store: Store, result_type: object = None
+    ) -> None:
         super().__init__("fan-out")
         self.id = workflow_id
-        self.current: Node[Any, Any] = Node(self, kind, job)
+        self.current: Node[Any, Any] = Node(self, kind, job, result_type)
         """The running job, as a dependency of the jobs it adds."""
         self._binding_ = Binding(store, store.max_payload_bytes)
-        self._new: list[_NewStep] = []
+        self._new: list[_NewStep | _Step] = []
 
     def __repr__(self) -> str:
         return f"FanOut({self.id!r}, {self.current!r})"
@@ -344,7 +385,13 @@ class FanOut(Workflow):
     def _has(self, node: Node[Any, Any]) -> bool:
         return node is self.current or super()._has(node)
 
+    def _fed_when_stored(self, node: Node[Any, Any]) -> bool:
+        return node is self.current
+
     def _added(self) -> None:
+        if self._steps[-1].payload is self.current:
+            self._new.append(self._steps[-1])  # made by feed, once the result is known
+            return
         # Checked at once, so the handler gets the error where it added the job.
         try:
             moment = self._binding_.store.clock()
@@ -356,7 +403,26 @@ class FanOut(Workflow):
             del self._nodes[self._steps.pop().node.id]
             raise
 
+    def feed(self, result: object) -> None:
+        """Makes the jobs fed by ``current`` with result as their payload, as an enqueue would.
+
+        Called once the handler returned result, before its success is
+        written. Raises as ``Kind.enqueue`` does for a payload, key or hook
+        that refuses it: the attempt then fails, and nothing it added is stored.
+        """
+        moment = self._binding_.store.clock()
+        traceparent = current_traceparent(self._binding_.store)
+        for i, step in enumerate(self._new):
+            if isinstance(step, _Step):
+                named = Named([step.node.id], moment)
+                options, verb = JobOptions(**step.options), f"workflow {self.name!r}"
+                [job], _ = step.kind._create(
+                    verb, self._binding_, [result], options, traceparent, named
+                )
+                self._new[i] = (step.kind.name, job, step.after, False)
+
     def __call__(self, q: WorkflowQueries) -> None:
         """Stores the added jobs: run by the write that records the running job's success."""
         now = timestamp(self._binding_.store.clock())
-        StoreWorkflow(self.id, self.name, self._new, now, create=False)(q)
+        made = [step for step in self._new if not isinstance(step, _Step)]
+        StoreWorkflow(self.id, self.name, made, now, create=False)(q)

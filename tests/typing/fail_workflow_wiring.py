@@ -31,3 +31,7 @@ def wiring() -> None:
     wf.add(parse, "https://example.com")  # E: misc
     wf.add(index, Parsed(words=1), after=["some-id"])  # E: list-item
     wf.add(index, Parsed(words=1), after=[jobtable.After(parsed, on_failure="skip")])  # E: arg-type
+    # A workflow's job takes every job's options, but neither uniqueness nor conn.
+    wf.add(index, parsed, tags=["a"], meta={"m": 1}, partition_key="k", sequence_key="s")
+    wf.add(index, parsed, unique=None)  # E: call-overload
+    wf.add(index, parsed, conn=None)  # E: call-overload

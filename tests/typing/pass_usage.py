@@ -180,6 +180,9 @@ def unique_and_periodic(store: jobtable.Store) -> None:
     runner.periodic(
         archive, every=datetime.timedelta(minutes=5), payload=Archive(paths=[]), missed="skip"
     )
+    runner.periodic(
+        archive, every=datetime.timedelta(hours=1), payload=Archive(paths=[]), queue="q", tags=["t"]
+    )
     jobtable.Unique(key="k", statuses=statuses)
 
 

@@ -76,6 +76,7 @@ class JobContext(Generic[R]):
     __slots__ = (
         "_fanout",
         "_labels",
+        "_result_type",
         "_running",
         "_stop",
         "_store",
@@ -108,6 +109,7 @@ class JobContext(Generic[R]):
         self.workflow_id: str | None = None
         """The id of the job's workflow, None for a job of none."""
         self._fanout: FanOut | None = None
+        self._result_type: object = None
 
     @property
     def tags(self) -> list[str]:
@@ -201,7 +203,9 @@ class JobContext(Generic[R]):
         if self._fanout is None:
             if self._store is None or self.workflow_id is None:
                 raise ValueError(f"job {self.id}: only a job of a workflow can add jobs to it")
-            self._fanout = FanOut(self.workflow_id, self.id, self.kind, self._store)
+            self._fanout = FanOut(
+                self.workflow_id, self.id, self.kind, self._store, self._result_type
+            )
             self._running.adds = self._fanout
         return self._fanout
 
@@ -231,7 +235,9 @@ class JobContext(Generic[R]):
         """The results of the dependencies of kind that succeeded, in enqueue order, as kind's R.
 
         Each is decoded and validated as the kind's result type; raises
-        ResultError for a stored result that no longer validates.
+        ResultError for a stored result that no longer validates, and
+        ValueError naming kind when the job has no dependency of kind (an
+        empty list would read as "none succeeded").
         """
         return self._decoded(kind, self._rows())
 
@@ -240,6 +246,13 @@ class JobContext(Generic[R]):
         return self._decoded(kind, await self._arows())
 
     def _decoded(self, kind: "Kind[Any, T]", rows: "Sequence[DependencyRow]") -> list[T]:
+        if not any(r.kind == kind.name for r in rows):
+            kinds = sorted({r.kind for r in rows})
+            raise ValueError(
+                f"job {self.id}: results({kind.name!r}): the job has no dependency of kind "
+                f"{kind.name!r} (its dependencies' kinds: {kinds or 'none'}); "
+                f"add one with after=[node], or read another kind's results"
+            )
         keys = None if self._store is None else self._store.secret_keys
         return [
             kind._codec.decode_result(r.result, r.id, keys)

@@ -7,6 +7,9 @@ whether a failed attempt is retried: while attempts remain, after the
 kind's retry backoff.
 """
 
+# longer than 400 lines: the one home of what text is stored for an attempt, every
+# outcome (result, failure, timeout, cancel, interrupt, the jobs it added) decided here.
+
 import asyncio
 import contextvars
 import datetime
@@ -44,6 +47,7 @@ from jobtable._runner.operations import Finish
 from jobtable._runner.shared import Shared
 from jobtable._telemetry import run_trace
 from jobtable._values import storable, timestamp
+from jobtable._workflow import FanOut
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -246,6 +250,23 @@ class Executor:
             return Finish.failed(job, MESSAGE_INTERNAL)
         return Finish.succeeded(job, encoded)
 
+    def _succeeded_with_additions(
+        self, job: ClaimedRow, handler: Handler[Any, R], running: Attempt[R], result: R
+    ) -> Finish | None:
+        """The success of result, with the jobs the handler added to its workflow.
+
+        The jobs result feeds are made with it now; one that cannot be (a
+        key, a hook or its payload refuses it) fails the attempt as an error
+        of the handler would, and then none of its additions is stored.
+        """
+        finish = self._succeeded(job, handler.codec, result)
+        try:
+            if isinstance(running.adds, FanOut) and finish.outcome.state == "succeeded":
+                running.adds.feed(result)
+        except Exception as err:
+            return self._raised(job, err, handler.retry)
+        return finish._replace(adds=running.adds)
+
     async def _attempt(self, job: ClaimedRow, queue: str) -> Finish | None:
         unrunnable = self._unrunnable(job)
         handler = self._handlers.get(job.kind)
@@ -303,7 +324,7 @@ class Executor:
                 "interrupted, and the result is dropped"
             )
             return None
-        return self._succeeded(job, handler.codec, result)._replace(adds=running.adds)
+        return self._succeeded_with_additions(job, handler, running, result)
 
     def _failed(
         self,
@@ -383,7 +404,7 @@ class Executor:
         ctx: JobContext[R] = JobContext(
             id=job.id, kind=job.kind, attempt=job.attempt, stop=self._stop, running=running
         )
-        ctx._labels = labels
+        ctx._labels, ctx._result_type = labels, handler.codec.result_type
         if job.workflow_id is not None:
             ctx._store, ctx.workflow_id = self._store, job.workflow_id
         if handler.is_async:

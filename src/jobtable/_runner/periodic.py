@@ -13,8 +13,11 @@ from collections.abc import Collection
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from typing_extensions import Unpack
+
 from jobtable._errors import RunnerError
 from jobtable._kind import Kind
+from jobtable._options import PeriodicOptions
 from jobtable._runner.shared import Shared
 from jobtable._unique import ALL_STATUSES, EnqueueResult, Unique
 from jobtable._values import timestamp
@@ -83,6 +86,7 @@ class _Schedule:
     name: str
     ticks: _Every | _Cron
     missed: Missed
+    options: PeriodicOptions
     last: datetime.datetime | None = None
 
     def unique(self, tick: datetime.datetime) -> Unique:
@@ -152,6 +156,7 @@ class PeriodicScheduler:
         timezone: str = "UTC",
         name: str | None = None,
         missed: Missed = "once",
+        **options: Unpack[PeriodicOptions],
     ) -> None:
         """Enqueues a job of kind with payload at each tick of a schedule, from start to stop.
 
@@ -172,8 +177,12 @@ class PeriodicScheduler:
         many ticks the downtime missed (a duplicate when another runner
         enqueued it, so a restart adds nothing); ``"skip"`` waits for the next
         tick. A tick older than the runner's retention is never caught up, as
-        its job may have been pruned. Raises ValueError for a bad schedule,
-        PayloadError for a payload that is not a P, and RunnerError after start.
+        its job may have been pruned. options are every job's
+        (``PeriodicOptions``: an enqueue's but its time, its uniqueness and
+        conn), applied with the kind's declarations at each tick and checked
+        here. Raises ValueError for a bad schedule, TypeError or ValueError
+        naming a bad option, PayloadError for a payload that is not a P, and
+        RunnerError after start.
         """
         where = f"periodic {kind.name!r}" if isinstance(kind, Kind) else "periodic"
         if not isinstance(kind, Kind):
@@ -187,6 +196,7 @@ class PeriodicScheduler:
         ticks = _ticks(where, cron, every, timezone)
         store = self._store
         kind._codec.encode_payload(payload, store.max_payload_bytes, store.secret_keys)
+        kind.check_options(where, options, PeriodicOptions.__optional_keys__)
         if name is None:
             # Masked: a secret's ciphertext differs at each encoding, and the
             # name must not.
@@ -198,7 +208,7 @@ class PeriodicScheduler:
         key = f"{kind.name}\x00{name}"
         if key in self._schedules:
             raise ValueError(f"{where}: a schedule named {name!r} is already declared")
-        self._schedules[key] = _Schedule(kind, payload, name, ticks, missed)
+        self._schedules[key] = _Schedule(kind, payload, name, ticks, missed, options)
 
     def begin(self, handled: Collection[str] = (), queues: Collection[str] = ()) -> None:
         """Closes the declarations and notes, per schedule, the ticks already past to skip.
@@ -237,7 +247,11 @@ class PeriodicScheduler:
                 continue
             try:
                 result = await schedule.kind.aenqueue_result(
-                    self._store, schedule.payload, run_at=tick, unique=schedule.unique(tick)
+                    self._store,
+                    schedule.payload,
+                    run_at=tick,
+                    unique=schedule.unique(tick),
+                    **schedule.options,
                 )
             except Exception:
                 self._logger.exception(

@@ -34,7 +34,7 @@ CLAIM_LIMITED_JOBS = """WITH picked AS MATERIALIZED (
                 SELECT 1 FROM jobs AS prior
                 WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                     AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                    AND (prior.status = 'queued' OR prior.status = 'running'
+                    AND (prior.status IN ('queued', 'pending', 'running')
                         OR prior.sequence_blocks)
             ))
         ORDER BY ready.priority, ready.seq
@@ -114,7 +114,7 @@ candidates AS (
                 SELECT 1 FROM jobs AS prior
                 WHERE prior.sequence_key = head.sequence_key AND prior.seq < head.seq
                     AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                    AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+                    AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
             ))
         ORDER BY head.priority, head.seq LIMIT %(key_cap)s::integer
     ) AS ready
@@ -128,7 +128,7 @@ candidates AS (
                 SELECT 1 FROM jobs AS prior
                 WHERE prior.sequence_key = head.sequence_key AND prior.seq < head.seq
                     AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                    AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+                    AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
             ))
         ORDER BY head.priority, head.seq LIMIT %(key_cap)s::integer
     )
@@ -293,7 +293,7 @@ GET_WAIT_FACTS = """SELECT
         SELECT 1 FROM jobs AS prior
         WHERE job.sequence_key IS NOT NULL AND prior.sequence_key = job.sequence_key
             AND prior.seq < job.seq AND prior.status <> 'succeeded'
-            AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks)
+            AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
     ) AS behind_sequence
 FROM jobs AS job
 LEFT JOIN queues AS flow ON flow.name = job.queue

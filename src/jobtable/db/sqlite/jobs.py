@@ -67,7 +67,7 @@ WHERE seq IN (
             SELECT 1 FROM jobs AS prior
             WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                 AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+                AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks = 1)
         ))
     ORDER BY ready.priority, ready.seq LIMIT ?4
 )
@@ -91,7 +91,7 @@ WHERE seq IN (
             SELECT 1 FROM jobs AS prior
             WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
                 AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
-                AND (prior.status = 'queued' OR prior.status = 'running' OR prior.sequence_blocks = 1)
+                AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks = 1)
         ))
     ORDER BY ready.priority, ready.seq LIMIT ?5
 )
