@@ -4,9 +4,11 @@ Each test keeps the process busy as a web process is: an enqueue_and_wait
 every 0.1 s beside the wait under test, so the waits' registry is woken
 again and again by notifications and new waits. The job waited for is then
 ended by something other than its own outcome: its dependency's failure,
-cancel_workflow, or the interruption of a dead runner's job. The wait must
-return well within a generous margin of the stated bound (the registry's
-poll, 1 s), and without the busy stream stopping first. The stores are
+cancel_workflow, the interruption of a dead runner's job, or a plain UPDATE
+from another program that no notification tells of (only the poll sees
+that one). The wait must return well within a generous margin of the
+stated bound (the registry's poll, 1 s), and without the busy stream
+stopping first. The stores are
 SQLite (its file watch), SQLite without a watch (polling only, as where the
 file system cannot tell) and PostgreSQL (LISTEN/NOTIFY).
 """
@@ -14,12 +16,15 @@ file system cannot tell) and PostgreSQL (LISTEN/NOTIFY).
 import asyncio
 import contextlib
 import pathlib
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 
+import psycopg
 import pytest
 
 import jobtable
 from jobtable._engines.base import Queries
+from jobtable._engines.postgres.engine import PostgresEngine
 from jobtable._engines.sqlite.engine import SQLiteEngine
 from jobtable._values import now
 from jobtable._wait.waiters import POLL
@@ -210,3 +215,24 @@ async def test_a_job_failed_by_maintenance_as_interrupted_is_seen_at_once(
         finally:
             successor.stop()
             await successor.wait()
+
+
+def cancel_behind_jobtables_back(store: jobtable.Store, job_id: str) -> None:
+    """Cancels job_id with a plain UPDATE on a connection of its own, which notifies no one."""
+    if isinstance(store.engine, SQLiteEngine):
+        with contextlib.closing(sqlite3.connect(store.engine.path)) as conn, conn:
+            conn.execute("UPDATE jobs SET status = 'cancelled' WHERE id = ?", [job_id])
+    else:
+        assert isinstance(store.engine, PostgresEngine)
+        with psycopg.connect(store.engine._url) as conn:
+            conn.execute("UPDATE jobs SET status = 'cancelled' WHERE id = %s", [job_id])
+
+
+async def test_an_end_no_notification_tells_of_is_seen_within_the_poll(
+    store: jobtable.Store, runner: jobtable.Runner
+) -> None:
+    job_id = step.enqueue(store, 1, queue="nobody")
+    async with busy_process(store) as traffic:
+        await assert_cancelled_within_bound(
+            store, job_id, lambda: cancel_behind_jobtables_back(store, job_id), traffic
+        )
