@@ -224,8 +224,8 @@ def cancel_behind_jobtables_back(store: jobtable.Store, job_id: str) -> None:
             conn.execute("UPDATE jobs SET status = 'cancelled' WHERE id = ?", [job_id])
     else:
         assert isinstance(store.engine, PostgresEngine)
-        with psycopg.connect(store.engine._url) as conn:
-            conn.execute("UPDATE jobs SET status = 'cancelled' WHERE id = %s", [job_id])
+        with psycopg.connect(store.engine._url) as pg:
+            pg.execute("UPDATE jobs SET status = 'cancelled' WHERE id = %s", [job_id])
 
 
 async def test_an_end_no_notification_tells_of_is_seen_within_the_poll(
