@@ -492,6 +492,22 @@ WHERE id = @id AND status = 'running';
 -- necessity from SQLite, which has no NOTIFY: runners there poll.
 SELECT pg_notify(jobtable_channel(current_schema()), 'cancel');
 
+-- name: NotifyJobsEnded :exec
+-- NotifyJobsEnded notifies the end of the jobs of ids at commit, as
+-- FinishAndClaimJobs does (JobsEnded), for the writes that end jobs in other
+-- statements: interrupts, bulk cancels, a workflow's cancel, deletes. Empty
+-- ids (the write knows that jobs ended, not which) or ids too long for a
+-- payload send '': a listener then checks every job it waits for. One
+-- notification a statement however many jobs ended, and, as
+-- FinishAndClaimJobs, only while some process waits. Differs by necessity
+-- from SQLite, which has no NOTIFY: its waiters watch the file.
+SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+    WHEN count(id) > 0 AND sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\n')
+    ELSE '' END)
+FROM unnest(@ids::text[]) AS id
+HAVING NOT pg_try_advisory_xact_lock(
+    hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16);
+
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;
 

@@ -20,7 +20,9 @@ from psycopg import sql
 from pydantic import BaseModel
 
 import jobtable
+from jobtable._engines.base import Queries
 from jobtable._engines.postgres.engine import PostgresEngine
+from jobtable._values import now
 from jobtable._wait.waiters import Waiters, waiters_of
 
 WaitUntil = Callable[..., Awaitable[None]]
@@ -328,3 +330,100 @@ async def test_the_listener_stops_when_no_one_waits_and_a_new_wait_starts_it_aga
     await wait_until(lambda: waiters.listening)
     await runner.start()
     assert await again == Size(width=10)
+
+
+def claim_as(store: jobtable.Store, runner: str) -> list[str]:
+    """Claims the default queue's jobs for a runner not running here: a process that died."""
+
+    def claim(q: Queries) -> list[str]:
+        claimed = q.finish_and_claim_jobs(
+            outcomes=[], queue="default", runner=runner, now=now(), max_jobs=10
+        )[1]
+        return [row.id for row in claimed]
+
+    return store.engine.write(claim)
+
+
+async def wait_registered(
+    store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil, job_id: str
+) -> "asyncio.Task[Size]":
+    """A task awaiting job_id's result, returned once its wait listens for ends."""
+    waiting = asyncio.create_task(resize.await_result(store, job_id, timeout=60))
+    await wait_until(lambda: len(waiters) == 1 and waiters.listening)
+    return waiting
+
+
+async def test_a_dependent_cancelled_by_its_dependencys_failure_wakes_its_wait(
+    store: jobtable.Store, runner: jobtable.Runner, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    wf = jobtable.Workflow("declined")
+    paid = wf.add(charge, -1)
+    shipped = wf.add(resize, Size(width=1), after=[paid])
+    wf.enqueue(store)
+    waiting = await wait_registered(store, waiters, wait_until, shipped.id)
+    await runner.start()
+    with pytest.raises(jobtable.JobCancelled):
+        await waiting
+
+
+async def test_a_dependent_cancelled_with_its_dependency_wakes_its_wait(
+    store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    wf = jobtable.Workflow("called off")
+    first = wf.add(resize, Size(width=1))
+    then = wf.add(resize, Size(width=2), after=[first])
+    wf.enqueue(store)
+    waiting = await wait_registered(store, waiters, wait_until, then.id)
+    store.cancel(first.id)
+    with pytest.raises(jobtable.JobCancelled):
+        await waiting
+
+
+async def test_a_job_cancel_workflow_cancels_wakes_its_wait(
+    store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    wf = jobtable.Workflow("called off")
+    first = wf.add(resize, Size(width=1))
+    wf.add(resize, Size(width=2), after=[first])
+    wf.enqueue(store)
+    waiting = await wait_registered(store, waiters, wait_until, first.id)
+    assert store.cancel_workflow(wf.id) == 2
+    with pytest.raises(jobtable.JobCancelled):
+        await waiting
+
+
+async def test_a_job_cancelled_in_bulk_wakes_its_wait(
+    store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    job_id = resize.enqueue(store, Size(width=1))
+    waiting = await wait_registered(store, waiters, wait_until, job_id)
+    assert store.cancel_matching(kind="resize").cancelled == 1
+    with pytest.raises(jobtable.JobCancelled):
+        await waiting
+
+
+async def test_a_job_deleted_in_bulk_wakes_its_wait(
+    store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    job_id = resize.enqueue(store, Size(width=1))
+    waiting = await wait_registered(store, waiters, wait_until, job_id)
+    assert store.delete_matching(kind="resize") == 1
+    with pytest.raises(jobtable.JobNotFound, match=job_id):
+        await waiting
+
+
+async def test_a_job_failed_as_interrupted_wakes_its_wait(
+    store: jobtable.Store, waiters: Waiters, wait_until: WaitUntil
+) -> None:
+    job_id = resize.enqueue(store, Size(width=1))
+    assert claim_as(store, "gone") == [job_id]
+    waiting = await wait_registered(store, waiters, wait_until, job_id)
+    successor = jobtable.Runner(store, workers=1, name="gone")
+    successor.handler(resize)(lambda ctx, payload: payload)
+    await successor.start()  # fails the jobs its predecessor left running
+    try:
+        with pytest.raises(jobtable.JobFailed, match=jobtable.MESSAGE_INTERRUPTED):
+            await waiting
+    finally:
+        successor.stop()
+        await successor.wait()

@@ -2,12 +2,15 @@
 
 A wait adds a future for its job id; one thread per store checks the
 waited-for jobs with one query (``GetJobs``, in chunks) and settles the
-futures of those that ended. It checks when the engine says a commit may
-have ended jobs (``EndedJobs``: PostgreSQL's NOTIFY names them; SQLite's
-WAL watch says only that the file changed), when a wait is added, and every
-``poll`` seconds as a safety net for ends no notification tells of. So a
-thousand waits share one listening connection (or one file watch) and cost
-no connection while they wait.
+futures of those that ended. It checks the jobs a commit may have ended as
+the engine tells of it (``EndedJobs``: PostgreSQL's NOTIFY names them;
+SQLite's WAL watch says only that the file changed), a wait's job when the
+wait is added, and every waited-for job every ``poll`` seconds, on a fixed
+schedule that no wake moves: the safety net for an end no notification
+tells of. So a wait returns at most ``poll`` seconds (and one check) after
+its job's end commits, however busy the process is, and a thousand waits
+share one listening connection (or one file watch) and cost no connection
+while they wait.
 
 The thread starts with the first wait and listens before its first check,
 so no end committed after a wait's check goes unseen; it stops listening and
@@ -17,6 +20,7 @@ ends after ``IDLE_POLLS`` polls without a wait.
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from weakref import WeakKeyDictionary
@@ -29,7 +33,7 @@ ENDED = frozenset({"succeeded", "failed", "cancelled"})
 """The statuses a job ends in: a wait returns once its job has one."""
 
 POLL = 1.0
-"""Seconds between two checks of every waited-for job when no notification comes."""
+"""Seconds between two checks of every waited-for job, whatever wakes come between them."""
 
 IDLE_POLLS = 30
 """Polls without a wait after which the thread stops listening and ends."""
@@ -140,19 +144,27 @@ class Waiters:
         try:
             stop = self._listen()
             self.listening = stop is not None
+            polled = time.monotonic()
             while True:
-                woken = self._woken.wait(self.poll)
+                # A deadline, not an idle timer: wakes that keep coming (a
+                # busy process's notifications and new waits) never put the
+                # next check of every waited-for job off.
+                self._woken.wait(max(0.0, polled + self.poll - time.monotonic()))
+                poll = time.monotonic() >= polled + self.poll
+                if poll:
+                    polled = time.monotonic()
                 with self._lock:
                     self._woken.clear()
                     due, self._due = self._due, set()
                     if not self._futures:
-                        idle += 1
+                        if poll:
+                            idle += 1
                         if idle >= IDLE_POLLS:
                             self._thread = None  # under the lock: an add now starts another
                             return
                         continue
                     idle = 0
-                    if due is None or not woken:
+                    if due is None or poll:
                         due = set(self._futures)
                     ids = [i for i in due if i in self._futures]
                 self._check(ids)

@@ -47,7 +47,9 @@ class Waiting(Generic[P, R]):
     A wait costs no connection of its own: the process's waits for a store
     share one listener (PostgreSQL: one connection that LISTENs for the
     notification each commit that ends jobs sends; SQLite: the file watch
-    runners use), which wakes them as the outcome commits.
+    runners use), which wakes them as the end commits. Every waited-for job
+    is also checked once a second whatever else happens, so a wait returns
+    within a second of its job's end, whatever ended it.
     """
 
     if TYPE_CHECKING:  # what Kind, the one subclass, defines

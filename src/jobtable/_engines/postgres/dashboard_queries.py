@@ -18,6 +18,7 @@ from jobtable._engines.dashboard_queries import (
     QueueNameRow,
     RunningQueueRow,
 )
+from jobtable._engines.postgres.ends import notify_ended
 from jobtable._engines.postgres.operator_queries import pg_time
 from jobtable._engines.rows import RecordRow
 from jobtable._values import timestamp
@@ -101,19 +102,28 @@ class PostgresDashboardQueries:
             for row in rows
         ]
 
+    # A bulk cancel or delete notifies once (NotifyJobsEnded), naming no job,
+    # so that the waits for the jobs it ended return at its commit.
+
     def cancel_queued_matching(
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
-        return self._dashboard.cancel_queued_matching(
+        count = self._dashboard.cancel_queued_matching(
             now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
         )
+        if count:
+            notify_ended(self._conn)
+        return count
 
     def cancel_pending_matching(
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
-        return self._dashboard.cancel_pending_matching(
+        count = self._dashboard.cancel_pending_matching(
             now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
         )
+        if count:
+            notify_ended(self._conn)
+        return count
 
     def request_cancel_matching(self, *, now: str, kind: str | None, queue: str | None) -> int:
         return self._dashboard.request_cancel_matching(now=pg_time(now), kind=kind, queue=queue)
@@ -121,9 +131,12 @@ class PostgresDashboardQueries:
     def delete_matching(
         self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
-        return self._dashboard.delete_matching(
+        count = self._dashboard.delete_matching(
             status=status, kind=kind, queue=queue, max_jobs=max_jobs
         )
+        if count:
+            notify_ended(self._conn)
+        return count
 
     def finished_since(self, *, since: str, max_jobs: int) -> Sequence[FinishedRow]:
         return [

@@ -17,6 +17,7 @@ from jobtable._engines.base import Queries
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
+from jobtable._engines.postgres.ends import notify_ended
 from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
@@ -249,18 +250,30 @@ class _Queries(
     def ready_retries(self, *, queue: str) -> int:
         return self._q.ready_retries(queue=queue)
 
+    # An interrupt fails or cancels the jobs whose attempts are spent, and
+    # notifies (NotifyJobsEnded), so that their waits return at its commit.
+
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
-        return self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
+        count = self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
+        if count:
+            notify_ended(self._conn)
+        return count
 
     def interrupt_jobs_of_dead_runners(
         self, *, error: str, now: str, lease: float, runner: str
     ) -> int:
-        return self._q.interrupt_jobs_of_dead_runners(
+        count = self._q.interrupt_jobs_of_dead_runners(
             error=error, now=_time(now), runner=runner, lease_seconds=lease
         )
+        if count:
+            notify_ended(self._conn)
+        return count
 
     def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int:
-        return self._q.interrupt_job(error=error, now=_time(now), id=id, attempt=attempt)
+        count = self._q.interrupt_job(error=error, now=_time(now), id=id, attempt=attempt)
+        if count:
+            notify_ended(self._conn, [id])
+        return count
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
         return self._q.list_running_jobs(runner=runner, before=_time(before))

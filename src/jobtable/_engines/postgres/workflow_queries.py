@@ -6,6 +6,7 @@ from typing import cast
 import psycopg
 from psycopg.rows import TupleRow
 
+from jobtable._engines.postgres.ends import notify_ended
 from jobtable._engines.postgres.job_rows import zoned
 from jobtable._engines.postgres.operator_queries import pg_time
 from jobtable._engines.workflow_queries import (
@@ -25,6 +26,7 @@ class PostgresWorkflowQueries:
     """Workflows' queries on one connection."""
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
+        self._conn = conn
         self._wf = workflows.Querier(conn)
 
     def create_workflow(self, *, id: str, name: str, now: str) -> None:
@@ -114,10 +116,13 @@ class PostgresWorkflowQueries:
         return [(r.dep, r.job) for r in self._wf.list_workflow_deps(workflow_id=workflow_id)]
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
-        return [
+        ids = [
             row.id
             for row in self._wf.cancel_workflow_jobs(now=pg_time(now), workflow_id=workflow_id)
         ]
+        if ids:
+            notify_ended(self._conn, ids)
+        return ids
 
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
         return self._wf.request_cancel_workflow(now=pg_time(now), workflow_id=workflow_id)

@@ -369,6 +369,14 @@ WHERE id = %(id)s AND status = 'running'
 NOTIFY_CANCEL = """SELECT pg_notify(jobtable_channel(current_schema()), 'cancel')
 """
 
+NOTIFY_JOBS_ENDED = """SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+    WHEN count(id) > 0 AND sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n')
+    ELSE '' END)
+FROM unnest(%(ids)s::text[]) AS id
+HAVING NOT pg_try_advisory_xact_lock(
+    hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
+"""
+
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
 """
 
@@ -1970,6 +1978,27 @@ class Querier:
         """
         self._conn.execute(
             NOTIFY_CANCEL,
+        )
+
+    def notify_jobs_ended(
+        self,
+        *,
+        ids: list[str],
+    ) -> None:
+        """NotifyJobsEnded notifies the end of the jobs of ids at commit, as
+        FinishAndClaimJobs does (JobsEnded), for the writes that end jobs in other
+        statements: interrupts, bulk cancels, a workflow's cancel, deletes. Empty
+        ids (the write knows that jobs ended, not which) or ids too long for a
+        payload send '': a listener then checks every job it waits for. One
+        notification a statement however many jobs ended, and, as
+        FinishAndClaimJobs, only while some process waits. Differs by necessity
+        from SQLite, which has no NOTIFY: its waiters watch the file.
+        """
+        self._conn.execute(
+            NOTIFY_JOBS_ENDED,
+            {
+                "ids": ids,
+            },
         )
 
     def get_job(

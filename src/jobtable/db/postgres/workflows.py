@@ -106,13 +106,20 @@ settled AS (
             ELSE jobs.updated_at END
     FROM plan
     WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
-    RETURNING jobs.status
+    RETURNING jobs.id, jobs.status, plan.cause
 ),
 ready AS MATERIALIZED (
     SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
     WHERE status = 'queued' HAVING count(*) > 0
+),
+doom_ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n') ELSE '' END)
+    FROM settled WHERE cause IS NOT NULL
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 )
-SELECT count(*) FROM ready
+SELECT count(*) FROM (SELECT 1 FROM ready UNION ALL SELECT 1 FROM doom_ended) AS notified
 """
 
 FINISH_WORKFLOW_JOBS = """WITH RECURSIVE finished AS (
@@ -225,13 +232,21 @@ settled AS (
             ELSE jobs.updated_at END
     FROM plan
     WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
-    RETURNING jobs.status
+    RETURNING jobs.id, jobs.status, plan.cause
 ),
 ready AS MATERIALIZED (
     SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
     WHERE status = 'queued' HAVING count(*) > 0
+),
+doom_ended AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
+        WHEN sum(octet_length(id) + 1) < 7900 THEN string_agg(id, E'\\n') ELSE '' END)
+    FROM settled WHERE cause IS NOT NULL
+    HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 )
 SELECT finished.id FROM finished LEFT JOIN ended ON true LEFT JOIN ready ON true
+    LEFT JOIN doom_ended ON true
 """
 
 REVIVE_DEPENDENTS = """UPDATE jobs
@@ -551,7 +566,9 @@ class Querier:
         whose count reaches 0 is queued, ready at once or at its run_at, and wakes
         idle runners (a notification on the schema's channel, at commit: the
         insert trigger wakes them for new jobs only; SQLite's runners watch the
-        file's writes instead). An end is counted
+        file's writes instead). The jobs it cancels notify their end as
+        FinishAndClaimJobs does (JobsEnded), so that processes waiting for them
+        wake at once. An end is counted
         once (job_deps.done): no end counts twice, though a dependency retried
         ends again. Differs from SQLite, whose engine has no round trip to save:
         there each step is a statement of its own, in the same transaction.
@@ -569,6 +586,7 @@ class Querier:
         Only pending_deps changes for a job still waiting, which no index holds:
         the update of a wide fan-in's row at each of its dependencies' ends stays
         HOT, adding no index entry.
+        The jobs it cancelled ended: JobsEnded names them, as it names outcomes.
         """
         self._conn.execute(
             SETTLE_DEPENDENTS,
@@ -591,7 +609,8 @@ class Querier:
         run_traces: list[str | None] | None,
     ) -> list[FinishWorkflowJobsRow]:
         """FinishWorkflowJobs stores the outcomes of finished attempts as
-        FinishAndClaimJobs does (the same arrays; JobsEnded's notification too),
+        FinishAndClaimJobs does (the same arrays; JobsEnded's notification too,
+        and another naming the dependents it cancels),
         and settles, in the same statement, the dependents of the jobs of
         workflows it ended, as SettleDependents does: a runner's outcomes of
         workflows' jobs cost one statement, one round trip, as a plain job's. It
@@ -615,6 +634,7 @@ class Querier:
         Only pending_deps changes for a job still waiting, which no index holds:
         the update of a wide fan-in's row at each of its dependencies' ends stays
         HOT, adding no index entry.
+        The jobs it cancelled ended: JobsEnded names them, as it names outcomes.
         """
         cur = self._conn.execute(
             FINISH_WORKFLOW_JOBS,
