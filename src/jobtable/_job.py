@@ -203,7 +203,11 @@ class WorkflowLinks(BaseModel):
 
     ``dependencies`` are the jobs it waits for, ``dependents`` those that wait
     for it, each in enqueue order. ``cancelled_because`` says which
-    dependency's end cancelled it, when one did.
+    dependency's end cancelled it, when one did (``"dependency <id>
+    failed"``, ``cancelled`` or ``deleted``). ``blocked_by`` says, in the
+    same words, each dependency it needs that failed, was cancelled or was
+    deleted before it succeeded: while one does, ``Store.retry`` of it is
+    refused (``RetryResult.BLOCKED``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -213,6 +217,7 @@ class WorkflowLinks(BaseModel):
     dependencies: list[LinkedJob] = []
     dependents: list[LinkedJob] = []
     cancelled_because: str | None = None
+    blocked_by: list[str] = []
 
 
 JobRecord.model_rebuild()

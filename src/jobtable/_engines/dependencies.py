@@ -101,6 +101,46 @@ def settle_blockers(q: WorkflowQueries, job_id: str, now: str) -> None:
         settle_dependents(q, dep, now)
 
 
+def retry_blockers(q: WorkflowQueries, job_id: str) -> list[str]:
+    """Why job_id cannot run again: the dependencies it needs that ended otherwise than succeeding.
+
+    Each as "dependency <id> failed" (or cancelled), and "dependency <id>
+    deleted" for the one whose delete cancelled it for good (its edge went
+    with it, see ``forget_deleted``). Empty for a job of no workflow, and
+    for one that nothing blocks. A retry of a blocked job is refused: the
+    dependency's retry is what brings it back.
+    """
+    found = q.job_workflow(id=job_id)
+    if found is None or found.workflow_id is None:
+        return []
+    status = {dep.id: dep.status for dep in q.list_dependencies(job=job_id)}
+    return blocking_reasons(q, job_id, found.blocked_by, status)
+
+
+def blocking_reasons(
+    q: WorkflowQueries, job_id: str, blocked_by: str | None, status: dict[str, str]
+) -> list[str]:
+    """``retry_blockers`` of a workflow job already read: its blocked_by, its deps' statuses."""
+    reasons = [
+        f"dependency {dep} {status.get(dep, 'cancelled')}" for dep in q.blocking_deps(job=job_id)
+    ]
+    if blocked_by is not None and blocked_by not in status:
+        reasons.append(f"dependency {blocked_by} deleted")
+    return reasons
+
+
+def forget_deleted(q: WorkflowQueries, job_id: str) -> None:
+    """Makes the jobs that need job_id stop waiting for it: it is deleted next, in this transaction.
+
+    Its end must be settled first (an unended job is cancelled, and its
+    dependents settled). Each job that had not counted its end then needs
+    a job that can no longer end: it is cancelled, names job_id as the
+    reason, and its count of dependencies drops the edge that goes with
+    job_id, so no job is left pending, or counting, for a job that is gone.
+    """
+    q.forget_dependency(dep=job_id)
+
+
 def settle_stranded(q: WorkflowQueries, now: str) -> None:
     """Settles the dependents of every ended job whose end a pending job has not counted.
 

@@ -9,7 +9,13 @@ import datetime
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
-from jobtable._engines.dependencies import revive_dependents, settle_blockers, settle_dependents
+from jobtable._engines.dependencies import (
+    forget_deleted,
+    retry_blockers,
+    revive_dependents,
+    settle_blockers,
+    settle_dependents,
+)
 from jobtable._engines.operator_queries import SealedRow
 from jobtable._job import Status
 from jobtable._operations import lock_job
@@ -52,7 +58,9 @@ def settle_retried(q: Queries, job_id: str, now: str) -> None:
 class RetryJob:
     """The write that queues a failed or cancelled job again; see ``Store.retry``.
 
-    It acts on one status of the job, the one ``lock_job`` read.
+    It acts on one status of the job, the one ``lock_job`` read. A job of a
+    workflow that a dependency blocks (``retry_blockers``) is left as it
+    is: BLOCKED.
     """
 
     __slots__ = ("job_id", "now")
@@ -69,6 +77,8 @@ class RetryJob:
             return RetryResult.QUEUED
         if status not in (Status.FAILED, Status.CANCELLED):
             return RetryResult(status.value)
+        if retry_blockers(q, self.job_id):
+            return RetryResult.BLOCKED
         if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
         settle_retried(q, self.job_id, self.now)
@@ -103,7 +113,9 @@ class DeleteJob:
     """The write that deletes a job unless it is running; see ``Store.delete``.
 
     It acts on one status of the job, the one ``lock_job`` read: a job that
-    a claim made running meanwhile is kept.
+    a claim made running meanwhile is kept. Every delete of a job, single
+    or in bulk, is this write: the jobs that need the deleted one are
+    settled in its transaction.
     """
 
     __slots__ = ("job_id", "now")
@@ -123,6 +135,7 @@ class DeleteJob:
             # settled as if it was cancelled, not left waiting for it.
             q.cancel_queued_job(now=self.now, id=self.job_id)
             settle_dependents(q, self.job_id, self.now)
+        forget_deleted(q, self.job_id)
         q.delete_job(id=self.job_id)
         return DeleteResult.DELETED
 

@@ -15,6 +15,7 @@ from jobtable._engines.dashboard_queries import (
     DueRow,
     FinishedRow,
     KindNameRow,
+    NeededRow,
     QueueNameRow,
     RunningQueueRow,
 )
@@ -122,6 +123,13 @@ class PostgresDashboardQueries:
         self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
         return self._dashboard.delete_matching(
+            status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        )
+
+    def list_needed_matching(
+        self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
+    ) -> Sequence[NeededRow]:
+        return self._dashboard.list_needed_matching(
             status=status, kind=kind, queue=queue, max_jobs=max_jobs
         )
 
