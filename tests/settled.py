@@ -44,9 +44,9 @@ def _rows(target: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...
         with psycopg.connect(target) as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return conn.execute(_JOBS).fetchall(), conn.execute(_EDGES).fetchall()
-    with contextlib.closing(sqlite3.connect(target)) as conn:
-        conn.execute("BEGIN")
-        return conn.execute(_JOBS).fetchall(), conn.execute(_EDGES).fetchall()
+    with contextlib.closing(sqlite3.connect(target)) as lite:
+        lite.execute("BEGIN")
+        return lite.execute(_JOBS).fetchall(), lite.execute(_EDGES).fetchall()
 
 
 def unsettled(target: str) -> list[str]:

@@ -184,8 +184,20 @@ class JobRecord(BaseModel):
 
     @property
     def cancelled_because(self) -> str | None:
-        """Why a dependency's end cancelled the job: ``"dependency <id> failed"``; else None."""
+        """Why a dependency's end cancelled the job: ``"dependency <id> failed"``; else None.
+
+        ``cancelled`` or ``deleted`` instead of ``failed`` as the dependency ended.
+        """
         return None if self.workflow is None else self.workflow.cancelled_because
+
+    @property
+    def blocked_by(self) -> list[str]:
+        """What refuses a retry of the job: its dependencies that failed, were cancelled or deleted.
+
+        Each as ``"dependency <id> failed"`` (``cancelled``, ``deleted``); empty
+        for a job that nothing blocks, or of no workflow, or a listing's record.
+        """
+        return [] if self.workflow is None else self.workflow.blocked_by
 
 
 class LinkedJob(BaseModel):

@@ -46,9 +46,7 @@ def runner_of(store: jobtable.Store, failing: set[str]) -> jobtable.Runner:
 
 
 def blocked_by(store: jobtable.Store, job_id: str) -> list[str]:
-    links = store.inspect(job_id).workflow
-    assert links is not None
-    return links.blocked_by
+    return store.inspect(job_id).blocked_by
 
 
 Delete = Callable[[jobtable.Store, str], None]
@@ -125,7 +123,7 @@ async def test_retrying_the_dependent_of_a_deleted_failed_dependency_is_refused_
     assert store.retry(b.id) is Retry.BLOCKED
     assert store.get(b.id).status is Status.CANCELLED
     assert blocked_by(store, b.id) == [f"dependency {a.id} deleted"]
-    assert store.inspect(b.id).workflow.cancelled_because == f"dependency {a.id} deleted"  # type: ignore[union-attr]
+    assert store.inspect(b.id).cancelled_because == f"dependency {a.id} deleted"
     assert_settled(store_target)
 
 
@@ -160,7 +158,7 @@ async def test_deleting_a_queued_dependency_cancels_its_dependents_for_good(
     delete(store, a.id)
     assert_settled(store_target)
     assert [store.get(j.id).status for j in (b, c)] == [Status.CANCELLED] * 2
-    assert store.inspect(b.id).workflow.cancelled_because == f"dependency {a.id} deleted"  # type: ignore[union-attr]
+    assert store.inspect(b.id).cancelled_because == f"dependency {a.id} deleted"
     assert store.retry(b.id) is Retry.BLOCKED
     assert store.retry(c.id) is Retry.BLOCKED
     assert blocked_by(store, c.id) == [f"dependency {b.id} cancelled"]
@@ -227,7 +225,7 @@ async def test_a_bulk_delete_by_filter_settles_the_dependents_of_a_pending_depen
     wf.enqueue(store)
     assert store.delete_matching(kind="step") == 2
     assert [store.get(j.id).status for j in (b, d)] == [Status.CANCELLED] * 2
-    assert store.inspect(d.id).workflow.cancelled_because == f"dependency {c.id} deleted"  # type: ignore[union-attr]
+    assert store.inspect(d.id).cancelled_because == f"dependency {c.id} deleted"
     assert_settled(store_target)
 
 
