@@ -102,7 +102,7 @@ def workflow_links(q: Queries, job_id: str) -> WorkflowLinks | None:
             for d in q.list_dependents(dep=job_id)
         ],
         cancelled_because=reason,
-        blocked_by=blocking_reasons(q, job_id, found.blocked_by, status),
+        blocked_by=blocking_reasons(deps, found.blocked_by),
     )
 
 
