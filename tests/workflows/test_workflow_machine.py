@@ -443,10 +443,12 @@ def never_counts_success(q: Any, job_id: str, now: str) -> None:
 
 def bulk_retry_revives_only(op: Any, q: Any) -> int:
     """A bulk retry that revives the dependents of its retried jobs and settles nothing else."""
-    count, in_workflows = q.requeue_failed_jobs(now=op.now, kind=op.kind, queue=op.queue)
-    for job_id in in_workflows:
-        dependencies.revive_dependents(q, job_id, op.now)
-    return int(count)
+    count = int(q.requeue_failed_jobs(now=op.now, kind=op.kind, queue=op.queue))
+    for job_id in q.failed_workflow_jobs(kind=op.kind, queue=op.queue):
+        if q.requeue_job(now=op.now, id=job_id):
+            count += 1
+            dependencies.revive_dependents(q, job_id, op.now)
+    return count
 
 
 SETTLE = dependencies.settle_dependents

@@ -90,8 +90,9 @@ class RetryJob:
 class RetryFailedJobs:
     """The write that queues again every failed job matching the filters; returns how many.
 
-    Each requeued job of a workflow is then settled as ``RetryJob`` settles
-    one, in the same transaction.
+    The jobs of no workflow in one statement; each job of a workflow is
+    retried by ``RetryJob``, in the same transaction, so that it is settled,
+    or refused as BLOCKED, exactly as a single retry of it would be.
     """
 
     kind: str | None
@@ -99,13 +100,13 @@ class RetryFailedJobs:
     now: str
 
     def __call__(self, q: Queries) -> int:
-        count, in_workflows = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
-        # In enqueue order, so a job's dependencies (stored before it) come
-        # first: each is settled as a single retry of it would settle it.
-        for job_id in in_workflows:
-            settle_retried(q, job_id, self.now)
+        count = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
         if count:
             q.wake_runners()
+        # In enqueue order, so a job's dependencies (stored before it) come
+        # first: retried already, they no longer block it.
+        for job_id in q.failed_workflow_jobs(kind=self.kind, queue=self.queue):
+            count += RetryJob(job_id, self.now)(q) is RetryResult.RETRIED
         return count
 
 
