@@ -56,8 +56,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from machine_targets import Target, on_engine, sqlite_target
-from settled import unsettled
 from pydantic import BaseModel
+from settled import unsettled
 
 import jobtable
 from jobtable._engines import dependencies
