@@ -256,4 +256,3 @@ async def test_prune_keeps_a_failed_dependency_until_the_dependent_it_cancelled_
     assert_settled(store_target)
     assert store.prune(datetime.timedelta(0)) == 1
     assert store.list_jobs() == []
-
