@@ -38,7 +38,10 @@ NOTICES: Mapping[str, str] = {
     f"delete-{DeleteResult.DELETED}": "The job was deleted.",
     f"delete-{DeleteResult.RUNNING}": "The job is running and was kept: cancel it first.",
     "bulk-retry": "Failed jobs queued again: {count}.",
-    "bulk-retry-selected": "Queued again: {count} (failed or cancelled ones; others unchanged).",
+    "bulk-retry-selected": (
+        "Queued again: {count} (failed or cancelled ones no failed, cancelled or deleted"
+        " dependency blocks; others unchanged)."
+    ),
     "bulk-cancel": "Cancelled or asked to cancel: {count} (finished ones unchanged).",
     "bulk-delete": "Deleted: {count} (running ones are kept: cancel them first).",
     "queue-pause": "Queue paused: no runner starts its jobs until it is resumed.",
