@@ -149,9 +149,12 @@ class DeleteMatching:
         )
         for row in needed:
             deleted += DeleteJob(row.id, self.now)(q) is DeleteResult.DELETED
-        return deleted + q.delete_matching(
+        unneeded = q.delete_matching(
             status=self.status, kind=self.kind, queue=self.queue, max_jobs=self.batch - deleted
         )
+        if unneeded:
+            q.wake_runners()  # a deleted job may have held back a job of its sequence
+        return deleted + unneeded
 
 
 def percentile(sorted_values: Sequence[datetime.timedelta], p: float) -> datetime.timedelta | None:

@@ -138,6 +138,10 @@ class DeleteJob:
             settle_dependents(q, self.job_id, self.now)
         forget_deleted(q, self.job_id)
         q.delete_job(id=self.job_id)
+        if status is not Status.SUCCEEDED:
+            # It may have held back a job of its sequence (failed or
+            # cancelled, or queued before it): a held job is released now.
+            q.wake_runners()
         return DeleteResult.DELETED
 
 
