@@ -114,9 +114,9 @@ class DeleteJob:
     """The write that deletes a job unless it is running; see ``Store.delete``.
 
     It acts on one status of the job, the one ``lock_job`` read: a job that
-    a claim made running meanwhile is kept. Every delete of a job, single
-    or in bulk, is this write: the jobs that need the deleted one are
-    settled in its transaction.
+    a claim made running meanwhile is kept. Every delete of a job that
+    another job needs, single or in bulk, is this write: the jobs that
+    need the deleted one are settled in its transaction.
     """
 
     __slots__ = ("job_id", "now")
