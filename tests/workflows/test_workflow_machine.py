@@ -155,6 +155,8 @@ class WorkflowMachine(RuleBasedStateMachine):
             status = (await self.store.ainspect(dep)).status
             if status != Status.SUCCEEDED and not (opted and status in ENDED):
                 self.early.append(f"{ctx.id} started while its dependency {dep} was {status}")
+        for dep in self.lost.get(ctx.id, ()):
+            self.early.append(f"{ctx.id} started while its dependency {dep} was deleted")
         self.started.add(ctx.id)
         if self.outcome == "failure":
             raise jobtable.Failure(f"failure {n}")
