@@ -23,15 +23,16 @@ WHERE jobs.id = @id AND jobs.status IN ('failed', 'cancelled')
                 WHEN 'failed' THEN 8 ELSE 16 END) <> 0
     ));
 
--- name: RequeueFailedJobs :many
--- RequeueFailedJobs does what RequeueJob does to every failed job that matches
--- each filter given (a null filter matches all), and returns each one's seq
--- and workflow: a job of a workflow is then settled as a single retry does.
+-- name: RequeueFailedJobs :execrows
+-- RequeueFailedJobs does what RequeueJob does to every failed job of no
+-- workflow that matches each filter given (a null filter matches all). The
+-- failed jobs of workflows (ListFailedWorkflowJobs) are retried one by one,
+-- as a single retry does, since each settles the jobs around it.
 UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts, run_at = @now, scheduled = 0, runner = NULL,
     finished_at = NULL, updated_at = @now
-WHERE jobs.status = 'failed'
+WHERE jobs.status = 'failed' AND jobs.workflow_id IS NULL
     AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR jobs.kind = sqlc.narg(kind))
     AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR jobs.queue = sqlc.narg(queue))
     AND (jobs.unique_key IS NULL OR NOT EXISTS (
@@ -48,8 +49,18 @@ WHERE jobs.status = 'failed'
         SELECT 1 FROM jobs AS twin
         WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
             AND twin.status = 'failed' AND twin.seq > jobs.seq
-    ))
-RETURNING jobs.id, jobs.seq, jobs.workflow_id;
+    ));
+
+-- name: ListFailedWorkflowJobs :many
+-- ListFailedWorkflowJobs lists the failed jobs of workflows that match each
+-- filter given, in enqueue order, so that a bulk retry retries a job's
+-- dependencies (stored before it) first, through the index of rare
+-- statuses.
+SELECT id FROM jobs
+WHERE status = 'failed' AND workflow_id IS NOT NULL
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR queue = sqlc.narg(queue))
+ORDER BY seq;
 
 -- name: DeleteJob :execrows
 -- DeleteJob deletes a job that is not running.

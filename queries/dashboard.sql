@@ -93,8 +93,8 @@ WHERE status = 'running' AND NOT cancel_requested
 -- name: DeleteMatching :execrows
 -- DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
 -- running and match each filter given (a null filter matches all). A job
--- that a pending job of its workflow still waits for is left: deleting it
--- would leave that job pending for ever (cancel it, or delete it by id).
+-- of a workflow that another job has not counted the end of is left: its
+-- delete must settle that job first (ListNeededMatching lists them).
 DELETE FROM jobs
 WHERE seq IN (
     SELECT j.seq FROM jobs AS j
@@ -102,12 +102,24 @@ WHERE seq IN (
         AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR j.status = sqlc.narg(status))
         AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR j.kind = sqlc.narg(kind))
         AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR j.queue = sqlc.narg(queue))
-        AND NOT EXISTS (
-            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
-            WHERE d.dep = j.id AND d.done = 0 AND w.status = 'pending'
-        )
+        AND (j.workflow_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND d.done = 0
+        ))
     ORDER BY j.seq LIMIT @max_jobs
 );
+
+-- name: ListNeededMatching :many
+-- ListNeededMatching lists up to max_jobs jobs, oldest first, not running,
+-- matching each filter given, that DeleteMatching leaves: jobs of a
+-- workflow whose end another job has not counted. Each is deleted by id,
+-- which settles the jobs that need it.
+SELECT j.id FROM jobs AS j
+WHERE j.status <> 'running' AND j.workflow_id IS NOT NULL
+    AND (CAST(sqlc.narg(status) AS TEXT) IS NULL OR j.status = sqlc.narg(status))
+    AND (CAST(sqlc.narg(kind) AS TEXT) IS NULL OR j.kind = sqlc.narg(kind))
+    AND (CAST(sqlc.narg(queue) AS TEXT) IS NULL OR j.queue = sqlc.narg(queue))
+    AND EXISTS (SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND d.done = 0)
+ORDER BY j.seq LIMIT @max_jobs;
 
 -- name: FinishedSince :many
 -- FinishedSince reads the kind, status and times of up to max_jobs jobs that

@@ -177,13 +177,26 @@ WHERE job = @job AND done = 1
 
 -- name: CountPendingDeps :exec
 -- CountPendingDeps sets a retried job's count of dependencies not yet
--- counted, and puts it back to pending when one remains.
+-- counted, and makes it pending while one remains, queued when none does:
+-- a job is never pending with nothing left to wait for.
 UPDATE jobs
 SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND done = 0),
-    status = CASE WHEN status = 'queued' AND EXISTS (
-        SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND done = 0
-    ) THEN 'pending' ELSE status END
+    status = CASE WHEN status NOT IN ('queued', 'pending') THEN status
+        WHEN EXISTS (SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND done = 0)
+        THEN 'pending' ELSE 'queued' END
 WHERE id = @id;
+
+-- name: ForgetDependency :exec
+-- ForgetDependency is run just before dep is deleted, once its end is
+-- settled: each job that had not counted dep's end (it needed dep to
+-- succeed, and is cancelled) stops counting it, since the edge goes with
+-- dep, and names dep as what cancelled it for good (blocked_by). A retry of
+-- such a job is refused: no end of dep can come any more. updated_at stays:
+-- a finished row's is its finished_at.
+UPDATE jobs
+SET pending_deps = pending_deps - 1,
+    blocked_by = CASE WHEN status = 'cancelled' THEN @dep ELSE blocked_by END
+WHERE id IN (SELECT job FROM job_deps WHERE dep = @dep AND done = 0);
 
 -- name: ReopenDependents :exec
 -- ReopenDependents makes the jobs that counted dep's end, and have not

@@ -100,8 +100,8 @@ WHERE status = 'running' AND NOT cancel_requested
 -- name: DeleteMatching :execrows
 -- DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
 -- running and match each filter given (a null filter matches all). A job
--- that a pending job of its workflow still waits for is left: deleting it
--- would leave that job pending for ever (cancel it, or delete it by id).
+-- of a workflow that another job has not counted the end of is left: its
+-- delete must settle that job first (ListNeededMatching lists them).
 DELETE FROM jobs
 WHERE seq IN (
     SELECT j.seq FROM jobs AS j
@@ -109,13 +109,25 @@ WHERE seq IN (
         AND (sqlc.narg(status)::text IS NULL OR j.status = sqlc.narg(status))
         AND (sqlc.narg(kind)::text IS NULL OR j.kind = sqlc.narg(kind))
         AND (sqlc.narg(queue)::text IS NULL OR j.queue = sqlc.narg(queue))
-        AND NOT EXISTS (
-            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
-            WHERE d.dep = j.id AND NOT d.done AND w.status = 'pending'
-        )
+        AND (j.workflow_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND NOT d.done
+        ))
     ORDER BY j.seq LIMIT @max_jobs::bigint
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: ListNeededMatching :many
+-- ListNeededMatching lists up to max_jobs jobs, oldest first, not running,
+-- matching each filter given, that DeleteMatching leaves: jobs of a
+-- workflow whose end another job has not counted. Each is deleted by id,
+-- which settles the jobs that need it.
+SELECT j.id FROM jobs AS j
+WHERE j.status <> 'running' AND j.workflow_id IS NOT NULL
+    AND (sqlc.narg(status)::text IS NULL OR j.status = sqlc.narg(status))
+    AND (sqlc.narg(kind)::text IS NULL OR j.kind = sqlc.narg(kind))
+    AND (sqlc.narg(queue)::text IS NULL OR j.queue = sqlc.narg(queue))
+    AND EXISTS (SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND NOT d.done)
+ORDER BY j.seq LIMIT @max_jobs::bigint;
 
 -- name: FinishedSince :many
 -- FinishedSince reads the kind, status and times of up to max_jobs jobs that

@@ -861,10 +861,17 @@ SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY
 
 -- name: DeleteFinishedJobs :execrows
 -- DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
--- oldest first, skipping rows another runner's maintenance is deleting.
+-- oldest first, skipping rows another runner's maintenance is deleting. A
+-- job of a workflow whose end another job has not counted (a failed
+-- dependency, and the dependent it cancelled) is kept until that job is
+-- deleted: the dependent goes first, so none is left needing a job that is
+-- gone. Only a job of a workflow reads job_deps.
 DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
     WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < @before
+        AND (finished.workflow_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM job_deps AS d WHERE d.dep = finished.id AND NOT d.done
+        ))
     ORDER BY finished.updated_at LIMIT @max_jobs
     FOR UPDATE SKIP LOCKED
 );

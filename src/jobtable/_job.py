@@ -184,8 +184,20 @@ class JobRecord(BaseModel):
 
     @property
     def cancelled_because(self) -> str | None:
-        """Why a dependency's end cancelled the job: ``"dependency <id> failed"``; else None."""
+        """Why a dependency's end cancelled the job: ``"dependency <id> failed"``; else None.
+
+        ``cancelled`` or ``deleted`` instead of ``failed`` as the dependency ended.
+        """
         return None if self.workflow is None else self.workflow.cancelled_because
+
+    @property
+    def blocked_by(self) -> list[str]:
+        """What refuses a retry of the job: its dependencies that failed, were cancelled or deleted.
+
+        Each as ``"dependency <id> failed"`` (``cancelled``, ``deleted``); empty
+        for a job that nothing blocks, or of no workflow, or a listing's record.
+        """
+        return [] if self.workflow is None else self.workflow.blocked_by
 
 
 class LinkedJob(BaseModel):
@@ -203,7 +215,11 @@ class WorkflowLinks(BaseModel):
 
     ``dependencies`` are the jobs it waits for, ``dependents`` those that wait
     for it, each in enqueue order. ``cancelled_because`` says which
-    dependency's end cancelled it, when one did.
+    dependency's end cancelled it, when one did (``"dependency <id>
+    failed"``, ``cancelled`` or ``deleted``). ``blocked_by`` says, in the
+    same words, each dependency it needs that failed, was cancelled or was
+    deleted before it succeeded: while one does, ``Store.retry`` of it is
+    refused (``RetryResult.BLOCKED``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -213,6 +229,7 @@ class WorkflowLinks(BaseModel):
     dependencies: list[LinkedJob] = []
     dependents: list[LinkedJob] = []
     cancelled_because: str | None = None
+    blocked_by: list[str] = []
 
 
 JobRecord.model_rebuild()

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from jobtable._engines.base import Insert, JobInserts, Queries, Statement
-from jobtable._engines.dependencies import settle_dependents
+from jobtable._engines.dependencies import blocking_reasons, settle_dependents
 from jobtable._engines.rows import CountRow, JobRow, NewJob, RecordRow
 from jobtable._engines.step_queries import StepRow
 from jobtable._errors import JobNotFound
@@ -88,10 +88,11 @@ def workflow_links(q: Queries, job_id: str) -> WorkflowLinks | None:
     if found is None or found.workflow_id is None:
         return None
     deps = q.list_dependencies(job=job_id)
+    status = {d.id: d.status for d in deps}
     reason = None
     if found.blocked_by is not None:
-        ended = next((d.status for d in deps if d.id == found.blocked_by), "cancelled")
-        reason = f"dependency {found.blocked_by} {ended}"
+        # Its edge went with it: a dependency not listed was deleted.
+        reason = f"dependency {found.blocked_by} {status.get(found.blocked_by, 'deleted')}"
     return WorkflowLinks(
         id=found.workflow_id,
         name=found.workflow_name or "",
@@ -101,6 +102,7 @@ def workflow_links(q: Queries, job_id: str) -> WorkflowLinks | None:
             for d in q.list_dependents(dep=job_id)
         ],
         cancelled_because=reason,
+        blocked_by=blocking_reasons(deps, found.blocked_by),
     )
 
 

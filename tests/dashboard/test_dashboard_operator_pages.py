@@ -201,3 +201,28 @@ def test_a_finished_job_without_a_result_says_nothing_of_a_partial_result(
     assert "None yet" not in cancelled
     assert "Partial result" not in cancelled
     assert "No partial result yet." in live
+
+
+def test_bulk_retry_of_selected_jobs_counts_only_those_no_dependency_blocks(
+    store: jobtable.Store,
+) -> None:
+    wf = jobtable.Workflow("bulk-retry")
+    a = wf.add(report, {"n": 1})
+    b = wf.add(report, {"n": 2}, after=[a])
+    wf.enqueue(store)
+    store.cancel(a.id)  # b is cancelled with it, naming it
+    with serve(jobtable.dashboard(store)) as base:
+        client = Client(base)
+        token = csrf_token(client.get("/jobs").text)
+        _, went = bulk(client, token, [("action", "retry"), ("id", b.id)])
+        listed = client.get("/jobs?" + went.split("?", 1)[1])
+        assert "count=0" in went
+        assert store.inspect(b.id).status == jobtable.Status.CANCELLED
+        _, went = bulk(client, token, [("action", "retry"), ("id", b.id), ("id", a.id)])
+    assert (
+        "Queued again: 0 (failed or cancelled ones no failed, cancelled or deleted" in listed.text
+    )
+    # Ticked together: b is still refused, and the retry of a brings it back.
+    assert "count=1" in went
+    assert store.inspect(a.id).status == jobtable.Status.QUEUED
+    assert store.inspect(b.id).status == jobtable.Status.PENDING

@@ -142,3 +142,23 @@ def test_without_the_csrf_token_or_when_read_only_cancel_is_refused(
     assert read_only.status == 403
     assert "read-only" in read_only.text
     assert store.get(nodes[0].id).status == jobtable.Status.QUEUED
+
+
+def test_a_refused_retry_says_so_and_the_job_page_names_the_blocking_dependency(
+    store: jobtable.Store,
+) -> None:
+    wf = jobtable.Workflow("blocked")
+    a = wf.add(ping, 1)
+    b = wf.add(ping, 2, after=[a])
+    wf.enqueue(store)
+    store.cancel(a.id)
+    with serve(jobtable.dashboard(store)) as base:
+        client = Client(base)
+        token = csrf_token(client.get(f"/jobs/{b.id}").text)
+        reply = client.post(f"/jobs/{b.id}/retry", {"csrf": token})
+        assert reply.status == 303, reply.text
+        assert reply.headers["location"] == f"/jobs/{b.id}?notice=retry-blocked"
+        after = client.get(reply.headers["location"]).text
+    assert "A dependency it needs failed, was cancelled or was deleted: nothing changed." in after
+    assert f"its dependencies block it: dependency {a.id} cancelled." in after
+    assert store.get(b.id).status is jobtable.Status.CANCELLED

@@ -114,18 +114,19 @@ def test_deleting_a_dependency_that_never_ran_cancels_its_dependents(
     assert store.get(b.id).status is Status.CANCELLED
 
 
-def test_a_bulk_delete_leaves_a_job_that_a_pending_job_waits_for(store: jobtable.Store) -> None:
+def test_a_bulk_delete_settles_the_jobs_that_waited_for_a_deleted_job(
+    store: jobtable.Store,
+) -> None:
     wf = jobtable.Workflow("bulk-delete")
     a = wf.add(step, 1)
     b = wf.add(other, 2, after=[a])
     wf.enqueue(store)
     plain = step.enqueue(store, 3)
-    # a is left: deleting it would strand b, which waits for it.
-    assert store.delete_matching(kind="step") == 1
-    assert [job.id for job in store.list_jobs(kind="step")] == [a.id]
-    assert store.get(b.id).status is Status.PENDING
+    # a goes as a delete by id takes it: b, which waited for it, is cancelled naming it.
+    assert store.delete_matching(kind="step") == 2
+    assert store.list_jobs(kind="step") == []
+    assert store.get(b.id).status is Status.CANCELLED
+    assert store.inspect(b.id).cancelled_because == f"dependency {a.id} deleted"
     with pytest.raises(jobtable.JobNotFound):
         store.get(plain)
-    # Once b no longer waits (cancelled with its workflow), a bulk delete takes every job.
-    store.cancel_workflow(wf.id)
-    assert store.delete_matching() == 2
+    assert store.delete_matching() == 1

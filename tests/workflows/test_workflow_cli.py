@@ -56,3 +56,19 @@ def test_workflows_cancel_cancels_every_unfinished_job(store_target: str) -> Non
     unknown = run(store_target, "workflows", "cancel", "no-such-workflow")
     assert unknown.returncode == 1
     assert "workflow 'no-such-workflow' not found" in unknown.stderr
+
+
+def test_retry_of_a_blocked_job_says_blocked_and_names_the_dependency(store_target: str) -> None:
+    wf = jobtable.Workflow("nightly")
+    a = wf.add(ping, 1)
+    b = wf.add(ping, 2, after=[a])
+    with jobtable.Store.open(store_target) as store:
+        wf.enqueue(store)
+        store.delete(a.id)
+    retried = run(store_target, "jobs", "retry", b.id)
+    assert retried.returncode == 0, retried.stderr
+    assert f"blocked: dependency {a.id} deleted" in " ".join(retried.stdout.split())
+    as_json = run(store_target, "jobs", "retry", b.id, "--json")
+    assert json.loads(as_json.stdout) == {b.id: "blocked"}
+    shown = run(store_target, "jobs", "show", b.id)
+    assert f"dependency {a.id} deleted" in shown.stdout

@@ -23,6 +23,7 @@ from jobtable._cli.app import (
 )
 from jobtable._errors import JobNotFound
 from jobtable._job import JobRecord, JobStep, Status, WorkflowLinks
+from jobtable._operator.models import RetryResult
 from jobtable._store import Store
 
 IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
@@ -210,6 +211,8 @@ def _workflow_view(links: WorkflowLinks) -> Table:
             shown.add_row(side, job.id, job.kind, job.status.value)
     if links.cancelled_because is not None:
         shown.add_row("cancelled", links.cancelled_because, "", "")
+    for reason in links.blocked_by:
+        shown.add_row("blocked", reason, "", "")
     return shown
 
 
@@ -221,8 +224,19 @@ def cancel_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption
 
 @jobs.command("retry", context_settings=IDS_MAY_START_WITH_A_DASH)
 def retry_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """Queues failed or cancelled jobs again, with fresh attempts; their history is kept."""
-    _on_each(store, ids, as_json, Store.retry)
+    """Queues failed or cancelled jobs again, with fresh attempts; their history is kept.
+
+    A job of a workflow that a failed, cancelled or deleted dependency
+    blocks is left as it is: blocked, naming that dependency.
+    """
+    _on_each(store, ids, as_json, Store.retry, _blocked_by)
+
+
+def _blocked_by(opened: Store, job_id: str, outcome: StrEnum) -> str | None:
+    """What blocks a job whose retry was refused as BLOCKED, read after it; None otherwise."""
+    if outcome is not RetryResult.BLOCKED:
+        return None
+    return "; ".join(opened.inspect(job_id).blocked_by) or None
 
 
 @jobs.command("retry-failed")
@@ -245,21 +259,34 @@ def delete_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption
 
 
 def _on_each(
-    url: str | None, ids: list[str], as_json: bool, action: Callable[[Store, str], StrEnum]
+    url: str | None,
+    ids: list[str],
+    as_json: bool,
+    action: Callable[[Store, str], StrEnum],
+    why: Callable[[Store, str, StrEnum], str | None] | None = None,
 ) -> None:
     """Does action to every job of ids once all are known; prints each outcome.
 
     An id given twice is acted on once: the outcome shown is what the command did.
+    why, when given, adds to the table the reason for an outcome (the JSON
+    keeps the outcome's value alone).
     """
     ids = list(dict.fromkeys(ids))
+    reasons: dict[str, str] = {}
     with opened_store(url) as opened:
         _known(opened, ids, url or "")
-        outcomes = {job_id: action(opened, job_id).value for job_id in ids}
+        outcomes: dict[str, str] = {}
+        for job_id in ids:
+            outcome = action(opened, job_id)
+            outcomes[job_id] = outcome.value
+            if why is not None and (reason := why(opened, job_id, outcome)) is not None:
+                reasons[job_id] = reason
 
     def table() -> Table:
         shown = new_table("id", "outcome")
         for job_id, outcome in outcomes.items():
-            shown.add_row(job_id, outcome)
+            reason = reasons.get(job_id)
+            shown.add_row(job_id, outcome if reason is None else f"{outcome}: {reason}")
         return shown
 
     emit(outcomes, as_json, table)

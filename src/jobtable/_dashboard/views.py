@@ -30,10 +30,18 @@ NOTICES: Mapping[str, str] = {
     f"retry-{RetryResult.QUEUED}": "The job is already queued: nothing changed.",
     f"retry-{RetryResult.RUNNING}": "The job is running: nothing changed (cancel it first).",
     f"retry-{RetryResult.SUCCEEDED}": "The job succeeded: nothing changed.",
+    f"retry-{RetryResult.KEY_HELD}": "Another job holds this unique job's key: nothing changed.",
+    f"retry-{RetryResult.BLOCKED}": (
+        "A dependency it needs failed, was cancelled or was deleted: nothing changed."
+        " Retry that dependency (named under Workflow), which brings this job back."
+    ),
     f"delete-{DeleteResult.DELETED}": "The job was deleted.",
     f"delete-{DeleteResult.RUNNING}": "The job is running and was kept: cancel it first.",
     "bulk-retry": "Failed jobs queued again: {count}.",
-    "bulk-retry-selected": "Queued again: {count} (failed or cancelled ones; others unchanged).",
+    "bulk-retry-selected": (
+        "Queued again: {count} (failed or cancelled ones no failed, cancelled or deleted"
+        " dependency blocks; others unchanged)."
+    ),
     "bulk-cancel": "Cancelled or asked to cancel: {count} (finished ones unchanged).",
     "bulk-delete": "Deleted: {count} (running ones are kept: cancel them first).",
     "queue-pause": "Queue paused: no runner starts its jobs until it is resumed.",

@@ -61,6 +61,13 @@ class RunningQueueRow(Protocol):
     def queue(self) -> str: ...
 
 
+class NeededRow(Protocol):
+    """A job of a workflow that another job still needs: a bulk delete deletes it by id."""
+
+    @property
+    def id(self) -> str: ...
+
+
 class DashboardQueries(Protocol):
     """The queries of queries/dashboard.sql, named as there."""
 
@@ -85,6 +92,10 @@ class DashboardQueries(Protocol):
     def delete_matching(
         self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
     ) -> int: ...
+
+    def list_needed_matching(
+        self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
+    ) -> Sequence[NeededRow]: ...
 
     def finished_since(self, *, since: str, max_jobs: int) -> Sequence[FinishedRow]: ...
 

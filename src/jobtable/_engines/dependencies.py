@@ -10,11 +10,13 @@ one step at a time (``settle_steps``), each step a statement of the same
 transaction.
 """
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from jobtable._engines.workflow_queries import WorkflowQueries
+from jobtable._engines.workflow_queries import DependencyRow, WorkflowQueries
 
 _ENDED = frozenset({"succeeded", "failed", "cancelled"})
+_BLOCKING = frozenset({"failed", "cancelled"})
 
 
 class SettleSteps(Protocol):
@@ -99,6 +101,51 @@ def settle_blockers(q: WorkflowQueries, job_id: str, now: str) -> None:
     """Settles again the ended dependencies job_id needed to succeed: they cancel it anew."""
     for dep in q.blocking_deps(job=job_id):
         settle_dependents(q, dep, now)
+
+
+def retry_blockers(q: WorkflowQueries, job_id: str) -> list[str]:
+    """Why job_id cannot run again: the dependencies it needs that ended otherwise than succeeding.
+
+    See ``blocking_reasons``. Empty for a job of no workflow, and for one
+    that nothing blocks. A retry of a blocked job is refused: the
+    dependency's retry is what brings it back.
+    """
+    found = q.job_workflow(id=job_id)
+    if found is None or found.workflow_id is None:
+        return []
+    return blocking_reasons(q.list_dependencies(job=job_id), found.blocked_by)
+
+
+def blocking_reasons(deps: Sequence[DependencyRow], blocked_by: str | None) -> list[str]:
+    """What blocks a job of a workflow with deps and blocked_by: its dependencies that ended badly.
+
+    Each dependency it needs to succeed (not opted in with
+    ``on_failure="run"``) that failed or was cancelled, as "dependency <id>
+    failed" (or cancelled), counted or not: one that succeeded and was
+    retried since needs its new end too. And "dependency <id> deleted" for
+    the one whose delete cancelled it for good (its edge went with it, see
+    ``forget_deleted``).
+    """
+    reasons = [
+        f"dependency {dep.id} {dep.status}"
+        for dep in deps
+        if not dep.run_on_failure and dep.status in _BLOCKING
+    ]
+    if blocked_by is not None and all(dep.id != blocked_by for dep in deps):
+        reasons.append(f"dependency {blocked_by} deleted")
+    return reasons
+
+
+def forget_deleted(q: WorkflowQueries, job_id: str) -> None:
+    """Makes the jobs that need job_id stop waiting for it: it is deleted next, in this transaction.
+
+    Its end must be settled first (an unended job is cancelled, and its
+    dependents settled). Each job that had not counted its end then needs
+    a job that can no longer end: it is cancelled, names job_id as the
+    reason, and its count of dependencies drops the edge that goes with
+    job_id, so no job is left pending, or counting, for a job that is gone.
+    """
+    q.forget_dependency(dep=job_id)
 
 
 def settle_stranded(q: WorkflowQueries, now: str) -> None:

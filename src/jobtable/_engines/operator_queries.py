@@ -86,14 +86,15 @@ class OperatorQueries(Protocol):
         """Puts a failed or cancelled job back in its queue with fresh attempts; 0: neither."""
         ...
 
-    def requeue_failed_jobs(
-        self, *, now: str, kind: str | None, queue: str | None
-    ) -> tuple[int, list[str]]:
-        """Does what requeue_job does to every failed job matching the filters given.
+    def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
+        """Does what requeue_job does to every failed job of no workflow matching the filters.
 
-        Returns how many it requeued, and the ids of those of a workflow in
-        enqueue order.
+        Returns how many it requeued.
         """
+        ...
+
+    def failed_workflow_jobs(self, *, kind: str | None, queue: str | None) -> list[str]:
+        """The ids of the failed jobs of workflows matching the filters, in enqueue order."""
         ...
 
     def wake_runners(self) -> None:

@@ -106,6 +106,14 @@ class WorkflowQueries(Protocol):
         """The dependencies job needs to succeed that ended otherwise."""
         ...
 
+    def forget_dependency(self, *, dep: str) -> None:
+        """Before dep is deleted: the jobs that had not counted its end stop counting it.
+
+        Each of them is cancelled by then; it names dep as what cancelled
+        it, so that a retry of it is refused.
+        """
+        ...
+
     def reopen_dependents(self, *, dep: str, now: str) -> None:
         """Makes the jobs that counted dep's end, not started since, wait again: dep was retried."""
         ...

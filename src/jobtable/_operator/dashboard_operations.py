@@ -130,17 +130,31 @@ class CancelMatching:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class DeleteMatching:
-    """The write that deletes up to batch jobs, not running, matching the filters."""
+    """The write that deletes up to batch jobs, not running, matching the filters; returns how many.
+
+    A job of a workflow that another job needs is deleted as ``DeleteJob``
+    deletes it, settling that job; the others, by one statement.
+    """
 
     status: str | None
     kind: str | None
     queue: str | None
     batch: int
+    now: str
 
     def __call__(self, q: Queries) -> int:
-        return q.delete_matching(
+        deleted = 0
+        needed = q.list_needed_matching(
             status=self.status, kind=self.kind, queue=self.queue, max_jobs=self.batch
         )
+        for row in needed:
+            deleted += DeleteJob(row.id, self.now)(q) is DeleteResult.DELETED
+        unneeded = q.delete_matching(
+            status=self.status, kind=self.kind, queue=self.queue, max_jobs=self.batch - deleted
+        )
+        if unneeded:
+            q.wake_runners()  # a deleted job may have held back a job of its sequence
+        return deleted + unneeded
 
 
 def percentile(sorted_values: Sequence[datetime.timedelta], p: float) -> datetime.timedelta | None:

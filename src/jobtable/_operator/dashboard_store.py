@@ -205,11 +205,17 @@ class DashboardOperations:
         """Deletes every job, not running, of status and kind in queue; returns how many.
 
         In batches of 10,000, each its own transaction. A filter left None
-        matches every job. Raises ValueError for an unknown status, and
-        TypeError or ValueError for a kind or queue that cannot be stored.
+        matches every job. Each job of a workflow is deleted as delete
+        deletes it: the jobs that need it are settled in its batch. Raises
+        ValueError for an unknown status, and TypeError or ValueError for a
+        kind or queue that cannot be stored.
         """
         op = DeleteMatching(
-            _status(status), check_filter("kind", kind), check_filter("queue", queue), BULK_BATCH
+            _status(status),
+            check_filter("kind", kind),
+            check_filter("queue", queue),
+            BULK_BATCH,
+            timestamp(self.clock()),
         )
         total = 0
         while True:

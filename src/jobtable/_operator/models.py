@@ -26,6 +26,10 @@ class RetryResult(enum.StrEnum):
     """The job succeeded; nothing changed."""
     KEY_HELD = "key_held"
     """The job is unique and another job holds its key now; nothing changed."""
+    BLOCKED = "blocked"
+    """The job is of a workflow and a dependency it needs failed, was cancelled or was deleted
+    before it succeeded; nothing changed. ``Store.inspect(job_id).workflow.blocked_by`` names
+    it: retry that dependency, which brings this job back (a deleted one never can)."""
 
 
 class DeleteResult(enum.StrEnum):

@@ -9,7 +9,13 @@ import datetime
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
-from jobtable._engines.dependencies import revive_dependents, settle_blockers, settle_dependents
+from jobtable._engines.dependencies import (
+    forget_deleted,
+    retry_blockers,
+    revive_dependents,
+    settle_blockers,
+    settle_dependents,
+)
 from jobtable._engines.operator_queries import SealedRow
 from jobtable._job import Status
 from jobtable._operations import lock_job
@@ -52,7 +58,9 @@ def settle_retried(q: Queries, job_id: str, now: str) -> None:
 class RetryJob:
     """The write that queues a failed or cancelled job again; see ``Store.retry``.
 
-    It acts on one status of the job, the one ``lock_job`` read.
+    It acts on one status of the job, the one ``lock_job`` read. A job of a
+    workflow that a dependency blocks (``retry_blockers``) is left as it
+    is: BLOCKED.
     """
 
     __slots__ = ("job_id", "now")
@@ -69,6 +77,8 @@ class RetryJob:
             return RetryResult.QUEUED
         if status not in (Status.FAILED, Status.CANCELLED):
             return RetryResult(status.value)
+        if retry_blockers(q, self.job_id):
+            return RetryResult.BLOCKED
         if not q.requeue_job(now=self.now, id=self.job_id):
             return RetryResult.KEY_HELD
         settle_retried(q, self.job_id, self.now)
@@ -80,8 +90,9 @@ class RetryJob:
 class RetryFailedJobs:
     """The write that queues again every failed job matching the filters; returns how many.
 
-    Each requeued job of a workflow is then settled as ``RetryJob`` settles
-    one, in the same transaction.
+    The jobs of no workflow in one statement; each job of a workflow is
+    retried by ``RetryJob``, in the same transaction, so that it is settled,
+    or refused as BLOCKED, exactly as a single retry of it would be.
     """
 
     kind: str | None
@@ -89,13 +100,13 @@ class RetryFailedJobs:
     now: str
 
     def __call__(self, q: Queries) -> int:
-        count, in_workflows = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
-        # In enqueue order, so a job's dependencies (stored before it) come
-        # first: each is settled as a single retry of it would settle it.
-        for job_id in in_workflows:
-            settle_retried(q, job_id, self.now)
+        count = q.requeue_failed_jobs(now=self.now, kind=self.kind, queue=self.queue)
         if count:
             q.wake_runners()
+        # In enqueue order, so a job's dependencies (stored before it) come
+        # first: retried already, they no longer block it.
+        for job_id in q.failed_workflow_jobs(kind=self.kind, queue=self.queue):
+            count += RetryJob(job_id, self.now)(q) is RetryResult.RETRIED
         return count
 
 
@@ -103,7 +114,9 @@ class DeleteJob:
     """The write that deletes a job unless it is running; see ``Store.delete``.
 
     It acts on one status of the job, the one ``lock_job`` read: a job that
-    a claim made running meanwhile is kept.
+    a claim made running meanwhile is kept. Every delete of a job that
+    another job needs, single or in bulk, is this write: the jobs that
+    need the deleted one are settled in its transaction.
     """
 
     __slots__ = ("job_id", "now")
@@ -123,7 +136,12 @@ class DeleteJob:
             # settled as if it was cancelled, not left waiting for it.
             q.cancel_queued_job(now=self.now, id=self.job_id)
             settle_dependents(q, self.job_id, self.now)
+        forget_deleted(q, self.job_id)
         q.delete_job(id=self.job_id)
+        if status is not Status.SUCCEEDED:
+            # It may have held back a job of its sequence (failed or
+            # cancelled, or queued before it): a held job is released now.
+            q.wake_runners()
         return DeleteResult.DELETED
 
 

@@ -102,10 +102,14 @@ class StoreOperations:
 
         The job may then be claimed as many more times as its max_attempts
         allowed; its error history is kept, and its error, result and cancel
-        request are cleared. Returns RETRIED, or, changing nothing, QUEUED,
-        RUNNING or SUCCEEDED for a job in that status, and KEY_HELD for a
-        unique job whose key another job holds now. Raises JobNotFound for an
-        unknown id.
+        request are cleared. Returns RETRIED, and then the job is queued, or
+        pending on the dependencies of its workflow that have not ended.
+        Changing nothing, it returns QUEUED, RUNNING or SUCCEEDED for a job
+        in that status, KEY_HELD for a unique job whose key another job
+        holds now, and BLOCKED for a job of a workflow that a dependency it
+        needs blocks (failed, cancelled, or deleted before it succeeded):
+        ``inspect(job_id).workflow.blocked_by`` names it, and its own retry
+        brings this job back. Raises JobNotFound for an unknown id.
         """
         return self.engine.write(RetryJob(job_id, self._now()))
 
@@ -118,7 +122,8 @@ class StoreOperations:
 
         A filter left None matches every job. A unique job whose key another
         job holds is left failed, and of failed jobs sharing a key only the
-        newest is queued. Raises TypeError or ValueError
+        newest is queued. Each job of a workflow is settled as retry settles
+        one, in the same transaction. Raises TypeError or ValueError
         for a filter that is not a str or cannot be stored; nothing changes.
         """
         op = RetryFailedJobs(check_filter("kind", kind), check_filter("queue", queue), self._now())
@@ -134,7 +139,10 @@ class StoreOperations:
 
         Raises JobNotFound for an unknown id. A queued job deleted is never run;
         the jobs of its workflow that depend on it are settled as if it was
-        cancelled.
+        cancelled, in the same transaction. A job that needed it to succeed
+        and had not counted its end stays cancelled for good, naming it
+        (``cancelled_because`` is "dependency <id> deleted"): a retry of it
+        is BLOCKED. No job is left pending for the deleted one.
         """
         return self.engine.write(DeleteJob(job_id, self._now()))
 
@@ -146,8 +154,11 @@ class StoreOperations:
         """Deletes the jobs that finished more than older_than ago; returns how many.
 
         The workflows created before then that have no job left go with
-        them. It deletes in batches, each its own transaction, so runners keep
-        claiming meanwhile. Raises ValueError for a negative older_than.
+        them. A failed or cancelled job of a workflow that a job still needs
+        (the dependent its end cancelled) is kept until that job is pruned:
+        no job is left needing one that is gone. It deletes in batches, each
+        its own transaction, so runners keep claiming meanwhile. Raises
+        ValueError for a negative older_than.
         """
         older_than = _older_than(older_than)
         try:

@@ -15,6 +15,7 @@ from jobtable._engines.dashboard_queries import (
     DueRow,
     FinishedRow,
     KindNameRow,
+    NeededRow,
     QueueNameRow,
     RunningQueueRow,
 )
@@ -137,6 +138,13 @@ class PostgresDashboardQueries:
         if count:
             notify_ended(self._conn)
         return count
+
+    def list_needed_matching(
+        self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
+    ) -> Sequence[NeededRow]:
+        return self._dashboard.list_needed_matching(
+            status=status, kind=kind, queue=queue, max_jobs=max_jobs
+        )
 
     def finished_since(self, *, since: str, max_jobs: int) -> Sequence[FinishedRow]:
         return [

@@ -68,12 +68,11 @@ class PostgresOperatorQueries:
     def requeue_job(self, *, now: str, id: str) -> int:
         return self._admin.requeue_job(now=pg_time(now), id=id)
 
-    def requeue_failed_jobs(
-        self, *, now: str, kind: str | None, queue: str | None
-    ) -> tuple[int, list[str]]:
-        rows = self._admin.requeue_failed_jobs(now=pg_time(now), kind=kind, queue=queue)
-        in_workflows = sorted((r.seq, r.id) for r in rows if r.workflow_id is not None)
-        return len(rows), [job for _, job in in_workflows]
+    def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
+        return self._admin.requeue_failed_jobs(now=pg_time(now), kind=kind, queue=queue)
+
+    def failed_workflow_jobs(self, *, kind: str | None, queue: str | None) -> list[str]:
+        return [row.id for row in self._admin.list_failed_workflow_jobs(kind=kind, queue=queue)]
 
     def wake_runners(self) -> None:
         self._admin.wake_runners()

@@ -20,12 +20,8 @@ class SQLiteOperatorQueries(admin.Querier):
         cutoff = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=lease)
         return super().list_runners(cutoff=timestamp(cutoff))
 
-    def requeue_failed_jobs(  # type: ignore[override]
-        self, *, now: str, kind: str | None, queue: str | None
-    ) -> tuple[int, list[str]]:
-        rows = super().requeue_failed_jobs(now=now, kind=kind, queue=queue)
-        in_workflows = sorted((r.seq, r.id) for r in rows if r.workflow_id is not None)
-        return len(rows), [job for _, job in in_workflows]
+    def failed_workflow_jobs(self, *, kind: str | None, queue: str | None) -> list[str]:
+        return [row.id for row in self.list_failed_workflow_jobs(kind=kind, queue=queue)]
 
     def wake_runners(self) -> None:
         """Does nothing: every commit to the file wakes the runners watching it."""

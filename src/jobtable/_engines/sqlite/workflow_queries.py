@@ -74,6 +74,9 @@ class SQLiteWorkflowQueries:
     def blocking_deps(self, *, job: str) -> list[str]:
         return [row.dep for row in self._wf.list_blocking_deps(job=job)]
 
+    def forget_dependency(self, *, dep: str) -> None:
+        self._wf.forget_dependency(dep=dep)
+
     def reopen_dependents(self, *, dep: str, now: str) -> None:
         self._wf.reopen_dependents(dep=dep, now=now)
         self._wf.reopen_dep_edges(dep=dep)

@@ -30,7 +30,7 @@ REQUEUE_FAILED_JOBS = """UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = false,
     max_attempts = attempt + max_attempts, run_at = %(now)s, scheduled = false, runner = NULL,
     finished_at = NULL, updated_at = %(now)s
-WHERE jobs.status = 'failed'
+WHERE jobs.status = 'failed' AND jobs.workflow_id IS NULL
     AND (%(kind)s::text IS NULL OR jobs.kind = %(kind)s)
     AND (%(queue)s::text IS NULL OR jobs.queue = %(queue)s)
     AND (jobs.unique_key IS NULL OR NOT EXISTS (
@@ -48,7 +48,13 @@ WHERE jobs.status = 'failed'
         WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
             AND twin.status = 'failed' AND twin.seq > jobs.seq
     ))
-RETURNING jobs.id, jobs.seq, jobs.workflow_id
+"""
+
+LIST_FAILED_WORKFLOW_JOBS = """SELECT id FROM jobs
+WHERE status = 'failed' AND workflow_id IS NOT NULL
+    AND (%(kind)s::text IS NULL OR kind = %(kind)s)
+    AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+ORDER BY seq
 """
 
 WAKE_RUNNERS = """SELECT pg_notify(jobtable_channel(current_schema()), '')
@@ -91,12 +97,10 @@ WHERE id = %(id)s AND payload = %(old_payload)s
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class RequeueFailedJobsRow:
-    """A row that RequeueFailedJobs returns."""
+class ListFailedWorkflowJobsRow:
+    """A row that ListFailedWorkflowJobs returns."""
 
     id: str
-    seq: int
-    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -184,10 +188,11 @@ class Querier:
         now: datetime.datetime,
         kind: str | None,
         queue: str | None,
-    ) -> list[RequeueFailedJobsRow]:
-        """RequeueFailedJobs does what RequeueJob does to every failed job that matches
-        each filter given (a null filter matches all), and returns each one's seq
-        and workflow: a job of a workflow is then settled as a single retry does.
+    ) -> int:
+        """RequeueFailedJobs does what RequeueJob does to every failed job of no
+        workflow that matches each filter given (a null filter matches all). The
+        failed jobs of workflows (ListFailedWorkflowJobs) are retried one by one,
+        as a single retry does, since each settles the jobs around it.
         """
         cur = self._conn.execute(
             REQUEUE_FAILED_JOBS,
@@ -197,11 +202,29 @@ class Querier:
                 "queue": queue,
             },
         )
+        return cur.rowcount
+
+    def list_failed_workflow_jobs(
+        self,
+        *,
+        kind: str | None,
+        queue: str | None,
+    ) -> list[ListFailedWorkflowJobsRow]:
+        """ListFailedWorkflowJobs lists the failed jobs of workflows that match each
+        filter given, in enqueue order, so that a bulk retry retries a job's
+        dependencies (stored before it) first, through the index of rare
+        statuses.
+        """
+        cur = self._conn.execute(
+            LIST_FAILED_WORKFLOW_JOBS,
+            {
+                "kind": kind,
+                "queue": queue,
+            },
+        )
         return [
-            RequeueFailedJobsRow(
+            ListFailedWorkflowJobsRow(
                 id=row[0],
-                seq=row[1],
-                workflow_id=row[2],
             )
             for row in cur.fetchall()
         ]

@@ -92,13 +92,21 @@ WHERE seq IN (
         AND (%(status)s::text IS NULL OR j.status = %(status)s)
         AND (%(kind)s::text IS NULL OR j.kind = %(kind)s)
         AND (%(queue)s::text IS NULL OR j.queue = %(queue)s)
-        AND NOT EXISTS (
-            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
-            WHERE d.dep = j.id AND NOT d.done AND w.status = 'pending'
-        )
+        AND (j.workflow_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND NOT d.done
+        ))
     ORDER BY j.seq LIMIT %(max_jobs)s::bigint
     FOR UPDATE SKIP LOCKED
 )
+"""
+
+LIST_NEEDED_MATCHING = """SELECT j.id FROM jobs AS j
+WHERE j.status <> 'running' AND j.workflow_id IS NOT NULL
+    AND (%(status)s::text IS NULL OR j.status = %(status)s)
+    AND (%(kind)s::text IS NULL OR j.kind = %(kind)s)
+    AND (%(queue)s::text IS NULL OR j.queue = %(queue)s)
+    AND EXISTS (SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND NOT d.done)
+ORDER BY j.seq LIMIT %(max_jobs)s::bigint
 """
 
 FINISHED_SINCE = """SELECT kind, status, run_at, started_at, updated_at AS finished_at
@@ -157,6 +165,13 @@ class SearchPayloadsRow:
     updated_at: datetime.datetime
     tags: str
     meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListNeededMatchingRow:
+    """A row that ListNeededMatching returns."""
+
+    id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -357,8 +372,8 @@ class Querier:
     ) -> int:
         """DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
         running and match each filter given (a null filter matches all). A job
-        that a pending job of its workflow still waits for is left: deleting it
-        would leave that job pending for ever (cancel it, or delete it by id).
+        of a workflow that another job has not counted the end of is left: its
+        delete must settle that job first (ListNeededMatching lists them).
         """
         cur = self._conn.execute(
             DELETE_MATCHING,
@@ -370,6 +385,35 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def list_needed_matching(
+        self,
+        *,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListNeededMatchingRow]:
+        """ListNeededMatching lists up to max_jobs jobs, oldest first, not running,
+        matching each filter given, that DeleteMatching leaves: jobs of a
+        workflow whose end another job has not counted. Each is deleted by id,
+        which settles the jobs that need it.
+        """
+        cur = self._conn.execute(
+            LIST_NEEDED_MATCHING,
+            {
+                "status": status,
+                "kind": kind,
+                "queue": queue,
+                "max_jobs": max_jobs,
+            },
+        )
+        return [
+            ListNeededMatchingRow(
+                id=row[0],
+            )
+            for row in cur.fetchall()
+        ]
 
     def finished_since(
         self,

@@ -649,6 +649,9 @@ COUNT_JOBS = """SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue,
 DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
     WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < %(before)s
+        AND (finished.workflow_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM job_deps AS d WHERE d.dep = finished.id AND NOT d.done
+        ))
     ORDER BY finished.updated_at LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 )
@@ -2715,7 +2718,11 @@ class Querier:
         max_jobs: int,
     ) -> int:
         """DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
-        oldest first, skipping rows another runner's maintenance is deleting.
+        oldest first, skipping rows another runner's maintenance is deleting. A
+        job of a workflow whose end another job has not counted (a failed
+        dependency, and the dependent it cancelled) is kept until that job is
+        deleted: the dependent goes first, so none is left needing a job that is
+        gone. Only a job of a workflow reads job_deps.
         """
         cur = self._conn.execute(
             DELETE_FINISHED_JOBS,

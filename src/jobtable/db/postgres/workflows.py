@@ -315,10 +315,16 @@ WHERE job = %(job)s AND done
 
 COUNT_PENDING_DEPS = """UPDATE jobs
 SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND NOT done),
-    status = CASE WHEN status = 'queued' AND EXISTS (
-        SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND NOT done
-    ) THEN 'pending' ELSE status END
+    status = CASE WHEN status NOT IN ('queued', 'pending') THEN status
+        WHEN EXISTS (SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND NOT done)
+        THEN 'pending' ELSE 'queued' END
 WHERE id = %(id)s
+"""
+
+FORGET_DEPENDENCY = """UPDATE jobs
+SET pending_deps = pending_deps - 1,
+    blocked_by = CASE WHEN status = 'cancelled' THEN %(dep)s ELSE blocked_by END
+WHERE id IN (SELECT job FROM job_deps WHERE dep = %(dep)s AND NOT done)
 """
 
 REOPEN_DEPENDENTS = """UPDATE jobs
@@ -917,12 +923,32 @@ class Querier:
         id: str,
     ) -> None:
         """CountPendingDeps sets a retried job's count of dependencies not yet
-        counted, and puts it back to pending when one remains.
+        counted, and makes it pending while one remains, queued when none does:
+        a job is never pending with nothing left to wait for.
         """
         self._conn.execute(
             COUNT_PENDING_DEPS,
             {
                 "id": id,
+            },
+        )
+
+    def forget_dependency(
+        self,
+        *,
+        dep: str | None,
+    ) -> None:
+        """ForgetDependency is run just before dep is deleted, once its end is
+        settled: each job that had not counted dep's end (it needed dep to
+        succeed, and is cancelled) stops counting it, since the edge goes with
+        dep, and names dep as what cancelled it for good (blocked_by). A retry of
+        such a job is refused: no end of dep can come any more. updated_at stays:
+        a finished row's is its finished_at.
+        """
+        self._conn.execute(
+            FORGET_DEPENDENCY,
+            {
+                "dep": dep,
             },
         )
 

@@ -27,7 +27,7 @@ REQUEUE_FAILED_JOBS = """UPDATE jobs
 SET status = 'queued', error = NULL, result = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts, run_at = ?1, scheduled = 0, runner = NULL,
     finished_at = NULL, updated_at = ?1
-WHERE jobs.status = 'failed'
+WHERE jobs.status = 'failed' AND jobs.workflow_id IS NULL
     AND (CAST(?2 AS TEXT) IS NULL OR jobs.kind = ?2)
     AND (CAST(?3 AS TEXT) IS NULL OR jobs.queue = ?3)
     AND (jobs.unique_key IS NULL OR NOT EXISTS (
@@ -45,7 +45,13 @@ WHERE jobs.status = 'failed'
         WHERE twin.kind = jobs.kind AND twin.unique_key = jobs.unique_key
             AND twin.status = 'failed' AND twin.seq > jobs.seq
     ))
-RETURNING jobs.id, jobs.seq, jobs.workflow_id
+"""
+
+LIST_FAILED_WORKFLOW_JOBS = """SELECT id FROM jobs
+WHERE status = 'failed' AND workflow_id IS NOT NULL
+    AND (CAST(?1 AS TEXT) IS NULL OR kind = ?1)
+    AND (CAST(?2 AS TEXT) IS NULL OR queue = ?2)
+ORDER BY seq
 """
 
 DELETE_JOB = """DELETE FROM jobs WHERE id = ?1 AND status <> 'running'
@@ -84,12 +90,10 @@ WHERE id = ?3 AND payload = ?4
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class RequeueFailedJobsRow:
-    """A row that RequeueFailedJobs returns."""
+class ListFailedWorkflowJobsRow:
+    """A row that ListFailedWorkflowJobs returns."""
 
     id: str
-    seq: int
-    workflow_id: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -177,10 +181,11 @@ class Querier:
         now: str,
         kind: str | None,
         queue: str | None,
-    ) -> list[RequeueFailedJobsRow]:
-        """RequeueFailedJobs does what RequeueJob does to every failed job that matches
-        each filter given (a null filter matches all), and returns each one's seq
-        and workflow: a job of a workflow is then settled as a single retry does.
+    ) -> int:
+        """RequeueFailedJobs does what RequeueJob does to every failed job of no
+        workflow that matches each filter given (a null filter matches all). The
+        failed jobs of workflows (ListFailedWorkflowJobs) are retried one by one,
+        as a single retry does, since each settles the jobs around it.
         """
         cur = self._conn.execute(
             REQUEUE_FAILED_JOBS,
@@ -190,11 +195,29 @@ class Querier:
                 queue,
             ),
         )
+        return cur.rowcount
+
+    def list_failed_workflow_jobs(
+        self,
+        *,
+        kind: str | None,
+        queue: str | None,
+    ) -> list[ListFailedWorkflowJobsRow]:
+        """ListFailedWorkflowJobs lists the failed jobs of workflows that match each
+        filter given, in enqueue order, so that a bulk retry retries a job's
+        dependencies (stored before it) first, through the index of rare
+        statuses.
+        """
+        cur = self._conn.execute(
+            LIST_FAILED_WORKFLOW_JOBS,
+            (
+                kind,
+                queue,
+            ),
+        )
         return [
-            RequeueFailedJobsRow(
+            ListFailedWorkflowJobsRow(
                 id=row[0],
-                seq=row[1],
-                workflow_id=row[2],
             )
             for row in cur.fetchall()
         ]

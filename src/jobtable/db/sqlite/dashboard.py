@@ -81,12 +81,20 @@ WHERE seq IN (
         AND (CAST(?1 AS TEXT) IS NULL OR j.status = ?1)
         AND (CAST(?2 AS TEXT) IS NULL OR j.kind = ?2)
         AND (CAST(?3 AS TEXT) IS NULL OR j.queue = ?3)
-        AND NOT EXISTS (
-            SELECT 1 FROM job_deps AS d JOIN jobs AS w ON w.id = d.job
-            WHERE d.dep = j.id AND d.done = 0 AND w.status = 'pending'
-        )
+        AND (j.workflow_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND d.done = 0
+        ))
     ORDER BY j.seq LIMIT ?4
 )
+"""
+
+LIST_NEEDED_MATCHING = """SELECT j.id FROM jobs AS j
+WHERE j.status <> 'running' AND j.workflow_id IS NOT NULL
+    AND (CAST(?1 AS TEXT) IS NULL OR j.status = ?1)
+    AND (CAST(?2 AS TEXT) IS NULL OR j.kind = ?2)
+    AND (CAST(?3 AS TEXT) IS NULL OR j.queue = ?3)
+    AND EXISTS (SELECT 1 FROM job_deps AS d WHERE d.dep = j.id AND d.done = 0)
+ORDER BY j.seq LIMIT ?4
 """
 
 FINISHED_SINCE = """SELECT kind, status, run_at, started_at, CAST(updated_at AS TEXT) AS finished_at
@@ -150,6 +158,13 @@ class SearchPayloadsRow:
     updated_at: str
     tags: str
     meta: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListNeededMatchingRow:
+    """A row that ListNeededMatching returns."""
+
+    id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -351,8 +366,8 @@ class Querier:
     ) -> int:
         """DeleteMatching deletes up to max_jobs jobs, oldest first, that are not
         running and match each filter given (a null filter matches all). A job
-        that a pending job of its workflow still waits for is left: deleting it
-        would leave that job pending for ever (cancel it, or delete it by id).
+        of a workflow that another job has not counted the end of is left: its
+        delete must settle that job first (ListNeededMatching lists them).
         """
         cur = self._conn.execute(
             DELETE_MATCHING,
@@ -364,6 +379,35 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def list_needed_matching(
+        self,
+        *,
+        status: str | None,
+        kind: str | None,
+        queue: str | None,
+        max_jobs: int,
+    ) -> list[ListNeededMatchingRow]:
+        """ListNeededMatching lists up to max_jobs jobs, oldest first, not running,
+        matching each filter given, that DeleteMatching leaves: jobs of a
+        workflow whose end another job has not counted. Each is deleted by id,
+        which settles the jobs that need it.
+        """
+        cur = self._conn.execute(
+            LIST_NEEDED_MATCHING,
+            (
+                status,
+                kind,
+                queue,
+                max_jobs,
+            ),
+        )
+        return [
+            ListNeededMatchingRow(
+                id=row[0],
+            )
+            for row in cur.fetchall()
+        ]
 
     def finished_since(
         self,

@@ -350,6 +350,9 @@ DELETE_FINISHED_JOBS = """DELETE FROM jobs WHERE seq IN (
     SELECT finished.seq FROM jobs AS finished
     WHERE (finished.status = 'succeeded' OR finished.status = 'failed' OR finished.status = 'cancelled')
         AND finished.updated_at < ?1
+        AND (finished.workflow_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM job_deps AS d WHERE d.dep = finished.id AND d.done = 0
+        ))
     ORDER BY finished.updated_at LIMIT ?2
 )
 """
@@ -2171,7 +2174,10 @@ class Querier:
         max_jobs: int,
     ) -> int:
         """DeleteFinishedJobs deletes up to max_jobs jobs that finished before before,
-        oldest first.
+        oldest first. A job of a workflow whose end another job has not counted
+        (a failed dependency, and the dependent it cancelled) is kept until that
+        job is deleted: the dependent goes first, so none is left needing a job
+        that is gone. Only a job of a workflow reads job_deps.
         """
         cur = self._conn.execute(
             DELETE_FINISHED_JOBS,
