@@ -11,7 +11,7 @@ import pytest
 import source_tree
 from source_tree import PACKAGE, ROOT, body_lines, functions, hand_written_files, imports, modules
 
-MAX_LINES = 400
+MAX_LINES = 800
 MAX_FUNCTION_LINES = 60
 LONG_MARK = "# longer than 60 lines:"
 """A comment on the line above a function that must be long, saying why."""
@@ -178,7 +178,7 @@ def test_the_library_imports_its_own_modules_one_way() -> None:
     assert relative == {}, "jobtable imports its own modules absolutely: from jobtable.x import y"
 
 
-LONG_MODULE_MARK = "# longer than 400 lines:"
+LONG_MODULE_MARK = "# longer than 800 lines:"
 """A comment among a module's first lines that says why it must be long."""
 
 
@@ -193,16 +193,16 @@ def long_modules(paths: list[pathlib.Path], root: pathlib.Path = ROOT) -> dict[s
     return found
 
 
-def test_no_hand_written_module_is_over_400_lines_unless_it_says_why() -> None:
+def test_no_hand_written_module_is_over_800_lines_unless_it_says_why() -> None:
     assert long_modules(list(hand_written_files())) == {}
 
 
 def test_the_module_check_finds_a_long_module_unless_it_says_why(tmp_path: pathlib.Path) -> None:
     long = tmp_path / "long.py"
-    long.write_text("x = 1\n" * 401, encoding="utf-8")
+    long.write_text("x = 1\n" * 801, encoding="utf-8")
     marked = tmp_path / "marked.py"
-    marked.write_text(f"{LONG_MODULE_MARK} one class's API\n" + "x = 1\n" * 401, encoding="utf-8")
-    assert long_modules([long, marked], tmp_path) == {"long.py": 401}
+    marked.write_text(f"{LONG_MODULE_MARK} one class's API\n" + "x = 1\n" * 801, encoding="utf-8")
+    assert long_modules([long, marked], tmp_path) == {"long.py": 801}
 
 
 def long_functions(path: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:

@@ -5,9 +5,6 @@ store; a worker attaches a handler to each. Nothing here imports handler
 code or the runner.
 """
 
-# longer than 400 lines: one concept, the kind, whose every enqueue form (sync and
-# async, one and many, ids and results) is a typed overload pair over one _create.
-
 import copy
 import datetime
 from collections.abc import Callable, Iterable, Mapping

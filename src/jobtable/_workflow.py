@@ -7,9 +7,6 @@ transaction that records a dependency's end settles its dependents
 (``jobtable._engines.dependencies``).
 """
 
-# longer than 400 lines: one concept, a workflow: its typed nodes, the checks of
-# their wiring, the write that stores them, and a running job's additions (FanOut).
-
 import dataclasses
 import datetime
 from collections.abc import Iterable, Sequence

@@ -7,9 +7,6 @@ whether a failed attempt is retried: while attempts remain, after the
 kind's retry backoff.
 """
 
-# longer than 400 lines: the one home of what text is stored for an attempt, every
-# outcome (result, failure, timeout, cancel, interrupt, the jobs it added) decided here.
-
 import asyncio
 import contextvars
 import datetime

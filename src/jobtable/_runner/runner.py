@@ -9,9 +9,6 @@ claim or at once; maintenance renews the lease, interrupts dead runners' jobs
 hands on cancel requests; the periodic scheduler enqueues ticks.
 """
 
-# longer than 400 lines: the Runner is the one public face of every service, and each
-# of its settings and lifecycle calls is API a user reads here; the work is in the services.
-
 import asyncio
 import contextlib
 import datetime
