@@ -327,7 +327,9 @@ class FanOut(Workflow):
     ``current``, the running job itself (``add(kind, ctx.workflow.current)``
     feeds it its result). Each payload is checked as it is added. The jobs
     are stored in the transaction that records the running job's success,
-    and only then: a failure, retry or cancel of the attempt drops them.
+    and only then: a failure, retry or cancel of the attempt drops them. A
+    success whose cancel was requested while the job ran (a cancel of the
+    job, or of its workflow) stores them cancelled: they never run.
     """
 
     def __init__(self, workflow_id: str, job: str, kind: str, store: Store) -> None:
@@ -356,7 +358,21 @@ class FanOut(Workflow):
             del self._nodes[self._steps.pop().node.id]
             raise
 
+    def hold(self, q: WorkflowQueries) -> None:
+        """Holds the workflow against a concurrent cancel: run before the success is recorded."""
+        q.hold_workflow(id=self.id)
+
     def __call__(self, q: WorkflowQueries) -> None:
         """Stores the added jobs: run by the write that records the running job's success."""
         now = timestamp(self._binding_.store.clock())
         StoreWorkflow(self.id, self.name, self._new, now, create=False)(q)
+
+    def cancel_if_requested(self, q: WorkflowQueries) -> None:
+        """Cancels the added jobs, just stored, if the running job's cancel was requested.
+
+        Run after the running job's dependents were settled, so that a job
+        it feeds holds its result, as a retry of that job will need.
+        """
+        now = timestamp(self._binding_.store.clock())
+        ids = [job.id for _, job, _, _ in self._new]
+        q.cancel_added_jobs(ids=ids, adder=self.current.id, now=now)
