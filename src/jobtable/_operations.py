@@ -206,10 +206,11 @@ def create_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateJobs:
 class CancelWorkflow:
     """The write that cancels every unfinished job of a workflow; see ``Store.cancel_workflow``.
 
-    It holds the workflow first (``lock_workflow``): a running job's success
-    that adds jobs to it commits wholly before it, and the cancel finds those
-    jobs queued or pending, or waits until it commits, and then sees its
-    job's cancel request, which cancels what it added.
+    It holds the workflow first (``lock_workflow``), so a running job's
+    success that adds jobs to the workflow never interleaves with it: either
+    that success committed first, and the cancel finds the added jobs queued
+    or pending, or it waits until the cancel committed, and then sees its
+    job's cancel request, which stores what it added cancelled.
     """
 
     workflow_id: str

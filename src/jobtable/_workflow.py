@@ -358,10 +358,6 @@ class FanOut(Workflow):
             del self._nodes[self._steps.pop().node.id]
             raise
 
-    def hold(self, q: WorkflowQueries) -> None:
-        """Holds the workflow against a concurrent cancel: run before the success is recorded."""
-        q.hold_workflow(id=self.id)
-
     def __call__(self, q: WorkflowQueries) -> None:
         """Stores the added jobs: run by the write that records the running job's success."""
         now = timestamp(self._binding_.store.clock())

@@ -254,10 +254,11 @@ class WorkflowFinishAndClaim:
 def hold_workflows(q: Queries, outcomes: Sequence[Finish]) -> None:
     """Holds the workflows the successes of outcomes add jobs to: run before recording them.
 
-    A cancel of such a workflow then commits wholly before the success is
-    recorded (the success sees its job's cancel request) or waits until it
-    committed (and cancels the added jobs as it finds them, queued or
-    pending). Held in the order of their ids, as every such write holds them.
+    A cancel of such a workflow (``CancelWorkflow``) then commits wholly
+    before the success is recorded, which sees its job's cancel request, or
+    waits until the success committed, and finds the added jobs queued or
+    pending. Held before any job's row, as the cancel holds them, so the two
+    cannot deadlock; writes that hold a workflow so do not wait for each other.
     """
     held = {f.adds.id for f in outcomes if f.adds is not None and f.outcome.state == "succeeded"}
     for workflow_id in sorted(held):
