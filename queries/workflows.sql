@@ -12,6 +12,23 @@ INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
 -- GetWorkflow reads a workflow's name.
 SELECT id, name, created_at FROM workflows WHERE id = @id;
 
+-- name: LockWorkflow :one
+-- LockWorkflow reads a workflow's id, for a cancel of the workflow: no
+-- running job of it records a success with jobs added to it until the
+-- cancel commits (see HoldWorkflow). Differs by necessity from PostgreSQL,
+-- which locks the row (FOR UPDATE): SQLite has no row locks, and needs
+-- none, since its write transactions hold the database's one write lock
+-- from their start.
+SELECT id FROM workflows WHERE id = @id;
+
+-- name: HoldWorkflow :one
+-- HoldWorkflow reads a workflow's id, for a write that records a job's
+-- success with the jobs its handler added to the workflow, before it
+-- records the success: a cancel of the workflow then comes wholly before
+-- or wholly after it. Differs by necessity from PostgreSQL as LockWorkflow
+-- does.
+SELECT id FROM workflows WHERE id = @id;
+
 -- name: CreateWorkflowJobs :batchexec
 -- CreateWorkflowJobs stores jobs of workflow_id, one statement per row, all
 -- sent at once: each pending while pending_deps (its dependencies, stored
@@ -27,6 +44,17 @@ VALUES (
     @sequence_blocks, @tags, sqlc.narg(meta), @workflow_id, @pending_deps,
     CASE WHEN @pending_deps > 0 THEN 'pending' ELSE 'queued' END
 );
+
+-- name: CancelAddedJobs :execrows
+-- CancelAddedJobs cancels the jobs of ids (a JSON array of their ids), which
+-- the handler of adder added to its workflow and which were just stored
+-- with adder's success, when adder's cancel was requested before that
+-- success was recorded (a cancel of adder, or of its workflow): none of
+-- them ever runs, and the record shows them, cancelled.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+    AND (status = 'queued' OR status = 'pending')
+    AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = @adder AND adder.cancel_requested);
 
 -- name: CreateJobDeps :batchexec
 -- CreateJobDeps records, a statement per row, that job runs only after dep

@@ -13,6 +13,28 @@ INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
 -- GetWorkflow reads a workflow's name.
 SELECT id, name, created_at FROM workflows WHERE id = @id;
 
+-- name: LockWorkflow :one
+-- LockWorkflow reads a workflow's id, for a cancel of the workflow, and
+-- locks its row until the transaction ends: no running job of it records a
+-- success with jobs added to it until the cancel commits, since that write
+-- holds the row first (HoldWorkflow). Without the lock, under READ
+-- COMMITTED, a success committed between the cancel's statements could add
+-- jobs that the cancel of queued jobs did not see, by a job the cancel
+-- request then found ended. Differs by necessity from SQLite, which has no
+-- row locks.
+SELECT id FROM workflows WHERE id = @id FOR UPDATE;
+
+-- name: HoldWorkflow :one
+-- HoldWorkflow reads a workflow's id, for a write that records a job's
+-- success with the jobs its handler added to the workflow, and holds its
+-- row (FOR SHARE, which such writes share and LockWorkflow waits for) until
+-- the transaction ends. It comes before the success is recorded, so that
+-- both writes take the workflow's row before any job's: a cancel then comes
+-- wholly before the success (which sees the cancel request) or wholly after
+-- it (and sees the added jobs). Differs by necessity from SQLite, which has
+-- no row locks.
+SELECT id FROM workflows WHERE id = @id FOR SHARE;
+
 -- name: CreateWorkflowJobs :exec
 -- CreateWorkflowJobs stores jobs of workflow_id in one statement, as
 -- CreateJobs does (jobs is a JSON array of one object a job, times as text
@@ -35,6 +57,17 @@ FROM jsonb_to_recordset(@jobs::jsonb) AS job(
     partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text,
     pending_deps integer
 );
+
+-- name: CancelAddedJobs :execrows
+-- CancelAddedJobs cancels the jobs of ids, which the handler of adder added
+-- to its workflow and which were just stored with adder's success, when
+-- adder's cancel was requested before that success was recorded (a cancel
+-- of adder, or of its workflow): none of them ever runs, and the record
+-- shows them, cancelled.
+UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
+WHERE id = ANY(@ids::text[])
+    AND (status = 'queued' OR status = 'pending')
+    AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = @adder AND adder.cancel_requested);
 
 -- name: CreateJobDeps :exec
 -- CreateJobDeps records, in one statement, that each job runs only after its

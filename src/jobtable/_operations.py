@@ -206,7 +206,14 @@ def create_jobs(kind: str, jobs: Sequence[NewJob], now: str) -> CreateJobs:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class CancelWorkflow:
-    """The write that cancels every unfinished job of a workflow; see ``Store.cancel_workflow``."""
+    """The write that cancels every unfinished job of a workflow; see ``Store.cancel_workflow``.
+
+    It holds the workflow first (``lock_workflow``), so a running job's
+    success that adds jobs to the workflow never interleaves with it: either
+    that success committed first, and the cancel finds the added jobs queued
+    or pending, or it waits until the cancel committed, and then sees its
+    job's cancel request, which stores what it added cancelled.
+    """
 
     workflow_id: str
     now: str
@@ -214,7 +221,7 @@ class CancelWorkflow:
     def __call__(self, q: Queries) -> int:
         if not isinstance(self.workflow_id, str):
             raise TypeError(f"workflow id is {type(self.workflow_id).__name__}, want str")
-        if unstorable(self.workflow_id) or q.workflow_name(id=self.workflow_id) is None:
+        if unstorable(self.workflow_id) or not q.lock_workflow(id=self.workflow_id):
             raise JobNotFound(f"workflow {self.workflow_id!r} not found")
         cancelled = q.cancel_workflow_jobs(workflow_id=self.workflow_id, now=self.now)
         # Each cancelled job counts as ended for its dependents that opted in

@@ -363,7 +363,8 @@ class FanOut(Workflow):
     and only then: a failure, retry or cancel of the attempt drops them. A
     job fed by ``current`` is made when the handler returned (``feed``),
     with the result as its payload: its kind's keys come from it, as an
-    enqueue's do.
+    enqueue's do. A success whose cancel was requested while the job ran (a cancel of the
+    job, or of its workflow) stores them cancelled: they never run.
     """
 
     def __init__(
@@ -421,5 +422,18 @@ class FanOut(Workflow):
     def __call__(self, q: WorkflowQueries) -> None:
         """Stores the added jobs: run by the write that records the running job's success."""
         now = timestamp(self._binding_.store.clock())
-        made = [step for step in self._new if not isinstance(step, _Step)]
-        StoreWorkflow(self.id, self.name, made, now, create=False)(q)
+        StoreWorkflow(self.id, self.name, self._made(), now, create=False)(q)
+
+    def cancel_if_requested(self, q: WorkflowQueries) -> None:
+        """Cancels the added jobs, just stored, if the running job's cancel was requested.
+
+        Run after the running job's dependents were settled, so that a job
+        it feeds holds its result, as a retry of that job will need.
+        """
+        now = timestamp(self._binding_.store.clock())
+        ids = [job.id for _, job, _, _ in self._made()]
+        q.cancel_added_jobs(ids=ids, adder=self.current.id, now=now)
+
+    def _made(self) -> list[_NewStep]:
+        """The added jobs already made: all of them once ``feed`` has run."""
+        return [step for step in self._new if not isinstance(step, _Step)]

@@ -75,10 +75,36 @@ class WorkflowQueries(Protocol):
         """The workflow's name, None for an unknown id."""
         ...
 
+    def lock_workflow(self, *, id: str) -> bool:
+        """Whether the workflow exists; it is held against added jobs until the transaction ends.
+
+        For a cancel of the workflow: a success that adds jobs to it
+        (``hold_workflow``) waits until the cancel commits, or the cancel
+        waits until that success committed.
+        """
+        ...
+
+    def hold_workflow(self, *, id: str) -> None:
+        """Holds the workflow against a concurrent cancel until the transaction ends.
+
+        Run before a running job's success with the jobs its handler added
+        is recorded, so that a cancel of the workflow comes wholly before it
+        or wholly after it; such holds do not wait for each other.
+        """
+        ...
+
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
     ) -> None:
         """Stores jobs of workflow_id, each pending while its pending_deps is above 0."""
+        ...
+
+    def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
+        """Cancels the jobs of ids, just added by adder's handler, if adder's cancel was requested.
+
+        Returns how many it cancelled. A job whose cancel was requested
+        while it ran adds no job that runs.
+        """
         ...
 
     def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:

@@ -8,13 +8,13 @@ from typing import Any, Generic, TypeVar
 
 from jobtable._codec import Codec
 from jobtable._engines.rows import ClaimedRow
-from jobtable._engines.workflow_queries import WorkflowQueries
 from jobtable._errors import NotRunning, StoreError
 from jobtable._options import RetryPolicy
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Publish, RecordStep
 from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Shared
+from jobtable._workflow import FanOut
 
 R = TypeVar("R")
 
@@ -182,7 +182,7 @@ class Attempt(Generic[R]):
         self.timer: asyncio.TimerHandle | None = None  # the timeout's
         self._resume: Resume[R] | None = None  # made at the first step or publish
         # The jobs the handler added to its workflow, stored with its success only.
-        self.adds: Callable[[WorkflowQueries], None] | None = None
+        self.adds: FanOut | None = None
 
     def arm(self, timeout: float | None) -> None:
         """Starts the attempt's timeout, if any: it ends the attempt as a cancel does.

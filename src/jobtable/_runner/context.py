@@ -3,7 +3,7 @@
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, overload
 
-from jobtable._engines.workflow_queries import DependencyRow, WorkflowQueries
+from jobtable._engines.workflow_queries import DependencyRow
 from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Stop
 from jobtable._store import Store
@@ -25,7 +25,7 @@ class Running(Protocol[R]):
         """True once the attempt ended without its handler: a timeout or a cancel."""
         ...
 
-    adds: "Callable[[WorkflowQueries], None] | None"
+    adds: FanOut | None
     """The jobs the handler added to its workflow, stored with its success only."""
 
     def publish(self, partial: R) -> None:

@@ -16,9 +16,9 @@ from typing import NamedTuple
 from jobtable._engines.base import Queries, Statement
 from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import ClaimedRow, Outcome
-from jobtable._engines.workflow_queries import WorkflowQueries
 from jobtable._errors import NotRunning
 from jobtable._job import MESSAGE_INTERNAL
+from jobtable._workflow import FanOut
 
 Clock = Callable[[], datetime.datetime]
 
@@ -129,7 +129,7 @@ class Finish(NamedTuple):
 
     outcome: Outcome
     kind: str
-    adds: "Callable[[WorkflowQueries], None] | None" = None
+    adds: FanOut | None = None
     """The jobs the handler added to its workflow: stored if the outcome is, a success."""
 
     @property
@@ -245,9 +245,24 @@ class WorkflowFinishAndClaim:
         self.op = op
 
     def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow]]:
+        hold_workflows(q, self.op.outcomes)
         finished, claimed = self.op(q)
         store_additions(q, self.op.outcomes, finished, self.op.now)
         return finished, claimed
+
+
+def hold_workflows(q: Queries, outcomes: Sequence[Finish]) -> None:
+    """Holds the workflows the successes of outcomes add jobs to: run before recording them.
+
+    A cancel of such a workflow (``CancelWorkflow``) then commits wholly
+    before the success is recorded, which sees its job's cancel request, or
+    waits until the success committed, and finds the added jobs queued or
+    pending. Held before any job's row, as the cancel holds them, so the two
+    cannot deadlock; writes that hold a workflow so do not wait for each other.
+    """
+    held = {f.adds.id for f in outcomes if f.adds is not None and f.outcome.state == "succeeded"}
+    for workflow_id in sorted(held):
+        q.hold_workflow(id=workflow_id)
 
 
 def store_additions(
@@ -255,7 +270,10 @@ def store_additions(
 ) -> None:
     """Stores the jobs the handlers of outcomes added, for each success that was recorded.
 
-    Then settles each one's dependents again: an added job may wait for it.
+    Then settles each job's dependents again (an added job may wait for
+    it), and cancels what a job added whose cancel was requested before its
+    success was recorded (a cancel of the job, or of its workflow): those
+    jobs never run, and the record shows them.
     """
     if not any(f.adds for f in outcomes):
         return
@@ -264,6 +282,7 @@ def store_additions(
         if f.adds is not None and f.outcome.state == "succeeded" and f.job_id in recorded:
             f.adds(q)
             settle_dependents(q, f.job_id, now)
+            f.adds.cancel_if_requested(q)
 
 
 def finish_and_claim(
@@ -303,6 +322,7 @@ class FlowClaim:
 
     def __call__(self, q: Queries) -> tuple[list[str], Sequence[ClaimedRow], bool]:
         flow = q.queue_flow(queue=self.queue, lock=True)
+        hold_workflows(q, self.outcomes)
         outcomes = [f.outcome for f in self.outcomes]
         if flow is None:
             finished, rows = q.finish_and_claim_jobs(

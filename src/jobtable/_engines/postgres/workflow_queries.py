@@ -36,6 +36,15 @@ class PostgresWorkflowQueries:
         row = self._wf.get_workflow(id=id)
         return None if row is None else row.name
 
+    def lock_workflow(self, *, id: str) -> bool:
+        return self._wf.lock_workflow(id=id) is not None
+
+    def hold_workflow(self, *, id: str) -> None:
+        self._wf.hold_workflow(id=id)
+
+    def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
+        return self._wf.cancel_added_jobs(now=pg_time(now), ids=list(ids), adder=adder)
+
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
     ) -> None:

@@ -1,5 +1,6 @@
 """The SQLite engine's workflow queries in the shape of the seam's ``WorkflowQueries``."""
 
+import json
 import sqlite3
 from collections.abc import Sequence
 
@@ -27,6 +28,15 @@ class SQLiteWorkflowQueries:
     def workflow_name(self, *, id: str) -> str | None:
         row = self._wf.get_workflow(id=id)
         return None if row is None else row.name
+
+    def lock_workflow(self, *, id: str) -> bool:
+        return self._wf.lock_workflow(id=id) is not None
+
+    def hold_workflow(self, *, id: str) -> None:
+        self._wf.hold_workflow(id=id)
+
+    def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
+        return self._wf.cancel_added_jobs(now=now, ids=json.dumps(list(ids)), adder=adder)
 
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str

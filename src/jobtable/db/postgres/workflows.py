@@ -20,6 +20,12 @@ CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (%(id)s
 GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = %(id)s
 """
 
+LOCK_WORKFLOW = """SELECT id FROM workflows WHERE id = %(id)s FOR UPDATE
+"""
+
+HOLD_WORKFLOW = """SELECT id FROM workflows WHERE id = %(id)s FOR SHARE
+"""
+
 CREATE_WORKFLOW_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
@@ -36,6 +42,12 @@ FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
     partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text,
     pending_deps integer
 )
+"""
+
+CANCEL_ADDED_JOBS = """UPDATE jobs SET status = 'cancelled', finished_at = %(now)s, updated_at = %(now)s
+WHERE id = ANY(%(ids)s::text[])
+    AND (status = 'queued' OR status = 'pending')
+    AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = %(adder)s AND adder.cancel_requested)
 """
 
 CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
@@ -368,6 +380,20 @@ DELETE_EMPTY_WORKFLOWS = """DELETE FROM workflows WHERE id IN (
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class LockWorkflowRow:
+    """A row that LockWorkflow returns."""
+
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HoldWorkflowRow:
+    """A row that HoldWorkflow returns."""
+
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class FinishWorkflowJobsRow:
     """A row that FinishWorkflowJobs returns."""
 
@@ -518,6 +544,60 @@ class Querier:
             created_at=row[2],
         )
 
+    def lock_workflow(
+        self,
+        *,
+        id: str,
+    ) -> LockWorkflowRow | None:
+        """LockWorkflow reads a workflow's id, for a cancel of the workflow, and
+        locks its row until the transaction ends: no running job of it records a
+        success with jobs added to it until the cancel commits, since that write
+        holds the row first (HoldWorkflow). Without the lock, under READ
+        COMMITTED, a success committed between the cancel's statements could add
+        jobs that the cancel of queued jobs did not see, by a job the cancel
+        request then found ended. Differs by necessity from SQLite, which has no
+        row locks.
+        """
+        cur = self._conn.execute(
+            LOCK_WORKFLOW,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return LockWorkflowRow(
+            id=row[0],
+        )
+
+    def hold_workflow(
+        self,
+        *,
+        id: str,
+    ) -> HoldWorkflowRow | None:
+        """HoldWorkflow reads a workflow's id, for a write that records a job's
+        success with the jobs its handler added to the workflow, and holds its
+        row (FOR SHARE, which such writes share and LockWorkflow waits for) until
+        the transaction ends. It comes before the success is recorded, so that
+        both writes take the workflow's row before any job's: a cancel then comes
+        wholly before the success (which sees the cancel request) or wholly after
+        it (and sees the added jobs). Differs by necessity from SQLite, which has
+        no row locks.
+        """
+        cur = self._conn.execute(
+            HOLD_WORKFLOW,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return HoldWorkflowRow(
+            id=row[0],
+        )
+
     def create_workflow_jobs(
         self,
         *,
@@ -537,6 +617,29 @@ class Querier:
                 "jobs": psycopg.types.json.Jsonb(jobs),
             },
         )
+
+    def cancel_added_jobs(
+        self,
+        *,
+        now: datetime.datetime | None,
+        ids: list[str],
+        adder: str,
+    ) -> int:
+        """CancelAddedJobs cancels the jobs of ids, which the handler of adder added
+        to its workflow and which were just stored with adder's success, when
+        adder's cancel was requested before that success was recorded (a cancel
+        of adder, or of its workflow): none of them ever runs, and the record
+        shows them, cancelled.
+        """
+        cur = self._conn.execute(
+            CANCEL_ADDED_JOBS,
+            {
+                "now": now,
+                "ids": ids,
+                "adder": adder,
+            },
+        )
+        return cur.rowcount
 
     def create_job_deps(
         self,

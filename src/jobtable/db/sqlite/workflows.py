@@ -16,6 +16,12 @@ CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (?1, ?2
 GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = ?1
 """
 
+LOCK_WORKFLOW = """SELECT id FROM workflows WHERE id = ?1
+"""
+
+HOLD_WORKFLOW = """SELECT id FROM workflows WHERE id = ?1
+"""
+
 CREATE_WORKFLOW_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
@@ -27,6 +33,12 @@ VALUES (
     ?13, ?14, ?15, ?16, ?17,
     CASE WHEN ?17 > 0 THEN 'pending' ELSE 'queued' END
 )
+"""
+
+CANCEL_ADDED_JOBS = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, updated_at = ?1
+WHERE id IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
+    AND (status = 'queued' OR status = 'pending')
+    AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = ?3 AND adder.cancel_requested)
 """
 
 CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
@@ -181,6 +193,20 @@ DELETE_EMPTY_WORKFLOWS = """DELETE FROM workflows WHERE id IN (
     ORDER BY w.created_at LIMIT ?2
 )
 """
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LockWorkflowRow:
+    """A row that LockWorkflow returns."""
+
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HoldWorkflowRow:
+    """A row that HoldWorkflow returns."""
+
+    id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -372,6 +398,51 @@ class Querier:
             created_at=row[2],
         )
 
+    def lock_workflow(
+        self,
+        *,
+        id: str,
+    ) -> LockWorkflowRow | None:
+        """LockWorkflow reads a workflow's id, for a cancel of the workflow: no
+        running job of it records a success with jobs added to it until the
+        cancel commits (see HoldWorkflow). Differs by necessity from PostgreSQL,
+        which locks the row (FOR UPDATE): SQLite has no row locks, and needs
+        none, since its write transactions hold the database's one write lock
+        from their start.
+        """
+        cur = self._conn.execute(
+            LOCK_WORKFLOW,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return LockWorkflowRow(
+            id=row[0],
+        )
+
+    def hold_workflow(
+        self,
+        *,
+        id: str,
+    ) -> HoldWorkflowRow | None:
+        """HoldWorkflow reads a workflow's id, for a write that records a job's
+        success with the jobs its handler added to the workflow, before it
+        records the success: a cancel of the workflow then comes wholly before
+        or wholly after it. Differs by necessity from PostgreSQL as LockWorkflow
+        does.
+        """
+        cur = self._conn.execute(
+            HOLD_WORKFLOW,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return HoldWorkflowRow(
+            id=row[0],
+        )
+
     def create_workflow_jobs(
         self,
         rows: Iterable[CreateWorkflowJobsParams],
@@ -405,6 +476,29 @@ class Querier:
                 for row in rows
             ],
         )
+
+    def cancel_added_jobs(
+        self,
+        *,
+        now: str | None,
+        ids: str,
+        adder: str,
+    ) -> int:
+        """CancelAddedJobs cancels the jobs of ids (a JSON array of their ids), which
+        the handler of adder added to its workflow and which were just stored
+        with adder's success, when adder's cancel was requested before that
+        success was recorded (a cancel of adder, or of its workflow): none of
+        them ever runs, and the record shows them, cancelled.
+        """
+        cur = self._conn.execute(
+            CANCEL_ADDED_JOBS,
+            (
+                now,
+                ids,
+                adder,
+            ),
+        )
+        return cur.rowcount
 
     def create_job_deps(
         self,
