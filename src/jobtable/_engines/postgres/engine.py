@@ -319,13 +319,18 @@ class PostgresEngine:
         return self._jobs_table
 
     def listen(
-        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+        self,
+        wake: Callable[[], None],
+        cancelled: Callable[[], None] | None = None,
+        ready: Callable[[str], None] | None = None,
     ) -> Callable[[], None]:
         """Calls wake, from a daemon thread, each time a transaction that enqueued commits.
 
         It calls cancelled (when given) instead for a committed cancel request
         of a running job (``NotifyCancel``), so the runner holding it need not
-        wait for its next poll of the requests.
+        wait for its next poll of the requests; and ready(queue) (when given,
+        else wake) for a committed outcome that may release a held job of
+        queue (``JobsReleased``), so only the runners serving it look again.
 
         Listens on a connection of its own. It listens before returning, so
         every enqueue committed after the return wakes; when it cannot yet,
@@ -339,7 +344,7 @@ class PostgresEngine:
         the connection closes within a fraction of a second; calling it again
         does nothing. Raises StoreError once the engine is closed.
         """
-        return self._start(wake, listen_for_enqueues, cancelled=cancelled)
+        return self._start(wake, listen_for_enqueues, cancelled=cancelled, ready=ready)
 
     def listen_ended(self, wake: Callable[[str], None]) -> Callable[[], None]:
         """Calls wake(ids) as a commit that ended jobs notifies (``EndedJobs``); as listen."""
