@@ -56,9 +56,7 @@ def runner_of(
     name: str = "a",
 ) -> jobtable.Runner:
     """A runner of queue q that records starts and never polls within a test."""
-    runner = jobtable.Runner(
-        store, queues={"q": workers}, poll_interval=POLL, flow=flow, name=name
-    )
+    runner = jobtable.Runner(store, queues={"q": workers}, poll_interval=POLL, flow=flow, name=name)
 
     @runner.handler(STEP)
     def step(ctx: jobtable.JobContext[int], n: int) -> int:
