@@ -199,8 +199,7 @@ WITH RECURSIVE finished AS (
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = outcome.running
         AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result, jobs.queue,
-        jobs.sequence_key
+    RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result, jobs.queue, jobs.sequence_key
 ),
 ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
