@@ -3,8 +3,8 @@
 Each section has a module of its own (``bench._raw_limits``,
 ``bench._end_to_end``, ``bench._processes``, ``bench._enqueue``,
 ``bench._uniqueness``, ``bench._latency``, ``bench._wait``, ``bench._memory``,
-``bench._finished_rows``, ``bench._flow``); ``run_engine`` runs them in order and keeps the
-figures of the others when one stops early.
+``bench._finished_rows``, ``bench._flow``, ``bench._wakeup``); ``run_engine``
+runs them in order and keeps the figures of the others when one stops early.
 """
 
 from collections.abc import Callable
@@ -20,6 +20,7 @@ from bench import (
     _processes,
     _raw_limits,
     _wait,
+    _wakeup,
 )
 from bench import _uniqueness as _uniqueness_section
 from bench._plan import Plan, Results, log
@@ -47,6 +48,7 @@ MEASURES: dict[str, Measure] = {
     "memory": _memory.measure,
     "finished rows": _finished_rows.measure,
     "flow": _flow.measure,
+    "wake-up": _wakeup.measure,
 }
 """Each section by name, in the order run_engine runs them: later ones size runs by earlier ones."""
 

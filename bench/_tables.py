@@ -2,14 +2,14 @@
 
 ``engine_table`` adds its rows group by group, in the order the sections run
 (raw limits, end to end, enqueue, uniqueness, latency, loop lag, memory,
-finished rows, flow); most rows are jobtable's figure, the raw limit it is measured
+finished rows, flow, wake-up); most rows are jobtable's figure, the raw limit it is measured
 against, their ratio and a note. ``targets_table`` holds each per-job cost
 target against what it is a ratio to, in the same run.
 """
 
 from collections.abc import Callable
 
-from bench import _flow, _hop, _uniqueness, _wait
+from bench import _flow, _hop, _uniqueness, _wait, _wakeup
 from bench._enqueue import CONCURRENT
 from bench._plan import Plan, Results
 from bench._processes import PROCESSES
@@ -220,6 +220,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
     _memory_rows(table, plan, g)
     _finished_rows(table, plan, g)
     _flow.add_rows(table, g)
+    _wakeup.add_rows(table, g)
     return table
 
 
@@ -274,6 +275,11 @@ def targets_table(engine: str, r: Results) -> Table:
             "-" if value is None else (f"{value * 100:.0f}%" if unit == "%" else f"{value:.2f}x")
         )
         table.add(label, f"{cell(ours)} / {cell(base)}", shown, _verdict(value, want))
+    for label, figure, most in _wakeup.targets(g):
+        met = "not measured"
+        if figure is not None and figure.values:
+            met = "yes" if figure.median <= most else "no"
+        table.add(label, cell(figure), "-", met)
     hop = g("hop.thread")
     if engine == "sqlite" and hop is not None and hop.values:
         table.notes.append(_hop_note(hop.median, g("raw.cycle1"), g("raw.cycle4")))

@@ -159,6 +159,17 @@ VALUES (@queue, sqlc.narg(partition_key), @started_at);
 -- window a claim counts reaches back to them.
 DELETE FROM queue_starts WHERE queue = @queue AND started_at <= @before;
 
+-- name: NextRateOpening :one
+-- NextRateOpening returns the oldest start of queue that the rate window
+-- still counts (recorded after since, in seconds since 1970): the window
+-- admits another start once it leaves, a rate period after it. No row when
+-- the window counts none. A runner whose claim the rate held back sleeps
+-- until then, not until its poll. Differs from PostgreSQL, which measures the
+-- window by the server's clock: here the claiming process's clock does.
+SELECT started_at FROM queue_starts
+WHERE queue = @queue AND started_at > CAST(@since AS REAL)
+ORDER BY started_at LIMIT 1;
+
 -- name: DeclareQueue :exec
 -- DeclareQueue records the limits a runner's code declares for queue. They
 -- become the queue's limits unless an operator set limits (overridden),

@@ -240,6 +240,20 @@ SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, tracepa
     partition_key, workflow_id
 FROM claimed;
 
+-- name: NextRateOpening :one
+-- NextRateOpening returns the seconds, by the server's clock, until the rate
+-- window of queue (rate_period seconds) admits another start: until the
+-- oldest start it still counts leaves it. No row when it counts none. A
+-- runner whose claim the rate held back sleeps until then, not until its
+-- poll. With a rate per key the oldest start may be another key's: the
+-- runner then looks again, finds the next opening, and sleeps again.
+SELECT EXTRACT(EPOCH FROM start.started_at + make_interval(secs => @rate_period::float8)
+        - statement_timestamp())::float8 AS seconds
+FROM queue_starts AS start
+WHERE start.queue = @queue
+    AND start.started_at > statement_timestamp() - make_interval(secs => @rate_period::float8)
+ORDER BY start.started_at LIMIT 1;
+
 -- name: DeclareQueue :exec
 -- DeclareQueue records the limits a runner's code declares for queue. They
 -- become the queue's limits unless an operator set limits (overridden),

@@ -231,9 +231,12 @@ class CountingEngine:
         return await self.inner.aread_in(conn, op, where)
 
     def listen(
-        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+        self,
+        wake: Callable[[], None],
+        cancelled: Callable[[], None] | None = None,
+        ready: Callable[[str], None] | None = None,
     ) -> Callable[[], None] | None:
-        return self.inner.listen(wake, cancelled)
+        return self.inner.listen(wake, cancelled, ready)
 
     def close(self) -> None:
         self.inner.close()

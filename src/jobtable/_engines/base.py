@@ -264,14 +264,20 @@ class Engine(Protocol):
         ...
 
     def listen(
-        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+        self,
+        wake: Callable[[], None],
+        cancelled: Callable[[], None] | None = None,
+        ready: Callable[[str], None] | None = None,
     ) -> Callable[[], None] | None:
         """Calls wake, from any thread, when another process enqueues a job.
 
         It may call wake more often (SQLite: after any commit to the file);
         an extra wake costs the runner one claim that finds nothing. Where the
         engine can tell (PostgreSQL), it calls cancelled instead when a
-        running job's cancel was requested (see ``Queries.notify_cancel``).
+        running job's cancel was requested (see ``Queries.notify_cancel``),
+        and ready(queue) instead when a job that ended may have released a
+        held job of queue (a sequence's next job, a freed limited slot); an
+        engine that cannot tell which queue calls wake for those too.
 
         Returns a function that stops listening, or None when the engine
         cannot tell (the runner then relies on polling alone).

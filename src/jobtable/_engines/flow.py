@@ -95,6 +95,15 @@ class FlowQueries(Protocol):
         """
         ...
 
+    def next_rate_opening(self, *, queue: str, period: float, now: str) -> float | None:
+        """Seconds until queue's rate window of period seconds admits another start.
+
+        That is when the oldest start the window counts leaves it (0 or less:
+        it has); None when the window counts no start. The engine measures it
+        by the clock its claims count starts by (PostgreSQL: the server's).
+        """
+        ...
+
     def declare_queue(self, *, name: str, limits: QueueLimits, now: str) -> None:
         """Records the limits code declares for queue name (an operator's override stays)."""
         ...

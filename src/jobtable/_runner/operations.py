@@ -25,12 +25,29 @@ Clock = Callable[[], datetime.datetime]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class NextRunAt:
-    """The read of the earliest run_at among the queued jobs of queue (None: none queued)."""
+    """The read of what an idle claimer of queue waits for: a scheduled job, a rate window.
+
+    It returns the earliest run_at among the scheduled jobs of queue (None:
+    none), and, when flow is true and the queue has a rate, the seconds until
+    its window admits another start (``FlowQueries.next_rate_opening``; None:
+    no rate, a pause, or no start counted).
+    """
 
     queue: str
+    flow: bool
+    now: str
 
-    def __call__(self, q: Queries) -> str | None:
-        return q.next_run_at(queue=self.queue)
+    def __call__(self, q: Queries) -> tuple[str | None, float | None]:
+        run_at = q.next_run_at(queue=self.queue)
+        if not self.flow:
+            return run_at, None
+        flow = q.queue_flow(queue=self.queue, lock=False)
+        if flow is None or flow.paused:
+            return run_at, None
+        period = flow.limits.rate_period
+        if flow.limits.rate_limit is None or period is None:
+            return run_at, None
+        return run_at, q.next_rate_opening(queue=self.queue, period=period, now=self.now)
 
 
 class StageJobs(Statement[int]):

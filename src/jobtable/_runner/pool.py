@@ -6,6 +6,7 @@ gives its slot to a new worker instead, and stops waiting for it.
 
 import asyncio
 import contextlib
+import functools
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -70,23 +71,32 @@ class WorkerPool:
 
     def notify_enqueued(self) -> None:
         """Wakes an idle worker to look for a new job; safe from any thread (see ``Runner``)."""
+        self._notify(list(self._producers.values()))
+
+    def notify_ready(self, queue: str) -> None:
+        """Wakes an idle worker of queue, where a held job may have been released; any thread.
+
+        A runner that does not serve queue does nothing.
+        """
+        producer = self._producers.get(queue)
+        if producer is not None:
+            self._notify([producer])
+
+    def _notify(self, producers: list[Producer]) -> None:
+        """Pokes producers, and wakes them on the loop when one of them waits for jobs."""
         loop = self._loop
-        producers = self._producers.values()
         if loop is None or loop.is_closed() or not any([p.poke() for p in producers]):
             return
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
+        wake = functools.partial(_wake, producers)
         if running is loop:
-            self._wake_producers()
+            wake()
         else:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(self._wake_producers)
-
-    def _wake_producers(self) -> None:
-        for producer in self._producers.values():
-            producer.wake()
+                loop.call_soon_threadsafe(wake)
 
     def _replace(self, stuck: "asyncio.Task[Any]", queue: str, outcome: Finish | None) -> None:
         """Gives the slot of a worker whose handler would not end to a new worker.
@@ -182,3 +192,8 @@ class WorkerPool:
             writing.daemon = True
             writing.start()
             writing.join(wait)
+
+
+def _wake(producers: list[Producer]) -> None:
+    for producer in producers:
+        producer.wake()

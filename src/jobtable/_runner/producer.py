@@ -24,6 +24,11 @@ _SOONEST = 0.005
 is staged by the claim that follows."""
 
 
+_PAST_OPENING = 0.001
+"""How long after a rate window opens the claimer looks, in seconds: a wake a
+rounding error early would find the window still full and wait _SOONEST more."""
+
+
 class _Turn:
     """What a free worker waiting for a job is handed instead of one: the claimer's turn."""
 
@@ -58,8 +63,11 @@ class Producer:
     claim. A claim also stores the outcomes the completer holds for it. A
     failed claim is retried with capped backoff, its outcomes handed back to
     the completer, and recorded in contact. With no job for itself the
-    claimer looks for jobs again when woken (an enqueue), when the earliest
-    scheduled job it saw is due, or every poll_interval seconds. At stop the
+    claimer looks for jobs again when woken (an enqueue, or anything that
+    may release a held job: an outcome of the queue's sequence or limited
+    slot, a resume, new limits, a settled dependency), when the earliest
+    scheduled job it saw is due, when the queue's rate window admits the
+    next start, or every poll_interval seconds, the safety net. At stop the
     workers waiting get None.
     """
 
@@ -349,19 +357,26 @@ class Producer:
             raise
 
     async def _idle_wait(self) -> float:
-        """Seconds to wait for jobs: the poll interval, or less when a scheduled job is due."""
+        """Seconds to wait for jobs: the poll interval, or less when a scheduled job is due
+        or, under a rate, when its window admits the next start."""
+        now = self._store.clock()
         try:
-            run_at = await self._store.engine.aread(NextRunAt(self.queue))
+            run_at, opens = await self._store.engine.aread(
+                NextRunAt(self.queue, self._flow, timestamp(now))
+            )
         except Exception:
             self._logger.exception("read the next run_at", extra={"runner": self._runner})
             return self._poll_interval
-        if run_at is None:
-            return self._poll_interval
-        at = datetime.datetime.fromisoformat(run_at)
-        if self._stage_at is None or at < self._stage_at:
-            self._stage_at = at
-        due = at - self._store.clock()
-        return min(self._poll_interval, max(due.total_seconds(), _SOONEST))
+        seconds = self._poll_interval
+        if opens is not None:
+            # A claim the rate held back: the window's opening releases a job.
+            seconds = min(seconds, opens + _PAST_OPENING)
+        if run_at is not None:
+            at = datetime.datetime.fromisoformat(run_at)
+            if self._stage_at is None or at < self._stage_at:
+                self._stage_at = at
+            seconds = min(seconds, (at - now).total_seconds())
+        return min(self._poll_interval, max(seconds, _SOONEST))
 
     async def _wait(self, event: asyncio.Event, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

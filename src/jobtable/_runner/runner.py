@@ -310,7 +310,9 @@ class Runner:
         self._periodic.begin(self.kinds, self.queues)
         self._tasks.append(loop.create_task(self._periodic.run(), name="jobtable-periodic"))
         self._unwatch = self.store._watch_enqueues(self.notify_enqueued)
-        self._unlisten = self.store.engine.listen(self.notify_enqueued, self._cancel_watch.notify)
+        self._unlisten = self.store.engine.listen(
+            self.notify_enqueued, self._cancel_watch.notify, self._pool.notify_ready
+        )
         if self.block_warning is not None:
             self._loop_watch = LoopWatch(self.logger, self.block_warning, self._executor.running)
             self._loop_watch.start(loop)

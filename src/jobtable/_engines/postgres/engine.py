@@ -356,27 +356,27 @@ class PostgresEngine:
         return self._jobs_table
 
     def listen(
-        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+        self,
+        wake: Callable[[], None],
+        cancelled: Callable[[], None] | None = None,
+        ready: Callable[[str], None] | None = None,
     ) -> Callable[[], None]:
         """Calls wake, from a daemon thread, each time a transaction that enqueued commits.
 
-        It calls cancelled (when given) instead for a committed cancel request
-        of a running job (``NotifyCancel``), so the runner holding it need not
-        wait for its next poll of the requests.
-
-        Listens on a connection of its own. It listens before returning, so
-        every enqueue committed after the return wakes; when it cannot yet,
-        it logs a warning and keeps trying in the background. A lost
-        connection is reopened with the engine's reconnect backoff (a doubling
-        wait capped at 5 s by default), and wake
-        is then called once for the enqueues it may have missed (and cancelled
-        once for the cancels). wake should
-        return quickly; an exception from it is logged. Returns the function
-        that stops listening: once it returns, wake is not called again, and
-        the connection closes within a fraction of a second; calling it again
-        does nothing. Raises StoreError once the engine is closed.
+        It calls cancelled instead for a committed cancel request of a running
+        job (``NotifyCancel``), and ready(queue) for an outcome that may
+        release a held job of queue (``JobsReleased``), each when given. It
+        listens on a connection of its own from before it returns; when it
+        cannot yet, it logs a warning and keeps trying in the background. A
+        lost connection is reopened with the engine's reconnect backoff (a
+        doubling wait capped at 5 s by default), then wake and cancelled are
+        called once for what they may have missed. wake should return fast;
+        an exception from it is logged. Returns what stops listening: once it
+        returns, wake is not called again and the connection closes within a
+        fraction of a second; again, it does nothing. Raises StoreError once
+        the engine is closed.
         """
-        return self._start(wake, listen_for_enqueues, cancelled=cancelled)
+        return self._start(wake, listen_for_enqueues, cancelled=cancelled, ready=ready)
 
     def listen_ended(self, wake: Callable[[str], None]) -> Callable[[], None]:
         """Calls wake(ids) as a commit that ended jobs notifies (``EndedJobs``); as listen."""

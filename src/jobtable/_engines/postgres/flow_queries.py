@@ -67,6 +67,10 @@ class PostgresFlowQueries:
             )
         )
 
+    def next_rate_opening(self, *, queue: str, period: float, now: str) -> float | None:
+        row = self._flow.next_rate_opening(queue=queue, rate_period=period)
+        return None if row is None else row.seconds
+
     def declare_queue(self, *, name: str, limits: QueueLimits, now: str) -> None:
         self._flow.declare_queue(
             name=name,

@@ -23,6 +23,9 @@ _STOP_POLL = 0.2
 CANCEL_NOTICE = "cancel"
 """The payload of the notification NotifyCancel sends; an enqueue's is empty."""
 
+READY_PREFIX = "ready:"
+"""What begins the payload of a JobsReleased notification; the queue's name follows."""
+
 _logger = logging.getLogger("jobtable.postgres")
 
 
@@ -42,7 +45,9 @@ class Listener:
     listen runs the LISTEN statement on a new connection; reconnect is the
     wait between attempts to reopen a lost connection. A notification whose
     payload is CANCEL_NOTICE calls cancelled (when given) instead of wake;
-    with notices, every notification's payload goes to notices instead.
+    one whose payload is READY_PREFIX and a queue's name calls ready(queue)
+    (when given) instead of wake; with notices, every notification's payload
+    goes to notices instead.
     """
 
     def __init__(
@@ -54,12 +59,14 @@ class Listener:
         listen: Callable[[_Connection], None],
         reconnect: Backoff = RECONNECT,
         cancelled: Callable[[], None] | None = None,
+        ready: Callable[[str], None] | None = None,
         notices: Callable[[str], None] | None = None,
     ) -> None:
         self._url = url
         self._where = where
         self._wake = wake
         self._cancelled = cancelled
+        self._ready = ready
         self._notices = notices
         self._listen = listen
         self._reconnect = reconnect
@@ -101,6 +108,8 @@ class Listener:
             call = functools.partial(self._notices, payload)
         elif payload == CANCEL_NOTICE and self._cancelled is not None:
             call = self._cancelled
+        elif payload.startswith(READY_PREFIX) and self._ready is not None:
+            call = functools.partial(self._ready, payload[len(READY_PREFIX) :])
         with self._waking:
             if self._stopping.is_set():
                 return

@@ -267,12 +267,16 @@ class SQLiteEngine:
         )
 
     def listen(
-        self, wake: Callable[[], None], cancelled: Callable[[], None] | None = None
+        self,
+        wake: Callable[[], None],
+        cancelled: Callable[[], None] | None = None,
+        ready: Callable[[str], None] | None = None,
     ) -> Callable[[], None] | None:
         """Calls wake, from a thread of its own, after each commit to the file (``WalWatcher``).
 
-        cancelled is never called: a commit does not tell what it wrote, so
-        runners poll for cancel requests.
+        cancelled and ready are never called: a commit does not tell what it
+        wrote, so runners poll for cancel requests, and the wake after a
+        commit that released a held job is wake's.
 
         Other processes' commits wake, and so, needlessly, do this process's
         own. The watch is set before it returns. Returns the function that

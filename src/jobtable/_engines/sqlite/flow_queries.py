@@ -88,6 +88,11 @@ class SQLiteFlowQueries:
             self._flow.forget_starts(queue=queue, before=since)
         return rows
 
+    def next_rate_opening(self, *, queue: str, period: float, now: str) -> float | None:
+        seconds = _seconds(now)
+        row = self._flow.next_rate_opening(queue=queue, since=seconds - period)
+        return None if row is None else row.started_at + period - seconds
+
     def declare_queue(self, *, name: str, limits: QueueLimits, now: str) -> None:
         self._flow.declare_queue(
             name=name,

@@ -186,6 +186,14 @@ SELECT seq, id, kind, payload, attempt, max_attempts, timeout, priority, tracepa
 FROM claimed
 """
 
+NEXT_RATE_OPENING = """SELECT EXTRACT(EPOCH FROM start.started_at + make_interval(secs => %(rate_period)s::float8)
+        - statement_timestamp())::float8 AS seconds
+FROM queue_starts AS start
+WHERE start.queue = %(queue)s
+    AND start.started_at > statement_timestamp() - make_interval(secs => %(rate_period)s::float8)
+ORDER BY start.started_at LIMIT 1
+"""
+
 DECLARE_QUEUE = """INSERT INTO queues (
     name, concurrency, partition_limit, rate_limit, rate_period, rate_per_key,
     declared_concurrency, declared_partition_limit, declared_rate_limit,
@@ -357,6 +365,13 @@ class ClaimPartitionedJobsRow:
     traceparent: str | None
     partition_key: str | None
     workflow_id: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NextRateOpeningRow:
+    """A row that NextRateOpening returns."""
+
+    seconds: float
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -605,6 +620,33 @@ class Querier:
             )
             for row in cur.fetchall()
         ]
+
+    def next_rate_opening(
+        self,
+        *,
+        rate_period: float,
+        queue: str,
+    ) -> NextRateOpeningRow | None:
+        """NextRateOpening returns the seconds, by the server's clock, until the rate
+        window of queue (rate_period seconds) admits another start: until the
+        oldest start it still counts leaves it. No row when it counts none. A
+        runner whose claim the rate held back sleeps until then, not until its
+        poll. With a rate per key the oldest start may be another key's: the
+        runner then looks again, finds the next opening, and sleeps again.
+        """
+        cur = self._conn.execute(
+            NEXT_RATE_OPENING,
+            {
+                "rate_period": rate_period,
+                "queue": queue,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NextRateOpeningRow(
+            seconds=row[0],
+        )
 
     def declare_queue(
         self,

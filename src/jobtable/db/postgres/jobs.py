@@ -116,7 +116,7 @@ FINISH_AND_CLAIM_JOBS = """WITH finished AS (
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = outcome.running
         AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id, jobs.status
+    RETURNING jobs.id, jobs.status, jobs.queue, jobs.sequence_key
 ),
 ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
@@ -124,6 +124,26 @@ ended AS MATERIALIZED (
     FROM finished WHERE status <> 'queued'
     HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
         hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
+),
+released AS MATERIALIZED (
+    SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
+        WHEN octet_length(freed.queue) < 7900 THEN 'ready:' || freed.queue ELSE '' END))
+    FROM (
+        SELECT next.queue FROM finished AS ended CROSS JOIN LATERAL (
+            SELECT later.queue FROM jobs AS later
+            WHERE later.sequence_key = ended.sequence_key AND later.sequence_key IS NOT NULL
+                AND later.status <> 'succeeded' AND later.status = 'queued'
+            ORDER BY later.seq LIMIT 1
+        ) AS next
+        WHERE ended.sequence_key IS NOT NULL AND ended.status <> 'queued'
+        UNION
+        SELECT ended.queue FROM finished AS ended
+        WHERE EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = ended.queue
+                AND (flow.concurrency IS NOT NULL OR flow.partition_limit IS NOT NULL)
+        )
+    ) AS freed
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -157,7 +177,7 @@ FROM claimed
 UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
     NULL::text
-FROM finished LEFT JOIN ended ON true
+FROM finished LEFT JOIN ended ON true LEFT JOIN released ON true
 """
 
 FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
@@ -201,7 +221,7 @@ FINISH_AND_CLAIM_JOBS_OF_KINDS = """WITH finished AS (
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = outcome.running
         AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id, jobs.status
+    RETURNING jobs.id, jobs.status, jobs.queue, jobs.sequence_key
 ),
 ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
@@ -209,6 +229,26 @@ ended AS MATERIALIZED (
     FROM finished WHERE status <> 'queued'
     HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
         hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
+),
+released AS MATERIALIZED (
+    SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
+        WHEN octet_length(freed.queue) < 7900 THEN 'ready:' || freed.queue ELSE '' END))
+    FROM (
+        SELECT next.queue FROM finished AS ended CROSS JOIN LATERAL (
+            SELECT later.queue FROM jobs AS later
+            WHERE later.sequence_key = ended.sequence_key AND later.sequence_key IS NOT NULL
+                AND later.status <> 'succeeded' AND later.status = 'queued'
+            ORDER BY later.seq LIMIT 1
+        ) AS next
+        WHERE ended.sequence_key IS NOT NULL AND ended.status <> 'queued'
+        UNION
+        SELECT ended.queue FROM finished AS ended
+        WHERE EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = ended.queue
+                AND (flow.concurrency IS NOT NULL OR flow.partition_limit IS NOT NULL)
+        )
+    ) AS freed
 ),
 picked AS MATERIALIZED (
     SELECT ready.seq FROM jobs AS ready
@@ -243,7 +283,7 @@ FROM claimed
 UNION ALL
 SELECT true, 0::bigint, id, '', '', 0, 0, NULL::double precision, 0, NULL::text, NULL::text,
     NULL::text
-FROM finished LEFT JOIN ended ON true
+FROM finished LEFT JOIN ended ON true LEFT JOIN released ON true
 """
 
 NEXT_RUN_AT = """SELECT run_at FROM jobs WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s
@@ -1498,7 +1538,18 @@ class Querier:
         fails while a waiter holds it (or another finish statement of the bucket
         does: one needless notification). A waiter that comes meanwhile waits for
         this commit before it listens and checks its jobs, so none is missed.
-        The ended CTE is MATERIALIZED and joined, so that it runs exactly once.
+        JobsReleased: the statement also notifies the runners' channel
+        (jobtable_channel), delivered at its commit, with 'ready:' and the name of
+        each queue where a job it finished may release a held one: the queue of
+        the next queued job of an ended job's sequence, and the queue of any
+        finished job when that queue has a concurrency or partition limit (a slot
+        is free). Only the runners serving that queue look again, at once rather
+        than at their poll; the runner that finished the job too, since this
+        statement's own pick cannot see what it releases. A job of neither kind
+        costs one primary key lookup in queues and sends nothing, so an unlimited
+        queue's commits still share a flush.
+        The ended and released CTEs are MATERIALIZED and joined, so that each runs
+        exactly once; each yields one row at most.
         """
         cur = self._conn.execute(
             FINISH_AND_CLAIM_JOBS,

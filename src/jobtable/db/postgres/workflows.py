@@ -175,7 +175,7 @@ FINISH_WORKFLOW_JOBS = """WITH RECURSIVE finished AS (
     ) AS outcome
     WHERE jobs.id = outcome.id AND jobs.status = outcome.running
         AND jobs.attempt = outcome.attempt
-    RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result
+    RETURNING jobs.id, jobs.status, jobs.workflow_id, jobs.result, jobs.queue, jobs.sequence_key
 ),
 ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
@@ -183,6 +183,26 @@ ended AS MATERIALIZED (
     FROM finished WHERE status <> 'queued'
     HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
         hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
+),
+released AS MATERIALIZED (
+    SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
+        WHEN octet_length(freed.queue) < 7900 THEN 'ready:' || freed.queue ELSE '' END))
+    FROM (
+        SELECT next.queue FROM finished AS ended CROSS JOIN LATERAL (
+            SELECT later.queue FROM jobs AS later
+            WHERE later.sequence_key = ended.sequence_key AND later.sequence_key IS NOT NULL
+                AND later.status <> 'succeeded' AND later.status = 'queued'
+            ORDER BY later.seq LIMIT 1
+        ) AS next
+        WHERE ended.sequence_key IS NOT NULL AND ended.status <> 'queued'
+        UNION
+        SELECT ended.queue FROM finished AS ended
+        WHERE EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = ended.queue
+                AND (flow.concurrency IS NOT NULL OR flow.partition_limit IS NOT NULL)
+        )
+    ) AS freed
 ),
 root AS (
     SELECT id, status = 'succeeded' AS ok, result FROM finished
@@ -257,8 +277,8 @@ doom_ended AS MATERIALIZED (
     HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
         hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 )
-SELECT finished.id FROM finished LEFT JOIN ended ON true LEFT JOIN ready ON true
-    LEFT JOIN doom_ended ON true
+SELECT finished.id FROM finished LEFT JOIN ended ON true LEFT JOIN released ON true
+    LEFT JOIN ready ON true LEFT JOIN doom_ended ON true
 """
 
 REVIVE_DEPENDENTS = """UPDATE jobs
@@ -718,8 +738,8 @@ class Querier:
         run_traces: list[str | None] | None,
     ) -> list[FinishWorkflowJobsRow]:
         """FinishWorkflowJobs stores the outcomes of finished attempts as
-        FinishAndClaimJobs does (the same arrays; JobsEnded's notification too,
-        and another naming the dependents it cancels),
+        FinishAndClaimJobs does (the same arrays; JobsEnded's and JobsReleased's
+        notifications too, and another naming the dependents it cancels),
         and settles, in the same statement, the dependents of the jobs of
         workflows it ended, as SettleDependents does: a runner's outcomes of
         workflows' jobs cost one statement, one round trip, as a plain job's. It

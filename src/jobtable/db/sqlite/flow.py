@@ -136,6 +136,11 @@ VALUES (?1, ?2, ?3)
 FORGET_STARTS = """DELETE FROM queue_starts WHERE queue = ?1 AND started_at <= ?2
 """
 
+NEXT_RATE_OPENING = """SELECT started_at FROM queue_starts
+WHERE queue = ?1 AND started_at > CAST(?2 AS REAL)
+ORDER BY started_at LIMIT 1
+"""
+
 DECLARE_QUEUE = """INSERT INTO queues (
     name, concurrency, partition_limit, rate_limit, rate_period, rate_per_key,
     declared_concurrency, declared_partition_limit, declared_rate_limit,
@@ -287,6 +292,13 @@ class ClaimJobRow:
     traceparent: str | None
     partition_key: str | None
     workflow_id: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NextRateOpeningRow:
+    """A row that NextRateOpening returns."""
+
+    started_at: float
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -516,6 +528,33 @@ class Querier:
                 queue,
                 before,
             ),
+        )
+
+    def next_rate_opening(
+        self,
+        *,
+        queue: str,
+        since: float,
+    ) -> NextRateOpeningRow | None:
+        """NextRateOpening returns the oldest start of queue that the rate window
+        still counts (recorded after since, in seconds since 1970): the window
+        admits another start once it leaves, a rate period after it. No row when
+        the window counts none. A runner whose claim the rate held back sleeps
+        until then, not until its poll. Differs from PostgreSQL, which measures the
+        window by the server's clock: here the claiming process's clock does.
+        """
+        cur = self._conn.execute(
+            NEXT_RATE_OPENING,
+            (
+                queue,
+                since,
+            ),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NextRateOpeningRow(
+            started_at=row[0],
         )
 
     def declare_queue(
