@@ -177,10 +177,16 @@ class PooledURLs:
 
 @pytest.fixture
 def pooled_pg(pgbouncer: pgbouncer_server.Bouncer, pg_url: str) -> Iterator[PooledURLs]:
-    """The URLs of a fresh schema through the session's PgBouncer and direct (``pg_url``)."""
+    """The URLs of a fresh schema through the session's PgBouncer and direct (``pg_url``).
+
+    Through PgBouncer the schema has one server connection, on which
+    another client left prepared statements.
+    """
     schema = urllib.parse.parse_qs(urllib.parse.urlsplit(pg_url).query)["options"][0]
     schema = schema.removeprefix("-csearch_path=")
-    yield PooledURLs(pooled=pgbouncer.add_schema(schema, schema), direct=pg_url)
+    pooled = pgbouncer.add_schema(schema, schema)
+    pgbouncer.prepare_as_another_client(schema)
+    yield PooledURLs(pooled=pooled, direct=pg_url)
     pgbouncer.remove_schema(schema)
 
 

@@ -3,7 +3,8 @@
 The tests get a PgBouncer of their own, configured in a temporary folder,
 listening on 127.0.0.1 at a free port, in ``pool_mode = transaction``, with
 no authentication (every client logs in to the server as the server URL's
-user). Each test schema is a database alias of its own (``add_schema``):
+user). Each test schema is a database alias of its own (``add_schema``), served
+by one server connection, which every client of the alias shares:
 its ``connect_query`` sets the search_path on every server connection the
 pooler opens for it, as ``ALTER ROLE … SET search_path`` would in a
 deployment, since PgBouncer passes no ``options`` startup parameter. As root
@@ -27,6 +28,9 @@ from psycopg import conninfo
 
 SERVER_USER = "postgres"
 """The user PgBouncer runs as when the tests run as root (it refuses root)."""
+
+PREPARED = 8
+"""How many statements ``Bouncer.prepare_as_another_client`` leaves prepared."""
 
 START_LIMIT = 30
 """Seconds to wait for PgBouncer to accept connections, or for a reload to take."""
@@ -94,7 +98,9 @@ class Bouncer:
         target = " ".join(f"{key}={value}" for key, value in server.items())
         databases = [f"{server['dbname']} = {target}"]
         for alias, schema in self.aliases.items():
-            databases.append(f"{alias} = {target} connect_query='SET search_path TO {schema}'")
+            databases.append(
+                f"{alias} = {target} pool_size=1 connect_query='SET search_path TO {schema}'"
+            )
         (self.folder / "pgbouncer.ini").write_text(
             "[databases]\n"
             + "\n".join(databases)
@@ -109,7 +115,7 @@ class Bouncer:
     def start(self) -> None:
         """Starts PgBouncer and waits until it accepts connections; raises RuntimeError if not."""
         self._write_config()
-        argv = [str(_binary()), str(self.folder / "pgbouncer.ini")]
+        argv = [str(_binary()), "-q", str(self.folder / "pgbouncer.ini")]
         if os.geteuid() == 0:
             argv[1:1] = ["-u", SERVER_USER]
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
@@ -123,6 +129,21 @@ class Bouncer:
         self.process.send_signal(signal.SIGHUP)
         self._wait_for(alias)
         return self.url(alias)
+
+    def prepare_as_another_client(self, alias: str) -> None:
+        """Leaves statements prepared, as psycopg names them, on alias's one server connection.
+
+        As another application sharing the pooler would: a client that then
+        prepares a statement of its own on that connection is refused
+        (prepared statement "_pg3_0" already exists).
+        """
+        import psycopg
+
+        with psycopg.connect(self.url(alias), autocommit=True) as conn:
+            for number in range(PREPARED):
+                for _ in range(conn.prepare_threshold or 0):
+                    conn.execute(f"SELECT {number}::int + %s", (number,))
+                conn.execute(f"SELECT {number}::int + %s", (number,))
 
     def remove_schema(self, alias: str) -> None:
         """Forgets alias at the next reload (its pool stays until then)."""
