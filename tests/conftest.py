@@ -176,15 +176,19 @@ class PooledURLs:
 
 
 @pytest.fixture
-def pooled_pg(pgbouncer: pgbouncer_server.Bouncer, pg_url: str) -> Iterator[PooledURLs]:
+def pooled_pg(
+    pgbouncer: pgbouncer_server.Bouncer, pg_url: str, request: pytest.FixtureRequest
+) -> Iterator[PooledURLs]:
     """The URLs of a fresh schema through the session's PgBouncer and direct (``pg_url``).
 
-    Through PgBouncer the schema has one server connection, on which
-    another client left prepared statements.
+    PgBouncer pools it in transaction mode, with one server connection, on
+    which another client left prepared statements; or in session mode when
+    the test parametrizes this fixture (indirect) with "session".
     """
+    mode: str = getattr(request, "param", "transaction")
     schema = urllib.parse.parse_qs(urllib.parse.urlsplit(pg_url).query)["options"][0]
     schema = schema.removeprefix("-csearch_path=")
-    pooled = pgbouncer.add_schema(schema, schema)
+    pooled = pgbouncer.add_schema(schema, schema, mode)
     pgbouncer.prepare_as_another_client(schema)
     yield PooledURLs(pooled=pooled, direct=pg_url)
     pgbouncer.remove_schema(schema)

@@ -4,7 +4,8 @@ The tests get a PgBouncer of their own, configured in a temporary folder,
 listening on 127.0.0.1 at a free port, in ``pool_mode = transaction``, with
 no authentication (every client logs in to the server as the server URL's
 user). Each test schema is a database alias of its own (``add_schema``), served
-by one server connection, which every client of the alias shares:
+in transaction mode by one server connection, which every client of the
+alias shares, or in session mode:
 its ``connect_query`` sets the search_path on every server connection the
 pooler opens for it, as ``ALTER ROLE … SET search_path`` would in a
 deployment, since PgBouncer passes no ``options`` startup parameter. As root
@@ -28,6 +29,19 @@ from psycopg import conninfo
 
 SERVER_USER = "postgres"
 """The user PgBouncer runs as when the tests run as root (it refuses root)."""
+
+SESSIONS = 40
+"""Server connections of an alias in session mode: one per client connection of a test."""
+
+RESET = (
+    "CLOSE ALL; DEALLOCATE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); "
+    "DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES"
+)
+"""What session mode runs on a server connection a client gave back: DISCARD ALL but RESET ALL.
+
+RESET ALL would undo the alias's search_path, which ``ALTER ROLE … SET``
+would keep in a deployment.
+"""
 
 PREPARED = 8
 """How many statements ``Bouncer.prepare_as_another_client`` leaves prepared."""
@@ -66,7 +80,7 @@ class Bouncer:
     folder: pathlib.Path
     port: int
     server_url: str
-    aliases: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
     process: "subprocess.Popen[bytes] | None" = None
 
     @property
@@ -97,9 +111,12 @@ class Bouncer:
         server = self._server()
         target = " ".join(f"{key}={value}" for key, value in server.items())
         databases = [f"{server['dbname']} = {target}"]
-        for alias, schema in self.aliases.items():
+        for alias, (schema, mode) in self.aliases.items():
+            # In session mode each client holds a server connection while it is connected.
+            size = 1 if mode == "transaction" else SESSIONS
             databases.append(
-                f"{alias} = {target} pool_size=1 connect_query='SET search_path TO {schema}'"
+                f"{alias} = {target} pool_size={size} pool_mode={mode}"
+                f" connect_query='SET search_path TO {schema}'"
             )
         (self.folder / "pgbouncer.ini").write_text(
             "[databases]\n"
@@ -110,6 +127,7 @@ class Bouncer:
             + "auth_type = any\npool_mode = transaction\n"
             + "max_client_conn = 500\ndefault_pool_size = 4\n"
             + "ignore_startup_parameters = extra_float_digits\n"
+            + f"server_reset_query = {RESET}\n"
         )
 
     def start(self) -> None:
@@ -121,9 +139,12 @@ class Bouncer:
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         self._wait_for(self._server()["dbname"])
 
-    def add_schema(self, alias: str, schema: str) -> str:
-        """Adds alias, whose connections use schema, reloads, and returns alias's URL."""
-        self.aliases[alias] = schema
+    def add_schema(self, alias: str, schema: str, mode: str = "transaction") -> str:
+        """Adds alias, whose connections use schema, reloads, and returns alias's URL.
+
+        mode is the alias's pool_mode: transaction or session.
+        """
+        self.aliases[alias] = (schema, mode)
         self._write_config()
         assert self.process is not None
         self.process.send_signal(signal.SIGHUP)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 
+import pgbouncer_server
 import pytest
 from conftest import PooledURLs
 
@@ -113,6 +114,24 @@ async def test_a_workflow_runs_through_pgbouncer(pooled_store: jobtable.Store) -
     assert [r.result for r in records] == [2**n for n in range(1, 9)]
 
 
+@pytest.mark.parametrize("pooled_pg", ["session"], indirect=True)
+async def test_a_runner_runs_through_pgbouncer_in_session_mode_listening_through_it(
+    pooled_pg: PooledURLs, wait_until: WaitUntil, finished: Finished
+) -> None:
+    store = jobtable.Store.open(pooled_pg.pooled, pooled=True, listen_url=pooled_pg.pooled)
+    try:
+        runner = doubling_runner(store, double)
+        await runner.start()
+        ids = double.enqueue_many(store, list(range(30)))
+        await wait_until(finished(runner, ids))
+        waited = asyncio.to_thread(double.enqueue_and_wait, store, 21, wait_timeout=30)
+        assert await waited == 42
+        runner.stop()
+        await runner.wait()
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
     """Processes a test started; killed at the end if still running."""
@@ -126,7 +145,10 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 @pytest.mark.parametrize("listen", ["listen_url", "polling"])
 async def test_round_trips_between_a_worker_and_a_waiter_process(
-    pooled_pg: PooledURLs, listen: str, processes: list[subprocess.Popen[bytes]]
+    pooled_pg: PooledURLs,
+    listen: str,
+    processes: list[subprocess.Popen[bytes]],
+    pgbouncer: pgbouncer_server.Bouncer,
 ) -> None:
     direct = pooled_pg.direct if listen == "listen_url" else ""
 
@@ -135,6 +157,7 @@ async def test_round_trips_between_a_worker_and_a_waiter_process(
         processes.append(subprocess.Popen(args, start_new_session=True))
         return processes[-1]
 
+    logged = len(pgbouncer.server_log())
     worker = start("worker")
     waiter = start("waiter")
     try:
@@ -145,3 +168,6 @@ async def test_round_trips_between_a_worker_and_a_waiter_process(
     assert worker.poll() is None, "the worker died"
     worker.send_signal(signal.SIGTERM)
     assert await asyncio.to_thread(worker.wait, 60) == 0
+    # Nothing listened through PgBouncer (a LISTEN left on a pooled server
+    # connection makes it log "got packet 'A' from server when not linked").
+    assert "not linked" not in pgbouncer.server_log()[logged:]
