@@ -8,14 +8,17 @@ When it cannot be reached the test is skipped, saying how to enable it; on CI
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import pathlib
 import subprocess
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import mysql_server
 import pg_cluster
+import pgbouncer_server
 import pytest
 
 import jobtable
@@ -151,6 +154,44 @@ def throwaway_pg() -> Iterator[pg_cluster.Cluster]:
     _skip_unless_possible("a throwaway PostgreSQL cluster", pg_cluster.cannot_run())
     with pg_cluster.throwaway_cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(pg_server: str) -> Iterator[pgbouncer_server.Bouncer]:
+    """A throwaway PgBouncer in transaction mode in front of the test server, for the session.
+
+    Skips (fails on CI) when PgBouncer is not installed.
+    """
+    _skip_unless_possible("a throwaway PgBouncer", pgbouncer_server.cannot_run())
+    with pgbouncer_server.throwaway_bouncer(pg_server) as bouncer:
+        yield bouncer
+
+
+@dataclasses.dataclass(frozen=True)
+class PooledURLs:
+    """A test schema's two URLs: through PgBouncer (pooled), and direct (to listen)."""
+
+    pooled: str
+    direct: str
+
+
+@pytest.fixture
+def pooled_pg(
+    pgbouncer: pgbouncer_server.Bouncer, pg_url: str, request: pytest.FixtureRequest
+) -> Iterator[PooledURLs]:
+    """The URLs of a fresh schema through the session's PgBouncer and direct (``pg_url``).
+
+    PgBouncer pools it in transaction mode, with one server connection, on
+    which another client left prepared statements; or in session mode when
+    the test parametrizes this fixture (indirect) with "session".
+    """
+    mode: str = getattr(request, "param", "transaction")
+    schema = urllib.parse.parse_qs(urllib.parse.urlsplit(pg_url).query)["options"][0]
+    schema = schema.removeprefix("-csearch_path=")
+    pooled = pgbouncer.add_schema(schema, schema, mode)
+    pgbouncer.prepare_as_another_client(schema)
+    yield PooledURLs(pooled=pooled, direct=pg_url)
+    pgbouncer.remove_schema(schema)
 
 
 @pytest.fixture(scope="session")

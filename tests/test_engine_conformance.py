@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
+from conftest import ENGINES, PooledURLs
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
 from jobtable._engines.base import Engine, Queries
@@ -90,7 +91,11 @@ def sqlite_kit(path: pathlib.Path) -> Kit:
     )
 
 
-def postgres_kit(url: str) -> Kit:
+def postgres_kit(url: str, pooled: str | None = None) -> Kit:
+    """The PostgreSQL engine on url; with pooled, opened through that pooler's URL for url.
+
+    Through a pooler the engine listens on url (``listen_url``).
+    """
     import psycopg
 
     from jobtable._engines.postgres.engine import PostgresEngine
@@ -107,6 +112,13 @@ def postgres_kit(url: str) -> Kit:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("UPDATE jobtable_schema SET version = %s", (version,))
 
+    def open_engine(max_connections: int = 10) -> PostgresEngine:
+        if pooled is None:
+            return PostgresEngine.open(url, max_connections=max_connections)
+        return PostgresEngine.open(
+            pooled, max_connections=max_connections, pooled=True, listen_url=url
+        )
+
     def stored() -> object:
         with psycopg.connect(url, autocommit=True) as conn:
             return conn.execute(
@@ -118,8 +130,8 @@ def postgres_kit(url: str) -> Kit:
     return Kit(
         name="postgres",
         current_version=SCHEMA_VERSION,
-        open=lambda: PostgresEngine.open(url),
-        open_wide=lambda threads: PostgresEngine.open(url, max_connections=threads),
+        open=lambda: open_engine(),
+        open_wide=lambda threads: open_engine(max_connections=threads),
         version=version,
         set_version=set_version,
         stored=stored,
@@ -136,11 +148,26 @@ def in_threads(work: Callable[[T], None], each: list[T]) -> None:
         thread.join(LIMIT)
 
 
+@pytest.fixture(
+    params=[
+        *ENGINES,
+        pytest.param("postgres-pgbouncer", marks=[pytest.mark.postgres, pytest.mark.slow]),
+    ]
+)
+def engine(request: pytest.FixtureRequest) -> str:
+    """The engine under test; postgres-pgbouncer: PostgreSQL through PgBouncer, transaction mode."""
+    name: str = request.param
+    return name
+
+
 @pytest.fixture
-def kit(engine: str, store_target: str) -> Kit:
+def kit(engine: str, store_target: str, request: pytest.FixtureRequest) -> Kit:
     """The engine under test, on a fresh database of the test's own."""
     if engine == "sqlite":
         return sqlite_kit(pathlib.Path(store_target))
+    if engine == "postgres-pgbouncer":
+        urls: PooledURLs = request.getfixturevalue("pooled_pg")
+        return postgres_kit(store_target, pooled=urls.pooled)
     return postgres_kit(store_target)
 
 

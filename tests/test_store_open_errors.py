@@ -203,3 +203,16 @@ def test_connect_timeout_from_the_environment_is_left_alone(
     err = open_in_thread(f"postgresql://u@127.0.0.1:{silent_server}/x")
     assert isinstance(err, jobtable.StoreError)
     assert os.environ["PGCONNECT_TIMEOUT"] == "2"
+
+
+def test_a_pooled_url_refuses_a_session_setting_before_connecting() -> None:
+    with pytest.raises(ValueError, match="ALTER ROLE name SET synchronous_commit"):
+        jobtable.Store.open("postgresql://app@127.0.0.1:1/app", pooled=True, durable=False)
+
+
+def test_the_pooler_options_are_refused_for_a_sqlite_file(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="are for a PostgreSQL URL"):
+        jobtable.Store.open(tmp_path / "jobs.db", pooled=True)
+    with pytest.raises(ValueError, match="are for a PostgreSQL URL"):
+        jobtable.Store.open(tmp_path / "jobs.db", listen_url="postgresql://h/db")
+    assert not (tmp_path / "jobs.db").exists()

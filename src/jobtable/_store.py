@@ -1,5 +1,8 @@
 """The store: the database jobs live in, which enqueuers and runners share."""
 
+# longer than 400 lines: the Store is the public face of every engine, and each
+# option of Store.open is API a user reads here; the work is in the engines.
+
 import asyncio
 import datetime
 import functools
@@ -174,6 +177,8 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         migrate: bool = True,
         secret_keys: str | Sequence[str] | None = None,
         wal_limit: int | None = WAL_LIMIT,
+        pooled: bool = False,
+        listen_url: str | None = None,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -206,6 +211,17 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         None (the default) reads them from the ``JOBTABLE_SECRET_KEYS``
         environment variable; ``""`` sets none. A bad key raises ValueError
         naming its id, never the key; keys need the ``jobtable[secrets]`` extra.
+
+        pooled (PostgreSQL) says target is a connection pooler's URL
+        (PgBouncer in transaction or session mode): no statement is prepared
+        on the server and no setting is left on a session, so the pooler may
+        share the server connections; durable=False is then refused
+        (ValueError: set synchronous_commit for the role instead). Waking
+        runners and waits needs a session: listen_url (PostgreSQL) is a
+        direct URL to the same database, used only to listen. Without it a
+        pooled store listens to nothing, logs one warning as it opens, and
+        its runners and waits find work by polling (see the PostgreSQL
+        guide's section on poolers).
         """
         keys = keys_of(secret_keys)
         engine, shown = open_engine(
@@ -215,6 +231,8 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
             readers=readers,
             upgrade=migrate,
             wal_limit=wal_limit,
+            pooled=pooled,
+            listen_url=listen_url,
         )
         return cls(
             engine,

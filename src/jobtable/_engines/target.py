@@ -68,12 +68,16 @@ def open_engine(
     readers: int,
     upgrade: bool,
     wal_limit: int | None = WAL_LIMIT,
+    pooled: bool = False,
+    listen_url: str | None = None,
 ) -> tuple[Engine, str]:
     """Opens target's engine; returns it and the target as the store shows it.
 
     Without upgrade, a schema that is missing or older is refused with a
     StoreError and left as it is. wal_limit is the SQLite engine's (see
-    ``SQLiteEngine.open``); PostgreSQL has none.
+    ``SQLiteEngine.open``); PostgreSQL has none. pooled and listen_url are
+    PostgreSQL's (see ``PostgresEngine.open``); for SQLite, pooled or a
+    listen_url raises ValueError.
     """
     engine, where = parse_target(target)
     if engine == "postgres":
@@ -81,8 +85,15 @@ def open_engine(
         _need_psycopg(url)
         from jobtable._engines.postgres.engine import PostgresEngine
 
-        opened: Engine = PostgresEngine.open(url, durable=durable, upgrade=upgrade)
+        opened: Engine = PostgresEngine.open(
+            url, durable=durable, upgrade=upgrade, pooled=pooled, listen_url=listen_url
+        )
         return opened, url
+    if pooled or listen_url is not None:
+        raise ValueError(
+            f"pooled and listen_url are for a PostgreSQL URL, and {os.fspath(where)!r} is "
+            "a SQLite file; leave them unset"
+        )
     sqlite = SQLiteEngine.open(
         where,
         durable=durable,

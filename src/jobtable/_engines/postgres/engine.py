@@ -14,8 +14,14 @@ the ``Queries`` seam, and this module translates psycopg's errors to
 StoreError in one function.
 """
 
+# longer than 400 lines: one engine's whole front (opening, direct or pooled; the
+# sync and async writes and reads; the application's transactions; listening), each
+# a thin translation to the pool and the generated queries that reads best beside
+# the others.
+
 import asyncio
 import concurrent.futures
+import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable
@@ -34,7 +40,7 @@ from jobtable._engines.postgres.listener import (
     listen_for_ended,
     listen_for_enqueues,
 )
-from jobtable._engines.postgres.pool import Pool, TextLoader, client_encoding
+from jobtable._engines.postgres.pool import Pool, TextLoader, client_encoding, connect
 from jobtable._engines.postgres.queries import queries as _queries
 from jobtable._engines.postgres.schema import apply_schema
 from jobtable._engines.postgres.schema import schema_version as stored_schema_version
@@ -53,6 +59,17 @@ from jobtable.db.postgres.schema import SCHEMA
 
 T = TypeVar("T")
 _Connection = psycopg.Connection[TupleRow]
+
+_logger = logging.getLogger("jobtable.postgres")
+
+POLLING_WARNING = (
+    "postgres store %s: pooled URL without listen_url, so nothing listens: "
+    "a runner finds the jobs other processes enqueue, and cancel requests, only "
+    "at its next poll (poll_interval, 1 s by default) instead of at once, and a "
+    "wait for a job's end returns up to 1 s after the end; pass listen_url=, a "
+    "direct (session) URL to the same database, to be woken at once"
+)
+"""The warning ``PostgresEngine.open`` logs when nothing can listen; %s is the store."""
 
 CONNECT_TIMEOUT = 10
 """Seconds a connection may take to open, unless the URL or PGCONNECT_TIMEOUT sets connect_timeout.
@@ -115,24 +132,51 @@ def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
     return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
 
 
-def _configure(durable: bool, idle_timeout: float) -> Callable[[_Connection], None]:
-    """Returns what prepares each new pooled connection.
+def _configure(
+    durable: bool, idle_timeout: float, *, pooled: bool = False
+) -> Callable[[_Connection], None]:
+    """Returns what prepares each new connection of the engine's own.
 
-    It sets the client encoding (``client_encoding``) and how many seconds a
+    It loads text with ``TextLoader``. On a direct connection it also sets
+    the client encoding (``client_encoding``) and how many seconds a
     transaction may sit idle (idle_timeout, see
-    ``IDLE_IN_TRANSACTION_TIMEOUT``), loads text with ``TextLoader``, and
-    without durable turns synchronous_commit off.
+    ``IDLE_IN_TRANSACTION_TIMEOUT``), and without durable turns
+    synchronous_commit off. With pooled it sets nothing on the session: a
+    pooler would hand the setting to whichever client gets that server
+    connection next (see ``_pooled_url`` for the encoding).
     """
     idle_ms = max(1, round(idle_timeout * 1000))
 
     def configure(conn: _Connection) -> None:
+        conn.adapters.register_loader("text", TextLoader)
+        if pooled:
+            return
         q = schema_version.Querier(conn)
         q.configure_session(encoding=client_encoding(conn), idle_ms=idle_ms)
-        conn.adapters.register_loader("text", TextLoader)
         if not durable:
             q.disable_synchronous_commit()
 
     return configure
+
+
+def _pooled_url(url: str, conn: _Connection) -> str:
+    """Returns url asking, in its startup parameters, for the encoding conn's server needs.
+
+    Behind a pooler the encoding cannot be SET on the session; PgBouncer
+    takes client_encoding as a startup parameter and sets it on whichever
+    server connection serves the client (``client_encoding``).
+    """
+    return conninfo.make_conninfo(url, client_encoding=client_encoding(conn))
+
+
+def _check_pooled(pooled: bool, durable: bool) -> None:
+    """Raises ValueError for durable=False on a pooled URL, naming the setting to use instead."""
+    if pooled and not durable:
+        raise ValueError(
+            "durable=False needs a session of its own, which a pooled URL has not; "
+            "set synchronous_commit on the server for the pooler's role instead "
+            "(ALTER ROLE name SET synchronous_commit = off) and keep durable=True"
+        )
 
 
 def read_schema_version(url: str) -> int:
@@ -165,9 +209,14 @@ class PostgresEngine:
         url: str,
         where: str,
         reconnect: Backoff = RECONNECT,
+        listen_url: str | None = None,
     ) -> None:
-        """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``."""
+        """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``.
+
+        Listeners connect to listen_url; with None, ``listen`` only polls.
+        """
         self._pool = pool
+        self._listen_url = listen_url
         self._reconnect = reconnect
         # The async forms run on threads of their own, one per pooled
         # connection: asyncio's default executor has only a few (six on two
@@ -198,6 +247,8 @@ class PostgresEngine:
         reconnect: Backoff = RECONNECT,
         upgrade: bool = True,
         idle_timeout: float = IDLE_IN_TRANSACTION_TIMEOUT,
+        pooled: bool = False,
+        listen_url: str | None = None,
     ) -> Self:
         """Connects to url, creating the schema when missing or upgrading it.
 
@@ -219,26 +270,45 @@ class PostgresEngine:
         it is. A transaction of the engine's own that waits idle_timeout
         seconds for its client's next statement (the process was stopped) is
         ended by the server, its locks released (``IDLE_IN_TRANSACTION_TIMEOUT``).
+
+        pooled says url is a pooler's (PgBouncer in transaction or session
+        mode): the engine then never prepares a statement on the server nor
+        sets anything on a session, and idle_timeout is left to the pooler
+        (PgBouncer's ``idle_transaction_timeout``) or the role's settings;
+        durable=False is refused (ValueError), since it is a session
+        setting. Listeners (``listen``, ``listen_ended``) need a session:
+        they connect to listen_url, a direct URL to the same database (url
+        when not pooled and None). A pooled url without listen_url listens
+        to nothing: runners and waits find their work by polling, and open
+        logs a warning saying so.
         """
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
         if not idle_timeout > 0:
             raise ValueError(f"idle_timeout is {idle_timeout}, want more than 0 seconds")
+        _check_pooled(pooled, durable)
         where = redact_url(url)
         url = _with_connect_timeout(url, where)
-        configure = _configure(durable, idle_timeout)
+        if listen_url is not None:
+            listen_url = _with_connect_timeout(listen_url, redact_url(listen_url))
+        elif not pooled:
+            listen_url = url
+        configure = _configure(durable, idle_timeout, pooled=pooled)
         # The schema is applied on a connection of its own, before the pool
         # exists, so that an unreachable server fails now with libpq's own
         # message. It is configured as the pool's are: its transaction holds
         # the schema's lock, and an upgrade's locks of the tables.
         try:
-            with psycopg.connect(url, autocommit=True) as conn:
-                configure(conn)
+            with connect(url, configure, shared=pooled) as conn:
                 apply_schema(conn, schema_version.Querier(conn), SCHEMA, where, upgrade=upgrade)
+                if pooled:
+                    url = _pooled_url(url, conn)
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
-        pool = Pool(url, where, max_size=max_connections, configure=configure)
-        return cls(pool, url=url, where=where, reconnect=reconnect)
+        if listen_url is None:
+            _logger.warning(POLLING_WARNING, where)
+        pool = Pool(url, where, max_size=max_connections, configure=configure, shared=pooled)
+        return cls(pool, url=url, where=where, reconnect=reconnect, listen_url=listen_url)
 
     def __repr__(self) -> str:
         return f"PostgresEngine({self._where!r})"
@@ -385,9 +455,18 @@ class PostgresEngine:
     def _start(
         self, wake: Callable[[], None], listen: Callable[[_Connection], None], **calls: Any
     ) -> Callable[[], None]:
-        """Starts a Listener on a connection of its own; returns what stops it."""
+        """Starts a Listener on a connection of its own; returns what stops it.
+
+        Without a listen_url (a pooled URL alone) it starts nothing: the
+        callers' polls find the work (``POLLING_WARNING``).
+        """
+        if self._listen_url is None:
+            with self._lock:
+                if self._closed:
+                    raise StoreError(f"postgres store {self._where}: the store is closed")
+            return lambda: None
         listener = Listener(
-            self._url, self._where, wake, listen=listen, reconnect=self._reconnect, **calls
+            self._listen_url, self._where, wake, listen=listen, reconnect=self._reconnect, **calls
         )
         with self._lock:
             if self._closed:

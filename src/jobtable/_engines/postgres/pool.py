@@ -53,9 +53,20 @@ def dead(conn: _Connection) -> bool:
     return False
 
 
-def connect(url: str, prepare: Callable[[_Connection], None]) -> _Connection:
-    """A new autocommit connection to url, prepared by prepare; closed again if prepare raises."""
-    conn = psycopg.connect(url, autocommit=True)
+def connect(
+    url: str, prepare: Callable[[_Connection], None], *, shared: bool = False
+) -> _Connection:
+    """A new autocommit connection to url, prepared by prepare; closed again if prepare raises.
+
+    With shared (url is a pooler's, whose server connections other clients
+    use in turn), the connection never prepares a statement on the server:
+    a prepared statement lives in one server session, which the pooler may
+    hand to another client, or not give this one again.
+    """
+    if shared:
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=None)
+    else:
+        conn = psycopg.connect(url, autocommit=True)
     try:
         prepare(conn)
     except BaseException:
@@ -73,7 +84,8 @@ class Pool:
     once, and the next call tries afresh. So a write after an outage waits
     for nothing but its own connection attempt, and how often to try again
     is the caller's choice (the runner's ``retry_backoff`` and heartbeat).
-    configure prepares each new connection. A caller finding all max_size
+    configure prepares each new connection; shared is ``connect``'s (url is
+    a pooler's). A caller finding all max_size
     connections in use waits up to timeout seconds for one, then gets
     StoreError. Idle connections unused for ``MAX_IDLE`` seconds are closed.
     Safe to use from any thread.
@@ -87,6 +99,7 @@ class Pool:
         max_size: int,
         configure: Callable[[_Connection], None],
         timeout: float = 30.0,
+        shared: bool = False,
     ) -> None:
         self.max_size = max_size
         """How many connections may be open at once."""
@@ -94,6 +107,7 @@ class Pool:
         self._where = where
         self._configure = configure
         self._timeout = timeout
+        self._shared = shared
         self._lock = threading.Lock()
         # How many connections are lent, the condition a caller waits on for
         # one to come back when max_size are, and how many wait; all under
@@ -176,7 +190,7 @@ class Pool:
         return stale
 
     def _connect(self) -> _Connection:
-        return connect(self._url, self._configure)
+        return connect(self._url, self._configure, shared=self._shared)
 
     def _give_back(self, conn: _Connection, generation: int) -> None:
         # A connection that broke, was left inside a transaction, or was
