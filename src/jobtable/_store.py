@@ -1,8 +1,5 @@
 """The store: the database jobs live in, which enqueuers and runners share."""
 
-# longer than 400 lines: the Store is the public face of every engine, and each
-# option of Store.open is API a user reads here; the work is in the engines.
-
 import asyncio
 import datetime
 import functools

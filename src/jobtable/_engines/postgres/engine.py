@@ -14,11 +14,6 @@ the ``Queries`` seam, and this module translates psycopg's errors to
 StoreError in one function.
 """
 
-# longer than 400 lines: one engine's whole front (opening, direct or pooled; the
-# sync and async writes and reads; the application's transactions; listening), each
-# a thin translation to the pool and the generated queries that reads best beside
-# the others.
-
 import asyncio
 import concurrent.futures
 import logging
