@@ -69,7 +69,7 @@ DELETE FROM jobs WHERE id = @id AND status <> 'running';
 -- name: ListRunners :many
 -- ListRunners reads every registered runner, and whether its heartbeat is
 -- not older than cutoff.
-SELECT name, started_at, heartbeat_at, heartbeat_at >= @cutoff AS alive
+SELECT name, started_at, heartbeat_at, missing_keys, heartbeat_at >= @cutoff AS alive
 FROM runners ORDER BY name;
 
 -- name: ListHeldJobs :many

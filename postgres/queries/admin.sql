@@ -75,7 +75,7 @@ DELETE FROM jobs WHERE id = @id AND status <> 'running';
 -- name: ListRunners :many
 -- ListRunners reads every registered runner, and whether its heartbeat is
 -- not older than lease_seconds by the server's clock.
-SELECT name, started_at, heartbeat_at,
+SELECT name, started_at, heartbeat_at, missing_keys,
     heartbeat_at >= now() - make_interval(secs => @lease_seconds) AS alive
 FROM runners ORDER BY name;
 

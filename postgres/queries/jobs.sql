@@ -936,11 +936,16 @@ INSERT INTO runners (name, started_at, heartbeat_at, host, process)
 VALUES (@name, now(), now(), @host, @process)
 ON CONFLICT (name) DO UPDATE
 SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-    host = excluded.host, process = excluded.process;
+    host = excluded.host, process = excluded.process, missing_keys = NULL;
 
 -- name: HeartbeatRunner :execrows
 -- HeartbeatRunner renews a runner's lease; 0 rows means it lost its row.
 UPDATE runners SET heartbeat_at = now() WHERE name = @name;
+
+-- name: SetRunnerMissingKeys :exec
+-- SetRunnerMissingKeys records the secret key ids the runner lacked, a
+-- sorted JSON array, or null for none.
+UPDATE runners SET missing_keys = @missing_keys WHERE name = @name;
 
 -- name: GetRunner :one
 -- GetRunner reads a runner's registration, and whether its heartbeat is

@@ -50,14 +50,18 @@ def runners(
     """Lists the registered runners: when they started, their heartbeats, the jobs they hold.
 
     The queues shown are those of the jobs each holds: the queues a runner
-    serves are not recorded, so an idle runner shows none.
+    serves are not recorded, so an idle runner shows none. Missing keys are
+    the ids of the secret keys a runner lacked for a job it claimed (it put
+    each such job back, its attempt unused), until it restarts.
     """
     with opened_store(store) as opened:
         found = opened.runners(lease=lease)
         at = opened.clock()
 
     def table() -> Table:
-        shown = new_table("name", "started", "heartbeat", "alive", "jobs", "their queues")
+        shown = new_table(
+            "name", "started", "heartbeat", "alive", "jobs", "their queues", "missing keys"
+        )
         for runner in found:
             shown.add_row(
                 runner.name,
@@ -66,6 +70,7 @@ def runners(
                 "yes" if runner.alive else "NO",
                 _held(runner),
                 ", ".join(runner.queues) or "-",
+                ", ".join(runner.missing_keys) or "-",
             )
         return shown
 

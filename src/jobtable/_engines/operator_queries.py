@@ -24,6 +24,16 @@ class RunnerRow(Protocol):
     def alive(self) -> bool: ...
 
 
+class ListedRunnerRow(RunnerRow, Protocol):
+    """A runner's registration as the listing reads it, with the secret key ids it lacked.
+
+    missing_keys is a sorted JSON array of key ids, or None while it lacked none.
+    """
+
+    @property
+    def missing_keys(self) -> str | None: ...
+
+
 class HeldJobRow(Protocol):
     """A running job's id, the runner holding it, and its queue."""
 
@@ -105,7 +115,7 @@ class OperatorQueries(Protocol):
         """Deletes the job unless it is running; 0: running or unknown."""
         ...
 
-    def list_runners(self, *, now: str, lease: float) -> Sequence[RunnerRow]:
+    def list_runners(self, *, now: str, lease: float) -> Sequence[ListedRunnerRow]:
         """Every registered runner; alive tells whether it beat within lease seconds."""
         ...
 

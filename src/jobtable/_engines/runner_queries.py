@@ -30,6 +30,10 @@ class RunnerQueries(Protocol):
 
     def heartbeat_runner(self, *, now: str, name: str) -> int: ...
 
+    def set_runner_missing_keys(self, *, missing_keys: str | None, name: str) -> None:
+        """Records the secret key ids runner name lacked, a sorted JSON array; None for none."""
+        ...
+
     def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
         """The runner's registration; alive tells whether it beat within lease seconds."""
         ...

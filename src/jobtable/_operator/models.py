@@ -59,6 +59,14 @@ class RunnerInfo(BaseModel):
     alive: bool
     jobs: list[str]
     queues: list[str] = []
+    missing_keys: list[str] = []
+    """The ids of the secret keys this runner lacked for a job it claimed, sorted.
+
+    Each such job went back to the queue, its attempt unused, for a runner
+    with the key. Written by the runner's heartbeat, so it shows within a
+    third of the lease; cleared when the runner restarts (or registers
+    again) and gone with its row when it stops. Empty while it lacked none.
+    """
 
 
 class QueueStats(BaseModel):

@@ -6,6 +6,7 @@ parameters and the store clock's ``now`` text its caller took.
 
 import dataclasses
 import datetime
+import json
 from typing import NamedTuple
 
 from jobtable._engines.base import Queries, Statement
@@ -187,6 +188,7 @@ class ListRunners:
                 alive=row.alive,
                 jobs=held.get(row.name, []),
                 queues=sorted(queues.get(row.name, {})),
+                missing_keys=_key_ids(row.missing_keys),
             )
             for row in q.list_runners(now=self.now, lease=self.lease)
         ]
@@ -278,3 +280,10 @@ class Reseal:
                 old_result=c.old_result,
             )
         }
+
+
+def _key_ids(missing_keys: str | None) -> list[str]:
+    """The key ids of a runner's missing_keys column, a JSON array; none for null."""
+    if missing_keys is None:
+        return []
+    return [str(key_id) for key_id in json.loads(missing_keys)]

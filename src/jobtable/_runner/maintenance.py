@@ -8,11 +8,13 @@ from jobtable._engines.base import Queries
 from jobtable._errors import StoreError
 from jobtable._operator.operations import PruneJobs
 from jobtable._runner.completer import Held
+from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.process import ProcessId, this_process
 from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
 from jobtable._runner.registration import (
     PRUNE_BATCH,
     PRUNE_PAUSE,
+    KeyReport,
     Maintain,
     Maintained,
     StartRunner,
@@ -42,13 +44,17 @@ class Maintenance:
     table (PostgreSQL; see ``_refresh_statistics``).
     """
 
-    def __init__(self, shared: Shared, *, held: Callable[[], Held]) -> None:
+    def __init__(
+        self, shared: Shared, *, held: Callable[[], Held], missing_keys: MissingKeys
+    ) -> None:
         self._store = shared.store
         self._runner = shared.name
         self._logger = shared.logger
         self._lease = shared.settings.lease
         self._retention = shared.settings.retention
         self._held = held
+        self._missing_keys = missing_keys
+        self._reported: str | None = None
         self._contact = shared.contact
         self._stop = shared.stop
         self._me: ProcessId | None = None
@@ -142,6 +148,7 @@ class Maintenance:
             contact=self._contact,
             started=started,
             me=self._me,
+            missing_keys=KeyReport(self._missing_keys.report(), self._reported),
         )
         try:
             done = await self._store.engine.awrite(maintain)
@@ -149,6 +156,7 @@ class Maintenance:
             self._contact.failed()
             raise
         self._contact.landed(started, time.monotonic())
+        self._reported = maintain.missing_keys.now
         self._watch.know(self._me, done.peers)
         log_gone(self._logger, self._runner, done.gone)
         extra = {"runner": self._runner}

@@ -8,6 +8,7 @@ and the runner logs the key id as an error and counts it.
 """
 
 import datetime
+import json
 import logging
 
 from jobtable._engines.rows import ClaimedRow
@@ -28,6 +29,15 @@ class MissingKeys:
         self._logger = logger
         self.counts: dict[str, int] = {}
         """The ids of the keys this runner lacked, each with how many jobs it put back."""
+
+    def report(self) -> str | None:
+        """The ids of the keys this runner lacked, as the runners table records them.
+
+        A JSON array of the key ids, sorted; None while it lacked none.
+        """
+        if not self.counts:
+            return None
+        return json.dumps(sorted(self.counts))
 
     def put_back(
         self, job: ClaimedRow, err: SecretKeyError, now: datetime.datetime

@@ -172,6 +172,17 @@ class Maintained(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class KeyReport:
+    """The secret key ids a runner lacked, now and as its row last recorded them.
+
+    Each is a sorted JSON array, or None for none (see ``MissingKeys.report``).
+    """
+
+    now: str | None
+    recorded: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Maintain:
     """The write that renews a runner's lease, interrupts stale jobs and prunes old ones.
 
@@ -187,7 +198,9 @@ class Maintain:
     (see ``StoreContact``), since until then a stale heartbeat may be a peer
     that could not reach the store either. A runner of this host whose
     process is gone is ended at once: that needs no contact with the store,
-    since no store outage revives a process.
+    since no store outage revives a process. The secret key ids the runner
+    lacked are recorded on its row when they differ from what it last
+    recorded, or when it registers again (which clears them).
     """
 
     name: str
@@ -198,6 +211,7 @@ class Maintain:
     contact: StoreContact
     started: float
     me: ProcessId | None
+    missing_keys: KeyReport
 
     def __call__(self, q: Queries) -> Maintained:
         judge = self.contact.may_judge(self.started, time.monotonic())
@@ -207,6 +221,9 @@ class Maintain:
         if lost_lease:
             host, process = (None, None) if me is None else me
             q.register_runner(name=self.name, now=stamp, host=host, process=process)
+        keys = self.missing_keys
+        if keys.now != keys.recorded or (lost_lease and keys.now is not None):
+            q.set_runner_missing_keys(missing_keys=keys.now, name=self.name)
         ended, peers = _end_gone_peers(q, me, self.name, stamp)
         dead, lost = self._end_stale(q, stamp) if judge else (0, 0)
         pruned, before = 0, None

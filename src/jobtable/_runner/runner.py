@@ -157,7 +157,9 @@ class Runner:
         self._cancel_watch = CancelWatch(
             shared, busy=self._executor.busy, cancel=self._executor.cancel
         )
-        self._maintenance = Maintenance(shared, held=self._completer.held)
+        self._maintenance = Maintenance(
+            shared, held=self._completer.held, missing_keys=self._executor.missing_keys
+        )
         self._periodic = PeriodicScheduler(shared)
         self._pool = WorkerPool(shared, self._executor, self._completer, self._producers)
 

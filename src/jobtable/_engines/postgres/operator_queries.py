@@ -14,8 +14,8 @@ from psycopg.rows import TupleRow
 
 from jobtable._engines.operator_queries import (
     HeldJobRow,
+    ListedRunnerRow,
     MinuteRow,
-    RunnerRow,
     SealedRow,
     StatsRow,
 )
@@ -41,6 +41,7 @@ class _Runner:
     started_at: str
     heartbeat_at: str
     alive: bool
+    missing_keys: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,9 +81,15 @@ class PostgresOperatorQueries:
     def delete_job(self, *, id: str) -> int:
         return self._admin.delete_job(id=id)
 
-    def list_runners(self, *, now: str, lease: float) -> Sequence[RunnerRow]:
+    def list_runners(self, *, now: str, lease: float) -> Sequence[ListedRunnerRow]:
         return [
-            _Runner(r.name, timestamp(r.started_at), timestamp(r.heartbeat_at), r.alive)
+            _Runner(
+                r.name,
+                timestamp(r.started_at),
+                timestamp(r.heartbeat_at),
+                r.alive,
+                r.missing_keys,
+            )
             for r in self._admin.list_runners(lease_seconds=lease)
         ]
 

@@ -348,6 +348,9 @@ class _Queries(
     def heartbeat_runner(self, *, now: str, name: str) -> int:
         return self._q.heartbeat_runner(name=name)
 
+    def set_runner_missing_keys(self, *, missing_keys: str | None, name: str) -> None:
+        self._q.set_runner_missing_keys(missing_keys=missing_keys, name=name)
+
     def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
         row = self._q.get_runner(lease_seconds=lease, name=name)
         if row is None:

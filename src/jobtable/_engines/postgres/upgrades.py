@@ -18,6 +18,7 @@ from jobtable.db.postgres import (
     upgrade_v9,
     upgrade_v10,
     upgrade_v11,
+    upgrade_v12,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -146,3 +147,12 @@ def upgrade_to_v11(conn: _Connection) -> None:
     Setting them rewrites no row; every job is kept.
     """
     upgrade_v11.Querier(conn).set_jobs_autovacuum_v11()
+
+
+def upgrade_to_v12(conn: _Connection) -> None:
+    """Brings a version 11 schema to version 12: the runners table's missing_keys column.
+
+    It is nullable, so adding it rewrites no row; every runner is kept,
+    having reported no missing key.
+    """
+    upgrade_v12.Querier(conn).add_runner_missing_keys_column_v12()

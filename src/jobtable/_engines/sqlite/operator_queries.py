@@ -6,7 +6,7 @@ A base of the engine's ``Queries`` adapter; nothing else imports it.
 import datetime
 from collections.abc import Sequence
 
-from jobtable._engines.operator_queries import RunnerRow
+from jobtable._engines.operator_queries import ListedRunnerRow
 from jobtable._values import timestamp
 from jobtable.db.sqlite import admin
 
@@ -16,7 +16,7 @@ class SQLiteOperatorQueries(admin.Querier):
 
     def list_runners(  # type: ignore[override]
         self, *, now: str, lease: float
-    ) -> Sequence[RunnerRow]:
+    ) -> Sequence[ListedRunnerRow]:
         cutoff = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=lease)
         return super().list_runners(cutoff=timestamp(cutoff))
 

@@ -28,6 +28,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
 from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
 from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
 from jobtable.db.sqlite_upgrade.upgrade_v9 import Querier as UpgradeV9
+from jobtable.db.sqlite_upgrade.upgrade_v12 import Querier as UpgradeV12
 
 
 def _before(now: str, seconds: float) -> str:
@@ -298,3 +299,12 @@ def upgrade_to_v10(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
     """
     for statement in statements:
         conn.execute(statement)
+
+
+def upgrade_to_v12(conn: sqlite3.Connection) -> None:
+    """Adds the runners table's missing_keys column of version 12, in place.
+
+    It is nullable, so adding it rewrites no row; every runner is kept,
+    having reported no missing key.
+    """
+    UpgradeV12(conn).add_runner_missing_keys_column_v12()

@@ -20,6 +20,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v8,
     upgrade_to_v9,
     upgrade_to_v10,
+    upgrade_to_v12,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -207,6 +208,13 @@ def _upgrade_to_v11(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 11
 
 
+def _upgrade_to_v12(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 12 adds the runners table's missing_keys, nullable, in place: no
+    # row is rewritten.
+    upgrade_to_v12(conn)
+    return 12
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -224,6 +232,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         8: _upgrade_to_v9,
         9: _upgrade_to_v10,
         10: _upgrade_to_v11,
+        11: _upgrade_to_v12,
     }
 
 

@@ -63,7 +63,7 @@ WAKE_RUNNERS = """SELECT pg_notify(jobtable_channel(current_schema()), '')
 DELETE_JOB = """DELETE FROM jobs WHERE id = %(id)s AND status <> 'running'
 """
 
-LIST_RUNNERS = """SELECT name, started_at, heartbeat_at,
+LIST_RUNNERS = """SELECT name, started_at, heartbeat_at, missing_keys,
     heartbeat_at >= now() - make_interval(secs => %(lease_seconds)s) AS alive
 FROM runners ORDER BY name
 """
@@ -110,6 +110,7 @@ class ListRunnersRow:
     name: str
     started_at: datetime.datetime
     heartbeat_at: datetime.datetime
+    missing_keys: str | None
     alive: bool
 
 
@@ -273,7 +274,8 @@ class Querier:
                 name=row[0],
                 started_at=row[1],
                 heartbeat_at=row[2],
-                alive=row[3],
+                missing_keys=row[3],
+                alive=row[4],
             )
             for row in cur.fetchall()
         ]

@@ -701,10 +701,13 @@ REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at, host, 
 VALUES (%(name)s, now(), now(), %(host)s, %(process)s)
 ON CONFLICT (name) DO UPDATE
 SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-    host = excluded.host, process = excluded.process
+    host = excluded.host, process = excluded.process, missing_keys = NULL
 """
 
 HEARTBEAT_RUNNER = """UPDATE runners SET heartbeat_at = now() WHERE name = %(name)s
+"""
+
+SET_RUNNER_MISSING_KEYS = """UPDATE runners SET missing_keys = %(missing_keys)s WHERE name = %(name)s
 """
 
 GET_RUNNER = """SELECT name, started_at, heartbeat_at,
@@ -2818,6 +2821,23 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def set_runner_missing_keys(
+        self,
+        *,
+        missing_keys: str | None,
+        name: str,
+    ) -> None:
+        """SetRunnerMissingKeys records the secret key ids the runner lacked, a
+        sorted JSON array, or null for none.
+        """
+        self._conn.execute(
+            SET_RUNNER_MISSING_KEYS,
+            {
+                "missing_keys": missing_keys,
+                "name": name,
+            },
+        )
 
     def get_runner(
         self,

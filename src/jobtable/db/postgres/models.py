@@ -126,6 +126,7 @@ class Runner:
     heartbeat_at: datetime.datetime
     host: str | None
     process: str | None
+    missing_keys: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -57,7 +57,7 @@ ORDER BY seq
 DELETE_JOB = """DELETE FROM jobs WHERE id = ?1 AND status <> 'running'
 """
 
-LIST_RUNNERS = """SELECT name, started_at, heartbeat_at, heartbeat_at >= ?1 AS alive
+LIST_RUNNERS = """SELECT name, started_at, heartbeat_at, missing_keys, heartbeat_at >= ?1 AS alive
 FROM runners ORDER BY name
 """
 
@@ -103,6 +103,7 @@ class ListRunnersRow:
     name: str
     started_at: str
     heartbeat_at: str
+    missing_keys: str | None
     alive: bool
 
 
@@ -251,7 +252,8 @@ class Querier:
                 name=row[0],
                 started_at=row[1],
                 heartbeat_at=row[2],
-                alive=bool(row[3]),
+                missing_keys=row[3],
+                alive=bool(row[4]),
             )
             for row in cur.fetchall()
         ]

@@ -361,10 +361,13 @@ REGISTER_RUNNER = """INSERT INTO runners (name, started_at, heartbeat_at, host, 
 VALUES (?1, ?2, ?2, ?3, ?4)
 ON CONFLICT (name) DO UPDATE
 SET started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
-    host = excluded.host, process = excluded.process
+    host = excluded.host, process = excluded.process, missing_keys = NULL
 """
 
 HEARTBEAT_RUNNER = """UPDATE runners SET heartbeat_at = ?1 WHERE name = ?2
+"""
+
+SET_RUNNER_MISSING_KEYS = """UPDATE runners SET missing_keys = ?1 WHERE name = ?2
 """
 
 GET_RUNNER = """SELECT name, started_at, heartbeat_at, heartbeat_at >= ?1 AS alive
@@ -2224,6 +2227,23 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def set_runner_missing_keys(
+        self,
+        *,
+        missing_keys: str | None,
+        name: str,
+    ) -> None:
+        """SetRunnerMissingKeys records the secret key ids the runner lacked, a
+        sorted JSON array, or null for none.
+        """
+        self._conn.execute(
+            SET_RUNNER_MISSING_KEYS,
+            (
+                missing_keys,
+                name,
+            ),
+        )
 
     def get_runner(
         self,

@@ -297,12 +297,16 @@ CREATE INDEX queue_starts_by_time ON queue_starts (queue, started_at);
 -- process (its pid and start time), both opaque text the library compares
 -- and never parses in SQL, null where the machine cannot tell: a runner of
 -- the same host whose process is gone is dead at once, whatever its lease
--- (src/jobtable/_runner/process.py). Version 4 added them.
+-- (src/jobtable/_runner/process.py). Version 4 added them. missing_keys is
+-- the JSON array of the secret key ids the runner lacked for a job it
+-- claimed, sorted, written by its heartbeat when it changes; null while it
+-- lacked none. Version 12 added it.
 CREATE TABLE runners (
     name TEXT PRIMARY KEY,
     started_at TEXT NOT NULL,
     heartbeat_at TEXT NOT NULL,
     host TEXT,
-    process TEXT
+    process TEXT,
+    missing_keys TEXT
 ) WITHOUT ROWID;
 """

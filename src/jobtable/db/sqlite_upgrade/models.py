@@ -165,6 +165,7 @@ class Runner:
     heartbeat_at: str
     host: str | None
     process: str | None
+    missing_keys: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
