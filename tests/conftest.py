@@ -8,7 +8,6 @@ When it cannot be reached the test is skipped, saying how to enable it; on CI
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import pathlib
 import subprocess
@@ -20,6 +19,7 @@ import mysql_server
 import pg_cluster
 import pgbouncer_server
 import pytest
+from engine_params import ENGINES
 
 import jobtable
 from jobtable._values import redact_url
@@ -167,18 +167,10 @@ def pgbouncer(pg_server: str) -> Iterator[pgbouncer_server.Bouncer]:
         yield bouncer
 
 
-@dataclasses.dataclass(frozen=True)
-class PooledURLs:
-    """A test schema's two URLs: through PgBouncer (pooled), and direct (to listen)."""
-
-    pooled: str
-    direct: str
-
-
 @pytest.fixture
 def pooled_pg(
     pgbouncer: pgbouncer_server.Bouncer, pg_url: str, request: pytest.FixtureRequest
-) -> Iterator[PooledURLs]:
+) -> Iterator[pgbouncer_server.PooledURLs]:
     """The URLs of a fresh schema through the session's PgBouncer and direct (``pg_url``).
 
     PgBouncer pools it in transaction mode, with one server connection, on
@@ -190,7 +182,7 @@ def pooled_pg(
     schema = schema.removeprefix("-csearch_path=")
     pooled = pgbouncer.add_schema(schema, schema, mode)
     pgbouncer.prepare_as_another_client(schema)
-    yield PooledURLs(pooled=pooled, direct=pg_url)
+    yield pgbouncer_server.PooledURLs(pooled=pooled, direct=pg_url)
     pgbouncer.remove_schema(schema)
 
 
@@ -213,8 +205,6 @@ def mysql_url() -> Iterator[str]:
 # The runner's suite is a conformance suite: each test that takes ``store``
 # runs once per engine (a SQLite file, and a schema of its own on the
 # PostgreSQL server).
-
-ENGINES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(params=ENGINES)

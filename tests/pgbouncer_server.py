@@ -218,3 +218,11 @@ def throwaway_bouncer(server_url: str) -> Iterator[Bouncer]:
             bouncer.stop()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class PooledURLs:
+    """A test schema's two URLs: through PgBouncer (pooled), and direct (to listen)."""
+
+    pooled: str
+    direct: str

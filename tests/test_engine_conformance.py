@@ -1,7 +1,7 @@
 """What every engine must do: one suite, run on each engine (a SQLite file, a PostgreSQL schema).
 
 Each test takes ``kit`` or ``opened`` and so runs once per engine of
-conftest's ``ENGINES``; a new engine passes this suite before the runner may
+engine_params's ``ENGINES``; a new engine passes this suite before the runner may
 use it. What only one engine has (SQLite's writer thread, locks and WAL;
 PostgreSQL's pool, LISTEN and server) is tested beside it, in
 test_sqlite_engine.py and test_postgres_engine.py.
@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
-from conftest import ENGINES, PooledURLs
+from engine_params import ENGINES
+from pgbouncer_server import PooledURLs
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
 from jobtable._engines.base import Engine, Queries

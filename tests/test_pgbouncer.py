@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pgbouncer_server
 import pytest
-from conftest import PooledURLs
+from pgbouncer_server import PooledURLs
 
 import jobtable
 from jobtable.testing import drain

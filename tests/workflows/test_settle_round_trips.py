@@ -13,7 +13,7 @@ its own).
 import pathlib
 import re
 from collections.abc import Callable, Iterator
-from typing import IO
+from typing import IO, Protocol
 
 import psycopg
 import pytest
@@ -28,6 +28,14 @@ step = jobtable.Kind("trip-step", int, int)
 ROUND_TRIP = re.compile(r"^F\t\d+\t(Sync|Query)\b", re.MULTILINE)
 
 
+class Configure(Protocol):
+    """The engine's _configure: what prepares each new connection of its own."""
+
+    def __call__(
+        self, durable: bool, idle_timeout: float, *, pooled: bool = False
+    ) -> Callable[[psycopg.Connection[TupleRow]], None]: ...
+
+
 class Traces:
     """libpq's traces of every connection the stores open from now on."""
 
@@ -35,15 +43,13 @@ class Traces:
         self.folder = folder
         self.files: list[IO[str]] = []
 
-    def traced(
-        self, configure: Callable[[bool, float], Callable[[psycopg.Connection[TupleRow]], None]]
-    ) -> Callable[[bool, float], Callable[[psycopg.Connection[TupleRow]], None]]:
+    def traced(self, configure: Configure) -> Configure:
         """configure, each connection it prepares tracing into a file of its own."""
 
         def configured(
-            durable: bool, idle_timeout: float
+            durable: bool, idle_timeout: float, *, pooled: bool = False
         ) -> Callable[[psycopg.Connection[TupleRow]], None]:
-            inner = configure(durable, idle_timeout)
+            inner = configure(durable, idle_timeout, pooled=pooled)
 
             def trace(conn: psycopg.Connection[TupleRow]) -> None:
                 inner(conn)
