@@ -13,9 +13,10 @@ own connection as a runner in another process would.
 """
 
 import asyncio
+import contextlib
 import datetime
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 
 import jobtable
 from bench import _db
@@ -89,23 +90,30 @@ def _runner(
     return runner
 
 
+@contextlib.asynccontextmanager
+async def _started(runner: jobtable.Runner) -> AsyncIterator[None]:
+    """Runs runner for the block: started on entry, stopped and waited for on exit."""
+    await runner.start()
+    try:
+        yield
+    finally:
+        runner.stop()
+        await runner.wait()
+
+
 Case = Callable[[jobtable.Store, _Jobs, int], Coroutine[object, object, list[float]]]
 
 
 async def _sequence(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
     runner = _runner(store, jobs, "bench-wake-seq")
-    await runner.start()
     samples = []
-    try:
+    async with _started(runner):
         for i in range(count):
             jobs.kind.enqueue_many(store, [2 * i, 2 * i + 1], sequence_key=f"s{i}")
             await jobs.start_of(2 * i)
             await asyncio.sleep(SETTLE)
             jobs.gate(2 * i).set()
             samples.append(await jobs.start_of(2 * i + 1) - jobs.ended[2 * i])
-    finally:
-        runner.stop()
-        await runner.wait()
     return samples
 
 
@@ -133,9 +141,8 @@ async def _slot(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
 
 async def _resume(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
     runner = _runner(store, jobs, "bench-wake-resume")
-    await runner.start()
     samples = []
-    try:
+    async with _started(runner):
         for i in range(count):
             store.pause(jobs.queue)
             jobs.kind.enqueue(store, 2 * i + 1)
@@ -143,40 +150,34 @@ async def _resume(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]
             released = time.time()
             store.resume(jobs.queue)
             samples.append(await jobs.start_of(2 * i + 1) - released)
-    finally:
-        runner.stop()
-        await runner.wait()
     return samples
 
 
 async def _limit(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
     runner = _runner(store, jobs, "bench-wake-limit", workers=2)
-    await runner.start()
     samples = []
     try:
-        for i in range(count):
-            store.set_limits(jobs.queue, concurrency=1)
-            jobs.kind.enqueue_many(store, [2 * i, 2 * i + 1])
-            await jobs.start_of(2 * i)
-            await asyncio.sleep(SETTLE)
-            released = time.time()
-            store.set_limits(jobs.queue, concurrency=2)
-            samples.append(await jobs.start_of(2 * i + 1) - released)
-            jobs.gate(2 * i).set()
-            while 2 * i not in jobs.ended:  # noqa: ASYNC110
-                await asyncio.sleep(0.001)
+        async with _started(runner):
+            for i in range(count):
+                store.set_limits(jobs.queue, concurrency=1)
+                jobs.kind.enqueue_many(store, [2 * i, 2 * i + 1])
+                await jobs.start_of(2 * i)
+                await asyncio.sleep(SETTLE)
+                released = time.time()
+                store.set_limits(jobs.queue, concurrency=2)
+                samples.append(await jobs.start_of(2 * i + 1) - released)
+                jobs.gate(2 * i).set()
+                while 2 * i not in jobs.ended:  # noqa: ASYNC110
+                    await asyncio.sleep(0.001)
     finally:
-        runner.stop()
-        await runner.wait()
         store.clear_limits(jobs.queue)
     return samples
 
 
 async def _dependency(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
     runner = _runner(store, jobs, "bench-wake-deps")
-    await runner.start()
     samples = []
-    try:
+    async with _started(runner):
         for i in range(count):
             wf = jobtable.Workflow(f"wake-{i}")
             first = wf.add(jobs.kind, 2 * i)
@@ -186,9 +187,6 @@ async def _dependency(store: jobtable.Store, jobs: _Jobs, count: int) -> list[fl
             await asyncio.sleep(SETTLE)
             jobs.gate(2 * i).set()
             samples.append(await jobs.start_of(2 * i + 1) - jobs.ended[2 * i])
-    finally:
-        runner.stop()
-        await runner.wait()
     return samples
 
 
@@ -196,18 +194,14 @@ async def _rate(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
     """The second of two jobs starts when the window opens: its claim's time against that."""
     rate = jobtable.Rate(1, per=datetime.timedelta(seconds=PER))
     runner = _runner(store, jobs, "bench-wake-rate", flow=(jobtable.Queue(jobs.queue, rate=rate),))
-    await runner.start()
     samples = []
-    try:
+    async with _started(runner):
         for i in range(count):
             first, second = jobs.kind.enqueue_many(store, [2 * i + 1, 2 * i + 3 + 2 * count])
             await jobs.start_of(2 * i + 3 + 2 * count)
             opened = _claimed(store, first) + PER
             samples.append(_claimed(store, second) - opened)
             await asyncio.sleep(PER)
-    finally:
-        runner.stop()
-        await runner.wait()
     return samples
 
 
