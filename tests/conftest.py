@@ -19,21 +19,20 @@ import mysql_server
 import pg_cluster
 import pgbouncer_server
 import pytest
-from engine_params import ENGINES
+
+pytest.register_assert_rewrite("server_guard")  # a plugin (below) that conftest also imports
+
+import server_guard  # noqa: E402
+from engine_params import ENGINES  # noqa: E402
+from server_guard import postgres_server_url  # noqa: E402
 
 import jobtable
 from jobtable._values import redact_url
 from jobtable.testing.pytest_plugin import postgres_schema
 
-pytest_plugins = ["pytester"]
-
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-def postgres_server_url() -> str:
-    """The URL of the test server, from JOBTABLE_TEST_POSTGRES_URL or the default."""
-    return os.environ.get("JOBTABLE_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
-
+# server_guard fails a test that reaches the PostgreSQL server without the
+# postgres marker (the marking below misses one that asks for it indirectly).
+pytest_plugins = ["pytester", "server_guard"]
 
 POSTGRES_FIXTURES = frozenset({"pg_server", "throwaway_pg"})
 """Fixtures that need PostgreSQL: the shared test server, or its binaries for a cluster."""
@@ -67,25 +66,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # test-fast`` runs ``-m "not postgres and not slow"`` as the tests that need
 # no process, and this keeps the marker true. While a test runs (fixtures of
 # any scope included), a process it starts without the marker fails it.
-_RUNNING: list[pytest.Item] = []
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Notes which test runs, for the process check below."""
-    _RUNNING.append(item)
-    try:
-        return (yield)
-    finally:
-        _RUNNING.pop()
 
 
 class _CheckedPopen(subprocess.Popen[Any]):
     """subprocess.Popen, refused to a running test that is not marked slow."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if _RUNNING and _RUNNING[-1].get_closest_marker("slow") is None:
-            raise AssertionError(f"{_RUNNING[-1].nodeid} starts a process: mark it slow")
+        test = server_guard.running()
+        if test is not None and test.get_closest_marker("slow") is None:
+            raise AssertionError(f"{test.nodeid} starts a process: mark it slow")
         super().__init__(*args, **kwargs)
 
 
