@@ -19,20 +19,25 @@ import mysql_server
 import pg_cluster
 import pgbouncer_server
 import pytest
-
-pytest.register_assert_rewrite("server_guard")  # a plugin (below) that conftest also imports
-
-import server_guard  # noqa: E402
-from engine_params import ENGINES  # noqa: E402
-from server_guard import postgres_server_url  # noqa: E402
+import server_guard
+from engine_params import ENGINES
+from server_guard import postgres_server_url
 
 import jobtable
 from jobtable._values import redact_url
 from jobtable.testing.pytest_plugin import postgres_schema
 
-# server_guard fails a test that reaches the PostgreSQL server without the
-# postgres marker (the marking below misses one that asks for it indirectly).
-pytest_plugins = ["pytester", "server_guard"]
+pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Loads server_guard, which fails a test that reaches PostgreSQL without the postgres marker.
+
+    The marking below misses a test that asks for the server indirectly.
+    Registered here rather than in pytest_plugins, since conftest imports it.
+    """
+    config.pluginmanager.register(server_guard, "server_guard")
+
 
 POSTGRES_FIXTURES = frozenset({"pg_server", "throwaway_pg"})
 """Fixtures that need PostgreSQL: the shared test server, or its binaries for a cluster."""

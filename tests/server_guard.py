@@ -1,4 +1,4 @@
-"""A pytest plugin that keeps the ``postgres`` marker true: an unmarked test may not reach the server.
+"""A pytest plugin keeping the ``postgres`` marker true: no unmarked test may reach the server.
 
 ``make test-fast`` runs ``-m "not postgres"`` as the tests that need no
 PostgreSQL, which holds only if every test that reaches the test server
@@ -65,11 +65,11 @@ def _install() -> None:
     sync_connect = psycopg.Connection.connect.__func__  # type: ignore[attr-defined]
     async_connect = psycopg.AsyncConnection.connect.__func__  # type: ignore[attr-defined]
 
-    def checked_connect(cls: Any, conninfo: str = "", **kwargs: Any) -> Any:
+    def checked_connect(cls: Any, /, conninfo: str = "", **kwargs: Any) -> Any:
         _check(conninfo, **kwargs)
         return sync_connect(cls, conninfo, **kwargs)
 
-    async def checked_aconnect(cls: Any, conninfo: str = "", **kwargs: Any) -> Any:
+    async def checked_aconnect(cls: Any, /, conninfo: str = "", **kwargs: Any) -> Any:
         _check(conninfo, **kwargs)
         return await async_connect(cls, conninfo, **kwargs)
 
@@ -78,11 +78,11 @@ def _install() -> None:
         (psycopg.AsyncConnection, "connect", classmethod(checked_aconnect)),
     ]
     for owner, name, replacement in replacements:
-        _originals.append((owner, name, owner.__dict__[name]))  # type: ignore[attr-defined]
+        _originals.append((owner, name, owner.__dict__[name]))
         setattr(owner, name, replacement)
     # psycopg.connect is Connection.connect bound at import: replace it too.
     _originals.append((psycopg, "connect", psycopg.connect))
-    psycopg.connect = psycopg.Connection.connect  # type: ignore[method-assign]
+    psycopg.connect = psycopg.Connection.connect
 
 
 def running() -> pytest.Item | None:

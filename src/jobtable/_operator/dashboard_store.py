@@ -24,7 +24,7 @@ from jobtable._operator.dashboard_operations import (
 )
 from jobtable._operator.models import DeleteResult
 from jobtable._operator.operations import check_filter
-from jobtable._values import timestamp, unstorable
+from jobtable._values import checked_id, timestamp, unstorable
 
 BULK_BATCH = 10_000
 """Jobs a bulk action by filter changes per transaction, so runners keep claiming meanwhile."""
@@ -43,9 +43,7 @@ def _whole(label: str, value: int, low: int, high: int) -> int:
 def _ids(label: str, job_ids: Iterable[str]) -> tuple[str, ...]:
     if isinstance(job_ids, str):
         raise TypeError(f"{label}: job_ids is a str, want an iterable of job ids")
-    ids = tuple(dict.fromkeys(job_ids))
-    if not all(isinstance(job_id, str) for job_id in ids):
-        raise TypeError(f"{label}: every job id must be a str")
+    ids = tuple(checked_id(job_id) for job_id in dict.fromkeys(job_ids))
     if len(ids) > MAX_IDS:
         raise ValueError(f"{label}: at most {MAX_IDS} job ids at once, got {len(ids)}")
     return ids

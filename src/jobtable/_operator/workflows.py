@@ -13,7 +13,7 @@ from jobtable._engines.base import Engine, Queries
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
 from jobtable._operator.workflow_list import ListWorkflows, WorkflowSummary
-from jobtable._values import unstorable
+from jobtable._values import checked_id, unstorable
 
 
 class WorkflowNode(BaseModel):
@@ -52,8 +52,7 @@ class ReadWorkflow:
     workflow_id: str
 
     def __call__(self, q: Queries) -> WorkflowGraph:
-        if not isinstance(self.workflow_id, str):
-            raise TypeError(f"workflow id is {type(self.workflow_id).__name__}, want str")
+        checked_id(self.workflow_id, "workflow")
         name = None if unstorable(self.workflow_id) else q.workflow_name(id=self.workflow_id)
         if name is None:
             raise JobNotFound(f"workflow {self.workflow_id!r} not found")

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, overload
 
-from jobtable._backoff import Backoff
+from jobtable._backoff import WriteBackoff
 from jobtable._errors import RunnerError
 from jobtable._flow import Queue
 from jobtable._job import Job
@@ -83,7 +83,7 @@ class Runner:
         retention: datetime.timedelta | None = datetime.timedelta(days=7),
         max_payload_bytes: int = 1 << 20,
         max_result_bytes: int = 1 << 20,
-        retry_backoff: Backoff = RETRY,
+        retry_backoff: WriteBackoff = RETRY,
         give_up_after: int = 8,
         cancel_check: float = 0.5,
         flow: Iterable[Queue] = (),
@@ -238,7 +238,7 @@ class Runner:
         return self._settings.only_kinds
 
     @property
-    def retry_backoff(self) -> Backoff:
+    def retry_backoff(self) -> WriteBackoff:
         """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
         return self._settings.retry_backoff
 
