@@ -41,11 +41,17 @@ OutcomeName = Literal["succeeded", "failed", "retried", "cancelled", "interrupte
 class AttemptOutcome:
     """How one attempt ended, as outcome hooks see it: only what is stored, never exception text.
 
-    ``outcome`` is ``succeeded``, ``failed`` (finally), ``retried`` (the job
-    is queued again: the attempt failed with attempts left, or the handler
-    asked for a retry), ``cancelled``, or ``interrupted`` (the runner stopped
-    while the handler ran; the job is failed as interrupted at the next
-    start). ``error`` is the stored message of a failed or retried attempt.
+    Args:
+        id: The job's id.
+        kind: The job's kind.
+        attempt: The attempt's number.
+        outcome: ``succeeded``, ``failed`` (finally), ``retried`` (the job is
+            queued again: the attempt failed with attempts left, or the
+            handler asked for a retry), ``cancelled``, or ``interrupted``
+            (the runner stopped while the handler ran; the job is failed as
+            interrupted at the next start).
+        error: The stored message of a failed or retried attempt; None
+            otherwise.
     """
 
     id: str
