@@ -8,9 +8,11 @@ state about the code are the code's.
 """
 
 import importlib
+import inspect
 import pathlib
 import re
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -124,3 +126,96 @@ def test_the_home_page_and_the_reference_index_list_the_same_reference_pages() -
     }
     assert pages <= links(REFERENCE / "index.md")
     assert pages <= links(DOCS / "index.md")
+
+
+# The public callables whose docstrings the reference renders: every function
+# of a documented module's __all__, and every public method (and constructor)
+# of its classes that jobtable defines.
+_ASYNC_FORM = re.compile(r"^The (a)?sync form of ")
+
+
+def public_callables() -> list[tuple[str, Callable[..., object], str]]:
+    """(qualified name, function, the docstring that documents its parameters), each once."""
+    found: dict[object, tuple[str, Callable[..., object], str]] = {}
+    for module_name in DOCUMENTED_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isfunction(value):
+                found.setdefault(value, (f"{module_name}.{name}", value, value.__doc__ or ""))
+            elif inspect.isclass(value):
+                for owner in value.__mro__:
+                    if not owner.__module__.startswith("jobtable"):
+                        continue
+                    for attr, raw in vars(owner).items():
+                        if attr.startswith("_") and attr != "__init__":
+                            continue
+                        if isinstance(raw, staticmethod | classmethod):
+                            raw = raw.__func__
+                        if not inspect.isfunction(raw):
+                            continue
+                        if attr == "__init__":
+                            if owner is not value:
+                                continue
+                            # mkdocstrings merges __init__'s docstring into the class's.
+                            parts = (value.__doc__ or "", raw.__doc__ or "")
+                            doc = "\n\n".join(inspect.cleandoc(part) for part in parts)
+                        else:
+                            doc = raw.__doc__ or ""
+                        found.setdefault(raw, (f"{module_name}.{name}.{attr}", raw, doc))
+    return sorted(found.values(), key=lambda entry: entry[0])
+
+
+def documented_parameters(doc: str) -> set[str]:
+    """The names an ``Args:`` section of doc lists (``*args`` and ``**options`` as written)."""
+    lines = inspect.cleandoc(doc).splitlines()
+    if "Args:" not in lines:
+        return set()
+    section = []
+    for line in lines[lines.index("Args:") + 1 :]:
+        if line and not line.startswith(" "):
+            break
+        section.append(line)
+    return {
+        match[1]
+        for line in section
+        if (match := re.match(r"    (\*{0,2}\w+):", line)) and not line.startswith("     ")
+    }
+
+
+def parameters(fn: Callable[..., object]) -> set[str]:
+    """fn's parameters as an Args section names them, self and cls left out."""
+    names = set()
+    for parameter in inspect.signature(fn).parameters.values():
+        if parameter.name in ("self", "cls"):
+            continue
+        prefix = ""
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            prefix = "*"
+        elif parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            prefix = "**"
+        names.add(prefix + parameter.name)
+    return names
+
+
+def test_the_public_callables_are_found() -> None:
+    names = {name for name, _, _ in public_callables()}
+    assert {"jobtable.Store.open", "jobtable.Kind.enqueue", "jobtable.testing.drain"} <= names
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "doc"), public_callables(), ids=[n for n, _, _ in public_callables()]
+)
+def test_every_public_callable_documents_its_parameters_in_google_style(
+    name: str, fn: Callable[..., object], doc: str
+) -> None:
+    summary = doc.strip().split("\n", 1)[0]
+    if _ASYNC_FORM.match(summary) and "Args:" not in doc:
+        return  # an async form names its sync form, which documents them
+    assert summary, f"{name} has no docstring"
+    wanted = parameters(fn)
+    if wanted:
+        assert documented_parameters(doc) == wanted, f"{name}: its Args: section lists other names"
+    returns = inspect.signature(fn).return_annotation
+    if wanted and name.rsplit(".", 1)[1] != "__init__" and returns not in (None, "None"):
+        assert "\nReturns:\n" in inspect.cleandoc(doc), f"{name} has no Returns: section"

@@ -310,7 +310,11 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         return hook
 
     def now(self) -> str:
-        """The store clock's time as stored: UTC text that sorts in time order."""
+        """The store clock's time as stored: UTC text that sorts in time order.
+
+        Returns:
+            The time, as the store writes it in created_at and run_at.
+        """
         return timestamp(self.clock())
 
     def cancel(self, job_id: str) -> CancelResult:

@@ -36,7 +36,14 @@ class Node(Generic[P_co, R_co]):
 
     ``id`` is the job's id, known before the workflow is stored. A node is
     a dependency of later nodes (``after=``), and the payload of one whose
-    kind takes its result type.
+    kind takes its result type. ``Workflow.add`` makes it.
+
+    Args:
+        workflow: The workflow the node belongs to.
+        kind: The job's kind's name.
+        job_id: The job's id.
+        result_type: The kind's result type, None when unknown (the running
+            job, to ``ctx.workflow``).
     """
 
     __slots__ = ("_kind", "_result_type", "id", "workflow")

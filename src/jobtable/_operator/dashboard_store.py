@@ -100,6 +100,9 @@ class DashboardOperations:
         """Returns every queue some job is in, in order, read as kinds reads the kinds.
 
         ``queues`` lists the queues with their pauses, limits and counts.
+
+        Returns:
+            The queues' names, sorted.
         """
         return self.engine.read(ListNames("queue"))
 

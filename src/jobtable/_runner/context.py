@@ -71,6 +71,16 @@ class JobContext(Generic[R]):
     cancelled then; a plain ``def`` one cannot be, so it should check
     ``cancelled`` and return: whatever it does after is fenced off. ``tags``
     and ``meta`` are what the job was enqueued with.
+
+    The runner makes one for each attempt; a handler never makes one.
+
+    Args:
+        id: The job's id.
+        kind: The job's kind.
+        attempt: How many times the job has been claimed, this claim included.
+        stop: The runner's stop.
+        running: The attempt's state.
+        labels: Reads the job's tags and metadata.
     """
 
     __slots__ = (

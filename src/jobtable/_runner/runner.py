@@ -507,11 +507,13 @@ class Runner:
     async def run_next(self) -> str | None:
         """Claims the next ready job and runs it to completion in the calling task.
 
-        The job is the first ready one of the runner's queues, in their order.
-        Returns the job's id, or None when no job is ready. It claims, runs
-        and records through the same producer, executor and completer as the
-        workers, and returns once the outcome is stored; tests use it to run
+        The job is the first ready one of the runner's queues, in their order. It
+        claims, runs and records through the same producer, executor and completer
+        as the workers, and returns once the outcome is stored; tests use it to run
         jobs one at a time, deterministically, without starting the runner.
+
+        Returns:
+            The job's id, or None when no job is ready.
         """
         kinds = self._handlers.kinds() if self.only_kinds else None
         return await self._pool.run_next(kinds)
