@@ -165,21 +165,7 @@ class JobContext(Generic[R]):
         self._running.publish(partial)
 
     async def apublish(self, partial: R) -> None:
-        """Stores partial as the job's result while it runs.
-
-        For an ``async def`` handler.
-
-        Args:
-            partial: The partial result, an R; ``get`` returns it while the job runs.
-
-        Raises:
-            NotRunning: The job is no longer running under this claim (its runner
-                lost its lease, say).
-            ResultError: partial is not an R, or is over max_result_bytes; nothing
-                is stored.
-            StoreError: The store kept failing for the runner's lease (retried with
-                capped backoff meanwhile, not once stop began).
-        """
+        """The async form of publish, for an ``async def`` handler."""
         await self._running.apublish(partial)
 
     def sleep(self, seconds: float) -> bool:
@@ -194,14 +180,7 @@ class JobContext(Generic[R]):
         return self._stop.block(seconds)
 
     async def asleep(self, seconds: float) -> bool:
-        """Waits for seconds, or less if the runner stops.
-
-        Args:
-            seconds: How long to wait.
-
-        Returns:
-            Whether the runner is stopping.
-        """
+        """The async form of sleep: waits for seconds, or less if the runner stops."""
         return await self._stop.wait(seconds)
 
     @overload

@@ -166,34 +166,10 @@ def drain_sync(
 ) -> list[JobRecord]:
     """The sync form of drain, for tests that are plain functions (Django's, Flask's).
 
-    It runs the jobs on an event loop of its own, the same for every drain of
-    one runner; from code that runs on an event loop, await drain instead.
-
-    Args:
-        runner: The runner whose jobs to run; not started.
-        retries: A job whose attempt failed with attempts left, or raised
-            ``Retry``, runs again at once, without waiting for its backoff (its
-            recorded run_at stays what the backoff said), so every job drain ran
-            ends succeeded, failed or cancelled; False leaves them queued for
-            their backoff.
-        scheduled: The jobs whose run_at (``delay``, ``run_at``) has not come
-            yet by the store's clock run too; by default they stay queued. Move
-            a ``FrozenClock`` on to run those due by then.
-        max_runs: At most this many attempts.
-
-    Returns:
-        The record of every job it ran, once each, in the order they first ran,
-        as they stand at the end.
-
-    Raises:
-        AssertionError: max_runs attempts ran and jobs are still left to run (a
-            handler that enqueues or retries for ever).
-        SecretKeyError: A job's secrets need a key the runner's store lacks
-            (naming the key id); the job is put back, its attempt unused.
-        RunnerError: The runner was started or stopped.
-        TypeError: runner is not a Runner.
-        ValueError: max_runs is not a positive int.
-        RuntimeError: It is called on a running event loop.
+    It takes drain's arguments and returns and raises what drain does. It runs
+    the jobs on an event loop of its own, the same for every drain of one
+    runner; from code that runs on an event loop, await drain instead: there it
+    raises RuntimeError.
     """
     try:
         asyncio.get_running_loop()
