@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
+from cli_reference import PAGE, render
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -76,6 +77,13 @@ def test_the_errors_page_draws_the_tree_of_the_errors_module() -> None:
     assert tree is not None
     drawn = "\n".join(line.removeprefix("    ") for line in tree[0].splitlines())
     assert f"```text\n{drawn}\n```" in (REFERENCE / "errors.md").read_text(encoding="utf-8")
+
+
+def test_the_command_reference_is_written_from_the_commands_definitions() -> None:
+    assert PAGE.read_text(encoding="utf-8") == render(), (
+        "docs/reference/cli.md differs from the command: "
+        "run .venv/bin/python tests/cli_reference.py"
+    )
 
 
 def test_every_page_of_the_site_is_in_the_nav_once() -> None:
