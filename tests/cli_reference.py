@@ -23,9 +23,9 @@ _HEAD = """\
 
 Every command, its arguments and options, as `jobtable COMMAND --help` shows
 them. The [guide](../guides/operating/cli.md) says what the commands are for
-and what they guarantee. A command that takes `--store` also reads the store
-from `JOBTABLE_STORE`; `jobtable --store URL COMMAND` gives it before the
-command (a command's own `--store` wins).
+and what they guarantee. An option with an environment variable reads it
+when the option is not given; `jobtable --store URL COMMAND` gives the store
+before the command (a command's own `--store` wins).
 
 <!-- Written by tests/cli_reference.py from the command's definitions; a test
      fails while it differs: run `.venv/bin/python tests/cli_reference.py`. -->
@@ -56,7 +56,10 @@ def _row(param: Any) -> str:
     default = "required" if param.required else ""
     if not param.required and param.default not in (None, False, (), "") and param.show_default:
         default = f"`{param.default}`"
-    return f"| {name} | {_cell(param.help or '')} | {default} |"
+    text = _cell(param.help or "")
+    if getattr(param, "envvar", None):
+        text += f" Also `{param.envvar}`."
+    return f"| {name} | {text} | {default} |"
 
 
 def render() -> str:
