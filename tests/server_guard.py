@@ -6,14 +6,14 @@ carries the marker. The marker is added at collection from the fixtures a
 test names and its engine parameter; a test that asks for the server some
 other way (``request.getfixturevalue``, a fixture parameter not named
 ``engine``) escapes it. So while a test runs (its fixtures included), a
-psycopg connection to the test server (``JOBTABLE_TEST_POSTGRES_URL``, or
-the default) fails the test unless it is marked ``postgres``, whether the
-server is up or not. Connections to other addresses (a closed port, a silent
-socket, a throwaway cluster) are left alone: tests of connection errors need
-no server.
+psycopg or asyncpg connection to the test server
+(``JOBTABLE_TEST_POSTGRES_URL``, or the default) fails the test unless it
+is marked ``postgres``, whether the server is up or not. Connections to
+other addresses (a closed port, a silent socket, a throwaway cluster) are
+left alone: tests of connection errors need no server.
 
-tests/conftest.py loads it; tests/test_markers.py loads it into a pytester
-run to show it fails an unmarked test.
+tests/conftest.py loads it; tests/test_server_guard.py loads it into a
+pytester run to show it fails an unmarked test.
 """
 
 import os
@@ -61,7 +61,7 @@ def _check(conninfo: str, **kwargs: Any) -> None:
 
 
 def _install() -> None:
-    """Puts the check in front of every way psycopg opens a connection."""
+    """Puts the check in front of every way psycopg (and asyncpg) opens a connection."""
     sync_connect = psycopg.Connection.connect.__func__  # type: ignore[attr-defined]
     async_connect = psycopg.AsyncConnection.connect.__func__  # type: ignore[attr-defined]
 
@@ -83,6 +83,19 @@ def _install() -> None:
     # psycopg.connect is Connection.connect bound at import: replace it too.
     _originals.append((psycopg, "connect", psycopg.connect))
     psycopg.connect = psycopg.Connection.connect
+    try:
+        import asyncpg  # the query generator's asyncpg target is tested on the server too
+    except ImportError:
+        return
+    asyncpg_connect = asyncpg.connect
+
+    async def checked_asyncpg_connect(dsn: str | None = None, **kwargs: Any) -> Any:
+        address = {key: kwargs.get(key) for key in ("host", "port")}
+        _check(dsn or "", **{key: value for key, value in address.items() if value is not None})
+        return await asyncpg_connect(dsn, **kwargs)
+
+    _originals.append((asyncpg, "connect", asyncpg_connect))
+    asyncpg.connect = checked_asyncpg_connect
 
 
 def running() -> pytest.Item | None:

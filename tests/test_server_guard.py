@@ -28,6 +28,12 @@ async def test_unmarked_reaches_it_async():
     await psycopg.AsyncConnection.connect(postgres_server_url(), connect_timeout=2)
 
 
+async def test_unmarked_reaches_it_through_asyncpg():
+    import asyncpg
+
+    await asyncpg.connect(postgres_server_url(), timeout=2)
+
+
 def test_unmarked_reaches_another_address():
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect("postgresql://postgres@127.0.0.1:1/test", connect_timeout=2)
@@ -55,6 +61,7 @@ def test_a_test_reaching_the_server_without_the_postgres_marker_fails(
         "-q",
     )
 
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=2, failed=3)
     result.stdout.fnmatch_lines(["*test_unmarked_reaches_the_server*not marked postgres*"])
     result.stdout.fnmatch_lines(["*test_unmarked_reaches_it_async*not marked postgres*"])
+    result.stdout.fnmatch_lines(["*test_unmarked_reaches_it_through_asyncpg*not marked postgres*"])
