@@ -219,8 +219,8 @@ class Runner:
         Raises:
             TypeError: kind is not a Kind, or the function is not a handler (naming
                 the kind).
-            RunnerError: The kind already has a handler, or the runner started
-                (naming the kind).
+            RunnerError: The kind already has a handler, its queue is not one of
+                the runner's, or the runner started (naming the kind).
         """
         if not isinstance(kind, Kind):
             raise TypeError(f"handler: want a jobtable.Kind, got {type(kind).__name__}")
