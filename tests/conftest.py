@@ -19,7 +19,9 @@ import mysql_server
 import pg_cluster
 import pgbouncer_server
 import pytest
+import server_guard
 from engine_params import ENGINES
+from server_guard import postgres_server_url
 
 import jobtable
 from jobtable._values import redact_url
@@ -27,12 +29,14 @@ from jobtable.testing.pytest_plugin import postgres_schema
 
 pytest_plugins = ["pytester"]
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Loads server_guard, which fails a test that reaches PostgreSQL without the postgres marker.
 
-def postgres_server_url() -> str:
-    """The URL of the test server, from JOBTABLE_TEST_POSTGRES_URL or the default."""
-    return os.environ.get("JOBTABLE_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
+    The marking below misses a test that asks for the server indirectly.
+    Registered here rather than in pytest_plugins, since conftest imports it.
+    """
+    config.pluginmanager.register(server_guard, "server_guard")
 
 
 POSTGRES_FIXTURES = frozenset({"pg_server", "throwaway_pg"})
@@ -67,25 +71,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # test-fast`` runs ``-m "not postgres and not slow"`` as the tests that need
 # no process, and this keeps the marker true. While a test runs (fixtures of
 # any scope included), a process it starts without the marker fails it.
-_RUNNING: list[pytest.Item] = []
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Notes which test runs, for the process check below."""
-    _RUNNING.append(item)
-    try:
-        return (yield)
-    finally:
-        _RUNNING.pop()
 
 
 class _CheckedPopen(subprocess.Popen[Any]):
     """subprocess.Popen, refused to a running test that is not marked slow."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if _RUNNING and _RUNNING[-1].get_closest_marker("slow") is None:
-            raise AssertionError(f"{_RUNNING[-1].nodeid} starts a process: mark it slow")
+        test = server_guard.running()
+        if test is not None and test.get_closest_marker("slow") is None:
+            raise AssertionError(f"{test.nodeid} starts a process: mark it slow")
         super().__init__(*args, **kwargs)
 
 

@@ -10,6 +10,7 @@ leave every job it claimed succeeded.
 from collections.abc import Iterator
 
 import pytest
+from engine_params import ENGINES
 
 from bench._db import Database
 from bench._postgres_db import PostgresDatabase
@@ -18,7 +19,7 @@ from bench._sqlite_db import SQLiteDatabase
 JOBS = 12
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=ENGINES)
 def database(request: pytest.FixtureRequest) -> Iterator[Database]:
     db: Database
     if request.param == "sqlite":

@@ -16,8 +16,8 @@ def users_extras() -> set[str]:
     return set(pyproject["project"]["optional-dependencies"]) - FOR_DEVELOPING_JOBTABLE
 
 
-def test_getting_started_has_a_row_for_every_extra() -> None:
-    text = (ROOT / "docs" / "guides" / "getting-started.md").read_text(encoding="utf-8")
+def test_the_install_guide_has_a_row_for_every_extra() -> None:
+    text = (ROOT / "docs" / "guides" / "install.md").read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| `([a-z]+)` \|", text, re.MULTILINE))
     assert rows == users_extras()
 

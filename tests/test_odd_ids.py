@@ -7,6 +7,7 @@ name) or stored escaped (a Failure's message), alike on both engines.
 """
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -68,6 +69,19 @@ async def test_a_job_id_that_is_not_a_str_is_a_type_error(
         declared.get(store, job_id)  # type: ignore[call-overload]
     with pytest.raises(TypeError, match="want str"):
         store.inspect(job_id)  # type: ignore[arg-type]
+
+
+def test_every_call_that_takes_an_id_names_a_non_str_one_alike(store: jobtable.Store) -> None:
+    calls: dict[str, list[Callable[[str], object]]] = {
+        "job": [store.cancel, store.retry, store.delete, store.inspect, store.get],
+        "workflow": [store.workflow, store.cancel_workflow],
+    }
+    for what, takers in calls.items():
+        for call in takers:
+            with pytest.raises(TypeError, match=rf"^{what} id is int, want str$"):
+                call(123)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^job id is bytes, want str$"):
+        store.cancel_many(["a", b"b"])  # type: ignore[list-item]
 
 
 @pytest.mark.parametrize("name", ["a\x00b", "\udc80"], ids=repr)

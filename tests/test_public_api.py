@@ -47,7 +47,7 @@ EXPECTED = {
     "MESSAGE_TIMED_OUT",
     "AsyncHandler",
     "AttemptError",
-    "Backoff",
+    "WriteBackoff",
     "CancelResult",
     "EnqueueOptions",
     "Enqueueing",
@@ -194,3 +194,16 @@ def test_every_public_method_has_a_docstring(cls: str, method: str) -> None:
     if isinstance(value, staticmethod | classmethod):
         value = value.__func__
     assert (value.__doc__ or "").strip(), f"jobtable.{cls}.{method} has no docstring"
+
+
+def test_the_old_name_of_write_backoff_still_works_and_warns() -> None:
+    with pytest.warns(
+        DeprecationWarning, match="jobtable.Backoff is deprecated: use jobtable.WriteBackoff"
+    ):
+        old = jobtable.Backoff
+    assert old is jobtable.WriteBackoff
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Backof'"):
+        jobtable.Backof  # noqa: B018

@@ -14,9 +14,10 @@ messages are stored, so no handler error text, which may quote a URL, token
 or response body from a dependency, can reach the table or the API.
 """
 
+import warnings as _warnings
 from importlib import metadata as _metadata
 
-from jobtable._backoff import Backoff
+from jobtable._backoff import WriteBackoff
 from jobtable._dashboard import dashboard
 from jobtable._errors import (
     Failure,
@@ -95,7 +96,6 @@ __all__ = [
     "AsyncHandler",
     "AttemptError",
     "AttemptOutcome",
-    "Backoff",
     "BulkCancel",
     "CallNext",
     "CancelResult",
@@ -157,8 +157,23 @@ __all__ = [
     "WorkflowLinks",
     "WorkflowNode",
     "WorkflowSummary",
+    "WriteBackoff",
     "dashboard",
 ]
 
 __version__ = _metadata.version("jobtable")
 """The installed jobtable's version, read from its package metadata (pyproject's version)."""
+
+
+def __getattr__(name: str) -> object:
+    """Serves the deprecated names, each with a DeprecationWarning naming its replacement."""
+    if name == "Backoff":
+        _warnings.warn(
+            "jobtable.Backoff is deprecated: use jobtable.WriteBackoff, the same class "
+            "(the wait between retries of a failed database write; a job's retries "
+            "follow ExponentialBackoff)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return WriteBackoff
+    raise AttributeError(f"module 'jobtable' has no attribute {name!r}")

@@ -45,9 +45,11 @@ class JobtableError(Exception):
 class StoreError(JobtableError):
     """The store cannot be opened or used; the message names the path and the cause.
 
-    transient is true when the same call may succeed if retried (a lost
-    connection, a lock held too long, a full disk); false when the database
-    refused the data or the statement itself, which no retry changes.
+    Args:
+        message: What went wrong, naming the path and the cause.
+        transient: The same call may succeed if retried (a lost connection,
+            a lock held too long, a full disk); false when the database
+            refused the data or the statement itself, which no retry changes.
     """
 
     def __init__(self, message: str, *, transient: bool = False) -> None:
@@ -92,6 +94,10 @@ class SecretKeyError(JobtableError):
     it); None when no such id is at fault. At an attempt, such a job goes
     back to the queue without using an attempt, for a runner that has the
     key, and the runner logs the key id as an error (see Secrets).
+
+    Args:
+        message: What went wrong, naming the key id only.
+        key_id: The key id at fault, or None.
     """
 
     def __init__(self, message: str, *, key_id: str | None = None) -> None:
@@ -107,7 +113,11 @@ class JobFailed(JobtableError):
     """The job waited for (``Kind.wait``) failed; message is its stored error.
 
     That is a ``Failure`` message or jobtable's own (MESSAGE_INTERNAL, never
-    an exception's text); job_id names the job.
+    an exception's text).
+
+    Args:
+        job_id: The job that failed.
+        message: Its stored error.
     """
 
     def __init__(self, job_id: str, message: str) -> None:
@@ -120,7 +130,11 @@ class JobFailed(JobtableError):
 
 
 class JobCancelled(JobtableError):
-    """The job waited for (``Kind.wait``) was cancelled; job_id names it."""
+    """The job waited for (``Kind.wait``) was cancelled; job_id names it.
+
+    Args:
+        job_id: The job that was cancelled.
+    """
 
     def __init__(self, job_id: str) -> None:
         super().__init__(f"job {job_id!r} was cancelled")
@@ -134,6 +148,10 @@ class WaitTimeout(JobtableError, TimeoutError):
     """The job waited for did not end within timeout seconds; it stays queued or running.
 
     job_id names it, so the caller can wait again or cancel it.
+
+    Args:
+        job_id: The job waited for.
+        timeout: The seconds waited.
     """
 
     def __init__(self, job_id: str, timeout: float) -> None:
@@ -150,6 +168,9 @@ class Failure(Exception):
 
     Every other exception a handler raises is stored as MESSAGE_INTERNAL; its
     text is logged, never stored.
+
+    Args:
+        message: The job's error, as stored and shown.
     """
 
     def __init__(self, message: str) -> None:
@@ -166,6 +187,12 @@ class Retry(Exception):
     It is no failure: nothing joins the job's error history, and it uses none
     of the job's attempts (its max_attempts grows by one, so the attempt
     number, which fences every write, still counts every claim).
+
+    Args:
+        after: How long to wait before the next attempt.
+
+    Raises:
+        ValueError: after is not a timedelta of 0 or more.
     """
 
     def __init__(self, after: datetime.timedelta = datetime.timedelta(0)) -> None:

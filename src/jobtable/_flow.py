@@ -45,9 +45,17 @@ class Rate:
 
     Counted by the database, on its clock, inside each claim: every attempt
     that starts counts, whatever its outcome, and the runners of every
-    machine together keep to it. With ``per_key`` the limit holds for each
-    partition key apart (see ``Queue``). Raises ValueError for a limit below 1
-    or a period that is not a positive timedelta.
+    machine together keep to it.
+
+    Args:
+        limit: How many jobs may start per window, 1 or more.
+        per: The window, a positive timedelta.
+        per_key: The limit holds for each partition key apart (see ``Queue``).
+
+    Raises:
+        ValueError: A limit below 1, or a period that is not a positive
+            timedelta.
+        TypeError: per_key is not a bool.
     """
 
     limit: int
@@ -66,16 +74,23 @@ class Rate:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Queue:
-    """A queue's flow control as code declares it, to pass to ``Runner(queues=...)``.
+    """A queue's flow control as code declares it, to pass to ``Runner(flow=...)``.
 
-    ``concurrency``: at most that many jobs of the queue run at once, across
-    every runner of every machine (beside each runner's own slots).
-    ``partition_limit``: at most that many of one partition key (see
-    ``Partition``; the jobs without a key count as one key). ``rate``: a
-    ``Rate``. None is no limit. A starting runner writes the declaration to
-    the database, where claims read it; an operator's limits
-    (``Store.set_limits``) win over it until cleared. Raises TypeError or
-    ValueError for a bad name or a limit below 1.
+    A starting runner writes the declaration to the database, where claims
+    read it; an operator's limits (``Store.set_limits``) win over it until
+    cleared. None is no limit.
+
+    Args:
+        name: The queue's name.
+        concurrency: At most that many jobs of the queue run at once, across
+            every runner of every machine (beside each runner's own slots).
+        partition_limit: At most that many of one partition key (see
+            ``Partition``; the jobs without a key count as one key).
+        rate: How many of its jobs may start per window.
+
+    Raises:
+        TypeError: A limit or rate of the wrong type.
+        ValueError: A bad name or a limit below 1.
     """
 
     name: str
@@ -160,6 +175,14 @@ class Partition:
     declared (for a type that fixes its fields); an enqueue whose field is
     missing, whose function raises or returns no str,
     or whose key holds a NUL raises and stores nothing.
+
+    Args:
+        by: A payload field's name, or a function of the typed payload
+            returning the key.
+
+    Raises:
+        TypeError: by is neither a str nor a function.
+        ValueError: by is an empty name.
     """
 
     by: str | KeyFunction
@@ -172,16 +195,24 @@ class Partition:
 class Sequence:
     """Puts a kind's jobs in sequences: jobs of one key run one at a time, in enqueue order.
 
-    ``by`` is a payload field's name or a function of the typed payload that
-    returns the key; an enqueue may give ``sequence_key=`` instead. Without
-    ``by`` the kind's jobs form one sequence, keyed by the kind's name, but
-    for those an enqueue gives a ``sequence_key=``. A job waits, queued,
-    while an earlier job of its sequence is pending (a workflow's, waiting
-    for its dependencies), queued (a retry keeps its place) or running.
-    ``on_failure`` says what a job that ends
-    failed or cancelled does to the jobs behind it: ``"block"`` (the
-    default) holds them until an operator retries it (it runs again, in its
-    place) or deletes it; ``"continue"`` lets the next one run.
+    An enqueue may give ``sequence_key=`` instead of the key ``by`` computes.
+    A job waits, queued, while an earlier job of its sequence is pending (a
+    workflow's, waiting for its dependencies), queued (a retry keeps its
+    place) or running.
+
+    Args:
+        by: A payload field's name or a function of the typed payload that
+            returns the key. None puts the kind's jobs in one sequence, keyed
+            by the kind's name, but for those an enqueue gives a
+            ``sequence_key=``.
+        on_failure: What a job that ends failed or cancelled does to the jobs
+            behind it: ``"block"`` (the default) holds them until an operator
+            retries it (it runs again, in its place) or deletes it;
+            ``"continue"`` lets the next one run.
+
+    Raises:
+        TypeError: by is neither a str nor a function.
+        ValueError: A bad on_failure, or by an empty name.
     """
 
     by: str | KeyFunction | None = None

@@ -50,25 +50,39 @@ class Kind(Waiting[P, R]):
     also take no store: ``kind.enqueue(payload)`` enqueues into the runner's
     store under the runner's payload limit.
 
-    P and R are any types pydantic can validate and dump; a kind whose types
-    it cannot raises TypeError naming the kind.
+    The options are the defaults of the kind's jobs; each enqueue may
+    override all but retry.
 
-    The options are the defaults of the kind's jobs; each enqueue may override
-    all but retry: ``max_attempts`` (1: a failed job stays failed),
-    ``priority`` (lower runs first, FIFO within one; 0), ``queue``
-    (``"default"``), ``timeout`` (seconds one attempt may take; None has no
-    limit) and ``delay`` (a timedelta; an enqueue may give ``run_at``, an
-    aware datetime, instead). ``retry`` is the wait before the next attempt,
-    a callable (attempt) -> timedelta given the attempt that failed; the
-    default is ``ExponentialBackoff()``. ``unique`` (a ``Unique``; None, the
-    default, for none) makes at most one job per key at a time: a colliding
-    enqueue stores nothing and returns the holder's id (``enqueue_result``
-    tells it was a duplicate); an enqueue's ``unique=None`` turns it off.
-    ``partition`` (a ``Partition``) and ``sequence`` (a ``Sequence``) give each
-    job its partition and sequence keys; an enqueue may give
-    ``partition_key=`` and ``sequence_key=`` instead. ``tags`` label each job (with
-    an enqueue's ``tags=``); ``meta`` models an enqueue's ``meta=`` (none: any JSON
-    object). A bad value raises TypeError or ValueError naming it, storing nothing.
+    Args:
+        name: The kind's name, as stored in each of its jobs.
+        payload_type: P, any type pydantic can validate and dump.
+        result_type: R, any type pydantic can validate and dump.
+        max_attempts: How many times a job may be claimed (1: a failed job
+            stays failed).
+        retry: The wait before the next attempt, a callable (attempt) ->
+            timedelta given the attempt that failed; None is
+            ``ExponentialBackoff()``.
+        priority: Lower runs first, FIFO within one.
+        queue: The queue its jobs go to.
+        timeout: Seconds one attempt may take; None has no limit.
+        delay: How long after its enqueue a job becomes ready (an enqueue
+            may give ``run_at``, an aware datetime, instead).
+        unique: At most one job per key at a time: a colliding enqueue
+            stores nothing and returns the holder's id (``enqueue_result``
+            tells it was a duplicate); an enqueue's ``unique=None`` turns it
+            off. None has no uniqueness.
+        partition: Gives each job its partition key (an enqueue may give
+            ``partition_key=`` instead).
+        sequence: Gives each job its sequence key (an enqueue may give
+            ``sequence_key=`` instead).
+        tags: Labels of each job, with an enqueue's ``tags=``.
+        meta: The model of an enqueue's ``meta=``; None takes any JSON object.
+
+    Raises:
+        TypeError: pydantic cannot validate and dump P or R (naming the
+            kind), or an option of the wrong type (naming it).
+        ValueError: An empty or unstorable name, or a bad option value
+            (naming it).
     """
 
     def __init__(
@@ -127,7 +141,17 @@ class Kind(Waiting[P, R]):
         return f"Kind({self.name!r})"
 
     def on_enqueue(self, hook: EnqueueHook) -> EnqueueHook:
-        """Runs hook before each job of the kind is stored, after the store's: Store.on_enqueue."""
+        """Runs hook before each job of the kind is stored, after the store's: Store.on_enqueue.
+
+        Args:
+            hook: A plain ``def`` taking a ``jobtable.Enqueueing``.
+
+        Returns:
+            hook, unchanged (a decorator).
+
+        Raises:
+            TypeError: hook is not a plain callable.
+        """
         check_hook(f"Kind {self.name!r}.on_enqueue", hook)
         self.labels.hooks.append(hook)
         return hook
@@ -210,9 +234,17 @@ class Kind(Waiting[P, R]):
     ) -> None:
         """Raises TypeError or ValueError, naming where and the option, for one no job could take.
 
-        allowed: the names the caller takes (an option outside them is
-        unknown). Checks each value as ``_create`` would, without building a
-        job or running a hook: for what is declared long before its jobs.
+        Checks each value as an enqueue would, without building a job or running a
+        hook: for what is declared long before its jobs.
+
+        Args:
+            where: What the message names as the caller.
+            options: The options to check, as an enqueue takes them.
+            allowed: The names the caller takes (an option outside them is unknown).
+
+        Raises:
+            TypeError: An unknown option, or a value of the wrong type.
+            ValueError: A bad value.
         """
         if unknown := sorted(options.keys() - allowed):
             raise TypeError(f"{where}: unknown option {unknown[0]!r}")
@@ -230,10 +262,17 @@ class Kind(Waiting[P, R]):
         """Raises ValueError naming where when a fed job's keys would need its payload.
 
         A fed job's payload is its dependency's result, unknown until that
-        succeeds, so a ``Partition`` (or a ``Sequence`` with ``by``) cannot
-        compute its key when the job is stored, and its place in a sequence
-        is taken then: the key is given instead (``partition_key=``,
-        ``sequence_key=``), so that every limit holds for the job.
+        succeeds, so a ``Partition`` (or a ``Sequence`` with ``by``) cannot compute
+        its key when the job is stored, and its place in a sequence is taken then:
+        the key is given instead (``partition_key=``, ``sequence_key=``), so that
+        every limit holds for the job.
+
+        Args:
+            where: What the message names as the caller.
+            given: The flow options the enqueue gave.
+
+        Raises:
+            ValueError: The kind computes a key from the payload and given lacks it.
         """
         partition, sequence = self.flow
         if partition is not None and given.get("partition_key") is None:
@@ -266,21 +305,32 @@ class Kind(Waiting[P, R]):
     def enqueue(self, *args: Any, **options: Unpack[EnqueueOptions]) -> str:
         """Stores a queued job with payload and returns its id once committed.
 
-        options override the kind's: max_attempts, priority, queue, timeout,
-        and delay or run_at (see ``Kind``). Raises PayloadError, storing
-        nothing, when payload is not a P, cannot be encoded, or is over the
-        size limit (the store's, or the runner's for a bound kind), and
-        TypeError or ValueError naming the option for a bad option. A job
-        waits in the table until a runner with a handler for the kind claims
-        it, no earlier than its run_at.
+        A job waits in the table until a runner with a handler for the kind claims
+        it, no earlier than its run_at. With ``conn=``, the application's own
+        connection (sqlite3, psycopg, or a SQLAlchemy Connection or Session over
+        one), the job joins its transaction instead: it exists if and only if that
+        commits, and the commit wakes the runners; the store's durable setting does
+        not apply.
 
-        With ``conn=``, the application's own connection (sqlite3, psycopg,
-        or a SQLAlchemy Connection or Session over one), the job joins its
-        transaction instead: it exists if and only if that commits, and the
-        commit wakes the runners; the store's durable setting does not apply.
-        A conn that cannot reach the store's jobs table raises TypeError (the
-        wrong driver, or an async one: use aenqueue) or ValueError (another
-        database or file, or a search_path without the store's schema).
+        Args:
+            *args: The store and the payload, a P (a bound kind takes the payload
+                alone).
+            **options: Override the kind's options for this job: max_attempts,
+                priority, queue, timeout, delay or run_at, unique, partition_key,
+                sequence_key, tags, meta; and conn, the application's connection
+                whose transaction the job joins.
+
+        Returns:
+            The job's id.
+
+        Raises:
+            PayloadError: The payload is not a P, cannot be encoded, or is over the
+                size limit (the store's, or the runner's for a bound kind); nothing
+                is stored.
+            TypeError: A bad option, named; or a conn that cannot reach the store's
+                jobs table (the wrong driver, or an async one: use aenqueue).
+            ValueError: A bad option value, named; or a conn to another database or
+                file, or with a search_path without the store's schema.
         """
         binding, payload = self._where("enqueue", args)
         return ids_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
@@ -307,8 +357,21 @@ class Kind(Waiting[P, R]):
     def enqueue_many(self, *args: Any, **options: Unpack[EnqueueOptions]) -> list[str]:
         """Stores a queued job per payload in one transaction and returns their ids in order.
 
-        options apply to every job, as in enqueue. Either every job is stored
-        or, on any error, none is.
+        Either every job is stored or, on any error, none is.
+
+        Args:
+            *args: The store and the payloads, an iterable of P (a bound kind takes
+                the payloads alone).
+            **options: Apply to every job, as in enqueue.
+
+        Returns:
+            The jobs' ids, in the payloads' order.
+
+        Raises:
+            PayloadError: A payload is not a P, cannot be encoded, or is too large;
+                nothing is stored.
+            TypeError: A bad option, named; nothing is stored.
+            ValueError: A bad option value, named; nothing is stored.
         """
         binding, payloads = self._where("enqueue_many", args)
         return ids_of(*self._enqueue_many("enqueue_many", binding, payloads, options))
@@ -335,8 +398,23 @@ class Kind(Waiting[P, R]):
     def enqueue_result(self, *args: Any, **options: Unpack[EnqueueOptions]) -> EnqueueResult:
         """enqueue, telling whether the job was a duplicate: ``EnqueueResult(id, duplicate)``.
 
-        duplicate is True when a job of the kind held the unique key: nothing
-        was stored and id is the holder's. Without ``unique`` it is False.
+        Args:
+            *args: The store and the payload, a P (a bound kind takes the payload
+                alone).
+            **options: Override the kind's options for this job: max_attempts,
+                priority, queue, timeout, delay or run_at, unique, partition_key,
+                sequence_key, tags, meta; and conn, the application's connection
+                whose transaction the job joins.
+
+        Returns:
+            The job's id and whether it was a duplicate: True when a job of the kind
+            held the unique key, so that nothing was stored and the id is the
+            holder's. Without ``unique`` it is False.
+
+        Raises:
+            PayloadError: As enqueue raises it.
+            TypeError: As enqueue raises it.
+            ValueError: As enqueue raises it.
         """
         binding, payload = self._where("enqueue", args)
         return results_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
@@ -368,6 +446,19 @@ class Kind(Waiting[P, R]):
         """enqueue_many, with an EnqueueResult per payload, in order.
 
         A payload whose key an earlier one of the batch took is a duplicate of it.
+
+        Args:
+            *args: The store and the payloads (a bound kind takes the payloads
+                alone).
+            **options: Apply to every job, as in enqueue.
+
+        Returns:
+            An EnqueueResult per payload, in order.
+
+        Raises:
+            PayloadError: As enqueue_many raises it.
+            TypeError: As enqueue_many raises it.
+            ValueError: As enqueue_many raises it.
         """
         binding, payloads = self._where("enqueue_many", args)
         return results_of(*self._enqueue_many("enqueue_many", binding, payloads, options))
@@ -435,10 +526,19 @@ class Kind(Waiting[P, R]):
     def get(self, *args: Any) -> Job[R]:
         """Returns the job with its result parsed as R.
 
-        Raises JobNotFound for an unknown id or a job of another kind,
-        TypeError for an id that is not a str, ResultError, naming the job
-        and the kind, for a stored result that no longer validates as R, and
-        SecretKeyError naming the key id of a secret the store cannot decrypt.
+        Args:
+            *args: The store and the job's id (a bound kind takes the id alone).
+
+        Returns:
+            The job, its result an R (or None before it has one).
+
+        Raises:
+            JobNotFound: No job has the id, or the job is of another kind.
+            TypeError: The id is not a str.
+            ResultError: The stored result no longer validates as R (naming the job
+                and the kind).
+            SecretKeyError: A secret of the result that the store cannot decrypt
+                (naming the key id).
         """
         binding, job_id = self._where("get", args)
         return self._typed(binding.store, binding.store.engine.read(GetJob(job_id)))

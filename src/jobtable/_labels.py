@@ -144,7 +144,13 @@ class Enqueueing:
     change ``tags`` (a list of str) and ``meta`` (a dict, the metadata's
     JSON form), which are checked after the last hook, or raise to refuse
     the enqueue: then nothing of it is stored and the exception reaches the
-    caller of ``enqueue``.
+    caller of ``enqueue``. The enqueue makes it; a hook never does.
+
+    Args:
+        kind: The job's kind.
+        payload: The job's payload as given to enqueue.
+        tags: The job's tags so far.
+        meta: The job's metadata so far.
     """
 
     __slots__ = ("kind", "meta", "payload", "tags")

@@ -18,7 +18,7 @@ from jobtable._engines.step_queries import StepRow
 from jobtable._errors import JobNotFound
 from jobtable._flow import WaitReason, wait_reason
 from jobtable._job import CancelResult, LinkedJob, Status, WorkflowLinks
-from jobtable._values import unstorable
+from jobtable._values import checked_id, unstorable
 
 
 class GetJob:
@@ -32,9 +32,7 @@ class GetJob:
     __slots__ = ("job_id",)
 
     def __init__(self, job_id: str) -> None:
-        if not isinstance(job_id, str):
-            raise TypeError(f"job id is {type(job_id).__name__}, want str")
-        self.job_id = job_id
+        self.job_id = checked_id(job_id)
 
     def __call__(self, q: Queries) -> JobRow:
         row = None if unstorable(self.job_id) else q.get_job(id=self.job_id)
@@ -52,9 +50,7 @@ class GetJobRecord:
     __slots__ = ("job_id",)
 
     def __init__(self, job_id: str) -> None:
-        if not isinstance(job_id, str):
-            raise TypeError(f"job id is {type(job_id).__name__}, want str")
-        self.job_id = job_id
+        self.job_id = checked_id(job_id)
 
     def __call__(self, q: Queries) -> RecordRow:
         row = None if unstorable(self.job_id) else q.get_job_record(id=self.job_id)
@@ -157,8 +153,7 @@ def lock_job(q: Queries, job_id: str) -> Status:
     Raises JobNotFound when no job has the id (or it cannot be stored), and
     TypeError for an id that is not a str.
     """
-    if not isinstance(job_id, str):
-        raise TypeError(f"job id is {type(job_id).__name__}, want str")
+    checked_id(job_id)
     status = None if unstorable(job_id) else q.lock_job(id=job_id)
     if status is None:
         raise JobNotFound(f"job {job_id!r} not found")
@@ -219,8 +214,7 @@ class CancelWorkflow:
     now: str
 
     def __call__(self, q: Queries) -> int:
-        if not isinstance(self.workflow_id, str):
-            raise TypeError(f"workflow id is {type(self.workflow_id).__name__}, want str")
+        checked_id(self.workflow_id, "workflow")
         if unstorable(self.workflow_id) or not q.lock_workflow(id=self.workflow_id):
             raise JobNotFound(f"workflow {self.workflow_id!r} not found")
         cancelled = q.cancel_workflow_jobs(workflow_id=self.workflow_id, now=self.now)

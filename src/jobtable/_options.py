@@ -73,6 +73,15 @@ class ExponentialBackoff:
     The wait after attempt n is ``min(cap, first * 2 ** (n - 1))``, then
     moved by up to ``jitter`` of itself either way (0.1: ±10 %), so that jobs
     that failed together do not all come back together.
+
+    Args:
+        first: The wait after the first failed attempt.
+        cap: The longest wait.
+        jitter: The share of each wait by which it may move either way, in
+            [0, 1).
+
+    Raises:
+        ValueError: Unless 0 < first <= cap and 0 <= jitter < 1.
     """
 
     first: datetime.timedelta = datetime.timedelta(seconds=1)

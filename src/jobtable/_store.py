@@ -143,6 +143,17 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         """Wraps an open engine; repr shows target, without any password.
 
         Use ``Store.open`` instead.
+
+        Args:
+            engine: The open engine of the database.
+            target: Where the store lives, as ``Store.location`` shows it.
+            max_payload_bytes: The largest encoded payload an enqueue accepts.
+            clock: Returns the current time as an aware datetime; None is UTC now.
+            secret_keys: The keys of secrets in payloads and results, or None.
+
+        Raises:
+            ValueError: max_payload_bytes is not positive.
+            TypeError: clock is not callable.
         """
         if max_payload_bytes < 1:
             raise ValueError(
@@ -179,46 +190,55 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
-        target is a SQLite file: a path, or ``sqlite:///relative/path`` or
-        ``sqlite:////absolute/path``; or a PostgreSQL server:
-        ``postgresql://…`` (``postgres://…``), which needs the
-        ``jobtable[postgres]`` extra. Raises StoreError, naming the target and
-        the cause, for a target that cannot be used, and leaves it unchanged.
-
-        With durable (the default), a write that returned survives a power loss.
-        Without it, a power loss may lose the last writes but never corrupts the
-        database. busy_timeout (SQLite, in seconds) is how long a write waits for
-        another process's lock; readers (SQLite) is how many reads may run at once.
-        wal_limit (SQLite) is the ``-wal`` file's size in bytes past which the writer
-        checkpoints and empties it, even under constant readers (None: SQLite's
-        alone). max_payload_bytes is the largest encoded payload an enqueue through
-        the store accepts (1 MiB by default). clock returns the current time as an
-        aware datetime (tests skew it).
-
-        With migrate (the default), a missing schema is created and an older
-        one upgraded. Without it, for deploys that upgrade explicitly
+        With migrate (the default), a missing schema is created and an older one
+        upgraded. Without it, for deploys that upgrade explicitly
         (``Store.migrate``, ``jobtable migrate``), a database whose schema is
-        missing or older is refused with a StoreError saying so, and left as
-        it is; a missing SQLite file is not created.
+        missing or older is refused and left as it is; a missing SQLite file is
+        not created.
 
-        secret_keys encrypt the secrets (``SecretStr``, ``SecretBytes``) of
-        payloads and results: ``"k2:BASE64,k1:BASE64"`` (or a list of such
-        items), each a key id and a 32-byte AES key in base64; the first
-        encrypts new secrets, every one decrypts those stored under its id.
-        None (the default) reads them from the ``JOBTABLE_SECRET_KEYS``
-        environment variable; ``""`` sets none. A bad key raises ValueError
-        naming its id, never the key; keys need the ``jobtable[secrets]`` extra.
+        A pooled store (a PgBouncer URL, transaction or session mode) prepares no
+        statement on the server and leaves no setting on a session, so the pooler
+        may share the server connections. Waking runners and waits needs a
+        session: without listen_url a pooled store listens to nothing, logs one
+        warning as it opens, and its runners and waits find work by polling (see
+        the PostgreSQL guide's section on poolers).
 
-        pooled (PostgreSQL) says target is a connection pooler's URL
-        (PgBouncer in transaction or session mode): no statement is prepared
-        on the server and no setting is left on a session, so the pooler may
-        share the server connections; durable=False is then refused
-        (ValueError: set synchronous_commit for the role instead). Waking
-        runners and waits needs a session: listen_url (PostgreSQL) is a
-        direct URL to the same database, used only to listen. Without it a
-        pooled store listens to nothing, logs one warning as it opens, and
-        its runners and waits find work by polling (see the PostgreSQL
-        guide's section on poolers).
+        Args:
+            target: A SQLite file (a path, ``sqlite:///relative/path`` or
+                ``sqlite:////absolute/path``), or a PostgreSQL server
+                (``postgresql://…`` or ``postgres://…``, which needs the
+                ``jobtable[postgres]`` extra).
+            durable: A write that returned survives a power loss. Without it a
+                power loss may lose the last writes but never corrupts the database.
+            busy_timeout: SQLite: seconds a write waits for another process's lock.
+            readers: SQLite: how many reads may run at once.
+            max_payload_bytes: The largest encoded payload an enqueue through the
+                store accepts (1 MiB by default).
+            clock: Returns the current time as an aware datetime (tests skew it).
+            migrate: Create a missing schema and upgrade an older one.
+            secret_keys: The keys that encrypt the secrets (``SecretStr``,
+                ``SecretBytes``) of payloads and results: ``"k2:BASE64,k1:BASE64"``
+                (or a list of such items), each a key id and a 32-byte AES key in
+                base64; the first encrypts new secrets, every one decrypts those
+                stored under its id. None reads them from the
+                ``JOBTABLE_SECRET_KEYS`` environment variable; ``""`` sets none.
+                Keys need the ``jobtable[secrets]`` extra.
+            wal_limit: SQLite: the ``-wal`` file's size in bytes past which the
+                writer checkpoints and empties it, even under constant readers
+                (None: SQLite's own checkpoints alone).
+            pooled: PostgreSQL: target is a connection pooler's URL.
+            listen_url: PostgreSQL: a direct URL to the same database, used only
+                to listen, for a pooled store.
+
+        Returns:
+            The open store; close it with ``close`` (or use it as a context manager).
+
+        Raises:
+            StoreError: The target cannot be used (naming it and the cause; it is
+                left unchanged), or, without migrate, its schema is missing or older.
+            ValueError: A bad secret key (naming its id, never the key), or
+                durable=False with pooled (set synchronous_commit for the role
+                instead).
         """
         keys = keys_of(secret_keys)
         engine, shown = open_engine(
@@ -250,8 +270,17 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
     def get(self, job_id: str) -> Job:
         """Returns the job with id, its result as plain JSON data.
 
-        Raises JobNotFound for an unknown id. ``job.model_dump_json()`` is the
-        job as an API returns it.
+        ``job.model_dump_json()`` is the job as an API returns it.
+
+        Args:
+            job_id: The id ``enqueue`` returned.
+
+        Returns:
+            The job: its status, result and error.
+
+        Raises:
+            JobNotFound: No job has the id (any str, whatever it holds).
+            TypeError: job_id is not a str.
         """
         return job_from_row(self.engine.read(GetJob(job_id)))
 
@@ -262,32 +291,52 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
     def on_enqueue(self, hook: EnqueueHook) -> EnqueueHook:
         """Runs hook before each job enqueued into this store is stored; returns it (a decorator).
 
-        hook(job) gets a ``jobtable.Enqueueing``: it may add tags or metadata,
-        or raise to refuse the enqueue (nothing is stored; the exception
-        reaches the caller). The store's hooks run in the order added, before
-        the kind's (``Kind.on_enqueue``). hook is a plain ``def``: it also
-        runs in the sync ``enqueue``. Raises TypeError for anything else.
+        The hook may add tags or metadata, or raise to refuse the enqueue (nothing
+        is stored; the exception reaches the caller). The store's hooks run in the
+        order added, before the kind's (``Kind.on_enqueue``).
+
+        Args:
+            hook: A plain ``def`` taking a ``jobtable.Enqueueing`` (it also runs in
+                the sync ``enqueue``).
+
+        Returns:
+            hook, unchanged.
+
+        Raises:
+            TypeError: hook is not a plain callable.
         """
         check_hook("Store.on_enqueue", hook)
         self._enqueue_hooks.append(hook)
         return hook
 
     def now(self) -> str:
-        """The store clock's time as stored: UTC text that sorts in time order."""
+        """The store clock's time as stored: UTC text that sorts in time order.
+
+        Returns:
+            The time, as the store writes it in created_at and run_at.
+        """
         return timestamp(self.clock())
 
     def cancel(self, job_id: str) -> CancelResult:
         """Cancels the job: at once when queued; through its runner when running.
 
-        Returns CANCELLED for a queued job, which no handler will run;
-        REQUESTED for a running one, whose runner cancels an async handler
-        (or tells a sync one, through ``ctx.cancelled``) within about a
-        second, and which then ends cancelled (unless it finished first);
-        FINISHED, changing nothing, for a job that already finished. Raises
-        JobNotFound for an unknown id, TypeError for an id that is not a str.
-        It acts on one status of the job: it holds the job's row from its
-        read to its commit, so a job that a retry or snooze puts back in its
-        queue meanwhile is CANCELLED, and FINISHED means it had finished.
+        A running job's runner cancels an async handler (or tells a sync one,
+        through ``ctx.cancelled``) within about a second, and the job then ends
+        cancelled (unless it finished first). It acts on one status of the job: it
+        holds the job's row from its read to its commit, so a job that a retry or
+        snooze puts back in its queue meanwhile is CANCELLED, and FINISHED means it
+        had finished.
+
+        Args:
+            job_id: The job's id.
+
+        Returns:
+            CANCELLED for a queued job, which no handler will run; REQUESTED for a
+            running one; FINISHED, changing nothing, for a job that already finished.
+
+        Raises:
+            JobNotFound: No job has the id.
+            TypeError: job_id is not a str.
         """
         return self.engine.write(CancelJob(job_id, self.now()))
 
@@ -296,11 +345,20 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         return await self.engine.awrite(CancelJob(job_id, self.now()))
 
     def cancel_workflow(self, workflow_id: str) -> int:
-        """Cancels every unfinished job of the workflow; returns how many were pending or queued.
+        """Cancels every unfinished job of the workflow.
 
-        Its pending and queued jobs are cancelled at once; its running ones get
-        a cancel request, as ``cancel`` gives them. Raises JobNotFound for an
-        unknown workflow id.
+        Its pending and queued jobs are cancelled at once; its running ones get a
+        cancel request, as ``cancel`` gives them.
+
+        Args:
+            workflow_id: The id ``Workflow.enqueue`` returned.
+
+        Returns:
+            How many jobs were pending or queued, now cancelled.
+
+        Raises:
+            JobNotFound: No workflow has the id.
+            TypeError: workflow_id is not a str.
         """
         return self.engine.write(CancelWorkflow(workflow_id, self.now()))
 
@@ -309,10 +367,20 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         return await self.engine.awrite(CancelWorkflow(workflow_id, self.now()))
 
     def inspect(self, job_id: str) -> JobRecord:
-        """Returns the job's whole record; raises JobNotFound for an unknown id.
+        """Returns the job's whole record.
 
         A queued job's ``waiting`` says why it waits when flow control holds it
         (see ``WaitReason``), computed as it is read.
+
+        Args:
+            job_id: The job's id.
+
+        Returns:
+            The record, with its options, times, error history, steps and workflow links.
+
+        Raises:
+            JobNotFound: No job has the id.
+            TypeError: job_id is not a str.
         """
         return inspected_record(*self.engine.read(InspectJob(job_id, timestamp(self.clock()))))
 
@@ -334,10 +402,24 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
     ) -> list[JobRecord]:
         """Returns up to limit job records, newest first, matching every filter given.
 
-        Pages by keyset: pass the ``seq`` of a page's last record as before to
-        get the next page. tag keeps the jobs that have it, read from the tag's
-        index in seq order. Raises ValueError for an unknown status, a tag
-        that is not a valid tag or a limit outside 1 to 1000.
+        Pages by keyset: pass the ``seq`` of a page's last record as before to get
+        the next page.
+
+        Args:
+            status: Only jobs in this status.
+            kind: Only jobs of this kind.
+            queue: Only jobs of this queue.
+            tag: Only jobs that have this tag, read from the tag's index in seq order.
+            before: Only jobs whose ``seq`` is below it: the last ``seq`` of the
+                page before.
+            limit: At most this many records, 1 to 1000.
+
+        Returns:
+            The records, newest first.
+
+        Raises:
+            ValueError: An unknown status, a tag that is not a valid tag, or a limit
+                outside 1 to 1000.
         """
         return [
             record_from_row(row)
@@ -359,7 +441,11 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         return [record_from_row(row) for row in rows]
 
     def counts(self) -> dict[str, dict[Status, int]]:
-        """Returns, for each queue that has jobs, how many it has in each status (0s left out)."""
+        """Returns how many jobs each queue has in each status.
+
+        Returns:
+            For each queue that has jobs, its count per status (0s left out).
+        """
         return _counts(self.engine.read(count_jobs))
 
     async def acounts(self) -> dict[str, dict[Status, int]]:

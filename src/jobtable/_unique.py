@@ -68,22 +68,30 @@ class EnqueueResult(NamedTuple):
 class Unique:
     """Makes a kind's jobs unique: at most one job of the kind per key at a time.
 
-    The key is ``key`` if given, else the values of the payload's top-level
-    ``fields`` (``fields=("account_id",)``), else the whole payload. With a
-    ``period``, the key also holds the start of the period the enqueue falls
-    in (periods are counted from 1970-01-01 UTC: ``timedelta(days=1)`` is one
-    per UTC day), so the next period's enqueue is a new job.
+    While a job holds its key, another enqueue of the key is a duplicate: it
+    stores nothing and never raises, and reports the holder's id. With the
+    default statuses that is while the job waits, runs or waits for a retry;
+    once it succeeds, fails or is cancelled the key is free again, unless
+    that status is in statuses too, in which case the key stays taken until
+    the job is pruned.
 
-    A job holds its key while its status is one of ``statuses``: queued and
-    running always (a job moves between them on a claim or a retry), and by
-    default only them. So while it waits, runs or waits for a retry, another
-    enqueue of the key is a duplicate; once it succeeds, fails or is cancelled
-    the key is free again, unless that status is in statuses too, in which
-    case the key stays taken until the job is pruned. An enqueue that
-    collides stores nothing and never raises: it reports the holder's id.
+    Args:
+        key: The key itself, the same for every job of the kind.
+        fields: The payload's top-level fields whose values make the key
+            (``fields=("account_id",)``). With neither key nor fields, the
+            whole payload is the key.
+        period: The key also holds the start of the period the enqueue falls
+            in (periods are counted from 1970-01-01 UTC:
+            ``timedelta(days=1)`` is one per UTC day), so the next period's
+            enqueue is a new job.
+        statuses: The statuses in which a job holds its key: queued and
+            running always (a job moves between them on a claim or a retry),
+            and by default only them.
 
-    Raises ValueError for both key and fields, a key that cannot be stored,
-    a period that is not positive, or statuses without queued and running.
+    Raises:
+        ValueError: Both key and fields, a key that cannot be stored, a
+            period that is not positive, or statuses without queued and
+            running.
     """
 
     key: str | None = None
@@ -120,8 +128,19 @@ class Unique:
         """The key stored for a job with JSON payload enqueued at now.
 
         A secret counts as its mask: two payloads that differ only in a
-        secret have one key, which never holds a secret. Raises ValueError
-        naming where when a field is not in the payload.
+        secret have one key, which never holds a secret.
+
+        Args:
+            where: What the message names as the caller.
+            payload: The job's payload, as JSON.
+            now: When the job is enqueued, for a period's start.
+
+        Returns:
+            The key.
+
+        Raises:
+            ValueError: A field is not in the payload, or the payload is not
+                a JSON object when fields are given.
         """
         if self.key is not None:
             base = "key:" + self.key

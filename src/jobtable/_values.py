@@ -81,6 +81,18 @@ def id_at(millis: int) -> str:
     return binascii.b2a_base64(raw, newline=False).translate(_SORTABLE)[:22].decode()
 
 
+def checked_id(value: str, what: str = "job") -> str:
+    """Returns value, a caller's id of what ("job", "workflow"); raises TypeError unless a str.
+
+    The one check of every call that takes an id: any str is accepted here
+    (one no engine can store is no row's id, for the caller to answer as not
+    found), anything else is a caller's mistake named at the call.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{what} id is {type(value).__name__}, want str")
+    return value
+
+
 def unstorable(text: str) -> str | None:
     """Returns why text cannot be stored as it is in both engines' text columns, or None.
 

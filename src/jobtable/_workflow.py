@@ -36,7 +36,14 @@ class Node(Generic[P_co, R_co]):
 
     ``id`` is the job's id, known before the workflow is stored. A node is
     a dependency of later nodes (``after=``), and the payload of one whose
-    kind takes its result type.
+    kind takes its result type. ``Workflow.add`` makes it.
+
+    Args:
+        workflow: The workflow the node belongs to.
+        kind: The job's kind's name.
+        job_id: The job's id.
+        result_type: The kind's result type, None when unknown (the running
+            job, to ``ctx.workflow``).
     """
 
     __slots__ = ("_kind", "_result_type", "id", "workflow")
@@ -59,9 +66,12 @@ class Node(Generic[P_co, R_co]):
 class After:
     """A dependency with its failure policy: ``after=[After(node, on_failure="run")]``.
 
-    on_failure ``"cancel"`` (the default, and what a bare node means) cancels
-    the dependent when node ends failed or cancelled; ``"run"`` runs it once
-    node ended in any way (a clean-up step, a batch's callback).
+    Args:
+        node: The dependency.
+        on_failure: ``"cancel"`` (the default, and what a bare node means)
+            cancels the dependent when node ends failed or cancelled;
+            ``"run"`` runs it once node ended in any way (a clean-up step, a
+            batch's callback).
     """
 
     node: Node[Any, Any]
@@ -93,6 +103,12 @@ class Workflow:
     Nodes can only depend on nodes added before them, so a workflow has no
     cycle. ``enqueue(store)`` stores every job in one transaction and
     returns the workflow's id; ``Store.cancel_workflow`` cancels it.
+
+    Args:
+        name: The workflow's name, as its jobs' records show it.
+
+    Raises:
+        ValueError: name is empty, not a str, or cannot be stored.
     """
 
     def __init__(self, name: str) -> None:
@@ -146,15 +162,29 @@ class Workflow:
     ) -> Node[Any, Any]:
         """Adds a job of kind and returns its node; payload may be a node whose result it takes.
 
-        options are every job's (``JobOptions``: an enqueue's but ``unique``
-        and ``conn``), applied with the kind's declarations as an enqueue's
-        are, a fed node's too. Raises ValueError naming the node for a
-        dependency of another workflow or one not added to this one, TypeError
-        for one that is not a Node or After, TypeError for a fed node whose
-        result type is not kind's payload type, ValueError for a fed node of a
-        kind whose keys need its payload (give ``partition_key=`` or
-        ``sequence_key=``), and ValueError once the workflow was stored. A
-        payload is checked against kind when stored.
+        The options are applied with the kind's declarations as an enqueue's are, a
+        fed node's too. A payload is checked against kind when the workflow is
+        stored.
+
+        Args:
+            kind: The job's kind; not a unique one.
+            payload: The job's payload, a P; or a node whose result, a P, becomes
+                the payload once it succeeds (and which is then a dependency).
+            after: The nodes (or ``After``) the job runs after, added to this
+                workflow before it.
+            **options: The job's options (``JobOptions``: an enqueue's but
+                ``unique`` and ``conn``).
+
+        Returns:
+            The job's node, to depend on or to feed later jobs.
+
+        Raises:
+            TypeError: kind is not a Kind, a dependency is not a Node or After, or
+                a fed node's result type is not kind's payload type.
+            ValueError: A dependency of another workflow or not added to this one
+                (naming it), a fed node of a kind whose keys need its payload (give
+                ``partition_key=`` or ``sequence_key=``), a unique kind or
+                ``conn=``, a bad option, or the workflow was stored already.
         """
         where = f"Workflow {self.name!r}: add {getattr(kind, 'name', kind)!r}"
         if self._stored:
@@ -227,12 +257,24 @@ class Workflow:
     def enqueue(self, store: Store, *, conn: object = None) -> str:
         """Stores every job of the workflow in one transaction and returns the workflow's id.
 
-        Raises PayloadError (a payload that does not fit its kind), TypeError
-        or ValueError (a bad option) before anything is stored; either every
-        job is stored or none is. A workflow is stored once. With ``conn=``,
-        the application's own connection, the jobs join its transaction as
-        ``Kind.enqueue``'s do: they exist if and only if it commits, and a
-        workflow whose transaction rolled back can be enqueued again.
+        Either every job is stored or none is. A workflow is stored once. With
+        ``conn=``, the jobs join its transaction as ``Kind.enqueue``'s do: they
+        exist if and only if it commits, and a workflow whose transaction rolled
+        back can be enqueued again.
+
+        Args:
+            store: The store to enqueue into.
+            conn: The application's own connection, whose transaction the jobs
+                join; None uses the store's.
+
+        Returns:
+            The workflow's id.
+
+        Raises:
+            PayloadError: A payload does not fit its kind; nothing is stored.
+            TypeError: store is not a Store, or a bad option; nothing is stored.
+            ValueError: A bad option, an empty workflow, or a workflow stored
+                already; nothing is stored.
         """
         binding = self._binding(store, conn)
         if self._stored and store.engine.read(self._exists):

@@ -57,20 +57,27 @@ def instrument(
 ) -> None:
     """Reports the store's enqueues and attempts to OpenTelemetry, from now until uninstrument.
 
-    Every enqueue through store makes an ``enqueue <kind>`` span and stores
-    its trace context with the jobs (as a W3C traceparent); every attempt a
-    runner on store runs makes a ``run <kind>`` span around the handler, so
-    the handler's own spans nest in it. With run_parent (the default) the run
-    span is a child of the enqueue span: one trace from the request that
-    enqueued to every attempt. Without it, each attempt starts a trace of
-    its own that links to the enqueue span, for jobs that run long after
-    they were enqueued. Both processes, the one that enqueues and the one
-    that runs, call instrument on their own store.
+    Every enqueue through store makes an ``enqueue <kind>`` span and stores its
+    trace context with the jobs (as a W3C traceparent); every attempt a runner
+    on store runs makes a ``run <kind>`` span around the handler, so the
+    handler's own spans nest in it. Both processes, the one that enqueues and
+    the one that runs, call instrument on their own store. The metrics' queue
+    gauges read the store's backlog when the meter provider collects.
+    Instrumenting a store again replaces its earlier instrumentation.
 
-    tracer_provider and meter_provider default to OpenTelemetry's global
-    ones, read at each call of instrument. The metrics' queue gauges read the
-    store's backlog when the meter provider collects. Instrumenting a store
-    again replaces its earlier instrumentation.
+    Args:
+        store: The store to report on.
+        tracer_provider: Makes the spans; None is OpenTelemetry's global one,
+            read at each call of instrument.
+        meter_provider: Makes the metrics; None is OpenTelemetry's global one,
+            read at each call of instrument.
+        run_parent: The run span is a child of the enqueue span: one trace from
+            the request that enqueued to every attempt. Without it, each attempt
+            starts a trace of its own that links to the enqueue span, for jobs
+            that run long after they were enqueued.
+
+    Raises:
+        TypeError: store is not a Store, or run_parent is not a bool.
     """
     if not isinstance(store, Store):
         raise TypeError(f"instrument: want a Store, got {type(store).__name__}")
@@ -87,7 +94,11 @@ def instrument(
 
 
 def uninstrument(store: Store) -> None:
-    """Stops reporting the store's enqueues and attempts; a store not instrumented is left as is."""
+    """Stops reporting the store's enqueues and attempts; a store not instrumented is left as is.
+
+    Args:
+        store: The store instrument was called with.
+    """
     previous = observe(store, None)
     if isinstance(previous, _Observer):
         previous.instruments.unwatch(store)

@@ -97,7 +97,7 @@ def main() -> None:
             workers=args.workers,
             lease=args.lease,
             poll_interval=args.poll,
-            retry_backoff=jobtable.Backoff(min(0.05, args.retry_cap), args.retry_cap),
+            retry_backoff=jobtable.WriteBackoff(min(0.05, args.retry_cap), args.retry_cap),
         )
         runner.register("work", work)
         runner.register("stamp", stamp)

@@ -393,7 +393,7 @@ async def test_claim_retries_wait_as_the_runners_retry_backoff_says(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="jobtable")
-    backoff = jobtable.Backoff(0.01, 0.04)
+    backoff = jobtable.WriteBackoff(0.01, 0.04)
     runner = jobtable.Runner(store, workers=1, poll_interval=60, retry_backoff=backoff)
     runner.register("number", double)
     await runner.start()
@@ -416,7 +416,7 @@ async def test_a_stopping_runner_gives_up_an_outcome_write_after_give_up_after_t
     path = tmp_path / "jobs.db"
     with jobtable.Store.open(path, busy_timeout=0.01) as store:
         runner = jobtable.Runner(
-            store, workers=1, give_up_after=3, retry_backoff=jobtable.Backoff(0.01, 0.01)
+            store, workers=1, give_up_after=3, retry_backoff=jobtable.WriteBackoff(0.01, 0.01)
         )
         running = asyncio.Event()
 

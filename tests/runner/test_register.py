@@ -291,21 +291,21 @@ def test_a_backoff_needs_a_positive_first_wait_no_longer_than_its_cap(
     first: float, cap: float
 ) -> None:
     with pytest.raises(ValueError, match=r"want 0 < first <= cap"):
-        jobtable.Backoff(first, cap)
+        jobtable.WriteBackoff(first, cap)
 
 
 def test_a_backoff_doubles_up_to_its_cap() -> None:
-    backoff = jobtable.Backoff(0.1, 0.3)
+    backoff = jobtable.WriteBackoff(0.1, 0.3)
     assert [backoff.after(0.1), backoff.after(0.2)] == [0.2, 0.3]
 
 
 def test_runner_retry_settings_are_checked(store: jobtable.Store) -> None:
-    with pytest.raises(TypeError, match="retry_backoff must be a Backoff"):
+    with pytest.raises(TypeError, match="retry_backoff must be a WriteBackoff"):
         jobtable.Runner(store, retry_backoff=(0.1, 1.0))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="give_up_after must be at least 1"):
         jobtable.Runner(store, give_up_after=0)
     runner = jobtable.Runner(store)
-    assert (runner.retry_backoff, runner.give_up_after) == (jobtable.Backoff(0.05, 5.0), 8)
+    assert (runner.retry_backoff, runner.give_up_after) == (jobtable.WriteBackoff(0.05, 5.0), 8)
 
 
 async def test_start_without_a_handler_is_a_runner_error_saying_why(store: jobtable.Store) -> None:

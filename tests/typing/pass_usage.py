@@ -151,7 +151,7 @@ async def aweb(store: jobtable.Store) -> None:
 
 
 def worker(store: jobtable.Store) -> None:
-    runner = jobtable.Runner(store, workers=4, retry_backoff=jobtable.Backoff(0.01, 0.1))
+    runner = jobtable.Runner(store, workers=4, retry_backoff=jobtable.WriteBackoff(0.01, 0.1))
 
     @runner.handler(thumbnail)
     async def thumbnail_handler(ctx: jobtable.JobContext[Progress], payload: Thumbnail) -> Progress:

@@ -28,25 +28,38 @@ def dashboard(
     Mount it in a Starlette or FastAPI app, ``app.mount("/jobs",
     jobtable.dashboard(store))``, and the host app's authentication applies;
     every link stays under the mount path. Its pages: the overview (counts per
-    queue and status, the last hour's throughput, the runners, refreshed every
-    refresh seconds), the job list (filters and keyset pages), the queues
-    (pauses, limits, counts), and each job's page (with why a queued job
-    waits). It never shows a handler's exception text: errors are the stored
-    messages only, and every stored value is escaped.
+    queue and status, the last hour's throughput, the runners), the job list
+    (filters and keyset pages), the queues (pauses, limits, counts), and each
+    job's page (with why a queued job waits). It never shows a handler's
+    exception text: errors are the stored messages only, and every stored
+    value is escaped.
 
     Every state-changing request (cancel, retry, delete, bulk actions, a
-    queue's pause, resume and limits) is a POST that must carry the CSRF
-    token the pages embed; a POST without it is refused with 403. With
-    read_only, the pages show no actions and every POST is refused with 403.
+    queue's pause, resume and limits) is a POST that must carry the CSRF token
+    the pages embed; a POST without it is refused with 403.
 
-    token or basic_auth (a user and a password) make every request
-    authenticate: ``Authorization: Bearer <token>`` (or ``?token=<token>``
-    once, which sets a cookie), or HTTP basic auth; the standalone ``jobtable
-    dashboard`` sets them. secret signs the CSRF tokens; give the same one to
-    every process that serves one dashboard (a random one by default). lease
-    is the runner lease (seconds) after which the overview shows a runner as
-    dead. Raises ModuleNotFoundError naming the extra when Starlette or
-    Jinja2 is missing, and ValueError or TypeError for a bad argument.
+    Args:
+        store: The store to show.
+        read_only: The pages show no actions and every POST is refused with 403.
+        token: Every request must authenticate with ``Authorization: Bearer
+            <token>`` (or ``?token=<token>`` once, which sets a cookie).
+        basic_auth: A user and a password every request must give by HTTP basic
+            auth. The standalone ``jobtable dashboard`` sets token or basic_auth.
+        secret: Signs the CSRF tokens; give the same one to every process that
+            serves one dashboard (None: a random one).
+        refresh: Seconds between the overview's refreshes.
+        lease: The runner lease (seconds) after which the overview shows a
+            runner as dead.
+
+    Returns:
+        The ASGI app.
+
+    Raises:
+        ModuleNotFoundError: Starlette or Jinja2 is missing (naming the extra,
+            ``jobtable[dashboard]``).
+        TypeError: store is not a Store, or another argument of the wrong type.
+        ValueError: An empty token, a bad basic_auth (a ``:`` in the user, an
+            empty part), or a refresh that is not a positive number of seconds.
     """
     if not isinstance(store, Store):
         raise TypeError(f"dashboard: store is {type(store).__name__}, want a jobtable.Store")

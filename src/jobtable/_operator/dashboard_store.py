@@ -24,7 +24,7 @@ from jobtable._operator.dashboard_operations import (
 )
 from jobtable._operator.models import DeleteResult
 from jobtable._operator.operations import check_filter
-from jobtable._values import timestamp, unstorable
+from jobtable._values import checked_id, timestamp, unstorable
 
 BULK_BATCH = 10_000
 """Jobs a bulk action by filter changes per transaction, so runners keep claiming meanwhile."""
@@ -43,9 +43,7 @@ def _whole(label: str, value: int, low: int, high: int) -> int:
 def _ids(label: str, job_ids: Iterable[str]) -> tuple[str, ...]:
     if isinstance(job_ids, str):
         raise TypeError(f"{label}: job_ids is a str, want an iterable of job ids")
-    ids = tuple(dict.fromkeys(job_ids))
-    if not all(isinstance(job_id, str) for job_id in ids):
-        raise TypeError(f"{label}: every job id must be a str")
+    ids = tuple(checked_id(job_id) for job_id in dict.fromkeys(job_ids))
     if len(ids) > MAX_IDS:
         raise ValueError(f"{label}: at most {MAX_IDS} job ids at once, got {len(ids)}")
     return ids
@@ -86,8 +84,11 @@ class DashboardOperations:
     def kinds(self) -> list[str]:
         """Returns every kind some job has, in order.
 
-        It reads one index entry per kind and status (a skip-scan), not every
-        row, so it stays fast with millions of jobs of a few kinds.
+        It reads one index entry per kind and status (a skip-scan), not every row,
+        so it stays fast with millions of jobs of a few kinds.
+
+        Returns:
+            The kinds' names, sorted.
         """
         return self.engine.read(ListNames("kind"))
 
@@ -99,6 +100,9 @@ class DashboardOperations:
         """Returns every queue some job is in, in order, read as kinds reads the kinds.
 
         ``queues`` lists the queues with their pauses, limits and counts.
+
+        Returns:
+            The queues' names, sorted.
         """
         return self.engine.read(ListNames("queue"))
 
@@ -109,11 +113,21 @@ class DashboardOperations:
     def search_payloads(self, text: str, *, scan: int = 10_000, limit: int = 50) -> list[JobRecord]:
         """Returns up to limit records, newest first, whose payload's JSON text holds text.
 
-        The match ignores ASCII case (PostgreSQL: any case). It looks only at
-        the scan most recent jobs (at most 100,000), so its cost is bounded
-        whatever the table's size: an older job is not found. Raises
-        ValueError for an empty or unstorable text (at most 200 characters),
-        or a scan or limit out of range.
+        The match ignores ASCII case (PostgreSQL: any case). It looks only at the
+        scan most recent jobs, so its cost is bounded whatever the table's size:
+        an older job is not found.
+
+        Args:
+            text: What to find, 1 to 200 characters.
+            scan: How many of the most recent jobs to look at, at most 100,000.
+            limit: At most this many records.
+
+        Returns:
+            The matching records, newest first.
+
+        Raises:
+            ValueError: text is empty, unstorable or too long, or scan or limit is
+                out of range.
         """
         return self.engine.read(_search(text, scan, limit))
 
@@ -124,10 +138,18 @@ class DashboardOperations:
         return await self.engine.aread(_search(text, scan, limit))
 
     def cancel_many(self, job_ids: Iterable[str]) -> dict[str, CancelResult]:
-        """Cancels each job as cancel does, in one transaction; returns each one's result.
+        """Cancels each job as cancel does, in one transaction.
 
-        Ids no job has are left out of the result. At most 1000 ids; raises
-        TypeError or ValueError otherwise, and nothing changes.
+        Args:
+            job_ids: At most 1000 job ids.
+
+        Returns:
+            Each job's result by id; ids no job has are left out.
+
+        Raises:
+            TypeError: job_ids is a str, or holds an id that is not a str; nothing
+                changes.
+            ValueError: More than 1000 ids; nothing changes.
         """
         return self.engine.write(CancelMany(_ids("cancel_many", job_ids), timestamp(self.clock())))
 
@@ -139,8 +161,16 @@ class DashboardOperations:
     def delete_many(self, job_ids: Iterable[str]) -> dict[str, DeleteResult]:
         """Deletes each job as delete does (running ones are kept), in one transaction.
 
-        Returns each one's result; ids no job has are left out. At most 1000
-        ids; raises TypeError or ValueError otherwise, and nothing changes.
+        Args:
+            job_ids: At most 1000 job ids.
+
+        Returns:
+            Each job's result by id; ids no job has are left out.
+
+        Raises:
+            TypeError: job_ids is a str, or holds an id that is not a str; nothing
+                changes.
+            ValueError: More than 1000 ids; nothing changes.
         """
         return self.engine.write(DeleteMany(_ids("delete_many", job_ids), timestamp(self.clock())))
 
@@ -159,13 +189,22 @@ class DashboardOperations:
     ) -> BulkCancel:
         """Cancels every queued or pending job of kind in queue; requests the running ones' cancel.
 
-        What cancel does to each, in batches of 10,000 queued jobs, each its
-        own transaction. A filter left None matches every job; status
-        "queued" cancels only the queued jobs and the pending ones (of
-        workflows; their dependents are cancelled too), "running" only
-        requests the running ones' cancel. Returns how many were cancelled and how many
-        requested. Raises ValueError for another status, and TypeError or
-        ValueError for a kind or queue that cannot be stored.
+        What cancel does to each, in batches of 10,000 queued jobs, each its own
+        transaction. The pending jobs of workflows are cancelled with the queued
+        ones, and their dependents too.
+
+        Args:
+            status: "queued" cancels only the queued and pending jobs, "running"
+                only requests the running ones' cancel; None does both.
+            kind: Only jobs of this kind; None matches every kind.
+            queue: Only jobs of this queue; None matches every queue.
+
+        Returns:
+            How many jobs were cancelled and how many cancels requested.
+
+        Raises:
+            ValueError: Another status, or a kind or queue that cannot be stored.
+            TypeError: A kind or queue that is not a str.
         """
         if status is not None and status not in (Status.QUEUED, Status.RUNNING):
             raise ValueError(
@@ -202,13 +241,23 @@ class DashboardOperations:
         kind: str | None = None,
         queue: str | None = None,
     ) -> int:
-        """Deletes every job, not running, of status and kind in queue; returns how many.
+        """Deletes every job, not running, of status and kind in queue.
 
-        In batches of 10,000, each its own transaction. A filter left None
-        matches every job. Each job of a workflow is deleted as delete
-        deletes it: the jobs that need it are settled in its batch. Raises
-        ValueError for an unknown status, and TypeError or ValueError for a
-        kind or queue that cannot be stored.
+        In batches of 10,000, each its own transaction. Each job of a workflow is
+        deleted as delete deletes it: the jobs that need it are settled in its
+        batch.
+
+        Args:
+            status: Only jobs in this status; None matches every status.
+            kind: Only jobs of this kind; None matches every kind.
+            queue: Only jobs of this queue; None matches every queue.
+
+        Returns:
+            How many jobs were deleted.
+
+        Raises:
+            ValueError: An unknown status, or a kind or queue that cannot be stored.
+            TypeError: A kind or queue that is not a str.
         """
         op = DeleteMatching(
             _status(status),
@@ -239,10 +288,20 @@ class DashboardOperations:
     ) -> KindReport:
         """Returns each kind's throughput, failure rate and p50/p95 wait and run times.
 
-        Over the jobs that finished in the last window (at most a day),
-        reading at most limit of them (1 to 100,000), the most recent first,
-        through the index of finished rows; the report says when the window
-        held more. Percentiles are computed here, the same on both engines.
+        It reads the jobs that finished in the last window, the most recent first,
+        through the index of finished rows; the report says when the window held
+        more than limit. Percentiles are computed here, the same on both engines.
+
+        Args:
+            window: How far back to look, above 0 and at most a day.
+            limit: At most this many finished jobs read, 1 to 100,000.
+
+        Returns:
+            The figures of each kind over the window.
+
+        Raises:
+            TypeError: window is not a timedelta.
+            ValueError: window or limit is out of range.
         """
         return self.engine.read(self._figures(window, limit))
 
@@ -270,10 +329,19 @@ class DashboardOperations:
         """Returns the queues with due jobs, whether live runners serve them, and dead ones' jobs.
 
         A queue's alarm is NO_LIVE_RUNNER when no runner is alive within lease
-        seconds, and NOT_SERVED when runners are alive but none holds a job of
-        the queue and its oldest due job has waited more than lease: runners
-        do not record their queues, so the jobs they hold are the evidence.
-        It reads the queued rows (not every row) and the running ones.
+        seconds, and NOT_SERVED when runners are alive but none holds a job of the
+        queue and its oldest due job has waited more than lease: runners do not
+        record their queues, so the jobs they hold are the evidence. It reads the
+        queued rows (not every row) and the running ones.
+
+        Args:
+            lease: Seconds after its last heartbeat at which a runner counts as dead.
+
+        Returns:
+            Each queue's health, and the jobs dead runners hold.
+
+        Raises:
+            ValueError: lease is not a positive number of seconds.
         """
         return self.engine.read(ReadHealth(timestamp(self.clock()), _lease(lease)))
 

@@ -28,7 +28,7 @@ from jobtable._operator.models import (
     Stats,
     ThroughputPoint,
 )
-from jobtable._values import unstorable
+from jobtable._values import checked_id, unstorable
 
 
 def check_filter(label: str, value: str | None) -> str | None:
@@ -67,9 +67,7 @@ class RetryJob:
     __slots__ = ("job_id", "now")
 
     def __init__(self, job_id: str, now: str) -> None:
-        if not isinstance(job_id, str):
-            raise TypeError(f"job id is {type(job_id).__name__}, want str")
-        self.job_id = job_id
+        self.job_id = checked_id(job_id)
         self.now = now
 
     def __call__(self, q: Queries) -> RetryResult:
@@ -123,9 +121,7 @@ class DeleteJob:
     __slots__ = ("job_id", "now")
 
     def __init__(self, job_id: str, now: str) -> None:
-        if not isinstance(job_id, str):
-            raise TypeError(f"job id is {type(job_id).__name__}, want str")
-        self.job_id = job_id
+        self.job_id = checked_id(job_id)
         self.now = now
 
     def __call__(self, q: Queries) -> DeleteResult:

@@ -147,9 +147,15 @@ class QueueOperations:
     def pause(self, queue: str) -> None:
         """Pauses queue: no runner starts its jobs until resume; enqueueing still works.
 
-        Stored in the database, so every runner of every machine honours it at
-        its next claim (at once where a wake reaches it, within a poll
-        otherwise). Running jobs finish. Raises ValueError for a bad name.
+        Stored in the database, so every runner of every machine honours it at its
+        next claim (at once where a wake reaches it, within a poll otherwise).
+        Running jobs finish.
+
+        Args:
+            queue: The queue's name.
+
+        Raises:
+            ValueError: A bad queue name.
         """
         self.engine.write(PauseQueue(check_queue_name("pause", queue), True, self._stamp()))
 
@@ -159,7 +165,14 @@ class QueueOperations:
         await self.engine.awrite(op)
 
     def resume(self, queue: str) -> None:
-        """Resumes a paused queue: runners claim its jobs again, woken at once where they can be."""
+        """Resumes a paused queue: runners claim its jobs again, woken at once where they can be.
+
+        Args:
+            queue: The queue's name.
+
+        Raises:
+            ValueError: A bad queue name.
+        """
         self.engine.write(PauseQueue(check_queue_name("resume", queue), False, self._stamp()))
 
     async def aresume(self, queue: str) -> None:
@@ -179,10 +192,22 @@ class QueueOperations:
 
         They win over what runners' code declares (``Runner(flow=...)``) until
         ``clear_limits``. Runners apply them at their next claim, without a
-        restart. Raises TypeError or ValueError, storing nothing, for a limit
-        below 1, a bad name, or no limit at all (which would silently replace
-        the code's limits with none: ``clear_limits`` is how to drop an
+        restart. At least one limit is required: none at all would silently
+        replace the code's limits with none (``clear_limits`` is how to drop an
         operator's).
+
+        Args:
+            queue: The queue's name.
+            concurrency: At most this many of the queue's jobs run at once, across
+                every runner.
+            partition_limit: At most this many run at once per partition key (the
+                queue's ``Partition``).
+            rate: At most this many of the queue's jobs start per period.
+
+        Raises:
+            TypeError: A limit of the wrong type; nothing is stored.
+            ValueError: A limit below 1, a bad name, or no limit at all; nothing is
+                stored.
         """
         limits = _limits(queue, concurrency, partition_limit, rate)
         self.engine.write(SetLimits(queue, limits, self._stamp()))
@@ -200,7 +225,14 @@ class QueueOperations:
         await self.engine.awrite(SetLimits(queue, limits, self._stamp()))
 
     def clear_limits(self, queue: str) -> None:
-        """Drops an operator's limits of queue: the code's latest declaration applies again."""
+        """Drops an operator's limits of queue: the code's latest declaration applies again.
+
+        Args:
+            queue: The queue's name.
+
+        Raises:
+            ValueError: A bad queue name.
+        """
         self.engine.write(SetLimits(check_queue_name("clear_limits", queue), None, self._stamp()))
 
     async def aclear_limits(self, queue: str) -> None:
@@ -211,8 +243,14 @@ class QueueOperations:
     def declare(self, queues: Iterable[Queue]) -> None:
         """Writes the limits code declares for queues; an operator's limits stay until cleared.
 
-        A starting runner declares its ``flow``. Raises TypeError for a value
-        that is not a ``Queue``, ValueError for a queue given twice.
+        A starting runner declares its ``flow``.
+
+        Args:
+            queues: The queues' declarations.
+
+        Raises:
+            TypeError: A value that is not a ``Queue``.
+            ValueError: A queue given twice.
         """
         self.engine.write(DeclareQueues(check_declared("declare", queues), self._stamp()))
 
@@ -221,7 +259,11 @@ class QueueOperations:
         await self.engine.awrite(DeclareQueues(check_declared("declare", queues), self._stamp()))
 
     def queues(self) -> list[QueueInfo]:
-        """Every queue with flow control or with jobs queued or running, by name."""
+        """Every queue with flow control or with jobs queued or running, by name.
+
+        Returns:
+            Each queue's pause, limits, who set them, and its jobs queued and running.
+        """
         return self.engine.read(_list_queues)
 
     async def aqueues(self) -> list[QueueInfo]:

@@ -102,14 +102,23 @@ class StoreOperations:
 
         The job may then be claimed as many more times as its max_attempts
         allowed; its error history is kept, and its error, result and cancel
-        request are cleared. Returns RETRIED, and then the job is queued, or
-        pending on the dependencies of its workflow that have not ended.
-        Changing nothing, it returns QUEUED, RUNNING or SUCCEEDED for a job
-        in that status, KEY_HELD for a unique job whose key another job
-        holds now, and BLOCKED for a job of a workflow that a dependency it
-        needs blocks (failed, cancelled, or deleted before it succeeded):
-        ``inspect(job_id).workflow.blocked_by`` names it, and its own retry
-        brings this job back. Raises JobNotFound for an unknown id.
+        request are cleared.
+
+        Args:
+            job_id: The job's id.
+
+        Returns:
+            RETRIED, and then the job is queued, or pending on the dependencies of
+            its workflow that have not ended. Changing nothing, QUEUED, RUNNING or
+            SUCCEEDED for a job in that status, KEY_HELD for a unique job whose key
+            another job holds now, and BLOCKED for a job of a workflow that a
+            dependency it needs blocks (failed, cancelled, or deleted before it
+            succeeded); ``inspect(job_id).workflow.blocked_by`` names it, and its
+            own retry brings this job back.
+
+        Raises:
+            JobNotFound: No job has the id.
+            TypeError: job_id is not a str.
         """
         return self.engine.write(RetryJob(job_id, self._now()))
 
@@ -118,13 +127,22 @@ class StoreOperations:
         return await self.engine.awrite(RetryJob(job_id, self._now()))
 
     def retry_failed(self, *, kind: str | None = None, queue: str | None = None) -> int:
-        """Queues again, as retry does, every failed job of kind in queue; returns how many.
+        """Queues again, as retry does, every failed job of kind in queue.
 
-        A filter left None matches every job. A unique job whose key another
-        job holds is left failed, and of failed jobs sharing a key only the
-        newest is queued. Each job of a workflow is settled as retry settles
-        one, in the same transaction. Raises TypeError or ValueError
-        for a filter that is not a str or cannot be stored; nothing changes.
+        A unique job whose key another job holds is left failed, and of failed
+        jobs sharing a key only the newest is queued. Each job of a workflow is
+        settled as retry settles one, in the same transaction.
+
+        Args:
+            kind: Only jobs of this kind; None matches every kind.
+            queue: Only jobs of this queue; None matches every queue.
+
+        Returns:
+            How many jobs were queued again.
+
+        Raises:
+            TypeError: A filter is not a str; nothing changes.
+            ValueError: A filter cannot be stored; nothing changes.
         """
         op = RetryFailedJobs(check_filter("kind", kind), check_filter("queue", queue), self._now())
         return self.engine.write(op)
@@ -135,14 +153,23 @@ class StoreOperations:
         return await self.engine.awrite(op)
 
     def delete(self, job_id: str) -> DeleteResult:
-        """Deletes the job unless it is running; returns DELETED, or RUNNING when kept.
+        """Deletes the job unless it is running.
 
-        Raises JobNotFound for an unknown id. A queued job deleted is never run;
-        the jobs of its workflow that depend on it are settled as if it was
-        cancelled, in the same transaction. A job that needed it to succeed
-        and had not counted its end stays cancelled for good, naming it
-        (``cancelled_because`` is "dependency <id> deleted"): a retry of it
-        is BLOCKED. No job is left pending for the deleted one.
+        A queued job deleted is never run; the jobs of its workflow that depend on
+        it are settled as if it was cancelled, in the same transaction. A job that
+        needed it to succeed and had not counted its end stays cancelled for good,
+        naming it (``cancelled_because`` is "dependency <id> deleted"): a retry of
+        it is BLOCKED. No job is left pending for the deleted one.
+
+        Args:
+            job_id: The job's id.
+
+        Returns:
+            DELETED, or RUNNING when the job is running and kept.
+
+        Raises:
+            JobNotFound: No job has the id.
+            TypeError: job_id is not a str.
         """
         return self.engine.write(DeleteJob(job_id, self._now()))
 
@@ -151,14 +178,22 @@ class StoreOperations:
         return await self.engine.awrite(DeleteJob(job_id, self._now()))
 
     def prune(self, older_than: datetime.timedelta) -> int:
-        """Deletes the jobs that finished more than older_than ago; returns how many.
+        """Deletes the jobs that finished more than older_than ago.
 
-        The workflows created before then that have no job left go with
-        them. A failed or cancelled job of a workflow that a job still needs
-        (the dependent its end cancelled) is kept until that job is pruned:
-        no job is left needing one that is gone. It deletes in batches, each
-        its own transaction, so runners keep claiming meanwhile. Raises
-        ValueError for a negative older_than.
+        The workflows created before then that have no job left go with them. A
+        failed or cancelled job of a workflow that a job still needs (the
+        dependent its end cancelled) is kept until that job is pruned: no job is
+        left needing one that is gone. It deletes in batches, each its own
+        transaction, so runners keep claiming meanwhile.
+
+        Args:
+            older_than: How long ago a job must have finished to go.
+
+        Returns:
+            How many jobs were deleted.
+
+        Raises:
+            ValueError: older_than is negative.
         """
         older_than = _older_than(older_than)
         try:
@@ -177,17 +212,22 @@ class StoreOperations:
         return await asyncio.to_thread(self.prune, older_than)
 
     def rotate_secrets(self) -> int:
-        """Encrypts every stored secret under the current secret key; returns how many jobs changed.
+        """Encrypts every stored secret under the current secret key.
 
-        Run it after putting a new key first in the store's secret keys:
-        once it returns, no stored job needs the old keys, and they can be
-        dropped (run it again if runners without the new key went on
-        enqueuing). It works in batches, each its own transaction, so
-        runners keep running; a job whose result a handler publishes
-        meanwhile is read again, up to 3 times, then left as it is. Running it
-        again changes nothing. Raises SecretKeyError when the store has no
-        key, or naming the job and the key id of a stored secret that no key
-        of the store decrypts; the batches before stay changed.
+        Run it after putting a new key first in the store's secret keys: once it
+        returns, no stored job needs the old keys, and they can be dropped (run it
+        again if runners without the new key went on enqueuing). It works in
+        batches, each its own transaction, so runners keep running; a job whose
+        result a handler publishes meanwhile is read again, up to 3 times, then
+        left as it is. Running it again changes nothing.
+
+        Returns:
+            How many jobs changed.
+
+        Raises:
+            SecretKeyError: The store has no key, or a stored secret's key id is
+                none of the store's (naming the job and the key id); the batches
+                before stay changed.
         """
         keys = self.secret_keys
         if keys is None:
@@ -222,9 +262,19 @@ class StoreOperations:
     def runners(self, *, lease: float = 30.0) -> list[RunnerInfo]:
         """Returns every registered runner, by name, with the ids of the jobs it holds.
 
-        alive is false for a runner whose heartbeat is older than lease
-        seconds (the Runner's default lease is 30). On PostgreSQL the
-        server's clock decides, as it does for the runners themselves.
+        On PostgreSQL the server's clock decides who is alive, as it does for the
+        runners themselves.
+
+        Args:
+            lease: Seconds after its last heartbeat at which a runner counts as
+                dead (the Runner's default lease is 30).
+
+        Returns:
+            One RunnerInfo per runner; ``alive`` is false for one whose heartbeat
+            is older than lease.
+
+        Raises:
+            ValueError: lease is not a positive number of seconds.
         """
         return self.engine.read(ListRunners(self._now(), _lease(lease)))
 
@@ -235,8 +285,11 @@ class StoreOperations:
     def stats(self) -> Stats:
         """Returns each queue's job counts by status and its oldest due job's age.
 
-        One snapshot, in one pass over the table: it reads every row, so its
-        time grows with the table (BENCHMARKS.md gives it at a million rows).
+        One snapshot, in one pass over the table: it reads every row, so its time
+        grows with the table (BENCHMARKS.md gives it at a million rows).
+
+        Returns:
+            The snapshot, queue by queue.
         """
         return self.engine.read(ReadStats(self._now()))
 
@@ -249,10 +302,17 @@ class StoreOperations:
     ) -> list[ThroughputPoint]:
         """Returns how many jobs finished per minute and status over the last window.
 
-        Points are in minute order, then status; a minute in which no job
-        finished has none. It reads only the window's rows, through the
-        index of finished rows. Raises ValueError for a window that is not
-        above 0 and at most 7 days.
+        It reads only the window's rows, through the index of finished rows.
+
+        Args:
+            window: How far back to count, above 0 and at most 7 days.
+
+        Returns:
+            Points in minute order, then status; a minute in which no job finished
+            has none.
+
+        Raises:
+            ValueError: window is not above 0 and at most 7 days.
         """
         since = timestamp(self.clock() - _window(window))
         return self.engine.read(ReadThroughput(since))
@@ -268,9 +328,16 @@ class StoreOperations:
     def schema_state(target: str | os.PathLike[str]) -> SchemaState:
         """Tells whether the store at target needs its schema created or upgraded; changes nothing.
 
-        target is what ``Store.open`` takes. A missing SQLite file is version
-        0 and is not created. Raises StoreError as ``Store.open`` does for a
-        target it cannot use, or a schema newer than this jobtable's.
+        Args:
+            target: What ``Store.open`` takes. A missing SQLite file is version 0
+                and is not created.
+
+        Returns:
+            The schema's version and whether an upgrade is pending.
+
+        Raises:
+            StoreError: As ``Store.open`` raises it for a target it cannot use, or
+                the schema is newer than this jobtable's.
         """
         return _state(target)
 
@@ -281,11 +348,19 @@ class StoreOperations:
 
     @staticmethod
     def migrate(target: str | os.PathLike[str]) -> SchemaState:
-        """Creates or upgrades the schema at target, all or nothing; returns the state it found.
+        """Creates or upgrades the schema at target, all or nothing.
 
         What ``Store.open`` does by default, for deploys that open with
-        ``migrate=False``. Running it again does nothing. Raises StoreError
-        as ``Store.open`` does.
+        ``migrate=False``. Running it again does nothing.
+
+        Args:
+            target: What ``Store.open`` takes.
+
+        Returns:
+            The state it found, before the upgrade.
+
+        Raises:
+            StoreError: As ``Store.open`` raises it.
         """
         found = _state(target)
         engine, _ = open_engine(target, durable=True, busy_timeout=5.0, readers=1, upgrade=True)

@@ -13,7 +13,7 @@ from jobtable._engines.base import Engine, Queries
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
 from jobtable._operator.workflow_list import ListWorkflows, WorkflowSummary
-from jobtable._values import unstorable
+from jobtable._values import checked_id, unstorable
 
 
 class WorkflowNode(BaseModel):
@@ -52,8 +52,7 @@ class ReadWorkflow:
     workflow_id: str
 
     def __call__(self, q: Queries) -> WorkflowGraph:
-        if not isinstance(self.workflow_id, str):
-            raise TypeError(f"workflow id is {type(self.workflow_id).__name__}, want str")
+        checked_id(self.workflow_id, "workflow")
         name = None if unstorable(self.workflow_id) else q.workflow_name(id=self.workflow_id)
         if name is None:
             raise JobNotFound(f"workflow {self.workflow_id!r} not found")
@@ -82,8 +81,17 @@ class WorkflowOperations:
     def workflow(self, workflow_id: str) -> WorkflowGraph:
         """The workflow's name and every job of it with its kind, status and dependencies.
 
-        Read in one transaction. Raises JobNotFound for an unknown workflow
-        id, TypeError for an id that is not a str.
+        Read in one transaction.
+
+        Args:
+            workflow_id: The id ``Workflow.enqueue`` returned.
+
+        Returns:
+            The workflow's graph.
+
+        Raises:
+            JobNotFound: No workflow has the id.
+            TypeError: workflow_id is not a str.
         """
         return self.engine.read(ReadWorkflow(workflow_id))
 
@@ -94,12 +102,22 @@ class WorkflowOperations:
     def workflows(
         self, *, name: str | None = None, before: str | None = None, limit: int = 50
     ) -> list[WorkflowSummary]:
-        """Up to limit workflows (1 to 1000), newest first, each with its jobs counted by status.
+        """Up to limit workflows, newest first, each with its jobs counted by status.
 
-        name keeps the workflows of that name only. before is the id of the
-        last workflow of the previous page: the page goes on after it (an id
-        that is no workflow's gives an empty list). Read in one transaction.
-        Raises TypeError or ValueError naming a bad argument.
+        Read in one transaction.
+
+        Args:
+            name: Only the workflows of this name.
+            before: The id of the last workflow of the previous page: the page goes
+                on after it (an id that is no workflow's gives an empty list).
+            limit: At most this many, 1 to 1000.
+
+        Returns:
+            The workflows' summaries, newest first.
+
+        Raises:
+            TypeError: An argument of the wrong type, named.
+            ValueError: A bad argument, named (a limit outside 1 to 1000).
         """
         return self.engine.read(ListWorkflows.checked(name, before, limit))
 

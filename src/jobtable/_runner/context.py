@@ -71,6 +71,16 @@ class JobContext(Generic[R]):
     cancelled then; a plain ``def`` one cannot be, so it should check
     ``cancelled`` and return: whatever it does after is fenced off. ``tags``
     and ``meta`` are what the job was enqueued with.
+
+    The runner makes one for each attempt; a handler never makes one.
+
+    Args:
+        id: The job's id.
+        kind: The job's kind.
+        attempt: How many times the job has been claimed, this claim included.
+        stop: The runner's stop.
+        running: The attempt's state.
+        labels: Reads the job's tags and metadata.
     """
 
     __slots__ = (
@@ -137,19 +147,40 @@ class JobContext(Generic[R]):
         return self._running.ended
 
     def publish(self, partial: R) -> None:
-        """Stores partial as the job's result while it runs; blocks until stored."""
+        """Stores partial as the job's result while it runs; blocks until stored.
+
+        For a plain ``def`` handler, which runs in a thread.
+
+        Args:
+            partial: The partial result, an R; ``get`` returns it while the job runs.
+
+        Raises:
+            NotRunning: The job is no longer running under this claim (its runner
+                lost its lease, say).
+            ResultError: partial is not an R, or is over max_result_bytes; nothing
+                is stored.
+            StoreError: The store kept failing for the runner's lease (retried with
+                capped backoff meanwhile, not once stop began).
+        """
         self._running.publish(partial)
 
     async def apublish(self, partial: R) -> None:
-        """Stores partial as the job's result while it runs."""
+        """The async form of publish, for an ``async def`` handler."""
         await self._running.apublish(partial)
 
     def sleep(self, seconds: float) -> bool:
-        """Blocks for seconds, or less if the runner stops; returns whether it is stopping."""
+        """Blocks for seconds, or less if the runner stops.
+
+        Args:
+            seconds: How long to block.
+
+        Returns:
+            Whether the runner is stopping.
+        """
         return self._stop.block(seconds)
 
     async def asleep(self, seconds: float) -> bool:
-        """Waits for seconds, or less if the runner stops; returns whether it is stopping."""
+        """The async form of sleep: waits for seconds, or less if the runner stops."""
         return await self._stop.wait(seconds)
 
     @overload
@@ -165,21 +196,49 @@ class JobContext(Generic[R]):
     ) -> Any:
         """Runs fn(arg), awaited if async, once per job as the step name; returns its output.
 
-        The first time, the output is checked against fn's return annotation
-        (or returns) and stored as a result is, in one write fenced by this
-        attempt's claim; a later attempt of the job gets the stored output
-        instead, and fn does not run. Raises TypeError, before fn runs, when
-        fn has no return annotation and returns is not given; StepError for
-        a name used twice in this attempt or an output that does not fit
-        its type (nothing stored); NotRunning once the claim is gone. An
-        exception of fn propagates and records nothing.
+        The first time, the output is checked against fn's return annotation (or
+        returns) and stored as a result is, in one write fenced by this attempt's
+        claim; a later attempt of the job gets the stored output instead, and fn
+        does not run. An exception of fn propagates and records nothing.
+
+        Args:
+            name: The step's name, unique within the job.
+            fn: The step, a plain or async function of one argument.
+            arg: What fn is called with.
+            returns: The output's type, when fn has no return annotation.
+
+        Returns:
+            fn's output, or the output stored by an earlier attempt.
+
+        Raises:
+            TypeError: fn has no return annotation and returns is not given (before
+                fn runs).
+            StepError: name was used before in this attempt, or the output does not
+                fit its type; nothing is stored.
+            NotRunning: The claim is gone.
         """
         return await self._running.resume.step(name, fn, arg, returns)
 
     def step_sync(
         self, name: str, fn: Callable[[A], T], arg: A, *, returns: type[T] | None = None
     ) -> T:
-        """``step`` for a plain ``def`` handler: fn must be a plain function; blocks as publish."""
+        """``step`` for a plain ``def`` handler: fn must be a plain function; blocks as publish.
+
+        Args:
+            name: The step's name, unique within the job.
+            fn: The step, a plain function of one argument.
+            arg: What fn is called with.
+            returns: The output's type, when fn has no return annotation.
+
+        Returns:
+            fn's output, or the output stored by an earlier attempt.
+
+        Raises:
+            TypeError: fn is async, or has no return annotation and returns is not
+                given.
+            StepError: As step raises it.
+            NotRunning: The claim is gone.
+        """
         return self._running.resume.step_sync(name, fn, arg, returns)  # type: ignore[no-any-return]
 
     @property
@@ -224,6 +283,9 @@ class JobContext(Generic[R]):
 
         Their statuses tell a job that runs after failures (``on_failure="run"``)
         what succeeded, failed or was cancelled. Blocks briefly: it reads the store.
+
+        Returns:
+            Each dependency's id, kind and status.
         """
         return [Dependency(r.id, r.kind, r.status) for r in self._rows()]
 
@@ -234,10 +296,16 @@ class JobContext(Generic[R]):
     def results(self, kind: "Kind[Any, T]") -> list[T]:
         """The results of the dependencies of kind that succeeded, in enqueue order, as kind's R.
 
-        Each is decoded and validated as the kind's result type; raises
-        ResultError for a stored result that no longer validates, and
-        ValueError naming kind when the job has no dependency of kind (an
-        empty list would read as "none succeeded").
+        Args:
+            kind: The dependencies' kind; each result is validated as its R.
+
+        Returns:
+            The results, in the dependencies' enqueue order.
+
+        Raises:
+            ValueError: The job has no dependency of kind (an empty list would read
+                as "none succeeded").
+            ResultError: A stored result no longer validates.
         """
         return self._decoded(kind, self._rows())
 

@@ -41,11 +41,17 @@ OutcomeName = Literal["succeeded", "failed", "retried", "cancelled", "interrupte
 class AttemptOutcome:
     """How one attempt ended, as outcome hooks see it: only what is stored, never exception text.
 
-    ``outcome`` is ``succeeded``, ``failed`` (finally), ``retried`` (the job
-    is queued again: the attempt failed with attempts left, or the handler
-    asked for a retry), ``cancelled``, or ``interrupted`` (the runner stopped
-    while the handler ran; the job is failed as interrupted at the next
-    start). ``error`` is the stored message of a failed or retried attempt.
+    Args:
+        id: The job's id.
+        kind: The job's kind.
+        attempt: The attempt's number.
+        outcome: ``succeeded``, ``failed`` (finally), ``retried`` (the job is
+            queued again: the attempt failed with attempts left, or the
+            handler asked for a retry), ``cancelled``, or ``interrupted``
+            (the runner stopped while the handler ran; the job is failed as
+            interrupted at the next start).
+        error: The stored message of a failed or retried attempt; None
+            otherwise.
     """
 
     id: str
@@ -56,7 +62,15 @@ class AttemptOutcome:
 
     @classmethod
     def of(cls, job: ClaimedRow, finish: Finish | None) -> "AttemptOutcome":
-        """The outcome of job's attempt that ended with finish (None: interrupted by stop)."""
+        """The outcome of job's attempt that ended with finish.
+
+        Args:
+            job: The claimed job.
+            finish: How the attempt ended; None when the runner's stop interrupted it.
+
+        Returns:
+            The outcome, as outcome hooks see it.
+        """
         if finish is None:
             return cls(job.id, job.kind, job.attempt, "interrupted", None)
         state = finish.outcome.state
@@ -107,12 +121,19 @@ class RunnerHooks:
     def around_attempt(self, hook: AttemptHook) -> AttemptHook:
         """Wraps each attempt in hook, inside the hooks added before; returns hook (a decorator).
 
-        hook is ``async def hook(ctx, call_next)``, which must return
-        ``await call_next()``'s result, or ``def hook(ctx)`` returning a
-        context manager (sync or async, e.g. ``contextlib.contextmanager``).
-        It runs on the event loop, before a plain handler's thread starts,
-        whose context (contextvars) it can set. Raises TypeError for a hook
-        that is not callable.
+        It runs on the event loop, before a plain handler's thread starts, whose
+        context (contextvars) it can set.
+
+        Args:
+            hook: ``async def hook(ctx, call_next)``, which must return
+                ``await call_next()``'s result, or ``def hook(ctx)`` returning a
+                context manager (sync or async, e.g. ``contextlib.contextmanager``).
+
+        Returns:
+            hook, unchanged.
+
+        Raises:
+            TypeError: hook is not callable.
         """
         if not callable(hook):
             raise TypeError(f"Runner.hooks.around_attempt: {hook!r} is not callable")
@@ -122,9 +143,18 @@ class RunnerHooks:
     def on_outcome(self, hook: OutcomeHook) -> OutcomeHook:
         """Calls hook with each attempt's ``AttemptOutcome``, after the hooks added before.
 
-        hook is a ``def`` or an ``async def`` (awaited on the event loop). It
-        runs before the outcome is stored and cannot change it; its exception
-        is logged. Raises TypeError for a hook that is not callable.
+        It runs before the outcome is stored and cannot change it; its exception is
+        logged.
+
+        Args:
+            hook: A ``def`` or an ``async def`` (awaited on the event loop) taking
+                the ``AttemptOutcome``.
+
+        Returns:
+            hook, unchanged (a decorator).
+
+        Raises:
+            TypeError: hook is not callable.
         """
         if not callable(hook):
             raise TypeError(f"Runner.hooks.on_outcome: {hook!r} is not callable")
@@ -132,14 +162,27 @@ class RunnerHooks:
         return hook
 
     async def around(self, ctx: JobContext[Any], call: CallNext) -> Any:
-        """Runs call (the handler) inside every attempt hook, the first added outermost."""
+        """Runs call (the handler) inside every attempt hook, the first added outermost.
+
+        Args:
+            ctx: The attempt's context.
+            call: Runs the handler.
+
+        Returns:
+            What the handler returned, through the hooks.
+        """
         chain = call
         for hook in reversed(self._attempt):
             chain = _link(hook, ctx, chain)
         return await chain()
 
     async def ended(self, logger: logging.Logger, outcome: AttemptOutcome) -> None:
-        """Calls every outcome hook with outcome; logs, and otherwise ignores, what one raises."""
+        """Calls every outcome hook with outcome; logs, and otherwise ignores, what one raises.
+
+        Args:
+            logger: Where a hook's exception is logged.
+            outcome: How the attempt ended.
+        """
         for hook, is_async in self._outcome:
             try:
                 returned = hook(outcome)

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, overload
 
-from jobtable._backoff import Backoff
+from jobtable._backoff import WriteBackoff
 from jobtable._errors import RunnerError
 from jobtable._flow import Queue
 from jobtable._job import Job
@@ -48,22 +48,53 @@ R = TypeVar("R")
 class Runner:
     """Owns the job handlers and the pools of workers that run their jobs.
 
-    Each of the runner's ``queues`` (name to workers; ``workers=n`` is the
-    shorthand for ``{"default": n}``, 4 by default) has a fixed pool of
-    workers of its own, so a flood of one queue never starves another. A
-    queue's workers claim its ready jobs lowest priority first, oldest first
-    within one. An enqueue in this process wakes an idle worker at once; jobs
-    enqueued by other processes are found by polling every ``poll_interval``
-    seconds, or at once where the engine can notify (PostgreSQL; SQLite where
-    inotify works). Runners sharing a database know each other by ``name``
-    and a heartbeat: one whose heartbeat is older than ``lease`` seconds is
-    dead, and its running jobs are interrupted; so is one of this host whose
-    process is gone, at once. Finished jobs older than ``retention`` are
-    deleted (None keeps them). A result over ``max_result_bytes`` fails its
-    job. A failed claim or outcome write is retried after ``retry_backoff``;
-    once stop has begun, an outcome write gives up after ``give_up_after``
-    tries. ``flow`` declares queues' limits across every runner (see
-    ``Queue``), which start writes to the store.
+    Each of the runner's queues has a fixed pool of workers of its own, so a
+    flood of one queue never starves another. A queue's workers claim its
+    ready jobs lowest priority first, oldest first within one. An enqueue in
+    this process wakes an idle worker at once; jobs enqueued by other
+    processes are found at once where the engine can notify (PostgreSQL;
+    SQLite where inotify works), else by polling. Runners sharing a database
+    know each other by name and a heartbeat: one whose heartbeat is older
+    than the lease is dead, and its running jobs are interrupted; so is one
+    of this host whose process is gone, at once.
+
+    Args:
+        store: The store whose jobs the runner runs.
+        workers: Shorthand for ``queues={"default": workers}``; 4 when
+            neither is given.
+        queues: How many workers each queue gets, by queue name.
+        logger: Where the runner logs; None is ``logging.getLogger("jobtable")``.
+        name: Identifies this runner among the runners of the database; None
+            is the host name and process id (see ``name``).
+        poll_interval: Seconds an idle runner waits before it looks for jobs
+            enqueued elsewhere.
+        lease: Seconds without a heartbeat after which a runner counts as dead.
+        grace_period: Seconds running handlers get to finish after stop.
+        cancel_grace: Seconds a cancelled handler gets to end before the
+            runner gives up on it.
+        block_warning: Seconds an async handler may block the event loop
+            before a warning names its job; None warns never.
+        only_kinds: Claim only the kinds the runner has handlers for, instead
+            of failing the others' jobs.
+        retention: Finished jobs older than it are deleted; None keeps them.
+        max_payload_bytes: The largest encoded payload the kinds ``register``
+            returns accept.
+        max_result_bytes: The largest encoded result or partial result; a
+            bigger publish raises, a bigger result fails its job.
+        retry_backoff: The wait between retries of a failed claim or outcome
+            write.
+        give_up_after: How many tries an outcome write gets once stop has
+            begun.
+        cancel_check: Seconds between the runner's looks for cancel requests
+            of its running jobs.
+        flow: Queues' limits, declared across every runner (see ``Queue``);
+            start writes them to the store.
+
+    Raises:
+        TypeError: store is not a Store, or another setting is of the wrong
+            type (named).
+        ValueError: A setting out of range (named), such as a non-positive
+            interval or worker count.
     """
 
     def __init__(
@@ -83,7 +114,7 @@ class Runner:
         retention: datetime.timedelta | None = datetime.timedelta(days=7),
         max_payload_bytes: int = 1 << 20,
         max_result_bytes: int = 1 << 20,
-        retry_backoff: Backoff = RETRY,
+        retry_backoff: WriteBackoff = RETRY,
         give_up_after: int = 8,
         cancel_check: float = 0.5,
         flow: Iterable[Queue] = (),
@@ -174,11 +205,22 @@ class Runner:
     def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
         """Returns a decorator that makes the function it decorates the handler of kind's jobs.
 
-        The function takes ``(ctx: JobContext[R], payload: P)`` and returns an
-        R, where P and R are kind's types; mypy rejects one whose annotations
-        do not match. It must be attached before start, once per kind;
-        otherwise it raises an error naming the kind. The decorated function
-        is returned unchanged.
+        The function takes ``(ctx: JobContext[R], payload: P)`` and returns an R,
+        where P and R are kind's types; mypy rejects one whose annotations do not
+        match. It must be attached before start, once per kind. The decorated
+        function is returned unchanged.
+
+        Args:
+            kind: The kind whose jobs the function handles.
+
+        Returns:
+            The decorator.
+
+        Raises:
+            TypeError: kind is not a Kind, or the function is not a handler (naming
+                the kind).
+            RunnerError: The kind already has a handler, its queue is not one of
+                the runner's, or the runner started (naming the kind).
         """
         if not isinstance(kind, Kind):
             raise TypeError(f"handler: want a jobtable.Kind, got {type(kind).__name__}")
@@ -193,13 +235,25 @@ class Runner:
     def register(self, kind: str, handler: AsyncHandler[R, P] | SyncHandler[R, P]) -> Kind[P, R]:
         """Makes handler the handler for kind and returns the Kind that enqueues its jobs.
 
-        P and R are the handler's payload annotation and return annotation
-        (any type pydantic can validate and dump). The Kind is bound to this
-        runner: its methods also work without a store, through the runner's
-        store. Its jobs go to the ``default`` queue, or to the runner's first
-        queue when it does not serve ``default``. It must be called before
-        start, once per kind; otherwise, and for an empty kind, a missing
-        handler or a missing annotation, it raises an error naming the kind.
+        P and R are the handler's payload annotation and return annotation (any
+        type pydantic can validate and dump). The Kind is bound to this runner: its
+        methods also work without a store, through the runner's store. Its jobs go
+        to the ``default`` queue, or to the runner's first queue when it does not
+        serve ``default``. It must be called before start, once per kind.
+
+        Args:
+            kind: The kind's name.
+            handler: An ``async def`` or ``def`` taking ``(ctx, payload)``, its
+                payload and return annotated.
+
+        Returns:
+            The kind, bound to the runner.
+
+        Raises:
+            TypeError: kind is a Kind (attach with ``@runner.handler(kind)``), or
+                the handler is missing or lacks an annotation (naming the kind).
+            ValueError: kind is empty or cannot be stored.
+            RunnerError: The kind already has a handler, or the runner started.
         """
         where = f"register {kind!r}"
         if isinstance(kind, Kind):
@@ -238,7 +292,7 @@ class Runner:
         return self._settings.only_kinds
 
     @property
-    def retry_backoff(self) -> Backoff:
+    def retry_backoff(self) -> WriteBackoff:
         """The wait between retries of a failed claim or outcome write (0.05 s doubling to 5 s)."""
         return self._settings.retry_backoff
 
@@ -253,7 +307,18 @@ class Runner:
         return self._handlers.kinds()
 
     def get(self, job_id: str) -> Job:
-        """Returns the job with id; raises JobNotFound for an unknown id (see ``Store.get``)."""
+        """Returns the job with id (see ``Store.get``).
+
+        Args:
+            job_id: The job's id.
+
+        Returns:
+            The job, its result as plain JSON data.
+
+        Raises:
+            JobNotFound: No job has the id.
+            TypeError: job_id is not a str.
+        """
         return self.store.get(job_id)
 
     async def aget(self, job_id: str) -> Job:
@@ -271,14 +336,16 @@ class Runner:
     async def start(self) -> None:
         """Interrupts the jobs that dead runners left running, then starts the workers.
 
-        Jobs of an earlier runner of this name, of runners whose lease expired
-        and of runners of this host whose process is gone are interrupted, the
-        count logged as a warning; the store, the queues and the kinds the
-        runner serves are logged, and a warning for each of its queues that is
-        paused. The workers run on the calling event loop until stop; wait
-        waits for them. A runner with no handler (it would
-        fail every job it claims), a second start, and a start after stop
-        (even a stop before any start) raise RunnerError.
+        Jobs of an earlier runner of this name, of runners whose lease expired and
+        of runners of this host whose process is gone are interrupted, the count
+        logged as a warning; the store, the queues and the kinds the runner serves
+        are logged, and a warning for each of its queues that is paused. The
+        workers run on the calling event loop until stop; wait waits for them.
+
+        Raises:
+            RunnerError: The runner has no handler (it would fail every job it
+                claims), it started already, or it was stopped (even before any
+                start).
         """
         if self._stop.is_set():
             raise RunnerError(
@@ -400,14 +467,17 @@ class Runner:
     def run(self) -> None:
         """Starts, stops gracefully on SIGINT or SIGTERM, and waits: what a worker process calls.
 
-        A second signal ends the grace period at once; a third ends the
-        process at once. The process is done within grace_period +
-        cancel_grace + 5 seconds of the first signal whatever its handlers
-        do: past that (an async handler blocks the event loop, say) a
-        watchdog thread logs which handlers would not stop, records their
-        jobs interrupted, and ends the process with ``os._exit(1)``. Raises
-        RunnerError, starting nothing, when called in a running event loop:
-        async code awaits ``start()`` and ``wait()`` instead.
+        A second signal ends the grace period at once; a third ends the process at
+        once. The process is done within grace_period + cancel_grace + 5 seconds of
+        the first signal whatever its handlers do: past that (an async handler
+        blocks the event loop, say) a watchdog thread logs which handlers would not
+        stop, records their jobs interrupted, and ends the process with
+        ``os._exit(1)``.
+
+        Raises:
+            RunnerError: It is called in a running event loop (async code awaits
+                ``start()`` and ``wait()`` instead), starting nothing; or as start
+                raises it.
         """
         try:
             asyncio.get_running_loop()
@@ -437,11 +507,13 @@ class Runner:
     async def run_next(self) -> str | None:
         """Claims the next ready job and runs it to completion in the calling task.
 
-        The job is the first ready one of the runner's queues, in their order.
-        Returns the job's id, or None when no job is ready. It claims, runs
-        and records through the same producer, executor and completer as the
-        workers, and returns once the outcome is stored; tests use it to run
+        The job is the first ready one of the runner's queues, in their order. It
+        claims, runs and records through the same producer, executor and completer
+        as the workers, and returns once the outcome is stored; tests use it to run
         jobs one at a time, deterministically, without starting the runner.
+
+        Returns:
+            The job's id, or None when no job is ready.
         """
         kinds = self._handlers.kinds() if self.only_kinds else None
         return await self._pool.run_next(kinds)

@@ -9,12 +9,12 @@ import logging
 import os
 import socket
 
-from jobtable._backoff import Backoff
+from jobtable._backoff import WriteBackoff
 from jobtable._runner.shared import Settings
 from jobtable._store import Store
 from jobtable._values import unstorable
 
-RETRY = Backoff(0.05, 5.0)
+RETRY = WriteBackoff(0.05, 5.0)
 """The default wait between retries of a failed claim or outcome write."""
 
 
@@ -55,7 +55,7 @@ def check_settings(
     retention: datetime.timedelta | None,
     max_payload_bytes: int,
     max_result_bytes: int,
-    retry_backoff: Backoff,
+    retry_backoff: WriteBackoff,
     give_up_after: int,
 ) -> Settings:
     """Returns the settings the runner's services share; raises naming the first bad one.
@@ -84,8 +84,8 @@ def check_settings(
         raise ValueError(
             f"jobtable: retention must be 0 or more, or None (keep forever), got {retention!r}"
         )
-    if not isinstance(retry_backoff, Backoff):
-        raise TypeError(f"jobtable: retry_backoff must be a Backoff, got {retry_backoff!r}")
+    if not isinstance(retry_backoff, WriteBackoff):
+        raise TypeError(f"jobtable: retry_backoff must be a WriteBackoff, got {retry_backoff!r}")
     if isinstance(give_up_after, bool) or not isinstance(give_up_after, int) or give_up_after < 1:
         raise ValueError(f"jobtable: give_up_after must be at least 1, got {give_up_after!r}")
     return Settings(

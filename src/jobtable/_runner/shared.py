@@ -12,7 +12,7 @@ import datetime
 import logging
 import threading
 
-from jobtable._backoff import Backoff
+from jobtable._backoff import WriteBackoff
 from jobtable._runner.contact import StoreContact
 from jobtable._store import Store
 
@@ -77,7 +77,7 @@ class Settings:
     """How long finished jobs are kept; None keeps them forever."""
     max_result_bytes: int
     """The largest encoded result or partial result."""
-    retry_backoff: Backoff
+    retry_backoff: WriteBackoff
     """The wait between retries of a failed claim or outcome write."""
     give_up_after: int
     """How many tries an outcome write gets once stop has begun."""

@@ -69,15 +69,27 @@ class Waiting(Generic[P, R]):
     def wait(self, *args: Any, timeout: Timeout = None) -> R:
         """Waits until the job ends and returns its result as R, once it succeeded.
 
-        Raises JobFailed carrying the job's stored error (a ``Failure``
-        message, never an exception's text) when it failed, JobCancelled
-        when it was cancelled, and WaitTimeout (a TimeoutError, naming the
-        job) when it has not ended within timeout (seconds or a timedelta;
-        None, the default, waits as long as it takes), leaving the job as it
-        is. Raises JobNotFound for an unknown id, or for a job of another
-        kind (then nothing waits), and ValueError or TypeError for a bad
-        timeout. A job that already ended returns at once. Interrupted (Ctrl-C),
-        the wait unregisters itself.
+        A job that already ended returns at once. Interrupted (Ctrl-C), the wait
+        unregisters itself. A wait that ends without a result leaves the job as it
+        is.
+
+        Args:
+            *args: The store and the job's id (a bound kind takes the id alone).
+            timeout: Seconds or a timedelta to wait at most; None waits as long as
+                it takes.
+
+        Returns:
+            The job's result, an R.
+
+        Raises:
+            JobFailed: The job failed; it carries the job's stored error (a
+                ``Failure`` message, never an exception's text).
+            JobCancelled: The job was cancelled.
+            WaitTimeout: The job has not ended within timeout (a TimeoutError,
+                naming the job).
+            JobNotFound: No job has the id, or it is of another kind; nothing waits.
+            TypeError: A bad timeout.
+            ValueError: A bad timeout.
         """
         binding, job_id = self._where("wait", args)
         return self._wait(binding.store, job_id, seconds(f"wait {self.name!r}", timeout))
@@ -119,12 +131,25 @@ class Waiting(Generic[P, R]):
     ) -> R:
         """Enqueues a job with payload as enqueue does, then waits for its result as wait does.
 
-        wait_timeout is wait's timeout (``timeout`` stays the job's option,
-        the time one attempt may take). On WaitTimeout the job stays queued
-        or running; the error's job_id names it. ``conn=`` raises
-        ValueError before anything is stored: the job would be stored only
-        when that transaction commits, so no wait could see it (enqueue with
-        conn, commit, then wait).
+        On WaitTimeout the job stays queued or running; the error's job_id names it.
+
+        Args:
+            *args: The store and the payload (a bound kind takes the payload alone).
+            wait_timeout: wait's timeout (``timeout`` stays the job's option, the
+                time one attempt may take).
+            **options: The job's options, as enqueue takes them, but conn: the job
+                would be stored only when that transaction commits, so no wait could
+                see it (enqueue with conn, commit, then wait).
+
+        Returns:
+            The job's result, an R.
+
+        Raises:
+            ValueError: conn was given; nothing is stored.
+            PayloadError: As enqueue raises it.
+            JobFailed: As wait raises it.
+            JobCancelled: As wait raises it.
+            WaitTimeout: As wait raises it.
         """
         binding, payload = self._where("enqueue_and_wait", args)
         _refuse_conn(f"enqueue_and_wait {self.name!r}", options)

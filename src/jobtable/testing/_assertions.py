@@ -251,12 +251,21 @@ def _read_in(verb: str, store: Store, conn: object) -> list[JobRecord]:
 def enqueued(target: Store | Runner, *, conn: object = None) -> list[JobRecord]:
     """Returns the record of every job in the store, oldest first, whatever its status.
 
-    With conn, the application's own synchronous connection to the store's
-    database (sqlite3, psycopg, or a SQLAlchemy Connection or Session over
-    one), it reads inside conn's transaction, so the jobs conn enqueued and
-    has not committed are there too. conn is checked as ``enqueue(...,
-    conn=)`` checks it: TypeError or ValueError when it cannot reach the
-    store's jobs table.
+    Args:
+        target: The store, or a runner of it.
+        conn: The application's own synchronous connection to the store's
+            database (sqlite3, psycopg, or a SQLAlchemy Connection or Session
+            over one): the jobs are read inside its transaction, so those it
+            enqueued and has not committed are there too.
+
+    Returns:
+        Every job's record, oldest first.
+
+    Raises:
+        TypeError: conn cannot reach the store's jobs table, as ``enqueue(...,
+            conn=)`` checks it (the wrong driver, or an async one: use
+            aenqueued).
+        ValueError: conn reaches another database or file.
     """
     return _records("enqueued", target, conn)
 
@@ -299,18 +308,32 @@ def assert_enqueued(
 ) -> JobRecord:
     """Asserts that a job of kind matching everything given is in the store; returns it.
 
-    target is the store, or a runner of it. kind is a Kind, whose payload
-    type payload must be (compared as stored, so a model equals its stored
-    JSON), or a kind name, with payload as JSON data. The criteria:
-    ``like``, a partial match on the stored JSON (every key it gives,
-    recursively, must be there with that value); ``where``, a predicate on
-    the payload decoded as the kind's P (JSON data for a name); ``queue``,
-    ``priority`` and ``status``, which must equal the job's. Any status
-    counts by default: a job enqueued and then run still was enqueued. With
-    count, exactly that many jobs must match. With conn, the jobs are read
-    inside conn's transaction, its uncommitted enqueues included (see
-    ``enqueued``). Returns the oldest match; raises AssertionError, listing
-    the jobs of kind that were enqueued instead, when none matches.
+    Any status counts by default: a job enqueued and then run still was
+    enqueued.
+
+    Args:
+        target: The store, or a runner of it.
+        kind: A Kind, whose payload type payload must be (compared as stored,
+            so a model equals its stored JSON), or a kind name, with payload as
+            JSON data.
+        payload: The payload the job must have; ``ANY`` matches every payload.
+        count: Exactly that many jobs must match; None is at least one.
+        conn: The jobs are read inside conn's transaction, its uncommitted
+            enqueues included (see ``enqueued``).
+        **criteria: ``like``, a partial match on the stored JSON (every key it
+            gives, recursively, must be there with that value); ``where``, a
+            predicate on the payload decoded as the kind's P (JSON data for a
+            name); ``queue``, ``priority`` and ``status``, which must equal the
+            job's.
+
+    Returns:
+        The oldest match.
+
+    Raises:
+        AssertionError: No job matches (listing the jobs of kind that were
+            enqueued instead), or not count of them.
+        TypeError: A bad argument or conn, named.
+        ValueError: A bad argument or conn, named.
     """
     verb = "assert_enqueued"
     wanted = _Wanted.of(verb, kind, payload, criteria)
@@ -342,7 +365,20 @@ def assert_not_enqueued(
     conn: object = None,
     **criteria: Unpack[Criteria[P]],
 ) -> None:
-    """Asserts that no job matches what assert_enqueued would; else raises AssertionError."""
+    """Asserts that no job matches what assert_enqueued would; else raises AssertionError.
+
+    Args:
+        target: The store, or a runner of it.
+        kind: A Kind or a kind name, as assert_enqueued takes it.
+        payload: The payload; ``ANY`` matches every payload.
+        conn: The jobs are read inside conn's transaction (see ``enqueued``).
+        **criteria: As assert_enqueued takes them.
+
+    Raises:
+        AssertionError: A job matches (naming it).
+        TypeError: A bad argument or conn, named.
+        ValueError: A bad argument or conn, named.
+    """
     verb = "assert_not_enqueued"
     wanted = _Wanted.of(verb, kind, payload, criteria)
     _absent(verb, wanted, _records(verb, target, conn))

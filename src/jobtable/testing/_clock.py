@@ -19,10 +19,17 @@ class FrozenClock:
     a delay and of a retry's backoff, and when a scheduled job counts as due.
     So a job enqueued with ``delay=timedelta(minutes=5)`` is not claimed until
     the test calls ``clock.advance(minutes=5)``, however long the test takes.
-    It starts at start (an aware datetime), or at the real time it was made.
     On PostgreSQL runners' leases keep the server's clock, so a frozen clock
     never makes a live runner look dead. Safe to read and move from any
     thread.
+
+    Args:
+        start: Where the clock starts, an aware datetime; None is the real
+            time it was made.
+
+    Raises:
+        TypeError: start is not a datetime.
+        ValueError: start is naive.
     """
 
     def __init__(self, start: datetime.datetime | None = None) -> None:
@@ -48,6 +55,19 @@ class FrozenClock:
         """Moves the clock on by delta, or by the units given, and returns the new time.
 
         A negative step moves it back, as a wall clock may step.
+
+        Args:
+            delta: How far to move it; added to the units, when both are given.
+            days: Days to move it.
+            hours: Hours to move it.
+            minutes: Minutes to move it.
+            seconds: Seconds to move it.
+
+        Returns:
+            The clock's new time.
+
+        Raises:
+            TypeError: delta is not a timedelta.
         """
         step = datetime.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
         if delta is not None:
@@ -59,7 +79,15 @@ class FrozenClock:
             return self._now
 
     def set(self, moment: datetime.datetime) -> None:
-        """Sets the clock to moment, an aware datetime (a naive one is a ValueError)."""
+        """Sets the clock to moment.
+
+        Args:
+            moment: The new time, an aware datetime.
+
+        Raises:
+            TypeError: moment is not a datetime.
+            ValueError: moment is naive.
+        """
         moment = _aware("set", moment)
         with self._lock:
             self._now = moment

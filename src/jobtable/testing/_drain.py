@@ -67,21 +67,12 @@ async def drain(
 ) -> list[JobRecord]:
     """Runs the runner's queued jobs inline, one at a time, until none is left to run.
 
-    The runner must not be started: each job is claimed, run by its handler
-    and recorded in the calling task, as ``Runner.run_next`` does: the next
-    is always the first ready job of the runner's queues, taken in their
-    order, lowest priority and oldest first within one. What "every" covers:
-
-    - the ready jobs of the runner's queues, and the jobs their handlers
-      enqueue into those queues while drain runs;
-    - with retries (the default), a job whose attempt failed with attempts
-      left, or raised ``Retry``, runs again at once, without waiting for its
-      backoff (its recorded run_at stays what the backoff said), so every job
-      drain ran ends succeeded, failed or cancelled; ``retries=False`` leaves
-      them queued for their backoff;
-    - with scheduled, the jobs whose run_at (``delay``, ``run_at``) has not
-      come yet by the store's clock run too; by default they stay queued.
-      Move a ``FrozenClock`` on to run those due by then.
+    The runner must not be started: each job is claimed, run by its handler and
+    recorded in the calling task, as ``Runner.run_next`` does: the next is
+    always the first ready job of the runner's queues, taken in their order,
+    lowest priority and oldest first within one. It runs the ready jobs of the
+    runner's queues, and the jobs their handlers enqueue into those queues
+    while drain runs.
 
     First, each of the runner's periodic schedules (``Runner.periodic``)
     enqueues its latest tick due by the store's clock, as a started runner
@@ -89,13 +80,32 @@ async def drain(
     ``FrozenClock``, ``clock.advance(...)`` then drain runs the tick reached.
 
     A job of a kind the runner has no handler for fails its attempt, as a
-    started runner would. A job whose secrets the runner's store cannot
-    decrypt (it lacks the key) is put back, its attempt unused, as a started
-    runner does, and drain raises ``SecretKeyError`` naming the key id.
-    Returns the record of every job it ran, once each, in the order they
-    first ran, as they stand at the end. It runs at most max_runs attempts
-    and then raises AssertionError when jobs are still left to run (a
-    handler that enqueues or retries for ever).
+    started runner would.
+
+    Args:
+        runner: The runner whose jobs to run; not started.
+        retries: A job whose attempt failed with attempts left, or raised
+            ``Retry``, runs again at once, without waiting for its backoff (its
+            recorded run_at stays what the backoff said), so every job drain ran
+            ends succeeded, failed or cancelled; False leaves them queued for
+            their backoff.
+        scheduled: The jobs whose run_at (``delay``, ``run_at``) has not come
+            yet by the store's clock run too; by default they stay queued. Move
+            a ``FrozenClock`` on to run those due by then.
+        max_runs: At most this many attempts.
+
+    Returns:
+        The record of every job it ran, once each, in the order they first ran,
+        as they stand at the end.
+
+    Raises:
+        AssertionError: max_runs attempts ran and jobs are still left to run (a
+            handler that enqueues or retries for ever).
+        SecretKeyError: A job's secrets need a key the runner's store lacks
+            (naming the key id); the job is put back, its attempt unused.
+        RunnerError: The runner was started or stopped.
+        TypeError: runner is not a Runner.
+        ValueError: max_runs is not a positive int.
     """
     _check(runner, max_runs)
     await runner._periodic.enqueue_inline()
@@ -156,9 +166,10 @@ def drain_sync(
 ) -> list[JobRecord]:
     """The sync form of drain, for tests that are plain functions (Django's, Flask's).
 
-    It runs the jobs on an event loop of its own, the same for every drain
-    of one runner; from code that runs on an event loop, await drain instead
-    (it raises RuntimeError there).
+    It takes drain's arguments and returns and raises what drain does. It runs
+    the jobs on an event loop of its own, the same for every drain of one
+    runner; from code that runs on an event loop, await drain instead: there it
+    raises RuntimeError.
     """
     try:
         asyncio.get_running_loop()

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import conninfo
 from psycopg.rows import TupleRow
 
-from jobtable._backoff import Backoff
+from jobtable._backoff import WriteBackoff
 from jobtable._engines.base import Queries, Statement, as_insert
 from jobtable._engines.postgres.batch import GroupCommit
 from jobtable._engines.postgres.listener import (
@@ -203,7 +203,7 @@ class PostgresEngine:
         *,
         url: str,
         where: str,
-        reconnect: Backoff = RECONNECT,
+        reconnect: WriteBackoff = RECONNECT,
         listen_url: str | None = None,
     ) -> None:
         """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``.
@@ -239,7 +239,7 @@ class PostgresEngine:
         *,
         durable: bool = True,
         max_connections: int = 10,
-        reconnect: Backoff = RECONNECT,
+        reconnect: WriteBackoff = RECONNECT,
         upgrade: bool = True,
         idle_timeout: float = IDLE_IN_TRANSACTION_TIMEOUT,
         pooled: bool = False,

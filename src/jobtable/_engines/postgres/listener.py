@@ -8,13 +8,13 @@ from collections.abc import Callable
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._backoff import Backoff
+from jobtable._backoff import WriteBackoff
 from jobtable._engines.postgres.pool import connect
 from jobtable.db.postgres import schema_version
 
 _Connection = psycopg.Connection[TupleRow]
 
-RECONNECT = Backoff(0.1, 5.0)
+RECONNECT = WriteBackoff(0.1, 5.0)
 """The listener's default wait between attempts to reconnect."""
 
 _STOP_POLL = 0.2
@@ -57,7 +57,7 @@ class Listener:
         wake: Callable[[], None],
         *,
         listen: Callable[[_Connection], None],
-        reconnect: Backoff = RECONNECT,
+        reconnect: WriteBackoff = RECONNECT,
         cancelled: Callable[[], None] | None = None,
         ready: Callable[[str], None] | None = None,
         notices: Callable[[str], None] | None = None,

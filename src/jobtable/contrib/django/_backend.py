@@ -33,8 +33,17 @@ _stores_lock = threading.Lock()
 def shared_store(target: str) -> jobtable.Store:
     """Returns the process's one store for target, opening it on first use.
 
-    Django makes a backend per thread; they all share one store, since a
-    store is safe from any thread and costs connections and threads.
+    Django makes a backend per thread; they all share one store, since a store
+    is safe from any thread and costs connections and threads.
+
+    Args:
+        target: What ``jobtable.Store.open`` takes.
+
+    Returns:
+        The shared store.
+
+    Raises:
+        StoreError: As ``jobtable.Store.open`` raises it.
     """
     with _stores_lock:
         store = _stores.get(target)
@@ -74,6 +83,14 @@ class JobtableBackend(BaseTaskBackend):
     A task's priority (Django: -100 to 100, higher first) is stored negated,
     since jobtable runs lower first; its queue_name is the job's queue; its
     run_after the job's run_at.
+
+    Args:
+        alias: The backend's name in Django's TASKS setting.
+        params: Its entry of the TASKS setting, with OPTIONS as above.
+
+    Raises:
+        ValueError: An unknown option, a STORE that is not a non-empty str,
+            or a MAX_ATTEMPTS that is not an int of at least 1.
     """
 
     supports_defer = True
@@ -173,12 +190,24 @@ class JobtableBackend(BaseTaskBackend):
         """Stores a job that runs task(*args, **kwargs) and returns its TaskResult.
 
         Inside ``transaction.atomic()`` on the backend's DATABASE, with
-        ENQUEUE_ON_COMMIT, the job is stored when the outermost block commits
-        (and never when it rolls back): the result returned is READY with
-        ``enqueued_at`` None, and ``refresh()`` raises TaskResultDoesNotExist
-        until the commit. Raises InvalidTask for a task the backend cannot
-        run, TypeError or jobtable.PayloadError for arguments JSON cannot
-        hold as they are, storing nothing.
+        ENQUEUE_ON_COMMIT, the job is stored when the outermost block commits (and
+        never when it rolls back): the result returned is READY with
+        ``enqueued_at`` None, and ``refresh()`` raises TaskResultDoesNotExist until
+        the commit.
+
+        Args:
+            task: The Django task.
+            args: Its positional arguments, which JSON must hold as they are.
+            kwargs: Its keyword arguments, which JSON must hold as they are.
+
+        Returns:
+            The task's result, READY until a worker runs it.
+
+        Raises:
+            InvalidTask: The backend cannot run task.
+            TypeError: Arguments JSON cannot hold; nothing is stored.
+            jobtable.PayloadError: Arguments that do not round-trip through JSON;
+                nothing is stored.
         """
         job = self._job(task, args, kwargs)
         connection = connections[self.database]
@@ -209,8 +238,15 @@ class JobtableBackend(BaseTaskBackend):
     def get_result(self, result_id: str) -> AnyResult:
         """Returns the TaskResult of the job with id result_id, as stored now.
 
-        Raises TaskResultDoesNotExist for an unknown id, a job that is not a
-        Django task's, or one whose task can no longer be imported.
+        Args:
+            result_id: The id of the task's job, as its TaskResult holds it.
+
+        Returns:
+            The task's result.
+
+        Raises:
+            TaskResultDoesNotExist: No job has the id, the job is not a Django
+                task's, or its task can no longer be imported.
         """
         return self._read(result_id)
 

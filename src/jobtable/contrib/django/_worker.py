@@ -63,12 +63,25 @@ def build_runner(
 ) -> jobtable.Runner:
     """Returns a runner over backend's store whose handler runs the backend's Django tasks.
 
-    queues maps each queue to consume to its number of workers; settings are
-    the other options of ``jobtable.Runner``. The handler runs each task in
-    one of the runner's threads (an ``async def`` task on an event loop of
-    its own, as ``Task.call`` does), between two ``close_old_connections()``
-    as a Django request is. A task's exception fails its job with
-    ``jobtable.MESSAGE_INTERNAL`` and is logged with its traceback.
+    The handler runs each task in one of the runner's threads (an ``async def``
+    task on an event loop of its own, as ``Task.call`` does), between two
+    ``close_old_connections()`` as a Django request is. A task's exception
+    fails its job with ``jobtable.MESSAGE_INTERNAL`` and is logged with its
+    traceback.
+
+    Args:
+        backend: The backend whose store and tasks the runner serves.
+        queues: Each queue to consume, and its number of workers.
+        name: The runner's name (see ``jobtable.Runner``).
+        logger: Where the runner logs.
+        **settings: The other options of ``jobtable.Runner``.
+
+    Returns:
+        The runner, not started.
+
+    Raises:
+        TypeError: As ``jobtable.Runner`` raises it for a bad setting.
+        ValueError: As ``jobtable.Runner`` raises it for a bad setting.
     """
     runner = jobtable.Runner(backend.store, queues=queues, name=name, logger=logger, **settings)
     runner.handler(task_kind(next(iter(queues))))(_handler(backend))

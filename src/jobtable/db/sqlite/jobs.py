@@ -1065,8 +1065,9 @@ class Querier:
         their new attempt. Only ready jobs are claimed: a scheduled job becomes
         ready when StageJobs finds its run_at has come. It is the claim of a queue
         without flow control: it claims nothing while the queue's row in queues is
-        paused or has a limit (the runner then claims with ClaimLimitedJobs or
-        ClaimPartitionedJobs), which costs one primary key lookup per claim. A job
+        paused or has a limit (the runner then claims with ClaimLimitedJobs, or
+        for a limit per key picks with PickPartitionedJobs and claims each pick
+        with ClaimJob), which costs one primary key lookup per claim. A job
         of a sequence is skipped while an earlier one of its sequence holds it back
         (see jobs_sequence); a job without one pays nothing for it.
         RETURNING does not keep the subquery's order: callers sort by (priority, seq).
