@@ -11,10 +11,12 @@ own roles and schema (tests/pg_roles.py), dropped afterwards.
 import base64
 import datetime
 from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
 from pg_roles import Roles, granted, owner_and_app
+from pgbouncer_server import Bouncer
 from psycopg import sql
 from pydantic import BaseModel, SecretStr
 
@@ -73,7 +75,8 @@ def runner_of(store: jobtable.Store) -> jobtable.Runner:
 def enqueue_everything(store: jobtable.Store, url: str) -> list[str]:
     """Enqueues one job of each way and feature, as the app role; returns their ids."""
     ids = [double.enqueue(store, 1), *double.enqueue_many(store, [2, 3, 4])]
-    with psycopg.connect(url) as conn:  # in the application's own transaction
+    # In the application's own transaction (prepared statements off, for a pooler).
+    with psycopg.connect(url, prepare_threshold=None) as conn:
         ids.append(double.enqueue(store, 5, conn=conn))
     first = once.enqueue(store, 6)
     assert once.enqueue(store, 6) == first  # the unique key held
@@ -88,10 +91,11 @@ def enqueue_everything(store: jobtable.Store, url: str) -> list[str]:
     return [*ids, a.id, b.id]
 
 
-async def test_every_feature_runs_as_a_role_with_dml_rights_only(
-    roles: Roles, wait_until: Callable[..., Awaitable[None]]
+async def run_everything(
+    url: str, wait_until: Callable[..., Awaitable[None]], **opening: Any
 ) -> None:
-    store = jobtable.Store.open(roles.app_url, migrate=False, secret_keys=KEY1)
+    """Runs every feature through the store at url, opened with opening (the app role's)."""
+    store = jobtable.Store.open(url, migrate=False, secret_keys=KEY1, **opening)
     try:
         store.pause("limited")
         store.set_limits("limited", concurrency=1)
@@ -100,7 +104,7 @@ async def test_every_feature_runs_as_a_role_with_dml_rights_only(
         runner = runner_of(store)
         await runner.start()
         try:
-            ids = enqueue_everything(store, roles.app_url)
+            ids = enqueue_everything(store, url)
             assert await double.aenqueue_and_wait(store, 21, wait_timeout=60) == 42
             assert await stepped.aenqueue_and_wait(store, 1, wait_timeout=60) == 2
             await wait_until(lambda: all(store.get(i).status in ENDED for i in ids), limit=60)
@@ -116,9 +120,26 @@ async def test_every_feature_runs_as_a_role_with_dml_rights_only(
         assert store.workflows()
     finally:
         store.close()
-    with jobtable.Store.open(roles.app_url, secret_keys=f"{KEY2},{KEY1}") as rotating:
+    with jobtable.Store.open(url, secret_keys=f"{KEY2},{KEY1}", **opening) as rotating:
         assert rotating.rotate_secrets() == 1
         assert rotating.prune(datetime.timedelta(0)) > 0
+
+
+async def test_every_feature_runs_as_a_role_with_dml_rights_only(
+    roles: Roles, wait_until: Callable[..., Awaitable[None]]
+) -> None:
+    await run_everything(roles.app_url, wait_until)
+
+
+@pytest.mark.slow
+async def test_every_feature_runs_as_that_role_through_pgbouncer(
+    roles: Roles, pgbouncer: Bouncer, wait_until: Callable[..., Awaitable[None]]
+) -> None:
+    pooled = pgbouncer.add_schema(roles.schema, roles.schema, user=roles.app)
+    try:
+        await run_everything(pooled, wait_until, pooled=True, listen_url=roles.app_url)
+    finally:
+        pgbouncer.remove_schema(roles.schema)
 
 
 def test_the_role_may_create_and_analyze_nothing(roles: Roles) -> None:
@@ -201,3 +222,8 @@ def test_grant_refuses_what_it_cannot_grant(pg_server: str, tmp_path: object) ->
         jobtable.Store.grants(made.owner_url, "r" * 64)
     with pytest.raises(ValueError, match="SQLite"):
         jobtable.Store.grants("jobs.db", "app")
+
+
+def test_grants_quote_the_role_as_an_identifier(roles: Roles) -> None:
+    statements = jobtable.Store.grants(roles.owner_url, 'App "Role"; DROP TABLE jobs')
+    assert all(s.endswith(' TO "App ""Role""; DROP TABLE jobs"') for s in statements)
