@@ -13,6 +13,7 @@ import datetime
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import pg_cluster
 import psycopg
 import pytest
 from pg_roles import Roles, granted, owner_and_app
@@ -21,6 +22,7 @@ from psycopg import sql
 from pydantic import BaseModel, SecretStr
 
 import jobtable
+from jobtable._engines.postgres import schema as postgres_schema
 
 KEY1 = "k1:" + base64.b64encode(bytes(range(32))).decode()
 KEY2 = "k2:" + base64.b64encode(bytes(range(1, 33))).decode()
@@ -227,3 +229,24 @@ def test_grant_refuses_what_it_cannot_grant(pg_server: str, tmp_path: object) ->
 def test_grants_quote_the_role_as_an_identifier(roles: Roles) -> None:
     statements = jobtable.Store.grants(roles.owner_url, 'App "Role"; DROP TABLE jobs')
     assert all(s.endswith(' TO "App ""Role""; DROP TABLE jobs"') for s in statements)
+
+
+@pytest.mark.slow
+def test_a_role_without_the_temporary_right_is_told_the_grant_it_needs(
+    throwaway_pg: pg_cluster.Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PUBLIC's TEMPORARY right is revoked on a cluster of the test's own, not the shared one.
+    monkeypatch.setattr(postgres_schema, "_REFERENCES", {})  # built once per process
+    with granted(throwaway_pg.url) as made:
+        with psycopg.connect(throwaway_pg.url, autocommit=True) as conn:
+            conn.execute("REVOKE TEMPORARY ON DATABASE postgres FROM PUBLIC")
+        with pytest.raises(jobtable.StoreError) as refused:
+            jobtable.Store.open(made.app_url, migrate=False)
+        with psycopg.connect(throwaway_pg.url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("GRANT TEMPORARY ON DATABASE postgres TO {}").format(
+                    sql.Identifier(made.app)
+                )
+            )
+        jobtable.Store.open(made.app_url, migrate=False).close()
+    assert f"GRANT TEMPORARY ON DATABASE postgres TO {made.app}" in str(refused.value)

@@ -156,9 +156,23 @@ def _reference_tables(
 def _check_tables(
     conn: _Connection, q: SchemaQueries, schema: LiteralString, where: str, version: int
 ) -> None:
-    """Refuses a schema whose tables differ from schema's, naming each difference."""
+    """Refuses a schema whose tables differ from schema's, naming each difference.
+
+    Building the reference needs the TEMPORARY right on the database (which
+    PostgreSQL gives PUBLIC by default): a role without it gets a StoreError
+    naming the grant.
+    """
+    try:
+        reference = _reference_tables(conn, q, schema)
+    except psycopg.errors.InsufficientPrivilege as err:
+        raise StoreError(
+            f"cannot open {where}: opening compares its tables with the expected ones, "
+            "built for a moment in the session's temporary schema, and this role may not "
+            f"create temporary tables ({err.diag.message_primary}); grant it that right: "
+            f"GRANT TEMPORARY ON DATABASE {conn.info.dbname} TO {conn.info.user}"
+        ) from None
     check_tables(
-        _reference_tables(conn, q, schema),
+        reference,
         lambda table: Table.of(q.describe_table(table_name=table)),
         tables_refusal(where, version, SCHEMA_VERSION),
     )
