@@ -81,6 +81,8 @@ class Bouncer:
     port: int
     server_url: str
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)
+    users: dict[str, str] = field(default_factory=dict)
+    """The user an alias logs in to the server as, where not the server URL's."""
     process: "subprocess.Popen[bytes] | None" = None
 
     @property
@@ -114,8 +116,10 @@ class Bouncer:
         for alias, (schema, mode) in self.aliases.items():
             # In session mode each client holds a server connection while it is connected.
             size = 1 if mode == "transaction" else SESSIONS
+            user = self.users.get(alias, server["user"])
+            as_user = " ".join(f"{k}={user if k == 'user' else v}" for k, v in server.items())
             databases.append(
-                f"{alias} = {target} pool_size={size} pool_mode={mode}"
+                f"{alias} = {as_user} pool_size={size} pool_mode={mode}"
                 f" connect_query='SET search_path TO {schema}'"
             )
         (self.folder / "pgbouncer.ini").write_text(
@@ -139,12 +143,17 @@ class Bouncer:
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         self._wait_for(self._server()["dbname"])
 
-    def add_schema(self, alias: str, schema: str, mode: str = "transaction") -> str:
+    def add_schema(
+        self, alias: str, schema: str, mode: str = "transaction", user: str | None = None
+    ) -> str:
         """Adds alias, whose connections use schema, reloads, and returns alias's URL.
 
-        mode is the alias's pool_mode: transaction or session.
+        mode is the alias's pool_mode: transaction or session. user, when
+        given, is the role the alias logs in to the server as.
         """
         self.aliases[alias] = (schema, mode)
+        if user is not None:
+            self.users[alias] = user
         self._write_config()
         assert self.process is not None
         self.process.send_signal(signal.SIGHUP)
@@ -169,6 +178,7 @@ class Bouncer:
     def remove_schema(self, alias: str) -> None:
         """Forgets alias at the next reload (its pool stays until then)."""
         self.aliases.pop(alias, None)
+        self.users.pop(alias, None)
 
     def _wait_for(self, alias: str) -> None:
         import psycopg

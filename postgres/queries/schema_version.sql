@@ -94,3 +94,20 @@ WHERE x.indrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ide
 -- the search_path until the transaction ends, so that tables created in it
 -- (the reference the schema check compares with) vanish with it.
 SELECT set_config('search_path', 'pg_temp', true);
+
+-- name: SearchPathSchemaDenied :one
+-- SearchPathSchemaDenied tells whether the first schema of the search_path
+-- exists but the session's role may not use it (no USAGE right), which
+-- current_schema() then skips as if it did not exist: the role needs the
+-- owner's grant, not a new schema. "$user" and quoting are read as in
+-- CreateSearchPathSchema.
+SELECT EXISTS (
+    SELECT 1
+    FROM (SELECT trim(split_part(current_setting('search_path'), ',', 1)) AS first) AS f
+    JOIN pg_catalog.pg_namespace AS n ON n.nspname = CASE
+        WHEN f.first = '' THEN NULL
+        WHEN f.first IN ('$user', '"$user"') THEN current_user::text
+        ELSE (parse_ident(f.first))[1]
+    END
+    WHERE NOT has_schema_privilege(n.oid, 'USAGE')
+) AS denied;

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 
 from jobtable._engines.base import Engine
+from jobtable._engines.grants import role_grants
 from jobtable._engines.target import open_engine, schema_versions
 from jobtable._errors import SecretKeyError
 from jobtable._operator.models import (
@@ -371,3 +372,63 @@ class StoreOperations:
     async def amigrate(target: str | os.PathLike[str]) -> SchemaState:
         """The async form of migrate."""
         return await asyncio.to_thread(StoreOperations.migrate, target)
+
+    @staticmethod
+    def grants(target: str | os.PathLike[str], role: str) -> list[str]:
+        """Returns the SQL statements that let role use the PostgreSQL store at target; runs none.
+
+        They grant what runners, web processes, the CLI and the dashboard
+        need, and nothing more: USAGE on the schema, SELECT, INSERT, UPDATE
+        and DELETE on jobtable's tables (only SELECT on the one that records
+        the schema's version), EXECUTE on its functions. No right to create,
+        alter or analyze anything: ``migrate`` stays the owner's. Each name
+        is quoted and schema-qualified. Run them as the schema's owner after
+        every ``migrate`` that created or upgraded it, since a later version
+        may add a table.
+
+        Args:
+            target: The PostgreSQL URL, as ``Store.open`` takes it.
+            role: The role to grant the rights to.
+
+        Returns:
+            The statements, in the order they would run.
+
+        Raises:
+            ValueError: For a SQLite target (it has no roles) or a role that
+                cannot name one.
+            StoreError: For a schema that is missing or not at this
+                jobtable's version, or as ``Store.open`` does for a target it
+                cannot use.
+        """
+        return role_grants(target, role, apply=False)
+
+    @staticmethod
+    async def agrants(target: str | os.PathLike[str], role: str) -> list[str]:
+        """The async form of grants."""
+        return await asyncio.to_thread(role_grants, target, role, apply=False)
+
+    @staticmethod
+    def grant(target: str | os.PathLike[str], role: str) -> list[str]:
+        """Runs the statements of ``grants`` on target, in one transaction; returns them.
+
+        target's user must own the schema (or hold the rights with grant
+        option). Running it again changes nothing.
+
+        Args:
+            target: The PostgreSQL URL, as ``Store.open`` takes it.
+            role: The role to grant the rights to.
+
+        Returns:
+            The statements it ran.
+
+        Raises:
+            ValueError: As ``grants`` does.
+            StoreError: As ``grants`` does, and, granting nothing, for a role
+                that does not exist or a user that may not grant.
+        """
+        return role_grants(target, role, apply=True)
+
+    @staticmethod
+    async def agrant(target: str | os.PathLike[str], role: str) -> list[str]:
+        """The async form of grant."""
+        return await asyncio.to_thread(role_grants, target, role, apply=True)

@@ -42,6 +42,11 @@ class _Version(Protocol):
     def version(self) -> int: ...
 
 
+class _Denied(Protocol):
+    @property
+    def denied(self) -> bool: ...
+
+
 class SchemaQueries(Protocol):
     """The queries of postgres/queries/schema_version.sql that apply_schema runs."""
 
@@ -52,6 +57,7 @@ class SchemaQueries(Protocol):
     def set_schema_version(self, *, version: int) -> None: ...
     def describe_table(self, *, table_name: str) -> Sequence[CatalogRow]: ...
     def use_temporary_schema(self) -> None: ...
+    def search_path_schema_denied(self) -> _Denied | None: ...
 
 
 SCHEMA_VERSION = 12
@@ -150,11 +156,45 @@ def _reference_tables(
 def _check_tables(
     conn: _Connection, q: SchemaQueries, schema: LiteralString, where: str, version: int
 ) -> None:
-    """Refuses a schema whose tables differ from schema's, naming each difference."""
+    """Refuses a schema whose tables differ from schema's, naming each difference.
+
+    Building the reference needs the TEMPORARY right on the database (which
+    PostgreSQL gives PUBLIC by default): a role without it gets a StoreError
+    naming the grant.
+    """
+    try:
+        reference = _reference_tables(conn, q, schema)
+    except psycopg.errors.InsufficientPrivilege as err:
+        raise StoreError(
+            f"cannot open {where}: opening compares its tables with the expected ones, "
+            "built for a moment in the session's temporary schema, and this role may not "
+            f"create temporary tables ({err.diag.message_primary}); grant it that right: "
+            f"GRANT TEMPORARY ON DATABASE {conn.info.dbname} TO {conn.info.user}"
+        ) from None
     check_tables(
-        _reference_tables(conn, q, schema),
+        reference,
         lambda table: Table.of(q.describe_table(table_name=table)),
         tables_refusal(where, version, SCHEMA_VERSION),
+    )
+
+
+def _refuse_denied_schema(q: SchemaQueries, where: str) -> None:
+    """Raises StoreError when the search_path's schema exists but this role may not use it."""
+    row = q.search_path_schema_denied()
+    if row is not None and row.denied:
+        raise StoreError(
+            f"cannot open {where}: the schema its search_path names exists, but this role "
+            "may not use it (no USAGE right on it); its owner gives a role the rights it "
+            "needs with `jobtable grant ROLE`"
+        )
+
+
+def _not_the_owner(where: str, err: psycopg.errors.InsufficientPrivilege) -> StoreError:
+    """The StoreError for a role that may use the tables but not create or upgrade them."""
+    return StoreError(
+        f"cannot open {where}: its jobtable schema needs creating or upgrading to version "
+        f"{SCHEMA_VERSION}, which this role may not do ({err}); run `jobtable migrate` as "
+        "the schema's owner, then `jobtable grant ROLE` for this role"
     )
 
 
@@ -167,7 +207,9 @@ def apply_schema(
     exist. Processes opening at once take turns on an advisory lock. Raises
     StoreError, and writes nothing, for a schema newer than this library's
     or of a version it never wrote; without upgrade, also for a schema that
-    is missing or older, which it then leaves as it is. q runs on conn;
+    is missing or older, which it then leaves as it is. A role that may not
+    use the search_path's schema, or may not create or upgrade what is due
+    (not its owner), gets a StoreError saying who may. q runs on conn;
     schema is postgres/schema.sql.
     """
     if not upgrade:
@@ -175,12 +217,24 @@ def apply_schema(
             version = schema_version(q, where)
             if version == SCHEMA_VERSION:
                 _check_tables(conn, q, schema, where, version)
+            elif version == 0:
+                _refuse_denied_schema(q, where)
         if version < SCHEMA_VERSION:
             raise StoreError(schema_refusal(where, version, SCHEMA_VERSION))
         return
+    _refuse_denied_schema(q, where)
     # Another process may create it at the same moment.
     with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
         q.create_search_path_schema()
+    try:
+        _create_or_upgrade(conn, q, schema, where)
+    except psycopg.errors.InsufficientPrivilege as err:
+        raise _not_the_owner(where, err) from None
+
+
+def _create_or_upgrade(
+    conn: _Connection, q: SchemaQueries, schema: LiteralString, where: str
+) -> None:
     with conn.transaction():
         q.lock_schema()
         version = schema_version(q, where)

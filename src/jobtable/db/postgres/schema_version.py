@@ -75,6 +75,18 @@ WHERE x.indrelid = to_regclass(quote_ident(current_schema()) || '.' || quote_ide
 USE_TEMPORARY_SCHEMA = """SELECT set_config('search_path', 'pg_temp', true)
 """
 
+SEARCH_PATH_SCHEMA_DENIED = """SELECT EXISTS (
+    SELECT 1
+    FROM (SELECT trim(split_part(current_setting('search_path'), ',', 1)) AS first) AS f
+    JOIN pg_catalog.pg_namespace AS n ON n.nspname = CASE
+        WHEN f.first = '' THEN NULL
+        WHEN f.first IN ('$user', '"$user"') THEN current_user::text
+        ELSE (parse_ident(f.first))[1]
+    END
+    WHERE NOT has_schema_privilege(n.oid, 'USAGE')
+) AS denied
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SchemaAppliedRow:
@@ -105,6 +117,13 @@ class DescribeTableRow:
     name: str
     type_: str
     not_null: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SearchPathSchemaDeniedRow:
+    """A row that SearchPathSchemaDenied returns."""
+
+    denied: bool
 
 
 class Querier:
@@ -271,4 +290,23 @@ class Querier:
         """
         self._conn.execute(
             USE_TEMPORARY_SCHEMA,
+        )
+
+    def search_path_schema_denied(
+        self,
+    ) -> SearchPathSchemaDeniedRow | None:
+        """SearchPathSchemaDenied tells whether the first schema of the search_path
+        exists but the session's role may not use it (no USAGE right), which
+        current_schema() then skips as if it did not exist: the role needs the
+        owner's grant, not a new schema. "$user" and quoting are read as in
+        CreateSearchPathSchema.
+        """
+        cur = self._conn.execute(
+            SEARCH_PATH_SCHEMA_DENIED,
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return SearchPathSchemaDeniedRow(
+            denied=row[0],
         )
