@@ -15,6 +15,10 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "APPROVAL",
+    "Approval",
+    "Signal",
+    "TimedOut",
     "CallNext",
     "AttemptOutcome",
     "RunnerHooks",

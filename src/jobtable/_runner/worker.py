@@ -43,8 +43,10 @@ async def work(
             running.discard(task)
         if executor.given_up(task):
             return
-        if outcome is None:
+        if outcome is None or outcome.recorded:
+            # Not to be stored: the job stays running, or its wait stored it.
             completer.abandon(job.id)
+            outcome = None
         job = await producer.next_job(outcome)
 
 

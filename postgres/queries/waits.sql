@@ -1,0 +1,85 @@
+-- The queries of durable waiting: signals sent (Store.signal) and the jobs
+-- waiting for them (JobContext.wait_for).
+
+-- name: InsertSignal :one
+-- InsertSignal stores a signal of name and key with its payload; returns its id.
+INSERT INTO signals (name, key, payload, sent_at) VALUES (@name, @key, @payload, @now)
+RETURNING id;
+
+-- name: WakeWaitingJobs :one
+-- WakeWaitingJobs makes every job waiting for a signal of name and key ready
+-- now, and returns how many: the job's handler runs again and receives the
+-- signal. It notifies the runners' channel (jobtable_channel) with 'ready:'
+-- and each woken job's queue, delivered at commit, so the runners serving it
+-- claim at once rather than at their poll. Differs by necessity from SQLite,
+-- which has no NOTIFY: its runners watch the file.
+WITH woken AS (
+    UPDATE jobs SET run_at = @now, scheduled = false, updated_at = @now
+    WHERE status = 'queued'
+        AND id IN (SELECT job_id FROM job_waits WHERE name = @name AND key = @key)
+    RETURNING queue
+),
+notified AS MATERIALIZED (
+    SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
+        WHEN octet_length(queues.queue) < 7900 THEN 'ready:' || queues.queue ELSE '' END))
+    FROM (SELECT DISTINCT queue FROM woken) AS queues
+)
+SELECT (SELECT count(*) FROM woken) AS woken FROM notified;
+
+-- name: LockSignalKey :exec
+-- LockSignalKey serializes, until the transaction ends, the writes about
+-- signals of name and key: a signal sent (InsertSignal, WakeWaitingJobs)
+-- and a job that begins to wait for one (SaveJobWait, SuspendJob). Without
+-- it a signal committed while a job suspends could find the job still
+-- running and the job not find the signal, each in its own snapshot. Differs
+-- by necessity from SQLite, whose single writer serializes them already.
+SELECT pg_advisory_xact_lock(
+    hashtext('jobtable-signal:' || current_schema()), hashtext(@name || E'\n' || @key));
+
+-- name: FindSignal :one
+-- FindSignal reads the oldest signal of name and key newer than after_id.
+SELECT id, payload FROM signals
+WHERE name = @name AND key = @key AND id > @after_id
+ORDER BY id LIMIT 1;
+
+-- name: GetJobWait :one
+-- GetJobWait reads what the job job_id waits for, if it waits.
+SELECT position, name, key, after_id, deadline, since FROM job_waits WHERE job_id = @job_id;
+
+-- name: SaveJobWait :exec
+-- SaveJobWait records what the job job_id waits for, replacing its last wait.
+INSERT INTO job_waits (job_id, position, name, key, after_id, deadline, since)
+VALUES (@job_id, @position, @name, @key, @after_id, @deadline, @now)
+ON CONFLICT (job_id) DO UPDATE SET position = excluded.position, name = excluded.name,
+    key = excluded.key, after_id = excluded.after_id, deadline = excluded.deadline,
+    since = excluded.since;
+
+-- name: EndJobWait :execrows
+-- EndJobWait forgets what the job job_id waited for: its wait was answered.
+DELETE FROM job_waits WHERE job_id = @job_id;
+
+-- name: SuspendJob :execrows
+-- SuspendJob puts the waiting job back in its queue while the claim of
+-- attempt holds, as SnoozeJob does (using none of its attempts): from run_at
+-- on, or at once when a signal of name and key newer than after_id is stored
+-- already (one sent while the handler decided to wait). A job whose cancel
+-- was requested is cancelled instead. Run it after LockSignalKey.
+UPDATE jobs
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    max_attempts = max_attempts + 1,
+    run_at = CASE WHEN signalled.found THEN @now ELSE @run_at END,
+    scheduled = NOT signalled.found AND @run_at > @now,
+    runner = NULL,
+    finished_at = CASE WHEN cancel_requested THEN @now END,
+    updated_at = @now
+FROM (
+    SELECT EXISTS (
+        SELECT 1 FROM signals
+        WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
+    ) AS found
+) AS signalled
+WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt;
+
+-- name: PruneSignals :execrows
+-- PruneSignals deletes the signals sent before before.
+DELETE FROM signals WHERE sent_at < @before;
