@@ -300,7 +300,7 @@ def test_a_signal_of_the_wrong_payload_type_is_refused_and_nothing_is_stored(
     store: jobtable.Store,
 ) -> None:
     with pytest.raises(jobtable.PayloadError, match="signal 'decided': the payload is not"):
-        store.signal(DECIDED, "k", {"approved": "maybe"})  # type: ignore[arg-type]
+        store.signal(DECIDED, "k", {"approved": "maybe"})  # type: ignore[misc]
     with pytest.raises(ValueError, match="its key is empty"):
         store.signal(DECIDED, "", Decision(approved=True, note=""))
 
