@@ -31,6 +31,12 @@ def lines(path: pathlib.Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
+def spawn(store_target: str, marker: pathlib.Path) -> subprocess.Popen[bytes]:
+    """Starts the worker process, named durable, over the test's store."""
+    args = [sys.executable, str(WORKER), store_target, "durable", str(marker)]
+    return subprocess.Popen(args, start_new_session=True)
+
+
 def suspended(store: jobtable.Store, job_id: str) -> bool:
     """Whether the job gave its worker back: queued again after a claim."""
     return store.get(job_id).status is jobtable.Status.QUEUED and store.inspect(job_id).attempt > 0
@@ -46,8 +52,7 @@ async def test_sleeping_and_waiting_jobs_survive_a_sigkill_and_resume_after_a_re
     marker = tmp_path / "runs.txt"
     sleeper = durable_worker.NAP.enqueue(store, 2.0)
     waiter = durable_worker.HOLD.enqueue(store, "order-9")
-    args = [sys.executable, str(WORKER), store_target, "durable", str(marker)]
-    worker = subprocess.Popen(args, start_new_session=True)
+    worker = spawn(store_target, marker)
     try:
         await wait_until(lambda: suspended(store, sleeper) and suspended(store, waiter), limit=60)
         worker.kill()
