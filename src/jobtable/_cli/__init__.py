@@ -5,10 +5,19 @@ command is one function in one of them (see ``jobtable._cli.app``), and a
 new module of commands is one more name in the import below.
 """
 
-from jobtable._cli import dashboard, jobs, queues, secret_keys, store, worker, workflows
+from jobtable._cli import (
+    dashboard,
+    jobs,
+    queues,
+    secret_keys,
+    signals,
+    store,
+    worker,
+    workflows,
+)
 from jobtable._cli.app import app
 
-COMMAND_MODULES = (dashboard, jobs, queues, secret_keys, store, worker, workflows)
+COMMAND_MODULES = (dashboard, jobs, queues, secret_keys, signals, store, worker, workflows)
 """The modules whose functions are the commands, imported for what they add to app."""
 
 
