@@ -18,6 +18,7 @@ EXPECTED = {
     "APPROVAL",
     "Approval",
     "Signal",
+    "SignalWait",
     "TimedOut",
     "CallNext",
     "AttemptOutcome",

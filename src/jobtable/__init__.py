@@ -82,7 +82,7 @@ from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
 from jobtable._runner.runner import Runner
-from jobtable._signal import APPROVAL, Approval, Signal, TimedOut
+from jobtable._signal import APPROVAL, Approval, Signal, SignalWait, TimedOut
 from jobtable._store import Store
 from jobtable._unique import EnqueueResult, Unique
 from jobtable._workflow import After, Node, Workflow
@@ -146,6 +146,7 @@ __all__ = [
     "SecretKeyError",
     "Sequence",
     "Signal",
+    "SignalWait",
     "Stats",
     "Status",
     "StepError",

@@ -7,6 +7,7 @@ begins to wait later still receives it, while it is kept (see
 ``SIGNAL_RETENTION``).
 """
 
+import dataclasses
 import datetime
 from collections.abc import Callable
 from typing import Any, Final, Generic, TypeVar
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from jobtable._codec import Codec, _Invalid
 from jobtable._engines.base import Engine, Queries
-from jobtable._errors import PayloadError, SecretKeyError
+from jobtable._errors import JobNotFound, PayloadError, SecretKeyError
 from jobtable._secrets import NoKey, SecretKeys, mentions_secrets, open_all
 from jobtable._transaction import adriver_connection, driver_connection
 from jobtable._typeddict import usable_by_pydantic
@@ -153,6 +154,40 @@ The dashboard's job page sends it (Approve, Reject) for a job waiting for it.
 """
 
 
+class SignalWait(BaseModel):
+    """What a waiting job waits for, as ``Store.signal_wait`` reads it.
+
+    ``signal`` and ``key`` name the signal; ``deadline`` is when its wait
+    times out (None: never); ``since`` is when it last went back to the
+    table to wait. Times are UTC text, as a job's.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    signal: str
+    key: str
+    deadline: str | None
+    since: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadSignalWait:
+    """The read of what a queued job waits for; raises JobNotFound for an unknown id."""
+
+    job_id: str
+
+    def __call__(self, q: Queries) -> SignalWait | None:
+        if not isinstance(self.job_id, str):
+            raise TypeError(f"job id is {type(self.job_id).__name__}, want str")
+        job = None if unstorable(self.job_id) else q.get_job(id=self.job_id)
+        if job is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        row = q.get_job_wait(job_id=self.job_id)
+        if row is None or job.status != "queued":
+            return None
+        return SignalWait(signal=row.name, key=row.key, deadline=row.deadline, since=row.since)
+
+
 class SendSignal:
     """The write of one signal: stored, and every job waiting for its name and key made ready."""
 
@@ -204,6 +239,17 @@ class SignalOperations:
             return woken
         where = f"signal {signal.name!r}"
         return engine.write_in(driver_connection(conn, where), op, where)
+
+    def signal_wait(self, job_id: str) -> SignalWait | None:
+        """What the job waits for (``JobContext.wait_for``) while it waits; None otherwise.
+
+        Raises JobNotFound for an unknown id.
+        """
+        return self.engine.read(ReadSignalWait(job_id))
+
+    async def asignal_wait(self, job_id: str) -> SignalWait | None:
+        """The async form of signal_wait."""
+        return await self.engine.aread(ReadSignalWait(job_id))
 
     async def asignal(
         self, signal: "Signal[P]", key: str, payload: P, *, conn: object = None
