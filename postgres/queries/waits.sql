@@ -83,3 +83,16 @@ WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt;
 -- name: PruneSignals :execrows
 -- PruneSignals deletes the signals sent before before.
 DELETE FROM signals WHERE sent_at < @before;
+
+-- name: ReadyScheduledJobs :execrows
+-- ReadyScheduledJobs makes every scheduled job of queue ready now, its run_at
+-- left as it was, but a job that sleeps or waits for a signal (its wait in
+-- job_waits recorded by its last change): jobtable.testing's drain runs the
+-- jobs scheduled for later with it, and a sleeping job only once its time has
+-- come by the store's clock.
+UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = @queue
+    AND NOT EXISTS (
+        SELECT 1 FROM job_waits
+        WHERE job_waits.job_id = jobs.id AND job_waits.since = jobs.updated_at
+    );

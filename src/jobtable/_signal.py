@@ -35,6 +35,10 @@ Each runner's maintenance (its heartbeat) deletes older ones.
 """
 
 
+SLEEP_SIGNAL: Final = "jobtable.sleep"
+"""The name under which a sleeping job's sleep is noted in job_waits: no signal may take it."""
+
+
 def _checked_text(what: str, text: object) -> str:
     if not isinstance(text, str):
         raise TypeError(f"{what} is {type(text).__name__}, want str")
@@ -60,6 +64,8 @@ class Signal(Generic[P]):
 
     def __init__(self, name: str, payload_type: type[P]) -> None:
         self.name = _checked_text("a signal's name", name)
+        if name == SLEEP_SIGNAL:
+            raise ValueError(f"signal {name!r}: the name is jobtable's own; choose another")
         """The signal's name: a send and a wait match on it and on the key."""
         self.payload_type = payload_type
         """The type of the signal's payload."""
@@ -183,7 +189,7 @@ class ReadSignalWait:
         if job is None:
             raise JobNotFound(f"job {self.job_id!r} not found")
         row = q.get_job_wait(job_id=self.job_id)
-        if row is None or job.status != "queued":
+        if row is None or job.status != "queued" or row.name == SLEEP_SIGNAL:
             return None
         return SignalWait(signal=row.name, key=row.key, deadline=row.deadline, since=row.since)
 

@@ -78,6 +78,10 @@ class WaitQueries(Protocol):
         """Forgets what the job job_id waited for; returns the rows deleted."""
         ...
 
+    def ready_scheduled_jobs(self, *, queue: str) -> int:
+        """Makes the scheduled jobs of queue ready now, but those that sleep or wait (for tests)."""
+        ...
+
     def prune_signals(self, *, before: str) -> int:
         """Deletes the signals sent before before; returns how many."""
         ...

@@ -1,10 +1,11 @@
 """Durable waiting: a handler that sleeps or waits for a signal gives its worker back.
 
 A sleep (``JobContext.sleep_until``) records its wake-up time as a step of
-the job, then ends the attempt as a snooze does: the job goes back to the
-table, scheduled at that time, using none of its attempts. A wait for a
-signal (``JobContext.wait_for``) records what it waits for (job_waits) and
-puts the job back in one write, scheduled at its timeout; a signal makes it
+the job, then ends the attempt: in one write the job goes back to the
+table, scheduled at that time, using none of its attempts, its sleep noted
+in job_waits as a wait for no signal. A wait for a signal
+(``JobContext.wait_for``) records what it waits for (job_waits) and puts
+the job back in the same way, scheduled at its timeout; a signal makes it
 ready at once. Either way the handler runs again from the top at its next
 claim, its completed steps skipped, and the sleep or wait it stopped at
 returns: a sleep whose time has come, a wait with the signal's payload or
@@ -35,7 +36,7 @@ from jobtable._engines.wait_queries import JobWaitRow, SignalRow
 from jobtable._errors import NotRunning
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import ReadStep, RecordStep
-from jobtable._signal import Signal, TimedOut
+from jobtable._signal import SLEEP_SIGNAL, Signal, TimedOut
 from jobtable._values import timestamp
 
 P = TypeVar("P")
@@ -206,7 +207,13 @@ class Waiting:
         else:
             wake = _SLEEP.decode(name, self._job.id, text, None)
         if wake > store.now():
-            raise Suspended(wake)
+            # Recorded in job_waits too, as a wait for no signal: drain and the
+            # dashboard tell a sleeping job from one waiting for a retry.
+            op = SuspendWait(
+                self._job, self._sleeps, (SLEEP_SIGNAL, self._job.id, 0), wake, store.now()
+            )
+            self._write(op, f"sleep {name!r}")
+            raise Suspended(None)
 
     def wait_for(
         self, signal: Signal[P], key: str, timeout: datetime.timedelta | None

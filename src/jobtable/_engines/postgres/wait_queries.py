@@ -87,5 +87,8 @@ class PostgresWaitQueries:
     def end_job_wait(self, *, job_id: str) -> int:
         return self._waits.end_job_wait(job_id=job_id)
 
+    def ready_scheduled_jobs(self, *, queue: str) -> int:
+        return self._waits.ready_scheduled_jobs(queue=queue)
+
     def prune_signals(self, *, before: str) -> int:
         return self._waits.prune_signals(before=pg_time(before))

@@ -70,6 +70,14 @@ WHERE jobs.id = %(id)s AND jobs.status = 'running' AND jobs.attempt = %(attempt)
 PRUNE_SIGNALS = """DELETE FROM signals WHERE sent_at < %(before)s
 """
 
+READY_SCHEDULED_JOBS = """UPDATE jobs SET scheduled = false
+WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s
+    AND NOT EXISTS (
+        SELECT 1 FROM job_waits
+        WHERE job_waits.job_id = jobs.id AND job_waits.since = jobs.updated_at
+    )
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class InsertSignalRow:
@@ -317,6 +325,25 @@ class Querier:
             PRUNE_SIGNALS,
             {
                 "before": before,
+            },
+        )
+        return cur.rowcount
+
+    def ready_scheduled_jobs(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyScheduledJobs makes every scheduled job of queue ready now, its run_at
+        left as it was, but a job that sleeps or waits for a signal (its wait in
+        job_waits recorded by its last change): jobtable.testing's drain runs the
+        jobs scheduled for later with it, and a sleeping job only once its time has
+        come by the store's clock.
+        """
+        cur = self._conn.execute(
+            READY_SCHEDULED_JOBS,
+            {
+                "queue": queue,
             },
         )
         return cur.rowcount

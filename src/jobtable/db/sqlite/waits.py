@@ -54,6 +54,14 @@ WHERE jobs.id = ?6 AND jobs.status = 'running' AND jobs.attempt = ?7
 PRUNE_SIGNALS = """DELETE FROM signals WHERE sent_at < ?1
 """
 
+READY_SCHEDULED_JOBS = """UPDATE jobs SET scheduled = 0
+WHERE status = 'queued' AND scheduled = 1 AND queue = ?1
+    AND NOT EXISTS (
+        SELECT 1 FROM job_waits
+        WHERE job_waits.job_id = jobs.id AND job_waits.since = jobs.updated_at
+    )
+"""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class InsertSignalRow:
@@ -259,5 +267,22 @@ class Querier:
         cur = self._conn.execute(
             PRUNE_SIGNALS,
             (before,),
+        )
+        return cur.rowcount
+
+    def ready_scheduled_jobs(
+        self,
+        *,
+        queue: str,
+    ) -> int:
+        """ReadyScheduledJobs makes every scheduled job of queue ready now, its run_at
+        left as it was, but a job that sleeps or waits for a signal (its wait in
+        job_waits recorded by its last change): jobtable.testing's drain runs the
+        jobs scheduled for later with it, and a sleeping job only once its time has
+        come by the store's clock.
+        """
+        cur = self._conn.execute(
+            READY_SCHEDULED_JOBS,
+            (queue,),
         )
         return cur.rowcount
