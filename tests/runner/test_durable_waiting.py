@@ -16,6 +16,8 @@ import pytest
 from pydantic import BaseModel
 
 import jobtable
+from jobtable._engines.base import Queries
+from jobtable.testing import FrozenClock
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
@@ -326,3 +328,43 @@ async def test_a_step_may_not_take_the_names_of_sleeps_and_waits(
     async with running(runner):
         await wait_until(finished(runner, [job]), limit=30)
     assert "are jobtable's own" in str(kind.get(store, job).result)
+
+
+async def test_the_heartbeat_deletes_signals_older_than_the_retention(
+    store_target: str, tmp_path: pathlib.Path, wait_until: WaitUntil
+) -> None:
+    clock = FrozenClock(datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC))
+    with jobtable.Store.open(store_target, clock=clock) as store:
+        store.signal(DECIDED, "old", Decision(approved=True, note="old"))
+        clock.advance(datetime.timedelta(days=6))
+        store.signal(DECIDED, "new", Decision(approved=True, note="new"))
+        clock.advance(datetime.timedelta(days=1, seconds=1))
+        runner = napping(store, tmp_path / "runs.txt", workers=1, lease=0.3)
+        async with running(runner):
+            await wait_until(lambda: kept(store) == ["new"], limit=30)
+
+
+def kept(store: jobtable.Store) -> list[str]:
+    """The keys of the signals DECIDED still has stored."""
+
+    def stored(q: Queries) -> list[str]:
+        return [
+            key
+            for key in ("old", "new")
+            if q.find_signal(name="decided", key=key, after_id=0) is not None
+        ]
+
+    return store.engine.read(stored)
+
+
+async def test_a_sleeping_job_of_a_sequence_keeps_its_place(
+    store: jobtable.Store, tmp_path: pathlib.Path, wait_until: WaitUntil, finished: Finished
+) -> None:
+    marker = tmp_path / "runs.txt"
+    runner = napping(store, marker, workers=2)
+    first = NAPPER.enqueue(store, 5, sequence_key="customer-1")
+    second = QUICK.enqueue(store, 2, sequence_key="customer-1")
+    other = QUICK.enqueue(store, 3)
+    async with running(runner):
+        await wait_until(finished(runner, [first, second, other]), limit=30)
+    assert lines(marker) == ["before 5", "quick 3", "after 5", "quick 2"]
