@@ -58,27 +58,46 @@ ON CONFLICT (job_id) DO UPDATE SET position = excluded.position, name = excluded
 -- EndJobWait forgets what the job job_id waited for: its wait was answered.
 DELETE FROM job_waits WHERE job_id = @job_id;
 
--- name: SuspendJob :execrows
+-- name: SuspendJob :one
 -- SuspendJob puts the waiting job back in its queue while the claim of
 -- attempt holds, as SnoozeJob does (using none of its attempts): from run_at
 -- on, or at once when a signal of name and key newer than after_id is stored
 -- already (one sent while the handler decided to wait). A job whose cancel
--- was requested is cancelled instead. Run it after LockSignalKey.
-UPDATE jobs
-SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
-    max_attempts = max_attempts + 1,
-    run_at = CASE WHEN signalled.found THEN @now ELSE @run_at END,
-    scheduled = NOT signalled.found AND @run_at > @now,
-    runner = NULL,
-    finished_at = CASE WHEN cancel_requested THEN @now END,
-    updated_at = @now
-FROM (
-    SELECT EXISTS (
-        SELECT 1 FROM signals
-        WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
-    ) AS found
-) AS signalled
-WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt;
+-- was requested is cancelled instead. Returns how many jobs it put back (0:
+-- not running under that claim). Run it after LockSignalKey. Like an
+-- outcome, it notifies the runners' channel with 'ready:' and the job's
+-- queue when that frees a slot of a queue with a concurrency or partition
+-- limit, or when the job is ready at once, so the runners serving it look
+-- again now rather than at their poll.
+WITH suspended AS (
+    UPDATE jobs
+    SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+        max_attempts = max_attempts + 1,
+        run_at = CASE WHEN EXISTS (
+                SELECT 1 FROM signals
+                WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
+            ) THEN @now ELSE @run_at END,
+        scheduled = @run_at > @now AND NOT EXISTS (
+                SELECT 1 FROM signals
+                WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
+            ),
+        runner = NULL,
+        finished_at = CASE WHEN cancel_requested THEN @now END,
+        updated_at = @now
+    WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt
+    RETURNING jobs.queue, jobs.status, jobs.scheduled
+),
+released AS MATERIALIZED (
+    SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
+        WHEN octet_length(put.queue) < 7900 THEN 'ready:' || put.queue ELSE '' END))
+    FROM suspended AS put
+    WHERE (put.status = 'queued' AND NOT put.scheduled) OR EXISTS (
+        SELECT 1 FROM queues AS flow
+        WHERE flow.name = put.queue
+            AND (flow.concurrency IS NOT NULL OR flow.partition_limit IS NOT NULL)
+    )
+)
+SELECT (SELECT count(*) FROM suspended) AS suspended FROM released;
 
 -- name: PruneSignals :execrows
 -- PruneSignals deletes the signals sent before before.

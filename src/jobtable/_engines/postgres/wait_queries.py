@@ -62,7 +62,7 @@ class PostgresWaitQueries:
             deadline=None if deadline is None else pg_time(deadline),
             now=pg_time(now),
         )
-        return self._waits.suspend_job(
+        row = self._waits.suspend_job(
             now=pg_time(now),
             run_at=pg_time(run_at),
             id=id,
@@ -71,6 +71,7 @@ class PostgresWaitQueries:
             key=key,
             after_id=after_id,
         )
+        return 0 if row is None else row.suspended
 
     def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
         return self._waits.find_signal(name=name, key=key, after_id=after_id)

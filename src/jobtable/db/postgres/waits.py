@@ -50,21 +50,35 @@ ON CONFLICT (job_id) DO UPDATE SET position = excluded.position, name = excluded
 END_JOB_WAIT = """DELETE FROM job_waits WHERE job_id = %(job_id)s
 """
 
-SUSPEND_JOB = """UPDATE jobs
-SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
-    max_attempts = max_attempts + 1,
-    run_at = CASE WHEN signalled.found THEN %(now)s ELSE %(run_at)s END,
-    scheduled = NOT signalled.found AND %(run_at)s > %(now)s,
-    runner = NULL,
-    finished_at = CASE WHEN cancel_requested THEN %(now)s END,
-    updated_at = %(now)s
-FROM (
-    SELECT EXISTS (
-        SELECT 1 FROM signals
-        WHERE signals.name = %(name)s AND signals.key = %(key)s AND signals.id > %(after_id)s
-    ) AS found
-) AS signalled
-WHERE jobs.id = %(id)s AND jobs.status = 'running' AND jobs.attempt = %(attempt)s
+SUSPEND_JOB = """WITH suspended AS (
+    UPDATE jobs
+    SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+        max_attempts = max_attempts + 1,
+        run_at = CASE WHEN EXISTS (
+                SELECT 1 FROM signals
+                WHERE signals.name = %(name)s AND signals.key = %(key)s AND signals.id > %(after_id)s
+            ) THEN %(now)s ELSE %(run_at)s END,
+        scheduled = %(run_at)s > %(now)s AND NOT EXISTS (
+                SELECT 1 FROM signals
+                WHERE signals.name = %(name)s AND signals.key = %(key)s AND signals.id > %(after_id)s
+            ),
+        runner = NULL,
+        finished_at = CASE WHEN cancel_requested THEN %(now)s END,
+        updated_at = %(now)s
+    WHERE jobs.id = %(id)s AND jobs.status = 'running' AND jobs.attempt = %(attempt)s
+    RETURNING jobs.queue, jobs.status, jobs.scheduled
+),
+released AS MATERIALIZED (
+    SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
+        WHEN octet_length(put.queue) < 7900 THEN 'ready:' || put.queue ELSE '' END))
+    FROM suspended AS put
+    WHERE (put.status = 'queued' AND NOT put.scheduled) OR EXISTS (
+        SELECT 1 FROM queues AS flow
+        WHERE flow.name = put.queue
+            AND (flow.concurrency IS NOT NULL OR flow.partition_limit IS NOT NULL)
+    )
+)
+SELECT (SELECT count(*) FROM suspended) AS suspended FROM released
 """
 
 PRUNE_SIGNALS = """DELETE FROM signals WHERE sent_at < %(before)s
@@ -111,6 +125,13 @@ class GetJobWaitRow:
     after_id: int
     deadline: datetime.datetime | None
     since: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SuspendJobRow:
+    """A row that SuspendJob returns."""
+
+    suspended: int
 
 
 class Querier:
@@ -287,33 +308,43 @@ class Querier:
     def suspend_job(
         self,
         *,
+        name: str,
+        key: str,
+        after_id: int,
         now: datetime.datetime,
         run_at: datetime.datetime,
         id: str,
         attempt: int,
-        name: str,
-        key: str,
-        after_id: int,
-    ) -> int:
+    ) -> SuspendJobRow | None:
         """SuspendJob puts the waiting job back in its queue while the claim of
         attempt holds, as SnoozeJob does (using none of its attempts): from run_at
         on, or at once when a signal of name and key newer than after_id is stored
         already (one sent while the handler decided to wait). A job whose cancel
-        was requested is cancelled instead. Run it after LockSignalKey.
+        was requested is cancelled instead. Returns how many jobs it put back (0:
+        not running under that claim). Run it after LockSignalKey. Like an
+        outcome, it notifies the runners' channel with 'ready:' and the job's
+        queue when that frees a slot of a queue with a concurrency or partition
+        limit, or when the job is ready at once, so the runners serving it look
+        again now rather than at their poll.
         """
         cur = self._conn.execute(
             SUSPEND_JOB,
             {
+                "name": name,
+                "key": key,
+                "after_id": after_id,
                 "now": now,
                 "run_at": run_at,
                 "id": id,
                 "attempt": attempt,
-                "name": name,
-                "key": key,
-                "after_id": after_id,
             },
         )
-        return cur.rowcount
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return SuspendJobRow(
+            suspended=row[0],
+        )
 
     def prune_signals(
         self,
