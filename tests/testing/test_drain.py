@@ -4,6 +4,7 @@ Each test runs on both engines, on a store whose clock is a FrozenClock.
 """
 
 import datetime
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -225,7 +226,7 @@ napper = jobtable.Kind("napper", int, str)
 
 
 async def test_a_sleeping_job_stays_queued_until_the_clock_reaches_its_time(
-    timed_store: jobtable.Store, clock: FrozenClock
+    timed_store: jobtable.Store, clock: FrozenClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     runner = jobtable.Runner(timed_store, workers=1)
 
@@ -241,3 +242,4 @@ async def test_a_sleeping_job_stays_queued_until_the_clock_reaches_its_time(
     clock.advance(datetime.timedelta(hours=2))
     [record] = await drain(runner)
     assert (record.status, record.result) == (Status.SUCCEEDED, "rested")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -43,10 +43,8 @@ async def work(
             running.discard(task)
         if executor.given_up(task):
             return
-        if outcome is None or outcome.recorded:
-            # Not to be stored: the job stays running, or its wait stored it.
+        if outcome is None:
             completer.abandon(job.id)
-            outcome = None
         job = await producer.next_job(outcome)
 
 
