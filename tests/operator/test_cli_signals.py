@@ -1,7 +1,8 @@
 """``jobtable signal NAME KEY --payload JSON``, run as users run it: the console script.
 
 A job waits for the signal in this process's runner; the command, in a
-process of its own, resumes it with its payload.
+process of its own, resumes it with its payload, and the runner, whose
+poll is far longer than the test, starts it at the signal's commit.
 """
 
 import asyncio
@@ -49,7 +50,9 @@ def run(store_target: str, *args: str) -> subprocess.CompletedProcess[str]:
 async def test_the_signal_command_resumes_the_waiting_job_with_its_payload(
     store: jobtable.Store, store_target: str, wait_until: WaitUntil, finished: Finished
 ) -> None:
-    runner = jobtable.Runner(store, workers=1, poll_interval=0.05)
+    # Far longer than the test: the job must be woken by the signal's commit
+    # (NOTIFY, the file watch), not found at a poll.
+    runner = jobtable.Runner(store, workers=1, poll_interval=60)
 
     @runner.handler(REVIEW)
     async def review(ctx: jobtable.JobContext[str], payload: str) -> str:
@@ -69,7 +72,7 @@ async def test_the_signal_command_resumes_the_waiting_job_with_its_payload(
         )
         assert sent.returncode == 0, sent.stderr
         assert json.loads(sent.stdout) == {"signal": "decided", "key": "order-1", "resumed": 1}
-        await wait_until(finished(runner, [job]), limit=30)
+        await wait_until(finished(runner, [job]), limit=20)
     finally:
         runner.stop()
         await runner.wait()

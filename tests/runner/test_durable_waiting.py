@@ -50,9 +50,11 @@ def lines(path: pathlib.Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def napping(store: jobtable.Store, marker: pathlib.Path, **options: object) -> jobtable.Runner:
+def napping(
+    store: jobtable.Store, marker: pathlib.Path, poll_interval: float = 0.05, **options: object
+) -> jobtable.Runner:
     """A runner whose nappers take a step, sleep payload tenths of a second, then finish."""
-    runner = jobtable.Runner(store, poll_interval=0.05, **options)  # type: ignore[arg-type]
+    runner = jobtable.Runner(store, poll_interval=poll_interval, **options)  # type: ignore[arg-type]
 
     def before(n: int) -> int:
         with marker.open("a") as f:
@@ -169,8 +171,14 @@ async def test_a_dependent_runs_after_its_sleeping_dependency_finishes(
 
 
 def waiting(store: jobtable.Store, marker: pathlib.Path) -> jobtable.Runner:
-    """A runner whose waiter waits for DECIDED under its payload, 2 s at most when it says so."""
+    """A runner whose waiter waits for DECIDED under its payload (see add_waiter)."""
     runner = jobtable.Runner(store, workers=1, poll_interval=0.05)
+    add_waiter(runner, marker)
+    return runner
+
+
+def add_waiter(runner: jobtable.Runner, marker: pathlib.Path) -> None:
+    """Attaches the waiter: a step, then a wait for DECIDED, 0.2 s at most when "short"."""
 
     def before(key: str) -> str:
         with marker.open("a") as f:
@@ -181,16 +189,13 @@ def waiting(store: jobtable.Store, marker: pathlib.Path) -> jobtable.Runner:
     async def wait(ctx: jobtable.JobContext[str], payload: str) -> str:
         await ctx.step("before", before, payload)
         if payload.startswith("short"):
-            answer = await ctx.wait_for(
-                DECIDED, key=payload, timeout=datetime.timedelta(seconds=0.2)
-            )
+            short = datetime.timedelta(seconds=0.2)
+            answer = await ctx.wait_for(DECIDED, key=payload, timeout=short)
             if isinstance(answer, jobtable.TimedOut):
                 return f"timed out on {answer.key}"
         else:
             answer = await ctx.wait_for(DECIDED, key=payload)
         return f"{answer.approved} {answer.note}"
-
-    return runner
 
 
 def waits(store: jobtable.Store, job_id: str) -> bool:
@@ -368,3 +373,18 @@ async def test_a_sleeping_job_of_a_sequence_keeps_its_place(
     async with running(runner):
         await wait_until(finished(runner, [first, second, other]), limit=30)
     assert lines(marker) == ["before 5", "quick 3", "after 5", "quick 2"]
+
+
+async def test_a_sleeper_resumes_at_its_time_and_a_waiter_at_its_signal_not_at_the_poll(
+    store: jobtable.Store, tmp_path: pathlib.Path, wait_until: WaitUntil, finished: Finished
+) -> None:
+    marker = tmp_path / "runs.txt"
+    # Far longer than the test: a resume that waited for the poll would fail it.
+    runner = napping(store, marker, workers=2, poll_interval=60)
+    add_waiter(runner, marker)
+    sleeper = NAPPER.enqueue(store, 3)
+    waiter = WAITER.enqueue(store, "prompt")
+    async with running(runner):
+        await wait_until(lambda: waits(store, waiter), limit=20)
+        store.signal(DECIDED, "prompt", Decision(approved=True, note="now"))
+        await wait_until(finished(runner, [sleeper, waiter]), limit=20)
