@@ -64,8 +64,7 @@ async def test_the_signal_command_resumes_the_waiting_job_with_its_payload(
     job = REVIEW.enqueue(store, "order-1")
     await runner.start()
     try:
-        await wait_until(lambda: store.inspect(job).attempt == 1, limit=30)
-        await wait_until(lambda: store.get(job).status is jobtable.Status.QUEUED, limit=30)
+        await wait_until(lambda: store.signal_wait(job) is not None, limit=30)
         payload = json.dumps({"approved": True, "note": "from the shell"})
         sent = await asyncio.to_thread(
             run, store_target, "signal", "decided", "order-1", "--payload", payload, "--json"

@@ -199,8 +199,8 @@ def add_waiter(runner: jobtable.Runner, marker: pathlib.Path) -> None:
 
 
 def waits(store: jobtable.Store, job_id: str) -> bool:
-    """Whether the job is back in the table, waiting."""
-    return store.get(job_id).status is jobtable.Status.QUEUED and store.inspect(job_id).attempt > 0
+    """Whether the job waits for a signal, back in the table (one read)."""
+    return store.signal_wait(job_id) is not None
 
 
 async def test_a_signal_resumes_the_waiting_job_with_its_typed_payload(

@@ -38,8 +38,9 @@ def spawn(store_target: str, marker: pathlib.Path) -> subprocess.Popen[bytes]:
 
 
 def suspended(store: jobtable.Store, job_id: str) -> bool:
-    """Whether the job gave its worker back: queued again after a claim."""
-    return store.get(job_id).status is jobtable.Status.QUEUED and store.inspect(job_id).attempt > 0
+    """Whether the job gave its worker back: queued again after a claim (one read)."""
+    record = store.inspect(job_id)
+    return record.status is jobtable.Status.QUEUED and record.attempt > 0
 
 
 async def test_sleeping_and_waiting_jobs_survive_a_sigkill_and_resume_after_a_restart(
