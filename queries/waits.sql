@@ -40,9 +40,10 @@ DELETE FROM job_waits WHERE job_id = @job_id;
 -- attempt holds, as SnoozeJob does (using none of its attempts): from run_at
 -- on, or at once when a signal of name and key newer than after_id is stored
 -- already (one sent while the handler decided to wait). A job whose cancel
--- was requested is cancelled instead.
+-- was requested is left running: its handler's attempt then ends as a
+-- snooze, whose outcome cancels it and settles what depends on it.
 UPDATE jobs
-SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+SET status = 'queued',
     max_attempts = max_attempts + 1,
     run_at = CASE WHEN EXISTS (
             SELECT 1 FROM signals
@@ -53,9 +54,9 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
             WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
         ) AND @run_at > @now,
     runner = NULL,
-    finished_at = CASE WHEN cancel_requested THEN @now END,
     updated_at = @now
-WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt;
+WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt
+    AND NOT jobs.cancel_requested;
 
 -- name: PruneSignals :execrows
 -- PruneSignals deletes the signals sent before before.

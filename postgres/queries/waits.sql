@@ -63,15 +63,17 @@ DELETE FROM job_waits WHERE job_id = @job_id;
 -- attempt holds, as SnoozeJob does (using none of its attempts): from run_at
 -- on, or at once when a signal of name and key newer than after_id is stored
 -- already (one sent while the handler decided to wait). A job whose cancel
--- was requested is cancelled instead. Returns how many jobs it put back (0:
--- not running under that claim). Run it after LockSignalKey. Like an
+-- was requested is left running: its handler's attempt then ends as a
+-- snooze, whose outcome cancels it and settles what depends on it. Returns
+-- how many jobs it put back (0: not running under that claim, or its cancel
+-- was requested). Run it after LockSignalKey. Like an
 -- outcome, it notifies the runners' channel with 'ready:' and the job's
 -- queue when that frees a slot of a queue with a concurrency or partition
 -- limit, or when the job is ready at once, so the runners serving it look
 -- again now rather than at their poll.
 WITH suspended AS (
     UPDATE jobs
-    SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    SET status = 'queued',
         max_attempts = max_attempts + 1,
         run_at = CASE WHEN EXISTS (
                 SELECT 1 FROM signals
@@ -82,9 +84,9 @@ WITH suspended AS (
                 WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
             ),
         runner = NULL,
-        finished_at = CASE WHEN cancel_requested THEN @now END,
-        updated_at = @now
+            updated_at = @now
     WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt
+        AND NOT jobs.cancel_requested
     RETURNING jobs.queue, jobs.status, jobs.scheduled
 ),
 released AS MATERIALIZED (

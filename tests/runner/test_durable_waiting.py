@@ -5,10 +5,12 @@ and put the job back in the table; it resumes (its steps skipped) when its
 time comes or a signal is sent. Each test runs on both engines.
 """
 
+import asyncio
 import contextlib
 import datetime
 import pathlib
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import psycopg
@@ -388,3 +390,34 @@ async def test_a_sleeper_resumes_at_its_time_and_a_waiter_at_its_signal_not_at_t
         await wait_until(lambda: waits(store, waiter), limit=20)
         store.signal(DECIDED, "prompt", Decision(approved=True, note="now"))
         await wait_until(finished(runner, [sleeper, waiter]), limit=20)
+
+
+async def test_a_job_whose_cancel_came_before_its_wait_is_cancelled_with_its_dependents(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    gated = jobtable.Kind("gated-waiter", int, str)
+    started, release = threading.Event(), threading.Event()
+    runner = jobtable.Runner(store, workers=2, poll_interval=0.05)
+
+    @runner.handler(gated)
+    def wait(ctx: jobtable.JobContext[str], payload: int) -> str:
+        started.set()
+        release.wait(30)  # the cancel is requested meanwhile; the handler ignores it
+        return ctx.wait_for_sync(DECIDED, key="never").note
+
+    runner.handler(QUICK)(lambda ctx, n: n)
+    workflow = jobtable.Workflow("cancelled-waiter")
+    first = workflow.add(gated, 1)
+    workflow.add(QUICK, 2, after=[first])
+    workflow_id = workflow.enqueue(store)
+    waiter, dependent = [job.id for job in store.workflow(workflow_id).jobs]
+    async with running(runner):
+        await asyncio.to_thread(started.wait, 30)
+        assert store.cancel(waiter) is jobtable.CancelResult.REQUESTED
+        release.set()
+        await wait_until(
+            lambda: (
+                {store.get(i).status for i in (waiter, dependent)} == {jobtable.Status.CANCELLED}
+            ),
+            limit=30,
+        )

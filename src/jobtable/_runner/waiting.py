@@ -33,7 +33,6 @@ from jobtable._codec import StepCodec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import ClaimedRow
 from jobtable._engines.wait_queries import JobWaitRow, SignalRow
-from jobtable._errors import NotRunning
 from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import ReadStep, RecordStep
 from jobtable._signal import SLEEP_SIGNAL, Signal, TimedOut
@@ -81,6 +80,7 @@ class SuspendWait:
         "after_id",
         "attempt",
         "deadline",
+        "done",
         "job_id",
         "key",
         "kind",
@@ -104,6 +104,14 @@ class SuspendWait:
         self.name, self.key, self.after_id = signal
         self.deadline = deadline
         self.now = now
+        self.done = False
+        """Whether the job went back to the table: not when it is not running under
+        this claim, or its cancel was requested (its attempt then ends as a snooze)."""
+
+    @property
+    def run_at(self) -> str:
+        """When the job runs again without a signal: its deadline, or never."""
+        return _NEVER if self.deadline is None else self.deadline
 
     def __call__(self, q: Queries) -> None:
         changed = q.suspend_waiting_job(
@@ -114,13 +122,10 @@ class SuspendWait:
             key=self.key,
             after_id=self.after_id,
             deadline=self.deadline,
-            run_at=_NEVER if self.deadline is None else self.deadline,
+            run_at=self.run_at,
             now=self.now,
         )
-        if changed != 1:
-            raise NotRunning(
-                f"wait for signal {self.name!r}: job {self.job_id} is not running under this claim"
-            )
+        self.done = changed == 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -213,7 +218,7 @@ class Waiting:
                 self._job, self._sleeps, (SLEEP_SIGNAL, self._job.id, 0), wake, store.now()
             )
             self._write(op, f"sleep {name!r}")
-            raise Suspended(None)
+            raise Suspended(None if op.done else wake)
 
     def wait_for(
         self, signal: Signal[P], key: str, timeout: datetime.timedelta | None
@@ -273,7 +278,7 @@ class Waiting:
             return TimedOut(signal.name, key)
         op = SuspendWait(self._job, position, (signal.name, key, after), deadline, store.now())
         self._write(op, f"wait for signal {signal.name!r}")
-        raise Suspended(None)
+        raise Suspended(None if op.done else op.run_at)
 
     def _answer(self, name: str, answer: _Answer) -> None:
         store = self._publisher.store

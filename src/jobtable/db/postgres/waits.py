@@ -52,7 +52,7 @@ END_JOB_WAIT = """DELETE FROM job_waits WHERE job_id = %(job_id)s
 
 SUSPEND_JOB = """WITH suspended AS (
     UPDATE jobs
-    SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    SET status = 'queued',
         max_attempts = max_attempts + 1,
         run_at = CASE WHEN EXISTS (
                 SELECT 1 FROM signals
@@ -63,9 +63,9 @@ SUSPEND_JOB = """WITH suspended AS (
                 WHERE signals.name = %(name)s AND signals.key = %(key)s AND signals.id > %(after_id)s
             ),
         runner = NULL,
-        finished_at = CASE WHEN cancel_requested THEN %(now)s END,
-        updated_at = %(now)s
+            updated_at = %(now)s
     WHERE jobs.id = %(id)s AND jobs.status = 'running' AND jobs.attempt = %(attempt)s
+        AND NOT jobs.cancel_requested
     RETURNING jobs.queue, jobs.status, jobs.scheduled
 ),
 released AS MATERIALIZED (
@@ -320,8 +320,10 @@ class Querier:
         attempt holds, as SnoozeJob does (using none of its attempts): from run_at
         on, or at once when a signal of name and key newer than after_id is stored
         already (one sent while the handler decided to wait). A job whose cancel
-        was requested is cancelled instead. Returns how many jobs it put back (0:
-        not running under that claim). Run it after LockSignalKey. Like an
+        was requested is left running: its handler's attempt then ends as a
+        snooze, whose outcome cancels it and settles what depends on it. Returns
+        how many jobs it put back (0: not running under that claim, or its cancel
+        was requested). Run it after LockSignalKey. Like an
         outcome, it notifies the runners' channel with 'ready:' and the job's
         queue when that frees a slot of a queue with a concurrency or partition
         limit, or when the job is ready at once, so the runners serving it look

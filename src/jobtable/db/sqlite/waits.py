@@ -35,7 +35,7 @@ END_JOB_WAIT = """DELETE FROM job_waits WHERE job_id = ?1
 """
 
 SUSPEND_JOB = """UPDATE jobs
-SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+SET status = 'queued',
     max_attempts = max_attempts + 1,
     run_at = CASE WHEN EXISTS (
             SELECT 1 FROM signals
@@ -46,9 +46,9 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
             WHERE signals.name = ?1 AND signals.key = ?2 AND signals.id > ?3
         ) AND ?5 > ?4,
     runner = NULL,
-    finished_at = CASE WHEN cancel_requested THEN ?4 END,
     updated_at = ?4
 WHERE jobs.id = ?6 AND jobs.status = 'running' AND jobs.attempt = ?7
+    AND NOT jobs.cancel_requested
 """
 
 PRUNE_SIGNALS = """DELETE FROM signals WHERE sent_at < ?1
@@ -242,7 +242,8 @@ class Querier:
         attempt holds, as SnoozeJob does (using none of its attempts): from run_at
         on, or at once when a signal of name and key newer than after_id is stored
         already (one sent while the handler decided to wait). A job whose cancel
-        was requested is cancelled instead.
+        was requested is left running: its handler's attempt then ends as a
+        snooze, whose outcome cancels it and settles what depends on it.
         """
         cur = self._conn.execute(
             SUSPEND_JOB,
