@@ -421,3 +421,31 @@ async def test_a_job_whose_cancel_came_before_its_wait_is_cancelled_with_its_dep
             ),
             limit=30,
         )
+
+
+BLOCKED = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    " AND classid::bigint = hashtext('jobtable-signal:' || current_schema())::bigint & 4294967295"
+)
+"""How many transactions wait for a signal key's lock in the current schema."""
+
+
+async def test_a_signal_committed_while_the_job_begins_to_wait_is_not_missed(
+    pg_url: str, tmp_path: pathlib.Path, wait_until: WaitUntil, finished: Finished
+) -> None:
+    """PostgreSQL: each side's snapshot misses the other's uncommitted write, but the key's lock
+    makes the job's suspend wait for the signal's commit, and then see it."""
+    with jobtable.Store.open(pg_url) as store, psycopg.connect(pg_url) as app:
+        runner = waiting(store, tmp_path / "runs.txt")
+        decided = Decision(approved=True, note="raced")
+        assert store.signal(DECIDED, "race", decided, conn=app) == 0  # not committed yet
+        waiter = WAITER.enqueue(store, "race")
+        async with running(runner):
+            with psycopg.connect(pg_url, autocommit=True) as watch:
+                blocked = (
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                )
+                await wait_until(lambda: watch.execute(blocked).fetchone() == (1,), limit=30)
+            app.commit()
+            await wait_until(finished(runner, [waiter]), limit=30)
+        assert WAITER.get(store, waiter).result == "True raced"
