@@ -149,7 +149,7 @@ class Finish(NamedTuple):
     adds: FanOut | None = None
     """The jobs the handler added to its workflow: stored if the outcome is, a success."""
     recorded: bool = False
-    """Stored already, by the handler's wait for a signal: the completer has nothing to store."""
+    """Stored already, by the handler's sleep or wait: the completer has nothing to store."""
 
     @property
     def job_id(self) -> str:
@@ -181,9 +181,11 @@ class Finish(NamedTuple):
 
     @classmethod
     def suspended(cls, job: ClaimedRow, run_at: str | None) -> "Finish":
-        """The handler sleeps until run_at, or (None) waits for a signal.
+        """The handler sleeps or waits: its job went back to its queue as it began (None).
 
-        A wait put its job back in its queue as it began: recorded already.
+        With run_at, the put-back was refused (the job's cancel was requested,
+        or its claim is gone): a snooze from run_at, whose outcome the
+        completer stores, settling the cancel, or finds fenced off.
         """
         if run_at is not None:
             return cls.snoozed(job, run_at)
