@@ -303,3 +303,41 @@ CREATE TABLE runners (
     process TEXT,
     missing_keys TEXT
 ) WITHOUT ROWID;
+
+-- signals holds the signals sent (Store.signal): a name, a key and the
+-- payload, JSON text written from typed data. A job waiting for a signal
+-- (JobContext.wait_for) receives the oldest one of its name and key that it
+-- has not received yet, so one sent before the wait is not lost. The
+-- maintenance deletes a signal once it is older than the retention. id
+-- never repeats (AUTOINCREMENT), so a waiting job remembers what it received
+-- as an id. Version 14 added it.
+CREATE TABLE signals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    key TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    sent_at TEXT NOT NULL
+);
+CREATE INDEX signals_by_key ON signals (name, key, id);
+CREATE INDEX signals_by_time ON signals (sent_at);
+
+-- job_waits holds what each waiting job waits for: a signal of name and key
+-- newer than after_id, until deadline (null: no timeout). The job itself is
+-- queued and scheduled at its deadline (or the end of year 9999), so it holds
+-- no worker; a signal makes it ready at once. position is the wait's place in
+-- the handler (its first wait is 1). The jobs table's delete trigger deletes
+-- a job's wait with it. Version 14 added it.
+CREATE TABLE job_waits (
+    job_id TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    key TEXT NOT NULL,
+    after_id INTEGER NOT NULL,
+    deadline TEXT,
+    since TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX job_waits_by_key ON job_waits (name, key);
+CREATE TRIGGER job_waits_delete AFTER DELETE ON jobs
+BEGIN
+    DELETE FROM job_waits WHERE job_id = old.id;
+END;

@@ -14,6 +14,10 @@ class Ping(pydantic.BaseModel):
     t: float = 0.0
 
 
+GO = jobtable.Signal("bench-go", Ping)
+"""What the ``signalled`` jobs wait for, under their own id; its payload's t: its send time."""
+
+
 class Kinds:
     """The benchmark's kinds registered on one runner, and what their handlers saw.
 
@@ -21,7 +25,9 @@ class Kinds:
     ``inproc`` records perf_counter() at its start minus the payload's time
     (same process); ``latency`` returns time.time() at its start minus the
     payload's time as its result (another process enqueued it); ``waited``
-    returns time.time() as it returns, for a waiter in another process.
+    returns time.time() as it returns, for a waiter in another process;
+    ``signalled`` waits for GO under its id, then returns time.time() at its
+    resume minus the signal's send time.
     """
 
     def __init__(self, runner: jobtable.Runner) -> None:
@@ -36,6 +42,7 @@ class Kinds:
         self.lateness: list[float] = []
         self.scheduled = runner.register("scheduled", self._scheduled)
         self.waited = runner.register("waited", self._waited)
+        self.signalled = runner.register("signalled", self._signalled)
 
     def expect(self, count: int) -> asyncio.Event:
         """Returns an event set once count more handlers have started."""
@@ -63,6 +70,10 @@ class Kinds:
 
     async def _waited(self, ctx: jobtable.JobContext[float], payload: Ping) -> float:
         return time.time()
+
+    async def _signalled(self, ctx: jobtable.JobContext[float], payload: Ping) -> float:
+        go = await ctx.wait_for(GO, key=ctx.id)
+        return time.time() - go.t
 
     async def _scheduled(self, ctx: jobtable.JobContext[None], payload: Ping) -> None:
         # payload.t is the job's run_at, as time.time(): what is left is lateness.

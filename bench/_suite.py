@@ -3,7 +3,8 @@
 Each section has a module of its own (``bench._raw_limits``,
 ``bench._end_to_end``, ``bench._processes``, ``bench._enqueue``,
 ``bench._uniqueness``, ``bench._latency``, ``bench._wait``, ``bench._memory``,
-``bench._finished_rows``, ``bench._flow``, ``bench._wakeup``); ``run_engine``
+``bench._finished_rows``, ``bench._flow``, ``bench._wakeup``,
+``bench._sleepers``, ``bench._signals``); ``run_engine``
 runs them in order and keeps the figures of the others when one stops early.
 """
 
@@ -19,6 +20,8 @@ from bench import (
     _memory,
     _processes,
     _raw_limits,
+    _signals,
+    _sleepers,
     _wait,
     _wakeup,
 )
@@ -49,6 +52,8 @@ MEASURES: dict[str, Measure] = {
     "finished rows": _finished_rows.measure,
     "flow": _flow.measure,
     "wake-up": _wakeup.measure,
+    "sleepers": _sleepers.measure,
+    "signals": _signals.measure,
 }
 """Each section by name, in the order run_engine runs them: later ones size runs by earlier ones."""
 

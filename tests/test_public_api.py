@@ -15,6 +15,11 @@ import pytest
 import jobtable
 
 EXPECTED = {
+    "APPROVAL",
+    "Approval",
+    "Signal",
+    "SignalWait",
+    "TimedOut",
     "CallNext",
     "AttemptOutcome",
     "RunnerHooks",

@@ -35,6 +35,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._transaction",
         "jobtable._telemetry",
         "jobtable._store",
+        "jobtable._signal",
         "jobtable._enqueue",
         "jobtable._kind",
         "jobtable._wait",

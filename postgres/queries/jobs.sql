@@ -375,9 +375,14 @@ WHERE status = 'queued' AND scheduled = true AND queue = @queue AND run_at <= @n
 -- ReadyRetries makes the queued jobs of queue that wait for another attempt
 -- (claimed before, their run_at not come yet) ready to be claimed now, their
 -- run_at left as it was: jobtable.testing's drain runs retries without
--- waiting for their backoff.
+-- waiting for their backoff. A job that sleeps or waits for a signal (its
+-- wait in job_waits recorded by its last change) is left as it is.
 UPDATE jobs SET scheduled = false
-WHERE status = 'queued' AND scheduled = true AND queue = @queue AND attempt > 0;
+WHERE status = 'queued' AND scheduled = true AND queue = @queue AND attempt > 0
+    AND NOT EXISTS (
+        SELECT 1 FROM job_waits
+        WHERE job_waits.job_id = jobs.id AND job_waits.since = jobs.updated_at
+    );
 
 -- name: PublishJobResult :execrows
 -- PublishJobResult stores a partial result while the claim of attempt holds.

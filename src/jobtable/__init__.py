@@ -83,16 +83,19 @@ from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
 from jobtable._runner.runner import Runner
+from jobtable._signal import APPROVAL, Approval, Signal, SignalWait, TimedOut
 from jobtable._store import Store
 from jobtable._unique import EnqueueResult, Unique
 from jobtable._workflow import After, Node, Workflow
 
 __all__ = [
+    "APPROVAL",
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",
     "MESSAGE_PAYLOAD_MISMATCH",
     "MESSAGE_TIMED_OUT",
     "After",
+    "Approval",
     "AsyncHandler",
     "AttemptError",
     "AttemptOutcome",
@@ -142,6 +145,8 @@ __all__ = [
     "SchemaState",
     "SecretKeyError",
     "Sequence",
+    "Signal",
+    "SignalWait",
     "Stats",
     "Status",
     "StepError",
@@ -149,6 +154,7 @@ __all__ = [
     "StoreError",
     "SyncHandler",
     "ThroughputPoint",
+    "TimedOut",
     "Unique",
     "WaitReason",
     "WaitTimeout",

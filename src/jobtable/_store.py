@@ -31,6 +31,7 @@ from jobtable._operator.queues import QueueOperations
 from jobtable._operator.store import StoreOperations
 from jobtable._operator.workflows import WorkflowOperations
 from jobtable._secrets import SecretKeys, keys_of
+from jobtable._signal import SignalOperations
 from jobtable._values import redact_url, timestamp
 
 _utc_now = functools.partial(datetime.datetime.now, datetime.UTC)
@@ -90,7 +91,9 @@ class OpenOptions(TypedDict, total=False):
     secret_keys: str | Sequence[str] | None
 
 
-class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOperations):
+class Store(
+    StoreOperations, QueueOperations, DashboardOperations, WorkflowOperations, SignalOperations
+):
     """The database jobs live in: a SQLite file or a PostgreSQL server.
 
     A store opened once is shared by every runner and enqueuer of the process

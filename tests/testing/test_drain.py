@@ -4,6 +4,7 @@ Each test runs on both engines, on a store whose clock is a FrozenClock.
 """
 
 import datetime
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -219,3 +220,26 @@ async def test_drain_sync_on_a_running_loop_says_to_await_drain(
 ) -> None:
     with pytest.raises(RuntimeError, match=r"await drain\(runner\)"):
         drain_sync(shop(timed_store))
+
+
+napper = jobtable.Kind("napper", int, str)
+
+
+async def test_a_sleeping_job_stays_queued_until_the_clock_reaches_its_time(
+    timed_store: jobtable.Store, clock: FrozenClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = jobtable.Runner(timed_store, workers=1)
+
+    @runner.handler(napper)
+    async def nap(ctx: jobtable.JobContext[str], payload: int) -> str:
+        await ctx.sleep_for(datetime.timedelta(hours=payload))
+        return "rested"
+
+    job_id = napper.enqueue(timed_store, 2)
+    await drain(runner)
+    await drain(runner, scheduled=True)
+    assert timed_store.get(job_id).status is Status.QUEUED
+    clock.advance(datetime.timedelta(hours=2))
+    [record] = await drain(runner)
+    assert (record.status, record.result) == (Status.SUCCEEDED, "rested")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

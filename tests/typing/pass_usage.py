@@ -190,3 +190,23 @@ async def aunique(store: jobtable.Store) -> None:
     result = await thumbnail.aenqueue_result(store, Thumbnail(photo_id="p1", size=1))
     assert_type(result, jobtable.EnqueueResult)
     assert_type(await archive.aenqueue_many_results(store, []), list[jobtable.EnqueueResult])
+
+
+class Decision(BaseModel):
+    approved: bool
+
+
+decided = jobtable.Signal("decided", Decision)
+
+
+async def waits_for_a_decision(ctx: jobtable.JobContext[str], payload: str) -> str:
+    await ctx.sleep_for(datetime.timedelta(minutes=5))
+    answer = await ctx.wait_for(decided, key=payload, timeout=datetime.timedelta(days=1))
+    if isinstance(answer, jobtable.TimedOut):
+        return "no decision"
+    approval = await ctx.wait_for(jobtable.APPROVAL, key=ctx.id)
+    return f"{answer.approved} {approval.approved} {approval.by}"
+
+
+def sends_a_decision(store: jobtable.Store) -> int:
+    return store.signal(decided, "order-1", Decision(approved=True))

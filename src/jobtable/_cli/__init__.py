@@ -12,13 +12,25 @@ from jobtable._cli import (
     jobs,
     queues,
     secret_keys,
+    signals,
     store,
     worker,
     workflows,
 )
 from jobtable._cli.app import app
 
-COMMAND_MODULES = (dashboard, grant, health, jobs, queues, secret_keys, store, worker, workflows)
+COMMAND_MODULES = (
+    dashboard,
+    grant,
+    health,
+    jobs,
+    queues,
+    secret_keys,
+    signals,
+    store,
+    worker,
+    workflows,
+)
 """The modules whose functions are the commands, imported for what they add to app."""
 
 

@@ -32,6 +32,7 @@ from jobtable._dashboard.security import SECURITY_HEADERS, Authenticate, Csrf
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
 from jobtable._operator.models import DeleteResult
+from jobtable._signal import APPROVAL, Approval
 from jobtable._store import Store
 
 ASSETS = pathlib.Path(__file__).parent
@@ -218,9 +219,18 @@ class Dashboard:
 
     async def _record(self, job_id: str) -> dict[str, Any]:
         """The job page's context; raises JobNotFound."""
-        record, alive = await asyncio.gather(self.store.ainspect(job_id), self._alive())
+        record, alive, awaits = await asyncio.gather(
+            self.store.ainspect(job_id), self._alive(), self.store.asignal_wait(job_id)
+        )
         return {
             "job": record,
+            "awaits": awaits,
+            "approval": awaits is not None
+            and (awaits.signal, awaits.key)
+            == (
+                APPROVAL.name,
+                job_id,
+            ),
             "timeline": views.timeline(record),
             "final": views.final(record),
             "state": views.state(record, alive, self.store.clock()),
@@ -298,13 +308,23 @@ class Dashboard:
         return RedirectResponse(target, status_code=303)
 
     async def job_action(self, request: Request) -> Response:
-        """POST: cancels, retries (failed or cancelled) or deletes (not running) the job."""
+        """POST: cancels, retries (failed or cancelled) or deletes (not running) the job.
+
+        approve and reject send ``APPROVAL`` under the job's id to a job that
+        waits for it; 409 for one that does not.
+        """
         job_id: str = request.path_params["job_id"]
         action: str = request.path_params["action"]
-        if action not in ("cancel", "retry", "delete"):
+        if action not in ("cancel", "retry", "delete", "approve", "reject"):
             return self.problem(request, 404, "No such action.")
 
         async def act(form: dict[str, str]) -> Response:
+            if action in ("approve", "reject"):
+                awaits = await self.store.asignal_wait(job_id)
+                if awaits is None or (awaits.signal, awaits.key) != (APPROVAL.name, job_id):
+                    return self.problem(request, 409, "This job does not wait for an approval.")
+                await self.store.asignal(APPROVAL, job_id, Approval(approved=action == "approve"))
+                return self._to_job(request, job_id, f"{action}-sent")
             if action == "cancel":
                 result: str = await self.store.acancel(job_id)
             elif action == "retry":

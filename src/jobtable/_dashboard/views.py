@@ -35,6 +35,8 @@ NOTICES: Mapping[str, str] = {
         "A dependency it needs failed, was cancelled or was deleted: nothing changed."
         " Retry that dependency (named under Workflow), which brings this job back."
     ),
+    "approve-sent": "Approved: the job resumes.",
+    "reject-sent": "Rejected: the job resumes with the refusal.",
     f"delete-{DeleteResult.DELETED}": "The job was deleted.",
     f"delete-{DeleteResult.RUNNING}": "The job is running and was kept: cancel it first.",
     "bulk-retry": "Failed jobs queued again: {count}.",

@@ -33,6 +33,7 @@ from jobtable._engines.rows import (
 )
 from jobtable._engines.runner_queries import RunnerQueries
 from jobtable._engines.step_queries import StepQueries
+from jobtable._engines.wait_queries import WaitQueries
 from jobtable._engines.workflow_queries import WorkflowQueries
 
 T = TypeVar("T")
@@ -44,6 +45,7 @@ class Queries(
     DashboardQueries,
     RunnerQueries,
     StepQueries,
+    WaitQueries,
     WorkflowQueries,
     Protocol,
 ):

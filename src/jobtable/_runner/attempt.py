@@ -14,6 +14,7 @@ from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Publish, RecordStep
 from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Shared
+from jobtable._runner.waiting import SuspendWait
 from jobtable._workflow import FanOut
 
 R = TypeVar("R")
@@ -66,6 +67,8 @@ class Publisher:
         """The store the runner writes to."""
         self._store = shared.store
         self._logger = shared.logger
+        self.logger = shared.logger
+        """The runner's logger."""
         self._lease = shared.settings.lease
         self._backoff = shared.settings.retry_backoff
         self._stop = shared.stop
@@ -91,7 +94,7 @@ class Publisher:
         encoded = codec.encode_result(partial, self.max_result_bytes, store.secret_keys)
         return Publish(job, encoded, store.now())
 
-    def publish(self, op: Publish | RecordStep) -> None:
+    def publish(self, op: Publish | RecordStep | SuspendWait) -> None:
         """Stores a partial result or a step; retries a transient error with backoff for a lease.
 
         A publish is fenced by its claim and stores the same value again, so
@@ -118,6 +121,8 @@ class Publisher:
                 message = (
                     "record job step; retrying"
                     if isinstance(op, RecordStep)
+                    else "record job wait; retrying"
+                    if isinstance(op, SuspendWait)
                     else "publish job result; retrying"
                 )
                 JobLogger(self._logger, op.job_id, op.kind, op.attempt).warning(

@@ -118,8 +118,13 @@ class Completer:
 
         With claim_follows (the producer waits for the slot this outcome
         frees), the outcome waits for that claim, which takes it. Otherwise
-        the completer stores it at once. drain waits for either.
+        the completer stores it at once. drain waits for either. An outcome
+        recorded already (a sleep's or a wait's) is not stored again: its job
+        is forgotten.
         """
+        if outcome.recorded:
+            self.abandon(outcome.job_id)
+            return
         self._outcomes.append(outcome)
         if not claim_follows:
             self.flush()
@@ -150,7 +155,16 @@ class Completer:
             await self.record(batch)
 
     async def record(self, outcomes: Sequence[Finish]) -> None:
-        """Stores outcomes in one write, retrying; then forgets their jobs."""
+        """Stores outcomes in one write, retrying; then forgets their jobs.
+
+        Outcomes recorded already (a sleep's or a wait's) are only forgotten.
+        """
+        for outcome in outcomes:
+            if outcome.recorded:
+                self.abandon(outcome.job_id)
+        outcomes = [outcome for outcome in outcomes if not outcome.recorded]
+        if not outcomes:
+            return
         changed = None
         try:
             changed = await self._write(outcomes)

@@ -1,11 +1,13 @@
 """What a handler gets besides its payload: its job's identity, publishing, steps, and stop."""
 
+import datetime
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, overload
 
 from jobtable._engines.workflow_queries import DependencyRow
 from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Stop
+from jobtable._signal import Signal, TimedOut
 from jobtable._store import Store
 from jobtable._workflow import FanOut
 
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 A = TypeVar("A")
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 class Running(Protocol[R]):
@@ -240,6 +243,85 @@ class JobContext(Generic[R]):
             NotRunning: The claim is gone.
         """
         return self._running.resume.step_sync(name, fn, arg, returns)  # type: ignore[no-any-return]
+
+    async def sleep_until(self, when: datetime.datetime) -> None:
+        """Sleeps until when (an aware datetime) without holding a worker; returns once it came.
+
+        Before when, the attempt ends here: the job goes back to its queue,
+        scheduled at when and using none of its attempts, and its handler
+        runs again then from the top, its completed steps skipped, this call
+        returning at once. The time is recorded as the job's first claim of
+        this sleep chose it, so a restart or a kill changes nothing. Sleeps
+        and waits are known by their order in the handler (see ``step``):
+        make them in the same order each run. Code after it runs once when
+        has come, as code after a step does.
+        """
+        waiting = self._running.resume.waiting()
+        await waiting.off_loop(waiting.sleep_until, when)
+
+    def sleep_until_sync(self, when: datetime.datetime) -> None:
+        """``sleep_until`` for a plain ``def`` handler."""
+        self._running.resume.waiting().sleep_until(when)
+
+    async def sleep_for(self, delta: datetime.timedelta) -> None:
+        """``sleep_until`` the moment delta after this sleep was first reached (recorded then)."""
+        waiting = self._running.resume.waiting()
+        await waiting.off_loop(waiting.sleep_for, delta)
+
+    def sleep_for_sync(self, delta: datetime.timedelta) -> None:
+        """``sleep_for`` for a plain ``def`` handler."""
+        self._running.resume.waiting().sleep_for(delta)
+
+    @overload
+    async def wait_for(
+        self,
+        signal: Signal[S],
+        *,
+        key: str,
+        timeout: None = None,  # noqa: ASYNC109 (durable, over restarts: not asyncio's)
+    ) -> S: ...
+    @overload
+    async def wait_for(
+        self,
+        signal: Signal[S],
+        *,
+        key: str,
+        timeout: datetime.timedelta,  # noqa: ASYNC109
+    ) -> S | TimedOut: ...
+    async def wait_for(
+        self,
+        signal: Signal[S],
+        *,
+        key: str,
+        timeout: datetime.timedelta | None = None,  # noqa: ASYNC109
+    ) -> S | TimedOut:
+        """Waits for signal under key without holding a worker; returns its payload.
+
+        A signal of that name and key sent before (and kept) or after the
+        wait began answers it: the oldest one this job has not received.
+        Until one comes, the attempt ends here and the job goes back to its
+        queue, using none of its attempts; a signal (``Store.signal``) makes
+        it ready at once, and its handler runs again from the top, its steps
+        skipped, this call returning the payload. With a timeout, measured
+        from the first time the wait was reached, a wait that got nothing
+        returns ``TimedOut`` (so its type is ``S | TimedOut``). A signal
+        whose payload no longer validates as the signal's type is logged and
+        skipped. Make waits in the same order each run, as steps.
+        """
+        waiting = self._running.resume.waiting()
+        return await waiting.off_loop(waiting.wait_for, signal, key, timeout)
+
+    @overload
+    def wait_for_sync(self, signal: Signal[S], *, key: str, timeout: None = None) -> S: ...
+    @overload
+    def wait_for_sync(
+        self, signal: Signal[S], *, key: str, timeout: datetime.timedelta
+    ) -> S | TimedOut: ...
+    def wait_for_sync(
+        self, signal: Signal[S], *, key: str, timeout: datetime.timedelta | None = None
+    ) -> S | TimedOut:
+        """``wait_for`` for a plain ``def`` handler."""
+        return self._running.resume.waiting().wait_for(signal, key, timeout)
 
     @property
     def last_partial(self) -> R | None:

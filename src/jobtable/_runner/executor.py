@@ -42,6 +42,7 @@ from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.operations import Finish
 from jobtable._runner.shared import Shared
+from jobtable._runner.waiting import Suspended
 from jobtable._telemetry import run_trace
 from jobtable._values import storable, timestamp
 from jobtable._workflow import FanOut
@@ -290,6 +291,8 @@ class Executor:
                 if self._attempts.get(job.id) is running:
                     del self._attempts[job.id]
                 ours = running.settle()
+        except Suspended as suspended:
+            return Finish.suspended(job, suspended.run_at)
         except SecretKeyError as err:
             put_back = self.missing_keys.put_back(job, err, self._store.clock())
             return put_back or self._failed(job, str(err), handler.retry, what=str(err))

@@ -148,6 +148,8 @@ class Finish(NamedTuple):
     kind: str
     adds: FanOut | None = None
     """The jobs the handler added to its workflow: stored if the outcome is, a success."""
+    recorded: bool = False
+    """Stored already, by the handler's sleep or wait: the completer has nothing to store."""
 
     @property
     def job_id(self) -> str:
@@ -175,6 +177,22 @@ class Finish(NamedTuple):
         """The handler asked for a later attempt, from run_at on."""
         return cls(
             Outcome(job.id, job.attempt, "queued", None, None, run_at, _in_flow(job)), job.kind
+        )
+
+    @classmethod
+    def suspended(cls, job: ClaimedRow, run_at: str | None) -> "Finish":
+        """The handler sleeps or waits: its job went back to its queue as it began (None).
+
+        With run_at, the put-back was refused (the job's cancel was requested,
+        or its claim is gone): a snooze from run_at, whose outcome the
+        completer stores, settling the cancel, or finds fenced off.
+        """
+        if run_at is not None:
+            return cls.snoozed(job, run_at)
+        return cls(
+            Outcome(job.id, job.attempt, "queued", None, None, None, _in_flow(job)),
+            job.kind,
+            recorded=True,
         )
 
     @classmethod

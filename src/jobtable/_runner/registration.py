@@ -23,6 +23,7 @@ from jobtable._operator.operations import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.process import ProcessId, gone
+from jobtable._signal import SIGNAL_RETENTION
 from jobtable._values import timestamp
 
 Clock = Callable[[], datetime.datetime]
@@ -193,8 +194,9 @@ class Maintain:
     older than lease and than held.since (a claim of its own whose reply is
     still on its way is never lost). Finished jobs older than retention are
     deleted, PRUNE_BATCH at most (None keeps them), and the workflows left
-    with no job. The write was asked for at started, on contact's clock:
-    stale jobs are interrupted only when contact says this runner may judge
+    with no job; signals older than SIGNAL_RETENTION are deleted. The
+    write was asked for at started, on contact's clock: stale jobs are
+    interrupted only when contact says this runner may judge
     (see ``StoreContact``), since until then a stale heartbeat may be a peer
     that could not reach the store either. A runner of this host whose
     process is gone is ended at once: that needs no contact with the store,
@@ -230,6 +232,7 @@ class Maintain:
         if self.retention is not None:
             before = _before(stamp, self.retention)
             pruned = PruneJobs(before, PRUNE_BATCH)(q)
+        q.prune_signals(before=_before(stamp, SIGNAL_RETENTION))
         return Maintained(lost_lease, dead, lost, ended, peers, pruned, before)
 
     def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:

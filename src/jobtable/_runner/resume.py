@@ -10,6 +10,7 @@ job has no earlier one to resume from, so it reads nothing.
 import asyncio
 import concurrent.futures
 import inspect
+import logging
 import typing
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
@@ -21,6 +22,7 @@ from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import StepError
 from jobtable._operations import GetJob
 from jobtable._runner.operations import ReadStep, RecordStep
+from jobtable._runner.waiting import RESERVED_PREFIX, SuspendWait, Waiting
 from jobtable._store import Store
 
 R = TypeVar("R")
@@ -35,12 +37,13 @@ class Publisher(Protocol):
     store: Store
     max_result_bytes: int
     threads: concurrent.futures.Executor | None
+    logger: logging.Logger
 
     def check(self, job: ClaimedRow, what: str) -> None:
         """Raises NotRunning, saying what was refused, once the runner gave up on its handlers."""
         ...
 
-    def publish(self, op: RecordStep) -> None:
+    def publish(self, op: "RecordStep | SuspendWait") -> None:
         """Runs op, retrying a transient store error as a partial result's write is."""
         ...
 
@@ -95,13 +98,14 @@ class Resume(Generic[R]):
     whose function raised leaves its name free and nothing recorded.
     """
 
-    __slots__ = ("_codec", "_job", "_partial", "_publisher", "_taken")
+    __slots__ = ("_codec", "_job", "_partial", "_publisher", "_taken", "_waiting")
 
     def __init__(self, job: ClaimedRow, codec: "Codec[Any, R]", publisher: Publisher) -> None:
         self._job = job
         self._codec = codec
         self._publisher = publisher
         self._taken: set[str] = set()
+        self._waiting: Waiting | None = None
         # The last partial result, once read or published: (value,).
         self._partial: tuple[R | None] | None = None
 
@@ -121,9 +125,20 @@ class Resume(Generic[R]):
             self._partial = (value,)
         return self._partial[0]
 
+    def waiting(self) -> Waiting:
+        """The attempt's sleeps and waits (``jobtable._runner.waiting``), made at the first."""
+        if self._waiting is None:
+            self._waiting = Waiting(self._job, self._publisher, self._publisher.logger)
+        return self._waiting
+
     def _take(self, name: str, fn: Callable[..., object], returns: object) -> StepCodec[Any]:
         if not isinstance(name, str) or not name:
             raise TypeError(f"a step's name must be a non-empty str, got {name!r}")
+        if name.startswith(RESERVED_PREFIX):
+            raise ValueError(
+                f"step {name!r}: names that begin with {RESERVED_PREFIX!r} are jobtable's own "
+                "(its sleeps and waits); rename the step"
+            )
         codec = step_codec(name, fn, returns)
         if name in self._taken:
             raise StepError(

@@ -1,7 +1,6 @@
 """drain: runs every job a runner would run, inline, until none is left to run."""
 
 import asyncio
-import datetime
 import weakref
 
 from jobtable._engines.base import Queries, Statement
@@ -11,8 +10,17 @@ from jobtable._runner.operations import StageJobs
 from jobtable._runner.runner import Runner
 from jobtable._values import timestamp
 
-_END_OF_TIME = timestamp(datetime.datetime.max.replace(tzinfo=datetime.UTC))
-"""A now later than any run_at: staging at it makes every scheduled job ready."""
+
+class _ReadyScheduled(Statement[int]):
+    """The write that makes the scheduled jobs of queue ready now, but sleeping or waiting ones."""
+
+    __slots__ = ("queue",)
+
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+
+    def __call__(self, q: Queries) -> int:
+        return q.ready_scheduled_jobs(queue=self.queue)
 
 
 class _ReadyRetries(Statement[int]):
@@ -45,7 +53,9 @@ async def _make_ready(runner: Runner, *, retries: bool, scheduled: bool) -> int:
     made = 0
     for queue in runner.queues:
         if scheduled:
-            made += await runner.store.engine.awrite(StageJobs(queue, _END_OF_TIME))
+            now = timestamp(runner.store.clock())
+            made += await runner.store.engine.awrite(StageJobs(queue, now))
+            made += await runner.store.engine.awrite(_ReadyScheduled(queue))
         elif retries:
             made += await runner.store.engine.awrite(_ReadyRetries(queue))
     return made
@@ -73,6 +83,11 @@ async def drain(
     lowest priority and oldest first within one. It runs the ready jobs of the
     runner's queues, and the jobs their handlers enqueue into those queues
     while drain runs.
+
+    A job that sleeps (``JobContext.sleep_for``) runs again once its time has
+    come by the store's clock (``FrozenClock.advance``), even with scheduled;
+    one that waits for a signal (``wait_for``) once the signal is sent or its
+    timeout has come. Until then it stays queued.
 
     First, each of the runner's periodic schedules (``Runner.periodic``)
     enqueues its latest tick due by the store's clock, as a started runner

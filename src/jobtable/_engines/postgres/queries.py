@@ -24,6 +24,7 @@ from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
 from jobtable._engines.postgres.operator_queries import pg_time as _time
 from jobtable._engines.postgres.outcomes import outcome_arrays
 from jobtable._engines.postgres.step_queries import PostgresStepQueries
+from jobtable._engines.postgres.wait_queries import PostgresWaitQueries
 from jobtable._engines.postgres.workflow_queries import PostgresWorkflowQueries
 from jobtable._engines.rows import (
     BacklogRow,
@@ -147,6 +148,7 @@ class _Queries(
     PostgresWorkflowQueries,
     PostgresDashboardQueries,
     PostgresStepQueries,
+    PostgresWaitQueries,
 ):
     """The generated Querier in the shape of the ``Queries`` seam.
 
@@ -158,6 +160,7 @@ class _Queries(
         PostgresOperatorQueries.__init__(self, conn)
         PostgresFlowQueries.__init__(self, conn)
         PostgresStepQueries.__init__(self, conn)
+        PostgresWaitQueries.__init__(self, conn)
         PostgresWorkflowQueries.__init__(self, conn)
         self._conn = conn
         self._q = jobs.Querier(conn)

@@ -25,6 +25,8 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v10,
     upgrade_to_v11,
     upgrade_to_v12,
+    upgrade_to_v13,
+    upgrade_to_v14,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -60,7 +62,7 @@ class SchemaQueries(Protocol):
     def search_path_schema_denied(self) -> _Denied | None: ...
 
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 14
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -85,6 +87,8 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         9: upgrade_to_v10,
         10: upgrade_to_v11,
         11: upgrade_to_v12,
+        12: upgrade_to_v13,
+        13: upgrade_to_v14,
     }
 
 

@@ -19,6 +19,7 @@ from jobtable.db.postgres import (
     upgrade_v10,
     upgrade_v11,
     upgrade_v12,
+    upgrade_v14,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -156,3 +157,23 @@ def upgrade_to_v12(conn: _Connection) -> None:
     having reported no missing key.
     """
     upgrade_v12.Querier(conn).add_runner_missing_keys_column_v12()
+
+
+def upgrade_to_v13(conn: _Connection) -> None:
+    """Version 13 is another change's: until it lands here, a version 12 schema takes no step."""
+
+
+def upgrade_to_v14(conn: _Connection) -> None:
+    """Brings a version 13 schema to version 14: signals and job_waits (durable waiting).
+
+    Two new tables, their indexes, and the jobs table's delete trigger that
+    deletes a job's wait with it; every job is kept, waiting for nothing.
+    """
+    q = upgrade_v14.Querier(conn)
+    q.create_signals_table_v14()
+    q.create_signals_by_key_index_v14()
+    q.create_signals_by_time_index_v14()
+    q.create_job_waits_table_v14()
+    q.create_job_waits_by_key_index_v14()
+    q.create_delete_waits_function_v14()
+    q.create_delete_waits_trigger_v14()

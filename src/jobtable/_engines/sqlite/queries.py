@@ -16,6 +16,7 @@ from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.rows import ClaimedRow, NewJob, Outcome, RecordRow
 from jobtable._engines.sqlite.flow_queries import SQLiteFlowQueries
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
+from jobtable._engines.sqlite.wait_queries import SQLiteWaitQueries
 from jobtable._engines.sqlite.workflow_queries import SQLiteWorkflowQueries
 from jobtable._values import timestamp
 from jobtable.db.sqlite.dashboard import Querier as DashboardQuerier
@@ -43,6 +44,7 @@ class Queries(
     SQLiteWorkflowQueries,
     DashboardQuerier,
     StepsQuerier,
+    SQLiteWaitQueries,
 ):
     """The generated Querier with the seam's calls that take several rows at once.
 
@@ -308,3 +310,13 @@ def upgrade_to_v12(conn: sqlite3.Connection) -> None:
     having reported no missing key.
     """
     UpgradeV12(conn).add_runner_missing_keys_column_v12()
+
+
+def upgrade_to_v14(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Runs creates, the latest schema's statements that create version 14's tables.
+
+    signals, job_waits, their indexes and the trigger that deletes a job's
+    wait with it; every job is kept, waiting for nothing.
+    """
+    for statement in creates:
+        conn.execute(statement)

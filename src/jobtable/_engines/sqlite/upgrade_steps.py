@@ -21,6 +21,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v9,
     upgrade_to_v10,
     upgrade_to_v12,
+    upgrade_to_v14,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -61,6 +62,19 @@ _CREATES_V6 = frozenset({"job_tags", "job_tags_seq", "jobs_tags_insert", "jobs_t
 # What version 7 creates: job_steps and the jobs table's trigger that deletes
 # a job's steps with it.
 _CREATES_V7 = frozenset({"job_steps", "jobs_steps_delete"})
+# What version 14 creates: signals, job_waits, their indexes and the jobs
+# table's trigger that deletes a job's wait with it (not named jobs_, so no
+# rebuild of the jobs table by an earlier step creates it first).
+_CREATES_V14 = frozenset(
+    {
+        "signals",
+        "signals_by_key",
+        "signals_by_time",
+        "job_waits",
+        "job_waits_by_key",
+        "job_waits_delete",
+    }
+)
 # The last version the step to version 2 reaches: it rebuilds the jobs table
 # as the latest schema has it, with its triggers, creates the tables later
 # versions add beside it (flow control's, version 4; job_tags, version 6;
@@ -215,6 +229,20 @@ def _upgrade_to_v12(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 12
 
 
+def _upgrade_to_v13(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 13 is another change's; until it lands here, a version 12 file
+    # takes no step for it and goes on to version 14's.
+    return 13
+
+
+def _upgrade_to_v14(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 14 adds signals and job_waits (durable waiting) beside the
+    # other tables; no row of them is touched.
+    creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V14]
+    upgrade_to_v14(conn, creates)
+    return 14
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -233,6 +261,8 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         9: _upgrade_to_v10,
         10: _upgrade_to_v11,
         11: _upgrade_to_v12,
+        12: _upgrade_to_v13,
+        13: _upgrade_to_v14,
     }
 
 

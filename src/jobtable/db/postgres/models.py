@@ -42,6 +42,19 @@ class JobTag:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class JobWait:
+    """A row of the job_waits table."""
+
+    job_id: str
+    position: int
+    name: str
+    key: str
+    after_id: int
+    deadline: datetime.datetime | None
+    since: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Job:
     """A row of the jobs table."""
 
@@ -127,6 +140,17 @@ class Runner:
     host: str | None
     process: str | None
     missing_keys: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Signal:
+    """A row of the signals table."""
+
+    id: int
+    name: str
+    key: str
+    payload: str
+    sent_at: datetime.datetime
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

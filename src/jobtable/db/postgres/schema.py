@@ -436,4 +436,52 @@ BEGIN
     RETURN channel;
 END
 $$;
+
+-- signals holds the signals sent (Store.signal): a name, a key and the
+-- payload, JSON text written from typed data. A job waiting for a signal
+-- (JobContext.wait_for) receives the oldest one of its name and key that it
+-- has not received yet, so one sent before the wait is not lost. The
+-- maintenance deletes a signal once it is older than the retention. id
+-- never repeats, so a waiting job remembers what it received as an id.
+-- Version 14 added it.
+CREATE TABLE signals (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name text NOT NULL,
+    key text NOT NULL,
+    payload text NOT NULL,
+    sent_at timestamptz NOT NULL
+);
+CREATE INDEX signals_by_key ON signals (name, key, id);
+CREATE INDEX signals_by_time ON signals (sent_at);
+
+-- job_waits holds what each waiting job waits for: a signal of name and key
+-- newer than after_id, until deadline (null: no timeout). The job itself is
+-- queued and scheduled at its deadline (or the end of year 9999), so it holds
+-- no worker; a signal makes it ready at once. position is the wait's place in
+-- the handler (its first wait is 1). The jobs table's delete trigger deletes
+-- a job's wait with it. Version 14 added it.
+CREATE TABLE job_waits (
+    job_id text PRIMARY KEY,
+    position integer NOT NULL,
+    name text NOT NULL,
+    key text NOT NULL,
+    after_id bigint NOT NULL,
+    deadline timestamptz,
+    since timestamptz NOT NULL
+);
+CREATE INDEX job_waits_by_key ON job_waits (name, key);
+
+CREATE FUNCTION jobtable_delete_waits() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    DELETE FROM job_waits USING deleted WHERE job_waits.job_id = deleted.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_delete_waits AFTER DELETE ON jobs
+REFERENCING OLD TABLE AS deleted
+FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_waits();
 """

@@ -112,6 +112,10 @@ WHERE seq IN (
     SELECT waiting.seq FROM jobs AS waiting INDEXED BY jobs_scheduled
     WHERE waiting.status = 'queued' AND waiting.scheduled = 1 AND waiting.queue = ?1
         AND waiting.attempt > 0
+        AND NOT EXISTS (
+            SELECT 1 FROM job_waits
+            WHERE job_waits.job_id = waiting.id AND job_waits.since = waiting.updated_at
+        )
 )
 """
 
@@ -1184,8 +1188,10 @@ class Querier:
         """ReadyRetries makes the queued jobs of queue that wait for another attempt
         (claimed before, their run_at not come yet) ready to be claimed now, their
         run_at left as it was: jobtable.testing's drain runs retries without
-        waiting for their backoff. It reads jobs_scheduled, which SQLite is told:
-        without statistics it would read jobs_by_queue, every job of the queue.
+        waiting for their backoff. A job that sleeps or waits for a signal (its
+        wait in job_waits recorded by its last change) is left as it is. It reads
+        jobs_scheduled, which SQLite is told: without statistics it would read
+        jobs_by_queue, every job of the queue.
         """
         cur = self._conn.execute(
             READY_RETRIES,

@@ -1,0 +1,87 @@
+"""The seam's queries for durable waiting (queries/waits.sql): signals and the jobs waiting.
+
+``jobtable._engines.base.Queries`` includes these; each engine's adapter has
+them. Times are UTC text, as everywhere on the seam.
+"""
+
+from typing import Protocol
+
+
+class SignalRow(Protocol):
+    """A stored signal: its id (ids grow and never repeat) and its payload's JSON text."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def payload(self) -> str: ...
+
+
+class JobWaitRow(Protocol):
+    """What a waiting job waits for: a signal of name and key newer than after_id."""
+
+    @property
+    def position(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def after_id(self) -> int: ...
+    @property
+    def deadline(self) -> str | None: ...
+    @property
+    def since(self) -> str: ...
+
+
+class WaitQueries(Protocol):
+    """The queries of queries/waits.sql, named as there, and the two writes made of them."""
+
+    def send_signal(self, *, name: str, key: str, payload: str, now: str) -> int:
+        """Stores a signal and makes every job waiting for its name and key ready now.
+
+        Returns how many jobs it woke. Serialized with suspend_waiting_job for
+        the same name and key (InsertSignal and WakeWaitingJobs after
+        LockSignalKey where the engine needs it), so no wait misses it.
+        """
+        ...
+
+    def suspend_waiting_job(
+        self,
+        *,
+        id: str,
+        attempt: int,
+        position: int,
+        name: str,
+        key: str,
+        after_id: int,
+        deadline: str | None,
+        run_at: str,
+        now: str,
+    ) -> int:
+        """Records the job's wait, puts it back in its queue from run_at (SaveJobWait, SuspendJob).
+
+        Returns 1, or 0 when the job is not running under the claim of
+        attempt (then the caller rolls the wait back). The job is ready at
+        once when a signal of name and key newer than after_id is stored.
+        """
+        ...
+
+    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
+        """The oldest signal of name and key newer than after_id, or None."""
+        ...
+
+    def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
+        """What the job job_id waits for, or None when it waits for nothing."""
+        ...
+
+    def end_job_wait(self, *, job_id: str) -> int:
+        """Forgets what the job job_id waited for; returns the rows deleted."""
+        ...
+
+    def ready_scheduled_jobs(self, *, queue: str) -> int:
+        """Makes the scheduled jobs of queue ready now, but those that sleep or wait (for tests)."""
+        ...
+
+    def prune_signals(self, *, before: str) -> int:
+        """Deletes the signals sent before before; returns how many."""
+        ...
