@@ -21,6 +21,7 @@ from handled import handled
 
 import jobtable
 from jobtable._engines.base import Queries
+from jobtable._runner.maintenance import DEAD_RUNNERS, RESTARTED
 from jobtable._values import now, timestamp
 
 WaitUntil = Callable[..., Awaitable[None]]
@@ -105,10 +106,10 @@ async def test_start_fails_the_jobs_a_previous_runner_of_its_name_left_running(
         job = runner.get(job_id)
         assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
     assert runner.get(of_other[0]).status is jobtable.Status.RUNNING
-    assert interrupted_warnings(caplog, "failed %d jobs interrupted by restart") == [3]
-    [warning] = [r for r in caplog.records if r.msg == "failed %d jobs interrupted by restart"]
+    assert interrupted_warnings(caplog, RESTARTED) == [3]
+    [warning] = [r for r in caplog.records if r.msg == RESTARTED]
     assert warning.levelno == logging.WARNING
-    assert warning.getMessage() == "failed 3 jobs interrupted by restart"
+    assert warning.getMessage() == RESTARTED % 3
 
 
 async def test_start_with_nothing_left_running_logs_no_warning(
@@ -176,8 +177,8 @@ async def test_a_dead_runners_jobs_are_failed_by_a_live_runner_within_the_lease(
         runner.stop()
         await runner.wait()
     assert {runner.get(i).error for i in left_running} == {jobtable.MESSAGE_INTERRUPTED}
-    counts = interrupted_warnings(caplog, "failed %d jobs of dead runners as interrupted")
-    counts += interrupted_warnings(caplog, "failed %d jobs interrupted by restart")
+    counts = interrupted_warnings(caplog, DEAD_RUNNERS)
+    counts += interrupted_warnings(caplog, RESTARTED)
     assert counts == [2]
     assert heartbeat_of(store, "dead") is None
 
@@ -200,7 +201,7 @@ async def test_a_runner_whose_lease_expired_long_ago_has_its_jobs_failed_at_star
     await runner.wait()
     for job_id in [*left_running, *orphan]:
         assert runner.get(job_id).error == jobtable.MESSAGE_INTERRUPTED
-    assert interrupted_warnings(caplog, "failed %d jobs interrupted by restart") == [3]
+    assert interrupted_warnings(caplog, RESTARTED) == [3]
 
 
 @contextlib.contextmanager

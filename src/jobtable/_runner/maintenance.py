@@ -10,7 +10,12 @@ from jobtable._operator.operations import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.process import ProcessId, this_process
-from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
+from jobtable._runner.process_watch import (
+    INTERRUPTED_FATE,
+    PROBE_INTERVAL,
+    ProcessWatch,
+    log_gone,
+)
 from jobtable._runner.registration import (
     PRUNE_BATCH,
     PRUNE_PAUSE,
@@ -20,6 +25,18 @@ from jobtable._runner.registration import (
     StartRunner,
 )
 from jobtable._runner.shared import Shared
+
+RESTARTED = (
+    "interrupted %d jobs an earlier runner of this name left running, by restart: "
+    + INTERRUPTED_FATE
+)
+"""The warning that counts the jobs start interrupted for an earlier runner of the name."""
+
+DEAD_RUNNERS = "interrupted %d jobs of dead runners: " + INTERRUPTED_FATE
+"""The warning that counts the jobs a heartbeat interrupted for runners whose lease expired."""
+
+NEVER_RECEIVED = "interrupted %d jobs this runner claimed but never received: " + INTERRUPTED_FATE
+"""The warning that counts the jobs of claims whose reply was lost, interrupted after the lease."""
 
 
 class Maintenance:
@@ -82,7 +99,7 @@ class Maintenance:
             )
         if started.interrupted:
             self._logger.warning(
-                "failed %d jobs interrupted by restart",
+                RESTARTED,
                 started.interrupted,
                 extra={"count": started.interrupted, **extra},
             )
@@ -164,13 +181,13 @@ class Maintenance:
             self._logger.warning("runner lost its lease; registering again", extra=extra)
         if done.dead:
             self._logger.warning(
-                "failed %d jobs of dead runners as interrupted",
+                DEAD_RUNNERS,
                 done.dead,
                 extra={"count": done.dead, **extra},
             )
         if done.lost:
             self._logger.warning(
-                "failed %d jobs this runner claimed but never received, as interrupted",
+                NEVER_RECEIVED,
                 done.lost,
                 extra={"count": done.lost, **extra},
             )

@@ -73,6 +73,14 @@ Without one, libpq waits for the operating system's TCP timeout (minutes)
 on a host that accepts the connection and never answers.
 """
 
+APPLICATION_NAME = "jobtable"
+"""The application_name of the engine's connections, unless the URL or PGAPPNAME sets one.
+
+``pg_stat_activity`` shows it, so an operator finds (and a test may end)
+the sessions of jobtable's processes; ``?application_name=`` in the URL
+tells one deployment's from another's.
+"""
+
 IDLE_IN_TRANSACTION_TIMEOUT = 5.0
 """Seconds a transaction of the engine's own may wait on its client.
 
@@ -94,18 +102,24 @@ bounded.
 
 
 def _with_connect_timeout(url: str, where: str) -> str:
-    """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
+    """Returns url with CONNECT_TIMEOUT and APPLICATION_NAME added where nothing sets them.
 
-    Raises StoreError, naming the URL without its password, for a URL libpq
-    cannot parse.
+    The URL's ``connect_timeout`` or PGCONNECT_TIMEOUT, and its
+    ``application_name`` or PGAPPNAME, win. Every connection of the engine's
+    own (pooled and listening) opens from the URL this returns, so this is
+    the one place both are decided. Raises StoreError, naming the URL
+    without its password, for a URL libpq cannot parse.
     """
     try:
         params = conninfo.conninfo_to_dict(url)
     except psycopg.Error as err:
         raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
-    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
-        return url
-    return conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT)
+    added: dict[str, str | int] = {}
+    if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
+        added["connect_timeout"] = CONNECT_TIMEOUT
+    if "application_name" not in params and not os.environ.get("PGAPPNAME"):
+        added["application_name"] = APPLICATION_NAME
+    return conninfo.make_conninfo(url, **added) if added else url
 
 
 def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
@@ -253,7 +267,9 @@ class PostgresEngine:
         ``connect_timeout`` or PGCONNECT_TIMEOUT sets another), or when its
         schema version is newer than this library's or unknown; the database
         is then unchanged. The first schema of the search_path is created
-        when it does not exist. With durable (the
+        when it does not exist. Every connection's application_name is
+        APPLICATION_NAME ("jobtable") unless the URL's or PGAPPNAME names
+        another. With durable (the
         default) a write that returned survives a server crash; without it
         (``synchronous_commit=off``) a crash may lose the last moments' writes,
         never corrupt the queue. At most max_connections connections are open

@@ -1,0 +1,274 @@
+"""PostgreSQL under hostile conditions: its sessions ended under a running runner.
+
+The runner's store opens with an application_name of the test's own, so
+``pg_terminate_backend`` ends its sessions (pooled and listening) and no
+other test's. Every handler counts its runs per job id, so a job run twice,
+or never, shows; the jobs table is read at the end, so one lost or failed
+shows too.
+"""
+
+import asyncio
+import collections
+import contextlib
+import logging
+import secrets
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+
+import psycopg
+import pytest
+
+import jobtable
+from jobtable._engines.postgres.engine import APPLICATION_NAME
+from jobtable._runner.completer import RETRIED_REFUSAL
+
+pytestmark = pytest.mark.postgres
+
+WaitUntil = Callable[..., Awaitable[None]]
+
+FENCED = "record job outcome: job is not running under this claim"
+
+
+def named(url: str, app: str) -> str:
+    """url, its connections named app in pg_stat_activity."""
+    return f"{url}{'&' if '?' in url else '?'}application_name={app}"
+
+
+def unique_app() -> str:
+    """An application_name no other test's sessions have."""
+    return f"jobtable-hostile-{secrets.token_hex(4)}"
+
+
+def statuses(url: str) -> dict[str, tuple[str, int]]:
+    """Every job of url's schema: its status and attempt, by id."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute("SELECT id, status, attempt FROM jobs").fetchall()
+    return {str(row[0]): (str(row[1]), int(row[2])) for row in rows}
+
+
+class Killer:
+    """A thread that ends every session named app, every period seconds, until stopped."""
+
+    def __init__(self, url: str, app: str, period: float) -> None:
+        self.url = url
+        self.app = app
+        self.period = period
+        self.killed = 0
+        self.rounds = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="backend-killer", daemon=True)
+
+    def _run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._stop.wait(self.period):
+                rows = conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s AND pid <> pg_backend_pid()",
+                    (self.app,),
+                ).fetchall()
+                self.killed += sum(1 for (done,) in rows if done)
+                self.rounds += 1
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator["Killer"]:
+        """Kills for the block; stops and joins the thread after."""
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            self._thread.join(30)
+
+
+def test_the_engine_names_its_sessions(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its sessions show as jobtable in pg_stat_activity; the URL's own name wins."""
+    monkeypatch.delenv("PGAPPNAME", raising=False)
+
+    def names(store: jobtable.Store) -> set[str]:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            found = conn.execute(
+                "SELECT DISTINCT application_name FROM pg_stat_activity "
+                "WHERE application_name IN (%s, %s)",
+                (APPLICATION_NAME, app),
+            ).fetchall()
+        return {str(name) for (name,) in found}
+
+    app = unique_app()
+    with contextlib.closing(jobtable.Store.open(named(pg_url, app))) as store:
+        store.counts()
+        assert app in names(store)
+    with contextlib.closing(jobtable.Store.open(pg_url)) as store:
+        store.counts()
+        assert APPLICATION_NAME in names(store)
+
+
+# The workload: plain jobs, a limited queue's, and workflows whose jobs add others.
+
+
+class Runs:
+    """How many times each job's handler started, by job id."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def count(self, ctx: jobtable.JobContext[int]) -> None:
+        self.counts[ctx.id] += 1
+
+
+def workload(runner: jobtable.Runner, runs: Runs) -> dict[str, jobtable.Kind[int, int]]:
+    """Registers the test's kinds on runner; their handlers count their runs in runs."""
+
+    async def plain(ctx: jobtable.JobContext[int], payload: int) -> int:
+        runs.count(ctx)
+        await asyncio.sleep(0.002)
+        return payload
+
+    async def limited(ctx: jobtable.JobContext[int], payload: int) -> int:
+        runs.count(ctx)
+        await asyncio.sleep(0.002)
+        return payload
+
+    async def piece(ctx: jobtable.JobContext[int], payload: int) -> int:
+        runs.count(ctx)
+        return payload
+
+    async def fan(ctx: jobtable.JobContext[int], payload: int) -> int:
+        runs.count(ctx)
+        parts = [ctx.workflow.add(kinds["piece"], payload + i) for i in range(3)]
+        ctx.workflow.add(kinds["piece"], payload, after=parts)
+        return payload
+
+    kinds: dict[str, jobtable.Kind[int, int]] = {}
+    kinds["plain"] = runner.register("plain", plain)
+    kinds["limited"] = runner.register("limited", limited)
+    kinds["piece"] = runner.register("piece", piece)
+    kinds["fan"] = runner.register("fan", fan)
+    return kinds
+
+
+def enqueue_round(store: jobtable.Store, kinds: dict[str, jobtable.Kind[int, int]], n: int) -> None:
+    """Enqueues plain jobs, limited ones, and a workflow of pieces, a fan-out and a fan-in."""
+    kinds["plain"].enqueue_many(store, range(n, n + 6))
+    kinds["limited"].enqueue_many(store, range(n, n + 2), queue="limited")
+    wf = jobtable.Workflow(f"round-{n}")
+    pieces = [wf.add(kinds["piece"], n + i) for i in range(4)]
+    fanned = wf.add(kinds["fan"], n, after=pieces)
+    wf.add(kinds["piece"], n, after=[fanned])
+    wf.enqueue(store)
+
+
+def check_every_job_ran_once(url: str, runs: Runs) -> None:
+    """Every job of url succeeded, and its handler started exactly once."""
+    jobs = statuses(url)
+    assert jobs
+    assert {job_id: status for job_id, (status, _) in jobs.items() if status != "succeeded"} == {}
+    assert set(runs.counts) == set(jobs)
+    assert {job_id: n for job_id, n in runs.counts.items() if n != 1} == {}
+
+
+@pytest.mark.timeout(240)
+async def test_sessions_ended_every_200_ms_lose_fail_and_repeat_no_job(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pg_terminate_backend on every session of the runner, five times a second, for 12 s.
+
+    The runner retries each refused write, so every job succeeds, once;
+    jobs keep finishing while the kills go on.
+    """
+    caplog.set_level(logging.INFO, logger="jobtable")
+    app = unique_app()
+    runs = Runs()
+    with contextlib.closing(jobtable.Store.open(pg_url)) as store:
+        runner_store = jobtable.Store.open(named(pg_url, app))
+        runner = jobtable.Runner(
+            runner_store,
+            name="killed",
+            queues={"default": 4, "limited": 2},
+            flow=[jobtable.Queue("limited", concurrency=1)],
+            poll_interval=0.05,
+            lease=6.0,
+        )
+        kinds = workload(runner, runs)
+        await runner.start()
+        try:
+            with Killer(pg_url, app, 0.2).running() as killer:
+                loop = asyncio.get_running_loop()
+                for n in range(0, 1200, 20):
+                    await loop.run_in_executor(None, enqueue_round, store, kinds, n)
+                    await asyncio.sleep(0.2)
+                during = sum(runs.counts.values())
+            await wait_until(
+                lambda: all(s == "succeeded" for s, _ in statuses(pg_url).values()), limit=120
+            )
+        finally:
+            runner.stop()
+            await runner.wait()
+            runner_store.close()
+    assert killer.killed >= 20, (killer.killed, killer.rounds)
+    assert during > 0, "no job finished while the sessions were being ended"
+    check_every_job_ran_once(pg_url, runs)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR and FENCED in r.msg]
+
+
+# The outcome-and-claim write ended by the server between its two statements.
+
+KILL_CLAIMS = """
+CREATE SEQUENCE claim_kills;
+CREATE FUNCTION kill_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('application_name') = '{app}' AND nextval('claim_kills') % 2 = 0
+            AND currval('claim_kills') <= {last} THEN
+        PERFORM pg_terminate_backend(pg_backend_pid());
+        PERFORM pg_sleep(10);
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER kill_claim BEFORE UPDATE ON jobs FOR EACH ROW
+    WHEN (OLD.status = 'queued' AND NEW.status = 'running') EXECUTE FUNCTION kill_claim();
+"""
+
+
+@pytest.mark.timeout(120)
+async def test_a_session_ended_at_the_claim_after_a_workflow_outcome_loses_no_job(
+    pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The claim that follows a workflow's outcomes is a statement of its own; it is killed.
+
+    With one worker every claim but the first carries the outcome of the
+    job before. A workflow's outcomes commit in a statement of their own
+    (their dependents settle there); the claim after it then dies with
+    AdminShutdown, a trigger ending its own session, as a backend kill
+    would. The runner stores the outcomes again: refused, since the first
+    statement stored them, which it logs once as information, not as an
+    error per job. No job is lost or run twice.
+    """
+    caplog.set_level(logging.INFO, logger="jobtable")
+    app = unique_app()
+    runs = Runs()
+    with contextlib.closing(jobtable.Store.open(pg_url)) as store:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(KILL_CLAIMS.format(app=app, last=8).encode())
+        runner_store = jobtable.Store.open(named(pg_url, app))
+        runner = jobtable.Runner(runner_store, name="killed", workers=1, poll_interval=0.05)
+        kinds = workload(runner, runs)
+        wf = jobtable.Workflow("pieces")
+        pieces = [wf.add(kinds["piece"], i) for i in range(8)]
+        wf.add(kinds["piece"], 8, after=pieces)
+        wf.enqueue(store)
+        await runner.start()
+        try:
+            await wait_until(
+                lambda: all(s == "succeeded" for s, _ in statuses(pg_url).values()), limit=60
+            )
+        finally:
+            runner.stop()
+            await runner.wait()
+            runner_store.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            (kills,) = conn.execute("SELECT last_value FROM claim_kills").fetchone() or (0,)
+    assert kills >= 8
+    check_every_job_ran_once(pg_url, runs)
+    assert not [r for r in caplog.records if FENCED in r.getMessage()]
+    expected = [r for r in caplog.records if r.msg == RETRIED_REFUSAL]
+    assert expected
+    assert {r.levelno for r in expected} == {logging.INFO}
