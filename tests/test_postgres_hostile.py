@@ -272,3 +272,88 @@ async def test_a_session_ended_at_the_claim_after_a_workflow_outcome_loses_no_jo
     expected = [r for r in caplog.records if r.msg == RETRIED_REFUSAL]
     assert expected
     assert {r.levelno for r in expected} == {logging.INFO}
+
+
+# Low timeouts set on the role.
+
+
+@pytest.fixture
+def timed_out_role(pg_url: str) -> Iterator[str]:
+    """A URL of pg_url's schema as a new role whose statement and idle timeouts are 1 s.
+
+    statement_timeout, idle_in_transaction_session_timeout and
+    idle_session_timeout, set on the role as a managed service would.
+
+    The role may create in the schema (its store makes the tables, as their
+    owner). Roles are the cluster's: the name is unique, and the role, what
+    it owns and its sessions are gone after the test.
+    """
+    role = f"jobtable_timeouts_{secrets.token_hex(4)}"
+    schema = pg_url.rpartition("search_path%3D")[2].partition("&")[0]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN".encode())
+        try:
+            conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}".encode())
+            for setting in (
+                "statement_timeout",
+                "idle_in_transaction_session_timeout",
+                "idle_session_timeout",
+            ):
+                conn.execute(f"ALTER ROLE {role} SET {setting} = '1s'".encode())
+            yield pg_url.replace("postgresql://postgres@", f"postgresql://{role}@", 1)
+        finally:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(f"DROP OWNED BY {role}".encode())
+            conn.execute(f"DROP ROLE {role}".encode())
+
+
+@pytest.mark.timeout(120)
+async def test_a_role_with_one_second_timeouts_runs_every_feature(
+    timed_out_role: str, pg_url: str, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    """statement_timeout, idle_in_transaction_session_timeout, idle_session_timeout: 1 s.
+
+    The store is made under them, a handler outlasts them, the runner idles
+    past them, its listener waits past them, and a wait for a job's end too.
+    """
+    caplog.set_level(logging.INFO, logger="jobtable")
+    with psycopg.connect(timed_out_role, autocommit=True) as conn:
+        (shown,) = conn.execute("SHOW statement_timeout").fetchone() or ("",)
+    assert shown == "1s"
+    runs = Runs()
+    with contextlib.closing(jobtable.Store.open(timed_out_role)) as store:
+        runner = jobtable.Runner(
+            store,
+            name="timed",
+            queues={"default": 4, "limited": 2},
+            flow=[jobtable.Queue("limited", concurrency=1)],
+            poll_interval=60.0,
+        )
+        kinds = workload(runner, runs)
+
+        async def slow(ctx: jobtable.JobContext[int], payload: int) -> int:
+            runs.count(ctx)
+            await asyncio.sleep(2.5)
+            return payload
+
+        slow_kind = runner.register("slow", slow)
+        await runner.start()
+        try:
+            enqueue_round(store, kinds, 0)
+            slow_id = slow_kind.enqueue(7)
+            loop = asyncio.get_running_loop()
+            assert await loop.run_in_executor(None, lambda: slow_kind.wait(slow_id)) == 7
+            await asyncio.sleep(2.5)  # every session idle past both timeouts
+            enqueue_round(store, kinds, 100)
+            # Well within the poll interval: the listener woke the runner.
+            await wait_until(
+                lambda: all(s == "succeeded" for s, _ in statuses(pg_url).values()), limit=20
+            )
+        finally:
+            runner.stop()
+            await runner.wait()
+    check_every_job_ran_once(pg_url, runs)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

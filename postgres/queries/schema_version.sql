@@ -54,6 +54,15 @@ SELECT set_config('client_encoding', @encoding::text, false),
     set_config('idle_in_transaction_session_timeout', (@idle_ms::integer)::text, false),
     set_config('tcp_user_timeout', (@idle_ms::integer)::text, false);
 
+-- name: KeepIdleSession :exec
+-- KeepIdleSession exempts this session from idle_session_timeout, which a
+-- role or the server may set: the engine's sessions wait idle by design (a
+-- listener for its notifications, a pooled connection for its next write,
+-- closed by the pool itself after a while). A server without the setting
+-- (before PostgreSQL 14) has no such setting, and nothing is set.
+SELECT set_config('idle_session_timeout', '0', false)
+WHERE current_setting('idle_session_timeout', true) IS NOT NULL;
+
 -- name: CreateSearchPathSchema :exec
 -- CreateSearchPathSchema creates the first schema of the search_path when it
 -- does not exist (current_schema() is then null), so that a URL naming a

@@ -149,7 +149,9 @@ def _configure(
     It loads text with ``TextLoader``. On a direct connection it also sets
     the client encoding (``client_encoding``) and how many seconds a
     transaction may sit idle (idle_timeout, see
-    ``IDLE_IN_TRANSACTION_TIMEOUT``), and without durable turns
+    ``IDLE_IN_TRANSACTION_TIMEOUT``), whatever the role sets, exempts the
+    session from idle_session_timeout (the pool closes its idle connections
+    itself, after ``MAX_IDLE``), and without durable turns
     synchronous_commit off. With pooled it sets nothing on the session: a
     pooler would hand the setting to whichever client gets that server
     connection next (see ``_pooled_url`` for the encoding).
@@ -162,6 +164,7 @@ def _configure(
             return
         q = schema_version.Querier(conn)
         q.configure_session(encoding=client_encoding(conn), idle_ms=idle_ms)
+        q.keep_idle_session()
         if not durable:
             q.disable_synchronous_commit()
 

@@ -45,6 +45,10 @@ CONFIGURE_SESSION = """SELECT set_config('client_encoding', %(encoding)s::text, 
     set_config('tcp_user_timeout', (%(idle_ms)s::integer)::text, false)
 """
 
+KEEP_IDLE_SESSION = """SELECT set_config('idle_session_timeout', '0', false)
+WHERE current_setting('idle_session_timeout', true) IS NOT NULL
+"""
+
 CREATE_SEARCH_PATH_SCHEMA = """DO $$
 DECLARE
     first text := trim(split_part(current_setting('search_path'), ',', 1));
@@ -222,6 +226,19 @@ class Querier:
                 "encoding": encoding,
                 "idle_ms": idle_ms,
             },
+        )
+
+    def keep_idle_session(
+        self,
+    ) -> None:
+        """KeepIdleSession exempts this session from idle_session_timeout, which a
+        role or the server may set: the engine's sessions wait idle by design (a
+        listener for its notifications, a pooled connection for its next write,
+        closed by the pool itself after a while). A server without the setting
+        (before PostgreSQL 14) has no such setting, and nothing is set.
+        """
+        self._conn.execute(
+            KEEP_IDLE_SESSION,
         )
 
     def create_search_path_schema(
