@@ -11,10 +11,13 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
+import pathlib
 import secrets
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 
+import pg_cluster
 import psycopg
 import pytest
 
@@ -357,3 +360,88 @@ async def test_a_role_with_one_second_timeouts_runs_every_feature(
             await runner.wait()
     check_every_job_ran_once(pg_url, runs)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+# A failover: the server comes back at another address behind the same name.
+
+HOSTS = pathlib.Path("/etc/hosts")
+
+
+@contextlib.contextmanager
+def host_name(address: str) -> Iterator[tuple[str, Callable[[str], None]]]:
+    """A made-up host name for address in /etc/hosts, and what points it at another address.
+
+    Only the name's own line is written and, at the end, removed: the rest
+    of the file is left as it is.
+    """
+    name = f"jobtable-failover-{secrets.token_hex(4)}.test"
+
+    def point(to: str | None) -> None:
+        kept = [line for line in HOSTS.read_text().splitlines() if not line.endswith(f" {name}")]
+        HOSTS.write_text("\n".join(kept + ([f"{to} {name}"] if to else [])) + "\n")
+
+    point(address)
+    try:
+        yield name, point
+    finally:
+        point(None)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+async def test_a_failover_to_a_new_address_behind_the_same_name_loses_no_job(
+    throwaway_pg: pg_cluster.Cluster, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server stops, and starts on another address; the name is pointed at it.
+
+    A runner and its store, opened by the name, go on without a restart:
+    jobs running through the failover are recorded, jobs enqueued after it
+    run, woken by the listener, which reconnected; each job runs once.
+    """
+    if not os.access(HOSTS, os.W_OK):
+        pytest.skip("cannot point a host name here: /etc/hosts is not writable")
+    caplog.set_level(logging.INFO, logger="jobtable")
+    cluster = throwaway_pg
+    runs = Runs()
+    started = asyncio.Event()
+
+    async def slow(ctx: jobtable.JobContext[int], payload: int) -> int:
+        runs.count(ctx)
+        started.set()
+        await asyncio.sleep(2.0)
+        return payload
+
+    with host_name(cluster.address) as (name, point):
+        by_name = cluster.url.replace(cluster.address, name, 1)
+        store = jobtable.Store.open(by_name)
+        runner = jobtable.Runner(
+            store,
+            name="failover",
+            queues={"default": 4, "limited": 2},
+            flow=[jobtable.Queue("limited", concurrency=1)],
+            poll_interval=60.0,
+        )
+        kinds = workload(runner, runs)
+        slow_kind = runner.register("slow", slow)
+        await runner.start()
+        try:
+            enqueue_round(store, kinds, 0)
+            slow_ids = slow_kind.enqueue_many(range(2))
+            await asyncio.wait_for(started.wait(), 30)
+            # The failover: the old address goes dark; the new one answers under the same name.
+            await asyncio.to_thread(cluster.stop, "fast")
+            cluster.address = "127.0.0.2"
+            point(cluster.address)
+            await asyncio.to_thread(cluster.start)
+            await wait_until(lambda: all(slow_kind.get(i).result is not None for i in slow_ids))
+            enqueue_round(store, kinds, 100)
+            # Well within the poll interval: the listener, reconnected, woke the runner.
+            await wait_until(
+                lambda: all(s == "succeeded" for s, _ in statuses(cluster.url).values()), limit=30
+            )
+        finally:
+            runner.stop()
+            await runner.wait()
+            store.close()
+    check_every_job_ran_once(cluster.url, runs)
+    assert any("listening for enqueues again" in r.getMessage() for r in caplog.records)
