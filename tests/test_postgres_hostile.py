@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import pathlib
+import re
 import secrets
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -445,3 +446,74 @@ async def test_a_failover_to_a_new_address_behind_the_same_name_loses_no_job(
             store.close()
     check_every_job_ran_once(cluster.url, runs)
     assert any("listening for enqueues again" in r.getMessage() for r in caplog.records)
+
+
+# A long transaction holding the xmin back.
+
+DEAD_TUPLES = re.compile(
+    r'vacuuming "[^"]*\.jobs".*'
+    r"tuples: (\d+) removed, \d+ remain, (\d+) are dead but not yet removable",
+    re.DOTALL,
+)
+"""What VACUUM VERBOSE says of the jobs table (not its TOAST table): rows removed, and kept."""
+
+
+def vacuum_jobs(url: str) -> tuple[int, int]:
+    """VACUUMs the jobs table of url; returns the dead rows it removed, and those it could not."""
+    found: list[tuple[int, int]] = []
+
+    def notice(diag: psycopg.errors.Diagnostic) -> None:
+        match = DEAD_TUPLES.search(diag.message_primary or "")
+        if match:
+            found.append((int(match[1]), int(match[2])))
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.add_notice_handler(notice)
+        conn.execute("VACUUM (VERBOSE) jobs")
+    [counts] = found
+    return counts
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+async def test_a_pinned_xmin_slows_no_job_and_its_dead_rows_go_after(
+    throwaway_pg: pg_cluster.Cluster, wait_until: WaitUntil
+) -> None:
+    """A repeatable-read transaction holds the xmin while jobs of every kind run.
+
+    Every job runs once meanwhile; vacuum can reclaim none of the rows they
+    left dead until the transaction ends, and every one after. (A cluster
+    of the test's own: no other test's transaction holds its xmin.)
+    """
+    url = throwaway_pg.url
+    runs = Runs()
+    with contextlib.closing(jobtable.Store.open(url)) as store:
+        runner = jobtable.Runner(
+            store,
+            name="pinned",
+            queues={"default": 4, "limited": 2},
+            flow=[jobtable.Queue("limited", concurrency=1)],
+            poll_interval=0.05,
+        )
+        kinds = workload(runner, runs)
+        await runner.start()
+        try:
+            with psycopg.connect(url) as pin:
+                pin.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                pin.execute("SELECT count(*) FROM jobs").fetchone()
+                for n in range(0, 300, 20):
+                    enqueue_round(store, kinds, n)
+                await wait_until(
+                    lambda: all(s == "succeeded" for s, _ in statuses(url).values()), limit=60
+                )
+                _, kept = vacuum_jobs(url)
+                pin.rollback()
+        finally:
+            runner.stop()
+            await runner.wait()
+    check_every_job_ran_once(url, runs)
+    assert kept > len(runs.counts)  # at least a dead version of each job: its queued row
+    # Once it ended, none is kept: vacuum removes what pruning on the pages' next
+    # reads has not removed already.
+    _, left = vacuum_jobs(url)
+    assert left == 0
