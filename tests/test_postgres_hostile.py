@@ -25,6 +25,7 @@ import pytest
 import jobtable
 from jobtable._engines.postgres.engine import APPLICATION_NAME
 from jobtable._runner.completer import RETRIED_REFUSAL
+from jobtable.db.postgres import schema_version
 
 pytestmark = pytest.mark.postgres
 
@@ -361,6 +362,25 @@ async def test_a_role_with_one_second_timeouts_runs_every_feature(
             await runner.wait()
     check_every_job_ran_once(pg_url, runs)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_role_with_a_one_second_statement_timeout_opens_behind_a_longer_upgrade(
+    timed_out_role: str, pg_url: str
+) -> None:
+    """Another process holds the schema's lock for 2.5 s, as a long upgrade would.
+
+    The open waits for it, past the role's statement_timeout, instead of
+    failing with it.
+    """
+    with psycopg.connect(pg_url) as holder:
+        schema_version.Querier(holder).lock_schema()  # in holder's transaction
+        timer = threading.Timer(2.5, holder.rollback)
+        timer.start()
+        try:
+            with contextlib.closing(jobtable.Store.open(timed_out_role)) as store:
+                assert store.counts() == {}
+        finally:
+            timer.join()
 
 
 # A failover: the server comes back at another address behind the same name.

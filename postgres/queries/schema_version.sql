@@ -1,3 +1,12 @@
+-- name: LiftStatementTimeout :exec
+-- LiftStatementTimeout lifts, until the transaction ends, the statement_timeout
+-- a role or the server may set: the transaction that applies or upgrades the
+-- schema waits for another process's (the lock of LockSchema) and may rewrite
+-- a large table, and a statement ended halfway would only make the process's
+-- open fail. A statement of its own: a timeout counts from the start of the
+-- statement that would change it.
+SELECT set_config('statement_timeout', '0', true);
+
 -- name: LockSchema :exec
 -- LockSchema holds, until the transaction ends, the lock that serializes
 -- processes applying or upgrading the schema of the current schema.

@@ -46,6 +46,7 @@ class SchemaQueries(Protocol):
     """The queries of postgres/queries/schema_version.sql that apply_schema runs."""
 
     def create_search_path_schema(self) -> None: ...
+    def lift_statement_timeout(self) -> None: ...
     def lock_schema(self) -> None: ...
     def schema_applied(self) -> _Applied | None: ...
     def get_schema_version(self) -> _Version | None: ...
@@ -167,7 +168,9 @@ def apply_schema(
     exist. Processes opening at once take turns on an advisory lock. Raises
     StoreError, and writes nothing, for a schema newer than this library's
     or of a version it never wrote; without upgrade, also for a schema that
-    is missing or older, which it then leaves as it is. q runs on conn;
+    is missing or older, which it then leaves as it is. A statement_timeout
+    the role sets does not bound the transaction that applies or upgrades
+    (``LiftStatementTimeout``). q runs on conn;
     schema is postgres/schema.sql.
     """
     if not upgrade:
@@ -182,6 +185,9 @@ def apply_schema(
     with contextlib.suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateSchema):
         q.create_search_path_schema()
     with conn.transaction():
+        # Waiting for another process's upgrade, or rewriting a large table,
+        # may outlast a role's statement_timeout.
+        q.lift_statement_timeout()
         q.lock_schema()
         version = schema_version(q, where)
         if version == 0:

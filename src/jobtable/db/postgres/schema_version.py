@@ -9,6 +9,9 @@ import dataclasses
 import psycopg
 from psycopg.rows import TupleRow
 
+LIFT_STATEMENT_TIMEOUT = """SELECT set_config('statement_timeout', '0', true)
+"""
+
 LOCK_SCHEMA = """SELECT pg_advisory_xact_lock(1785688164, hashtext(current_schema()))
 """
 
@@ -116,6 +119,20 @@ class Querier:
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._conn = conn
+
+    def lift_statement_timeout(
+        self,
+    ) -> None:
+        """LiftStatementTimeout lifts, until the transaction ends, the statement_timeout
+        a role or the server may set: the transaction that applies or upgrades the
+        schema waits for another process's (the lock of LockSchema) and may rewrite
+        a large table, and a statement ended halfway would only make the process's
+        open fail. A statement of its own: a timeout counts from the start of the
+        statement that would change it.
+        """
+        self._conn.execute(
+            LIFT_STATEMENT_TIMEOUT,
+        )
 
     def lock_schema(
         self,
