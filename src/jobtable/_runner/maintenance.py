@@ -35,8 +35,11 @@ RESTARTED = (
 DEAD_RUNNERS = "interrupted %d jobs of dead runners: " + INTERRUPTED_FATE
 """The warning that counts the jobs a heartbeat interrupted for runners whose lease expired."""
 
-NEVER_RECEIVED = "interrupted %d jobs this runner claimed but never received: " + INTERRUPTED_FATE
-"""The warning that counts the jobs of claims whose reply was lost, interrupted after the lease."""
+NEVER_RECEIVED = (
+    "put back %d jobs this runner claimed but never received (their claim's reply was lost): "
+    "no handler ran them, so each is queued again with its attempt unused"
+)
+"""The warning that counts the jobs of claims whose reply was lost, put back after the lease."""
 
 
 class Maintenance:
@@ -45,8 +48,9 @@ class Maintenance:
     An interrupted job is retried while attempts remain, else failed with
     MESSAGE_INTERRUPTED. begin registers the runner at start; run then
     renews its lease every third of it until stop, and on each round
-    interrupts the running jobs of runners whose lease expired and the jobs
-    this runner claimed but never received, and deletes finished jobs older
+    interrupts the running jobs of runners whose lease expired, puts back
+    (attempts unused) the jobs this runner claimed but never received, and
+    deletes finished jobs older
     than retention: PRUNE_BATCH a write, one write after another while each
     comes back full, for at most half the time between rounds, so pruning
     keeps up with any rate of finished jobs up to what the store can
