@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 import jobtable
-from jobtable._engines.postgres.engine import APPLICATION_NAME
+from jobtable._engines.postgres.engine import APPLICATION_NAME, PostgresEngine
 from jobtable._runner.completer import RETRIED_REFUSAL
 from jobtable.db.postgres import schema_version
 
@@ -85,26 +85,30 @@ class Killer:
             self._thread.join(30)
 
 
+def session_name(store: jobtable.Store) -> str:
+    """The application_name of a pooled connection of store, as the server reports it."""
+    engine = store.engine
+    assert isinstance(engine, PostgresEngine)
+    with engine._pool.connection() as conn:
+        return str(conn.info.parameter_status("application_name"))
+
+
 def test_the_engine_names_its_sessions(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its sessions show as jobtable in pg_stat_activity; the URL's own name wins."""
+    """Its sessions are named jobtable; the URL's application_name, or PGAPPNAME, wins."""
     monkeypatch.delenv("PGAPPNAME", raising=False)
-
-    def names(store: jobtable.Store) -> set[str]:
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            found = conn.execute(
-                "SELECT DISTINCT application_name FROM pg_stat_activity "
-                "WHERE application_name IN (%s, %s)",
-                (APPLICATION_NAME, app),
-            ).fetchall()
-        return {str(name) for (name,) in found}
-
-    app = unique_app()
-    with contextlib.closing(jobtable.Store.open(named(pg_url, app))) as store:
-        store.counts()
-        assert app in names(store)
+    app, from_environment = unique_app(), unique_app()
     with contextlib.closing(jobtable.Store.open(pg_url)) as store:
-        store.counts()
-        assert APPLICATION_NAME in names(store)
+        assert session_name(store) == APPLICATION_NAME
+    with contextlib.closing(jobtable.Store.open(named(pg_url, app))) as store:
+        assert session_name(store) == app
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            (sessions,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app,)
+            ).fetchone() or (0,)
+        assert sessions >= 1
+    monkeypatch.setenv("PGAPPNAME", from_environment)
+    with contextlib.closing(jobtable.Store.open(pg_url)) as store:
+        assert session_name(store) == from_environment
 
 
 # The workload: plain jobs, a limited queue's, and workflows whose jobs add others.

@@ -101,7 +101,7 @@ bounded.
 """
 
 
-def _with_connect_timeout(url: str, where: str) -> str:
+def _connection_url(url: str, where: str) -> str:
     """Returns url with CONNECT_TIMEOUT and APPLICATION_NAME added where nothing sets them.
 
     The URL's ``connect_timeout`` or PGCONNECT_TIMEOUT, and its
@@ -198,7 +198,7 @@ def read_schema_version(url: str) -> int:
     it cannot reach, or a schema newer than this library's or unknown.
     """
     where = redact_url(url)
-    url = _with_connect_timeout(url, where)
+    url = _connection_url(url, where)
     try:
         with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
             return stored_schema_version(schema_version.Querier(conn), where)
@@ -302,9 +302,9 @@ class PostgresEngine:
             raise ValueError(f"idle_timeout is {idle_timeout}, want more than 0 seconds")
         _check_pooled(pooled, durable)
         where = redact_url(url)
-        url = _with_connect_timeout(url, where)
+        url = _connection_url(url, where)
         if listen_url is not None:
-            listen_url = _with_connect_timeout(listen_url, redact_url(listen_url))
+            listen_url = _connection_url(listen_url, redact_url(listen_url))
         elif not pooled:
             listen_url = url
         configure = _configure(durable, idle_timeout, pooled=pooled)
