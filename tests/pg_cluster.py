@@ -72,6 +72,8 @@ class Cluster:
     folder: pathlib.Path
     port: int
     max_connections: int = 50
+    address: str = "127.0.0.1"
+    """The address it listens on (any of 127.0.0.0/8 is this machine); start reads it."""
 
     @property
     def datadir(self) -> pathlib.Path:
@@ -86,7 +88,7 @@ class Cluster:
     @property
     def url(self) -> str:
         """The URL of the cluster's postgres database."""
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql://postgres@{self.address}:{self.port}/postgres"
 
     def run(self, *command: str) -> subprocess.CompletedProcess[str]:
         """Runs a server program of bindir (as the server user when root); fails on error."""
@@ -117,7 +119,7 @@ class Cluster:
     def start(self) -> None:
         """Starts the server and waits until it accepts connections."""
         options = (
-            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+            f"-p {self.port} -k {self.folder} -c listen_addresses={self.address} -c fsync=off"
             f" -c max_connections={self.max_connections}"
         )
         self.run(

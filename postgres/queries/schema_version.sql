@@ -1,3 +1,12 @@
+-- name: LiftStatementTimeout :exec
+-- LiftStatementTimeout lifts, until the transaction ends, the statement_timeout
+-- a role or the server may set: the transaction that applies or upgrades the
+-- schema waits for another process's (the lock of LockSchema) and may rewrite
+-- a large table, and a statement ended halfway would only make the process's
+-- open fail. A statement of its own: a timeout counts from the start of the
+-- statement that would change it.
+SELECT set_config('statement_timeout', '0', true);
+
 -- name: LockSchema :exec
 -- LockSchema holds, until the transaction ends, the lock that serializes
 -- processes applying or upgrading the schema of the current schema.
@@ -53,6 +62,15 @@ SELECT set_config('synchronous_commit', 'off', false);
 SELECT set_config('client_encoding', @encoding::text, false),
     set_config('idle_in_transaction_session_timeout', (@idle_ms::integer)::text, false),
     set_config('tcp_user_timeout', (@idle_ms::integer)::text, false);
+
+-- name: KeepIdleSession :exec
+-- KeepIdleSession exempts this session from idle_session_timeout, which a
+-- role or the server may set: the engine's sessions wait idle by design (a
+-- listener for its notifications, a pooled connection for its next write,
+-- closed by the pool itself after a while). A server without the setting
+-- (before PostgreSQL 14) has no such setting, and nothing is set.
+SELECT set_config('idle_session_timeout', '0', false)
+WHERE current_setting('idle_session_timeout', true) IS NOT NULL;
 
 -- name: CreateSearchPathSchema :exec
 -- CreateSearchPathSchema creates the first schema of the search_path when it

@@ -19,6 +19,7 @@ import jobtable
 from jobtable._engines.base import Queries
 from jobtable._runner import process_watch
 from jobtable._runner.process import ProcessId, gone, this_process
+from jobtable._runner.process_watch import INTERRUPTED_FATE
 from jobtable._runner.registration import EndGoneRunners, Peer
 from jobtable._values import now
 
@@ -155,7 +156,10 @@ async def test_a_start_interrupts_the_jobs_of_a_runner_of_this_host_whose_proces
         else:
             assert job.result == 7
         assert not registered(store, "crashed")
-        assert [r for r in caplog.records if GONE in r.getMessage()]
+        [warning] = [r for r in caplog.records if GONE in r.getMessage()]
+        # It says what becomes of them: the job was retried, or failed after its last attempt.
+        assert warning.getMessage().endswith(INTERRUPTED_FATE)
+        assert "retried while attempts remain" in INTERRUPTED_FATE
     finally:
         runner.stop()
         await runner.wait()

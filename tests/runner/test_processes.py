@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 import jobtable
+from jobtable._runner.maintenance import RESTARTED
 
 pytestmark = pytest.mark.slow
 
@@ -130,11 +131,7 @@ async def test_a_worker_killed_mid_job_has_its_running_jobs_failed_by_the_next_s
     for job_id in held:
         job = runner.get(job_id)
         assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
-    counts = [
-        r.__dict__["count"]
-        for r in caplog.records
-        if r.msg == "failed %d jobs interrupted by restart"
-    ]
+    counts = [r.__dict__["count"] for r in caplog.records if r.msg == RESTARTED]
     assert counts == [2]
     assert {runner.get(i).status for i in queued} == {jobtable.Status.SUCCEEDED}
     assert runs(marker) == collections.Counter({job_id: 1 for job_id in queued})

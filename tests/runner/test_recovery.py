@@ -2,8 +2,8 @@
 
 A start fails the jobs an earlier runner of the same name left running, and a
 live runner fails those of runners whose heartbeat lease expired, but never
-the jobs of a live runner. A claim whose reply was lost is failed by its own
-runner, but not while it may still be on its way. A claim that fails is
+the jobs of a live runner. A claim whose reply was lost is put back by its own
+runner, its attempt unused, but not while it may still be on its way. A claim that fails is
 logged and retried with a growing wait, and the heartbeat prunes finished
 jobs older than retention.
 """
@@ -21,6 +21,7 @@ from handled import handled
 
 import jobtable
 from jobtable._engines.base import Queries
+from jobtable._runner.maintenance import DEAD_RUNNERS, NEVER_RECEIVED, RESTARTED
 from jobtable._values import now, timestamp
 
 WaitUntil = Callable[..., Awaitable[None]]
@@ -105,10 +106,10 @@ async def test_start_fails_the_jobs_a_previous_runner_of_its_name_left_running(
         job = runner.get(job_id)
         assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
     assert runner.get(of_other[0]).status is jobtable.Status.RUNNING
-    assert interrupted_warnings(caplog, "failed %d jobs interrupted by restart") == [3]
-    [warning] = [r for r in caplog.records if r.msg == "failed %d jobs interrupted by restart"]
+    assert interrupted_warnings(caplog, RESTARTED) == [3]
+    [warning] = [r for r in caplog.records if r.msg == RESTARTED]
     assert warning.levelno == logging.WARNING
-    assert warning.getMessage() == "failed 3 jobs interrupted by restart"
+    assert warning.getMessage() == RESTARTED % 3
 
 
 async def test_start_with_nothing_left_running_logs_no_warning(
@@ -176,8 +177,8 @@ async def test_a_dead_runners_jobs_are_failed_by_a_live_runner_within_the_lease(
         runner.stop()
         await runner.wait()
     assert {runner.get(i).error for i in left_running} == {jobtable.MESSAGE_INTERRUPTED}
-    counts = interrupted_warnings(caplog, "failed %d jobs of dead runners as interrupted")
-    counts += interrupted_warnings(caplog, "failed %d jobs interrupted by restart")
+    counts = interrupted_warnings(caplog, DEAD_RUNNERS)
+    counts += interrupted_warnings(caplog, RESTARTED)
     assert counts == [2]
     assert heartbeat_of(store, "dead") is None
 
@@ -200,7 +201,7 @@ async def test_a_runner_whose_lease_expired_long_ago_has_its_jobs_failed_at_star
     await runner.wait()
     for job_id in [*left_running, *orphan]:
         assert runner.get(job_id).error == jobtable.MESSAGE_INTERRUPTED
-    assert interrupted_warnings(caplog, "failed %d jobs interrupted by restart") == [3]
+    assert interrupted_warnings(caplog, RESTARTED) == [3]
 
 
 @contextlib.contextmanager
@@ -310,10 +311,12 @@ async def test_finished_jobs_younger_than_retention_are_kept(
     assert [runner.get(i).result for i in ids] == [2, 4]
 
 
-async def test_a_claim_whose_reply_was_lost_is_failed_as_interrupted_by_its_own_runner(
-    store: jobtable.Store, wait_until: WaitUntil
+async def test_a_claim_whose_reply_was_lost_is_put_back_by_its_own_runner_and_runs(
+    store: jobtable.Store, wait_until: WaitUntil, caplog: pytest.LogCaptureFixture
 ) -> None:
-    runner = jobtable.Runner(store, name="worker", lease=0.5, poll_interval=60)
+    """No handler ran the job: it goes back with its attempt unused, so even a last attempt runs."""
+    caplog.set_level(logging.WARNING, logger="jobtable")
+    runner = jobtable.Runner(store, name="worker", lease=0.5, poll_interval=0.05)
     kind = runner.register("double", double)
     then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=10)
     [job_id] = kind.enqueue_many([1], run_at=then)
@@ -327,11 +330,12 @@ async def test_a_claim_whose_reply_was_lost_is_failed_as_interrupted_by_its_own_
         )[1]
     )
     try:
-        await wait_until(lambda: runner.get(job_id).status is jobtable.Status.FAILED)
+        await wait_until(lambda: runner.get(job_id).status is jobtable.Status.SUCCEEDED)
     finally:
         runner.stop()
         await runner.wait()
-    assert runner.get(job_id).error == jobtable.MESSAGE_INTERRUPTED
+    assert runner.get(job_id).result == 2
+    assert interrupted_warnings(caplog, NEVER_RECEIVED) == [1]
 
 
 async def test_a_claim_under_way_keeps_its_old_jobs_until_it_ends_without_its_reply(
@@ -356,12 +360,13 @@ async def test_a_claim_under_way_keeps_its_old_jobs_until_it_ends_without_its_re
             await wait_for_heartbeats(store, "worker", 6, wait_until)
             assert runner.get(job_id).status is jobtable.Status.RUNNING
         # It ended without its reply (a connection dropped at COMMIT): a job
-        # no worker has, recovered as a lost claim.
-        await wait_until(lambda: runner.get(job_id).status is jobtable.Status.FAILED)
+        # no worker has, recovered as a lost claim: queued again, its attempt unused.
+        await wait_until(lambda: runner.get(job_id).status is jobtable.Status.QUEUED)
     finally:
         runner.stop()
         await runner.wait()
-    assert runner.get(job_id).error == jobtable.MESSAGE_INTERRUPTED
+    record = store.inspect(job_id)
+    assert (record.attempt, record.max_attempts, record.errors) == (1, 2, [])
 
 
 async def test_a_held_job_that_runs_longer_than_the_lease_is_not_failed(

@@ -16,6 +16,7 @@ import pytest
 from handled import handled
 
 import jobtable
+from jobtable._runner.maintenance import RESTARTED
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
@@ -40,7 +41,7 @@ async def restart_fails_as_interrupted(
     await stop_and_wait(restarted)
     job = restarted.get(job_id)
     assert (job.status, job.error) == (jobtable.Status.FAILED, jobtable.MESSAGE_INTERRUPTED)
-    [warning] = [r for r in caplog.records if r.msg == "failed %d jobs interrupted by restart"]
+    [warning] = [r for r in caplog.records if r.msg == RESTARTED]
     assert warning.levelno == logging.WARNING
     assert warning.__dict__["count"] == 1
 

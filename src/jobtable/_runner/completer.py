@@ -25,6 +25,15 @@ def _logger_of(logger: logging.Logger, outcome: Finish) -> JobLogger:
     return JobLogger(logger, outcome.job_id, outcome.kind, outcome.outcome.attempt)
 
 
+RETRIED_REFUSAL = (
+    "record job outcomes: %d jobs were no longer running under their claim when their "
+    "outcome was written again after a failed write; expected: the failed write had "
+    "most likely stored them before its connection was lost (had their claim ended "
+    "instead, the heartbeat warns that the runner lost its lease)"
+)
+"""What the completer logs, as information, once per write, for outcomes refused after a retry."""
+
+
 class Held(NamedTuple):
     """The jobs a runner has, as its heartbeat reads them on the event loop."""
 
@@ -49,7 +58,12 @@ class Completer:
     up on a transient error after give_up_after tries; the jobs then stay
     running and the next start fails them as interrupted. Each write is
     fenced by its claim: a job that is no longer running under its claim is
-    left as it is, and that is logged. A failed write is recorded in contact.
+    left as it is, and that is logged: as an error when no write of its
+    outcome had failed before, otherwise once, as information
+    (``RETRIED_REFUSAL``), since a write that failed may have committed
+    (its connection lost after the commit, or, on PostgreSQL, the claim that
+    follows a workflow's outcomes in a statement of its own refused). A
+    failed write is recorded in contact.
     """
 
     def __init__(self, shared: Shared) -> None:
@@ -68,6 +82,9 @@ class Completer:
         # The stamps of the claims under way, one entry a claim: a claim
         # commits before its reply brings its jobs into _held.
         self._claims: list[datetime.datetime] = []
+        # The jobs whose outcome went through a write that raised, which may
+        # have stored it: a later refusal of it is expected.
+        self._retried: set[str] = set()
 
     # The jobs in flight.
 
@@ -135,7 +152,12 @@ class Completer:
         return outcomes
 
     def give_back(self, outcomes: Sequence[Finish]) -> None:
-        """Takes back the outcomes of a claim that failed, and stores them on their own."""
+        """Takes back the outcomes of a claim that failed, and stores them on their own.
+
+        The claim may have stored them before it failed: a refusal of them
+        afterwards is expected (see ``recorded``).
+        """
+        self._retried.update(o.job_id for o in outcomes)
         self._outcomes[:0] = outcomes
         self.flush()
 
@@ -178,12 +200,23 @@ class Completer:
         up, or not stored) logs nothing more.
         """
         stored = None if changed is None else set(changed)
+        expected = []
         for outcome in outcomes:
-            self._held.pop(outcome.job_id, None)
-            if stored is not None and outcome.job_id not in stored:
-                JobLogger(
-                    self._logger, outcome.job_id, outcome.kind, outcome.outcome.attempt
-                ).error("record job outcome: job is not running under this claim")
+            job_id = outcome.job_id
+            self._held.pop(job_id, None)
+            retried = job_id in self._retried
+            self._retried.discard(job_id)
+            if stored is None or job_id in stored:
+                continue
+            if retried:
+                expected.append(job_id)
+                continue
+            JobLogger(self._logger, job_id, outcome.kind, outcome.outcome.attempt).error(
+                "record job outcome: job is not running under this claim"
+            )
+        if expected:
+            extra = {"jobs": expected, "count": len(expected), "runner": self._runner}
+            self._logger.info(RETRIED_REFUSAL, len(expected), extra=extra)
 
     async def _write(self, outcomes: Sequence[Finish]) -> list[str] | None:
         """Returns the ids of the jobs the outcomes finished, or None when it gave up."""
@@ -197,6 +230,7 @@ class Completer:
                 return changed
             except Exception as err:
                 self._contact.failed()
+                self._retried.update(o.job_id for o in outcomes)
                 if len(outcomes) > 1:
                     # One bad outcome must not hold the others back: each is
                     # retried on its own.

@@ -10,7 +10,12 @@ from jobtable._operator.operations import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.process import ProcessId, this_process
-from jobtable._runner.process_watch import PROBE_INTERVAL, ProcessWatch, log_gone
+from jobtable._runner.process_watch import (
+    INTERRUPTED_FATE,
+    PROBE_INTERVAL,
+    ProcessWatch,
+    log_gone,
+)
 from jobtable._runner.registration import (
     PRUNE_BATCH,
     PRUNE_PAUSE,
@@ -21,6 +26,21 @@ from jobtable._runner.registration import (
 )
 from jobtable._runner.shared import Shared
 
+RESTARTED = (
+    "interrupted %d jobs an earlier runner of this name left running, by restart: "
+    + INTERRUPTED_FATE
+)
+"""The warning that counts the jobs start interrupted for an earlier runner of the name."""
+
+DEAD_RUNNERS = "interrupted %d jobs of dead runners: " + INTERRUPTED_FATE
+"""The warning that counts the jobs a heartbeat interrupted for runners whose lease expired."""
+
+NEVER_RECEIVED = (
+    "put back %d jobs this runner claimed but never received (their claim's reply was lost): "
+    "no handler ran them, so each is queued again with its attempt unused"
+)
+"""The warning that counts the jobs of claims whose reply was lost, put back after the lease."""
+
 
 class Maintenance:
     """Keeps a runner known to its peers, interrupts the jobs dead runners left, and prunes.
@@ -28,8 +48,9 @@ class Maintenance:
     An interrupted job is retried while attempts remain, else failed with
     MESSAGE_INTERRUPTED. begin registers the runner at start; run then
     renews its lease every third of it until stop, and on each round
-    interrupts the running jobs of runners whose lease expired and the jobs
-    this runner claimed but never received, and deletes finished jobs older
+    interrupts the running jobs of runners whose lease expired, puts back
+    (attempts unused) the jobs this runner claimed but never received, and
+    deletes finished jobs older
     than retention: PRUNE_BATCH a write, one write after another while each
     comes back full, for at most half the time between rounds, so pruning
     keeps up with any rate of finished jobs up to what the store can
@@ -82,7 +103,7 @@ class Maintenance:
             )
         if started.interrupted:
             self._logger.warning(
-                "failed %d jobs interrupted by restart",
+                RESTARTED,
                 started.interrupted,
                 extra={"count": started.interrupted, **extra},
             )
@@ -164,13 +185,13 @@ class Maintenance:
             self._logger.warning("runner lost its lease; registering again", extra=extra)
         if done.dead:
             self._logger.warning(
-                "failed %d jobs of dead runners as interrupted",
+                DEAD_RUNNERS,
                 done.dead,
                 extra={"count": done.dead, **extra},
             )
         if done.lost:
             self._logger.warning(
-                "failed %d jobs this runner claimed but never received, as interrupted",
+                NEVER_RECEIVED,
                 done.lost,
                 extra={"count": done.lost, **extra},
             )

@@ -120,11 +120,18 @@ class ProcessWatch:
                 await self._probe
 
 
+INTERRUPTED_FATE = (
+    "each is retried while attempts remain, and otherwise fails as interrupted "
+    "(is cancelled if its cancel was requested)"
+)
+"""What the warnings that count interrupted jobs say becomes of each of them."""
+
+
 def log_gone(logger: logging.Logger, runner: str, interrupted: int) -> None:
     """Logs, as a warning, that interrupted jobs of runners whose process is gone were ended."""
     if interrupted:
         logger.warning(
-            "failed %d jobs of runners whose process ended, as interrupted",
+            "interrupted %d jobs of runners whose process ended: " + INTERRUPTED_FATE,
             interrupted,
             extra={"count": interrupted, "runner": runner},
         )

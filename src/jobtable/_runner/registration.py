@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from jobtable._engines.base import Queries
 from jobtable._engines.dependencies import settle_stranded
+from jobtable._engines.rows import Outcome
 from jobtable._job import MESSAGE_INTERRUPTED
 from jobtable._operator.operations import PruneJobs
 from jobtable._runner.completer import Held
@@ -161,7 +162,7 @@ class Maintained(NamedTuple):
     dead: int
     """How many running jobs of dead runners it interrupted."""
     lost: int
-    """How many jobs this runner claimed but never received that it interrupted."""
+    """How many jobs this runner claimed but never received that it put back, attempts unused."""
     gone: int
     """How many running jobs of runners of this host whose process is gone it interrupted."""
     peers: list[Peer]
@@ -192,11 +193,13 @@ class Maintain:
     whose heartbeat is older than lease is dead, and a job running under
     this runner's name is lost when held does not have it and its claim is
     older than lease and than held.since (a claim of its own whose reply is
-    still on its way is never lost). Finished jobs older than retention are
-    deleted, PRUNE_BATCH at most (None keeps them), and the workflows left
-    with no job; signals older than SIGNAL_RETENTION are deleted. The
-    write was asked for at started, on contact's clock: stale jobs are
-    interrupted only when contact says this runner may judge
+    still on its way is never lost): no handler ran it, so it goes back to
+    its queue with its attempt unused, as a snooze would put it. Finished
+    jobs older than retention are deleted, PRUNE_BATCH at most (None keeps
+    them), and the workflows left with no job; signals older than
+    SIGNAL_RETENTION are deleted. The write was asked for at started, on
+    contact's clock: stale jobs are interrupted (or put back) only when
+    contact says this runner may judge
     (see ``StoreContact``), since until then a stale heartbeat may be a peer
     that could not reach the store either. A runner of this host whose
     process is gone is ended at once: that needs no contact with the store,
@@ -236,17 +239,19 @@ class Maintain:
         return Maintained(lost_lease, dead, lost, ended, peers, pruned, before)
 
     def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:
-        """Interrupts dead runners' jobs, and the claims older than the lease it never received.
+        """Interrupts dead runners' jobs; puts back its claims older than the lease, never received.
 
-        Returns how many of each it interrupted.
+        Returns how many of each it interrupted or put back.
         """
         dead = _end_dead_runners(q, self.name, stamp, self.lease.total_seconds())
         # A claim can commit while its reply is lost (a connection dropped at
-        # COMMIT): the job runs under this name, but no worker has it. Once it
-        # is older than the lease and still not held, it is interrupted, as a
-        # dead runner's job would be. Its claim was stamped by this runner's
-        # own clock, so the runner's clock measures its age. A claim stamped
-        # at or after held.since may still be on its way: it may have waited
+        # COMMIT, a session the server ended): the job runs under this name,
+        # but no worker has it. Once it is older than the lease and still not
+        # held, it goes back to its queue, its attempt unused (its handler
+        # never ran: with one attempt, interrupting it would fail it unrun).
+        # Its claim was stamped by this runner's own clock, so the runner's
+        # clock measures its age. A claim stamped at or after held.since may
+        # still be on its way: it may have waited
         # (for a lock, a stopped process) past the lease before it committed,
         # and its reply reach the runner after held was read. Its jobs are
         # spared, so a live runner never fails a job it runs.
@@ -256,9 +261,13 @@ class Maintain:
             for row in q.list_running_jobs(runner=self.name, before=timestamp(cutoff))
             if row.id not in self.held.ids
         ]
-        for row in lost:
-            q.interrupt_job(error=MESSAGE_INTERRUPTED, now=stamp, id=row.id, attempt=row.attempt)
         if lost:
+            # As a snooze from now: queued again, one more attempt allowed
+            # (cancelled instead when its cancel was requested).
+            back = [Outcome(row.id, row.attempt, "queued", None, None, stamp) for row in lost]
+            q.finish_and_claim_jobs(
+                outcomes=back, runner=self.name, queue="", now=stamp, max_jobs=0
+            )
             settle_stranded(q, stamp)
         return dead, len(lost)
 

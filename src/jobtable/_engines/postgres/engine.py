@@ -73,6 +73,14 @@ Without one, libpq waits for the operating system's TCP timeout (minutes)
 on a host that accepts the connection and never answers.
 """
 
+APPLICATION_NAME = "jobtable"
+"""The application_name of the engine's connections, unless the URL or PGAPPNAME sets one.
+
+``pg_stat_activity`` shows it, so an operator finds (and a test may end)
+the sessions of jobtable's processes; ``?application_name=`` in the URL
+tells one deployment's from another's.
+"""
+
 IDLE_IN_TRANSACTION_TIMEOUT = 5.0
 """Seconds a transaction of the engine's own may wait on its client.
 
@@ -93,19 +101,25 @@ bounded.
 """
 
 
-def _with_connect_timeout(url: str, where: str) -> str:
-    """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
+def _connection_url(url: str, where: str) -> str:
+    """Returns url with CONNECT_TIMEOUT and APPLICATION_NAME added where nothing sets them.
 
-    Raises StoreError, naming the URL without its password, for a URL libpq
-    cannot parse.
+    The URL's ``connect_timeout`` or PGCONNECT_TIMEOUT, and its
+    ``application_name`` or PGAPPNAME, win. Every connection of the engine's
+    own (pooled and listening) opens from the URL this returns, so this is
+    the one place both are decided. Raises StoreError, naming the URL
+    without its password, for a URL libpq cannot parse.
     """
     try:
         params = conninfo.conninfo_to_dict(url)
     except psycopg.Error as err:
         raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
-    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
-        return url
-    return conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT)
+    added: dict[str, str | int] = {}
+    if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
+        added["connect_timeout"] = CONNECT_TIMEOUT
+    if "application_name" not in params and not os.environ.get("PGAPPNAME"):
+        added["application_name"] = APPLICATION_NAME
+    return conninfo.make_conninfo(url, **added) if added else url
 
 
 def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
@@ -135,7 +149,9 @@ def _configure(
     It loads text with ``TextLoader``. On a direct connection it also sets
     the client encoding (``client_encoding``) and how many seconds a
     transaction may sit idle (idle_timeout, see
-    ``IDLE_IN_TRANSACTION_TIMEOUT``), and without durable turns
+    ``IDLE_IN_TRANSACTION_TIMEOUT``), whatever the role sets, exempts the
+    session from idle_session_timeout (the pool closes its idle connections
+    itself, after ``MAX_IDLE``), and without durable turns
     synchronous_commit off. With pooled it sets nothing on the session: a
     pooler would hand the setting to whichever client gets that server
     connection next (see ``_pooled_url`` for the encoding).
@@ -148,6 +164,7 @@ def _configure(
             return
         q = schema_version.Querier(conn)
         q.configure_session(encoding=client_encoding(conn), idle_ms=idle_ms)
+        q.keep_idle_session()
         if not durable:
             q.disable_synchronous_commit()
 
@@ -181,7 +198,7 @@ def read_schema_version(url: str) -> int:
     it cannot reach, or a schema newer than this library's or unknown.
     """
     where = redact_url(url)
-    url = _with_connect_timeout(url, where)
+    url = _connection_url(url, where)
     try:
         with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
             return stored_schema_version(schema_version.Querier(conn), where)
@@ -253,7 +270,9 @@ class PostgresEngine:
         ``connect_timeout`` or PGCONNECT_TIMEOUT sets another), or when its
         schema version is newer than this library's or unknown; the database
         is then unchanged. The first schema of the search_path is created
-        when it does not exist. With durable (the
+        when it does not exist. Every connection's application_name is
+        APPLICATION_NAME ("jobtable") unless the URL's or PGAPPNAME names
+        another. With durable (the
         default) a write that returned survives a server crash; without it
         (``synchronous_commit=off``) a crash may lose the last moments' writes,
         never corrupt the queue. At most max_connections connections are open
@@ -283,9 +302,9 @@ class PostgresEngine:
             raise ValueError(f"idle_timeout is {idle_timeout}, want more than 0 seconds")
         _check_pooled(pooled, durable)
         where = redact_url(url)
-        url = _with_connect_timeout(url, where)
+        url = _connection_url(url, where)
         if listen_url is not None:
-            listen_url = _with_connect_timeout(listen_url, redact_url(listen_url))
+            listen_url = _connection_url(listen_url, redact_url(listen_url))
         elif not pooled:
             listen_url = url
         configure = _configure(durable, idle_timeout, pooled=pooled)

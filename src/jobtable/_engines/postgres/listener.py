@@ -30,13 +30,25 @@ _logger = logging.getLogger("jobtable.postgres")
 
 
 def listen_for_enqueues(conn: _Connection) -> None:
-    """LISTENs on conn for enqueues into its current schema (and cancel requests)."""
-    schema_version.Querier(conn).listen_for_enqueues()
+    """LISTENs on conn for enqueues into its current schema (and cancel requests).
+
+    The session is exempt from idle_session_timeout (KeepIdleSession): it
+    waits idle for notifications by design, and a role's timeout would end
+    it again and again.
+    """
+    q = schema_version.Querier(conn)
+    q.keep_idle_session()
+    q.listen_for_enqueues()
 
 
 def listen_for_ended(conn: _Connection) -> None:
-    """LISTENs on conn for the ends of its current schema's jobs (ListenForEndedJobs)."""
-    schema_version.Querier(conn).listen_for_ended_jobs()
+    """LISTENs on conn for the ends of its current schema's jobs (ListenForEndedJobs).
+
+    Exempt from idle_session_timeout, as ``listen_for_enqueues``.
+    """
+    q = schema_version.Querier(conn)
+    q.keep_idle_session()
+    q.listen_for_ended_jobs()
 
 
 class Listener:

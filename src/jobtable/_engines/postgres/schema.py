@@ -53,6 +53,7 @@ class SchemaQueries(Protocol):
     """The queries of postgres/queries/schema_version.sql that apply_schema runs."""
 
     def create_search_path_schema(self) -> None: ...
+    def lift_statement_timeout(self) -> None: ...
     def lock_schema(self) -> None: ...
     def schema_applied(self) -> _Applied | None: ...
     def get_schema_version(self) -> _Version | None: ...
@@ -213,7 +214,9 @@ def apply_schema(
     or of a version it never wrote; without upgrade, also for a schema that
     is missing or older, which it then leaves as it is. A role that may not
     use the search_path's schema, or may not create or upgrade what is due
-    (not its owner), gets a StoreError saying who may. q runs on conn;
+    (not its owner), gets a StoreError saying who may. A statement_timeout
+    the role sets does not bound the transaction that applies or upgrades
+    (``LiftStatementTimeout``). q runs on conn;
     schema is postgres/schema.sql.
     """
     if not upgrade:
@@ -240,6 +243,9 @@ def _create_or_upgrade(
     conn: _Connection, q: SchemaQueries, schema: LiteralString, where: str
 ) -> None:
     with conn.transaction():
+        # Waiting for another process's upgrade, or rewriting a large table,
+        # may outlast a role's statement_timeout.
+        q.lift_statement_timeout()
         q.lock_schema()
         version = schema_version(q, where)
         if version == 0:

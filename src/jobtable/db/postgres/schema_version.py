@@ -9,6 +9,9 @@ import dataclasses
 import psycopg
 from psycopg.rows import TupleRow
 
+LIFT_STATEMENT_TIMEOUT = """SELECT set_config('statement_timeout', '0', true)
+"""
+
 LOCK_SCHEMA = """SELECT pg_advisory_xact_lock(1785688164, hashtext(current_schema()))
 """
 
@@ -43,6 +46,10 @@ DISABLE_SYNCHRONOUS_COMMIT = """SELECT set_config('synchronous_commit', 'off', f
 CONFIGURE_SESSION = """SELECT set_config('client_encoding', %(encoding)s::text, false),
     set_config('idle_in_transaction_session_timeout', (%(idle_ms)s::integer)::text, false),
     set_config('tcp_user_timeout', (%(idle_ms)s::integer)::text, false)
+"""
+
+KEEP_IDLE_SESSION = """SELECT set_config('idle_session_timeout', '0', false)
+WHERE current_setting('idle_session_timeout', true) IS NOT NULL
 """
 
 CREATE_SEARCH_PATH_SCHEMA = """DO $$
@@ -131,6 +138,20 @@ class Querier:
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._conn = conn
+
+    def lift_statement_timeout(
+        self,
+    ) -> None:
+        """LiftStatementTimeout lifts, until the transaction ends, the statement_timeout
+        a role or the server may set: the transaction that applies or upgrades the
+        schema waits for another process's (the lock of LockSchema) and may rewrite
+        a large table, and a statement ended halfway would only make the process's
+        open fail. A statement of its own: a timeout counts from the start of the
+        statement that would change it.
+        """
+        self._conn.execute(
+            LIFT_STATEMENT_TIMEOUT,
+        )
 
     def lock_schema(
         self,
@@ -241,6 +262,19 @@ class Querier:
                 "encoding": encoding,
                 "idle_ms": idle_ms,
             },
+        )
+
+    def keep_idle_session(
+        self,
+    ) -> None:
+        """KeepIdleSession exempts this session from idle_session_timeout, which a
+        role or the server may set: the engine's sessions wait idle by design (a
+        listener for its notifications, a pooled connection for its next write,
+        closed by the pool itself after a while). A server without the setting
+        (before PostgreSQL 14) has no such setting, and nothing is set.
+        """
+        self._conn.execute(
+            KEEP_IDLE_SESSION,
         )
 
     def create_search_path_schema(
