@@ -8,7 +8,7 @@ only what ``role_grants`` lists. The statements come from the generated
 
 import psycopg
 
-from jobtable._engines.postgres.engine import _store_error, _with_connect_timeout
+from jobtable._engines.postgres.engine import _store_error, _connection_url
 from jobtable._engines.postgres.schema import SCHEMA_VERSION, schema_version
 from jobtable._errors import StoreError
 from jobtable._values import redact_url
@@ -27,7 +27,7 @@ def role_grants(url: str, role: str, *, apply: bool) -> list[str]:
     may not grant; and as ``Store.open`` does for a URL it cannot use.
     """
     where = redact_url(url)
-    conninfo = _with_connect_timeout(url, where)
+    conninfo = _connection_url(url, where)
     try:
         with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
             version = schema_version(schema_queries.Querier(conn), where)
