@@ -88,6 +88,10 @@ class OpenOptions(TypedDict, total=False):
     clock: Callable[[], datetime.datetime] | None
     migrate: bool
     secret_keys: str | Sequence[str] | None
+    wal_limit: int | None
+    pooled: bool
+    listen_url: str | None
+    max_connections: int | None
 
 
 class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOperations):
@@ -176,6 +180,7 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         wal_limit: int | None = WAL_LIMIT,
         pooled: bool = False,
         listen_url: str | None = None,
+        max_connections: int | None = None,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -219,6 +224,16 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         pooled store listens to nothing, logs one warning as it opens, and
         its runners and waits find work by polling (see the PostgreSQL
         guide's section on poolers).
+
+        max_connections (PostgreSQL; None: 10) bounds the connections the
+        store keeps to the server for its operations, whoever makes them:
+        enqueues, reads, the runners and waits of the process. Each is opened
+        when an operation finds none idle and closed after 10 minutes unused;
+        an operation that finds all in use waits for one (up to 30 s, then a
+        transient StoreError). Listening takes one more connection per
+        runner, and one while anything waits for a job's end (see the
+        PostgreSQL guide's connection budget). A value below 1 raises
+        ValueError; so does any value for a SQLite file.
         """
         keys = keys_of(secret_keys)
         engine, shown = open_engine(
@@ -230,6 +245,7 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
             wal_limit=wal_limit,
             pooled=pooled,
             listen_url=listen_url,
+            max_connections=max_connections,
         )
         return cls(
             engine,

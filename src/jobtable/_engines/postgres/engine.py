@@ -93,8 +93,17 @@ bounded.
 """
 
 
+APPLICATION_NAME = "jobtable"
+"""The application_name of the engine's connections, unless the URL or PGAPPNAME sets one.
+
+So an operator finds them in ``pg_stat_activity`` (and PgBouncer's ``SHOW
+CLIENTS``), and counts them against the connection budget.
+"""
+
+
 def _with_connect_timeout(url: str, where: str) -> str:
-    """Returns url with CONNECT_TIMEOUT added unless it or the environment sets one.
+    """Returns url with CONNECT_TIMEOUT and APPLICATION_NAME added unless it or the environment
+    sets them.
 
     Raises StoreError, naming the URL without its password, for a URL libpq
     cannot parse.
@@ -103,9 +112,12 @@ def _with_connect_timeout(url: str, where: str) -> str:
         params = conninfo.conninfo_to_dict(url)
     except psycopg.Error as err:
         raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
-    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
-        return url
-    return conninfo.make_conninfo(url, connect_timeout=CONNECT_TIMEOUT)
+    added: dict[str, object] = {}
+    if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
+        added["connect_timeout"] = CONNECT_TIMEOUT
+    if "application_name" not in params and not os.environ.get("PGAPPNAME"):
+        added["application_name"] = APPLICATION_NAME
+    return conninfo.make_conninfo(url, **added) if added else url
 
 
 def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
