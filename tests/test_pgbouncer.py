@@ -69,13 +69,22 @@ def test_stores_of_many_clients_share_pgbouncers_server_connections(
             store.close()
 
 
-def test_a_pooled_store_without_listen_url_warns_once_of_polling(
+def test_a_pooled_store_without_listen_url_warns_once_of_polling_as_it_would_listen(
     pooled_pg: PooledURLs, caplog: pytest.LogCaptureFixture
 ) -> None:
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "listen_url" in r.getMessage()]
+
     with caplog.at_level(logging.WARNING, logger="jobtable.postgres"):
         store = jobtable.Store.open(pooled_pg.pooled, pooled=True)
-        store.close()
-    [warning] = [r.getMessage() for r in caplog.records if "listen_url" in r.getMessage()]
+        try:
+            double.enqueue(store, 1)
+            assert warnings() == [], "a process that only enqueues is not warned"
+            for _ in range(2):
+                store.engine.listen(lambda: None)()
+        finally:
+            store.close()
+    [warning] = warnings()
     assert "poll_interval" in warning
     assert "1 s" in warning
 

@@ -221,9 +221,9 @@ class Store(StoreOperations, QueueOperations, DashboardOperations, WorkflowOpera
         (ValueError: set synchronous_commit for the role instead). Waking
         runners and waits needs a session: listen_url (PostgreSQL) is a
         direct URL to the same database, used only to listen. Without it a
-        pooled store listens to nothing, logs one warning as it opens, and
-        its runners and waits find work by polling (see the PostgreSQL
-        guide's section on poolers).
+        pooled store listens to nothing: its runners and waits find work by
+        polling, and the first of them to start logs one warning saying so
+        (see the PostgreSQL guide's section on poolers).
 
         max_connections (PostgreSQL; None: 10) bounds the connections the
         store keeps to the server for its operations, whoever makes them:
