@@ -81,7 +81,9 @@ def test_a_pooled_store_without_listen_url_warns_once_of_polling_as_it_would_lis
             double.enqueue(store, 1)
             assert warnings() == [], "a process that only enqueues is not warned"
             for _ in range(2):
-                store.engine.listen(lambda: None)()
+                stop = store.engine.listen(lambda: None)
+                assert stop is not None
+                stop()
         finally:
             store.close()
     [warning] = warnings()

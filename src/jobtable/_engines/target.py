@@ -84,11 +84,15 @@ def open_engine(
     if engine == "postgres":
         url = os.fspath(where)
         _need_psycopg(url)
-        from jobtable._engines.postgres.engine import PostgresEngine
+        from jobtable._engines.postgres.engine import MAX_CONNECTIONS, PostgresEngine
 
-        sized = {} if max_connections is None else {"max_connections": max_connections}
         opened: Engine = PostgresEngine.open(
-            url, durable=durable, upgrade=upgrade, pooled=pooled, listen_url=listen_url, **sized
+            url,
+            durable=durable,
+            upgrade=upgrade,
+            pooled=pooled,
+            listen_url=listen_url,
+            max_connections=MAX_CONNECTIONS if max_connections is None else max_connections,
         )
         return opened, url
     if pooled or listen_url is not None or max_connections is not None:

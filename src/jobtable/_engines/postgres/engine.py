@@ -93,6 +93,9 @@ bounded.
 """
 
 
+MAX_CONNECTIONS = 10
+"""How many connections an engine keeps for its operations unless told (``max_connections``)."""
+
 APPLICATION_NAME = "jobtable"
 """The application_name of the engine's connections, unless the URL or PGAPPNAME sets one.
 
@@ -112,7 +115,7 @@ def _with_connect_timeout(url: str, where: str) -> str:
         params = conninfo.conninfo_to_dict(url)
     except psycopg.Error as err:
         raise StoreError(f"cannot open {where}: malformed URL: {scrub(str(err), url)}") from None
-    added: dict[str, object] = {}
+    added: dict[str, str | int] = {}
     if "connect_timeout" not in params and not os.environ.get("PGCONNECT_TIMEOUT"):
         added["connect_timeout"] = CONNECT_TIMEOUT
     if "application_name" not in params and not os.environ.get("PGAPPNAME"):
@@ -252,7 +255,7 @@ class PostgresEngine:
         url: str,
         *,
         durable: bool = True,
-        max_connections: int = 10,
+        max_connections: int = MAX_CONNECTIONS,
         reconnect: Backoff = RECONNECT,
         upgrade: bool = True,
         idle_timeout: float = IDLE_IN_TRANSACTION_TIMEOUT,
