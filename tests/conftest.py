@@ -181,6 +181,21 @@ def pooled_pg(
     the test parametrizes this fixture (indirect) with "session".
     """
     mode: str = getattr(request, "param", "transaction")
+    yield from _pooled(pgbouncer, pg_url, mode)
+
+
+@pytest.fixture
+def pooled_pg_session(
+    pgbouncer: pgbouncer_server.Bouncer, pg_url: str
+) -> Iterator[pgbouncer_server.PooledURLs]:
+    """``pooled_pg`` in session mode, for a test that asks for it by name (getfixturevalue)."""
+    yield from _pooled(pgbouncer, pg_url, "session")
+
+
+def _pooled(
+    pgbouncer: pgbouncer_server.Bouncer, pg_url: str, mode: str
+) -> Iterator[pgbouncer_server.PooledURLs]:
+    """pg_url's schema through pgbouncer in mode, another client's statements prepared on it."""
     schema = urllib.parse.parse_qs(urllib.parse.urlsplit(pg_url).query)["options"][0]
     schema = schema.removeprefix("-csearch_path=")
     pooled = pgbouncer.add_schema(schema, schema, mode)
