@@ -15,7 +15,9 @@ import contextlib
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pg_cluster
@@ -25,6 +27,7 @@ import pytest
 import jobtable
 from jobtable._engines.postgres.engine import PostgresEngine
 
+T = TypeVar("T")
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
 
@@ -113,8 +116,9 @@ def fill(url: str, held: list[psycopg.Connection], names: tuple[str, ...]) -> No
     """Takes every connection slot of url's server: the free ones, then those of names' sessions.
 
     It ends the sessions whose application_name is one of names, and takes
-    their slots, until a connection is refused and none of them is left: no
-    process of the test can reconnect until held is closed.
+    their slots, until a connection is refused and every client session is
+    one of held (a session ended a moment ago holds its slot until its
+    process exits): no process of the test can connect until held is closed.
     """
     while True:
         try:
@@ -126,14 +130,16 @@ def fill(url: str, held: list[psycopg.Connection], names: tuple[str, ...]) -> No
         row = (
             held[0]
             .execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE application_name = ANY(%s)",
+                "SELECT count(*) FILTER (WHERE application_name <> 'filler'),"
+                " count(pg_terminate_backend(pid)) FILTER (WHERE application_name = ANY(%s))"
+                " FROM pg_stat_activity WHERE backend_type = 'client backend'",
                 (list(names),),
             )
             .fetchone()
         )
-        if row is None or row[0] == 0:
+        if row is not None and row[0] == 0:
             return
+        time.sleep(0.01)
 
 
 def statuses(conn: psycopg.Connection) -> dict[str, int]:
@@ -228,12 +234,25 @@ def test_a_roles_connection_limit_is_a_transient_error_that_says_so(
         admin.execute("CREATE SCHEMA limited AUTHORIZATION limited")
     url = throwaway_pg.url.replace("postgres@", "limited@")
     with jobtable.Store.open(url) as store:
-        with psycopg.connect(url):
+        # A connection just closed holds the role's slot until its process exits.
+        with eventually(lambda: psycopg.connect(url)):
             with pytest.raises(jobtable.StoreError, match="too many connections for role") as err:
                 double.enqueue(store, 1)
             assert err.value.transient
-        job_id = double.enqueue(store, 2)
+        job_id = eventually(lambda: double.enqueue(store, 2))
         assert store.get(job_id).status is jobtable.Status.QUEUED
+
+
+def eventually(call: Callable[[], T]) -> T:
+    """What call returns once it stops raising a refusal of a connection (within 30 s)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return call()
+        except (psycopg.OperationalError, jobtable.StoreError) as err:
+            if time.monotonic() > deadline or not any(text in str(err) for text in REFUSED):
+                raise
+        time.sleep(0.05)
 
 
 def test_the_stores_connections_are_named_jobtable_unless_the_url_names_them(
