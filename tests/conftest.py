@@ -139,14 +139,17 @@ def _skip_unless_possible(what: str, reason: str | None) -> None:
 
 
 @pytest.fixture
-def throwaway_pg() -> Iterator[pg_cluster.Cluster]:
+def throwaway_pg(request: pytest.FixtureRequest) -> Iterator[pg_cluster.Cluster]:
     """A PostgreSQL cluster of the test's own, started; stopped and removed after the test.
 
-    For tests that stop or restart a server: the shared one is never stopped.
-    Skips (fails on CI) when this machine cannot run one.
+    For tests that stop or restart a server, or fill its connection slots:
+    the shared one is never stopped. Its max_connections is 50, or the
+    int a test parametrizes this fixture with (indirect). Skips (fails on
+    CI) when this machine cannot run one.
     """
     _skip_unless_possible("a throwaway PostgreSQL cluster", pg_cluster.cannot_run())
-    with pg_cluster.throwaway_cluster() as cluster:
+    max_connections: int = getattr(request, "param", 50)
+    with pg_cluster.throwaway_cluster(max_connections) as cluster:
         yield cluster
 
 
@@ -172,6 +175,21 @@ def pooled_pg(
     the test parametrizes this fixture (indirect) with "session".
     """
     mode: str = getattr(request, "param", "transaction")
+    yield from _pooled(pgbouncer, pg_url, mode)
+
+
+@pytest.fixture
+def pooled_pg_session(
+    pgbouncer: pgbouncer_server.Bouncer, pg_url: str
+) -> Iterator[pgbouncer_server.PooledURLs]:
+    """``pooled_pg`` in session mode, for a test that asks for it by name (getfixturevalue)."""
+    yield from _pooled(pgbouncer, pg_url, "session")
+
+
+def _pooled(
+    pgbouncer: pgbouncer_server.Bouncer, pg_url: str, mode: str
+) -> Iterator[pgbouncer_server.PooledURLs]:
+    """pg_url's schema through pgbouncer in mode, another client's statements prepared on it."""
     schema = urllib.parse.parse_qs(urllib.parse.urlsplit(pg_url).query)["options"][0]
     schema = schema.removeprefix("-csearch_path=")
     pooled = pgbouncer.add_schema(schema, schema, mode)

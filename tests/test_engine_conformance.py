@@ -153,10 +153,14 @@ def in_threads(work: Callable[[T], None], each: list[T]) -> None:
     params=[
         *ENGINES,
         pytest.param("postgres-pgbouncer", marks=[pytest.mark.postgres, pytest.mark.slow]),
+        pytest.param("postgres-pgbouncer-session", marks=[pytest.mark.postgres, pytest.mark.slow]),
     ]
 )
 def engine(request: pytest.FixtureRequest) -> str:
-    """The engine under test; postgres-pgbouncer: PostgreSQL through PgBouncer, transaction mode."""
+    """The engine under test; postgres-pgbouncer: PostgreSQL through PgBouncer, transaction mode.
+
+    postgres-pgbouncer-session: through PgBouncer in session mode, pooled, listening directly.
+    """
     name: str = request.param
     return name
 
@@ -166,8 +170,9 @@ def kit(engine: str, store_target: str, request: pytest.FixtureRequest) -> Kit:
     """The engine under test, on a fresh database of the test's own."""
     if engine == "sqlite":
         return sqlite_kit(pathlib.Path(store_target))
-    if engine == "postgres-pgbouncer":
-        urls: PooledURLs = request.getfixturevalue("pooled_pg")
+    if engine.startswith("postgres-pgbouncer"):
+        name = "pooled_pg_session" if engine.endswith("-session") else "pooled_pg"
+        urls: PooledURLs = request.getfixturevalue(name)
         return postgres_kit(store_target, pooled=urls.pooled)
     return postgres_kit(store_target)
 

@@ -9,6 +9,7 @@ PgBouncer (slow).
 
 import asyncio
 import logging
+import os
 import pathlib
 import signal
 import subprocess
@@ -24,7 +25,8 @@ from jobtable.testing import drain
 
 pytestmark = pytest.mark.slow
 
-PROCESS = pathlib.Path(__file__).with_name("pgbouncer_process.py")
+TRIAL = pathlib.Path(__file__).with_name("pgbouncer_trial")
+"""The trial's two scripts: worker.py (a runner) and waiter.py (enqueues and waits)."""
 ROUNDS = 50
 """Round trips the cross-process test makes in each wake-up mode."""
 
@@ -69,13 +71,24 @@ def test_stores_of_many_clients_share_pgbouncers_server_connections(
             store.close()
 
 
-def test_a_pooled_store_without_listen_url_warns_once_of_polling(
+def test_a_pooled_store_without_listen_url_warns_once_of_polling_as_it_would_listen(
     pooled_pg: PooledURLs, caplog: pytest.LogCaptureFixture
 ) -> None:
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "listen_url" in r.getMessage()]
+
     with caplog.at_level(logging.WARNING, logger="jobtable.postgres"):
         store = jobtable.Store.open(pooled_pg.pooled, pooled=True)
-        store.close()
-    [warning] = [r.getMessage() for r in caplog.records if "listen_url" in r.getMessage()]
+        try:
+            double.enqueue(store, 1)
+            assert warnings() == [], "a process that only enqueues is not warned"
+            for _ in range(2):
+                stop = store.engine.listen(lambda: None)
+                assert stop is not None
+                stop()
+        finally:
+            store.close()
+    [warning] = warnings()
     assert "poll_interval" in warning
     assert "1 s" in warning
 
@@ -143,23 +156,36 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
             process.wait()
 
 
-@pytest.mark.parametrize("listen", ["listen_url", "polling"])
+@pytest.mark.parametrize(
+    ("pooled_pg", "listen"),
+    [
+        ("transaction", "direct"),
+        ("transaction", "polling"),
+        # Session mode carries LISTEN: the pooled URL listens too.
+        ("session", "pooled"),
+    ],
+    indirect=["pooled_pg"],
+)
 async def test_round_trips_between_a_worker_and_a_waiter_process(
     pooled_pg: PooledURLs,
     listen: str,
     processes: list[subprocess.Popen[bytes]],
     pgbouncer: pgbouncer_server.Bouncer,
 ) -> None:
-    direct = pooled_pg.direct if listen == "listen_url" else ""
+    """The done-when trial: 50 cross-process enqueue-and-wait round trips, every result right."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JOBTABLE_")}
+    env |= {"JOBTABLE_STORE": pooled_pg.pooled, "JOBTABLE_POOLED": "1"}
+    if listen != "polling":
+        env["JOBTABLE_LISTEN_URL"] = pooled_pg.direct if listen == "direct" else pooled_pg.pooled
 
-    def start(role: str) -> subprocess.Popen[bytes]:
-        args = [sys.executable, str(PROCESS), role, pooled_pg.pooled, direct, str(ROUNDS)]
-        processes.append(subprocess.Popen(args, start_new_session=True))
+    def start(script: str, *args: str) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, str(TRIAL / script), *args]
+        processes.append(subprocess.Popen(argv, env=env, start_new_session=True))
         return processes[-1]
 
     logged = len(pgbouncer.server_log())
-    worker = start("worker")
-    waiter = start("waiter")
+    worker = start("worker.py")
+    waiter = start("waiter.py", str(ROUNDS))
     try:
         code = await asyncio.to_thread(waiter.wait, 300)
     except subprocess.TimeoutExpired:
@@ -168,6 +194,9 @@ async def test_round_trips_between_a_worker_and_a_waiter_process(
     assert worker.poll() is None, "the worker died"
     worker.send_signal(signal.SIGTERM)
     assert await asyncio.to_thread(worker.wait, 60) == 0
-    # Nothing listened through PgBouncer (a LISTEN left on a pooled server
-    # connection makes it log "got packet 'A' from server when not linked").
-    assert "not linked" not in pgbouncer.server_log()[logged:]
+    # Nothing listened through PgBouncer in transaction mode (a LISTEN left on
+    # a pooled server connection makes it log "got packet 'A' from server
+    # when not linked"), and no statement clashed with another client's.
+    log = pgbouncer.server_log()[logged:]
+    assert "not linked" not in log
+    assert "already exists" not in log

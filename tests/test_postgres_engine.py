@@ -318,7 +318,8 @@ def test_an_unreachable_server_raises_store_error(pg_server: str) -> None:
 
 def test_a_pool_lends_its_last_connection_to_one_caller_at_a_time(pg_url: str) -> None:
     # With its one connection lent, a caller waits for it to come back and
-    # gets it; one that waits past the timeout gets StoreError.
+    # gets it; one that waits past the timeout gets a transient StoreError
+    # (the runner retries it; the job's outcome is not replaced).
     pool = Pool(pg_url, "test", max_size=1, configure=lambda conn: None, timeout=LIMIT)
     short = Pool(pg_url, "test", max_size=1, configure=lambda conn: None, timeout=0.01)
     got: list[object] = []
@@ -331,8 +332,9 @@ def test_a_pool_lends_its_last_connection_to_one_caller_at_a_time(pg_url: str) -
         with pool.connection() as first:
             waiter = threading.Thread(target=wait_for_it)
             waiter.start()
-            with short.connection(), pytest.raises(StoreError, match="1 connections stayed"):
+            with short.connection(), pytest.raises(StoreError, match="1 connections stayed") as err:
                 short.connection().__enter__()
+            assert err.value.transient
         waiter.join(LIMIT)
         assert got == [first]  # the same connection, once returned
     finally:

@@ -89,6 +89,10 @@ class OpenOptions(TypedDict, total=False):
     clock: Callable[[], datetime.datetime] | None
     migrate: bool
     secret_keys: str | Sequence[str] | None
+    wal_limit: int | None
+    pooled: bool
+    listen_url: str | None
+    max_connections: int | None
 
 
 class Store(
@@ -190,6 +194,7 @@ class Store(
         wal_limit: int | None = WAL_LIMIT,
         pooled: bool = False,
         listen_url: str | None = None,
+        max_connections: int | None = None,
     ) -> Self:
         """Opens the store at target, creating the database or its schema when missing.
 
@@ -202,9 +207,10 @@ class Store(
         A pooled store (a PgBouncer URL, transaction or session mode) prepares no
         statement on the server and leaves no setting on a session, so the pooler
         may share the server connections. Waking runners and waits needs a
-        session: without listen_url a pooled store listens to nothing, logs one
-        warning as it opens, and its runners and waits find work by polling (see
-        the PostgreSQL guide's section on poolers).
+        session: without listen_url a pooled store listens to nothing: its
+        runners and waits find work by polling, and the first of them to start
+        logs one warning saying so (see the PostgreSQL guide's section on
+        poolers).
 
         Args:
             target: A SQLite file (a path, ``sqlite:///relative/path`` or
@@ -232,6 +238,15 @@ class Store(
             pooled: PostgreSQL: target is a connection pooler's URL.
             listen_url: PostgreSQL: a direct URL to the same database, used only
                 to listen, for a pooled store.
+            max_connections: PostgreSQL (None: 10): bounds the connections the
+                store keeps to the server for its operations, whoever makes
+                them: enqueues, reads, the runners and waits of the process.
+                Each is opened when an operation finds none idle and closed
+                after 10 minutes unused; an operation that finds all in use
+                waits for one (up to 30 s, then a transient StoreError).
+                Listening takes one more connection per runner, and one while
+                anything waits for a job's end (see the PostgreSQL guide's
+                connection budget).
 
         Returns:
             The open store; close it with ``close`` (or use it as a context manager).
@@ -239,9 +254,10 @@ class Store(
         Raises:
             StoreError: The target cannot be used (naming it and the cause; it is
                 left unchanged), or, without migrate, its schema is missing or older.
-            ValueError: A bad secret key (naming its id, never the key), or
+            ValueError: A bad secret key (naming its id, never the key),
                 durable=False with pooled (set synchronous_commit for the role
-                instead).
+                instead), or a max_connections below 1 or given for a SQLite
+                file.
         """
         keys = keys_of(secret_keys)
         engine, shown = open_engine(
@@ -253,6 +269,7 @@ class Store(
             wal_limit=wal_limit,
             pooled=pooled,
             listen_url=listen_url,
+            max_connections=max_connections,
         )
         return cls(
             engine,

@@ -227,7 +227,7 @@ async def test_a_failed_claim_is_logged_and_retried_with_a_growing_wait_until_it
     wait_until: WaitUntil,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="jobtable")
+    caplog.set_level(logging.DEBUG, logger="jobtable")
     # Polling alone would find the job only after a minute: a worker parked
     # after a claim error, as jobs.go's work loop parks until a wake, would
     # never see it within the test.
@@ -417,7 +417,7 @@ async def test_a_stopping_runner_gives_up_an_outcome_write_after_give_up_after_t
     tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The refusal is transient, as an outage's is: another connection holds the write lock."""
-    caplog.set_level(logging.INFO, logger="jobtable")
+    caplog.set_level(logging.DEBUG, logger="jobtable")
     path = tmp_path / "jobs.db"
     with jobtable.Store.open(path, busy_timeout=0.01) as store:
         runner = jobtable.Runner(

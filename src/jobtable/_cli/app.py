@@ -2,7 +2,8 @@
 
 A command is one function, decorated with ``@app.command()`` (or
 ``@jobs.command()`` for ``jobtable jobs …``), in a module that
-``jobtable._cli`` imports. It takes ``StoreOption`` and ``JsonOption``,
+``jobtable._cli`` imports. It takes ``StoreOption`` (with ``PooledOption``
+and ``ListenUrlOption`` after it) and ``JsonOption``,
 opens the store with ``opened_store`` (which turns every error into one
 line on stderr and exit status 1), and prints with ``emit``. Nothing here
 writes SQL: the commands call the Store's public operations, as user code
@@ -107,6 +108,32 @@ StoreOption = Annotated[
 ]
 """The ``--store URL`` option every command takes, or JOBTABLE_STORE from the environment."""
 
+PooledOption = Annotated[
+    bool,
+    typer.Option(
+        "--pooled",
+        envvar="JOBTABLE_POOLED",
+        show_envvar=True,
+        help="The --store URL is a connection pooler's (PgBouncer in transaction or session "
+        "mode): prepare no statement, set nothing on a session.",
+    ),
+]
+"""The ``--pooled`` option every command with ``--store`` takes, or JOBTABLE_POOLED (1, true)."""
+
+ListenUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--listen-url",
+        envvar="JOBTABLE_LISTEN_URL",
+        show_envvar=True,
+        show_default=False,
+        help="With --pooled: a direct URL to the same database, for listening. The commands "
+        "and the dashboard never listen (they poll), so they take it only to share the "
+        "application's environment.",
+    ),
+]
+"""The ``--listen-url`` option every command with ``--store`` takes, or JOBTABLE_LISTEN_URL."""
+
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")
 ]
@@ -126,16 +153,19 @@ def fail(message: str, url: str | None = None) -> NoReturn:
 
 
 @contextlib.contextmanager
-def opened_store(url: str | None) -> Iterator[Store]:
+def opened_store(
+    url: str | None, pooled: bool = False, listen_url: str | None = None
+) -> Iterator[Store]:
     """Opens the store at url without upgrading it, closes it after; one-line errors.
 
-    The CLI never creates or upgrades a schema behind a deploy's back:
-    ``jobtable migrate`` does that.
+    pooled and listen_url are the command's --pooled and --listen-url
+    (``Store.open``'s). The CLI never creates or upgrades a schema behind a
+    deploy's back: ``jobtable migrate`` does that.
     """
     if not url:
         fail("no store: give --store URL or set JOBTABLE_STORE")
     with reporting(url):
-        store = Store.open(url, migrate=False)
+        store = Store.open(url, migrate=False, pooled=pooled, listen_url=listen_url)
         try:
             yield store
         finally:

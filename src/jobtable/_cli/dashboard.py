@@ -10,7 +10,15 @@ from typing import Annotated
 
 import typer
 
-from jobtable._cli.app import StoreOption, app, fail, opened_store, reporting
+from jobtable._cli.app import (
+    ListenUrlOption,
+    PooledOption,
+    StoreOption,
+    app,
+    fail,
+    opened_store,
+    reporting,
+)
 from jobtable._dashboard.serve import check_bind, serve
 
 
@@ -26,6 +34,8 @@ def _basic(text: str | None) -> tuple[str, str] | None:
 @app.command("dashboard")
 def dashboard(
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     host: Annotated[
         str, typer.Option(help="The address to listen on; another than loopback needs auth.")
     ] = "127.0.0.1",
@@ -58,7 +68,7 @@ def dashboard(
     credentials = _basic(basic_auth)
     with reporting(None):
         check_bind(host, token=token or None, basic_auth=credentials)
-    with opened_store(store) as opened, reporting(store):
+    with opened_store(store, pooled, listen_url) as opened, reporting(store):
         try:
             serve(
                 opened,

@@ -11,6 +11,8 @@ from rich.table import Table
 
 from jobtable._cli.app import (
     JsonOption,
+    ListenUrlOption,
+    PooledOption,
     StoreOption,
     console,
     emit,
@@ -73,6 +75,8 @@ def _known(store: Store, ids: list[str], url: str) -> None:
 @jobs.command("list")
 def list_jobs(
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     status: Annotated[str | None, typer.Option(help="Only jobs in this status.")] = None,
     kind: Annotated[str | None, typer.Option(help="Only jobs of this kind.")] = None,
     queue: Annotated[str | None, typer.Option(help="Only jobs in this queue.")] = None,
@@ -90,7 +94,7 @@ def list_jobs(
     for a later time may run.
     """
     wanted = parse_status(status)
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         filters = {"status": wanted, "kind": kind, "queue": queue, "tag": tag}
         records = opened.list_jobs(**filters, limit=limit, before=before)
         now = opened.clock()
@@ -126,6 +130,8 @@ def list_jobs(
 def show_job(
     job_id: Annotated[str, typer.Argument(help="The job's id.", show_default=False)],
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     full: Annotated[
         bool,
         typer.Option(
@@ -139,7 +145,7 @@ def show_job(
     A payload or result longer than SHOWN_BYTES is cut there, saying how
     long it is, unless --full; --json always holds them whole.
     """
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         try:
             record = opened.inspect(job_id)
         except JobNotFound:
@@ -217,19 +223,31 @@ def _workflow_view(links: WorkflowLinks) -> Table:
 
 
 @jobs.command("cancel", context_settings=IDS_MAY_START_WITH_A_DASH)
-def cancel_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+def cancel_jobs(
+    ids: IdsArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Cancels jobs: a queued one at once, a running one through its runner."""
-    _on_each(store, ids, as_json, Store.cancel)
+    _on_each(store, pooled, listen_url, ids, as_json, Store.cancel)
 
 
 @jobs.command("retry", context_settings=IDS_MAY_START_WITH_A_DASH)
-def retry_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+def retry_jobs(
+    ids: IdsArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Queues failed or cancelled jobs again, with fresh attempts; their history is kept.
 
     A job of a workflow that a failed, cancelled or deleted dependency
     blocks is left as it is: blocked, naming that dependency.
     """
-    _on_each(store, ids, as_json, Store.retry, _blocked_by)
+    _on_each(store, pooled, listen_url, ids, as_json, Store.retry, _blocked_by)
 
 
 def _blocked_by(opened: Store, job_id: str, outcome: StrEnum) -> str | None:
@@ -242,24 +260,34 @@ def _blocked_by(opened: Store, job_id: str, outcome: StrEnum) -> str | None:
 @jobs.command("retry-failed")
 def retry_failed_jobs(
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     kind: Annotated[str | None, typer.Option(help="Only failed jobs of this kind.")] = None,
     queue: Annotated[str | None, typer.Option(help="Only failed jobs in this queue.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Queues again every failed job that matches the filters given."""
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         count = opened.retry_failed(kind=kind, queue=queue)
     emit({"retried": count}, as_json, lambda: f"retried {count} failed job(s)")
 
 
 @jobs.command("delete", context_settings=IDS_MAY_START_WITH_A_DASH)
-def delete_jobs(ids: IdsArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+def delete_jobs(
+    ids: IdsArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Deletes jobs that are not running (a running one is kept: cancel it first)."""
-    _on_each(store, ids, as_json, Store.delete)
+    _on_each(store, pooled, listen_url, ids, as_json, Store.delete)
 
 
 def _on_each(
     url: str | None,
+    pooled: bool,
+    listen_url: str | None,
     ids: list[str],
     as_json: bool,
     action: Callable[[Store, str], StrEnum],
@@ -273,7 +301,7 @@ def _on_each(
     """
     ids = list(dict.fromkeys(ids))
     reasons: dict[str, str] = {}
-    with opened_store(url) as opened:
+    with opened_store(url, pooled, listen_url) as opened:
         _known(opened, ids, url or "")
         outcomes: dict[str, str] = {}
         for job_id in ids:

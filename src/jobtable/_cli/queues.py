@@ -15,7 +15,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from jobtable._cli.app import JsonOption, StoreOption, emit, fail, new_table, opened_store, queues
+from jobtable._cli.app import (
+    JsonOption,
+    ListenUrlOption,
+    PooledOption,
+    StoreOption,
+    emit,
+    fail,
+    new_table,
+    opened_store,
+    queues,
+)
 from jobtable._operator import flow_text
 from jobtable._operator.queues import QueueInfo
 from jobtable._store import Store
@@ -49,13 +59,18 @@ def _table(found: list[QueueInfo]) -> Table:
 
 
 @queues.command("list")
-def list_queues(store: StoreOption = None, as_json: JsonOption = False) -> None:
+def list_queues(
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Lists every queue with flow control or jobs: its pause, limits, and jobs queued and running.
 
     ``limits by`` says whose limits the claims obey: an operator's (``set``),
     the code's declaration (``Runner(flow=...)``), or none (``-``).
     """
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         found = _every(opened)
     emit(found, as_json, lambda: _table(found), empty="no queues: no jobs and no flow control")
 
@@ -97,19 +112,39 @@ def _line(queue: QueueInfo) -> str:
 
 
 @queues.command("pause")
-def pause(queue: QueueArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+def pause(
+    queue: QueueArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Pauses a queue: no runner starts its jobs until resumed; running ones finish."""
-    _pause(store, queue, as_json, paused=True)
+    _pause(store, pooled, listen_url, queue, as_json, paused=True)
 
 
 @queues.command("resume")
-def resume(queue: QueueArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+def resume(
+    queue: QueueArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Resumes a paused queue: every runner claims its jobs again."""
-    _pause(store, queue, as_json, paused=False)
+    _pause(store, pooled, listen_url, queue, as_json, paused=False)
 
 
-def _pause(url: str | None, queue: str, as_json: bool, *, paused: bool) -> None:
-    with opened_store(url) as opened:
+def _pause(
+    url: str | None,
+    pooled: bool,
+    listen_url: str | None,
+    queue: str,
+    as_json: bool,
+    *,
+    paused: bool,
+) -> None:
+    with opened_store(url, pooled, listen_url) as opened:
         _note_unknown(opened, queue)
         (opened.pause if paused else opened.resume)(queue)
         _changed(opened, queue, as_json, f"{'paused' if paused else 'resumed'} queue {queue!r}")
@@ -119,6 +154,8 @@ def _pause(url: str | None, queue: str, as_json: bool, *, paused: bool) -> None:
 def set_limits(
     queue: QueueArgument,
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     concurrency: Annotated[
         str | None,
         typer.Option(help="At most this many jobs of the queue run at once, on every runner."),
@@ -153,16 +190,22 @@ def set_limits(
         starts = flow_text.parse_rate("--rate", rate or "", rate_per_key)
     except ValueError as err:
         fail(str(err))
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         _note_unknown(opened, queue)
         opened.set_limits(queue, concurrency=most, partition_limit=per_key, rate=starts)
         _changed(opened, queue, as_json, f"set the limits of queue {queue!r}")
 
 
 @queues.command("clear")
-def clear(queue: QueueArgument, store: StoreOption = None, as_json: JsonOption = False) -> None:
+def clear(
+    queue: QueueArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Drops an operator's limits of a queue: the code's latest declaration applies again."""
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         found = _find(opened, queue)
         if found is None:
             names = ", ".join(repr(q.name) for q in _every(opened)) or "none"

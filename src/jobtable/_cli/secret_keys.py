@@ -9,7 +9,16 @@ from typing import Annotated
 
 import typer
 
-from jobtable._cli.app import JsonOption, StoreOption, app, emit, opened_store, reporting
+from jobtable._cli.app import (
+    JsonOption,
+    ListenUrlOption,
+    PooledOption,
+    StoreOption,
+    app,
+    emit,
+    opened_store,
+    reporting,
+)
 from jobtable._secrets import new_key
 
 secrets = typer.Typer(
@@ -36,12 +45,17 @@ def new_secret_key(
 
 
 @secrets.command("rotate")
-def rotate(store: StoreOption = None, as_json: JsonOption = False) -> None:
+def rotate(
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Re-encrypts every stored secret under the first key of JOBTABLE_SECRET_KEYS.
 
     Afterwards no stored job needs the keys after the first, which can be dropped.
     """
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         count = opened.rotate_secrets()
         current = opened.secret_keys.current if opened.secret_keys else ""
     emit(

@@ -7,6 +7,8 @@ from rich.table import Table
 
 from jobtable._cli.app import (
     JsonOption,
+    ListenUrlOption,
+    PooledOption,
     StoreOption,
     age,
     app,
@@ -24,9 +26,14 @@ from jobtable._store import Store
 
 
 @app.command("stats")
-def stats(store: StoreOption = None, as_json: JsonOption = False) -> None:
+def stats(
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """Shows each queue's job counts, how long its oldest due job waited, how many are for later."""
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         found = opened.stats()
     emit(found, as_json, lambda: _stats_table(found) if found.queues else "no jobs")
 
@@ -42,6 +49,8 @@ def _stats_table(found: Stats) -> Table:
 @app.command("runners")
 def runners(
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     lease: Annotated[
         float, typer.Option(help="Seconds after its last heartbeat a runner counts as dead.")
     ] = 30.0,
@@ -54,7 +63,7 @@ def runners(
     the ids of the secret keys a runner lacked for a job it claimed (it put
     each such job back, its attempt unused), until it restarts.
     """
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         found = opened.runners(lease=lease)
         at = opened.clock()
 
@@ -90,11 +99,13 @@ def prune(
         ),
     ],
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Deletes the jobs that succeeded, failed or were cancelled longer ago than --older-than."""
     delta = parse_duration(older_than, "--older-than")
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         deleted = opened.prune(delta)
     emit({"deleted": deleted}, as_json, lambda: f"deleted {deleted} finished job(s)")
 
@@ -102,6 +113,8 @@ def prune(
 @app.command("migrate")
 def migrate(
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     check: Annotated[
         bool, typer.Option("--check", help="Only tell; exit 1 when an upgrade is pending.")
     ] = False,
@@ -111,7 +124,7 @@ def migrate(
     if not store:
         fail("no store: give --store URL or set JOBTABLE_STORE")
     with reporting(store):
-        found = Store.schema_state(store) if check else Store.migrate(store)
+        found = Store.schema_state(store) if check else Store.migrate(store, pooled=pooled)
     emit(found, as_json, lambda: _migrated(found, check))
     if check and found.pending:
         raise typer.Exit(1)

@@ -7,6 +7,8 @@ from rich.table import Table
 
 from jobtable._cli.app import (
     JsonOption,
+    ListenUrlOption,
+    PooledOption,
     StoreOption,
     app,
     emit,
@@ -29,6 +31,8 @@ WorkflowIdArgument = Annotated[str, typer.Argument(help="The workflow's id.", sh
 @workflows.command("list")
 def list_workflows(
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     name: Annotated[str | None, typer.Option(help="Only workflows of this name.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many workflows (1 to 1000).")] = 20,
     before: Annotated[
@@ -44,7 +48,7 @@ def list_workflows(
     A full page ends with the option that shows the next one (``more:
     --before ID``).
     """
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         found = opened.workflows(name=name, before=before, limit=limit)
         more = len(found) == limit and bool(
             opened.workflows(before=found[-1].id, name=name, limit=1)
@@ -64,10 +68,14 @@ def list_workflows(
 
 @workflows.command("show", context_settings=IDS_MAY_START_WITH_A_DASH)
 def show_workflow(
-    workflow_id: WorkflowIdArgument, store: StoreOption = None, as_json: JsonOption = False
+    workflow_id: WorkflowIdArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Shows a workflow's jobs in enqueue order: each one's kind, status and dependencies."""
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         try:
             graph = opened.workflow(workflow_id)
         except JobNotFound as err:
@@ -90,11 +98,15 @@ def show_workflow(
 
 @workflows.command("cancel", context_settings=IDS_MAY_START_WITH_A_DASH)
 def cancel_workflow(
-    workflow_id: WorkflowIdArgument, store: StoreOption = None, as_json: JsonOption = False
+    workflow_id: WorkflowIdArgument,
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Cancels every unfinished job of a workflow: pending and queued ones at once, running ones
     through their runners."""
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         try:
             count = opened.cancel_workflow(workflow_id)
         except JobNotFound as err:

@@ -70,29 +70,35 @@ def open_engine(
     wal_limit: int | None = WAL_LIMIT,
     pooled: bool = False,
     listen_url: str | None = None,
+    max_connections: int | None = None,
 ) -> tuple[Engine, str]:
     """Opens target's engine; returns it and the target as the store shows it.
 
     Without upgrade, a schema that is missing or older is refused with a
     StoreError and left as it is. wal_limit is the SQLite engine's (see
-    ``SQLiteEngine.open``); PostgreSQL has none. pooled and listen_url are
-    PostgreSQL's (see ``PostgresEngine.open``); for SQLite, pooled or a
-    listen_url raises ValueError.
+    ``SQLiteEngine.open``); PostgreSQL has none. pooled, listen_url and
+    max_connections (None: the engine's default) are PostgreSQL's (see
+    ``PostgresEngine.open``); for SQLite, any of them raises ValueError.
     """
     engine, where = parse_target(target)
     if engine == "postgres":
         url = os.fspath(where)
         _need_psycopg(url)
-        from jobtable._engines.postgres.engine import PostgresEngine
+        from jobtable._engines.postgres.engine import MAX_CONNECTIONS, PostgresEngine
 
         opened: Engine = PostgresEngine.open(
-            url, durable=durable, upgrade=upgrade, pooled=pooled, listen_url=listen_url
+            url,
+            durable=durable,
+            upgrade=upgrade,
+            pooled=pooled,
+            listen_url=listen_url,
+            max_connections=MAX_CONNECTIONS if max_connections is None else max_connections,
         )
         return opened, url
-    if pooled or listen_url is not None:
+    if pooled or listen_url is not None or max_connections is not None:
         raise ValueError(
-            f"pooled and listen_url are for a PostgreSQL URL, and {os.fspath(where)!r} is "
-            "a SQLite file; leave them unset"
+            f"pooled, listen_url and max_connections are for a PostgreSQL URL, and "
+            f"{os.fspath(where)!r} is a SQLite file; leave them unset"
         )
     sqlite = SQLiteEngine.open(
         where,

@@ -6,6 +6,7 @@ does. Each that touches the database has its ``a``-prefixed async form.
 
 import asyncio
 import datetime
+import functools
 import os
 from collections.abc import Callable
 
@@ -348,7 +349,7 @@ class StoreOperations:
         return await asyncio.to_thread(_state, target)
 
     @staticmethod
-    def migrate(target: str | os.PathLike[str]) -> SchemaState:
+    def migrate(target: str | os.PathLike[str], *, pooled: bool = False) -> SchemaState:
         """Creates or upgrades the schema at target, all or nothing.
 
         What ``Store.open`` does by default, for deploys that open with
@@ -356,6 +357,7 @@ class StoreOperations:
 
         Args:
             target: What ``Store.open`` takes.
+            pooled: ``Store.open``'s: target is a connection pooler's URL.
 
         Returns:
             The state it found, before the upgrade.
@@ -364,14 +366,18 @@ class StoreOperations:
             StoreError: As ``Store.open`` raises it.
         """
         found = _state(target)
-        engine, _ = open_engine(target, durable=True, busy_timeout=5.0, readers=1, upgrade=True)
+        engine, _ = open_engine(
+            target, durable=True, busy_timeout=5.0, readers=1, upgrade=True, pooled=pooled
+        )
         engine.close()
         return found
 
     @staticmethod
-    async def amigrate(target: str | os.PathLike[str]) -> SchemaState:
+    async def amigrate(target: str | os.PathLike[str], *, pooled: bool = False) -> SchemaState:
         """The async form of migrate."""
-        return await asyncio.to_thread(StoreOperations.migrate, target)
+        return await asyncio.to_thread(
+            functools.partial(StoreOperations.migrate, target, pooled=pooled)
+        )
 
     @staticmethod
     def grants(target: str | os.PathLike[str], role: str) -> list[str]:

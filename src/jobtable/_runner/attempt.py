@@ -10,7 +10,6 @@ from jobtable._codec import Codec
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import NotRunning, StoreError
 from jobtable._options import RetryPolicy
-from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.operations import Publish, RecordStep
 from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Shared
@@ -66,7 +65,7 @@ class Publisher:
         self.store = shared.store
         """The store the runner writes to."""
         self._store = shared.store
-        self._logger = shared.logger
+        self._trouble = shared.trouble
         self.logger = shared.logger
         """The runner's logger."""
         self._lease = shared.settings.lease
@@ -110,7 +109,6 @@ class Publisher:
         while True:
             try:
                 self._store.engine.write(op)
-                return
             except StoreError as err:
                 if (
                     not err.transient
@@ -125,9 +123,11 @@ class Publisher:
                     if isinstance(op, SuspendWait)
                     else "publish job result; retrying"
                 )
-                JobLogger(self._logger, op.job_id, op.kind, op.attempt).warning(
-                    message, exc_info=True
-                )
+                job = {"job_id": op.job_id, "kind": op.kind, "attempt": op.attempt}
+                self._trouble.failed(message, err, **job)
+            else:
+                self._trouble.landed()
+                return
             time.sleep(delay)
             delay = self._backoff.after(delay)
 

@@ -27,7 +27,7 @@ class CancelWatch:
     ) -> None:
         self._store = shared.store
         self._runner = shared.name
-        self._logger = shared.logger
+        self._trouble = shared.trouble
         self._interval = shared.settings.cancel_check
         self._busy = busy
         self._cancel = cancel
@@ -62,8 +62,9 @@ class CancelWatch:
         """Reads the cancel requests once and hands them on; logs a failed read."""
         try:
             requests = await self._store.engine.aread(ListCancelRequests(self._runner))
-        except Exception:
-            self._logger.exception("read cancel requests", extra={"runner": self._runner})
+        except Exception as err:
+            self._trouble.failed("read cancel requests", err)
             return
+        self._trouble.landed()
         for job_id, attempt in requests.items():
             self._cancel(job_id, attempt)

@@ -74,6 +74,7 @@ class Completer:
         self._backoff = shared.settings.retry_backoff
         self._give_up_after = shared.settings.give_up_after
         self._contact = shared.contact
+        self._trouble = shared.trouble
         self._outcomes: list[Finish] = []
         self._task: asyncio.Task[None] | None = None
         # The jobs this runner claimed and has not recorded, by id: the
@@ -227,6 +228,7 @@ class Completer:
                 changed, _ = await self._store.engine.awrite(
                     finish_and_claim(outcomes, self._runner, "", 0, self._store.now())
                 )
+                self._trouble.landed()
                 return changed
             except Exception as err:
                 self._contact.failed()
@@ -270,6 +272,6 @@ class Completer:
                         extra=extra,
                     )
                     return None
-                self._logger.warning("record job outcomes; retrying", exc_info=True, extra=extra)
+                self._trouble.failed("record job outcomes; retrying", err, **extra)
                 await asyncio.sleep(delay)
                 delay = self._backoff.after(delay)

@@ -77,6 +77,7 @@ class Maintenance:
         self._missing_keys = missing_keys
         self._reported: str | None = None
         self._contact = shared.contact
+        self._trouble = shared.trouble
         self._stop = shared.stop
         self._me: ProcessId | None = None
         self._watch = ProcessWatch(shared.store, shared.name, shared.logger)
@@ -135,8 +136,10 @@ class Maintenance:
                 continue
             try:
                 await self._round()
-            except Exception:
-                self._logger.exception("runner heartbeat", extra={"runner": self._runner})
+            except Exception as err:
+                self._trouble.failed("runner heartbeat", err)
+            else:
+                self._trouble.landed()
             next_round = time.monotonic() + interval
 
     async def _prune_rest(self, done: Maintained, until: float) -> None:

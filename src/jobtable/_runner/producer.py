@@ -79,6 +79,7 @@ class Producer:
         self._logger = shared.logger
         self._completer = completer
         self._contact = shared.contact
+        self._trouble = shared.trouble
         self._poll_interval = shared.settings.poll_interval
         self._backoff = shared.settings.retry_backoff
         self._stop = shared.stop
@@ -238,17 +239,16 @@ class Producer:
                 try:
                     with self._claim_under_way():
                         jobs = await self.claim(wanted, outcomes)
-                except Exception:
+                except Exception as err:
                     self._contact.failed()
                     if outcomes:
                         # The completer retries them on their own.
                         self._completer.give_back(outcomes)
-                    self._logger.exception(
-                        "claim jobs; retrying", extra={"runner": self._runner, "backoff": backoff}
-                    )
+                    self._trouble.failed("claim jobs; retrying", err, backoff=backoff)
                     await self._stop.wait(backoff)
                     backoff = self._backoff.after(backoff)
                     continue
+                self._trouble.landed()
                 if not jobs:
                     await self._idle()
                     continue
@@ -364,8 +364,8 @@ class Producer:
             run_at, opens = await self._store.engine.aread(
                 NextRunAt(self.queue, self._flow, timestamp(now))
             )
-        except Exception:
-            self._logger.exception("read the next run_at", extra={"runner": self._runner})
+        except Exception as err:
+            self._trouble.failed("read the next run_at", err)
             return self._poll_interval
         seconds = self._poll_interval
         if opens is not None:

@@ -39,6 +39,7 @@ from jobtable._runner.producer import Producer
 from jobtable._runner.registration import DeleteRunner
 from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
 from jobtable._runner.shared import Settings, Shared, Stop
+from jobtable._runner.store_trouble import StoreTrouble
 from jobtable._store import Store
 
 P = TypeVar("P")
@@ -180,7 +181,8 @@ class Runner:
         """Makes the runner's services, which share its store, name, logger, settings and stop."""
         self._settings = settings
         contact = StoreContact.of_runner(settings.lease)
-        shared = Shared(self.store, self.name, self.logger, settings, Stop(), contact)
+        trouble = StoreTrouble(self.logger, self.name)
+        shared = Shared(self.store, self.name, self.logger, settings, Stop(), contact, trouble)
         self._stop = shared.stop
         self._executor = Executor(shared, self._handlers)
         self._completer = Completer(shared)

@@ -14,6 +14,7 @@ import threading
 
 from jobtable._backoff import WriteBackoff
 from jobtable._runner.contact import StoreContact
+from jobtable._runner.store_trouble import StoreTrouble
 from jobtable._store import Store
 
 
@@ -101,3 +102,5 @@ class Shared:
     """The runner's stop."""
     contact: StoreContact
     """The runner's record of its own contact with the store (see ``StoreContact``)."""
+    trouble: StoreTrouble
+    """Where the services log their failed store operations (see ``StoreTrouble``)."""

@@ -86,6 +86,9 @@ class Waiters:
         self._thread: threading.Thread | None = None
         self.listening = False
         """True while the thread listens for ends (for tests and diagnostics)."""
+        # Whether the store failed the last check (a transient error): the
+        # first such check of an outage is a warning, the others DEBUG.
+        self._unreachable = False
 
     def __len__(self) -> int:
         """How many job ids have a wait."""
@@ -188,9 +191,14 @@ class Waiters:
                 rows = {row.id: row for row in self._engine.read(GetJobs(chunk))}
             except StoreError as err:
                 if err.transient:  # the next poll tries again
-                    _logger.warning("waiting for jobs: cannot check them yet: %s", err)
+                    level = logging.DEBUG if self._unreachable else logging.WARNING
+                    _logger.log(level, "waiting for jobs: cannot check them yet: %s", err)
+                    self._unreachable = True
                     return
                 rows, failure = {}, err
+            if self._unreachable:
+                self._unreachable = False
+                _logger.info("waiting for jobs: the store answers again")
             settled = []
             with self._lock:
                 for job_id in chunk:

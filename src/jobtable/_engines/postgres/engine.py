@@ -64,7 +64,7 @@ POLLING_WARNING = (
     "wait for a job's end returns up to 1 s after the end; pass listen_url=, a "
     "direct (session) URL to the same database, to be woken at once"
 )
-"""The warning ``PostgresEngine.open`` logs when nothing can listen; %s is the store."""
+"""The warning logged at the first ``listen`` of an engine that cannot listen; %s is the store."""
 
 CONNECT_TIMEOUT = 10
 """Seconds a connection may take to open, unless the URL or PGCONNECT_TIMEOUT sets connect_timeout.
@@ -99,6 +99,10 @@ continued, finds its connection closed: a transient StoreError, which the
 runner retries. The application's own transactions (``conn=``) are never
 bounded.
 """
+
+
+MAX_CONNECTIONS = 10
+"""How many connections an engine keeps for its operations unless told (``max_connections``)."""
 
 
 def _connection_url(url: str, where: str) -> str:
@@ -241,6 +245,8 @@ class PostgresEngine:
         self._lock = threading.Lock()
         self._listeners: set[Listener] = set()
         self._closed = False
+        # Whether POLLING_WARNING was logged (once per engine, at the first listen).
+        self._warned = False
         self._jobs_table: JobsTable | None = None
         # Concurrent enqueues share transactions (see the batch module).
         self._enqueues = GroupCommit(
@@ -255,7 +261,7 @@ class PostgresEngine:
         url: str,
         *,
         durable: bool = True,
-        max_connections: int = 10,
+        max_connections: int = MAX_CONNECTIONS,
         reconnect: WriteBackoff = RECONNECT,
         upgrade: bool = True,
         idle_timeout: float = IDLE_IN_TRANSACTION_TIMEOUT,
@@ -293,8 +299,9 @@ class PostgresEngine:
         setting. Listeners (``listen``, ``listen_ended``) need a session:
         they connect to listen_url, a direct URL to the same database (url
         when not pooled and None). A pooled url without listen_url listens
-        to nothing: runners and waits find their work by polling, and open
-        logs a warning saying so.
+        to nothing: runners and waits find their work by polling, and the
+        first of them to start logs a warning saying so (a process that never
+        listens, such as one that only enqueues, is not warned).
         """
         if max_connections < 1:
             raise ValueError(f"max_connections is {max_connections}, want at least 1")
@@ -319,8 +326,6 @@ class PostgresEngine:
                     url = _pooled_url(url, conn)
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
-        if listen_url is None:
-            _logger.warning(POLLING_WARNING, where)
         pool = Pool(url, where, max_size=max_connections, configure=configure, shared=pooled)
         return cls(pool, url=url, where=where, reconnect=reconnect, listen_url=listen_url)
 
@@ -472,12 +477,16 @@ class PostgresEngine:
         """Starts a Listener on a connection of its own; returns what stops it.
 
         Without a listen_url (a pooled URL alone) it starts nothing: the
-        callers' polls find the work (``POLLING_WARNING``).
+        callers' polls find the work, and the first call logs
+        ``POLLING_WARNING``.
         """
         if self._listen_url is None:
             with self._lock:
                 if self._closed:
                     raise StoreError(f"postgres store {self._where}: the store is closed")
+                warn, self._warned = not self._warned, True
+            if warn:
+                _logger.warning(POLLING_WARNING, self._where)
             return lambda: None
         listener = Listener(
             self._listen_url, self._where, wake, listen=listen, reconnect=self._reconnect, **calls

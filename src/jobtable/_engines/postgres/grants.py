@@ -8,7 +8,7 @@ only what ``role_grants`` lists. The statements come from the generated
 
 import psycopg
 
-from jobtable._engines.postgres.engine import _store_error, _connection_url
+from jobtable._engines.postgres.engine import _connection_url, _store_error
 from jobtable._engines.postgres.schema import SCHEMA_VERSION, schema_version
 from jobtable._errors import StoreError
 from jobtable._values import redact_url

@@ -133,22 +133,30 @@ class Listener:
     def _loop(self) -> None:
         conn = self._conn
         delay = self._reconnect.first
+        # Whether the outage under way was logged already (the loss of the
+        # connection, or a first attempt to reconnect that failed): the
+        # server may refuse connections for minutes, and one warning says
+        # so; the attempts after it are DEBUG records.
+        failed = conn is None
         try:
             while not self._stopping.is_set():
                 if conn is None:
                     try:
                         conn = self._connect()
                     except psycopg.Error as err:
-                        _logger.warning(
+                        _logger.log(
+                            logging.DEBUG if failed else logging.WARNING,
                             "postgres store %s: cannot listen for enqueues, retrying in %.1f s: %s",
                             self._where,
                             delay,
                             err,
                         )
+                        failed = True
                         self._stopping.wait(delay)
                         delay = self._reconnect.after(delay)
                         continue
                     delay = self._reconnect.first
+                    failed = False
                     _logger.info("postgres store %s: listening for enqueues again", self._where)
                     # Enqueues and cancels committed while no connection
                     # listened woke no one.
@@ -165,6 +173,7 @@ class Listener:
                     )
                     conn.close()
                     conn = None
+                    failed = True
         finally:
             if conn is not None:
                 conn.close()

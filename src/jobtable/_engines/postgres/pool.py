@@ -86,8 +86,8 @@ class Pool:
     is the caller's choice (the runner's ``retry_backoff`` and heartbeat).
     configure prepares each new connection; shared is ``connect``'s (url is
     a pooler's). A caller finding all max_size
-    connections in use waits up to timeout seconds for one, then gets
-    StoreError. Idle connections unused for ``MAX_IDLE`` seconds are closed.
+    connections in use waits up to timeout seconds for one, then gets a
+    transient StoreError. Idle connections unused for ``MAX_IDLE`` seconds are closed.
     Safe to use from any thread.
     """
 
@@ -138,9 +138,11 @@ class Pool:
                 finally:
                     self._waiting -= 1
                 if not freed:
+                    # Transient: the same call succeeds once one comes back.
                     raise StoreError(
                         f"postgres store {self._where}: all {self.max_size} connections "
-                        f"stayed in use for {self._timeout:g} s"
+                        f"stayed in use for {self._timeout:g} s",
+                        transient=True,
                     )
             self._lent += 1
         try:
