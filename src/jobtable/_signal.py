@@ -53,20 +53,29 @@ class Signal(Generic[P]):
     """A signal's declaration: its name and its payload's type, which every send is checked against.
 
     ``Signal("approved", Decision)`` declares it once, importable by the code
-    that sends it and the handlers that wait for it. Raises TypeError for a
-    name that is not a str or a payload type pydantic cannot validate, and
-    ValueError for an empty name. A payload may hold secrets (``SecretStr``):
-    they are stored encrypted, as in a job's payload, and a send without a
-    secret key configured is refused.
+    that sends it and the handlers that wait for it. A payload may hold
+    secrets (``SecretStr``): they are stored encrypted, as in a job's
+    payload, and a send without a secret key configured is refused.
+
+    Args:
+        name: The signal's name, non-empty; a send and a wait match on it and
+            on the key.
+        payload_type: P, the type of its payload: any type pydantic can
+            validate and dump.
+
+    Raises:
+        TypeError: name is not a str, or pydantic cannot validate
+            payload_type.
+        ValueError: name is empty, cannot be stored, or is jobtable's own.
     """
 
     __slots__ = ("_adapter", "_secrets", "name", "payload_type")
 
     def __init__(self, name: str, payload_type: type[P]) -> None:
         self.name = _checked_text("a signal's name", name)
+        """The signal's name: a send and a wait match on it and on the key."""
         if name == SLEEP_SIGNAL:
             raise ValueError(f"signal {name!r}: the name is jobtable's own; choose another")
-        """The signal's name: a send and a wait match on it and on the key."""
         self.payload_type = payload_type
         """The type of the signal's payload."""
         try:
@@ -81,9 +90,19 @@ class Signal(Generic[P]):
     def encode(self, payload: P, keys: SecretKeys | None) -> str:
         """The payload as stored JSON, its secrets encrypted under keys.
 
-        Raises PayloadError when it is not a valid payload of the signal or
-        is over MAX_SIGNAL_BYTES, and SecretKeyError when it holds a secret
-        and keys is None; nothing is stored then.
+        Args:
+            payload: A payload of the signal's type.
+            keys: The secret keys that encrypt its secrets; None when none is
+                configured.
+
+        Returns:
+            The JSON text to store.
+
+        Raises:
+            PayloadError: payload is not a valid payload of the signal, or is
+                over MAX_SIGNAL_BYTES; nothing is stored.
+            SecretKeyError: payload holds a secret and keys is None; nothing is
+                stored.
         """
         try:
             data = Codec._encode(self._adapter, payload, keys, self._secrets)
@@ -105,7 +124,20 @@ class Signal(Generic[P]):
         return data.decode()
 
     def decode(self, text: str, keys: SecretKeys | None) -> P:
-        """A stored payload, secrets decrypted; pydantic's ValidationError when it does not fit."""
+        """A stored payload, its secrets decrypted, as the signal's type.
+
+        Args:
+            text: The stored JSON text, as ``encode`` returned it.
+            keys: The secret keys that decrypt its secrets; None when none is
+                configured.
+
+        Returns:
+            The payload.
+
+        Raises:
+            pydantic.ValidationError: text does not fit the signal's type.
+            SecretKeyError: A secret of text cannot be decrypted with keys.
+        """
         if self._secrets:
             text = open_all(text, keys)
         return self._adapter.validate_json(text)
@@ -120,6 +152,10 @@ class TimedOut:
     A wait with a timeout returns ``P | TimedOut``: mypy makes the handler
     tell the two apart (``isinstance(answer, TimedOut)``) before it reads the
     payload. ``signal`` and ``key`` say what was waited for.
+
+    Args:
+        signal: The name of the signal waited for.
+        key: The key waited on.
     """
 
     __slots__ = ("key", "signal")
@@ -229,13 +265,32 @@ class SignalOperations:
     def signal(self, signal: "Signal[P]", key: str, payload: P, *, conn: object = None) -> int:
         """Sends signal under key: stored, and every job waiting for it is resumed with payload.
 
-        Returns how many waiting jobs it made ready (they start at once, not
-        at a poll); a job that waits for the signal and key later receives
-        it too, while it is kept (SIGNAL_RETENTION). With ``conn=``, the
-        application's own connection, it is part of that transaction: sent
-        if and only if it commits. Raises PayloadError (nothing stored) for
-        a payload that is not the signal's type, TypeError or ValueError
-        naming a bad signal or key.
+        The jobs it makes ready start at once, not at a poll; a job that waits
+        for the signal and key later receives it too, while it is kept
+        (SIGNAL_RETENTION). With ``conn=``, the application's own connection,
+        it is part of that transaction: sent if and only if it commits.
+
+        Args:
+            signal: The signal to send, a ``Signal``.
+            key: What the signal is about (an order's id, a job's id), a
+                non-empty str: it resumes the jobs that wait on that key.
+            payload: The signal's payload, of its type.
+            conn: The application's own connection (``asignal``: an async
+                one), whose transaction the signal joins; None uses the
+                store's.
+
+        Returns:
+            How many waiting jobs it made ready.
+
+        Raises:
+            PayloadError: payload is not the signal's type, or is too large;
+                nothing is stored.
+            SecretKeyError: payload holds a secret and no secret key is
+                configured; nothing is stored.
+            TypeError: signal is not a Signal, key is not a str, or conn is
+                a connection of another driver.
+            ValueError: key is empty or cannot be stored, or conn does not
+                reach the store's jobs table.
         """
         op = self._send(signal, key, payload)
         engine = self.engine
@@ -249,7 +304,16 @@ class SignalOperations:
     def signal_wait(self, job_id: str) -> SignalWait | None:
         """What the job waits for (``JobContext.wait_for``) while it waits; None otherwise.
 
-        Raises JobNotFound for an unknown id.
+        Args:
+            job_id: The job's id.
+
+        Returns:
+            The signal, key and deadline of its wait, while the job is queued
+            waiting for a signal; None otherwise (a sleep is no wait).
+
+        Raises:
+            JobNotFound: No job has the id.
+            TypeError: job_id is not a str.
         """
         return self.engine.read(ReadSignalWait(job_id))
 
@@ -260,7 +324,7 @@ class SignalOperations:
     async def asignal(
         self, signal: "Signal[P]", key: str, payload: P, *, conn: object = None
     ) -> int:
-        """The async form of signal (conn: the driver's async connection)."""
+        """The async form of signal."""
         op = self._send(signal, key, payload)
         engine = self.engine
         if conn is None:

@@ -255,21 +255,56 @@ class JobContext(Generic[R]):
         and waits are known by their order in the handler (see ``step``):
         make them in the same order each run. Code after it runs once when
         has come, as code after a step does.
+
+        Args:
+            when: The moment to sleep until, an aware datetime.
+
+        Raises:
+            TypeError: when is not a datetime.
+            ValueError: when is naive (it has no time zone).
+            NotRunning: The claim is gone.
         """
         waiting = self._running.resume.waiting()
         await waiting.off_loop(waiting.sleep_until, when)
 
     def sleep_until_sync(self, when: datetime.datetime) -> None:
-        """``sleep_until`` for a plain ``def`` handler."""
+        """``sleep_until`` for a plain ``def`` handler.
+
+        Args:
+            when: The moment to sleep until, an aware datetime.
+
+        Raises:
+            TypeError: As sleep_until raises it.
+            ValueError: As sleep_until raises it.
+            NotRunning: The claim is gone.
+        """
         self._running.resume.waiting().sleep_until(when)
 
     async def sleep_for(self, delta: datetime.timedelta) -> None:
-        """``sleep_until`` the moment delta after this sleep was first reached (recorded then)."""
+        """``sleep_until`` the moment delta after this sleep was first reached (recorded then).
+
+        Args:
+            delta: How long to sleep, a timedelta, counted from the first time
+                the job reached this sleep (a later run of the handler does
+                not restart it).
+
+        Raises:
+            TypeError: delta is not a timedelta.
+            NotRunning: The claim is gone.
+        """
         waiting = self._running.resume.waiting()
         await waiting.off_loop(waiting.sleep_for, delta)
 
     def sleep_for_sync(self, delta: datetime.timedelta) -> None:
-        """``sleep_for`` for a plain ``def`` handler."""
+        """``sleep_for`` for a plain ``def`` handler.
+
+        Args:
+            delta: How long to sleep, as for sleep_for.
+
+        Raises:
+            TypeError: delta is not a timedelta.
+            NotRunning: The claim is gone.
+        """
         self._running.resume.waiting().sleep_for(delta)
 
     @overload
@@ -307,6 +342,22 @@ class JobContext(Generic[R]):
         returns ``TimedOut`` (so its type is ``S | TimedOut``). A signal
         whose payload no longer validates as the signal's type is logged and
         skipped. Make waits in the same order each run, as steps.
+
+        Args:
+            signal: The signal to wait for, a ``Signal``.
+            key: The key it must be sent under, a non-empty str.
+            timeout: How long to wait, a timedelta counted from the first time
+                the wait was reached; None waits with no limit.
+
+        Returns:
+            The signal's payload, or ``TimedOut`` when timeout passed first.
+
+        Raises:
+            TypeError: signal is not a Signal, key is not a non-empty str, or
+                timeout is not a timedelta.
+            NotRunning: The claim is gone.
+            SecretKeyError: The payload holds a secret that the store's secret
+                keys cannot decrypt.
         """
         waiting = self._running.resume.waiting()
         return await waiting.off_loop(waiting.wait_for, signal, key, timeout)
@@ -320,7 +371,22 @@ class JobContext(Generic[R]):
     def wait_for_sync(
         self, signal: Signal[S], *, key: str, timeout: datetime.timedelta | None = None
     ) -> S | TimedOut:
-        """``wait_for`` for a plain ``def`` handler."""
+        """``wait_for`` for a plain ``def`` handler.
+
+        Args:
+            signal: The signal to wait for, a ``Signal``.
+            key: The key it must be sent under, a non-empty str.
+            timeout: How long to wait, as for wait_for; None waits with no
+                limit.
+
+        Returns:
+            The signal's payload, or ``TimedOut`` when timeout passed first.
+
+        Raises:
+            TypeError: As wait_for raises it.
+            NotRunning: The claim is gone.
+            SecretKeyError: As wait_for raises it.
+        """
         return self._running.resume.waiting().wait_for(signal, key, timeout)
 
     @property
