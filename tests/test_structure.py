@@ -37,6 +37,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._store",
         "jobtable._enqueue",
         "jobtable._kind",
+        "jobtable._batch",
         "jobtable._wait",
         "jobtable._workflow",
         "jobtable._labels",

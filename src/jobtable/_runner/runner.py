@@ -18,11 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, overload
 
 from jobtable._backoff import WriteBackoff
+from jobtable._batch import BatchKind
 from jobtable._errors import RunnerError
 from jobtable._flow import Queue
 from jobtable._job import Job
 from jobtable._kind import Kind
 from jobtable._operator.queues import check_declared
+from jobtable._runner.batch import AttachBatch
 from jobtable._runner.cancel_watch import CancelWatch
 from jobtable._runner.completer import Completer
 from jobtable._runner.contact import StoreContact
@@ -202,13 +204,21 @@ class Runner:
         """The runner's hooks around each attempt and on each outcome (see ``RunnerHooks``)."""
         return self._handlers.hooks
 
-    def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
+    @overload
+    def handler(self, kind: BatchKind[P, R]) -> AttachBatch[P, R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def handler(self, kind: Kind[P, R]) -> Attach[P, R]: ...
+
+    def handler(self, kind: Kind[P, R]) -> Attach[P, R] | AttachBatch[P, R]:
         """Returns a decorator that makes the function it decorates the handler of kind's jobs.
 
         The function takes ``(ctx: JobContext[R], payload: P)`` and returns an R,
         where P and R are kind's types; mypy rejects one whose annotations do not
-        match. It must be attached before start, once per kind. The decorated
-        function is returned unchanged.
+        match. A ``BatchKind``'s takes ``(jobs: Sequence[BatchJob[P, R]])`` and
+        returns a sequence of one ``R | Failure`` per job, in order (see
+        ``BatchKind``). It must be attached before start, once per kind. The
+        decorated function is returned unchanged.
 
         Args:
             kind: The kind whose jobs the function handles.
@@ -224,6 +234,9 @@ class Runner:
         """
         if not isinstance(kind, Kind):
             raise TypeError(f"handler: want a jobtable.Kind, got {type(kind).__name__}")
+        if isinstance(kind, BatchKind):
+            where, handlers = f"handler {kind.name!r}", self._handlers
+            return AttachBatch(kind.name, lambda fn: handlers.attach(where, kind, fn))
         return Attach(self._handlers, kind)
 
     @overload
