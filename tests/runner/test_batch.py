@@ -290,3 +290,67 @@ def test_a_bad_batch_is_refused_naming_what_is_wrong(
 def test_a_batch_kind_needs_a_batch() -> None:
     with pytest.raises(TypeError, match=r"batch must be a jobtable.Batch\(size=..., max_wait"):
         jobtable.BatchKind("b", int, int, batch=10)  # type: ignore[arg-type]
+
+
+async def test_a_batch_kinds_jobs_in_a_workflow_feed_and_settle_their_dependents_per_job(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    kind = doubling(10, datetime.timedelta(milliseconds=20))
+    after = jobtable.Kind("after", int, int)
+    wf = jobtable.Workflow("batched")
+    nodes = [wf.add(kind, n) for n in range(4)]
+    fed = [wf.add(after, node) for node in nodes]
+    wf.enqueue(store)
+    runner = jobtable.Runner(store, workers=10, poll_interval=0.05)
+
+    @runner.handler(kind)
+    async def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int | jobtable.Failure]:
+        return [jobtable.Failure("two") if j.payload == 2 else j.payload * 2 for j in jobs]
+
+    @runner.handler(after)
+    async def plus_one(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return payload + 1
+
+    ids = [node.id for node in fed]
+    done = (jobtable.Status.SUCCEEDED, jobtable.Status.FAILED, jobtable.Status.CANCELLED)
+    await runner.start()
+    try:
+        await wait_until(lambda: all(store.inspect(i).status in done for i in ids), limit=60)
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert [store.inspect(i).status for i in ids] == [
+        "succeeded",
+        "succeeded",
+        "cancelled",
+        "succeeded",
+    ]
+    assert [after.get(store, i).result for i in (ids[0], ids[1], ids[3])] == [1, 3, 7]
+
+
+async def test_a_job_that_times_out_ends_alone_and_the_call_goes_on_for_the_others(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    kind = doubling(2, HOUR)
+    quick = kind.enqueue(store, 1)
+    slow = kind.enqueue(store, 2, timeout=0.2)
+    release = threading.Event()
+    runner = jobtable.Runner(store, workers=2, poll_interval=0.05)
+
+    @runner.handler(kind)
+    async def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int]:
+        # Waits until the slow job's attempt timed out: its context says so.
+        await asyncio.to_thread(release.wait, 60)
+        return [job.payload * 2 for job in jobs]
+
+    await runner.start()
+    try:
+        await wait_until(lambda: store.inspect(slow).status == "failed", limit=60)
+        release.set()
+        await wait_until(finished(runner, [quick]), limit=60)
+    finally:
+        release.set()
+        runner.stop()
+        await runner.wait()
+    assert kind.get(store, slow).error == jobtable.MESSAGE_TIMED_OUT
+    assert kind.get(store, quick).result == 2
