@@ -9,7 +9,7 @@ target against what it is a ratio to, in the same run.
 
 from collections.abc import Callable
 
-from bench import _flow, _hop, _uniqueness, _wait, _wakeup
+from bench import _batch, _flow, _hop, _uniqueness, _wait, _wakeup
 from bench._enqueue import CONCURRENT
 from bench._plan import Plan, Results
 from bench._processes import PROCESSES
@@ -221,6 +221,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
     _finished_rows(table, plan, g)
     _flow.add_rows(table, g)
     _wakeup.add_rows(table, g)
+    _batch.add_rows(table, g)
     return table
 
 
