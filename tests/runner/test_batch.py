@@ -354,3 +354,30 @@ async def test_a_job_that_times_out_ends_alone_and_the_call_goes_on_for_the_othe
         await runner.wait()
     assert kind.get(store, slow).error == jobtable.MESSAGE_TIMED_OUT
     assert kind.get(store, quick).result == 2
+
+
+async def test_a_stop_calls_the_batch_gathering_at_once_instead_of_after_max_wait(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    kind = doubling(50, HOUR)
+    [job_id] = kind.enqueue_many(store, [4])
+    joined = asyncio.Event()
+    runner = jobtable.Runner(store, workers=10, poll_interval=0.05, grace_period=60)
+
+    @runner.hooks.around_attempt
+    async def note(ctx: jobtable.JobContext[object], call_next: jobtable.CallNext) -> object:
+        joined.set()
+        return await call_next()
+
+    @runner.handler(kind)
+    async def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int]:
+        return [job.payload * 2 for job in jobs]
+
+    await runner.start()
+    try:
+        await asyncio.wait_for(joined.wait(), 60)
+    finally:
+        runner.stop()
+        await runner.wait()
+    # Recorded within the grace period, not interrupted: the stop called the batch.
+    assert kind.get(store, job_id).result == 8

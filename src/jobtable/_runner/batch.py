@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 from jobtable._batch import Batch
 from jobtable._errors import Failure, Retry
 from jobtable._runner.context import JobContext
+from jobtable._runner.shared import Stop
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -77,9 +78,10 @@ _Waiting = tuple[BatchJob[Any, Any], "asyncio.Future[Any]"]
 class _Gathering:
     """The jobs waiting for one call of a kind's handler, and the timer that ends their wait."""
 
-    __slots__ = ("items", "timer")
+    __slots__ = ("handler", "items", "timer")
 
-    def __init__(self) -> None:
+    def __init__(self, handler: tuple[Callable[..., Any], bool]) -> None:
+        self.handler = handler
         self.items: list[_Waiting] = []
         self.timer: asyncio.TimerHandle | None = None
 
@@ -89,20 +91,30 @@ class Batches:
 
     A batch is called when it holds its kind's size, or as many jobs as its
     queue has workers (no more could join), or max_wait after its first job
-    joined. Outside a started runner (``run_next``) a batch holds one job.
-    The call runs in a task of its own; each job's worker awaits only its
+    joined, or as soon as the runner's stop began. Outside a started runner
+    (``run_next``) a batch holds one job. The call runs in a task of its own; each job's worker awaits only its
     own outcome, so a job whose attempt ends early (a cancel, a timeout)
     leaves the call to the others, and the call is cancelled once no job
     waits for it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, stop: Stop) -> None:
+        self._stop = stop
         self._gathering: dict[str, _Gathering] = {}
         self._calls: set[asyncio.Task[None]] = set()
         self.slots: dict[str, int] = {}
         """The workers of each queue, once the runner started."""
         self.threads: Any = None
         """Where a plain batch handler runs (None: the loop's default executor)."""
+
+    def flush(self) -> None:
+        """Calls every batch gathering now, with the jobs it has: the runner stops.
+
+        No job joins once stop began, and the claimed jobs should run within
+        the grace period rather than wait out max_wait.
+        """
+        for kind, gathering in list(self._gathering.items()):
+            self._call(kind, *gathering.handler)
 
     def _size(self, batch: Batch, queue: str) -> int:
         return max(1, min(batch.size, self.slots.get(queue, 1)))
@@ -120,11 +132,11 @@ class Batches:
         future: asyncio.Future[Any] = loop.create_future()
         gathering = self._gathering.get(kind)
         if gathering is None:
-            gathering = self._gathering[kind] = _Gathering()
+            gathering = self._gathering[kind] = _Gathering((fn, is_async))
             wait = batch.max_wait.total_seconds()
             gathering.timer = loop.call_later(wait, self._call, kind, fn, is_async)
         gathering.items.append((job, future))
-        if len(gathering.items) >= self._size(batch, queue):
+        if len(gathering.items) >= self._size(batch, queue) or self._stop.is_set():
             self._call(kind, fn, is_async)
         return await future
 

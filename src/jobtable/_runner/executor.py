@@ -76,7 +76,7 @@ class Executor:
         self._logger = shared.logger
         self._stop = shared.stop
         self._publisher = Publisher(shared)
-        self.batches = Batches()
+        self.batches = Batches(shared.stop)
         """Gathers the jobs of batch kinds into their handlers' calls."""
         self._max_result_bytes = shared.settings.max_result_bytes
         self._cancel_grace = shared.settings.cancel_grace

@@ -445,6 +445,7 @@ class Runner:
         self._cancel_watch.poke()
         for producer in self._producers:
             producer.stop()
+        self._executor.batches.flush()
         if self._grace_timer is None and self._loop is not None:
             self._grace_timer = self._loop.call_later(self.grace_period, self._pool.end_grace)
 
