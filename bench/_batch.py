@@ -1,19 +1,20 @@
 """Batch kinds against one handler call per job: ``make bench``'s "batch" section.
 
-A runner of 100 workers drains 10,000 queued jobs of one queue, timed from
-its start until no job is queued or running, once per case, the cases
+A runner of 200 workers (twice the batch size, so that one batch gathers
+while another runs) drains 10,000 queued jobs of one queue, timed from its
+start until no job is queued or running, once per case, the cases
 interleaved in each round so that the ratios compare runs made moments
 apart:
 
 - single, no-op: a ``Kind`` whose handler returns at once (the baseline);
 - batch, no-op: a ``BatchKind`` of size 100, its handler returning at once:
   what gathering jobs into calls costs or saves the runner itself;
-- single, 5 ms a call: each call awaits 5 ms, as a round trip to a service
-  would (the mail API, the embedding model);
-- batch, 5 ms a call: the same 5 ms a call, 100 jobs a call.
+- single, a service: each call goes to a service that takes 4 calls at
+  once, 5 ms each (a mail API, an embedding model with its concurrency cap);
+- batch, a service: the same service, 100 jobs a call.
 
 Each job still has its own claim and outcome, so the table's commit rate
-bounds both; what batching saves is the handler's calls.
+bounds every case; what batching saves is the handler's calls, counted too.
 """
 
 import asyncio
@@ -27,32 +28,40 @@ from bench._jobs import Ping
 from bench._plan import Plan, Results, log
 from bench._stats import Figure, Table, cell, ratio
 
-WORKERS = 100
+WORKERS = 200
 SIZE = 100
 COUNT = 10_000
 CALL = 0.005
-"""Seconds a call of the "5 ms a call" cases awaits."""
+"""Seconds a call to the service of the "-io" cases takes."""
+AT_ONCE = 4
+"""How many calls the service of the "-io" cases takes at once."""
 CASES = ("single", "batch", "single-io", "batch-io")
 LABELS = {
     "single": "one call per job, no-op",
     "batch": f"batches of {SIZE}, no-op",
-    "single-io": f"one call per job, {CALL * 1000:g} ms a call",
-    "batch-io": f"batches of {SIZE}, {CALL * 1000:g} ms a call",
+    "single-io": f"one call per job, a service of {AT_ONCE} calls at once, {CALL * 1000:g} ms each",
+    "batch-io": f"batches of {SIZE}, a service of {AT_ONCE} calls at once, {CALL * 1000:g} ms each",
 }
 
 
-def _runner(db: _db.Database, case: str, queue: str) -> jobtable.Runner:
-    """A runner of WORKERS workers over queue with the case's handler attached."""
+def _runner(db: _db.Database, case: str, queue: str, calls: list[int]) -> jobtable.Runner:
+    """A runner of WORKERS workers over queue with the case's handler, counting its calls."""
     runner = jobtable.Runner(db.store, queues={queue: WORKERS}, name=f"bench-batch-{case}")
-    wait = CALL if case.endswith("-io") else 0.0
+    service = asyncio.Semaphore(AT_ONCE) if case.endswith("-io") else None
+
+    async def call() -> None:
+        calls.append(1)
+        if service is not None:
+            async with service:
+                await asyncio.sleep(CALL)
+
     if case.startswith("batch"):
         every = jobtable.Batch(size=SIZE, max_wait=datetime.timedelta(milliseconds=50))
         batched = jobtable.BatchKind(f"batch-{case}", Ping, type(None), batch=every, queue=queue)
 
         @runner.handler(batched)
         async def many(jobs: Sequence[jobtable.BatchJob[Ping, None]]) -> list[None]:
-            if wait:
-                await asyncio.sleep(wait)
+            await call()
             return [None] * len(jobs)
 
         def enqueue(payloads: list[Ping]) -> object:
@@ -62,8 +71,7 @@ def _runner(db: _db.Database, case: str, queue: str) -> jobtable.Runner:
 
         @runner.handler(single)
         async def one(ctx: jobtable.JobContext[None], payload: Ping) -> None:
-            if wait:
-                await asyncio.sleep(wait)
+            await call()
 
         def enqueue(payloads: list[Ping]) -> object:
             return single.enqueue_many(db.store, payloads)
@@ -74,10 +82,14 @@ def _runner(db: _db.Database, case: str, queue: str) -> jobtable.Runner:
     return runner
 
 
-async def _drain(db: _db.Database, case: str, round_: int) -> float:
-    """Enqueues COUNT jobs of case, then times the runner from start until all finished."""
-    runner = _runner(db, case, f"batch-{case}-{round_}")
-    return COUNT / await drain_seconds(runner, db)
+async def _drain(db: _db.Database, case: str, round_: int) -> tuple[float, int]:
+    """Enqueues COUNT jobs of case, then times the runner from start until all finished.
+
+    Returns the jobs a second and the handler's calls.
+    """
+    calls: list[int] = []
+    runner = _runner(db, case, f"batch-{case}-{round_}", calls)
+    return COUNT / await drain_seconds(runner, db), len(calls)
 
 
 def measure(db: _db.Database, plan: Plan, results: Results) -> None:
@@ -86,12 +98,13 @@ def measure(db: _db.Database, plan: Plan, results: Results) -> None:
         for case in CASES:
             log(f"batch: {LABELS[case]}, {WORKERS} workers, {COUNT} jobs (round {round_ + 1})")
             try:
-                rate = asyncio.run(_drain(db, case, round_))
+                rate, calls = asyncio.run(_drain(db, case, round_))
                 if db.failed():
                     raise RuntimeError("jobs failed: see the log")
             finally:
                 db.reset()
             results.add(f"batch.{case}", rate, "jobs/s")
+            results.add(f"batch.{case}.calls", calls, "")
 
 
 def add_rows(table: Table, get: Callable[[str], Figure | None]) -> None:
@@ -104,5 +117,6 @@ def add_rows(table: Table, get: Callable[[str], Figure | None]) -> None:
             cell(ours),
             "-" if case.startswith("single") else cell(base),
             "-" if case.startswith("single") else ratio(ours, base),
-            "" if case.startswith("single") else "raw column: one call per job, same rounds",
+            f"handler calls: {cell(get(f'batch.{case}.calls'))}"
+            + ("" if case.startswith("single") else "; raw column: one call per job, same rounds"),
         )
