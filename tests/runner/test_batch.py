@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import pytest
 
 import jobtable
+from jobtable.testing import drain
 
 WaitUntil = Callable[..., Awaitable[None]]
 Finished = Callable[[jobtable.Runner, list[str]], Callable[[], bool]]
@@ -381,3 +382,19 @@ async def test_a_stop_calls_the_batch_gathering_at_once_instead_of_after_max_wai
         await runner.wait()
     # Recorded within the grace period, not interrupted: the stop called the batch.
     assert kind.get(store, job_id).result == 8
+
+
+async def test_drain_runs_a_batch_kinds_jobs_one_per_call(store: jobtable.Store) -> None:
+    kind = doubling(10, HOUR)
+    ids = kind.enqueue_many(store, range(3))
+    calls: list[int] = []
+    runner = jobtable.Runner(store, workers=10)
+
+    @runner.handler(kind)
+    def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int]:
+        calls.append(len(jobs))
+        return [job.payload * 2 for job in jobs]
+
+    records = await drain(runner)
+    assert calls == [1, 1, 1]
+    assert {r.id: r.result for r in records} == dict(zip(ids, [0, 2, 4], strict=True))
