@@ -398,3 +398,46 @@ async def test_drain_runs_a_batch_kinds_jobs_one_per_call(store: jobtable.Store)
     records = await drain(runner)
     assert calls == [1, 1, 1]
     assert {r.id: r.result for r in records} == dict(zip(ids, [0, 2, 4], strict=True))
+
+
+async def test_a_unique_batch_kind_stores_one_job_per_key_and_frees_it_per_job(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    kind = doubling(10, datetime.timedelta(milliseconds=20), unique=jobtable.Unique())
+    results = kind.enqueue_many_results(store, [1, 2, 1, 2, 3])
+    assert [r.duplicate for r in results] == [False, False, True, True, False]
+    ids = [r.id for r in results if not r.duplicate]
+    seen: list[int] = []
+    runner = jobtable.Runner(store, workers=10, poll_interval=0.05)
+
+    @runner.handler(kind)
+    async def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int]:
+        seen.extend(job.payload for job in jobs)
+        return [job.payload * 2 for job in jobs]
+
+    await run_until(runner, ids, wait_until, finished)
+    assert sorted(seen) == [1, 2, 3]
+    # Each job freed its own key when it succeeded.
+    assert not kind.enqueue_result(store, 1).duplicate
+
+
+async def test_a_partition_limit_admits_each_job_of_a_batch_by_its_own_key(
+    store: jobtable.Store, wait_until: WaitUntil, finished: Finished
+) -> None:
+    partition = jobtable.Partition(lambda n: str(n % 3))
+    kind = doubling(10, datetime.timedelta(milliseconds=20), partition=partition)
+    ids = kind.enqueue_many(store, range(9))
+    calls: list[list[int]] = []
+    runner = jobtable.Runner(
+        store, workers=10, poll_interval=0.05, flow=[jobtable.Queue("default", partition_limit=1)]
+    )
+
+    @runner.handler(kind)
+    async def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int]:
+        calls.append([job.payload for job in jobs])
+        return [job.payload * 2 for job in jobs]
+
+    await run_until(runner, ids, wait_until, finished)
+    # One job per key at a time: no call holds two jobs of one key.
+    assert all(len({p % 3 for p in call}) == len(call) for call in calls)
+    assert sorted(p for call in calls for p in call) == list(range(9))
