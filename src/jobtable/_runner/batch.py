@@ -92,10 +92,10 @@ class Batches:
     A batch is called when it holds its kind's size, or as many jobs as its
     queue has workers (no more could join), or max_wait after its first job
     joined, or as soon as the runner's stop began. Outside a started runner
-    (``run_next``) a batch holds one job. The call runs in a task of its own; each job's worker awaits only its
-    own outcome, so a job whose attempt ends early (a cancel, a timeout)
-    leaves the call to the others, and the call is cancelled once no job
-    waits for it.
+    (``run_next``) a batch holds one job. The call runs in a task of its
+    own; each job's worker awaits only its own outcome, so a job whose
+    attempt ends early (a cancel, a timeout) leaves the call to the
+    others, and the call is cancelled once no job waits for it.
     """
 
     def __init__(self, stop: Stop) -> None:
@@ -155,8 +155,9 @@ class Batches:
         )
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
+        unwaited = _Unwaited(task, len(items))
         for _, future in items:
-            future.add_done_callback(lambda _: _cancel_when_unwaited(task, items))
+            future.add_done_callback(unwaited.one)
 
     async def _run(self, items: list[_Waiting], fn: Callable[..., Any], is_async: bool) -> None:
         """Calls fn with the jobs of items and hands each its outcome, or the call's error."""
@@ -202,10 +203,20 @@ def _one_each(outcomes: object, count: int) -> Sequence[Any]:
     return outcomes
 
 
-def _cancel_when_unwaited(task: "asyncio.Task[None]", items: list[_Waiting]) -> None:
+class _Unwaited:
     """Cancels a batch's call once every job of it has its outcome or stopped waiting."""
-    if not task.done() and all(future.done() for _, future in items):
-        task.cancel()
+
+    __slots__ = ("_left", "_task")
+
+    def __init__(self, task: "asyncio.Task[None]", jobs: int) -> None:
+        self._task = task
+        self._left = jobs
+
+    def one(self, _: "asyncio.Future[Any]") -> None:
+        """Counts one job's future done; cancels the call when it was the last."""
+        self._left -= 1
+        if self._left == 0 and not self._task.done():
+            self._task.cancel()
 
 
 class AttachBatch(Generic[P, R]):
