@@ -441,3 +441,32 @@ async def test_a_partition_limit_admits_each_job_of_a_batch_by_its_own_key(
     # One job per key at a time: no call holds two jobs of one key.
     assert all(len({p % 3 for p in call}) == len(call) for call in calls)
     assert sorted(p for call in calls for p in call) == list(range(9))
+
+
+async def test_the_call_is_cancelled_once_no_job_of_it_waits(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    kind = doubling(2, HOUR, timeout=0.3)
+    ids = kind.enqueue_many(store, [1, 2])
+    called, ended = asyncio.Event(), asyncio.Event()
+    runner = jobtable.Runner(store, workers=2, poll_interval=0.05)
+
+    @runner.handler(kind)
+    async def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int]:
+        called.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            ended.set()
+            raise
+        return [job.payload * 2 for job in jobs]
+
+    await runner.start()
+    try:
+        await asyncio.wait_for(called.wait(), 60)
+        # Both jobs time out: nobody waits for the call any more.
+        await asyncio.wait_for(ended.wait(), 60)
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert [kind.get(store, i).error for i in ids] == [jobtable.MESSAGE_TIMED_OUT] * 2
