@@ -470,3 +470,41 @@ async def test_the_call_is_cancelled_once_no_job_of_it_waits(
         runner.stop()
         await runner.wait()
     assert [kind.get(store, i).error for i in ids] == [jobtable.MESSAGE_TIMED_OUT] * 2
+
+
+async def test_a_batch_handler_adds_jobs_to_each_jobs_workflow_through_its_context(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    kind = doubling(10, datetime.timedelta(milliseconds=20))
+    after = jobtable.Kind("added", int, int)
+    wf = jobtable.Workflow("adding")
+    nodes = [wf.add(kind, n) for n in range(3)]
+    wf.enqueue(store)
+    added: list[str] = []
+    runner = jobtable.Runner(store, workers=10, poll_interval=0.05)
+
+    @runner.handler(kind)
+    async def double(jobs: Sequence[jobtable.BatchJob[int, int]]) -> list[int]:
+        for job in jobs:
+            added.append(job.ctx.workflow.add(after, job.ctx.workflow.current).id)
+        return [job.payload * 2 for job in jobs]
+
+    @runner.handler(after)
+    async def plus_one(ctx: jobtable.JobContext[int], payload: int) -> int:
+        return payload + 1
+
+    def done() -> bool:
+        # The added jobs are stored with their adder's success, a moment after the call.
+        try:
+            return len(added) == 3 and all(store.inspect(i).status == "succeeded" for i in added)
+        except jobtable.JobNotFound:
+            return False
+
+    await runner.start()
+    try:
+        await wait_until(done, limit=60)
+    finally:
+        runner.stop()
+        await runner.wait()
+    assert sorted(after.get(store, i).result or 0 for i in added) == [1, 3, 5]
+    assert [kind.get(store, n.id).result for n in nodes] == [0, 2, 4]
