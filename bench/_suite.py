@@ -4,13 +4,14 @@ Each section has a module of its own (``bench._raw_limits``,
 ``bench._end_to_end``, ``bench._processes``, ``bench._enqueue``,
 ``bench._uniqueness``, ``bench._latency``, ``bench._wait``, ``bench._memory``,
 ``bench._finished_rows``, ``bench._flow``, ``bench._wakeup``,
-``bench._sleepers``, ``bench._signals``); ``run_engine``
+``bench._sleepers``, ``bench._signals``, ``bench._batch``); ``run_engine``
 runs them in order and keeps the figures of the others when one stops early.
 """
 
 from collections.abc import Callable
 
 from bench import (
+    _batch,
     _db,
     _end_to_end,
     _enqueue,
@@ -54,6 +55,7 @@ MEASURES: dict[str, Measure] = {
     "wake-up": _wakeup.measure,
     "sleepers": _sleepers.measure,
     "signals": _signals.measure,
+    "batch": _batch.measure,
 }
 """Each section by name, in the order run_engine runs them: later ones size runs by earlier ones."""
 

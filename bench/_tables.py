@@ -9,7 +9,7 @@ target against what it is a ratio to, in the same run.
 
 from collections.abc import Callable
 
-from bench import _flow, _hop, _signals, _sleepers, _uniqueness, _wait, _wakeup
+from bench import _batch, _flow, _hop, _signals, _sleepers, _uniqueness, _wait, _wakeup
 from bench._enqueue import CONCURRENT
 from bench._plan import Plan, Results
 from bench._processes import PROCESSES
@@ -223,6 +223,7 @@ def engine_table(engine: str, version: str, plan: Plan, r: Results) -> Table:
     _wakeup.add_rows(table, g)
     _sleepers.add_rows(table, g)
     _signals.add_rows(table, engine, g)
+    _batch.add_rows(table, g)
     return table
 
 

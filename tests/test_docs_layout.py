@@ -155,6 +155,8 @@ def public_callables() -> list[tuple[str, Callable[..., object], str]]:
                 for owner in value.__mro__:
                     if not owner.__module__.startswith("jobtable"):
                         continue
+                    if owner is not value and getattr(module, owner.__name__, None) is owner:
+                        continue  # a public base class: found under its own name
                     for attr, raw in vars(owner).items():
                         if attr.startswith("_") and attr != "__init__":
                             continue

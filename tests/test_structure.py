@@ -38,6 +38,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._signal",
         "jobtable._enqueue",
         "jobtable._kind",
+        "jobtable._batch",
         "jobtable._wait",
         "jobtable._workflow",
         "jobtable._labels",

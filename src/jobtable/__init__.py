@@ -18,6 +18,7 @@ import warnings as _warnings
 from importlib import metadata as _metadata
 
 from jobtable._backoff import WriteBackoff
+from jobtable._batch import Batch, BatchKind
 from jobtable._dashboard import dashboard
 from jobtable._errors import (
     Failure,
@@ -79,6 +80,7 @@ from jobtable._options import (
     PeriodicOptions,
     RetryPolicy,
 )
+from jobtable._runner.batch import AsyncBatchHandler, BatchJob, SyncBatchHandler
 from jobtable._runner.context import Dependency, JobContext
 from jobtable._runner.handler import AsyncHandler, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
@@ -96,9 +98,13 @@ __all__ = [
     "MESSAGE_TIMED_OUT",
     "After",
     "Approval",
+    "AsyncBatchHandler",
     "AsyncHandler",
     "AttemptError",
     "AttemptOutcome",
+    "Batch",
+    "BatchJob",
+    "BatchKind",
     "BulkCancel",
     "CallNext",
     "CancelResult",
@@ -152,6 +158,7 @@ __all__ = [
     "StepError",
     "Store",
     "StoreError",
+    "SyncBatchHandler",
     "SyncHandler",
     "ThroughputPoint",
     "TimedOut",

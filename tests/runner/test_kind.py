@@ -195,7 +195,7 @@ def test_a_handler_that_does_not_take_ctx_and_payload_is_an_error(store: jobtabl
     with pytest.raises(TypeError, match=r"handler 'words'.*not callable"):
         attach("not a function")
     with pytest.raises(TypeError, match=r"want a jobtable\.Kind, got str"):
-        runner.handler("words")  # type: ignore[arg-type]
+        runner.handler("words")  # type: ignore[call-overload]
 
 
 def test_a_handler_that_takes_the_payload_first_is_an_error_at_attach(

@@ -33,6 +33,7 @@ from jobtable._runner.attempt import (
     printable,
     undecodable_text,
 )
+from jobtable._runner.batch import Batches, BatchJob
 from jobtable._runner.context import JobContext
 from jobtable._runner.daemon_pool import DaemonPool
 from jobtable._runner.handler import AsyncHandler, Handler, Handlers, SyncHandler
@@ -76,6 +77,8 @@ class Executor:
         self._logger = shared.logger
         self._stop = shared.stop
         self._publisher = Publisher(shared)
+        self.batches = Batches(shared.stop)
+        """Gathers the jobs of batch kinds into their handlers' calls."""
         self._max_result_bytes = shared.settings.max_result_bytes
         self._cancel_grace = shared.settings.cancel_grace
         self._threads: DaemonPool | None = None
@@ -93,6 +96,7 @@ class Executor:
         """
         self._threads = DaemonPool(2 * threads, thread_name_prefix=name)
         self._publisher.threads = self._threads
+        self.batches.threads = self._threads
         self._on_give_up = on_give_up
 
     def abandon(self) -> None:
@@ -113,6 +117,7 @@ class Executor:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
             self._publisher.threads = None
+            self.batches.threads = None
 
     def busy(self) -> bool:
         """True while any attempt runs."""
@@ -407,6 +412,12 @@ class Executor:
         ctx._labels, ctx._result_type = labels, handler.codec.result_type
         if job.workflow_id is not None:
             ctx._store, ctx.workflow_id = self._store, job.workflow_id
+        if handler.batch is not None:
+            batch = (handler.batch, handler.fn, handler.is_async)
+            join = functools.partial(
+                self.batches.join, job.kind, running.queue, batch, BatchJob(ctx, payload)
+            )
+            return cast(R, await hooks.around(ctx, join))
         if handler.is_async:
             fn = cast("AsyncHandler[R, P]", handler.fn)
             return cast(R, await hooks.around(ctx, functools.partial(fn, ctx, payload)))

@@ -5,11 +5,13 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, get_origin, overload
 
+from jobtable._batch import Batch, BatchKind
 from jobtable._codec import Codec
 from jobtable._errors import RunnerError
 from jobtable._kind import Kind
 from jobtable._labels import Labels
 from jobtable._options import RetryPolicy
+from jobtable._runner.batch import batch_is_async
 from jobtable._runner.context import JobContext
 from jobtable._runner.hooks import RunnerHooks
 
@@ -24,9 +26,13 @@ SyncHandler = Callable[[JobContext[R], P], R]
 
 
 class Handler(Generic[P, R]):
-    """A handler with its kind's codec: runs one job from stored JSON to stored JSON."""
+    """A handler with its kind's codec: runs one job from stored JSON to stored JSON.
 
-    __slots__ = ("codec", "fn", "is_async", "labels", "retry")
+    batch is the kind's ``Batch`` when fn is a batch handler, which takes a
+    sequence of ``BatchJob`` and returns one outcome per job.
+    """
+
+    __slots__ = ("batch", "codec", "fn", "is_async", "labels", "retry")
 
     def __init__(
         self,
@@ -35,7 +41,9 @@ class Handler(Generic[P, R]):
         is_async: bool,
         retry: RetryPolicy,
         labels: Labels | None = None,
+        batch: Batch | None = None,
     ) -> None:
+        self.batch = batch
         self.labels = labels
         self.fn = fn
         self.codec = codec
@@ -124,16 +132,19 @@ class Handlers:
         """The runner's attempt and outcome hooks (``Runner.hooks``)."""
         self._closed = False
 
-    def attach(
-        self, where: str, kind: Kind[P, R], fn: AsyncHandler[R, P] | SyncHandler[R, P]
-    ) -> None:
+    def attach(self, where: str, kind: Kind[P, R], fn: Callable[..., Any]) -> None:
         """Makes fn the handler of kind.
 
         Raises RunnerError, naming where, once closed, when kind has one, or
-        when kind's default queue is not one of the runner's.
+        when kind's default queue is not one of the runner's. fn is a batch
+        handler when kind is a ``BatchKind``.
         """
-        handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry, kind.labels)
-        check_order(where, fn, kind._codec.payload_type)
+        if isinstance(kind, BatchKind):
+            batch_async = batch_is_async(where, fn)
+            handler = Handler(fn, kind._codec, batch_async, kind.retry, kind.labels, kind.batch)
+        else:
+            handler = Handler(fn, kind._codec, is_async(where, fn), kind.retry, kind.labels)
+            check_order(where, fn, kind._codec.payload_type)
         queue = kind.options.queue
         if queue not in self._queues:
             raise RunnerError(

@@ -56,6 +56,7 @@ class WorkerPool:
         self._loop = loop
         name = f"jobtable-{self._shared.name}"
         self._executor.start(sum(queues.values()), name, self._replace)
+        self._executor.batches.slots = dict(queues)
         for queue, producer in self._producers.items():
             producer.start(queues[queue])
             producer.only(kinds)

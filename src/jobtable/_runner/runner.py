@@ -18,11 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar, overload
 
 from jobtable._backoff import WriteBackoff
+from jobtable._batch import BatchKind
 from jobtable._errors import RunnerError
 from jobtable._flow import Queue
 from jobtable._job import Job
 from jobtable._kind import Kind
 from jobtable._operator.queues import check_declared
+from jobtable._runner.batch import AttachBatch
 from jobtable._runner.cancel_watch import CancelWatch
 from jobtable._runner.completer import Completer
 from jobtable._runner.contact import StoreContact
@@ -204,13 +206,21 @@ class Runner:
         """The runner's hooks around each attempt and on each outcome (see ``RunnerHooks``)."""
         return self._handlers.hooks
 
-    def handler(self, kind: Kind[P, R]) -> Attach[P, R]:
+    @overload
+    def handler(self, kind: BatchKind[P, R]) -> AttachBatch[P, R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def handler(self, kind: Kind[P, R]) -> Attach[P, R]: ...
+
+    def handler(self, kind: Kind[P, R]) -> Attach[P, R] | AttachBatch[P, R]:
         """Returns a decorator that makes the function it decorates the handler of kind's jobs.
 
         The function takes ``(ctx: JobContext[R], payload: P)`` and returns an R,
         where P and R are kind's types; mypy rejects one whose annotations do not
-        match. It must be attached before start, once per kind. The decorated
-        function is returned unchanged.
+        match. A ``BatchKind``'s takes ``(jobs: Sequence[BatchJob[P, R]])`` and
+        returns a sequence of one ``R | Failure`` per job, in order (see
+        ``BatchKind``). It must be attached before start, once per kind. The
+        decorated function is returned unchanged.
 
         Args:
             kind: The kind whose jobs the function handles.
@@ -226,6 +236,9 @@ class Runner:
         """
         if not isinstance(kind, Kind):
             raise TypeError(f"handler: want a jobtable.Kind, got {type(kind).__name__}")
+        if isinstance(kind, BatchKind):
+            where, handlers = f"handler {kind.name!r}", self._handlers
+            return AttachBatch(kind.name, lambda fn: handlers.attach(where, kind, fn))
         return Attach(self._handlers, kind)
 
     @overload
@@ -434,6 +447,7 @@ class Runner:
         self._cancel_watch.poke()
         for producer in self._producers:
             producer.stop()
+        self._executor.batches.flush()
         if self._grace_timer is None and self._loop is not None:
             self._grace_timer = self._loop.call_later(self.grace_period, self._pool.end_grace)
 
