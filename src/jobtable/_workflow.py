@@ -152,9 +152,12 @@ class Workflow:
         dependency of another workflow or one not added to this one, TypeError
         for one that is not a Node or After, TypeError for a fed node whose
         result type is not kind's payload type, ValueError for a fed node of a
-        kind whose keys need its payload (give ``partition_key=`` or
-        ``sequence_key=``), and ValueError once the workflow was stored. A
-        payload is checked against kind when stored.
+        kind whose key is a function of its payload (give ``partition_key=``
+        or ``sequence_key=``), and ValueError once the workflow was stored. A
+        payload is checked against kind when stored. A fed node whose kind
+        keys it by a payload field (``Partition``, ``Sequence``) gets its key
+        from its dependency's result when that feeds it, and joins its
+        sequence then: a fed job joins its sequence when its payload is known.
         """
         where = f"Workflow {self.name!r}: add {getattr(kind, 'name', kind)!r}"
         if self._stored:

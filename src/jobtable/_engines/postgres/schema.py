@@ -25,6 +25,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v10,
     upgrade_to_v11,
     upgrade_to_v12,
+    upgrade_to_v13,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -54,7 +55,7 @@ class SchemaQueries(Protocol):
     def use_temporary_schema(self) -> None: ...
 
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -79,6 +80,7 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         9: upgrade_to_v10,
         10: upgrade_to_v11,
         11: upgrade_to_v12,
+        12: upgrade_to_v13,
     }
 
 

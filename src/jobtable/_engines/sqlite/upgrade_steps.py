@@ -21,6 +21,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v9,
     upgrade_to_v10,
     upgrade_to_v12,
+    upgrade_to_v13,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -215,6 +216,18 @@ def _upgrade_to_v12(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 12
 
 
+def _upgrade_to_v13(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 13 adds the jobs table's partition_by and sequence_by,
+    # nullable, in place, and the trigger that moves a job's tags with its
+    # seq; a file whose jobs table a step to version 2 or 8 rebuilt from the
+    # latest schema has all three already.
+    if "partition_by" in describe(conn, "jobs").columns:
+        return 13
+    creates = [st for st in schema.statements if schema.creates(st) == {"jobs_tags_move"}]
+    upgrade_to_v13(conn, creates)
+    return 13
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -233,6 +246,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         9: _upgrade_to_v10,
         10: _upgrade_to_v11,
         11: _upgrade_to_v12,
+        12: _upgrade_to_v13,
     }
 
 
