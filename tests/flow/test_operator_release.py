@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import datetime
 import sqlite3
+import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -235,3 +236,44 @@ async def test_a_dependency_that_fails_cancels_a_sequenced_dependent_and_frees_i
     finally:
         runner.stop()
         await runner.wait()
+
+
+async def test_a_runner_that_declares_a_raised_limit_wakes_the_runners_it_lets_through(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    # A runner of newer code declares the queue's concurrency raised: the
+    # runner of older code, idle behind the old limit, starts the job the new
+    # limit lets through at once (the new runner has no handler for it).
+    gate = threading.Event()
+
+    def step(ctx: jobtable.JobContext[int], n: int) -> int:
+        if n == 1:
+            gate.wait(30)
+        return n
+
+    first, following = STEP.enqueue_many(store, [1, 2])
+    old = jobtable.Runner(
+        store, queues={"q": 2}, poll_interval=NEVER, flow=[jobtable.Queue("q", concurrency=1)]
+    )
+    old.handler(STEP)(step)
+    new = jobtable.Runner(
+        store,
+        queues={"q": 1},
+        poll_interval=NEVER,
+        flow=[jobtable.Queue("q", concurrency=2)],
+        name="new",
+    )
+    new.handler(jobtable.Kind("other", int, int, queue="q"))(lambda ctx, n: n)
+    await old.start()
+    try:
+        await wait_until(lambda: store.get(first).status is jobtable.Status.RUNNING)
+        await asyncio.sleep(0.3)  # the old runner waits behind the limit
+        assert store.get(following).status is jobtable.Status.QUEUED
+        await new.start()
+        await wait_until(lambda: store.get(following).status is jobtable.Status.SUCCEEDED, limit=30)
+    finally:
+        gate.set()
+        new.stop()
+        old.stop()
+        await new.wait()
+        await old.wait()
