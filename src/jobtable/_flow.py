@@ -155,6 +155,9 @@ class Partition:
 
     A function gets the typed payload and returns a str. The key is stored
     with the job at enqueue; an enqueue may give ``partition_key=`` instead.
+    A workflow's job fed by its dependency's result gets a field's key when
+    that result feeds it (a function's cannot run then: give the key). A
+    field that holds a secret is refused when the kind is declared.
     A queue's ``partition_limit`` and a per-key ``Rate`` count by it. A
     field that the kind's payload type lacks is refused when the kind is
     declared (for a type that fixes its fields); an enqueue whose field is
@@ -177,7 +180,10 @@ class Sequence:
     ``by`` the kind's jobs form one sequence, keyed by the kind's name, but
     for those an enqueue gives a ``sequence_key=``. A job waits, queued,
     while an earlier job of its sequence is pending (a workflow's, waiting
-    for its dependencies), queued (a retry keeps its place) or running.
+    for its dependencies), queued (a retry keeps its place) or running. A
+    workflow's job fed by its dependency's result and keyed by a field joins
+    its sequence when that result feeds it: a fed job joins its sequence
+    when its payload is known, behind the jobs of its key that exist then.
     ``on_failure`` says what a job that ends
     failed or cancelled does to the jobs behind it: ``"block"`` (the
     default) holds them until an operator retries it (it runs again, in its
