@@ -96,7 +96,16 @@ CREATE TABLE jobs (
     -- run_trace is the W3C trace context of the run span of the attempt that
     -- ended the job, stored with its outcome by an instrumented store (null
     -- otherwise): its dependents' run spans link to it (schema version 9).
-    run_trace TEXT
+    run_trace TEXT,
+    -- partition_by and sequence_by name the payload field that a pending job
+    -- fed by its dependency's result (job_deps.feeds) takes its partition and
+    -- sequence keys from, since its payload is unknown until that result
+    -- feeds it; null for every other job. The statement that feeds the job
+    -- computes them (FeedDependents), and a job it gives a sequence_by
+    -- takes a new seq, the last of the enqueue order: a fed job joins its
+    -- sequence when its payload is known (schema version 13).
+    partition_by TEXT,
+    sequence_by TEXT
 );
 
 -- A claim reads only the ready rows of its queue, in priority and enqueue
@@ -222,6 +231,14 @@ END;
 CREATE TRIGGER jobs_tags_delete AFTER DELETE ON jobs WHEN old.tags <> '[]'
 BEGIN
     DELETE FROM job_tags WHERE seq = old.seq;
+END;
+-- A fed job that joins a sequence takes a new seq (FeedDependents): its
+-- tags follow it. No other statement sets seq, so no other update runs it
+-- (schema version 13).
+CREATE TRIGGER jobs_tags_move AFTER UPDATE OF seq ON jobs
+WHEN old.tags <> '[]' AND new.seq <> old.seq
+BEGIN
+    UPDATE job_tags SET seq = new.seq WHERE seq = old.seq;
 END;
 
 -- job_steps records the completed steps of a job's handler (ctx.step): each

@@ -3,7 +3,8 @@
 A job held back (behind its sequence's predecessor, behind a limit another
 runner's job fills, by a pause, by a limit, behind a dependency, by a rate
 window) must start as soon as it is released, not at the runner's next
-poll. Each case holds one job at a time, lets the runner settle into its
+poll; so must one an operator's cancel of its sequence's predecessor
+releases. Each case holds one job at a time, lets the runner settle into its
 idle wait, releases the job and times the release to the job's start (its
 handler's first line; for the rate window, the claim's start time against
 the moment the window admits it). The runners poll every POLL seconds, so a
@@ -29,7 +30,7 @@ SETTLE = 0.1
 """Seconds a case waits, before it releases its job, for the runners to wait idle."""
 PER = 0.2
 """The rate case's window: one start per PER seconds."""
-CASES = ("sequence", "slot", "resume", "limit", "dependency", "rate")
+CASES = ("sequence", "slot", "resume", "limit", "dependency", "rate", "cancel")
 LABELS = {
     "sequence": "sequence: predecessor ended",
     "slot": "concurrency slot freed by another runner",
@@ -37,6 +38,7 @@ LABELS = {
     "limit": "limit raised (set_limits)",
     "dependency": "workflow dependency settled",
     "rate": f"rate window opened (1 per {PER} s)",
+    "cancel": "sequence: queued predecessor cancelled",
 }
 TARGET_P50 = 20.0
 TARGET_P99 = 100.0
@@ -205,6 +207,29 @@ async def _rate(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
     return samples
 
 
+async def _cancel(store: jobtable.Store, jobs: _Jobs, count: int) -> list[float]:
+    """An operator cancels the queued job that holds a sequence continuing past it.
+
+    The predecessor waits in a paused queue no runner serves; the job it
+    holds starts once the cancel commits.
+    """
+    paused = f"{jobs.queue}-held"
+    continues = jobtable.Sequence(on_failure="continue")
+    held = jobtable.Kind("wake-cancel-held", int, int, queue=paused, sequence=continues)
+    store.pause(paused)
+    runner = _runner(store, jobs, "bench-wake-cancel")
+    samples = []
+    async with _started(runner):
+        for i in range(count):
+            first = held.enqueue(store, 2 * i, sequence_key=f"c{i}")
+            jobs.kind.enqueue(store, 2 * i + 1, sequence_key=f"c{i}")
+            await asyncio.sleep(SETTLE)
+            released = time.time()
+            store.cancel(first)
+            samples.append(await jobs.start_of(2 * i + 1) - released)
+    return samples
+
+
 def _claimed(store: jobtable.Store, job_id: str) -> float:
     started = store.inspect(job_id).started_at
     assert started is not None
@@ -218,6 +243,7 @@ MEASURES: dict[str, Case] = {
     "limit": _limit,
     "dependency": _dependency,
     "rate": _rate,
+    "cancel": _cancel,
 }
 
 

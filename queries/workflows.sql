@@ -36,13 +36,14 @@ SELECT id FROM workflows WHERE id = @id;
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
-    tags, meta, workflow_id, pending_deps, status
+    tags, meta, workflow_id, pending_deps, status, partition_by, sequence_by
 )
 VALUES (
     @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
     @sequence_blocks, @tags, sqlc.narg(meta), @workflow_id, @pending_deps,
-    CASE WHEN @pending_deps > 0 THEN 'pending' ELSE 'queued' END
+    CASE WHEN @pending_deps > 0 THEN 'pending' ELSE 'queued' END,
+    sqlc.narg(partition_by), sqlc.narg(sequence_by)
 );
 
 -- name: CancelAddedJobs :execrows
@@ -69,8 +70,31 @@ SELECT status, workflow_id FROM jobs WHERE id = @id;
 
 -- name: FeedDependents :execrows
 -- FeedDependents makes dep's result the payload of each pending job it
--- feeds; run before ReleaseDependents, which makes them ready.
-UPDATE jobs SET payload = (SELECT dep.result FROM jobs AS dep WHERE dep.id = @dep)
+-- feeds; run before ReleaseDependents, which makes them ready. A fed job
+-- whose kind keys it by a payload field (partition_by, sequence_by) gets
+-- its key from the result as an enqueue computes it: the field's string,
+-- the JSON text of another value, null when the result lacks the field or
+-- holds an empty string. One it gives a sequence_by joins its sequence now:
+-- it takes a new seq, the enqueue order's last (the subquery is correlated,
+-- so each row's is read after the previous row took its own).
+UPDATE jobs
+SET payload = (SELECT dep.result FROM jobs AS dep WHERE dep.id = @dep),
+    partition_key = CASE WHEN partition_by IS NULL THEN partition_key ELSE (
+        SELECT nullif(CASE field.type WHEN 'text' THEN field.value WHEN 'true' THEN 'true'
+                WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+                ELSE CAST(field.value AS TEXT) END, '')
+        FROM json_each((SELECT dep.result FROM jobs AS dep WHERE dep.id = @dep)) AS field
+        WHERE field.key = jobs.partition_by
+    ) END,
+    sequence_key = CASE WHEN sequence_by IS NULL THEN sequence_key ELSE (
+        SELECT nullif(CASE field.type WHEN 'text' THEN field.value WHEN 'true' THEN 'true'
+                WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+                ELSE CAST(field.value AS TEXT) END, '')
+        FROM json_each((SELECT dep.result FROM jobs AS dep WHERE dep.id = @dep)) AS field
+        WHERE field.key = jobs.sequence_by
+    ) END,
+    seq = CASE WHEN sequence_by IS NULL THEN seq
+        ELSE (SELECT max(last.seq) FROM jobs AS last WHERE last.seq >= jobs.seq) + 1 END
 WHERE id IN (SELECT job FROM job_deps WHERE dep = @dep AND feeds = 1 AND done = 0)
     AND status = 'pending';
 

@@ -104,11 +104,6 @@ async def _in_transaction(env: Env, options: JobOptions) -> str:
         return declared.enqueue(env.store, ITEM, conn=pg, **options)
 
 
-def _fed(options: JobOptions) -> JobOptions:
-    """options with the keys a fed job needs given, unless they give them."""
-    return JobOptions({"partition_key": "c1", "sequence_key": "c1", **options})
-
-
 async def _workflow_node(env: Env, options: JobOptions) -> str:
     wf = jobtable.Workflow("paths")
     node = wf.add(declared, ITEM, **options)
@@ -124,9 +119,13 @@ async def _workflow_node_async(env: Env, options: JobOptions) -> str:
 
 
 async def _workflow_fed_node(env: Env, options: JobOptions) -> str:
+    # Fed once its dependency ran: its keys by the payload's field are computed then.
     wf = jobtable.Workflow("paths")
-    node = wf.add(declared, wf.add(spawner, ITEM), **_fed(options))
+    node = wf.add(declared, wf.add(spawner, ITEM), **options)
     wf.enqueue(env.store)
+    runner = jobtable.Runner(env.store, queues={"spawn": 1})
+    runner.handler(spawner)(lambda ctx, item: item)
+    await drain(runner)
     return node.id
 
 
@@ -140,7 +139,7 @@ async def _added(env: Env, options: JobOptions, fed: bool) -> str:
     def spawn(ctx: jobtable.JobContext[Item], item: Item) -> Item:
         flow = ctx.workflow
         try:
-            node = flow.add(declared, flow.current, **_fed(options)) if fed else None
+            node = flow.add(declared, flow.current, **options) if fed else None
             node = node or flow.add(declared, item, **options)
         except Exception as err:
             refused.append(err)
@@ -193,7 +192,6 @@ PATHS: dict[str, Path] = {
 }
 TIMELESS_PATHS = {"periodic tick"}
 """The ways whose job's time is their own: they take every option but delay and run_at."""
-FED_PATHS = {"workflow fed node", "ctx.workflow.add, fed"}
 
 
 Check = Callable[[jobtable.JobRecord, StoredKeys], bool]

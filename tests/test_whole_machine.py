@@ -27,6 +27,7 @@ from typing import Any
 import hypothesis.strategies as st
 import invariants
 import pytest
+from finding import FIND_SETTINGS
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -39,6 +40,7 @@ from machine_targets import Target, on_engine, sqlite_target
 
 import jobtable
 from jobtable._engines.rows import Outcome
+from jobtable._operator import operations
 from jobtable._runner.operations import Finish, FlowClaim
 from jobtable._runner.registration import StartRunner
 from jobtable._values import timestamp
@@ -94,6 +96,17 @@ limits = st.fixed_dictionaries(
 )
 
 
+CANCEL_ANSWERS = {
+    "queued": jobtable.CancelResult.CANCELLED,
+    "pending": jobtable.CancelResult.CANCELLED,
+    "running": jobtable.CancelResult.REQUESTED,
+    "succeeded": jobtable.CancelResult.FINISHED,
+    "failed": jobtable.CancelResult.FINISHED,
+    "cancelled": jobtable.CancelResult.FINISHED,
+}
+"""What a cancel answers for a job in each status."""
+
+
 class WholeMachine(RuleBasedStateMachine):
     """Drives the real store through every feature at once; the invariants read its tables."""
 
@@ -110,6 +123,11 @@ class WholeMachine(RuleBasedStateMachine):
         self.started: list[str] = []  # the jobs the last claim started
         self.waits: list[invariants.Wait] = []
         self.threads: list[threading.Thread] = []
+        # The machine's runner is alive through the example: a crashed runner's
+        # restart interrupts its own jobs and those of dead runners, never these.
+        self.store.engine.write(
+            StartRunner(RUNNER, datetime.timedelta(hours=1), self.store.clock, None)
+        )
 
     def teardown(self) -> None:
         try:
@@ -254,10 +272,14 @@ class WholeMachine(RuleBasedStateMachine):
     @rule(data=st.data(), in_bulk=st.booleans())
     def cancel(self, data: st.DataObject, in_bulk: bool) -> None:
         job_id = data.draw(st.sampled_from(list(self.kind_of)))
-        if in_bulk:
-            self.store.cancel_many([job_id])
-        else:
-            self.store.cancel(job_id)
+        before = self.status(job_id)
+        many = self.store.cancel_many
+        answer = many([job_id])[job_id] if in_bulk else self.store.cancel(job_id)
+        # The answer says what the cancel did: nothing changes a job between
+        # the machine's steps.
+        assert answer is CANCEL_ANSWERS[before], (job_id, before, answer)
+        if answer is jobtable.CancelResult.CANCELLED:
+            assert self.status(job_id) == "cancelled"
         self.started = []
 
     @precondition(lambda self: self.workflows)
@@ -271,13 +293,44 @@ class WholeMachine(RuleBasedStateMachine):
     def retry(self, data: st.DataObject) -> None:
         ended = [i for i in self.with_status("failed", "cancelled") if i not in self.waited()]
         if ended:
-            self.store.retry(data.draw(st.sampled_from(ended)))
+            job_id = data.draw(st.sampled_from(ended))
+            before = self.status(job_id)
+            self.answers_retry(job_id, before, self.store.retry(job_id))
         self.started = []
+
+    def answers_retry(self, job_id: str, before: str, answer: jobtable.RetryResult) -> None:
+        """Checks a retry's answer against the job as it left it.
+
+        RETRIED only when the job left failed or cancelled (queued again, or
+        pending for a dependency that runs again); BLOCKED only for a job of
+        a workflow that stayed as it was, its record naming a dependency
+        that blocks it (failed, cancelled or deleted).
+        """
+        record = self.store.inspect(job_id)
+        if answer is jobtable.RetryResult.RETRIED:
+            assert record.status.value in ("queued", "pending"), (job_id, before, record.status)
+            return
+        assert answer is jobtable.RetryResult.BLOCKED, (job_id, before, answer)
+        assert record.status.value == before, (job_id, before, record.status)
+        assert job_id in self.in_workflow
+        assert record.blocked_by, (job_id, "BLOCKED, but its record names no dependency")
+        deps = {dep.id for dep in (record.workflow.dependencies if record.workflow else [])}
+        for reason in record.blocked_by:
+            _, dep, how = reason.split()
+            assert how == "deleted" or dep in deps, (job_id, reason, deps)
 
     @rule()
     def retry_failed_in_bulk(self) -> None:
-        if not self.waited() & set(self.with_status("failed")):
-            self.store.retry_failed()
+        failed = self.with_status("failed")
+        if not self.waited() & set(failed):
+            count = self.store.retry_failed()
+            # Its count is the jobs that left failed; each one left failed is
+            # blocked, as a retry of it alone would answer.
+            kept = [i for i in failed if self.status(i) == "failed"]
+            assert count == len(failed) - len(kept), (count, failed, kept)
+            for job_id in kept:
+                assert self.store.retry(job_id) is jobtable.RetryResult.BLOCKED, job_id
+                self.answers_retry(job_id, "failed", jobtable.RetryResult.BLOCKED)
         self.started = []
 
     @precondition(lambda self: self.kind_of)
@@ -291,9 +344,13 @@ class WholeMachine(RuleBasedStateMachine):
         if ended:
             job_id = data.draw(st.sampled_from(ended))
             if in_bulk:
-                self.store.delete_many([job_id])
+                answer = self.store.delete_many([job_id])[job_id]
             else:
-                self.store.delete(job_id)
+                answer = self.store.delete(job_id)
+            # An ended job is never running: the delete answers DELETED and it is gone.
+            assert answer is jobtable.DeleteResult.DELETED, (job_id, answer)
+            with pytest.raises(jobtable.JobNotFound):
+                self.store.inspect(job_id)
             del self.kind_of[job_id]
             self.in_workflow.discard(job_id)
         self.started = []
@@ -365,6 +422,10 @@ MACHINE_SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+
+FAULT_SETTINGS = settings(FIND_SETTINGS, max_examples=300, stateful_step_count=30)
+"""A planted fault's run: examples enough to reach the fault, stopping at the first."""
 
 
 @pytest.mark.slow
@@ -477,3 +538,26 @@ def test_an_unanswered_or_wrongly_answered_waiter_is_caught() -> None:
     assert invariants.unanswered([invariants.Wait("j")]) != []
     wrong = invariants.Wait("j", True, 1, "cancelled")
     assert invariants.unanswered([wrong]) != []
+
+
+def _answers_retried_when_blocked(
+    real: Callable[[Any, Any], jobtable.RetryResult],
+) -> Callable[[Any, Any], jobtable.RetryResult]:
+    def call(self: Any, q: Any) -> jobtable.RetryResult:
+        answer = real(self, q)
+        return jobtable.RetryResult.RETRIED if answer is jobtable.RetryResult.BLOCKED else answer
+
+    return call
+
+
+@pytest.mark.slow
+def test_a_retry_that_answers_retried_but_left_the_job_as_it_was_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The planted fault: a retry refused as blocked answers RETRIED, as a
+    # retry of a dependent whose dependency still failed once did.
+    monkeypatch.setattr(
+        operations.RetryJob, "__call__", _answers_retried_when_blocked(operations.RetryJob.__call__)
+    )
+    with pytest.raises(AssertionError, match="pending"):
+        run_state_machine_as_test(WholeMachine, settings=FAULT_SETTINGS)

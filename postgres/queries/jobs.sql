@@ -921,16 +921,29 @@ SELECT queue, status, count(*) AS jobs FROM jobs GROUP BY queue, status ORDER BY
 -- job of a workflow whose end another job has not counted (a failed
 -- dependency, and the dependent it cancelled) is kept until that job is
 -- deleted: the dependent goes first, so none is left needing a job that is
--- gone. Only a job of a workflow reads job_deps.
-DELETE FROM jobs WHERE seq IN (
-    SELECT finished.seq FROM jobs AS finished
-    WHERE finished.status IN ('succeeded', 'failed', 'cancelled') AND finished.updated_at < @before
-        AND (finished.workflow_id IS NULL OR NOT EXISTS (
-            SELECT 1 FROM job_deps AS d WHERE d.dep = finished.id AND NOT d.done
-        ))
-    ORDER BY finished.updated_at LIMIT @max_jobs
-    FOR UPDATE SKIP LOCKED
-);
+-- gone. Only a job of a workflow reads job_deps. A failed or cancelled job
+-- of a sequence may hold the jobs behind it (sequence_blocks): deleting one
+-- wakes idle runners at commit, as an enqueue does; other deletes notify
+-- nothing, so the runners' pruning costs them nothing. Differs by necessity
+-- from SQLite, whose runners watch the file.
+WITH pruned AS (
+    DELETE FROM jobs WHERE seq IN (
+        SELECT finished.seq FROM jobs AS finished
+        WHERE finished.status IN ('succeeded', 'failed', 'cancelled')
+            AND finished.updated_at < @before
+            AND (finished.workflow_id IS NULL OR NOT EXISTS (
+                SELECT 1 FROM job_deps AS d WHERE d.dep = finished.id AND NOT d.done
+            ))
+        ORDER BY finished.updated_at LIMIT @max_jobs
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING sequence_key, status
+),
+released AS MATERIALIZED (
+    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM pruned
+    WHERE sequence_key IS NOT NULL AND status <> 'succeeded' HAVING count(*) > 0
+)
+SELECT 1 FROM pruned LEFT JOIN released ON true;
 
 -- name: RegisterRunner :exec
 -- RegisterRunner records a starting runner, replacing an earlier one of the

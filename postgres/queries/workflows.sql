@@ -44,18 +44,19 @@ SELECT id FROM workflows WHERE id = @id FOR SHARE;
 INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
-    tags, meta, workflow_id, pending_deps, status
+    tags, meta, workflow_id, pending_deps, status, partition_by, sequence_by
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
     job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
     job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta,
     @workflow_id, job.pending_deps,
-    CASE WHEN job.pending_deps > 0 THEN 'pending' ELSE 'queued' END
+    CASE WHEN job.pending_deps > 0 THEN 'pending' ELSE 'queued' END,
+    job.partition_by, job.sequence_by
 FROM jsonb_to_recordset(@jobs::jsonb) AS job(
     id text, kind text, queue text, priority integer, payload text, max_attempts integer,
     timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
     partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text,
-    pending_deps integer
+    pending_deps integer, partition_by text, sequence_by text
 );
 
 -- name: CancelAddedJobs :execrows
@@ -152,6 +153,15 @@ plan AS (
     ) AS change
     GROUP BY id
 ),
+-- The fed jobs that join a sequence now (sequence_by), each with a new
+-- seq, the last of the enqueue order, taken in their own order.
+joining AS MATERIALIZED (
+    SELECT fed.id, nextval(pg_get_serial_sequence('jobs', 'seq')) AS seq FROM (
+        SELECT jobs.id FROM plan JOIN jobs ON jobs.id = plan.id
+        WHERE plan.fed IS NOT NULL AND jobs.status = 'pending' AND jobs.sequence_by IS NOT NULL
+        ORDER BY jobs.seq
+    ) AS fed
+),
 -- Only pending_deps changes for a job still waiting, which no index holds:
 -- the update of a wide fan-in's row at each of its dependencies' ends stays
 -- HOT, adding no index entry.
@@ -160,6 +170,15 @@ settled AS (
     SET pending_deps = jobs.pending_deps - plan.ends,
         payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
             ELSE jobs.payload END,
+        -- A fed job keyed by a payload field gets its key from the result,
+        -- and one that joins a sequence takes a new seq, the last.
+        partition_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.partition_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.partition_by) ELSE jobs.partition_key END,
+        sequence_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.sequence_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.sequence_by) ELSE jobs.sequence_key END,
+        seq = coalesce((SELECT joining.seq FROM joining WHERE joining.id = jobs.id), jobs.seq),
         status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
             WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
             ELSE jobs.status END,
@@ -173,11 +192,14 @@ settled AS (
             ELSE jobs.updated_at END
     FROM plan
     WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
-    RETURNING jobs.id, jobs.status, plan.cause
+    RETURNING jobs.id, jobs.status, plan.cause, jobs.sequence_key
 ),
+-- A job made ready wakes idle runners; so does a job of a sequence that it
+-- cancels, which no longer holds a sequence that continues past it.
 ready AS MATERIALIZED (
     SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
-    WHERE status = 'queued' HAVING count(*) > 0
+    WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
+    HAVING count(*) > 0
 ),
 -- The jobs it cancelled ended: JobsEnded names them, as it names outcomes.
 doom_ended AS MATERIALIZED (
@@ -325,6 +347,15 @@ plan AS (
     ) AS change
     GROUP BY id
 ),
+-- The fed jobs that join a sequence now (sequence_by), each with a new
+-- seq, the last of the enqueue order, taken in their own order.
+joining AS MATERIALIZED (
+    SELECT fed.id, nextval(pg_get_serial_sequence('jobs', 'seq')) AS seq FROM (
+        SELECT jobs.id FROM plan JOIN jobs ON jobs.id = plan.id
+        WHERE plan.fed IS NOT NULL AND jobs.status = 'pending' AND jobs.sequence_by IS NOT NULL
+        ORDER BY jobs.seq
+    ) AS fed
+),
 -- Only pending_deps changes for a job still waiting, which no index holds:
 -- the update of a wide fan-in's row at each of its dependencies' ends stays
 -- HOT, adding no index entry.
@@ -333,6 +364,15 @@ settled AS (
     SET pending_deps = jobs.pending_deps - plan.ends,
         payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
             ELSE jobs.payload END,
+        -- A fed job keyed by a payload field gets its key from the result,
+        -- and one that joins a sequence takes a new seq, the last.
+        partition_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.partition_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.partition_by) ELSE jobs.partition_key END,
+        sequence_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.sequence_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.sequence_by) ELSE jobs.sequence_key END,
+        seq = coalesce((SELECT joining.seq FROM joining WHERE joining.id = jobs.id), jobs.seq),
         status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
             WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
             ELSE jobs.status END,
@@ -346,11 +386,14 @@ settled AS (
             ELSE jobs.updated_at END
     FROM plan
     WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
-    RETURNING jobs.id, jobs.status, plan.cause
+    RETURNING jobs.id, jobs.status, plan.cause, jobs.sequence_key
 ),
+-- A job made ready wakes idle runners; so does a job of a sequence that it
+-- cancels, which no longer holds a sequence that continues past it.
 ready AS MATERIALIZED (
     SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
-    WHERE status = 'queued' HAVING count(*) > 0
+    WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
+    HAVING count(*) > 0
 ),
 -- The jobs it cancelled ended: JobsEnded names them, as it names outcomes.
 doom_ended AS MATERIALIZED (

@@ -4,7 +4,7 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pydantic
 import pydantic_core
@@ -76,6 +76,10 @@ class PayloadMismatch(ValueError):
 
 class ResultTooLarge(ResultError):
     """A result over the runner's max_result_bytes; its message quotes no data, so it is stored."""
+
+
+_FIELDS_SCHEMAS = frozenset({"model-fields", "typed-dict", "dataclass-args"})
+"""The pydantic core schemas that list an object type's fields."""
 
 
 class Codec(Generic[P, R]):
@@ -176,6 +180,31 @@ class Codec(Generic[P, R]):
             f"{getattr(self.payload_type, '__name__', self.payload_type)} "
             f"(its fields: {', '.join(sorted(known)) or 'none'})"
         )
+
+    def check_not_secret(self, where: str, what: str, field: str) -> None:
+        """Raises ValueError naming where when field of the payload type holds a secret.
+
+        what names the declaration that keys jobs by it (``partition``,
+        ``sequence``): a key is stored in clear and shown to every reader,
+        and a secret's stored form is encrypted anew at each enqueue, so it
+        could key nothing. A type whose fields cannot be read accepts any.
+        """
+        schema: Any = self._payload.core_schema
+        for _ in range(8):  # down the wrappers (model, definitions) to the fields
+            if not isinstance(schema, dict) or schema.get("type") in _FIELDS_SCHEMAS:
+                break
+            schema = schema.get("schema")
+        if not isinstance(schema, dict) or schema.get("type") not in _FIELDS_SCHEMAS:
+            return
+        fields = schema["fields"]
+        named = fields.items() if isinstance(fields, dict) else ((f["name"], f) for f in fields)
+        for name, spec in named:
+            if field in (name, spec.get("serialization_alias")) and mentions_secrets(spec):
+                raise ValueError(
+                    f"{where}: {what} field {field!r} is a secret, which a key would show in "
+                    f"clear (and which is encrypted anew at each enqueue, so it keys nothing); "
+                    f"key the jobs by another field, or by a function that returns no secret"
+                )
 
     def shown_payload(self, payload: P) -> str:
         """Returns payload's JSON as every reader but its handler sees it: secrets masked.

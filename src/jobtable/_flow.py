@@ -170,6 +170,9 @@ class Partition:
 
     A function gets the typed payload and returns a str. The key is stored
     with the job at enqueue; an enqueue may give ``partition_key=`` instead.
+    A workflow's job fed by its dependency's result gets a field's key when
+    that result feeds it (a function's cannot run then: give the key). A
+    field that holds a secret is refused when the kind is declared.
     A queue's ``partition_limit`` and a per-key ``Rate`` count by it. A
     field that the kind's payload type lacks is refused when the kind is
     declared (for a type that fixes its fields); an enqueue whose field is
@@ -198,7 +201,9 @@ class Sequence:
     An enqueue may give ``sequence_key=`` instead of the key ``by`` computes.
     A job waits, queued, while an earlier job of its sequence is pending (a
     workflow's, waiting for its dependencies), queued (a retry keeps its
-    place) or running.
+    place) or running. A workflow's job fed by its dependency's result and
+    keyed by a field joins its sequence when that result feeds it: behind the
+    jobs of its key that exist then.
 
     Args:
         by: A payload field's name or a function of the typed payload that
@@ -256,8 +261,10 @@ def check_flow(
         raise TypeError(f"{where}: sequence must be a jobtable.Sequence or None, got {sequence!r}")
     if partition is not None and isinstance(partition.by, str):
         codec.check_field(where, "partition", partition.by)
+        codec.check_not_secret(where, "partition", partition.by)
     if sequence is not None and isinstance(sequence.by, str):
         codec.check_field(where, "sequence", sequence.by)
+        codec.check_not_secret(where, "sequence", sequence.by)
     if sequence is not None and sequence.by is None:
         sequence = dataclasses.replace(sequence, by=_KindWide(codec.kind))
     return partition, sequence
@@ -267,15 +274,42 @@ FLOW_OPTIONS = frozenset({"partition_key", "sequence_key"})
 """The enqueue options of flow control; the others are ``Options``'."""
 
 
+def fed_field(where: str, what: str, by: object, key: object) -> str | None:
+    """The payload field a fed job's what key comes from once it is fed; None: known now.
+
+    A fed job's payload is its dependency's result, unknown until that
+    succeeds, so a key by a field is computed by the statement that feeds
+    it; a key given (key) or a kind-wide sequence's needs no payload. Raises
+    ValueError naming where for a key function, which only the enqueuing
+    process could run.
+    """
+    if key is not None or by is None or isinstance(by, _KindWide):
+        return None
+    if isinstance(by, str):
+        return by
+    raise ValueError(
+        f"{where}: the kind's {what.capitalize()} computes the key with a function of the "
+        f"payload, which a fed node gets only when its dependency succeeds; key it by a "
+        f"payload field's name ({what.capitalize()}(by='field')), whose key is computed when "
+        f"the node is fed, or give {what}_key= to add"
+    )
+
+
 def with_flow(
     where: str,
     jobs: list[NewJob],
     payloads: list[Any],
-    partition: Partition | None,
-    sequence: Sequence | None,
+    flow: tuple[Partition | None, Sequence | None],
     given: dict[str, Any],
+    fed: bool = False,
 ) -> list[NewJob]:
-    """jobs with their partition and sequence keys: given's, else those of partition, sequence."""
+    """jobs with their partition and sequence keys: given's, else those of the kind's flow.
+
+    fed: the jobs are a workflow's fed nodes, whose payload is not known
+    yet; a key by a payload field is stored as the field's name instead
+    (``fed_field``), computed when the job is fed.
+    """
+    partition, sequence = flow
     partition_key = given.get("partition_key")
     sequence_key = given.get("sequence_key")
     if partition_key is not None:
@@ -283,17 +317,25 @@ def with_flow(
     if sequence_key is not None:
         check_key(where, "sequence", sequence_key)
     blocks = sequence is None or sequence.on_failure == "block"
+    partition_by = sequence_by = None
+    if fed:
+        partition_by = fed_field(where, "partition", partition and partition.by, partition_key)
+        sequence_by = fed_field(where, "sequence", sequence and sequence.by, sequence_key)
     done = []
     for job, payload in zip(jobs, payloads, strict=True):
         pkey = partition_key
-        if pkey is None and partition is not None:
+        if pkey is None and partition is not None and partition_by is None:
             pkey = _key(where, "partition", partition.by, payload, job.payload)
         skey = sequence_key
-        if skey is None and sequence is not None and sequence.by is not None:
+        if skey is None and sequence is not None and sequence.by is not None and not sequence_by:
             skey = _key(where, "sequence", sequence.by, payload, job.payload)
         done.append(
             job._replace(
-                partition_key=pkey, sequence_key=skey, sequence_blocks=skey is not None and blocks
+                partition_key=pkey,
+                sequence_key=skey,
+                sequence_blocks=(skey is not None or sequence_by is not None) and blocks,
+                partition_by=partition_by,
+                sequence_by=sequence_by,
             )
         )
     return done

@@ -16,7 +16,7 @@ from jobtable._codec import Codec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
 from jobtable._enqueue import Binding, Named, Stored, astore_jobs, binding_of, store_jobs
-from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, check_key, with_flow
+from jobtable._flow import FLOW_OPTIONS, Partition, check_flow, check_key, fed_field, with_flow
 from jobtable._flow import Sequence as JobSequence
 from jobtable._job import Job
 from jobtable._labels import EnqueueHook, Labels, check_hook, check_tags, split_labels
@@ -185,7 +185,7 @@ class Kind(Waiting[P, R]):
         ``Sequence``, the enqueue hooks, secrets' encryption) and overrides the
         same way. fed: the payloads are a workflow's nodes whose results feed
         the jobs; each job is stored with a null payload, its dependency's
-        result replaces it, and its keys must not need the payload
+        result replaces it, and a key by a payload field is computed then
         (``fed_keys``). Raises, storing nothing, for a bad payload or option.
         """
         kind = self._codec.kind
@@ -195,8 +195,6 @@ class Kind(Waiting[P, R]):
         if keyed:
             given = {k: v for k, v in overrides.items() if k in FLOW_OPTIONS}
             overrides = cast(EnqueueOptions, {k: v for k, v in overrides.items() if k not in given})
-            if fed:
-                self.fed_keys(where, given)
         if overrides:
             options, unique, run_at = self._overridden(where, cast(EnqueueOptions, overrides))
         else:
@@ -220,7 +218,7 @@ class Kind(Waiting[P, R]):
             for p in payloads
         ]
         if keyed:
-            jobs = with_flow(where, jobs, payloads, *self.flow, given)
+            jobs = with_flow(where, jobs, payloads, self.flow, given, fed)
         jobs = self.labels.apply(where, jobs, payloads, labelled, binding.store._enqueue_hooks)
         # A job that starts now has run_at and created_at the same text: one timestamp for both.
         now = starts if run_at is None and options.delay is None else timestamp(moment)
@@ -259,32 +257,26 @@ class Kind(Waiting[P, R]):
         self.labels.meta.plain(where, labelled.get("meta"))
 
     def fed_keys(self, where: str, given: Mapping[str, object]) -> None:
-        """Raises ValueError naming where when a fed job's keys would need its payload.
+        """Raises ValueError naming where when a fed job's keys could not be computed.
 
         A fed job's payload is its dependency's result, unknown until that
-        succeeds, so a ``Partition`` (or a ``Sequence`` with ``by``) cannot compute
-        its key when the job is stored, and its place in a sequence is taken then:
-        the key is given instead (``partition_key=``, ``sequence_key=``), so that
-        every limit holds for the job.
+        succeeds: a ``Partition`` or ``Sequence`` by a payload field gets its key
+        from the result when the job is fed (and the job joins its sequence
+        then), but a key function would have to run in the process that
+        enqueued it. Such a key is given instead (``partition_key=``,
+        ``sequence_key=``).
 
         Args:
             where: What the message names as the caller.
             given: The flow options the enqueue gave.
 
         Raises:
-            ValueError: The kind computes a key from the payload and given lacks it.
+            ValueError: The kind computes a key with a function of the payload and
+                given lacks it.
         """
         partition, sequence = self.flow
-        if partition is not None and given.get("partition_key") is None:
-            raise ValueError(
-                f"{where}: the kind's Partition computes the key from the payload, which a fed "
-                "node gets only when its dependency succeeds; give partition_key= to add"
-            )
-        if sequence is not None and sequence.by is not None and given.get("sequence_key") is None:
-            raise ValueError(
-                f"{where}: the kind's Sequence computes the key from the payload, which a fed "
-                "node gets only when its dependency succeeds; give sequence_key= to add"
-            )
+        fed_field(where, "partition", partition and partition.by, given.get("partition_key"))
+        fed_field(where, "sequence", sequence and sequence.by, given.get("sequence_key"))
 
     def _overridden(
         self, where: str, overrides: EnqueueOptions

@@ -164,7 +164,9 @@ class Workflow:
 
         The options are applied with the kind's declarations as an enqueue's are, a
         fed node's too. A payload is checked against kind when the workflow is
-        stored.
+        stored. A fed node whose kind keys it by a payload field (``Partition``,
+        ``Sequence``) gets its key from its dependency's result when that feeds
+        it, and joins its sequence then.
 
         Args:
             kind: The job's kind; not a unique one.
@@ -182,8 +184,8 @@ class Workflow:
             TypeError: kind is not a Kind, a dependency is not a Node or After, or
                 a fed node's result type is not kind's payload type.
             ValueError: A dependency of another workflow or not added to this one
-                (naming it), a fed node of a kind whose keys need its payload (give
-                ``partition_key=`` or ``sequence_key=``), a unique kind or
+                (naming it), a fed node of a kind whose key is a function of its payload
+                (give ``partition_key=`` or ``sequence_key=``), a unique kind or
                 ``conn=``, a bad option, or the workflow was stored already.
         """
         where = f"Workflow {self.name!r}: add {getattr(kind, 'name', kind)!r}"

@@ -52,6 +52,17 @@ charged = jobtable.Kind(
 keyless = jobtable.Kind("keyless", Receipt, int, queue="q", priority=3, max_attempts=2)
 
 
+def _paid_customer(r: Receipt) -> str:
+    if r.amount <= 0:
+        raise ValueError("nothing to charge")
+    return r.customer
+
+
+picky = jobtable.Kind(
+    "picky", Receipt, int, queue="q", partition=jobtable.Partition(_paid_customer)
+)
+
+
 def test_a_fed_node_takes_its_kinds_declarations_and_an_enqueues_options(
     store: jobtable.Store, store_target: str, engine: str
 ) -> None:
@@ -69,15 +80,41 @@ def test_a_fed_node_takes_its_kinds_declarations_and_an_enqueues_options(
     assert (record.queue, record.priority) == ("q", -2)
 
 
-def test_a_fed_node_of_a_kind_that_keys_by_its_payload_is_refused_at_add(
+def test_a_fed_node_whose_kind_keys_by_a_function_is_refused_at_add_unless_keyed(
     store: jobtable.Store,
 ) -> None:
+    # A field's key is computed when the node is fed; a function could only
+    # run in this process, so the key is given instead.
     wf = jobtable.Workflow("billing")
     first = wf.add(receipt, Receipt(customer="c1", amount=5))
-    with pytest.raises(ValueError, match=r"add 'charge'.*give partition_key= to add"):
-        wf.add(charge, first)
-    with pytest.raises(ValueError, match=r"add 'ledger'.*give sequence_key= to add"):
-        wf.add(ledger, first)
+    with pytest.raises(ValueError, match=r"add 'picky'.*function.*give partition_key= to add"):
+        wf.add(picky, first)
+    assert wf.nodes == [first]
+    wf.add(picky, first, partition_key="c1")
+
+
+def test_a_fed_node_keyed_by_a_payload_field_holds_no_key_until_it_is_fed(
+    store: jobtable.Store, store_target: str, engine: str
+) -> None:
+    wf = jobtable.Workflow("billing")
+    fed = wf.add(ledger, wf.add(receipt, Receipt(customer="c1", amount=5)))
+    wf.enqueue(store)
+    keys = stored_keys(store_target, engine, fed.id)
+    assert (keys.partition_key, keys.sequence_key, keys.sequence_blocks) == (None, None, True)
+
+
+def test_a_partition_or_sequence_by_a_secret_field_is_refused_where_it_is_declared() -> None:
+    class Card(pydantic.BaseModel):
+        customer: str
+        number: pydantic.SecretStr
+
+    for flow in (
+        {"partition": jobtable.Partition(by="number")},
+        {"sequence": jobtable.Sequence(by="number")},
+    ):
+        with pytest.raises(ValueError, match=r"Kind 'card'.*field 'number' is a secret"):
+            jobtable.Kind("card", Card, int, **flow)
+    jobtable.Kind("card", Card, int, partition=jobtable.Partition(by="customer"))
 
 
 def test_a_node_whose_result_type_is_not_the_dependents_payload_type_is_refused_at_add() -> None:
@@ -90,17 +127,22 @@ def test_a_node_whose_result_type_is_not_the_dependents_payload_type_is_refused_
 
 
 async def run_charges(
-    store: jobtable.Store, kind: jobtable.Kind[Receipt, int], wait_until: WaitUntil, key: JobOptions
+    store: jobtable.Store,
+    kind: jobtable.Kind[Receipt, int],
+    wait_until: WaitUntil,
+    key: JobOptions,
+    limited: bool = False,
 ) -> tuple[int, list[int]]:
     """Runs a workflow's fed job of kind for customer c1 and two plain ones after it.
 
     Returns how many jobs of kind ran at once at most, and the amounts in
     the order they started. The plain jobs are enqueued after the workflow,
     and each job holds its slot a while, so a fed job without its key would
-    run beside one of them.
+    run beside one of them. limited: the queue has a partition limit of 1.
     """
     # The jobs without a key count as one key: only kind's jobs have one here.
-    flow = [jobtable.Queue("q", partition_limit=1)] if "partition_key" in key else []
+    limited = limited or "partition_key" in key
+    flow = [jobtable.Queue("q", partition_limit=1)] if limited else []
     runner = jobtable.Runner(store, queues={"q": 4}, poll_interval=0.1, flow=flow)
     running, most, started = 0, 0, []
 
@@ -149,6 +191,53 @@ async def test_a_fed_job_runs_in_its_place_in_its_sequence_under_a_started_runne
     # The fed job was enqueued first, with its workflow: it runs first, though
     # it waited for its dependency while the others were ready.
     assert started == [0, 1, 2]
+
+
+async def test_fed_jobs_keyed_by_a_field_keep_the_partition_limit_beside_plain_enqueues(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    most, started = await run_charges(store, charged, wait_until, {}, limited=True)
+    assert most == 1
+    assert sorted(started) == [0, 1, 2]
+
+
+async def test_a_fed_job_sequenced_by_a_field_joins_its_sequence_when_it_is_fed(
+    store: jobtable.Store, wait_until: WaitUntil
+) -> None:
+    most, started = await run_charges(store, ledger, wait_until, {})
+    assert most == 1
+    # The plain jobs were enqueued while the fed one waited for its payload:
+    # it joined its sequence when fed, behind them.
+    assert started == [1, 2, 0]
+
+
+async def test_jobs_fed_by_one_result_join_its_sequence_in_their_order_with_their_tags(
+    store: jobtable.Store,
+) -> None:
+    tagged = jobtable.Kind(
+        "tagged", Receipt, int, queue="q", tags=["fed"], sequence=jobtable.Sequence(by="customer")
+    )
+    runner = jobtable.Runner(store, queues={"q": 1})
+    started: list[str] = []
+
+    @runner.handler(receipt)
+    def do_receipt(ctx: jobtable.JobContext[Receipt], r: Receipt) -> Receipt:
+        return r
+
+    @runner.handler(tagged)
+    def do_tagged(ctx: jobtable.JobContext[int], r: Receipt) -> int:
+        started.append(ctx.id)
+        return r.amount
+
+    wf = jobtable.Workflow("billing")
+    first = wf.add(receipt, Receipt(customer="c1", amount=5))
+    fed = [wf.add(tagged, first).id for _ in range(3)]
+    wf.enqueue(store)
+    plain = tagged.enqueue(store, Receipt(customer="c1", amount=1))
+    await drain(runner)
+    assert started == [plain, *fed]
+    # A job's tags follow it to its place in the enqueue order.
+    assert sorted(job.id for job in store.list_jobs(tag="fed")) == sorted([plain, *fed])
 
 
 def test_a_workflow_whose_transaction_rolled_back_can_be_enqueued_again(
@@ -271,17 +360,6 @@ async def test_a_job_fed_by_the_running_job_gets_its_keys_from_the_result(
     assert record.payload == {"customer": "c9", "amount": 5}
     assert record.tags == ["billing"]
     assert stored_keys(store_target, engine, added[0]).partition_key == "c9"
-
-
-def _paid_customer(r: Receipt) -> str:
-    if r.amount <= 0:
-        raise ValueError("nothing to charge")
-    return r.customer
-
-
-picky = jobtable.Kind(
-    "picky", Receipt, int, queue="q", partition=jobtable.Partition(_paid_customer)
-)
 
 
 async def test_a_job_fed_by_the_running_job_whose_key_cannot_be_made_fails_the_attempt(

@@ -74,6 +74,9 @@ class NewJob(NamedTuple):
     sequence, which it holds back when it ends failed or cancelled if
     sequence_blocks (see ``jobtable.Sequence``). tags is a JSON array of
     its tags, meta its JSON object of metadata or None (see ``jobtable.Kind``).
+    partition_by and sequence_by name the payload field that a workflow's
+    job fed by its dependency's result takes its keys from when it is fed
+    (None: its keys are known, or it has none).
     """
 
     id: str
@@ -91,6 +94,8 @@ class NewJob(NamedTuple):
     sequence_blocks: bool = False
     tags: str = "[]"
     meta: str | None = None
+    partition_by: str | None = None
+    sequence_by: str | None = None
 
     def fields(self, kind: str, now: str) -> JobFields:
         """The job as the columns of an insert of kind at now (unique_* apart)."""

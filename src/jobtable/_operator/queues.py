@@ -89,7 +89,10 @@ class SetLimits:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class DeclareQueues:
-    """The write of the limits code declares, one queue after another, in one transaction."""
+    """The write of the limits code declares, one queue after another, in one transaction.
+
+    It wakes the idle runners at commit: a declared limit may be raised.
+    """
 
     queues: tuple[Queue, ...]
     now: str
@@ -97,6 +100,9 @@ class DeclareQueues:
     def __call__(self, q: Queries) -> None:
         for queue in self.queues:
             q.declare_queue(name=queue.name, limits=queue.limits, now=self.now)
+        if self.queues:
+            # Newer code may raise a limit: the runners it lets through start at once.
+            q.wake_runners()
 
 
 def _list_queues(q: Queries) -> list[QueueInfo]:

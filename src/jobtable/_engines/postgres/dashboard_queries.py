@@ -19,7 +19,7 @@ from jobtable._engines.dashboard_queries import (
     QueueNameRow,
     RunningQueueRow,
 )
-from jobtable._engines.postgres.ends import notify_ended
+from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.operator_queries import pg_time
 from jobtable._engines.rows import RecordRow
 from jobtable._values import timestamp
@@ -104,7 +104,9 @@ class PostgresDashboardQueries:
         ]
 
     # A bulk cancel or delete notifies once (NotifyJobsEnded), naming no job,
-    # so that the waits for the jobs it ended return at its commit.
+    # so that the waits for the jobs it ended return at its commit; a bulk
+    # cancel wakes the idle runners too, since a cancelled job no longer
+    # holds a sequence that continues past it (notify_released).
 
     def cancel_queued_matching(
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
@@ -114,6 +116,7 @@ class PostgresDashboardQueries:
         )
         if count:
             notify_ended(self._conn)
+            notify_released(self._conn)
         return count
 
     def cancel_pending_matching(
@@ -124,6 +127,7 @@ class PostgresDashboardQueries:
         )
         if count:
             notify_ended(self._conn)
+            notify_released(self._conn)
         return count
 
     def request_cancel_matching(self, *, now: str, kind: str | None, queue: str | None) -> int:

@@ -17,7 +17,7 @@ from jobtable._engines.base import Queries
 from jobtable._engines.listing import list_page
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
-from jobtable._engines.postgres.ends import notify_ended
+from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
@@ -254,12 +254,15 @@ class _Queries(
         return self._q.ready_retries(queue=queue)
 
     # An interrupt fails or cancels the jobs whose attempts are spent, and
-    # notifies (NotifyJobsEnded), so that their waits return at its commit.
+    # notifies (NotifyJobsEnded), so that their waits return at its commit;
+    # it puts the others back in their queues and frees the slots and the
+    # sequences they held, so idle runners look again (notify_released).
 
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         count = self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
         if count:
             notify_ended(self._conn)
+            notify_released(self._conn)
         return count
 
     def interrupt_jobs_of_dead_runners(
@@ -270,12 +273,14 @@ class _Queries(
         )
         if count:
             notify_ended(self._conn)
+            notify_released(self._conn)
         return count
 
     def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int:
         count = self._q.interrupt_job(error=error, now=_time(now), id=id, attempt=attempt)
         if count:
             notify_ended(self._conn, [id])
+            notify_released(self._conn)
         return count
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
@@ -289,7 +294,11 @@ class _Queries(
         return None if row is None else row.status
 
     def cancel_queued_job(self, *, now: str, id: str) -> int:
-        return self._q.cancel_queued_job(now=_time(now), id=id)
+        # A cancelled job no longer holds a sequence that continues past it.
+        count = self._q.cancel_queued_job(now=_time(now), id=id)
+        if count:
+            notify_released(self._conn)
+        return count
 
     def request_cancel(self, *, now: str, id: str) -> int:
         return self._q.request_cancel(now=_time(now), id=id)

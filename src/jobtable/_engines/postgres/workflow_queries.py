@@ -6,7 +6,7 @@ from typing import cast
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.ends import notify_ended
+from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.job_rows import zoned
 from jobtable._engines.postgres.operator_queries import pg_time
 from jobtable._engines.workflow_queries import (
@@ -55,6 +55,8 @@ class PostgresWorkflowQueries:
                 **w.job.fields(w.kind, moment),
                 "run_at": zoned(w.job.run_at),
                 "pending_deps": w.pending_deps,
+                "partition_by": w.job.partition_by,
+                "sequence_by": w.job.sequence_by,
             }
             for w in jobs
         ]
@@ -134,6 +136,7 @@ class PostgresWorkflowQueries:
         ]
         if ids:
             notify_ended(self._conn, ids)
+            notify_released(self._conn)  # a sequence that continues past them may go on
         return ids
 
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:

@@ -30,6 +30,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
 from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
 from jobtable.db.sqlite_upgrade.upgrade_v9 import Querier as UpgradeV9
 from jobtable.db.sqlite_upgrade.upgrade_v12 import Querier as UpgradeV12
+from jobtable.db.sqlite_upgrade.upgrade_v13 import Querier as UpgradeV13
 
 
 def _before(now: str, seconds: float) -> str:
@@ -310,6 +311,20 @@ def upgrade_to_v12(conn: sqlite3.Connection) -> None:
     having reported no missing key.
     """
     UpgradeV12(conn).add_runner_missing_keys_column_v12()
+
+
+def upgrade_to_v13(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    """Adds the jobs table's partition_by and sequence_by (version 13), then runs statements.
+
+    They are nullable, so adding them rewrites no row; statements are the
+    latest schema's that create the trigger moving a job's tags with its
+    seq. Every job is kept, keyed as it was.
+    """
+    q = UpgradeV13(conn)
+    q.add_partition_by_column_v13()
+    q.add_sequence_by_column_v13()
+    for statement in statements:
+        conn.execute(statement)
 
 
 def upgrade_to_v14(conn: sqlite3.Connection, creates: Sequence[str]) -> None:

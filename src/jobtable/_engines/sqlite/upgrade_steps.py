@@ -21,6 +21,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v9,
     upgrade_to_v10,
     upgrade_to_v12,
+    upgrade_to_v13,
     upgrade_to_v14,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
@@ -230,8 +231,14 @@ def _upgrade_to_v12(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
 
 
 def _upgrade_to_v13(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
-    # Version 13 is another change's; until it lands here, a version 12 file
-    # takes no step for it and goes on to version 14's.
+    # Version 13 adds the jobs table's partition_by and sequence_by,
+    # nullable, in place, and the trigger that moves a job's tags with its
+    # seq; a file whose jobs table a step to version 2 or 8 rebuilt from the
+    # latest schema has all three already.
+    if "partition_by" in describe(conn, "jobs").columns:
+        return 13
+    creates = [st for st in schema.statements if schema.creates(st) == {"jobs_tags_move"}]
+    upgrade_to_v13(conn, creates)
     return 13
 
 

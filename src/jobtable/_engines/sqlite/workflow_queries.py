@@ -43,7 +43,11 @@ class SQLiteWorkflowQueries:
     ) -> None:
         self._wf.create_workflow_jobs(
             workflows.CreateWorkflowJobsParams(
-                **w.job.fields(w.kind, now), workflow_id=workflow_id, pending_deps=w.pending_deps
+                **w.job.fields(w.kind, now),
+                workflow_id=workflow_id,
+                pending_deps=w.pending_deps,
+                partition_by=w.job.partition_by,
+                sequence_by=w.job.sequence_by,
             )
             for w in jobs
         )

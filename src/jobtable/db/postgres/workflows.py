@@ -29,18 +29,19 @@ HOLD_WORKFLOW = """SELECT id FROM workflows WHERE id = %(id)s FOR SHARE
 CREATE_WORKFLOW_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
-    tags, meta, workflow_id, pending_deps, status
+    tags, meta, workflow_id, pending_deps, status, partition_by, sequence_by
 )
 SELECT job.id, job.kind, job.queue, job.priority, job.payload, job.max_attempts, job.timeout,
     job.run_at, job.run_at > job.now, job.now, job.now, job.traceparent, job.partition_key,
     job.sequence_key, coalesce(job.sequence_blocks, false), coalesce(job.tags, '[]'), job.meta,
     %(workflow_id)s, job.pending_deps,
-    CASE WHEN job.pending_deps > 0 THEN 'pending' ELSE 'queued' END
+    CASE WHEN job.pending_deps > 0 THEN 'pending' ELSE 'queued' END,
+    job.partition_by, job.sequence_by
 FROM jsonb_to_recordset(%(jobs)s::jsonb) AS job(
     id text, kind text, queue text, priority integer, payload text, max_attempts integer,
     timeout double precision, run_at timestamptz, now timestamptz, traceparent text,
     partition_key text, sequence_key text, sequence_blocks boolean, tags text, meta text,
-    pending_deps integer
+    pending_deps integer, partition_by text, sequence_by text
 )
 """
 
@@ -100,11 +101,27 @@ plan AS (
     ) AS change
     GROUP BY id
 ),
+joining AS MATERIALIZED (
+    SELECT fed.id, nextval(pg_get_serial_sequence('jobs', 'seq')) AS seq FROM (
+        SELECT jobs.id FROM plan JOIN jobs ON jobs.id = plan.id
+        WHERE plan.fed IS NOT NULL AND jobs.status = 'pending' AND jobs.sequence_by IS NOT NULL
+        ORDER BY jobs.seq
+    ) AS fed
+),
 settled AS (
     UPDATE jobs
     SET pending_deps = jobs.pending_deps - plan.ends,
         payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
             ELSE jobs.payload END,
+        -- A fed job keyed by a payload field gets its key from the result,
+        -- and one that joins a sequence takes a new seq, the last.
+        partition_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.partition_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.partition_by) ELSE jobs.partition_key END,
+        sequence_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.sequence_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.sequence_by) ELSE jobs.sequence_key END,
+        seq = coalesce((SELECT joining.seq FROM joining WHERE joining.id = jobs.id), jobs.seq),
         status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
             WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
             ELSE jobs.status END,
@@ -118,11 +135,12 @@ settled AS (
             ELSE jobs.updated_at END
     FROM plan
     WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
-    RETURNING jobs.id, jobs.status, plan.cause
+    RETURNING jobs.id, jobs.status, plan.cause, jobs.sequence_key
 ),
 ready AS MATERIALIZED (
     SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
-    WHERE status = 'queued' HAVING count(*) > 0
+    WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
+    HAVING count(*) > 0
 ),
 doom_ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
@@ -246,11 +264,27 @@ plan AS (
     ) AS change
     GROUP BY id
 ),
+joining AS MATERIALIZED (
+    SELECT fed.id, nextval(pg_get_serial_sequence('jobs', 'seq')) AS seq FROM (
+        SELECT jobs.id FROM plan JOIN jobs ON jobs.id = plan.id
+        WHERE plan.fed IS NOT NULL AND jobs.status = 'pending' AND jobs.sequence_by IS NOT NULL
+        ORDER BY jobs.seq
+    ) AS fed
+),
 settled AS (
     UPDATE jobs
     SET pending_deps = jobs.pending_deps - plan.ends,
         payload = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending' THEN plan.fed
             ELSE jobs.payload END,
+        -- A fed job keyed by a payload field gets its key from the result,
+        -- and one that joins a sequence takes a new seq, the last.
+        partition_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.partition_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.partition_by) ELSE jobs.partition_key END,
+        sequence_key = CASE WHEN plan.fed IS NOT NULL AND jobs.status = 'pending'
+                AND jobs.sequence_by IS NOT NULL
+            THEN jobtable_payload_key(plan.fed, jobs.sequence_by) ELSE jobs.sequence_key END,
+        seq = coalesce((SELECT joining.seq FROM joining WHERE joining.id = jobs.id), jobs.seq),
         status = CASE WHEN plan.cause IS NOT NULL THEN 'cancelled'
             WHEN jobs.status = 'pending' AND jobs.pending_deps = plan.ends THEN 'queued'
             ELSE jobs.status END,
@@ -264,11 +298,12 @@ settled AS (
             ELSE jobs.updated_at END
     FROM plan
     WHERE jobs.id = ANY(ARRAY(SELECT id FROM plan)) AND jobs.id = plan.id
-    RETURNING jobs.id, jobs.status, plan.cause
+    RETURNING jobs.id, jobs.status, plan.cause, jobs.sequence_key
 ),
 ready AS MATERIALIZED (
     SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
-    WHERE status = 'queued' HAVING count(*) > 0
+    WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
+    HAVING count(*) > 0
 ),
 doom_ended AS MATERIALIZED (
     SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
@@ -712,9 +747,13 @@ class Querier:
         (run_on_failure) of a failure or cancel; the others stay not done.
         What changes for each job: the ends it counts, the result that feeds
         it, the dependency that cancels it.
+        The fed jobs that join a sequence now (sequence_by), each with a new
+        seq, the last of the enqueue order, taken in their own order.
         Only pending_deps changes for a job still waiting, which no index holds:
         the update of a wide fan-in's row at each of its dependencies' ends stays
         HOT, adding no index entry.
+        A job made ready wakes idle runners; so does a job of a sequence that it
+        cancels, which no longer holds a sequence that continues past it.
         The jobs it cancelled ended: JobsEnded names them, as it names outcomes.
         """
         self._conn.execute(
@@ -760,9 +799,13 @@ class Querier:
         (run_on_failure) of a failure or cancel; the others stay not done.
         What changes for each job: the ends it counts, the result that feeds
         it, the dependency that cancels it.
+        The fed jobs that join a sequence now (sequence_by), each with a new
+        seq, the last of the enqueue order, taken in their own order.
         Only pending_deps changes for a job still waiting, which no index holds:
         the update of a wide fan-in's row at each of its dependencies' ends stays
         HOT, adding no index entry.
+        A job made ready wakes idle runners; so does a job of a sequence that it
+        cancels, which no longer holds a sequence that continues past it.
         The jobs it cancelled ended: JobsEnded names them, as it names outcomes.
         """
         cur = self._conn.execute(

@@ -86,6 +86,8 @@ class Job:
     pending_deps: int
     blocked_by: str | None
     run_trace: str | None
+    partition_by: str | None
+    sequence_by: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -25,13 +25,14 @@ HOLD_WORKFLOW = """SELECT id FROM workflows WHERE id = ?1
 CREATE_WORKFLOW_JOBS = """INSERT INTO jobs (
     id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
     created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
-    tags, meta, workflow_id, pending_deps, status
+    tags, meta, workflow_id, pending_deps, status, partition_by, sequence_by
 )
 VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
     ?9, ?9, ?10, ?11, ?12,
     ?13, ?14, ?15, ?16, ?17,
-    CASE WHEN ?17 > 0 THEN 'pending' ELSE 'queued' END
+    CASE WHEN ?17 > 0 THEN 'pending' ELSE 'queued' END,
+    ?18, ?19
 )
 """
 
@@ -48,7 +49,24 @@ VALUES (?1, ?2, ?3, ?4)
 GET_DEP_STATE = """SELECT status, workflow_id FROM jobs WHERE id = ?1
 """
 
-FEED_DEPENDENTS = """UPDATE jobs SET payload = (SELECT dep.result FROM jobs AS dep WHERE dep.id = ?1)
+FEED_DEPENDENTS = """UPDATE jobs
+SET payload = (SELECT dep.result FROM jobs AS dep WHERE dep.id = ?1),
+    partition_key = CASE WHEN partition_by IS NULL THEN partition_key ELSE (
+        SELECT nullif(CASE field.type WHEN 'text' THEN field.value WHEN 'true' THEN 'true'
+                WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+                ELSE CAST(field.value AS TEXT) END, '')
+        FROM json_each((SELECT dep.result FROM jobs AS dep WHERE dep.id = ?1)) AS field
+        WHERE field.key = jobs.partition_by
+    ) END,
+    sequence_key = CASE WHEN sequence_by IS NULL THEN sequence_key ELSE (
+        SELECT nullif(CASE field.type WHEN 'text' THEN field.value WHEN 'true' THEN 'true'
+                WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+                ELSE CAST(field.value AS TEXT) END, '')
+        FROM json_each((SELECT dep.result FROM jobs AS dep WHERE dep.id = ?1)) AS field
+        WHERE field.key = jobs.sequence_by
+    ) END,
+    seq = CASE WHEN sequence_by IS NULL THEN seq
+        ELSE (SELECT max(last.seq) FROM jobs AS last WHERE last.seq >= jobs.seq) + 1 END
 WHERE id IN (SELECT job FROM job_deps WHERE dep = ?1 AND feeds = 1 AND done = 0)
     AND status = 'pending'
 """
@@ -230,6 +248,8 @@ class CreateWorkflowJobsParams:
     meta: str | None
     workflow_id: str | None
     pending_deps: int
+    partition_by: str | None
+    sequence_by: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -472,6 +492,8 @@ class Querier:
                     row.meta,
                     row.workflow_id,
                     row.pending_deps,
+                    row.partition_by,
+                    row.sequence_by,
                 )
                 for row in rows
             ],
@@ -545,7 +567,13 @@ class Querier:
         dep: str,
     ) -> int:
         """FeedDependents makes dep's result the payload of each pending job it
-        feeds; run before ReleaseDependents, which makes them ready.
+        feeds; run before ReleaseDependents, which makes them ready. A fed job
+        whose kind keys it by a payload field (partition_by, sequence_by) gets
+        its key from the result as an enqueue computes it: the field's string,
+        the JSON text of another value, null when the result lacks the field or
+        holds an empty string. One it gives a sequence_by joins its sequence now:
+        it takes a new seq, the enqueue order's last (the subquery is correlated,
+        so each row's is read after the previous row took its own).
         """
         cur = self._conn.execute(
             FEED_DEPENDENTS,
