@@ -74,6 +74,8 @@ class NewJob(NamedTuple):
     sequence, which it holds back when it ends failed or cancelled if
     sequence_blocks (see ``jobtable.Sequence``). tags is a JSON array of
     its tags, meta its JSON object of metadata or None (see ``jobtable.Kind``).
+    debounce_key makes it its kind's one pending job of that key until its
+    first claim (None: not debounced); see ``jobtable.Debounce``.
     """
 
     id: str
@@ -91,9 +93,10 @@ class NewJob(NamedTuple):
     sequence_blocks: bool = False
     tags: str = "[]"
     meta: str | None = None
+    debounce_key: str | None = None
 
     def fields(self, kind: str, now: str) -> JobFields:
-        """The job as the columns of an insert of kind at now (unique_* apart)."""
+        """The job as the columns of an insert of kind at now (unique_* and debounce_key apart)."""
         return JobFields(
             id=self.id,
             kind=kind,
@@ -148,6 +151,13 @@ class JobRow(Protocol):
     def result(self) -> str | None: ...
     @property
     def error(self) -> str | None: ...
+
+
+class ProgressRow(JobRow, Protocol):
+    """A job as GetJobProgress reads it: a JobRow, and how many partial results it published."""
+
+    @property
+    def published(self) -> int: ...
 
 
 class RecordRow(Protocol):

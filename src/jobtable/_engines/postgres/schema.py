@@ -25,6 +25,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v10,
     upgrade_to_v11,
     upgrade_to_v12,
+    upgrade_to_v15,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -54,12 +55,16 @@ class SchemaQueries(Protocol):
     def use_temporary_schema(self) -> None: ...
 
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 15
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
 previous version to ``_UPGRADES``.
 """
+
+
+def _reserved(conn: _Connection) -> None:
+    pass
 
 
 def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
@@ -79,6 +84,11 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         9: upgrade_to_v10,
         10: upgrade_to_v11,
         11: upgrade_to_v12,
+        # Versions 13 and 14 belong to changes made beside version 15's; until
+        # their steps join these, the step to each changes nothing.
+        12: _reserved,
+        13: _reserved,
+        14: upgrade_to_v15,
     }
 
 

@@ -19,6 +19,7 @@ from jobtable.db.postgres import (
     upgrade_v10,
     upgrade_v11,
     upgrade_v12,
+    upgrade_v15,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -156,3 +157,16 @@ def upgrade_to_v12(conn: _Connection) -> None:
     having reported no missing key.
     """
     upgrade_v12.Querier(conn).add_runner_missing_keys_column_v12()
+
+
+def upgrade_to_v15(conn: _Connection) -> None:
+    """Brings a version 14 schema to version 15: the jobs table's published and debounce_key.
+
+    A column with a constant default, or none, is added without rewriting a
+    row: every job is kept, having published nothing and holding no debounce
+    key, so jobs_debounce starts empty.
+    """
+    q = upgrade_v15.Querier(conn)
+    q.add_published_column_v15()
+    q.add_debounce_key_column_v15()
+    q.create_debounce_index_v15()

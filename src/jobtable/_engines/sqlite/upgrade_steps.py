@@ -21,6 +21,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v9,
     upgrade_to_v10,
     upgrade_to_v12,
+    upgrade_to_v15,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -215,6 +216,24 @@ def _upgrade_to_v12(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 12
 
 
+def _reserved(version: int) -> Callable[[SQLiteSchema, sqlite3.Connection], int]:
+    # Versions 13 and 14 belong to changes made beside version 15's; until
+    # their steps join these, the step to each changes nothing.
+    return lambda schema, conn: version
+
+
+def _upgrade_to_v15(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 15 adds the jobs table's published and debounce_key in place (no
+    # row is rewritten), then jobs_debounce, unless the step to version 8
+    # rebuilt the table from the latest schema with all three.
+    jobs = describe(conn, "jobs")
+    creates = [
+        st for st in schema.statements if (n := schema.creates(st)) and n <= {"jobs_debounce"}
+    ]
+    upgrade_to_v15(conn, jobs.columns.keys(), [] if "jobs_debounce" in jobs.indexes else creates)
+    return 15
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -233,6 +252,9 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         9: _upgrade_to_v10,
         10: _upgrade_to_v11,
         11: _upgrade_to_v12,
+        12: _reserved(13),
+        13: _reserved(14),
+        14: _upgrade_to_v15,
     }
 
 

@@ -73,6 +73,8 @@ class Job:
     pending_deps: int
     blocked_by: str | None
     run_trace: str | None
+    published: int
+    debounce_key: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
