@@ -41,7 +41,7 @@ class GetJobProgress:
 
 async def progress(
     store: Store, job_id: str, kind: str, poll: float | None = None
-) -> AsyncGenerator[ProgressRow]:
+) -> AsyncGenerator[ProgressRow, None]:
     """Yields the job's row each time its status or count of partial results changed.
 
     The first row is the job as found; the last, one that ended. Raises

@@ -4,7 +4,7 @@ import asyncio
 import contextlib
 import datetime
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from typing_extensions import Unpack
@@ -159,10 +159,10 @@ class Waiting(Generic[P, R]):
         return await self._await(binding.store, ids_of(*stored)[0], limit)
 
     @overload
-    def stream(self, store: Store, job_id: str, /) -> AsyncIterator[Job[R]]: ...
+    def stream(self, store: Store, job_id: str, /) -> AsyncGenerator[Job[R], None]: ...
     @overload
-    def stream(self, job_id: str, /) -> AsyncIterator[Job[R]]: ...
-    def stream(self, *args: Any) -> AsyncIterator[Job[R]]:
+    def stream(self, job_id: str, /) -> AsyncGenerator[Job[R], None]: ...
+    def stream(self, *args: Any) -> AsyncGenerator[Job[R], None]:
         """The job as it changes, for ``async for``: each partial result as it is published.
 
         Yields the job (``Job[R]``, its result parsed as R) as the stream
@@ -178,13 +178,14 @@ class Waiting(Generic[P, R]):
         TypeError at once for an id that is not a str; JobNotFound, from the
         first iteration, for an unknown id or a job of another kind, or from
         a later one when the job is deleted; ResultError for a stored result
-        that no longer validates as R. Leaving the loop early stops it.
+        that no longer validates as R. A stream left early (``break``) ends
+        its watch when collected, or at once in ``contextlib.aclosing``.
         """
         binding, job_id = self._where("stream", args)
         GetJobProgress(job_id)  # a bad id raises now, not at the first iteration
         return self._stream(binding.store, job_id)
 
-    async def _stream(self, store: Store, job_id: str) -> AsyncIterator[Job[R]]:
+    async def _stream(self, store: Store, job_id: str) -> AsyncGenerator[Job[R], None]:
         async with contextlib.aclosing(progress(store, job_id, self.name)) as rows:
             async for row in rows:
                 yield self._typed(store, row)
