@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import http.client
 import re
+import threading
 from collections.abc import Generator
 
 import pytest
@@ -104,3 +105,32 @@ def test_a_jobs_stream_ends_with_its_final_part_and_each_viewer_gets_its_own_tok
         assert received[-1][0] == "final"  # and the stream ended after it
         assert "cancelled" in received[-1][1]
         assert Client(base).get("/jobs/no-such-job/live/events").status == 404
+
+
+@pytest.mark.slow
+def test_a_jobs_stream_shows_each_partial_result_as_it_is_published(
+    store: jobtable.Store,
+) -> None:
+    """Refreshed once an hour, the job's part still changes at each publish: the store wakes it."""
+    runner = jobtable.Runner(store, workers=1, poll_interval=0.05)
+    go = [threading.Event() for _ in range(2)]
+
+    def counting(ctx: jobtable.JobContext[dict[str, int]], payload: str) -> dict[str, int]:
+        for done, gate in enumerate(go, start=1):
+            ctx.publish({"done": done})
+            gate.wait(60)
+        return {"done": 3}
+
+    counter = runner.register("counter", counting)
+    job_id = counter.enqueue("count")
+    with serve(jobtable.dashboard(store, refresh=3600), runner) as base:
+        wait_for(lambda: store.get(job_id).result == {"done": 1})
+        frames = events(base, f"/jobs/{job_id}/live/events", limit=100)
+        with contextlib.closing(frames):
+            for gate, shown in zip(go, ("1", "2"), strict=True):
+                assert any(re.search(rf"done&#34;: {shown}\b", data) for _, data in frames)
+                gate.set()
+            name, data = next(frames)
+            while name != "final":
+                name, data = next(frames)
+            assert re.search(r"done&#34;: 3\b", data)
