@@ -40,6 +40,7 @@ EXPECTED = {
     "RunnerInfo",
     "RetryResult",
     "QueueStats",
+    "Debounce",
     "DeleteResult",
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",

@@ -18,6 +18,7 @@ from importlib import metadata as _metadata
 
 from jobtable._backoff import Backoff
 from jobtable._dashboard import dashboard
+from jobtable._debounce import Debounce
 from jobtable._errors import (
     Failure,
     JobCancelled,
@@ -99,6 +100,7 @@ __all__ = [
     "BulkCancel",
     "CallNext",
     "CancelResult",
+    "Debounce",
     "DeleteResult",
     "Dependency",
     "EnqueueOptions",
