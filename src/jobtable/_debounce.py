@@ -119,7 +119,9 @@ def debounced(
     try:
         due = timestamp(moment + debounce.quiet)
     except OverflowError:
-        raise ValueError(f"{where}: quiet {debounce.quiet!r} puts run_at past the year 9999") from None
+        raise ValueError(
+            f"{where}: quiet {debounce.quiet!r} puts run_at past the year 9999"
+        ) from None
     keyed = [
         job._replace(debounce_key=debounce.key_of(where, job.payload), run_at=due) for job in jobs
     ]
@@ -171,5 +173,6 @@ class CreateDebouncedJobs:
             if q.insert_debounced_job(kind=self.kind, job=job, now=self.now):
                 return EnqueueResult(job.id, duplicate=False)
         raise StoreError(
-            f"enqueue {self.kind!r}: the debounce key's job changed {_TRIES} times during one enqueue"
+            f"enqueue {self.kind!r}: the debounce key's job changed {_TRIES} times "
+            "during one enqueue"
         )

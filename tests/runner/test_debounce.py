@@ -80,8 +80,10 @@ async def test_enqueues_of_one_key_keep_one_job_with_the_last_payload_run_once(
         clock.now += datetime.timedelta(seconds=1)
     other = save.enqueue_result(timed_store, Edit(doc="b", text="b0"), debounce=by_doc)
     [first, *later] = results
-    assert not first.duplicate and all(r == (first.id, True) for r in later)
-    assert not other.duplicate and other.id != first.id
+    assert not first.duplicate
+    assert all(r == (first.id, True) for r in later)
+    assert not other.duplicate
+    assert other.id != first.id
     record = timed_store.inspect(first.id)
     assert record.payload == {"doc": "a", "text": "v2"}
     assert record.run_at == T0 + datetime.timedelta(seconds=2) + QUIET  # the last enqueue's quiet
@@ -92,7 +94,8 @@ async def test_enqueues_of_one_key_keep_one_job_with_the_last_payload_run_once(
     await drain(runner)
     assert sorted(ran) == ["b0", "v2"]
     again = save.enqueue_result(timed_store, Edit(doc="a", text="v3"), debounce=by_doc)
-    assert not again.duplicate and again.id != first.id  # the key's job ran: a new one
+    assert not again.duplicate  # the key's job ran: a new one
+    assert again.id != first.id
 
 
 async def test_keep_first_keeps_the_first_payload_and_moves_the_run_time(
@@ -177,9 +180,9 @@ def test_debounce_is_refused_where_it_cannot_apply(timed_store: jobtable.Store) 
     unique.enqueue(timed_store, edit, debounce=by_doc, unique=None)  # the kind's turned off
     with pytest.raises(ValueError, match="debounce sets the job's run time"):
         save.enqueue(timed_store, edit, debounce=by_doc, delay=QUIET)
-    with pytest.raises(ValueError, match="'save_doc'.*no field 'nope'|nope"):
+    with pytest.raises(ValueError, match="debounce field 'nope' is not a field of Edit"):
         save.enqueue(timed_store, edit, debounce=jobtable.Debounce(quiet=QUIET, fields=("nope",)))
-    with pytest.raises(TypeError, match="debounce must be a jobtable.Debounce"):
+    with pytest.raises(TypeError, match=r"debounce must be a jobtable\.Debounce"):
         save.enqueue(timed_store, edit, debounce=QUIET)  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="quiet must be a positive timedelta"):
         jobtable.Debounce(quiet=datetime.timedelta(0))

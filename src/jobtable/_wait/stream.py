@@ -12,6 +12,7 @@ seconds, the safety net for a wake-up that never comes.
 """
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator
 
 from jobtable._engines.base import Queries
@@ -71,9 +72,7 @@ async def progress(
                 yield row
             if row.status in ENDED:
                 return
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), waiters.poll if poll is None else poll)
-            except TimeoutError:
-                pass
     finally:
         waiters.unwatch(job_id, wake)

@@ -75,7 +75,8 @@ class Queries(
         ]
 
     def insert_debounced_job(self, *, kind: str, job: NewJob, now: str) -> bool:
-        return self.create_debounced_job(**job.fields(kind, now), debounce_key=job.debounce_key) == 1
+        fields = job.fields(kind, now)
+        return self.create_debounced_job(**fields, debounce_key=job.debounce_key) == 1
 
     def debounce_job(  # type: ignore[override]
         self, *, kind: str, debounce_key: str, payload: str, replace: bool, run_at: str, now: str
