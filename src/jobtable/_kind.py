@@ -347,7 +347,10 @@ class Kind(Waiting[P, R]):
         """enqueue, telling whether the job was a duplicate: ``EnqueueResult(id, duplicate)``.
 
         duplicate is True when a job of the kind held the unique key: nothing
-        was stored and id is the holder's. Without ``unique`` it is False.
+        was stored and id is the holder's. Debounced (``debounce=``, see
+        ``Debounce``), it is True when the key's pending job took the enqueue
+        (its run time moved, its payload replaced unless the first is kept)
+        and id is that job's. Without either it is False.
         """
         binding, payload = self._where("enqueue", args)
         return results_of(*self._enqueue_many("enqueue", binding, [payload], options))[0]
