@@ -5,13 +5,14 @@ import contextlib
 import http.client
 import re
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import pytest
 from dashboard_server import Client, serve, wait_for
 
 import jobtable
 from jobtable._dashboard.live import Broadcast, Frame
+from jobtable._wait.waiters import waiters_of
 
 note = jobtable.Kind("note", str, str)
 
@@ -129,8 +130,39 @@ def test_a_jobs_stream_shows_each_partial_result_as_it_is_published(
         with contextlib.closing(frames):
             for gate, shown in zip(go, ("1", "2"), strict=True):
                 assert any(re.search(rf"done&#34;: {shown}\b", data) for _, data in frames)
+                # The part is watched, and its wake-ups come once the store listens.
+                wait_for(lambda: waiters_of(store, store.engine).listening)
                 gate.set()
             name, data = next(frames)
             while name != "final":
                 name, data = next(frames)
             assert re.search(r"done&#34;: 3\b", data)
+
+
+async def test_wake_ups_render_a_part_no_more_often_than_the_gap_allows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On SQLite every commit wakes every watched job's part: a busy store must
+    # not have an open job page render at each commit.
+    monkeypatch.setattr("jobtable._dashboard.live.WOKEN_GAP", 3600.0)
+    broadcast = Broadcast(every=3600.0)
+    renders = 0
+    wakes: list[Callable[[], None]] = []
+
+    async def render() -> Frame:
+        nonlocal renders
+        renders += 1
+        return Frame(f"<p>{renders}</p>")
+
+    def subscribe(wake: Callable[[], None]) -> Callable[[], None]:
+        wakes.append(wake)
+        return lambda: None
+
+    frames = broadcast.watch("job", render, subscribe)
+    assert (await anext(frames)).html == "<p>1</p>"
+    for _ in range(100):
+        wakes[0]()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(anext(frames), 0.5)
+    assert renders == 1
+    await frames.aclose()

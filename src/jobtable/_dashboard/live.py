@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -22,6 +22,13 @@ from jobtable._dashboard.security import SECURITY_HEADERS, Csrf
 
 LIFETIME = 10.0
 """Seconds a stream lasts before the browser opens it again."""
+
+WOKEN_GAP = 0.2
+"""The fewest seconds between two renders of a part that wake-ups ask for.
+
+On SQLite every commit to the file wakes every watched job's part: a busy
+store would otherwise have an open job page render at each commit.
+"""
 
 CSRF_MARK = "\x00csrf\x00"
 """Stands for the viewer's CSRF token in a shared render; each stream puts its own in."""
@@ -88,8 +95,13 @@ class _Topic:
                         self.changed.notify_all()
                 if frame.final:
                     return
+            rendered = asyncio.get_running_loop().time()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.woken.wait(), self.every)
+                # Woken: render again, but not more often than WOKEN_GAP allows.
+                gap = rendered + min(WOKEN_GAP, self.every) - asyncio.get_running_loop().time()
+                if gap > 0:
+                    await asyncio.sleep(gap)
 
 
 class Broadcast:
@@ -101,7 +113,7 @@ class Broadcast:
 
     async def watch(
         self, key: str, render: Render, subscribe: Subscribe | None = None
-    ) -> AsyncIterator[Frame]:
+    ) -> AsyncGenerator[Frame, None]:
         """The frames of the part named key, the current one first, for at most LIFETIME s.
 
         render makes a frame; it is called by the part's one task, not per

@@ -187,6 +187,9 @@ class Waiters:
         try:
             stop = self._listen()
             self.listening = stop is not None
+            # A watch added before the listener listened may have missed a
+            # change: its watcher reads again now.
+            self._wake_watches("")
             polled = time.monotonic()
             while True:
                 # A deadline, not an idle timer: wakes that keep coming (a
