@@ -181,8 +181,9 @@ WHERE jobs.id = @id;
 
 -- name: ListWorkflowJobs :many
 -- ListWorkflowJobs reads every job of a workflow, in enqueue order
--- (jobs_workflow).
-SELECT id, kind, status FROM jobs WHERE workflow_id = @workflow_id ORDER BY seq;
+-- (jobs_workflow), with its times: enqueued, last started and finished.
+SELECT id, kind, status, created_at, started_at, finished_at
+FROM jobs WHERE workflow_id = @workflow_id ORDER BY seq;
 
 -- name: ListWorkflowDeps :many
 -- ListWorkflowDeps reads every dependency edge of a workflow's jobs, in no

@@ -225,10 +225,15 @@ def test_a_periodic_schedule_takes_every_option_but_a_jobs_time() -> None:
     assert JobOptions.__optional_keys__ - PeriodicOptions.__optional_keys__ == {"delay", "run_at"}
 
 
-def test_an_enqueue_takes_only_uniqueness_and_conn_beyond_every_jobs_options() -> None:
-    # A workflow's job cannot be unique (its jobs are stored together) nor take conn
-    # (the workflow's enqueue does): any other option belongs to every way.
-    assert EnqueueOptions.__optional_keys__ - JobOptions.__optional_keys__ == {"unique", "conn"}
+def test_an_enqueue_takes_only_uniqueness_debounce_and_conn_beyond_every_jobs_options() -> None:
+    # A workflow's job cannot be unique or debounced (its jobs are stored together,
+    # each once) nor take conn (the workflow's enqueue does): any other option
+    # belongs to every way.
+    assert EnqueueOptions.__optional_keys__ - JobOptions.__optional_keys__ == {
+        "unique",
+        "debounce",
+        "conn",
+    }
 
 
 @pytest.fixture
@@ -298,11 +303,17 @@ def test_a_periodic_schedule_refuses_a_bad_option_where_it_is_declared(
     every = datetime.timedelta(hours=1)
     with pytest.raises(TypeError, match="periodic 'declared': unknown option 'run_at'"):
         runner.periodic(declared, every=every, payload=ITEM, run_at=LATER)  # type: ignore[call-arg]
+    quiet = jobtable.Debounce(quiet=datetime.timedelta(seconds=1))
+    with pytest.raises(TypeError, match="periodic 'declared': debounce is an enqueue's option"):
+        runner.periodic(declared, every=every, payload=ITEM, debounce=quiet)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="periodic 'declared': tag 'no spaces'"):
         runner.periodic(declared, every=every, payload=ITEM, tags=["no spaces"])
 
 
 def test_a_workflow_node_refuses_a_bad_option_where_it_is_added() -> None:
     wf = jobtable.Workflow("paths")
+    quiet = jobtable.Debounce(quiet=datetime.timedelta(seconds=1))
+    with pytest.raises(TypeError, match="add 'declared': debounce is an enqueue's option"):
+        wf.add(declared, ITEM, debounce=quiet)  # type: ignore[call-overload]
     with pytest.raises(ValueError, match="add 'declared': a partition key must be"):
         wf.add(declared, ITEM, partition_key="")

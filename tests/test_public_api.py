@@ -45,6 +45,7 @@ EXPECTED = {
     "RunnerInfo",
     "RetryResult",
     "QueueStats",
+    "Debounce",
     "DeleteResult",
     "MESSAGE_INTERNAL",
     "MESSAGE_INTERRUPTED",

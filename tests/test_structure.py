@@ -31,6 +31,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "jobtable._operations",
         "jobtable._options",
         "jobtable._unique",
+        "jobtable._debounce",
         "jobtable._flow",
         "jobtable._transaction",
         "jobtable._telemetry",

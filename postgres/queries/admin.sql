@@ -7,12 +7,13 @@
 -- fences every write a worker makes. Its error history is kept; its error,
 -- result and cancel request are cleared. A unique job whose key another job
 -- holds now (see jobs_unique) is left as it is. A job of a workflow whose
--- dependencies have not all ended goes back to pending.
+-- dependencies have not all ended goes back to pending. A debounced job
+-- gives up its key (see jobs_debounce): a later job may hold it now.
 UPDATE jobs
 SET status = CASE WHEN pending_deps > 0 THEN 'pending' ELSE 'queued' END,
     error = NULL, result = NULL, cancel_requested = false, blocked_by = NULL,
     max_attempts = attempt + max_attempts, run_at = @now, scheduled = false, runner = NULL,
-    finished_at = NULL, updated_at = @now
+    finished_at = NULL, updated_at = @now, debounce_key = NULL
 WHERE jobs.id = @id AND jobs.status IN ('failed', 'cancelled')
     AND (jobs.unique_key IS NULL OR NOT EXISTS (
         SELECT 1 FROM jobs AS holder

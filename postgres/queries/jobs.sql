@@ -385,9 +385,28 @@ WHERE status = 'queued' AND scheduled = true AND queue = @queue AND attempt > 0
     );
 
 -- name: PublishJobResult :execrows
--- PublishJobResult stores a partial result while the claim of attempt holds.
-UPDATE jobs SET result = @result, updated_at = @now
-WHERE id = @id AND status = 'running' AND attempt = @attempt;
+-- PublishJobResult stores a partial result while the claim of attempt holds,
+-- and counts it (published), so that a stream never yields one twice. It
+-- notifies the job's id on the channel of ended jobs (JobsEnded), delivered
+-- at commit, and as FinishAndClaimJobs only while some process waits, so
+-- that a stream of the job's progress wakes at once; a waiter for the job's
+-- end reads it and finds it still running. Differs by necessity from SQLite,
+-- which has no NOTIFY: its streams watch the file.
+WITH published AS (
+    UPDATE jobs SET result = @result, updated_at = @now, published = published + 1
+    WHERE id = @id AND status = 'running' AND attempt = @attempt
+    RETURNING id
+),
+notified AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()),
+        CASE WHEN octet_length(id) < 7900 THEN id ELSE '' END)
+    FROM published
+    WHERE NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16)
+)
+-- Joined, not left joined: the planner drops a left join whose columns go
+-- unused, and the notification with it.
+SELECT published.id FROM published CROSS JOIN (SELECT count(*) AS sent FROM notified) AS n;
 
 -- name: SucceedJob :execrows
 -- SucceedJob stores the final result while the claim of attempt holds, and
@@ -563,6 +582,42 @@ SELECT pg_notify('jobtable-ended:' || md5(current_schema()), CASE
 FROM unnest(@ids::text[]) AS id
 HAVING NOT pg_try_advisory_xact_lock(
     hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16);
+
+-- name: DebounceJob :one
+-- DebounceJob updates the job of kind that holds debounce_key while it waits
+-- for its first claim (jobs_debounce), if one does: its payload becomes
+-- payload when replace is set (else it keeps its own), and its run_at becomes
+-- run_at, the end of the new quiet period. Its other columns stay as stored.
+-- It returns the job's id, or no row when no job holds the key.
+UPDATE jobs
+SET payload = CASE WHEN CAST(@replace AS BOOLEAN) THEN CAST(@payload AS text) ELSE payload END,
+    run_at = @run_at, scheduled = @run_at > @now, updated_at = @now
+WHERE kind = @kind AND debounce_key = @debounce_key AND debounce_key IS NOT NULL
+    AND status = 'queued' AND attempt = 0
+RETURNING id;
+
+-- name: CreateDebouncedJob :execrows
+-- CreateDebouncedJob stores a queued job that holds debounce_key until its
+-- first claim, or nothing when a job of its kind holds the key (jobs_debounce):
+-- it changes 1 row, or 0 when another enqueue stored the key's job first; the
+-- caller then updates that one (DebounceJob).
+INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta, debounce_key
+)
+VALUES (
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
+    @sequence_blocks, @tags, sqlc.narg(meta), @debounce_key
+)
+ON CONFLICT DO NOTHING;
+
+-- name: GetJobProgress :one
+-- GetJobProgress reads what a stream of the job's progress yields: its
+-- status, its latest partial result (or final result) with the count of
+-- partial results published, and its error.
+SELECT id, kind, status, result, error, published FROM jobs WHERE id = @id;
 
 -- name: GetJob :one
 SELECT id, kind, status, result, error FROM jobs WHERE id = @id;

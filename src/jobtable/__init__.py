@@ -20,6 +20,7 @@ from importlib import metadata as _metadata
 from jobtable._backoff import WriteBackoff
 from jobtable._batch import Batch, BatchKind
 from jobtable._dashboard import dashboard
+from jobtable._debounce import Debounce
 from jobtable._errors import (
     Failure,
     JobCancelled,
@@ -108,6 +109,7 @@ __all__ = [
     "BulkCancel",
     "CallNext",
     "CancelResult",
+    "Debounce",
     "DeleteResult",
     "Dependency",
     "EnqueueOptions",

@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast, overload
 from typing_extensions import Unpack
 
 from jobtable._codec import Codec
+from jobtable._debounce import check_debounce, debounced, split_debounce
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import NewJob
 from jobtable._enqueue import Binding, Named, Stored, astore_jobs, binding_of, store_jobs
@@ -192,6 +193,7 @@ class Kind(Waiting[P, R]):
         where = f"{verb} {kind!r}"
         keyed = self.flow != (None, None) or not FLOW_OPTIONS.isdisjoint(overrides)
         overrides, labelled, payloads = *split_labels(overrides), list(payloads)
+        overrides, debounce = split_debounce(overrides)
         if keyed:
             given = {k: v for k, v in overrides.items() if k in FLOW_OPTIONS}
             overrides = cast(EnqueueOptions, {k: v for k, v in overrides.items() if k not in given})
@@ -199,6 +201,8 @@ class Kind(Waiting[P, R]):
             options, unique, run_at = self._overridden(where, cast(EnqueueOptions, overrides))
         else:
             options, unique, run_at = self.options, self.unique, None
+        if debounce is not None:
+            debounce = check_debounce(where, debounce, self._codec, unique, overrides)
         moment = binding.store.clock() if named is None else named.at
         starts = options.run_at(where, moment, run_at)
         limit, keys = binding.max_payload_bytes, binding.store.secret_keys
@@ -222,6 +226,8 @@ class Kind(Waiting[P, R]):
         jobs = self.labels.apply(where, jobs, payloads, labelled, binding.store._enqueue_hooks)
         # A job that starts now has run_at and created_at the same text: one timestamp for both.
         now = starts if run_at is None and options.delay is None else timestamp(moment)
+        if debounce is not None:
+            return debounced(kind, where, debounce, jobs, moment)
         if unique is None:
             return jobs, create_jobs(kind, jobs, now)
         jobs = keyed_unique(where, unique, jobs, moment)
@@ -245,6 +251,11 @@ class Kind(Waiting[P, R]):
             ValueError: A bad value.
         """
         if unknown := sorted(options.keys() - allowed):
+            if "debounce" in unknown:
+                raise TypeError(
+                    f"{where}: debounce is an enqueue's option (Kind.enqueue): a job of a "
+                    "workflow or of a schedule is never debounced"
+                )
             raise TypeError(f"{where}: unknown option {unknown[0]!r}")
         overrides, labelled = split_labels(dict(options))
         for name in FLOW_OPTIONS & overrides.keys():
@@ -395,13 +406,16 @@ class Kind(Waiting[P, R]):
                 alone).
             **options: Override the kind's options for this job: max_attempts,
                 priority, queue, timeout, delay or run_at, unique, partition_key,
-                sequence_key, tags, meta; and conn, the application's connection
+                sequence_key, tags, meta, debounce; and conn, the application's connection
                 whose transaction the job joins.
 
         Returns:
             The job's id and whether it was a duplicate: True when a job of the kind
             held the unique key, so that nothing was stored and the id is the
-            holder's. Without ``unique`` it is False.
+            holder's; debounced (``debounce=``, see ``Debounce``), True when the
+            key's pending job took the enqueue (its run time moved, its payload
+            replaced unless the first is kept) and the id is that job's. Without
+            either it is False.
 
         Raises:
             PayloadError: As enqueue raises it.

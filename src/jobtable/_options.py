@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any, TypedDict
 
+from jobtable._debounce import Debounce
 from jobtable._unique import Unique
 from jobtable._values import timestamp, unstorable
 
@@ -56,12 +57,14 @@ class JobOptions(PeriodicOptions, total=False):
 
 
 class EnqueueOptions(JobOptions, total=False):
-    """An enqueue's options: every job's (``JobOptions``), its uniqueness and its conn.
+    """An enqueue's options: every job's (``JobOptions``), its uniqueness, debounce and conn.
 
-    A workflow's job takes neither: its nodes take ``JobOptions``.
+    A workflow's job takes none of them: its nodes take ``JobOptions``.
     """
 
     unique: "Unique | None"
+    debounce: "Debounce | None"
+    """One pending job per key, run once the key has been quiet (see ``jobtable.Debounce``)."""
     conn: object
     """The application's own connection whose transaction the jobs join (see ``Kind.enqueue``)."""
 

@@ -4,13 +4,15 @@ import asyncio
 import contextlib
 import http.client
 import re
-from collections.abc import Generator
+import threading
+from collections.abc import Callable, Generator
 
 import pytest
 from dashboard_server import Client, serve, wait_for
 
 import jobtable
 from jobtable._dashboard.live import Broadcast, Frame
+from jobtable._wait.waiters import waiters_of
 
 note = jobtable.Kind("note", str, str)
 
@@ -104,3 +106,63 @@ def test_a_jobs_stream_ends_with_its_final_part_and_each_viewer_gets_its_own_tok
         assert received[-1][0] == "final"  # and the stream ended after it
         assert "cancelled" in received[-1][1]
         assert Client(base).get("/jobs/no-such-job/live/events").status == 404
+
+
+@pytest.mark.slow
+def test_a_jobs_stream_shows_each_partial_result_as_it_is_published(
+    store: jobtable.Store,
+) -> None:
+    """Refreshed once an hour, the job's part still changes at each publish: the store wakes it."""
+    runner = jobtable.Runner(store, workers=1, poll_interval=0.05)
+    go = [threading.Event() for _ in range(2)]
+
+    def counting(ctx: jobtable.JobContext[dict[str, int]], payload: str) -> dict[str, int]:
+        for done, gate in enumerate(go, start=1):
+            ctx.publish({"done": done})
+            gate.wait(60)
+        return {"done": 3}
+
+    counter = runner.register("counter", counting)
+    job_id = counter.enqueue("count")
+    with serve(jobtable.dashboard(store, refresh=3600), runner) as base:
+        wait_for(lambda: store.get(job_id).result == {"done": 1})
+        frames = events(base, f"/jobs/{job_id}/live/events", limit=100)
+        with contextlib.closing(frames):
+            for gate, shown in zip(go, ("1", "2"), strict=True):
+                assert any(re.search(rf"done&#34;: {shown}\b", data) for _, data in frames)
+                # The part is watched, and its wake-ups come once the store listens.
+                wait_for(lambda: waiters_of(store, store.engine).listening)
+                gate.set()
+            name, data = next(frames)
+            while name != "final":
+                name, data = next(frames)
+            assert re.search(r"done&#34;: 3\b", data)
+
+
+async def test_wake_ups_render_a_part_no_more_often_than_the_gap_allows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On SQLite every commit wakes every watched job's part: a busy store must
+    # not have an open job page render at each commit.
+    monkeypatch.setattr("jobtable._dashboard.live.WOKEN_GAP", 3600.0)
+    broadcast = Broadcast(every=3600.0)
+    renders = 0
+    wakes: list[Callable[[], None]] = []
+
+    async def render() -> Frame:
+        nonlocal renders
+        renders += 1
+        return Frame(f"<p>{renders}</p>")
+
+    def subscribe(wake: Callable[[], None]) -> Callable[[], None]:
+        wakes.append(wake)
+        return lambda: None
+
+    frames = broadcast.watch("job", render, subscribe)
+    assert (await anext(frames)).html == "<p>1</p>"
+    for _ in range(100):
+        wakes[0]()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(anext(frames), 0.5)
+    assert renders == 1
+    await frames.aclose()

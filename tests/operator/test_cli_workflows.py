@@ -111,6 +111,9 @@ def test_show_prints_every_job_with_its_status_and_dependencies(store_target: st
         "kind": "ping",
         "status": "pending",
         "dependencies": [a.id],
+        "created_at": b.created_at.isoformat().replace("+00:00", "Z") if b.created_at else None,
+        "started_at": None,
+        "finished_at": None,
     }
     unknown = run(store_target, "workflows", "show", "no-such-workflow")
     assert unknown.returncode == 1

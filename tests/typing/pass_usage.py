@@ -105,6 +105,9 @@ async def serve() -> None:
         assert_type(await thumbnails.await_result(store, job_id), Progress)
         done = await thumbnails.aenqueue_and_wait(Thumbnail(photo_id="p3", size=1), wait_timeout=5)
         assert_type(done, Progress)
+        async for update in thumbnails.stream(store, job_id):
+            assert_type(update, jobtable.Job[Progress])
+            assert_type(update.result, Progress | None)
         runner.stop()
         await runner.wait()
 

@@ -34,6 +34,7 @@ from jobtable._job import Status
 from jobtable._operator.models import DeleteResult
 from jobtable._signal import APPROVAL, Approval
 from jobtable._store import Store
+from jobtable._wait.waiters import waiters_of
 
 ASSETS = pathlib.Path(__file__).parent
 MAX_FORM_BYTES = 16 * 1024
@@ -262,7 +263,15 @@ class Dashboard:
                 return Frame("<p>This job has been deleted.</p>", final=True)
             return Frame(self.fragment(base, "_job_live.html", **context), context["final"])
 
-        return event_stream(request, self.csrf, self.live, f"job {job_id} {base}", render)
+        def subscribe(wake: Callable[[], None]) -> Callable[[], None]:
+            # The process's one listener for the store, as Kind.stream's: a
+            # publish or an end renders the part at once, not at the next tick.
+            waiters = waiters_of(self.store, self.store.engine)
+            waiters.watch(job_id, wake)
+            return lambda: waiters.unwatch(job_id, wake)
+
+        key = f"job {job_id} {base}"
+        return event_stream(request, self.csrf, self.live, key, render, subscribe)
 
     async def job(self, request: Request) -> Response:
         """One job's page: its record, payload, result, errors and timeline."""

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -22,6 +22,13 @@ from jobtable._dashboard.security import SECURITY_HEADERS, Csrf
 
 LIFETIME = 10.0
 """Seconds a stream lasts before the browser opens it again."""
+
+WOKEN_GAP = 0.2
+"""The fewest seconds between two renders of a part that wake-ups ask for.
+
+On SQLite every commit to the file wakes every watched job's part: a busy
+store would otherwise have an open job page render at each commit.
+"""
 
 CSRF_MARK = "\x00csrf\x00"
 """Stands for the viewer's CSRF token in a shared render; each stream puts its own in."""
@@ -39,13 +46,18 @@ class Frame:
 
 Render = Callable[[], Awaitable[Frame]]
 
+Subscribe = Callable[[Callable[[], None]], Callable[[], None]]
+"""Calls its argument (from any thread) when a part may have changed; returns what unsubscribes."""
+
 
 class _Topic:
     """One live part: the task that renders it while anyone watches, and its last frame."""
 
-    def __init__(self, render: Render, every: float) -> None:
+    def __init__(self, render: Render, every: float, subscribe: Subscribe | None = None) -> None:
         self.render = render
         self.every = every
+        self.subscribe = subscribe
+        self.woken = asyncio.Event()
         self.frame: Frame | None = None
         self.version = 0
         self.changed = asyncio.Condition()
@@ -53,8 +65,24 @@ class _Topic:
         self.task: asyncio.Task[None] | None = None
 
     async def produce(self) -> None:
-        """Renders every interval while watched; wakes the watchers when the frame changed."""
+        """Renders every interval, and when woken, while watched; wakes the watchers on a change."""
+        unsubscribe = None
+        if self.subscribe is not None:
+            loop = asyncio.get_running_loop()
+
+            def wake() -> None:
+                loop.call_soon_threadsafe(self.woken.set)
+
+            unsubscribe = self.subscribe(wake)
+        try:
+            await self._produce()
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    async def _produce(self) -> None:
         while self.watchers:
+            self.woken.clear()
             try:
                 frame = await self.render()
             except Exception:  # the store is down, say: keep the last frame, try again
@@ -67,7 +95,13 @@ class _Topic:
                         self.changed.notify_all()
                 if frame.final:
                     return
-            await asyncio.sleep(self.every)
+            rendered = asyncio.get_running_loop().time()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.woken.wait(), self.every)
+                # Woken: render again, but not more often than WOKEN_GAP allows.
+                gap = rendered + min(WOKEN_GAP, self.every) - asyncio.get_running_loop().time()
+                if gap > 0:
+                    await asyncio.sleep(gap)
 
 
 class Broadcast:
@@ -77,15 +111,19 @@ class Broadcast:
         self.every = every
         self._topics: dict[str, _Topic] = {}
 
-    async def watch(self, key: str, render: Render) -> AsyncIterator[Frame]:
+    async def watch(
+        self, key: str, render: Render, subscribe: Subscribe | None = None
+    ) -> AsyncGenerator[Frame, None]:
         """The frames of the part named key, the current one first, for at most LIFETIME s.
 
         render makes a frame; it is called by the part's one task, not per
-        watcher. The iteration ends after a final frame, or at LIFETIME.
+        watcher, every interval and, given subscribe, at once each time
+        subscribe's wake-up says the part may have changed. The iteration
+        ends after a final frame, or at LIFETIME.
         """
         topic = self._topics.get(key)
         if topic is None or (topic.task is not None and topic.task.done()):
-            topic = self._topics[key] = _Topic(render, self.every)
+            topic = self._topics[key] = _Topic(render, self.every, subscribe)
         topic.watchers += 1
         if topic.task is None or topic.task.done():
             topic.task = asyncio.create_task(topic.produce(), name=f"dashboard live {key}")
@@ -133,14 +171,19 @@ def event(frame: Frame, token: str) -> str:
 
 
 def event_stream(
-    request: Request, csrf: Csrf, broadcast: Broadcast, key: str, render: Render
+    request: Request,
+    csrf: Csrf,
+    broadcast: Broadcast,
+    key: str,
+    render: Render,
+    subscribe: Subscribe | None = None,
 ) -> Response:
     """The live part named key as server-sent events, each with the viewer's CSRF token."""
     token, fresh = csrf.token_for(request)
 
     async def body() -> AsyncIterator[str]:
         yield "retry: 1000\n\n"
-        async for frame in broadcast.watch(key, render):
+        async for frame in broadcast.watch(key, render, subscribe):
             yield event(frame, token)
 
     headers = {**SECURITY_HEADERS, "cache-control": "no-store", "x-accel-buffering": "no"}

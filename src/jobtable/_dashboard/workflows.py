@@ -2,8 +2,10 @@
 
 ``GET /workflows`` lists the workflows (``workflow_list``). ``GET
 /workflows/{id}`` reads the workflow's graph (``Store.aworkflow``) and
-shows it as layers: a job's layer is one more than its deepest dependency's,
-so every job stands below all it waits for. It is plain HTML that wraps to
+shows one page of its jobs (``?page=``, ``PAGE`` jobs each, in enqueue
+order) as a drawing with edges, a timeline, and layers: a job's layer is
+one more than its deepest dependency's, so every job stands below all it
+waits for (``workflow_drawing``). The layers are plain HTML that wraps to
 any width. Its counts and graph are the page's live part, kept up to date
 as ``live`` keeps the job page's: ``/workflows/{id}/live/events`` streams
 it (one render a tick however many watch), ``/workflows/{id}/live`` serves
@@ -13,8 +15,9 @@ the part is final. ``POST /workflows/{id}/cancel`` goes through
 ``Store.acancel_workflow``.
 """
 
+import datetime
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -26,6 +29,7 @@ from jobtable._dashboard import workflow_list
 from jobtable._dashboard.live import CSRF_MARK, Broadcast, Frame, event_stream
 from jobtable._dashboard.queues import Pages
 from jobtable._dashboard.security import Csrf
+from jobtable._dashboard.workflow_drawing import PAGE, drawing, timeline
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
 from jobtable._operator.workflow_list import state_of
@@ -53,12 +57,11 @@ class LivePages(Pages, Protocol):
         ...
 
 
-def layers(graph: WorkflowGraph) -> list[list[WorkflowNode]]:
-    """The graph's jobs by depth, each layer in enqueue order.
+def depths(graph: WorkflowGraph) -> dict[str, int]:
+    """Each job's depth: 0 with no dependency in the graph, else one below its deepest one.
 
-    A job with no dependency in the graph is at depth 0; any other is one
-    below its deepest dependency. Jobs on a cycle, which a workflow cannot
-    store, would end in one last layer rather than be lost.
+    Jobs on a cycle, which a workflow cannot store, would end in one last
+    layer rather than be lost.
     """
     known = {node.id for node in graph.jobs}
     depth: dict[str, int] = {}
@@ -76,22 +79,49 @@ def layers(graph: WorkflowGraph) -> list[list[WorkflowNode]]:
             depth.update((node.id, last) for node in waiting)
             break
         left = waiting
-    found: list[list[WorkflowNode]] = [[] for _ in range(1 + max(depth.values(), default=-1))]
-    for node in graph.jobs:
-        found[depth[node.id]].append(node)
-    return found
+    return depth
 
 
-def shown(graph: WorkflowGraph) -> dict[str, Any]:
-    """What the workflow page shows of graph; ``final``: no job is left to change by itself."""
+def layers(
+    graph: WorkflowGraph, jobs: Sequence[WorkflowNode]
+) -> list[tuple[int, list[WorkflowNode]]]:
+    """jobs (some of graph's) by depth in graph, shallowest first, each layer in enqueue order."""
+    depth = depths(graph)
+    found: dict[int, list[WorkflowNode]] = {}
+    for node in jobs:
+        found.setdefault(depth[node.id], []).append(node)
+    return sorted(found.items())
+
+
+def page_of(request: Request) -> int:
+    """The page a request asks for (``?page=``, from 1); 1 when absent or not a number."""
+    given = request.query_params.get("page", "1")
+    return int(given) if given.isdigit() and 0 < len(given) < 7 else 1
+
+
+def shown(graph: WorkflowGraph, page: int, now: datetime.datetime) -> dict[str, Any]:
+    """What the workflow page shows of graph: counts, and one page of its jobs drawn.
+
+    ``final``: no job is left to change by itself, so the page offers no cancel.
+    """
     counts = {status: 0 for status in Status}
     for node in graph.jobs:
         counts[node.status] += 1
+    pages = max(1, -(-len(graph.jobs) // PAGE))
+    page = min(max(page, 1), pages)
+    jobs = graph.jobs[(page - 1) * PAGE : page * PAGE]
+    number = {node.id: n for n, node in enumerate(graph.jobs, start=1)}
+    shown_layers = layers(graph, jobs)
     return {
         "workflow": graph,
         "counts": counts,
-        "layers": layers(graph),
-        "number": {node.id: n for n, node in enumerate(graph.jobs, start=1)},
+        "layers": shown_layers,
+        "number": number,
+        "page": page,
+        "pages": pages,
+        "page_size": PAGE,
+        "drawing": drawing([layer for _, layer in shown_layers], number),
+        "timeline": timeline(jobs, number, now),
         "final": state_of(counts) != "running",
     }
 
@@ -102,7 +132,7 @@ async def page(dash: Pages, request: Request, name: str = "workflow.html") -> Re
         graph = await dash.store.aworkflow(request.path_params["workflow_id"])
     except JobNotFound:
         return dash.problem(request, 404, UNKNOWN)
-    context = shown(graph)
+    context = shown(graph, page_of(request), dash.store.clock())
     response = dash.render(request, name, **context)
     if context["final"]:
         response.headers["x-jobtable-final"] = "1"
@@ -113,16 +143,18 @@ async def events(dash: LivePages, request: Request) -> Response:
     """The workflow page's live part as server-sent events, until no job is left to change."""
     base: str = request.scope.get("root_path", "")
     workflow_id: str = request.path_params["workflow_id"]
+    number = page_of(request)
     try:
         await dash.store.aworkflow(workflow_id)
     except JobNotFound:
         return dash.problem(request, 404, UNKNOWN)
 
     async def render() -> Frame:
-        context = shown(await dash.store.aworkflow(workflow_id))
+        graph = await dash.store.aworkflow(workflow_id)
+        context = shown(graph, number, dash.store.clock())
         return Frame(dash.fragment(base, "_workflow_live.html", **context), context["final"])
 
-    key = f"workflow {workflow_id} {base}"
+    key = f"workflow {workflow_id} {number} {base}"
     return event_stream(request, dash.csrf, dash.live, key, render)
 
 

@@ -29,6 +29,7 @@ from jobtable._engines.rows import (
     LabelsRow,
     NewJob,
     Outcome,
+    ProgressRow,
     RecordRow,
 )
 from jobtable._engines.runner_queries import RunnerQueries
@@ -71,6 +72,27 @@ class Queries(
 
     def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
         """The id of the job of kind that holds unique_key, or None when none does."""
+        ...
+
+    def insert_debounced_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        """Stores job, which has a debounce key, unless a job of kind holds it; says whether.
+
+        The database decides (jobs_debounce): of concurrent inserts of one
+        key, one stores. CreateDebouncedJob.
+        """
+        ...
+
+    def debounce_job(
+        self, *, kind: str, debounce_key: str, payload: str, replace: bool, run_at: str, now: str
+    ) -> str | None:
+        """Gives the job of kind holding debounce_key run_at, and payload when replace; its id.
+
+        None when no job holds the key (DebounceJob).
+        """
+        ...
+
+    def get_job_progress(self, *, id: str) -> ProgressRow | None:
+        """The job as a stream reads it: status, latest result, error, count of partials."""
         ...
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int: ...

@@ -77,6 +77,8 @@ class NewJob(NamedTuple):
     partition_by and sequence_by name the payload field that a workflow's
     job fed by its dependency's result takes its keys from when it is fed
     (None: its keys are known, or it has none).
+    debounce_key makes it its kind's one pending job of that key until its
+    first claim (None: not debounced); see ``jobtable.Debounce``.
     """
 
     id: str
@@ -96,9 +98,10 @@ class NewJob(NamedTuple):
     meta: str | None = None
     partition_by: str | None = None
     sequence_by: str | None = None
+    debounce_key: str | None = None
 
     def fields(self, kind: str, now: str) -> JobFields:
-        """The job as the columns of an insert of kind at now (unique_* apart)."""
+        """The job as the columns of an insert of kind at now (unique_* and debounce_key apart)."""
         return JobFields(
             id=self.id,
             kind=kind,
@@ -153,6 +156,13 @@ class JobRow(Protocol):
     def result(self) -> str | None: ...
     @property
     def error(self) -> str | None: ...
+
+
+class ProgressRow(JobRow, Protocol):
+    """A job as GetJobProgress reads it: a JobRow, and how many partial results it published."""
+
+    @property
+    def published(self) -> int: ...
 
 
 class RecordRow(Protocol):

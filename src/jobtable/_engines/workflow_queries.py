@@ -57,11 +57,18 @@ class JobWorkflowRow(NamedTuple):
 
 
 class WorkflowJobRow(NamedTuple):
-    """A job of a workflow as its graph shows it: id, kind and status."""
+    """A job of a workflow as its graph shows it: id, kind, status and times as UTC text.
+
+    created_at is its enqueue; started_at its last claim and finished_at
+    its end, each None until then.
+    """
 
     id: str
     kind: str
     status: str
+    created_at: str = ""
+    started_at: str | None = None
+    finished_at: str | None = None
 
 
 class WorkflowQueries(Protocol):

@@ -6,6 +6,7 @@ through the jobs_workflow index) and its dependency edges
 """
 
 import dataclasses
+import datetime
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,7 +21,9 @@ class WorkflowNode(BaseModel):
     """A job of a workflow as ``Store.workflow`` reads it.
 
     ``dependencies`` are the ids of the jobs of the workflow it waits for, in
-    enqueue order.
+    enqueue order. ``created_at`` is when it was enqueued, ``started_at``
+    when its last attempt began and ``finished_at`` when it ended (each None
+    until then, and for a graph read without times).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -29,6 +32,9 @@ class WorkflowNode(BaseModel):
     kind: str
     status: Status
     dependencies: list[str] = []
+    created_at: datetime.datetime | None = None
+    started_at: datetime.datetime | None = None
+    finished_at: datetime.datetime | None = None
 
 
 class WorkflowGraph(BaseModel):
@@ -43,6 +49,10 @@ class WorkflowGraph(BaseModel):
     id: str
     name: str
     jobs: list[WorkflowNode]
+
+
+def _moment(text: str | None) -> datetime.datetime | None:
+    return None if text is None else datetime.datetime.fromisoformat(text)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -67,6 +77,9 @@ class ReadWorkflow:
                 kind=row.kind,
                 status=Status(row.status),
                 dependencies=sorted(deps.get(row.id, []), key=lambda dep: order.get(dep, -1)),
+                created_at=_moment(row.created_at or None),
+                started_at=_moment(row.started_at),
+                finished_at=_moment(row.finished_at),
             )
             for row in rows
         ]

@@ -14,7 +14,12 @@ while they wait.
 
 The thread starts with the first wait and listens before its first check,
 so no end committed after a wait's check goes unseen; it stops listening and
-ends after ``IDLE_POLLS`` polls without a wait.
+ends after ``IDLE_POLLS`` polls without a wait or a watch.
+
+A watch (``watch``, for a stream of a job's progress) shares the listener:
+its wake-up is called whenever a notification may concern its job (a
+publish notifies on PostgreSQL; on SQLite every commit to the file does),
+and the watcher reads the job itself.
 """
 
 import contextlib
@@ -82,6 +87,7 @@ class Waiters:
         self._futures: dict[str, set[Future[JobRow]]] = {}
         self._odd: set[str] = set()  # waited-for ids a notification cannot name (a newline)
         self._due: set[str] | None = set()  # to check next; None: every one
+        self._watches: dict[str, set[Callable[[], None]]] = {}
         self._woken = threading.Event()
         self._thread: threading.Thread | None = None
         self.listening = False
@@ -110,6 +116,42 @@ class Waiters:
         self._woken.set()
         return future
 
+    def watch(self, job_id: str, wake: Callable[[], None]) -> None:
+        """Calls wake (from the waiting thread; it must not block) when job_id may have changed.
+
+        That is when a notification names the job or names none; the thread
+        listens as long as a watch or a wait remains. ``unwatch`` ends it.
+        """
+        with self._lock:
+            self._watches.setdefault(job_id, set()).add(wake)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jobtable-wait", daemon=True)
+                self._thread.start()
+
+    def unwatch(self, job_id: str, wake: Callable[[], None]) -> None:
+        """Ends the watch of wake for job_id; again does nothing."""
+        with self._lock:
+            wakes = self._watches.get(job_id)
+            if wakes is not None:
+                wakes.discard(wake)
+                if not wakes:
+                    del self._watches[job_id]
+
+    def _wake_watches(self, ids: str) -> None:
+        with self._lock:
+            if not self._watches:
+                return
+            if not ids or any("\n" in i for i in self._watches):
+                wakes = [w for ws in self._watches.values() for w in ws]
+            else:
+                named = ids.split("\n")
+                wakes = [w for i in named for w in self._watches.get(i, ())]
+        for wake in wakes:
+            try:
+                wake()
+            except Exception:  # a watcher's bug must not stop the waits
+                _logger.exception("waiting for jobs: a watch's wake-up failed")
+
     def discard(self, job_id: str, future: "Future[JobRow]") -> None:
         """Unregisters the wait of future for job_id; again does nothing."""
         with self._lock:
@@ -122,6 +164,7 @@ class Waiters:
 
     def notified(self, ids: str) -> None:
         """Checks the waited-for jobs among ids (one a line), or every one for ""."""
+        self._wake_watches(ids)
         with self._lock:
             if not ids:
                 self._due = None
@@ -147,6 +190,9 @@ class Waiters:
         try:
             stop = self._listen()
             self.listening = stop is not None
+            # A watch added before the listener listened may have missed a
+            # change: its watcher reads again now.
+            self._wake_watches("")
             polled = time.monotonic()
             while True:
                 # A deadline, not an idle timer: wakes that keep coming (a
@@ -160,7 +206,9 @@ class Waiters:
                     self._woken.clear()
                     due, self._due = self._due, set()
                     if not self._futures:
-                        if poll:
+                        if self._watches:
+                            idle = 0
+                        elif poll:
                             idle += 1
                         if idle >= IDLE_POLLS:
                             self._thread = None  # under the lock: an add now starts another

@@ -1,9 +1,10 @@
-"""Kind's waits for a job's typed result: wait, await_result and enqueue_and_wait."""
+"""Kind's waits for a job's typed result: wait, await_result, enqueue_and_wait and stream."""
 
 import asyncio
+import contextlib
 import datetime
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from typing_extensions import Unpack
@@ -17,6 +18,7 @@ from jobtable._operations import GetJob
 from jobtable._options import EnqueueOptions
 from jobtable._store import Store
 from jobtable._unique import ids_of
+from jobtable._wait.stream import GetJobProgress, progress
 from jobtable._wait.waiters import ENDED, waiters_of
 
 P = TypeVar("P")
@@ -180,6 +182,38 @@ class Waiting(Generic[P, R]):
         limit = seconds(f"aenqueue_and_wait {self.name!r}", wait_timeout)
         stored = await self._aenqueue_many("enqueue", binding, [payload], options)
         return await self._await(binding.store, ids_of(*stored)[0], limit)
+
+    @overload
+    def stream(self, store: Store, job_id: str, /) -> AsyncGenerator[Job[R], None]: ...
+    @overload
+    def stream(self, job_id: str, /) -> AsyncGenerator[Job[R], None]: ...
+    def stream(self, *args: Any) -> AsyncGenerator[Job[R], None]:
+        """The job as it changes, for ``async for``: each partial result as it is published.
+
+        Yields the job (``Job[R]``, its result parsed as R) as the stream
+        finds it, then again each time its status changes or it publishes a
+        partial result, and ends after the update in which it ended:
+        succeeded with its result, failed with its stored error (a
+        ``Failure`` message, never an exception's text), or cancelled. A
+        job stores only its latest partial result: the stream never yields
+        one publish twice, and when partial results come faster than it
+        reads, it yields the latest and skips those already replaced.
+        Updates come as the change commits (the process's one listener for
+        the store, as ``wait``'s), and within a second otherwise. Raises
+        TypeError at once for an id that is not a str; JobNotFound, from the
+        first iteration, for an unknown id or a job of another kind, or from
+        a later one when the job is deleted; ResultError for a stored result
+        that no longer validates as R. A stream left early (``break``) ends
+        its watch when collected, or at once in ``contextlib.aclosing``.
+        """
+        binding, job_id = self._where("stream", args)
+        GetJobProgress(job_id)  # a bad id raises now, not at the first iteration
+        return self._stream(binding.store, job_id)
+
+    async def _stream(self, store: Store, job_id: str) -> AsyncGenerator[Job[R], None]:
+        async with contextlib.aclosing(progress(store, job_id, self.name)) as rows:
+            async for row in rows:
+                yield self._typed(store, row)
 
     def _wait(self, store: Store, job_id: str, limit: float | None) -> R:
         row = store.engine.read(GetJob(job_id))

@@ -35,6 +35,7 @@ from jobtable._engines.rows import (
     LabelsRow,
     NewJob,
     Outcome,
+    ProgressRow,
     RecordRow,
 )
 from jobtable._engines.runner_queries import PeerRow
@@ -187,6 +188,26 @@ class _Queries(
     def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
         row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
         return None if row is None else row.id
+
+    def insert_debounced_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        fields = timed(job.fields(kind, now))
+        return self._q.create_debounced_job(**fields, debounce_key=job.debounce_key) == 1
+
+    def debounce_job(
+        self, *, kind: str, debounce_key: str, payload: str, replace: bool, run_at: str, now: str
+    ) -> str | None:
+        row = self._q.debounce_job(
+            replace=replace,
+            payload=payload,
+            run_at=_time(run_at),
+            now=_time(now),
+            kind=kind,
+            debounce_key=debounce_key,
+        )
+        return None if row is None else row.id
+
+    def get_job_progress(self, *, id: str) -> ProgressRow | None:
+        return self._q.get_job_progress(id=id)
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)

@@ -27,6 +27,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v12,
     upgrade_to_v13,
     upgrade_to_v14,
+    upgrade_to_v15,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -63,7 +64,7 @@ class SchemaQueries(Protocol):
     def search_path_schema_denied(self) -> _Denied | None: ...
 
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -90,6 +91,7 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         11: upgrade_to_v12,
         12: upgrade_to_v13,
         13: upgrade_to_v14,
+        14: upgrade_to_v15,
     }
 
 

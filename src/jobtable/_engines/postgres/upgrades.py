@@ -21,6 +21,7 @@ from jobtable.db.postgres import (
     upgrade_v12,
     upgrade_v13,
     upgrade_v14,
+    upgrade_v15,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -191,3 +192,16 @@ def upgrade_to_v14(conn: _Connection) -> None:
     q.create_job_waits_by_key_index_v14()
     q.create_delete_waits_function_v14()
     q.create_delete_waits_trigger_v14()
+
+
+def upgrade_to_v15(conn: _Connection) -> None:
+    """Brings a version 14 schema to version 15: the jobs table's published and debounce_key.
+
+    A column with a constant default, or none, is added without rewriting a
+    row: every job is kept, having published nothing and holding no debounce
+    key, so jobs_debounce starts empty.
+    """
+    q = upgrade_v15.Querier(conn)
+    q.add_published_column_v15()
+    q.add_debounce_key_column_v15()
+    q.create_debounce_index_v15()

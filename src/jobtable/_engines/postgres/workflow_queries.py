@@ -113,7 +113,17 @@ class PostgresWorkflowQueries:
 
     def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
         rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
-        return [WorkflowJobRow(r.id, r.kind, r.status) for r in rows]
+        return [
+            WorkflowJobRow(
+                r.id,
+                r.kind,
+                r.status,
+                timestamp(r.created_at),
+                None if r.started_at is None else timestamp(r.started_at),
+                None if r.finished_at is None else timestamp(r.finished_at),
+            )
+            for r in rows
+        ]
 
     def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
         return self._wf.delete_empty_workflows(before=pg_time(before), max_workflows=max_workflows)

@@ -8,7 +8,7 @@ runner's own clock (a SQLite file is shared by the processes of one machine).
 import datetime
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.listing import list_page
@@ -31,6 +31,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
 from jobtable.db.sqlite_upgrade.upgrade_v9 import Querier as UpgradeV9
 from jobtable.db.sqlite_upgrade.upgrade_v12 import Querier as UpgradeV12
 from jobtable.db.sqlite_upgrade.upgrade_v13 import Querier as UpgradeV13
+from jobtable.db.sqlite_upgrade.upgrade_v15 import Querier as UpgradeV15
 
 
 def _before(now: str, seconds: float) -> str:
@@ -75,6 +76,23 @@ class Queries(
             == 1
             for job in jobs
         ]
+
+    def insert_debounced_job(self, *, kind: str, job: NewJob, now: str) -> bool:
+        fields = job.fields(kind, now)
+        return self.create_debounced_job(**fields, debounce_key=job.debounce_key) == 1
+
+    def debounce_job(  # type: ignore[override]
+        self, *, kind: str, debounce_key: str, payload: str, replace: bool, run_at: str, now: str
+    ) -> str | None:
+        row = super().debounce_job(
+            replace=replace,
+            payload=payload,
+            run_at=run_at,
+            now=now,
+            kind=kind,
+            debounce_key=debounce_key,
+        )
+        return None if row is None else row.id
 
     def get_unique_holder(  # type: ignore[override]
         self, *, kind: str, unique_key: str
@@ -333,5 +351,24 @@ def upgrade_to_v14(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
     signals, job_waits, their indexes and the trigger that deletes a job's
     wait with it; every job is kept, waiting for nothing.
     """
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v15(
+    conn: sqlite3.Connection, columns: Collection[str], creates: Sequence[str]
+) -> None:
+    """Adds the jobs table's published and debounce_key columns of version 15, then creates.
+
+    columns are the jobs table's columns now: a table the step to version 8
+    rebuilt from the latest schema has both already. creates are the latest
+    schema's statements that create the indexes it lacks (jobs_debounce).
+    Every job is kept, having published nothing and holding no debounce key.
+    """
+    q = UpgradeV15(conn)
+    if "published" not in columns:
+        q.add_published_column_v15()
+    if "debounce_key" not in columns:
+        q.add_debounce_key_column_v15()
     for statement in creates:
         conn.execute(statement)

@@ -23,6 +23,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v12,
     upgrade_to_v13,
     upgrade_to_v14,
+    upgrade_to_v15,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -250,6 +251,18 @@ def _upgrade_to_v14(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 14
 
 
+def _upgrade_to_v15(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 15 adds the jobs table's published and debounce_key in place (no
+    # row is rewritten), then jobs_debounce, unless the step to version 8
+    # rebuilt the table from the latest schema with all three.
+    jobs = describe(conn, "jobs")
+    creates = [
+        st for st in schema.statements if (n := schema.creates(st)) and n <= {"jobs_debounce"}
+    ]
+    upgrade_to_v15(conn, jobs.columns.keys(), [] if "jobs_debounce" in jobs.indexes else creates)
+    return 15
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -270,6 +283,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         11: _upgrade_to_v12,
         12: _upgrade_to_v13,
         13: _upgrade_to_v14,
+        14: _upgrade_to_v15,
     }
 
 

@@ -123,7 +123,10 @@ class SQLiteWorkflowQueries:
 
     def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
         rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
-        return [WorkflowJobRow(r.id, r.kind, r.status) for r in rows]
+        return [
+            WorkflowJobRow(r.id, r.kind, r.status, r.created_at, r.started_at, r.finished_at)
+            for r in rows
+        ]
 
     def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
         return self._wf.delete_empty_workflows(before=before, max_workflows=max_workflows)

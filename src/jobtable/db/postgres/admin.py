@@ -14,7 +14,7 @@ REQUEUE_JOB = """UPDATE jobs
 SET status = CASE WHEN pending_deps > 0 THEN 'pending' ELSE 'queued' END,
     error = NULL, result = NULL, cancel_requested = false, blocked_by = NULL,
     max_attempts = attempt + max_attempts, run_at = %(now)s, scheduled = false, runner = NULL,
-    finished_at = NULL, updated_at = %(now)s
+    finished_at = NULL, updated_at = %(now)s, debounce_key = NULL
 WHERE jobs.id = %(id)s AND jobs.status IN ('failed', 'cancelled')
     AND (jobs.unique_key IS NULL OR NOT EXISTS (
         SELECT 1 FROM jobs AS holder
@@ -172,7 +172,8 @@ class Querier:
         fences every write a worker makes. Its error history is kept; its error,
         result and cancel request are cleared. A unique job whose key another job
         holds now (see jobs_unique) is left as it is. A job of a workflow whose
-        dependencies have not all ended goes back to pending.
+        dependencies have not all ended goes back to pending. A debounced job
+        gives up its key (see jobs_debounce): a later job may hold it now.
         """
         cur = self._conn.execute(
             REQUEUE_JOB,

@@ -302,8 +302,19 @@ WHERE status = 'queued' AND scheduled = true AND queue = %(queue)s AND attempt >
     )
 """
 
-PUBLISH_JOB_RESULT = """UPDATE jobs SET result = %(result)s, updated_at = %(now)s
-WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
+PUBLISH_JOB_RESULT = """WITH published AS (
+    UPDATE jobs SET result = %(result)s, updated_at = %(now)s, published = published + 1
+    WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
+    RETURNING id
+),
+notified AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()),
+        CASE WHEN octet_length(id) < 7900 THEN id ELSE '' END)
+    FROM published
+    WHERE NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
+)
+SELECT published.id FROM published CROSS JOIN (SELECT count(*) AS sent FROM notified) AS n
 """
 
 SUCCEED_JOB = """UPDATE jobs
@@ -419,6 +430,30 @@ NOTIFY_JOBS_ENDED = """SELECT pg_notify('jobtable-ended:' || md5(current_schema(
 FROM unnest(%(ids)s::text[]) AS id
 HAVING NOT pg_try_advisory_xact_lock(
     hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
+"""
+
+DEBOUNCE_JOB = """UPDATE jobs
+SET payload = CASE WHEN CAST(%(replace)s AS BOOLEAN) THEN CAST(%(payload)s AS text) ELSE payload END,
+    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, updated_at = %(now)s
+WHERE kind = %(kind)s AND debounce_key = %(debounce_key)s AND debounce_key IS NOT NULL
+    AND status = 'queued' AND attempt = 0
+RETURNING id
+"""
+
+CREATE_DEBOUNCED_JOB = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta, debounce_key
+)
+VALUES (
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(now)s, %(now)s, %(traceparent)s, %(partition_key)s, %(sequence_key)s,
+    %(sequence_blocks)s, %(tags)s, %(meta)s, %(debounce_key)s
+)
+ON CONFLICT DO NOTHING
+"""
+
+GET_JOB_PROGRESS = """SELECT id, kind, status, result, error, published FROM jobs WHERE id = %(id)s
 """
 
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = %(id)s
@@ -873,6 +908,25 @@ class LockJobRow:
     """A row that LockJob returns."""
 
     status: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DebounceJobRow:
+    """A row that DebounceJob returns."""
+
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetJobProgressRow:
+    """A row that GetJobProgress returns."""
+
+    id: str
+    kind: str
+    status: str
+    result: str | None
+    error: str | None
+    published: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1723,7 +1777,16 @@ class Querier:
         id: str,
         attempt: int,
     ) -> int:
-        """PublishJobResult stores a partial result while the claim of attempt holds."""
+        """PublishJobResult stores a partial result while the claim of attempt holds,
+        and counts it (published), so that a stream never yields one twice. It
+        notifies the job's id on the channel of ended jobs (JobsEnded), delivered
+        at commit, and as FinishAndClaimJobs only while some process waits, so
+        that a stream of the job's progress wakes at once; a waiter for the job's
+        end reads it and finds it still running. Differs by necessity from SQLite,
+        which has no NOTIFY: its streams watch the file.
+        Joined, not left joined: the planner drops a left join whose columns go
+        unused, and the notification with it.
+        """
         cur = self._conn.execute(
             PUBLISH_JOB_RESULT,
             {
@@ -2070,6 +2133,115 @@ class Querier:
             {
                 "ids": ids,
             },
+        )
+
+    def debounce_job(
+        self,
+        *,
+        replace: bool,
+        payload: str,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        kind: str,
+        debounce_key: str | None,
+    ) -> DebounceJobRow | None:
+        """DebounceJob updates the job of kind that holds debounce_key while it waits
+        for its first claim (jobs_debounce), if one does: its payload becomes
+        payload when replace is set (else it keeps its own), and its run_at becomes
+        run_at, the end of the new quiet period. Its other columns stay as stored.
+        It returns the job's id, or no row when no job holds the key.
+        """
+        cur = self._conn.execute(
+            DEBOUNCE_JOB,
+            {
+                "replace": replace,
+                "payload": payload,
+                "run_at": run_at,
+                "now": now,
+                "kind": kind,
+                "debounce_key": debounce_key,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return DebounceJobRow(
+            id=row[0],
+        )
+
+    def create_debounced_job(
+        self,
+        *,
+        id: str,
+        kind: str,
+        queue: str,
+        priority: int,
+        payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: datetime.datetime,
+        now: datetime.datetime,
+        traceparent: str | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: bool,
+        tags: str,
+        meta: str | None,
+        debounce_key: str | None,
+    ) -> int:
+        """CreateDebouncedJob stores a queued job that holds debounce_key until its
+        first claim, or nothing when a job of its kind holds the key (jobs_debounce):
+        it changes 1 row, or 0 when another enqueue stored the key's job first; the
+        caller then updates that one (DebounceJob).
+        """
+        cur = self._conn.execute(
+            CREATE_DEBOUNCED_JOB,
+            {
+                "id": id,
+                "kind": kind,
+                "queue": queue,
+                "priority": priority,
+                "payload": payload,
+                "max_attempts": max_attempts,
+                "timeout": timeout,
+                "run_at": run_at,
+                "now": now,
+                "traceparent": traceparent,
+                "partition_key": partition_key,
+                "sequence_key": sequence_key,
+                "sequence_blocks": sequence_blocks,
+                "tags": tags,
+                "meta": meta,
+                "debounce_key": debounce_key,
+            },
+        )
+        return cur.rowcount
+
+    def get_job_progress(
+        self,
+        *,
+        id: str,
+    ) -> GetJobProgressRow | None:
+        """GetJobProgress reads what a stream of the job's progress yields: its
+        status, its latest partial result (or final result) with the count of
+        partial results published, and its error.
+        """
+        cur = self._conn.execute(
+            GET_JOB_PROGRESS,
+            {
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetJobProgressRow(
+            id=row[0],
+            kind=row[1],
+            status=row[2],
+            result=row[3],
+            error=row[4],
+            published=row[5],
         )
 
     def get_job(

@@ -123,7 +123,15 @@ CREATE TABLE jobs (
     -- the last of the enqueue order: a fed job joins its sequence when its
     -- payload is known (schema version 13).
     partition_by text,
-    sequence_by text
+    sequence_by text,
+    -- published counts the partial results the job has published, so that a
+    -- stream of its progress never yields one twice. debounce_key makes the
+    -- job the one pending job of its key among its kind's debounced jobs
+    -- until it is first claimed: a debounced enqueue of the key updates it
+    -- instead of storing another (jobs_debounce). Null for a job enqueued
+    -- without debounce (schema version 15).
+    published integer NOT NULL DEFAULT 0,
+    debounce_key text
 )
 -- Every job's life leaves dead row versions behind (a claim and a finish each
 -- write a new version, pruning deletes it), and none of those updates is HOT:
@@ -196,6 +204,14 @@ CREATE INDEX jobs_partition ON jobs (queue, partition_key, priority, seq)
 -- version 4).
 CREATE INDEX jobs_sequence ON jobs (sequence_key, seq)
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded';
+
+-- At most one job of a kind holds a debounce key while it waits for its
+-- first claim (queued, attempt 0): a debounced enqueue updates that job
+-- (DebounceJob) or inserts one (CreateDebouncedJob). A claim takes the job
+-- out of the index (attempt becomes 1), so a retry never collides and the
+-- next enqueue of the key stores a new job (schema version 15).
+CREATE UNIQUE INDEX jobs_debounce ON jobs (kind, debounce_key)
+    WHERE debounce_key IS NOT NULL AND status = 'queued' AND attempt = 0;
 
 -- A workflow's jobs, in enqueue order; jobs of no workflow are not in it,
 -- and its key never changes after the insert (schema version 8).

@@ -351,7 +351,8 @@ FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = %(id)s
 """
 
-LIST_WORKFLOW_JOBS = """SELECT id, kind, status FROM jobs WHERE workflow_id = %(workflow_id)s ORDER BY seq
+LIST_WORKFLOW_JOBS = """SELECT id, kind, status, created_at, started_at, finished_at
+FROM jobs WHERE workflow_id = %(workflow_id)s ORDER BY seq
 """
 
 LIST_WORKFLOW_DEPS = """SELECT job_deps.dep, job_deps.job
@@ -513,6 +514,9 @@ class ListWorkflowJobsRow:
     id: str
     kind: str
     status: str
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -968,7 +972,7 @@ class Querier:
         workflow_id: str | None,
     ) -> list[ListWorkflowJobsRow]:
         """ListWorkflowJobs reads every job of a workflow, in enqueue order
-        (jobs_workflow).
+        (jobs_workflow), with its times: enqueued, last started and finished.
         """
         cur = self._conn.execute(
             LIST_WORKFLOW_JOBS,
@@ -981,6 +985,9 @@ class Querier:
                 id=row[0],
                 kind=row[1],
                 status=row[2],
+                created_at=row[3],
+                started_at=row[4],
+                finished_at=row[5],
             )
             for row in cur.fetchall()
         ]

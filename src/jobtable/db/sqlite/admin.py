@@ -11,7 +11,7 @@ REQUEUE_JOB = """UPDATE jobs
 SET status = CASE WHEN pending_deps > 0 THEN 'pending' ELSE 'queued' END,
     error = NULL, result = NULL, cancel_requested = 0, blocked_by = NULL,
     max_attempts = attempt + max_attempts, run_at = ?1, scheduled = 0, runner = NULL,
-    finished_at = NULL, updated_at = ?1
+    finished_at = NULL, updated_at = ?1, debounce_key = NULL
 WHERE jobs.id = ?2 AND jobs.status IN ('failed', 'cancelled')
     AND (jobs.unique_key IS NULL OR NOT EXISTS (
         SELECT 1 FROM jobs AS holder
@@ -165,7 +165,8 @@ class Querier:
         fences every write a worker makes. Its error history is kept; its error,
         result and cancel request are cleared. A unique job whose key another job
         holds now (see jobs_unique) is left as it is. A job of a workflow whose
-        dependencies have not all ended goes back to pending.
+        dependencies have not all ended goes back to pending. A debounced job
+        gives up its key (see jobs_debounce): a later job may hold it now.
         """
         cur = self._conn.execute(
             REQUEUE_JOB,

@@ -119,7 +119,7 @@ WHERE seq IN (
 )
 """
 
-PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2
+PUBLISH_JOB_RESULT = """UPDATE jobs SET result = ?1, updated_at = ?2, published = published + 1
 WHERE id = ?3 AND status = 'running' AND attempt = ?4
 """
 
@@ -214,6 +214,30 @@ WHERE id = ?2 AND (status = 'queued' OR status = 'pending')
 
 REQUEST_CANCEL = """UPDATE jobs SET cancel_requested = 1, updated_at = ?1
 WHERE id = ?2 AND status = 'running'
+"""
+
+DEBOUNCE_JOB = """UPDATE jobs
+SET payload = CASE WHEN CAST(?1 AS BOOLEAN) THEN CAST(?2 AS TEXT) ELSE payload END,
+    run_at = ?3, scheduled = ?3 > ?4, updated_at = ?4
+WHERE kind = ?5 AND debounce_key = ?6 AND debounce_key IS NOT NULL
+    AND status = 'queued' AND attempt = 0
+RETURNING id
+"""
+
+CREATE_DEBOUNCED_JOB = """INSERT INTO jobs (
+    id, kind, queue, priority, payload, max_attempts, timeout, run_at, scheduled,
+    created_at, updated_at, traceparent, partition_key, sequence_key, sequence_blocks,
+    tags, meta, debounce_key
+)
+VALUES (
+    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8 > ?9,
+    ?9, ?9, ?10, ?11, ?12,
+    ?13, ?14, ?15, ?16
+)
+ON CONFLICT DO NOTHING
+"""
+
+GET_JOB_PROGRESS = """SELECT id, kind, status, result, error, published FROM jobs WHERE id = ?1
 """
 
 GET_JOB = """SELECT id, kind, status, result, error FROM jobs WHERE id = ?1
@@ -493,6 +517,25 @@ class LockJobRow:
     """A row that LockJob returns."""
 
     status: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DebounceJobRow:
+    """A row that DebounceJob returns."""
+
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetJobProgressRow:
+    """A row that GetJobProgress returns."""
+
+    id: str
+    kind: str
+    status: str
+    result: str | None
+    error: str | None
+    published: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -1207,7 +1250,9 @@ class Querier:
         id: str,
         attempt: int,
     ) -> int:
-        """PublishJobResult stores a partial result while the claim of attempt holds."""
+        """PublishJobResult stores a partial result while the claim of attempt holds,
+        and counts it (published), so that a stream never yields one twice.
+        """
         cur = self._conn.execute(
             PUBLISH_JOB_RESULT,
             (
@@ -1507,6 +1552,113 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def debounce_job(
+        self,
+        *,
+        replace: bool,
+        payload: str,
+        run_at: str,
+        now: str,
+        kind: str,
+        debounce_key: str | None,
+    ) -> DebounceJobRow | None:
+        """DebounceJob updates the job of kind that holds debounce_key while it waits
+        for its first claim (jobs_debounce), if one does: its payload becomes
+        payload when replace is set (else it keeps its own), and its run_at becomes
+        run_at, the end of the new quiet period. Its other columns stay as stored.
+        It returns the job's id, or no row when no job holds the key.
+        """
+        cur = self._conn.execute(
+            DEBOUNCE_JOB,
+            (
+                replace,
+                payload,
+                run_at,
+                now,
+                kind,
+                debounce_key,
+            ),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return DebounceJobRow(
+            id=row[0],
+        )
+
+    def create_debounced_job(
+        self,
+        *,
+        id: str,
+        kind: str,
+        queue: str,
+        priority: int,
+        payload: str,
+        max_attempts: int,
+        timeout: float | None,
+        run_at: str,
+        now: str,
+        traceparent: str | None,
+        partition_key: str | None,
+        sequence_key: str | None,
+        sequence_blocks: int,
+        tags: str,
+        meta: str | None,
+        debounce_key: str | None,
+    ) -> int:
+        """CreateDebouncedJob stores a queued job that holds debounce_key until its
+        first claim, or nothing when a job of its kind holds the key (jobs_debounce):
+        it changes 1 row, or 0 when another enqueue stored the key's job first; the
+        caller then updates that one (DebounceJob).
+        """
+        cur = self._conn.execute(
+            CREATE_DEBOUNCED_JOB,
+            (
+                id,
+                kind,
+                queue,
+                priority,
+                payload,
+                max_attempts,
+                timeout,
+                run_at,
+                now,
+                traceparent,
+                partition_key,
+                sequence_key,
+                sequence_blocks,
+                tags,
+                meta,
+                debounce_key,
+            ),
+        )
+        return cur.rowcount
+
+    def get_job_progress(
+        self,
+        *,
+        id: str,
+    ) -> GetJobProgressRow | None:
+        """GetJobProgress reads what a stream of the job's progress yields: its
+        status, its latest partial result (or final result) with the count of
+        partial results published, and its error.
+        """
+        cur = self._conn.execute(
+            GET_JOB_PROGRESS,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return GetJobProgressRow(
+            id=row[0],
+            kind=row[1],
+            status=row[2],
+            result=row[3],
+            error=row[4],
+            published=row[5],
+        )
 
     def get_job(
         self,

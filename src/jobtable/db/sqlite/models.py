@@ -88,6 +88,8 @@ class Job:
     run_trace: str | None
     partition_by: str | None
     sequence_by: str | None
+    published: int
+    debounce_key: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -129,7 +129,8 @@ FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = ?1
 """
 
-LIST_WORKFLOW_JOBS = """SELECT id, kind, status FROM jobs WHERE workflow_id = ?1 ORDER BY seq
+LIST_WORKFLOW_JOBS = """SELECT id, kind, status, created_at, started_at, finished_at
+FROM jobs WHERE workflow_id = ?1 ORDER BY seq
 """
 
 LIST_WORKFLOW_DEPS = """SELECT job_deps.dep, job_deps.job
@@ -335,6 +336,9 @@ class ListWorkflowJobsRow:
     id: str
     kind: str
     status: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -777,7 +781,7 @@ class Querier:
         workflow_id: str | None,
     ) -> list[ListWorkflowJobsRow]:
         """ListWorkflowJobs reads every job of a workflow, in enqueue order
-        (jobs_workflow).
+        (jobs_workflow), with its times: enqueued, last started and finished.
         """
         cur = self._conn.execute(
             LIST_WORKFLOW_JOBS,
@@ -788,6 +792,9 @@ class Querier:
                 id=row[0],
                 kind=row[1],
                 status=row[2],
+                created_at=row[3],
+                started_at=row[4],
+                finished_at=row[5],
             )
             for row in cur.fetchall()
         ]
