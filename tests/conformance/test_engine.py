@@ -23,7 +23,6 @@ from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
 
-
 # Opening.
 
 
