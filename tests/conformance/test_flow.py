@@ -62,7 +62,11 @@ def test_a_paused_queue_gives_nothing_and_limits_cap_a_claim(opened: Engine) -> 
     opened.write(lambda q: q.set_queue_paused(name="q", paused=True, now=now()))
     assert claim_q(opened) == []
     opened.write(lambda q: q.set_queue_paused(name="q", paused=False, now=now()))
-    assert claim_q(opened) == ["a"]
+    flow = QueueFlow(False, QueueLimits(1))
+    rows = opened.write(
+        lambda q: q.claim_within_limits(flow=flow, runner="r", queue="q", now=now(), max_jobs=5)
+    )
+    assert [row.id for row in rows] == ["a"]
     assert claim_q(opened) == []
 
 

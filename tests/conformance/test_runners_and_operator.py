@@ -38,7 +38,7 @@ def fail(engine: Engine, job_id: str) -> None:
 
 @covers("register_runner", "get_runner", "heartbeat_runner", "delete_runner")
 def test_a_runner_registers_beats_and_leaves(opened: Engine) -> None:
-    register(opened, "r1")
+    opened.write(lambda q: q.register_runner(name="r1", now=now(), host=None, process=None))
     alive = opened.read(lambda q: q.get_runner(name="r1", now=now(), lease=3600))
     dead = opened.read(lambda q: q.get_runner(name="r1", now=at(60), lease=-60))
     beats = opened.write(lambda q: q.heartbeat_runner(now=now(), name="r1"))
