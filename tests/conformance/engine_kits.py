@@ -10,9 +10,11 @@ import pathlib
 import sqlite3
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from jobtable._engines.base import Engine
+from jobtable._values import timestamp
 
 T = TypeVar("T")
 
@@ -147,3 +149,8 @@ def covers(*methods: str) -> Callable[[T], T]:
         return case
 
     return mark
+
+
+def at(seconds: float) -> str:
+    """The time seconds from now (before it when negative), as the seam's UTC text."""
+    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))

@@ -4,18 +4,11 @@ Its bulk actions on workflows' jobs (pending cancels, needed jobs) are with
 the workflow queries in test_workflows.py.
 """
 
-from datetime import UTC, datetime, timedelta
-
-from engine_kits import covers
-from seam import claim, enqueue, now, timestamp
+from engine_kits import at, covers
+from seam import claim, enqueue, now
 
 from jobtable._engines.base import Engine
 from jobtable._engines.rows import NewJob
-
-
-def at(seconds: float) -> str:
-    """The time seconds from now (before it when negative), as the seam's UTC text."""
-    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 def insert(engine: Engine, kind: str, *jobs: NewJob) -> None:

@@ -5,19 +5,12 @@ Each case runs once per engine (conftest.py) and names with ``covers`` the
 method has one. Cases are small: a few jobs, then what each query returns.
 """
 
-from datetime import UTC, datetime, timedelta
-
-from engine_kits import covers
-from seam import claim, claim_rows, create, enqueue, now, timestamp
+from engine_kits import at, covers
+from seam import claim, claim_rows, create, enqueue, now
 
 from jobtable import Unique
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob, Outcome
-
-
-def at(seconds: float) -> str:
-    """The time seconds from now (before it when negative), as the seam's UTC text."""
-    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 def later(job_id: str, run_at: str, queue: str = "default") -> NewJob:

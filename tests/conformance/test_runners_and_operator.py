@@ -6,18 +6,11 @@ on the time it is given, and both agree that a heartbeat is older than a
 moment a minute ahead.
 """
 
-from datetime import UTC, datetime, timedelta
-
-from engine_kits import covers
-from seam import claim, enqueue, now, timestamp
+from engine_kits import at, covers
+from seam import claim, enqueue, now
 
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob, Outcome
-
-
-def at(seconds: float) -> str:
-    """The time seconds from now (before it when negative), as the seam's UTC text."""
-    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 def register(engine: Engine, name: str, host: str | None = "h", process: str | None = "1") -> None:

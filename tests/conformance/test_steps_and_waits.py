@@ -1,17 +1,10 @@
 """The step and wait queries of the seam (queries/steps.sql, waits.sql), alike on every engine."""
 
-from datetime import UTC, datetime, timedelta
-
-from engine_kits import covers
-from seam import claim, enqueue, now, timestamp
+from engine_kits import at, covers
+from seam import claim, enqueue, now
 
 from jobtable._engines.base import Engine
 from jobtable._engines.rows import NewJob
-
-
-def at(seconds: float) -> str:
-    """The time seconds from now (before it when negative), as the seam's UTC text."""
-    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 @covers("record_job_step", "get_job_step", "list_job_steps")

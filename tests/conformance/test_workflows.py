@@ -5,21 +5,14 @@ to succeed, and drives the queries a run, a failure, a retry or a cancel of
 it takes.
 """
 
-from datetime import UTC, datetime, timedelta
-
-from engine_kits import covers
-from seam import claim, now, timestamp
+from engine_kits import at, covers
+from seam import claim, now
 
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob, Outcome
 from jobtable._engines.workflow_queries import JobDep, WorkflowJob
 
 TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-
-
-def at(seconds: float) -> str:
-    """The time seconds from now (before it when negative), as the seam's UTC text."""
-    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
 
 
 def build(engine: Engine, created: str | None = None) -> None:
@@ -78,7 +71,7 @@ def test_a_workflows_graph_is_read_back(opened: Engine) -> None:
     assert edges == [("a", "b")]
     assert [(d.id, d.status, d.run_on_failure) for d in deps] == [("a", "queued", False)]
     assert [d.id for d in dependents] == ["b"]
-    assert (row.workflow_id, row.workflow_name, row.blocked_by) == ("w", "nightly", None)
+    assert row == ("w", "nightly", None)
     assert opened.read(lambda q: q.job_workflow(id="missing")) is None
 
 
