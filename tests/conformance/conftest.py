@@ -4,10 +4,10 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
-from engine_kits import Kit, postgres_kit, sqlite_kit
 from engine_params import ENGINES
 from pgbouncer_server import PooledURLs
 
+from conformance.engine_kits import Kit, postgres_kit, sqlite_kit
 from jobtable._engines.base import Engine
 
 

@@ -4,9 +4,9 @@ Its bulk actions on workflows' jobs (pending cancels, needed jobs) are with
 the workflow queries in test_workflows.py.
 """
 
-from engine_kits import at, covers
 from seam import claim, enqueue, now
 
+from conformance.engine_kits import at, covers
 from jobtable._engines.base import Engine
 from jobtable._engines.rows import NewJob
 

@@ -16,9 +16,9 @@ import asyncio
 import threading
 
 import pytest
-from engine_kits import LIMIT, Kit, covers, in_threads
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
+from conformance.engine_kits import LIMIT, Kit, covers, in_threads
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError

@@ -4,9 +4,9 @@ Queue "q" gets limits, a pause or a rate; each case checks what a claim and
 the queue's reads make of them.
 """
 
-from engine_kits import covers
 from seam import now
 
+from conformance.engine_kits import covers
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.flow import QueueFlow, QueueLimits
 from jobtable._engines.rows import NewJob

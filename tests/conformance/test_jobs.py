@@ -5,9 +5,9 @@ Each case runs once per engine (conftest.py) and names with ``covers`` the
 method has one. Cases are small: a few jobs, then what each query returns.
 """
 
-from engine_kits import at, covers
 from seam import claim, claim_rows, create, enqueue, now
 
+from conformance.engine_kits import at, covers
 from jobtable import Unique
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob, Outcome

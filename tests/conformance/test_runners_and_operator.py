@@ -6,9 +6,9 @@ on the time it is given, and both agree that a heartbeat is older than a
 moment a minute ahead.
 """
 
-from engine_kits import at, covers
 from seam import claim, enqueue, now
 
+from conformance.engine_kits import at, covers
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob, Outcome
 

@@ -1,8 +1,8 @@
 """The step and wait queries of the seam (queries/steps.sql, waits.sql), alike on every engine."""
 
-from engine_kits import at, covers
 from seam import claim, enqueue, now
 
+from conformance.engine_kits import at, covers
 from jobtable._engines.base import Engine
 from jobtable._engines.rows import NewJob
 

@@ -13,9 +13,9 @@ import threading
 
 import psycopg
 import pytest
-from engine_kits import LIMIT, Kit, covers
 from seam import claim, create, exists, get, now
 
+from conformance.engine_kits import LIMIT, Kit, covers
 from jobtable._engines.base import EndedJobs, Engine
 from jobtable._engines.rows import Outcome
 

@@ -5,9 +5,9 @@ to succeed, and drives the queries a run, a failure, a retry or a cancel of
 it takes.
 """
 
-from engine_kits import at, covers
 from seam import claim, now
 
+from conformance.engine_kits import at, covers
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob, Outcome
 from jobtable._engines.workflow_queries import JobDep, WorkflowJob
