@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [
     "tests/test_queries.py",
-    "tests/test_engine_conformance.py",
+    "tests/conformance/test_engine.py",
     "tests/test_postgres_engine.py",
     "tests/test_sqlite_engine.py",
 ]

@@ -1,6 +1,6 @@
 """What only the PostgreSQL engine does, on a real server: each test has a schema of its own.
 
-What every engine does is in test_engine_conformance.py: this file holds
+What every engine does is in the conformance suite (conformance/): this file holds
 PostgreSQL's own claims under concurrency (SKIP LOCKED), LISTEN/NOTIFY, its
 pool and its connection settings.
 

@@ -7,7 +7,7 @@ statement, with outcomes that mix successes and failures and include stale
 attempts, finished jobs and unknown ids), publishes, heartbeats,
 ``InterruptRunningJobs``, prunes and reads. Dead-runner rescues are not
 compared: PostgreSQL measures leases on the server's clock, not the one the
-machine moves (test_engine_conformance and the runner tests cover them).
+machine moves (the conformance suite and the runner tests cover them).
 Every call gets the time of a clock the machine moves itself. After each call
 the two engines must have
 returned the same thing (or both raised StoreError), and after each step

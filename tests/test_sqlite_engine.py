@@ -1,6 +1,6 @@
 """What only the SQLite engine does, on real database files.
 
-What every engine does is in test_engine_conformance.py: this file holds
+What every engine does is in the conformance suite (conformance/): this file holds
 SQLite's own rules for opening a file, its writer thread and shared
 transactions, its reader pool, its WAL and its locks.
 """

@@ -1,7 +1,9 @@
 """What every engine must do: one suite, run on each engine (a SQLite file, a PostgreSQL schema).
 
-Each test takes ``kit`` or ``opened`` and so runs once per engine of
-engine_params's ``ENGINES``; a new engine passes this suite before the runner may
+Each test takes ``kit`` or ``opened`` (conftest.py) and so runs once per
+engine of engine_params's ``ENGINES``, and through PgBouncer in both modes; it
+names the seam methods it covers with ``covers``, and the files beside this
+one cover the other queries by area. A new engine passes this suite before the runner may
 use it. What only one engine has (SQLite's writer thread, locks and WAL;
 PostgreSQL's pool, LISTEN and server) is tested beside it, in
 test_sqlite_engine.py and test_postgres_engine.py.
@@ -11,183 +13,20 @@ generous limit, which only a broken engine reaches.
 """
 
 import asyncio
-import dataclasses
-import pathlib
-import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from typing import TypeVar
 
 import pytest
-from engine_params import ENGINES
-from pgbouncer_server import PooledURLs
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
 
+from conformance.engine_kits import LIMIT, Kit, covers, in_threads
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob
 from jobtable._errors import StoreError
 
-T = TypeVar("T")
-
-LIMIT = 10.0
-"""Seconds a test waits for background work before it fails; never a timing claim."""
-
-
-@dataclasses.dataclass
-class Kit:
-    """One engine under test: how to open it on the test's database, and to look under it.
-
-    ``stored`` returns everything the database holds, to compare before and
-    after; ``version`` and ``set_version`` read and write the recorded schema
-    version behind the engine's back; ``duplicate`` is the driver's error for
-    a duplicate id and a pattern of its message.
-    """
-
-    name: str
-    current_version: int
-    open: Callable[[], Engine]
-    open_wide: Callable[[int], Engine]
-    version: Callable[[], int]
-    set_version: Callable[[int], None]
-    stored: Callable[[], object]
-    duplicate: tuple[type[BaseException], str]
-
-
-def sqlite_kit(path: pathlib.Path) -> Kit:
-    from jobtable._engines.sqlite.engine import SQLiteEngine
-    from jobtable._engines.sqlite.file import SCHEMA_VERSION
-
-    def query(statement: str) -> int:
-        conn = sqlite3.connect(path)
-        try:
-            value: int = conn.execute(statement).fetchone()[0]
-            conn.commit()
-        finally:
-            conn.close()
-        return value
-
-    def set_version(version: int) -> None:
-        conn = sqlite3.connect(path)
-        try:
-            conn.execute(f"PRAGMA user_version = {version:d}")
-        finally:
-            conn.close()
-
-    def stored() -> object:
-        return {
-            str(file.relative_to(path.parent)): file.read_bytes()
-            for file in sorted(path.parent.rglob("*"))
-            if file.is_file()
-        }
-
-    return Kit(
-        name="sqlite",
-        current_version=SCHEMA_VERSION,
-        open=lambda: SQLiteEngine.open(path),
-        open_wide=lambda threads: SQLiteEngine.open(path, readers=threads),
-        version=lambda: query("PRAGMA user_version"),
-        set_version=set_version,
-        stored=stored,
-        duplicate=(sqlite3.IntegrityError, "UNIQUE constraint failed"),
-    )
-
-
-def postgres_kit(url: str, pooled: str | None = None) -> Kit:
-    """The PostgreSQL engine on url; with pooled, opened through that pooler's URL for url.
-
-    Through a pooler the engine listens on url (``listen_url``).
-    """
-    import psycopg
-
-    from jobtable._engines.postgres.engine import PostgresEngine
-    from jobtable._engines.postgres.schema import SCHEMA_VERSION
-
-    def version() -> int:
-        with psycopg.connect(url, autocommit=True) as conn:
-            rows = conn.execute("SELECT version FROM jobtable_schema").fetchall()
-        assert len(rows) == 1, f"the schema version is recorded once, not {rows}"
-        value: int = rows[0][0]
-        return value
-
-    def set_version(version: int) -> None:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("UPDATE jobtable_schema SET version = %s", (version,))
-
-    def open_engine(max_connections: int = 10) -> PostgresEngine:
-        if pooled is None:
-            return PostgresEngine.open(url, max_connections=max_connections)
-        return PostgresEngine.open(
-            pooled, max_connections=max_connections, pooled=True, listen_url=url
-        )
-
-    def stored() -> object:
-        with psycopg.connect(url, autocommit=True) as conn:
-            return conn.execute(
-                "SELECT 'schema', version::text FROM jobtable_schema"
-                " UNION ALL SELECT 'job', jobs::text FROM jobs"
-                " UNION ALL SELECT 'runner', runners::text FROM runners ORDER BY 1, 2"
-            ).fetchall()
-
-    return Kit(
-        name="postgres",
-        current_version=SCHEMA_VERSION,
-        open=lambda: open_engine(),
-        open_wide=lambda threads: open_engine(max_connections=threads),
-        version=version,
-        set_version=set_version,
-        stored=stored,
-        duplicate=(psycopg.errors.UniqueViolation, "duplicate key"),
-    )
-
-
-def in_threads(work: Callable[[T], None], each: list[T]) -> None:
-    """Runs work(item) for every item of each, in a thread per item; returns when all ended."""
-    threads = [threading.Thread(target=work, args=(item,)) for item in each]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(LIMIT)
-
-
-@pytest.fixture(
-    params=[
-        *ENGINES,
-        pytest.param("postgres-pgbouncer", marks=[pytest.mark.postgres, pytest.mark.slow]),
-        pytest.param("postgres-pgbouncer-session", marks=[pytest.mark.postgres, pytest.mark.slow]),
-    ]
-)
-def engine(request: pytest.FixtureRequest) -> str:
-    """The engine under test; postgres-pgbouncer: PostgreSQL through PgBouncer, transaction mode.
-
-    postgres-pgbouncer-session: through PgBouncer in session mode, pooled, listening directly.
-    """
-    name: str = request.param
-    return name
-
-
-@pytest.fixture
-def kit(engine: str, store_target: str, request: pytest.FixtureRequest) -> Kit:
-    """The engine under test, on a fresh database of the test's own."""
-    if engine == "sqlite":
-        return sqlite_kit(pathlib.Path(store_target))
-    if engine.startswith("postgres-pgbouncer"):
-        name = "pooled_pg_session" if engine.endswith("-session") else "pooled_pg"
-        urls: PooledURLs = request.getfixturevalue(name)
-        return postgres_kit(store_target, pooled=urls.pooled)
-    return postgres_kit(store_target)
-
-
-@pytest.fixture
-def opened(kit: Kit) -> Iterator[Engine]:
-    """The engine under test, open on its fresh database; closed after the test."""
-    engine = kit.open()
-    yield engine
-    engine.close()
-
-
 # Opening.
 
 
+@covers("write")
 def test_open_creates_the_schema_and_records_its_version(opened: Engine, kit: Kit) -> None:
     assert kit.version() == kit.current_version
     opened.write(create("j1"))
@@ -247,6 +86,7 @@ def test_newer_schema_version_is_refused_and_left_unchanged(kit: Kit) -> None:
 # Writing and reading.
 
 
+@covers("write")
 def test_write_returns_the_result_of_its_op(opened: Engine) -> None:
     opened.write(create("j1"))
     row = opened.write(get("j1"))
@@ -310,6 +150,7 @@ def test_a_driver_error_from_a_write_is_a_store_error_from_it(opened: Engine, ki
     assert exists(opened, "j2")  # the engine works on after the error
 
 
+@covers("read")
 def test_an_exception_from_a_read_op_reaches_the_caller_unchanged(opened: Engine) -> None:
     oops = LookupError("mine")
 
@@ -323,6 +164,7 @@ def test_an_exception_from_a_read_op_reaches_the_caller_unchanged(opened: Engine
     assert exists(opened, "j1")  # the connection went back in working order
 
 
+@covers("awrite", "aread")
 async def test_async_fronts_run_the_same_operations(opened: Engine) -> None:
     await opened.awrite(create("j1"))
     row = await opened.aread(get("j1"))
@@ -348,6 +190,7 @@ async def test_async_fronts_do_not_block_the_event_loop(opened: Engine) -> None:
     await write
 
 
+@covers("insert_jobs", "get_job_record")
 def test_times_round_trip_as_utc_text(opened: Engine) -> None:
     moment = "2024-02-29T23:59:58.123456Z"
     opened.write(lambda q: q.insert_jobs(kind="k", jobs=[NewJob("a", "{}", moment)], now=moment))
@@ -399,6 +242,7 @@ def test_concurrent_claims_never_give_a_job_twice(kit: Kit) -> None:
         engine.close()
 
 
+@covers("publish_job_result", "succeed_job", "fail_job")
 def test_writes_of_a_stale_attempt_change_nothing(opened: Engine) -> None:
     enqueue(opened, "a")
     claim(opened, 1)
@@ -438,6 +282,7 @@ def test_writes_of_the_current_attempt_are_stored(opened: Engine) -> None:
 # Closing.
 
 
+@covers("close")
 def test_close_twice_does_nothing(kit: Kit) -> None:
     engine = kit.open()
     engine.write(create("j1"))
