@@ -205,3 +205,60 @@ def test_claim_rows_of_one_write_are_seen_by_the_next_read(opened: Engine) -> No
     assert [row.id for row in rows] == ["a"]
     assert job is not None
     assert job.status == "running"
+
+
+@covers("insert_debounced_job", "debounce_job")
+def test_a_debounce_key_is_held_by_one_pending_job_whose_payload_moves(opened: Engine) -> None:
+    def job(job_id: str, payload: str) -> NewJob:
+        return NewJob(job_id, payload, now(), debounce_key="key")
+
+    first = opened.write(
+        lambda q: q.insert_debounced_job(kind="k", job=job("a", '{"n": 1}'), now=now())
+    )
+    second = opened.write(
+        lambda q: q.insert_debounced_job(kind="k", job=job("b", '{"n": 2}'), now=now())
+    )
+    moved = opened.write(
+        lambda q: q.debounce_job(
+            kind="k", debounce_key="key", payload='{"n": 3}', replace=True, run_at=at(60), now=now()
+        )
+    )
+    kept = opened.write(
+        lambda q: q.debounce_job(
+            kind="k",
+            debounce_key="key",
+            payload='{"n": 4}',
+            replace=False,
+            run_at=at(90),
+            now=now(),
+        )
+    )
+    nobody = opened.write(
+        lambda q: q.debounce_job(
+            kind="k", debounce_key="other", payload="{}", replace=True, run_at=now(), now=now()
+        )
+    )
+    row = opened.read(lambda q: q.get_job_record(id="a"))
+    assert (first, second, moved, kept, nobody) == (True, False, "a", "a", None)
+    assert opened.read(lambda q: q.get_job(id="b")) is None
+    assert row is not None
+    assert row.payload == '{"n": 3}'
+
+
+@covers("get_job_progress")
+def test_progress_counts_the_partial_results_published(opened: Engine) -> None:
+    enqueue(opened, "a")
+    claim(opened, 1)
+    before = opened.read(lambda q: q.get_job_progress(id="a"))
+
+    def publish(result: str) -> None:
+        opened.write(lambda q: q.publish_job_result(result=result, now=now(), id="a", attempt=1))
+
+    publish("1")
+    publish("2")
+    after = opened.read(lambda q: q.get_job_progress(id="a"))
+    assert before is not None
+    assert after is not None
+    assert (before.status, before.published) == ("running", 0)
+    assert (after.status, after.published, after.result) == ("running", 2, "2")
+    assert opened.read(lambda q: q.get_job_progress(id="missing")) is None
