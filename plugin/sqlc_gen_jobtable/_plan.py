@@ -16,7 +16,7 @@ from ._catalog import Catalog, Field
 from ._classes import ClassPlan
 from ._mysql_sql import check_mysql_command, mysql_statement
 from ._request import Query, RequestError, Table
-from ._sql import postgres_sql, sqlite_slices
+from ._sql import postgres_slices, postgres_sql, slice_array_type, sqlite_slices
 
 COMMANDS = (
     ":one",
@@ -173,6 +173,13 @@ def _statement(
         # list's order is the order to bind in, as sqlc-gen-go binds.
         by_number = dict(params)
         return _Statement(sql, tuple(by_number[p.number] for p in query.params), slices)
+    if driver in ("psycopg", "asyncpg"):
+        arrays = {
+            p.number: slice_array_type(p.column.type_name, p.column.type_schema)
+            for p in query.params
+            if p.column.is_sqlc_slice
+        }
+        sql = postgres_slices(sql, arrays, where) if arrays else sql
     if driver == "psycopg":
         return _Statement(postgres_sql(sql, {n: f.name for n, f in params}, where), fields)
     if driver == "asyncpg":

@@ -200,6 +200,21 @@ async def test_many_returns_rows_and_values(conn: asyncpg.Connection) -> None:
     assert await querier.count_active(active=True) == 1
 
 
+async def test_sqlc_slice_under_in_and_not_in_takes_empty_one_and_many(
+    conn: asyncpg.Connection,
+) -> None:
+    querier = accounts.Querier(conn)
+    ada = await _create(querier, _every_type("ada"))
+    bob = await _create(querier, dataclasses.replace(_every_type("bob"), age=20))
+    cy = await _create(querier, dataclasses.replace(_every_type("cy"), age=30))
+    assert await querier.handles_in_slice(ids=[], ages=[]) == []
+    assert await querier.handles_in_slice(ids=[bob.id], ages=[]) == ["bob"]
+    assert await querier.handles_in_slice(ids=[bob.id], ages=[20]) == []
+    everyone = [cy.id, ada.id, bob.id]
+    assert await querier.handles_in_slice(ids=everyone, ages=[20, 30]) == ["ada"]
+    assert await querier.handles_in_slice(ids=everyone, ages=[]) == ["ada", "bob", "cy"]
+
+
 async def test_literal_percent_and_dollar_stay_as_written(conn: asyncpg.Connection) -> None:
     querier = accounts.Querier(conn)
     created = await _create(querier, _every_type("a%b"))

@@ -93,6 +93,21 @@ def test_sqlc_slice_binds_a_list(conn: Conn) -> None:
     assert q.people_by_ids(ids=[]) == []
 
 
+def test_sqlc_slice_under_in_and_not_in_takes_empty_one_and_many(conn: Conn) -> None:
+    # sqlc leaves IN ($1) on PostgreSQL, which would compare an id with the
+    # whole array: the plugin compares it with each element.
+    q = people.Querier(conn)
+    a = _person(q, "a", models.Mood.HAPPY)
+    b = _person(q, "b", models.Mood.SAD)
+    c = _person(q, "c", models.Mood.SO_SO)
+    sad = [models.Mood.SAD]
+    assert q.people_in_slice(ids=[], moods=[], skip="") == []
+    assert q.people_in_slice(ids=[b.id], moods=[], skip="") == ["b"]
+    assert q.people_in_slice(ids=[b.id], moods=sad, skip="") == []
+    assert q.people_in_slice(ids=[a.id, b.id, c.id], moods=sad, skip="c") == ["a"]
+    assert q.people_in_slice(ids=[c.id, a.id, b.id], moods=[], skip="") == ["a", "b", "c"]
+
+
 def test_repeated_column_names_get_numbered_fields(conn: Conn) -> None:
     q = people.Querier(conn)
     owner = _person(q, "ann", models.Mood.HAPPY)

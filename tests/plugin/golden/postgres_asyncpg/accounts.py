@@ -71,6 +71,11 @@ DELETE_ACCOUNT = """DELETE FROM accounts WHERE id = $1
 SET_BIOS_AND_SETTINGS = """UPDATE accounts SET bio = $1, settings = $2 WHERE id = $3
 """
 
+HANDLES_IN_SLICE = """SELECT handle FROM accounts
+WHERE id = ANY($1::int8[]) AND age <> ALL($2::int2[])
+ORDER BY id
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -463,3 +468,17 @@ class Querier:
                 for row in rows
             ],
         )
+
+    async def handles_in_slice(
+        self,
+        *,
+        ids: list[int],
+        ages: list[int | None],
+    ) -> list[str]:
+        """HandlesInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL."""
+        rows = await self._conn.fetch(
+            HANDLES_IN_SLICE,
+            ids,
+            ages,
+        )
+        return [row[0] for row in rows]

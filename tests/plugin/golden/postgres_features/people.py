@@ -78,6 +78,11 @@ PEOPLE_WITH_PETS = """SELECT people.id, people.name, people.mood, people.past_mo
 ORDER BY people.id, pets.id
 """
 
+PEOPLE_IN_SLICE = """SELECT name FROM people
+WHERE id = ANY(%(ids)s::int8[]) AND mood <> ALL(%(moods)s::mood[]) AND name <> %(skip)s
+ORDER BY id
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -626,6 +631,24 @@ class Querier:
             for row in cur.fetchall()
         ]
 
+    def people_in_slice(
+        self,
+        *,
+        ids: list[int],
+        moods: list[models.Mood],
+        skip: str,
+    ) -> list[str]:
+        """PeopleInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL."""
+        cur = self._conn.execute(
+            PEOPLE_IN_SLICE,
+            {
+                "ids": ids,
+                "moods": moods,
+                "skip": skip,
+            },
+        )
+        return [row[0] for row in cur.fetchall()]
+
 
 class AsyncQuerier:
     """Runs the queries of people.sql on one connection."""
@@ -1017,3 +1040,21 @@ class AsyncQuerier:
             )
             for row in await cur.fetchall()
         ]
+
+    async def people_in_slice(
+        self,
+        *,
+        ids: list[int],
+        moods: list[models.Mood],
+        skip: str,
+    ) -> list[str]:
+        """PeopleInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL."""
+        cur = await self._conn.execute(
+            PEOPLE_IN_SLICE,
+            {
+                "ids": ids,
+                "moods": moods,
+                "skip": skip,
+            },
+        )
+        return [row[0] for row in await cur.fetchall()]

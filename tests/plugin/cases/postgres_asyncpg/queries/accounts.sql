@@ -56,3 +56,9 @@ DELETE FROM accounts WHERE id = @id;
 -- name: SetBiosAndSettings :batchexec
 -- SetBiosAndSettings updates many accounts in one call.
 UPDATE accounts SET bio = sqlc.narg(bio), settings = sqlc.narg(settings) WHERE id = @id;
+
+-- name: HandlesInSlice :many
+-- HandlesInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL.
+SELECT handle FROM accounts
+WHERE id IN (sqlc.slice(ids)) AND age NOT IN (sqlc.slice(ages))
+ORDER BY id;

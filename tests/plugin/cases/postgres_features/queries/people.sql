@@ -62,3 +62,9 @@ SELECT id, owner_id, name FROM pets WHERE id = $1;
 -- PeopleWithPets embeds the outer side of a join: a person without pets has no pet.
 SELECT sqlc.embed(people), sqlc.embed(pets) FROM people LEFT JOIN pets ON pets.owner_id = people.id
 ORDER BY people.id, pets.id;
+
+-- name: PeopleInSlice :many
+-- PeopleInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL.
+SELECT name FROM people
+WHERE id IN (sqlc.slice(ids)) AND mood NOT IN (sqlc.slice(moods)) AND name <> @skip
+ORDER BY id;
