@@ -9,7 +9,7 @@ type aliases the fields use, which the models module then defines.
 import dataclasses
 
 from . import _naming as naming
-from ._expressions import column_expressions, extreme_source
+from ._expressions import column_expressions, extreme_source, may_be_null
 from ._options import Options
 from ._pytype import PyType
 from ._request import Column, Parameter, Query, Request, RequestError, Table
@@ -172,6 +172,8 @@ class Catalog:
         seen: set[str] = set()
         expressions = column_expressions(query) if query else [""] * len(columns)
         for column, expression in zip(columns, expressions, strict=True):
+            if query is not None and column.not_null and may_be_null(expression, query):
+                column = dataclasses.replace(column, not_null=False)
             if column.embed_table:
                 field = self._embedded(column, where, outer)
             else:

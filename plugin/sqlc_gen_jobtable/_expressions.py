@@ -13,6 +13,12 @@ from ._request import Column, Query, Table
 
 _AS = re.compile(r"\s+AS\s+(?:\w+|\"[^\"]+\")\s*$", re.IGNORECASE)
 _EXTREME = re.compile(r"(?:max|min)\s*\(\s*(?:(\w+)\s*\.\s*)?(\w+)\s*\)", re.IGNORECASE)
+# An expression that may be NULL whatever sqlc says: NULLIF(), and an
+# aggregate that is NULL over no rows, as it is or cast (sqlc reports a cast
+# NOT NULL).
+_NULLIF = re.compile(r"\(*\s*(?:CAST\s*\(\s*)?\(*\s*NULLIF\s*\(", re.IGNORECASE)
+_AGGREGATE = re.compile(r"\(*\s*(?:CAST\s*\(\s*)?\(*\s*(?:MAX|MIN|SUM|AVG)\s*\(", re.IGNORECASE)
+_GROUP_BY = re.compile(r"\bGROUP\s+BY\b", re.IGNORECASE)
 _FROM = re.compile(
     r"\b(?:FROM|JOIN)\s+(?!\()([\w.]+)(?:\s+(?:AS\s+)?(?!ON\b|WHERE\b|JOIN\b|LEFT\b|RIGHT\b"
     r"|INNER\b|FULL\b|CROSS\b|GROUP\b|ORDER\b|LIMIT\b|USING\b|NATURAL\b|HAVING\b|WINDOW\b"
@@ -121,3 +127,17 @@ def extreme_source(expression: str, query: Query, tables: dict[str, Table]) -> S
     if len(found) != 1:
         return None
     return Source(*found[0])
+
+
+def may_be_null(expression: str, query: Query) -> bool:
+    """Tells whether a select item of query may be NULL though sqlc reports it NOT NULL.
+
+    That is an item that is, or casts, NULLIF() (NULL when its arguments are
+    equal), or an aggregate that is NULL over no rows (max, min, sum, avg) in
+    a query without GROUP BY, whose one row may aggregate none. (Under GROUP
+    BY every group has a row, and sqlc's word on the column is kept.)
+    """
+    item = expression.strip()
+    if _NULLIF.match(item):
+        return True
+    return _AGGREGATE.match(item) is not None and not _GROUP_BY.search(query.text)

@@ -108,6 +108,21 @@ def test_sqlc_slice_under_in_and_not_in_takes_empty_one_and_many(conn: Conn) -> 
     assert q.people_in_slice(ids=[c.id, a.id, b.id], moods=[], skip="") == ["a", "b", "c"]
 
 
+def test_a_one_of_nullif_or_a_cast_max_tells_a_null_from_no_row(conn: Conn) -> None:
+    # sqlc reports both NOT NULL; NULLIF is NULL when its arguments are
+    # equal, max over no rows is NULL.
+    q = people.Querier(conn)
+    ann = _person(q, "ann", models.Mood.HAPPY)
+    assert q.name_unless(unless="bob", id=ann.id) == people.NameUnlessRow(name="ann")
+    assert q.name_unless(unless="ann", id=ann.id) == people.NameUnlessRow(name=None)
+    assert q.name_unless(unless="ann", id=ann.id + 1) is None
+    assert q.last_pet_id() == people.LastPetIdRow(last=None)
+    q.add_pet(owner_id=ann.id, name="rex")
+    last = q.last_pet_id()
+    assert last is not None
+    assert type(last.last) is int
+
+
 def test_repeated_column_names_get_numbered_fields(conn: Conn) -> None:
     q = people.Querier(conn)
     owner = _person(q, "ann", models.Mood.HAPPY)

@@ -83,6 +83,12 @@ WHERE id = ANY(%(ids)s::int8[]) AND mood <> ALL(%(moods)s::mood[]) AND name <> %
 ORDER BY id
 """
 
+NAME_UNLESS = """SELECT NULLIF(name, %(unless)s::text)::text AS name FROM people WHERE id = %(id)s
+"""
+
+LAST_PET_ID = """SELECT CAST(max(id) AS bigint) AS last FROM pets
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -238,6 +244,20 @@ class PeopleWithPetsRow:
 
     person: models.Person | None
     pet: models.Pet | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NameUnlessRow:
+    """A row that NameUnless returns."""
+
+    name: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LastPetIdRow:
+    """A row that LastPetId returns."""
+
+    last: int | None
 
 
 class Querier:
@@ -649,6 +669,42 @@ class Querier:
         )
         return [row[0] for row in cur.fetchall()]
 
+    def name_unless(
+        self,
+        *,
+        unless: str,
+        id: int,
+    ) -> NameUnlessRow | None:
+        """NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+        tells a NULL from no row.
+        """
+        cur = self._conn.execute(
+            NAME_UNLESS,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NameUnlessRow(
+            name=row[0],
+        )
+
+    def last_pet_id(
+        self,
+    ) -> LastPetIdRow | None:
+        cur = self._conn.execute(
+            LAST_PET_ID,
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return LastPetIdRow(
+            last=row[0],
+        )
+
 
 class AsyncQuerier:
     """Runs the queries of people.sql on one connection."""
@@ -1058,3 +1114,39 @@ class AsyncQuerier:
             },
         )
         return [row[0] for row in await cur.fetchall()]
+
+    async def name_unless(
+        self,
+        *,
+        unless: str,
+        id: int,
+    ) -> NameUnlessRow | None:
+        """NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+        tells a NULL from no row.
+        """
+        cur = await self._conn.execute(
+            NAME_UNLESS,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return NameUnlessRow(
+            name=row[0],
+        )
+
+    async def last_pet_id(
+        self,
+    ) -> LastPetIdRow | None:
+        cur = await self._conn.execute(
+            LAST_PET_ID,
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return LastPetIdRow(
+            last=row[0],
+        )

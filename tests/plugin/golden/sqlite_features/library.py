@@ -87,6 +87,9 @@ ORDER BY authors.id, books.id
 AUTHORS_PRICED_AT = """SELECT name FROM authors WHERE price IN (/*SLICE:prices*/?) ORDER BY id
 """
 
+NAME_UNLESS = """SELECT CAST(NULLIF(name, ?1) AS TEXT) AS name FROM authors WHERE id = ?2
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -151,6 +154,13 @@ class BooksWithAuthorRow:
 
 
 @_dataclasses.dataclass(frozen=True, slots=True)
+class TopRatingRow:
+    """A row that TopRating returns."""
+
+    top: decimal.Decimal | None
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
 class PercentRow:
     """A row that Percent returns."""
 
@@ -172,6 +182,13 @@ class AuthorsWithBooksRow:
 
     authors: _models.Authors | None
     books: _models.Books | None
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
+class NameUnlessRow:
+    """A row that NameUnless returns."""
+
+    name: str | None
 
 
 class Querier:
@@ -365,14 +382,16 @@ class Querier:
 
     def top_rating(
         self,
-    ) -> decimal.Decimal | None:
+    ) -> TopRatingRow | None:
         cur = self._conn.execute(
             TOP_RATING,
         )
         row = cur.fetchone()
         if row is None:
             return None
-        return _decimal(row[0])
+        return TopRatingRow(
+            top=_or_none(_decimal, row[0]),
+        )
 
     def del_(
         self,
@@ -578,3 +597,26 @@ class Querier:
             (*[str(v) for v in prices],),
         )
         return [row[0] for row in cur.fetchall()]
+
+    def name_unless(
+        self,
+        *,
+        unless: feature_types.SQLiteValue,
+        id: int,
+    ) -> NameUnlessRow | None:
+        """NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+        tells a NULL from no row.
+        """
+        cur = self._conn.execute(
+            NAME_UNLESS,
+            (
+                unless,
+                id,
+            ),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NameUnlessRow(
+            name=row[0],
+        )

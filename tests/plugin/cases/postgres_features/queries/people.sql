@@ -68,3 +68,11 @@ ORDER BY people.id, pets.id;
 SELECT name FROM people
 WHERE id IN (sqlc.slice(ids)) AND mood NOT IN (sqlc.slice(moods)) AND name <> @skip
 ORDER BY id;
+
+-- name: NameUnless :one
+-- NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+-- tells a NULL from no row.
+SELECT NULLIF(name, sqlc.arg(unless)::text)::text AS name FROM people WHERE id = sqlc.arg(id);
+
+-- name: LastPetId :one
+SELECT CAST(max(id) AS bigint) AS last FROM pets;

@@ -73,3 +73,8 @@ ORDER BY authors.id, books.id;
 
 -- name: AuthorsPricedAt :many
 SELECT name FROM authors WHERE price IN (sqlc.slice(prices)) ORDER BY id;
+
+-- name: NameUnless :one
+-- NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+-- tells a NULL from no row.
+SELECT CAST(NULLIF(name, @unless) AS TEXT) AS name FROM authors WHERE id = @id;
