@@ -133,7 +133,14 @@ def plugin_config(config: dict[str, object]) -> tuple[dict[str, object], str]:
         out = OUT if index == 0 else f"{OUT}_{index}"
         kept["codegen"] = [{"plugin": "jobtable", "out": out, "options": DRIVERS.get(engine, {})}]
         rewritten.append(kept)
-    plugins = [{"name": "jobtable", "process": {"cmd": "sqlc-gen-jobtable", "format": "json"}}]
+    plugins = [
+        {
+            "name": "jobtable",
+            # sqlc passes a plugin only the variables listed.
+            "env": ["PATH", "SQLC_GEN_JOBTABLE_POSTGRES_URL", "SQLC_GEN_JOBTABLE_MYSQL_URL"],
+            "process": {"cmd": "sqlc-gen-jobtable", "format": "json"},
+        }
+    ]
     engine = engines[0] if len(set(engines)) == 1 else "mixed"
     return {"version": "2", "plugins": plugins, "sql": rewritten}, engine
 

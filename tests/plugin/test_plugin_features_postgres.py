@@ -123,6 +123,22 @@ def test_a_one_of_nullif_or_a_cast_max_tells_a_null_from_no_row(conn: Conn) -> N
     assert type(last.last) is int
 
 
+def test_expressions_have_the_types_the_server_returns(conn: Conn) -> None:
+    # sqlc says ceil() is a float, NULLIF() a bool and generate_series() a
+    # bigint; the plugin takes the server's types, which psycopg returns.
+    q = people.Querier(conn)
+    ann = _person(q, "ann", models.Mood.HAPPY)
+    row = q.server_typed(unless=0, id=ann.id)
+    assert row is not None
+    check_row(row)
+    assert row.kept == ann.id
+    assert row.magnitude == decimal.Decimal(ann.id)
+    day = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    days = q.days(start=day, stop=day + datetime.timedelta(days=2))
+    check(days, list[datetime.datetime])
+    assert len(days) == 3
+
+
 def test_repeated_column_names_get_numbered_fields(conn: Conn) -> None:
     q = people.Querier(conn)
     owner = _person(q, "ann", models.Mood.HAPPY)

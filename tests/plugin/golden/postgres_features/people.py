@@ -5,6 +5,8 @@
 """Queries of people.sql."""
 
 import dataclasses
+import datetime
+import decimal
 import re
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -87,6 +89,14 @@ NAME_UNLESS = """SELECT NULLIF(name, %(unless)s::text)::text AS name FROM people
 """
 
 LAST_PET_ID = """SELECT CAST(max(id) AS bigint) AS last FROM pets
+"""
+
+SERVER_TYPED = """SELECT ceil(id::numeric / 2) AS half_up, abs(id::numeric) AS magnitude,
+    NULLIF(id, %(unless)s) AS kept
+FROM people WHERE id = %(id)s
+"""
+
+DAYS = """SELECT generate_series(%(start)s::timestamptz, %(stop)s::timestamptz, '1 day') AS day
 """
 
 _T = TypeVar("_T")
@@ -258,6 +268,15 @@ class LastPetIdRow:
     """A row that LastPetId returns."""
 
     last: int | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerTypedRow:
+    """A row that ServerTyped returns."""
+
+    half_up: decimal.Decimal
+    magnitude: decimal.Decimal
+    kept: int | None
 
 
 class Querier:
@@ -705,6 +724,46 @@ class Querier:
             last=row[0],
         )
 
+    def server_typed(
+        self,
+        *,
+        unless: int,
+        id: int,
+    ) -> ServerTypedRow | None:
+        """ServerTyped's columns are typed as the server says: sqlc says ceil()
+        is a float, NULLIF() a bool.
+        """
+        cur = self._conn.execute(
+            SERVER_TYPED,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return ServerTypedRow(
+            half_up=row[0],
+            magnitude=row[1],
+            kept=row[2],
+        )
+
+    def days(
+        self,
+        *,
+        start: datetime.datetime,
+        stop: datetime.datetime,
+    ) -> list[datetime.datetime]:
+        cur = self._conn.execute(
+            DAYS,
+            {
+                "start": start,
+                "stop": stop,
+            },
+        )
+        return [row[0] for row in cur.fetchall()]
+
 
 class AsyncQuerier:
     """Runs the queries of people.sql on one connection."""
@@ -1150,3 +1209,43 @@ class AsyncQuerier:
         return LastPetIdRow(
             last=row[0],
         )
+
+    async def server_typed(
+        self,
+        *,
+        unless: int,
+        id: int,
+    ) -> ServerTypedRow | None:
+        """ServerTyped's columns are typed as the server says: sqlc says ceil()
+        is a float, NULLIF() a bool.
+        """
+        cur = await self._conn.execute(
+            SERVER_TYPED,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return ServerTypedRow(
+            half_up=row[0],
+            magnitude=row[1],
+            kept=row[2],
+        )
+
+    async def days(
+        self,
+        *,
+        start: datetime.datetime,
+        stop: datetime.datetime,
+    ) -> list[datetime.datetime]:
+        cur = await self._conn.execute(
+            DAYS,
+            {
+                "start": start,
+                "stop": stop,
+            },
+        )
+        return [row[0] for row in await cur.fetchall()]

@@ -76,3 +76,13 @@ SELECT NULLIF(name, sqlc.arg(unless)::text)::text AS name FROM people WHERE id =
 
 -- name: LastPetId :one
 SELECT CAST(max(id) AS bigint) AS last FROM pets;
+
+-- name: ServerTyped :one
+-- ServerTyped's columns are typed as the server says: sqlc says ceil()
+-- is a float, NULLIF() a bool.
+SELECT ceil(id::numeric / 2) AS half_up, abs(id::numeric) AS magnitude,
+    NULLIF(id, sqlc.arg(unless)) AS kept
+FROM people WHERE id = sqlc.arg(id);
+
+-- name: Days :many
+SELECT generate_series(sqlc.arg(start)::timestamptz, sqlc.arg(stop)::timestamptz, '1 day') AS day;
