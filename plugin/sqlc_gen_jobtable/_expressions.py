@@ -99,14 +99,44 @@ class Source:
     column: Column
 
 
-def extreme_source(expression: str, query: Query, tables: dict[str, Table]) -> Source | None:
+# SQLite's rounding functions, which return an INTEGER for an integer and a
+# REAL for anything else, where sqlc says they return an integer.
+_ROUNDING = re.compile(
+    r"(?:ceil|ceiling|floor|trunc)\s*\(\s*(?:([A-Za-z_]\w*)\s*\.\s*)?([-+]?[\d.]+(?:e[-+]?\d+)?|\w+)\s*\)",
+    re.IGNORECASE,
+)
+
+
+def sqlite_rounding_is_real(expression: str, query: Query, tables: dict[str, Table]) -> bool:
+    """Tells whether expression is SQLite's ceil(), floor() or trunc() of a REAL.
+
+    That is of a number with a point or an exponent, or of a column of the
+    tables query reads of REAL affinity (REAL, FLOAT, DOUBLE). Of anything
+    else sqlc's word stands: an INTEGER gives an INTEGER, and a NUMERIC
+    column holds either.
+    """
+    match = _ROUNDING.fullmatch(expression.strip())
+    if match is None:
+        return False
+    argument = match.group(2)
+    if argument[0].isdigit() or argument[0] in "-+.":
+        return not argument.lstrip("+-").isdigit()
+    source = extreme_source(expression, query, tables, _ROUNDING)
+    declared = source.column.type_name.upper() if source is not None else ""
+    return "INT" not in declared and any(word in declared for word in ("REAL", "FLOA", "DOUB"))
+
+
+def extreme_source(
+    expression: str, query: Query, tables: dict[str, Table], pattern: re.Pattern[str] = _EXTREME
+) -> Source | None:
     """Returns the column that expression takes the max() or min() of, None if unsure.
 
     tables maps each table's name to it. The query must read only tables of
     the schema (no WITH, no subquery in FROM) and the column must be found
-    in exactly one of them, or in the one its qualifier names.
+    in exactly one of them, or in the one its qualifier names. pattern
+    matches another function of one column.
     """
-    match = _EXTREME.fullmatch(expression.strip())
+    match = pattern.fullmatch(expression.strip())
     if match is None or re.search(r"\bWITH\b", query.text, re.IGNORECASE):
         return None
     if re.search(r"\b(?:FROM|JOIN)\s*\(", query.text, re.IGNORECASE):

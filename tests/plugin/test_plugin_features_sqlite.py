@@ -169,3 +169,14 @@ def test_a_one_of_nullif_tells_a_null_from_no_row(q: library.Querier) -> None:
     assert q.name_unless(unless="bob", id=ann) == library.NameUnlessRow(name="ann")
     assert q.name_unless(unless="ann", id=ann) == library.NameUnlessRow(name=None)
     assert q.name_unless(unless="ann", id=ann + 1) is None
+
+
+def test_rounding_functions_have_the_types_sqlite_returns(q: library.Querier) -> None:
+    # sqlc says ceil(), floor() and trunc() return an INTEGER; SQLite
+    # returns a REAL for a REAL.
+    q.add_spelling(small=7, code="c", note=None, ratio=2.5, ref="0b9e", at=None, raw=None)
+    [spelling] = q.get_spellings()
+    row = q.rounded(id=spelling.id)
+    assert row is not None
+    check_row(row)
+    assert (row.up, row.down, row.whole, row.low) == (2.0, 2.0, spelling.id, -2000.0)

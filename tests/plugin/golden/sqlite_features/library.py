@@ -90,6 +90,10 @@ AUTHORS_PRICED_AT = """SELECT name FROM authors WHERE price IN (/*SLICE:prices*/
 NAME_UNLESS = """SELECT CAST(NULLIF(name, ?1) AS TEXT) AS name FROM authors WHERE id = ?2
 """
 
+ROUNDED = """SELECT ceil(1.5) AS up, floor(ratio) AS down, trunc(id) AS whole, ceiling(-2e3) AS low
+FROM spellings WHERE id = ?1
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -189,6 +193,16 @@ class NameUnlessRow:
     """A row that NameUnless returns."""
 
     name: str | None
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
+class RoundedRow:
+    """A row that Rounded returns."""
+
+    up: float
+    down: float
+    whole: int
+    low: float
 
 
 class Querier:
@@ -619,4 +633,26 @@ class Querier:
             return None
         return NameUnlessRow(
             name=row[0],
+        )
+
+    def rounded(
+        self,
+        *,
+        id: int,
+    ) -> RoundedRow | None:
+        """Rounded's columns are typed as SQLite returns them: sqlc says ceil(),
+        floor() and trunc() return an INTEGER, which they do only of an integer.
+        """
+        cur = self._conn.execute(
+            ROUNDED,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return RoundedRow(
+            up=row[0],
+            down=row[1],
+            whole=row[2],
+            low=row[3],
         )
