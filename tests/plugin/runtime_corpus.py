@@ -62,35 +62,39 @@ class Tally:
         ) + "".join(f"\n  {name}: {self.failed[name][:100]}" for name in never)
 
 
-def sample(annotation: object, n: int) -> object:
-    """Returns a value of annotation, varied by n."""
+def sample(annotation: object, n: int, naive: bool = False) -> object:
+    """Returns a value of annotation, varied by n; naive makes datetimes without a zone."""
     supertype = getattr(annotation, "__supertype__", None)
     if supertype is not None:
-        return sample(supertype, n)
+        return sample(supertype, n, naive)
     if getattr(annotation, "__value__", None) is not None:
-        return sample(annotation.__value__, n)  # type: ignore[attr-defined]
+        return sample(annotation.__value__, n, naive)  # type: ignore[attr-defined]
     if isinstance(annotation, str | typing.ForwardRef) or annotation is pydantic.JsonValue:
         # The recursive JSON alias names itself.
         return {"n": n}
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Annotated:
-        return sample(args[0], n)
+        return sample(args[0], n, naive)
     if origin in (types.UnionType, typing.Union):
         chosen = [a for a in args if a is not type(None)]
-        return sample(chosen[0], n) if chosen else None
+        return sample(chosen[0], n, naive) if chosen else None
     if origin in (list, Iterable) or origin is getattr(typing, "Iterable", None):
-        return [sample(args[0], n)]
+        return [sample(args[0], n, naive)]
     if origin is frozenset:
         return frozenset()
     if origin is dict:
         return {"k": "v"}
     if origin is tuple:
-        return tuple(sample(a, n) for a in args if a is not Ellipsis)
+        return tuple(sample(a, n, naive) for a in args if a is not Ellipsis)
     if origin is psycopg.types.range.Range:
         return psycopg.types.range.Range(empty=True)
     if origin is psycopg.types.multirange.Multirange:
         return psycopg.types.multirange.Multirange()
-    return _plain(annotation, n)
+    if naive and annotation is datetime.datetime:
+        return datetime.datetime(2026, 1, 1 + n % 28, 12)
+    if not naive and annotation is datetime.time:
+        return datetime.time(n % 24, 30, tzinfo=datetime.UTC)
+    return _plain(annotation, n, naive)
 
 
 _PLAIN: dict[object, Callable[[int], object]] = {
@@ -112,7 +116,7 @@ _PLAIN: dict[object, Callable[[int], object]] = {
 }
 
 
-def _plain(annotation: object, n: int) -> object:
+def _plain(annotation: object, n: int, naive: bool) -> object:
     if annotation in _PLAIN:
         return _PLAIN[annotation](n)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
@@ -127,7 +131,7 @@ def _plain(annotation: object, n: int) -> object:
             if issubclass(annotation, pydantic.BaseModel)
             else [f.name for f in dataclasses.fields(annotation)]
         )
-        return annotation(**{f: sample(hints[f], n) for f in fields})
+        return annotation(**{f: sample(hints[f], n, naive) for f in fields})
     raise TypeError(f"no sample for {annotation!r}")
 
 
@@ -159,10 +163,14 @@ def methods(querier: object) -> list[tuple[str, Callable[..., object]]]:
 
 
 def arguments(method: Callable[..., object], n: int) -> dict[str, object]:
-    """A sample for each keyword parameter of method."""
+    """A sample for each keyword parameter of method: odd n naive datetimes, even aware.
+
+    A timestamp without a time zone takes a naive datetime on asyncpg, one
+    with a zone an aware one: the rounds alternate.
+    """
     hints = typing.get_type_hints(method)
     params = inspect.signature(method).parameters
-    return {name: sample(hints[name], n) for name in params if name != "self"}
+    return {name: sample(hints[name], n, n % 2 == 1) for name in params if name != "self"}
 
 
 def record(tally: Tally, name: str, method: Callable[..., object], result: object) -> None:
