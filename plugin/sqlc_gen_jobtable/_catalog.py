@@ -9,7 +9,7 @@ type aliases the fields use, which the models module then defines.
 import dataclasses
 
 from . import _naming as naming
-from ._expressions import column_expressions, extreme_source
+from ._expressions import column_expressions, extreme_source, may_be_null, sqlite_rounding_is_real
 from ._options import Options
 from ._pytype import PyType
 from ._request import Column, Parameter, Query, Request, RequestError, Table
@@ -172,6 +172,8 @@ class Catalog:
         seen: set[str] = set()
         expressions = column_expressions(query) if query else [""] * len(columns)
         for column, expression in zip(columns, expressions, strict=True):
+            if query is not None and column.not_null and may_be_null(expression, query):
+                column = dataclasses.replace(column, not_null=False)
             if column.embed_table:
                 field = self._embedded(column, where, outer)
             else:
@@ -192,6 +194,14 @@ class Catalog:
         """Returns column's type; max(col) and min(col) untyped by sqlc get col's, nullable."""
         type_name = column.type_name.lower()
         overridden = any(o.db_type == type_name for o in self.options.overrides)
+        if (
+            query is not None
+            and self.request.engine == "sqlite"
+            and not overridden
+            and sqlite_rounding_is_real(expression, query, self._by_name)
+        ):
+            # sqlc says INTEGER; SQLite returns a REAL for a REAL.
+            column = dataclasses.replace(column, type_name="REAL")
         if query is not None and type_name in UNTYPED_NAMES and not overridden:
             source = extreme_source(expression, query, self._by_name)
             if source is not None:

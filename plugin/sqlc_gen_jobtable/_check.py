@@ -90,6 +90,12 @@ def check_sqlite(schema: str, plans: list[QueryPlan]) -> list[str]:
 
 def postgres_placeholders(sql: str) -> tuple[str, int]:
     """Returns sql with psycopg's %(name)s as $n, one n per name, and the count of names."""
+    converted, names = _numbered(sql)
+    return converted, len(names)
+
+
+def _numbered(sql: str) -> tuple[str, list[str]]:
+    """Returns sql with psycopg's %(name)s as $n, and the names in the order of n."""
     names: dict[str, int] = {}
 
     def number(match: re.Match[str]) -> str:
@@ -97,15 +103,38 @@ def postgres_placeholders(sql: str) -> tuple[str, int]:
             return "%"
         return f"${names.setdefault(match.group(1), len(names) + 1)}"
 
-    return _PSYCOPG_PLACEHOLDER.sub(number, sql), len(names)
+    return _PSYCOPG_PLACEHOLDER.sub(number, sql), list(names)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerType:
+    """A type as the server names it: its schema ("" for the built-in and the
+    default one), its name, and whether the value is an array of it."""
+
+    schema: str
+    name: str
+    is_array: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Described:
-    """What the server says of a prepared statement: its parameters and result columns."""
+    """What the server says of a prepared statement: its parameters and result columns.
+
+    ``param_types`` and ``column_types``, when the server told them, hold
+    each one's type (None where it named none that the plugin reads).
+    ``params_by_name`` lists, for psycopg's SQL, the name of each numbered
+    parameter in order.
+    """
 
     params: int
     columns: int
+    param_types: tuple[ServerType | None, ...] = ()
+    column_types: tuple[ServerType | None, ...] = ()
+    param_names: tuple[str, ...] = ()
+
+
+# What the server said of each plan's SQL, by (file, query name).
+Descriptions = dict[tuple[str, str], Described]
 
 
 # A function that prepares SQL on the server and returns its description, or
@@ -113,11 +142,14 @@ class Described:
 Describe = Callable[[str], Described]
 
 
-def check_postgres(describe: Describe, plans: list[QueryPlan]) -> list[str]:
+def check_postgres(
+    describe: Describe, plans: list[QueryPlan], found: Descriptions | None = None
+) -> list[str]:
     """Returns an error for each plan whose SQL does not prepare on PostgreSQL as planned.
 
     A COPY cannot be prepared; it is built from the INSERT that sqlc parsed.
     The asyncpg driver keeps that INSERT as the constant, which is prepared.
+    found, when given, receives what the server said of each plan's SQL.
     """
     errors: list[str] = []
     for plan in plans:
@@ -125,7 +157,7 @@ def check_postgres(describe: Describe, plans: list[QueryPlan]) -> list[str]:
         if plan.command == ":copyfrom" and not asyncpg:
             continue
         # asyncpg's SQL is sqlc's, with its $N; psycopg's names them.
-        sql = postgres_placeholders(plan.sql)[0] if plan.params and not asyncpg else plan.sql
+        sql, names = _numbered(plan.sql) if plan.params and not asyncpg else (plan.sql, [])
         try:
             described = describe(sql)
         except RequestError as err:
@@ -136,6 +168,10 @@ def check_postgres(describe: Describe, plans: list[QueryPlan]) -> list[str]:
         message = _mismatch(plan, described.params, described.columns)
         if message:
             errors.append(message)
+        elif found is not None:
+            found[(plan.filename, plan.name)] = dataclasses.replace(
+                described, param_names=tuple(names)
+            )
     return errors
 
 
@@ -146,6 +182,8 @@ def server_describe(conn: "psycopg.Connection[TupleRow]") -> Describe:
     leaves the transaction usable for the next.
     """
 
+    names: dict[int, ServerType] = {}
+
     def describe(sql: str) -> Described:
         conn.execute("SAVEPOINT sqlc_gen_jobtable_check")
         prepared = conn.pgconn.prepare(b"", sql.encode())
@@ -153,12 +191,51 @@ def server_describe(conn: "psycopg.Connection[TupleRow]") -> Describe:
             conn.execute("ROLLBACK TO SAVEPOINT sqlc_gen_jobtable_check")
             raise RequestError(prepared.error_message.decode(errors="replace").strip())
         result = conn.pgconn.describe_prepared(b"")
-        return Described(result.nparams, result.nfields)
+        params = [result.param_type(i) for i in range(result.nparams)]
+        fields = [result.ftype(i) for i in range(result.nfields)]
+        types = _type_names(conn, {*params, *fields}, names)
+        return Described(
+            result.nparams,
+            result.nfields,
+            tuple(types.get(oid) for oid in params),
+            tuple(types.get(oid) for oid in fields),
+        )
 
     return describe
 
 
-def check_on_server(url: str, schema: str, plans: list[QueryPlan]) -> list[str]:
+# Each type's schema and name; an array's are its element's.
+_TYPE_NAMES = """
+SELECT t.oid::int8, n.nspname, t.typname, e.oid IS NOT NULL, en.nspname, e.typname
+FROM pg_catalog.pg_type t
+JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
+LEFT JOIN pg_catalog.pg_namespace en ON en.oid = e.typnamespace
+WHERE t.oid = ANY(%s::oid[])
+"""
+# The schemas whose types sqlc names without one: the built-in types' and
+# the check's own, where the schema's types are made.
+_UNQUALIFIED = ("pg_catalog", "public", "sqlc_gen_jobtable_check")
+
+
+def _type_names(
+    conn: "psycopg.Connection[TupleRow]", oids: set[int], known: dict[int, ServerType]
+) -> dict[int, ServerType]:
+    """Returns the ServerType of each of oids, reading those not in known (and adding them)."""
+    missing = sorted(oid for oid in oids if oid and oid not in known)
+    if missing:
+        for oid, schema, name, is_array, element_schema, element in conn.execute(
+            _TYPE_NAMES, [missing]
+        ):
+            if is_array:
+                schema, name = element_schema, element
+            known[oid] = ServerType("" if schema in _UNQUALIFIED else schema, name, is_array)
+    return known
+
+
+def check_on_server(
+    url: str, schema: str, plans: list[QueryPlan], found: Descriptions | None = None
+) -> list[str]:
     """Runs check_postgres on the server at url, in a transaction rolled back after.
 
     The schema runs in a schema of its own first on the search path. Raises
@@ -183,17 +260,22 @@ def check_on_server(url: str, schema: str, plans: list[QueryPlan]) -> list[str]:
             conn.rollback()
             return [f"the schema does not run on PostgreSQL: {err}"]
 
-        errors = check_postgres(server_describe(conn), plans)
+        errors = check_postgres(server_describe(conn), plans, found)
         conn.rollback()
     return errors
 
 
-def check(engine: str, schema: str, plans: list[QueryPlan]) -> None:
-    """Raises RequestError listing every plan whose SQL constant fails its check."""
+def check(engine: str, schema: str, plans: list[QueryPlan]) -> Descriptions:
+    """Raises RequestError listing every plan whose SQL constant fails its check.
+
+    Returns what the server said of each plan's SQL (on PostgreSQL), for the
+    types of its parameters and columns.
+    """
+    found: Descriptions = {}
     errors = check_sqlite(schema, plans) if engine == "sqlite" else []
     url = os.environ.get(POSTGRES_URL, "")
     if engine == "postgresql" and url:
-        errors = check_on_server(url, schema, plans)
+        errors = check_on_server(url, schema, plans, found)
     mysql_url = os.environ.get("SQLC_GEN_JOBTABLE_MYSQL_URL", "")
     if engine == "mysql" and mysql_url:
         # Imported here: _mysql_check uses this module's result_columns.
@@ -204,3 +286,4 @@ def check(engine: str, schema: str, plans: list[QueryPlan]) -> None:
         raise RequestError(
             "generated SQL failed its check against the schema:\n  " + "\n  ".join(errors)
         )
+    return found

@@ -14,7 +14,7 @@ from . import _naming as naming
 from ._asyncpg import CONNECTION as ASYNCPG_CONNECTION
 from ._asyncpg import asyncpg_body
 from ._catalog import Catalog
-from ._check import check
+from ._check import Descriptions, check
 from ._classes import exec_result_plan, render_class
 from ._helpers import HELPER_NEEDS, HELPERS
 from ._literals import header, sql_triple_quoted
@@ -26,6 +26,7 @@ from ._mysql_sql import mysql_request
 from ._options import Options
 from ._plan import QueryPlan, plan_query
 from ._request import Query, Request, RequestError
+from ._server_types import reconcile
 from ._sqlite_source import repair_sqlite_text
 from ._writer import Writer
 
@@ -84,6 +85,31 @@ def _plans(catalog: Catalog, queries: list[Query]) -> list[QueryPlan]:
     if errors:
         raise RequestError("\n".join(errors))
     return plans
+
+
+def _server_plans(
+    catalog: Catalog,
+    modules: dict[str, list[Query]],
+    described: Descriptions,
+    planned: dict[str, list[QueryPlan]],
+) -> None:
+    """Plans again each module with a query whose types the server gives otherwise than sqlc.
+
+    Raises RequestError naming every query whose server type has no Python type.
+    """
+    errors: list[str] = []
+    for module, queries in modules.items():
+        served: list[Query] = []
+        for query in queries:
+            found = described.get((query.filename, query.name))
+            try:
+                served.append(query if found is None else reconcile(catalog, query, found))
+            except RequestError as err:
+                errors.append(str(err))
+        if served != queries and len(served) == len(queries):
+            planned[module] = _plans(catalog, served)
+    if errors:
+        raise RequestError("\n".join(errors))
 
 
 def _init(w: Writer, conn_type: str) -> None:
@@ -212,9 +238,11 @@ def generate(request: Request, warnings: list[str] | None = None) -> dict[str, s
         files["schema.py"] = _schema_module(request)
     errors: list[str] = []
     planned: dict[str, list[QueryPlan]] = {}
+    modules: dict[str, list[Query]] = {}
     for filename, queries in sorted(by_file.items()):
         module = _module_name(filename, files, options)
         files[module + ".py"] = ""
+        modules[module] = queries
         try:
             planned[module] = _plans(catalog, queries)
         except RequestError as err:
@@ -222,7 +250,8 @@ def generate(request: Request, warnings: list[str] | None = None) -> dict[str, s
     if not errors and options.check_sql:
         schema = schema_sql(request, "option check_sql")
         try:
-            check(request.engine, schema, [p for plans in planned.values() for p in plans])
+            described = check(request.engine, schema, [p for ps in planned.values() for p in ps])
+            _server_plans(catalog, modules, described, planned)
         except RequestError as err:
             errors.append(str(err))
     for module, plans in planned.items():

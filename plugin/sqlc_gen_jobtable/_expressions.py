@@ -13,6 +13,12 @@ from ._request import Column, Query, Table
 
 _AS = re.compile(r"\s+AS\s+(?:\w+|\"[^\"]+\")\s*$", re.IGNORECASE)
 _EXTREME = re.compile(r"(?:max|min)\s*\(\s*(?:(\w+)\s*\.\s*)?(\w+)\s*\)", re.IGNORECASE)
+# An expression that may be NULL whatever sqlc says: NULLIF(), and an
+# aggregate that is NULL over no rows, as it is or cast (sqlc reports a cast
+# NOT NULL).
+_NULLIF = re.compile(r"\(*\s*(?:CAST\s*\(\s*)?\(*\s*NULLIF\s*\(", re.IGNORECASE)
+_AGGREGATE = re.compile(r"\(*\s*(?:CAST\s*\(\s*)?\(*\s*(?:MAX|MIN|SUM|AVG)\s*\(", re.IGNORECASE)
+_GROUP_BY = re.compile(r"\bGROUP\s+BY\b", re.IGNORECASE)
 _FROM = re.compile(
     r"\b(?:FROM|JOIN)\s+(?!\()([\w.]+)(?:\s+(?:AS\s+)?(?!ON\b|WHERE\b|JOIN\b|LEFT\b|RIGHT\b"
     r"|INNER\b|FULL\b|CROSS\b|GROUP\b|ORDER\b|LIMIT\b|USING\b|NATURAL\b|HAVING\b|WINDOW\b"
@@ -93,14 +99,44 @@ class Source:
     column: Column
 
 
-def extreme_source(expression: str, query: Query, tables: dict[str, Table]) -> Source | None:
+# SQLite's rounding functions, which return an INTEGER for an integer and a
+# REAL for anything else, where sqlc says they return an integer.
+_ROUNDING = re.compile(
+    r"(?:ceil|ceiling|floor|trunc)\s*\(\s*(?:([A-Za-z_]\w*)\s*\.\s*)?([-+]?[\d.]+(?:e[-+]?\d+)?|\w+)\s*\)",
+    re.IGNORECASE,
+)
+
+
+def sqlite_rounding_is_real(expression: str, query: Query, tables: dict[str, Table]) -> bool:
+    """Tells whether expression is SQLite's ceil(), floor() or trunc() of a REAL.
+
+    That is of a number with a point or an exponent, or of a column of the
+    tables query reads of REAL affinity (REAL, FLOAT, DOUBLE). Of anything
+    else sqlc's word stands: an INTEGER gives an INTEGER, and a NUMERIC
+    column holds either.
+    """
+    match = _ROUNDING.fullmatch(expression.strip())
+    if match is None:
+        return False
+    argument = match.group(2)
+    if argument[0].isdigit() or argument[0] in "-+.":
+        return not argument.lstrip("+-").isdigit()
+    source = extreme_source(expression, query, tables, _ROUNDING)
+    declared = source.column.type_name.upper() if source is not None else ""
+    return "INT" not in declared and any(word in declared for word in ("REAL", "FLOA", "DOUB"))
+
+
+def extreme_source(
+    expression: str, query: Query, tables: dict[str, Table], pattern: re.Pattern[str] = _EXTREME
+) -> Source | None:
     """Returns the column that expression takes the max() or min() of, None if unsure.
 
     tables maps each table's name to it. The query must read only tables of
     the schema (no WITH, no subquery in FROM) and the column must be found
-    in exactly one of them, or in the one its qualifier names.
+    in exactly one of them, or in the one its qualifier names. pattern
+    matches another function of one column.
     """
-    match = _EXTREME.fullmatch(expression.strip())
+    match = pattern.fullmatch(expression.strip())
     if match is None or re.search(r"\bWITH\b", query.text, re.IGNORECASE):
         return None
     if re.search(r"\b(?:FROM|JOIN)\s*\(", query.text, re.IGNORECASE):
@@ -121,3 +157,17 @@ def extreme_source(expression: str, query: Query, tables: dict[str, Table]) -> S
     if len(found) != 1:
         return None
     return Source(*found[0])
+
+
+def may_be_null(expression: str, query: Query) -> bool:
+    """Tells whether a select item of query may be NULL though sqlc reports it NOT NULL.
+
+    That is an item that is, or casts, NULLIF() (NULL when its arguments are
+    equal), or an aggregate that is NULL over no rows (max, min, sum, avg) in
+    a query without GROUP BY, whose one row may aggregate none. (Under GROUP
+    BY every group has a row, and sqlc's word on the column is kept.)
+    """
+    item = expression.strip()
+    if _NULLIF.match(item):
+        return True
+    return _AGGREGATE.match(item) is not None and not _GROUP_BY.search(query.text)

@@ -47,14 +47,15 @@ _TRAILING = re.compile(r"[ \t]+(?=\n)")
 
 
 def sql_triple_quoted(sql: str) -> str:
-    """Returns sql as triple_quoted does, with no line of the literal ending in whitespace.
+    """Returns sql as triple_quoted does, no line of the literal ending in whitespace.
 
-    Trailing whitespace of code and comments goes, which changes nothing the
-    database reads; inside a SQL string literal it is data, so it stays,
-    escaped (``\\x20``, ``\\t``) where a linter or an editor would see or strip it.
+    A tab in a line's indentation is written ``\\t``. Trailing whitespace of
+    code and comments goes, which changes nothing the database reads; inside
+    a SQL string literal it is data, so it stays, escaped (``\\x20``,
+    ``\\t``) where a linter or an editor would see or strip it.
     """
     if not _TRAILING.search(sql):
-        return triple_quoted(sql)
+        return _LEADING_TABS.sub(_escape_tabs, triple_quoted(sql))
     out: list[str] = []
     for match in _SQL_LITERAL.finditer(sql):
         part = match.group().replace("\\", "\\\\")
@@ -62,7 +63,17 @@ def sql_triple_quoted(sql: str) -> str:
             out.append(_TRAILING.sub(_escape_spaces, part))
         else:
             out.append(_TRAILING.sub("", part))
-    return '"""' + "".join(out).replace('"""', '\\"\\"\\"') + '\n"""'
+    literal = '"""' + "".join(out).replace('"""', '\\"\\"\\"') + '\n"""'
+    return _LEADING_TABS.sub(_escape_tabs, literal)
+
+
+# A line's indentation that holds a tab: written as \t, a line of the
+# literal never mixes tabs with spaces (ruff's E101), and the string is the same.
+_LEADING_TABS = re.compile(r"^[ \t]*\t[ \t]*", re.MULTILINE)
+
+
+def _escape_tabs(match: re.Match[str]) -> str:
+    return match.group().replace("\t", "\\t")
 
 
 def _escape_spaces(match: re.Match[str]) -> str:

@@ -16,7 +16,7 @@ from ._classes import note
 from ._literals import docstring
 from ._module import Text
 from ._plan import QueryPlan
-from ._values import bind_args, construct, item
+from ._values import bind_args, construct, exploded, item
 from ._writer import Writer
 
 
@@ -47,7 +47,7 @@ def _decoded(w: Writer, prefix: str, plan: QueryPlan, suffix: str = "") -> None:
     """Writes one result built from the driver's row: the value, or the row's constructor."""
     short = _short(plan)
     if short is not None:
-        w.line(prefix + short + suffix)
+        exploded(w, prefix, short, suffix)
         return
     construct(w, prefix, plan.row_type, plan.row_fields, plan.models, suffix=suffix)
 
@@ -140,7 +140,13 @@ def return_many(w: Writer, plan: QueryPlan, rows: str) -> None:
             w.line(joined)
             return
     with w.block("return [", "]"):
-        _decoded(w, "", plan)
+        if short is not None:
+            # Joined, the item and its loop would fit a longer line, where
+            # ruff format would join them: a call's magic trailing comma
+            # keeps them apart at every line length.
+            exploded(w, "", short, force=True)
+        else:
+            _decoded(w, "", plan)
         w.line(fetch)
 
 
@@ -161,6 +167,15 @@ def param_rows(w: Writer, plan: QueryPlan, opener: str, closer: str, style: str)
     style is bind_args's: "sqlite3" makes each a tuple, in the order of the
     placeholders; "psycopg" a dict by name.
     """
+    inner = w.child()
+    bind_args(inner, plan.binds, style, owner="row.", models=plan.models, suffix="")
+    lines = inner.result()
+    # A one-line value (a tuple of one) has no magic trailing comma: ruff
+    # format joins the comprehension when it fits.
+    joined = f"{opener}{lines[0].strip()} for row in rows{closer}" if len(lines) == 1 else ""
+    if joined and w.fits(joined):
+        w.line(joined)
+        return
     with w.block(opener, closer):
         bind_args(w, plan.binds, style, owner="row.", models=plan.models, suffix="")
         w.line("for row in rows")
@@ -192,10 +207,24 @@ def _copyfrom(w: Writer, plan: QueryPlan, fl: Flavor) -> None:
     w.line("count = 0")
     copy = f"{fl.with_} self._conn.cursor() as cur, cur.copy({plan.constant}) as copy:"
     with w.block(copy), w.block("for row in rows:"):
-        with w.block(f"{fl.aw}copy.write_row(", ")"):
-            bind_args(
-                w, plan.params, "sqlite3", owner="row.", models=plan.models, suffix="", explode=True
-            )
+        inner = w.child()
+        bind_args(inner, plan.params, "sqlite3", owner="row.", models=plan.models, suffix="")
+        lines = inner.result()
+        # A tuple of one has no magic trailing comma: ruff format joins it when it fits.
+        joined = f"{fl.aw}copy.write_row({lines[0].strip()})" if len(lines) == 1 else ""
+        if joined and w.fits(joined):
+            w.line(joined)
+        else:
+            with w.block(f"{fl.aw}copy.write_row(", ")"):
+                bind_args(
+                    w,
+                    plan.params,
+                    "sqlite3",
+                    owner="row.",
+                    models=plan.models,
+                    suffix="",
+                    explode=True,
+                )
         w.line("count += 1")
     w.line("return count")
 

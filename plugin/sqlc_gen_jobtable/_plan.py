@@ -14,9 +14,10 @@ from . import _naming as naming
 from ._asyncpg_plan import check_asyncpg_command
 from ._catalog import Catalog, Field
 from ._classes import ClassPlan
+from ._expressions import column_expressions, may_be_null
 from ._mysql_sql import check_mysql_command, mysql_statement
 from ._request import Query, RequestError, Table
-from ._sql import postgres_sql, sqlite_slices
+from ._sql import postgres_slices, postgres_sql, slice_array_type, sqlite_slices
 
 COMMANDS = (
     ":one",
@@ -173,6 +174,13 @@ def _statement(
         # list's order is the order to bind in, as sqlc-gen-go binds.
         by_number = dict(params)
         return _Statement(sql, tuple(by_number[p.number] for p in query.params), slices)
+    if driver in ("psycopg", "asyncpg"):
+        arrays = {
+            p.number: slice_array_type(p.column.type_name, p.column.type_schema)
+            for p in query.params
+            if p.column.is_sqlc_slice
+        }
+        sql = postgres_slices(sql, arrays, where) if arrays else sql
     if driver == "psycopg":
         return _Statement(postgres_sql(sql, {n: f.name for n, f in params}, where), fields)
     if driver == "asyncpg":
@@ -235,10 +243,15 @@ def _result(catalog: Catalog, query: Query, where: str) -> _Result:
     outer = bool(_OUTER_JOIN.search(query.text))
     fields = tuple(catalog.fields(query.columns, where, outer=outer, query=query))
     single = len(fields) == 1 and not fields[0].embed
+    not_null = (
+        single
+        and query.columns[0].not_null
+        and not may_be_null(column_expressions(query)[0], query)
+    )
     if (
         single
         and not catalog.options.emit_one_column_rows
-        and (query.cmd in (":many", ":batchmany") or query.columns[0].not_null)
+        and (query.cmd in (":many", ":batchmany") or not_null)
     ):
         # One column: the value itself, as sqlc-gen-go returns it. A :one of
         # a nullable column keeps its row, so that NULL and no row differ.

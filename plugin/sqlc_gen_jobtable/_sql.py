@@ -133,3 +133,59 @@ def sqlite_slices(text: str, query: Query, where: str) -> tuple[str, list[int]]:
     if unknown:
         raise RequestError(f"{where}: placeholder ?{unknown[0]} has no parameter")
     return "".join(out), order
+
+
+# sqlc leaves sqlc.slice on PostgreSQL as IN ($n), which compares a value
+# with the whole array; the rewrite compares it with each element.
+_IN_SLICE = re.compile(r"(NOT\s+)?IN\s*\(\s*\$(\d+)\s*\)", re.IGNORECASE)
+_SERIALS = {
+    "serial": "int4",
+    "serial4": "int4",
+    "smallserial": "int2",
+    "serial2": "int2",
+    "bigserial": "int8",
+    "serial8": "int8",
+}
+
+
+def slice_array_type(type_name: str, type_schema: str) -> str:
+    """Returns the SQL array type a sqlc.slice of a column of type_name is cast to, or ""."""
+    name = type_name.strip()
+    bare = name.lower().removeprefix("pg_catalog.")
+    if not name or bare in ("any", "unknown") or bare.startswith("any"):
+        return ""
+    name = _SERIALS.get(bare, name)
+    if type_schema and "." not in name and type_schema != "pg_catalog":
+        name = f"{type_schema}.{name}"
+    return name + "[]"
+
+
+def postgres_slices(text: str, arrays: dict[int, str], where: str) -> str:
+    """Rewrites each ``IN ($n)`` of a sqlc.slice parameter n as ``= ANY($n::type[])``.
+
+    arrays maps each slice's parameter number to its array type ("" for
+    none known); ``NOT IN ($n)`` becomes ``<> ALL(...)``. Either keeps IN's
+    meaning for every list, the empty one included (IN of no value is
+    false, NOT IN true). A slice used otherwise (``= ANY(sqlc.slice(x))``)
+    stays as written.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        end = _opaque_at(text, i, where)
+        if end > i:
+            out.append(text[i:end])
+            i = end
+            continue
+        match = _IN_SLICE.match(text, i)
+        starts_word = i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_$")
+        if match is not None and starts_word and int(match.group(2)) in arrays:
+            number = int(match.group(2))
+            cast = f"::{arrays[number]}" if arrays[number] else ""
+            operator = "<> ALL" if match.group(1) else "= ANY"
+            out.append(f"{operator}(${number}{cast})")
+            i = match.end()
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)

@@ -90,3 +90,31 @@ def construct(
                 construct(w, prefix_, model, f.embed_fields, models, start=i, suffix=",")
             i += len(f.embed_fields)
     w.line(")" + suffix)
+
+
+def exploded(
+    w: Writer, prefix: str, expression: str, suffix: str = "", *, force: bool = False
+) -> None:
+    """Writes prefix + expression + suffix on one line if it fits, else the call exploded.
+
+    An expression that is a call (``f(a, b)``) too long for the line, or any
+    call with force, is written one argument a line with a trailing comma,
+    which ruff format keeps at every line length; anything else stays on its
+    line.
+    """
+    line = f"{prefix}{expression}{suffix}"
+    opener = expression.find("(")
+    if (w.fits(line) and not force) or opener < 0 or not expression.endswith(")"):
+        w.line(line)
+        return
+    args: list[str] = []
+    depth, start = 0, opener + 1
+    for i, ch in enumerate(expression[opener + 1 : -1], opener + 1):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            args.append(expression[start:i].strip())
+            start = i + 1
+    args.append(expression[start:-1].strip())
+    with w.block(f"{prefix}{expression[: opener + 1]}", ")" + suffix):
+        w.lines([f"{arg}," for arg in args if arg])

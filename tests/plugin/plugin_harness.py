@@ -122,6 +122,7 @@ def write_case(
         'version: "2"\n'
         "plugins:\n"
         "  - name: jobtable\n"
+        "    env: [PATH, SQLC_GEN_JOBTABLE_POSTGRES_URL, SQLC_GEN_JOBTABLE_MYSQL_URL]\n"
         "    process:\n"
         "      cmd: sqlc-gen-jobtable\n"
         "      format: json\n"

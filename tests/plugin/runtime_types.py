@@ -110,6 +110,7 @@ def check_row(row: object, where: str = "row") -> None:
     else:
         assert dataclasses.is_dataclass(row), f"{where}: {row!r} is not a row"
         names = [f.name for f in dataclasses.fields(row)]
-    assert names, f"{where}: {type(row).__name__} has no fields"
+    # A query of no columns (SELECT FROM t) has a row class of no fields.
+    assert names or not hints, f"{where}: {type(row).__name__} has no fields"
     for name in names:
         check(getattr(row, name), hints[name], f"{where}.{name}")

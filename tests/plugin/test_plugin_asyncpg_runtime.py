@@ -22,7 +22,7 @@ from plugin_harness import CASES
 from postgres_asyncpg import accounts, events, models, schema
 from postgres_asyncpg_pydantic import models as pydantic_models
 from postgres_asyncpg_pydantic import notes
-from runtime_types import check_row
+from runtime_types import check, check_row
 
 pytestmark = pytest.mark.postgres
 
@@ -198,6 +198,36 @@ async def test_many_returns_rows_and_values(conn: asyncpg.Connection) -> None:
     assert moods == [models.Mood.SO_SO, models.Mood.SO_SO]
     assert all(type(m) is models.Mood for m in moods)
     assert await querier.count_active(active=True) == 1
+
+
+async def test_sqlc_slice_under_in_and_not_in_takes_empty_one_and_many(
+    conn: asyncpg.Connection,
+) -> None:
+    querier = accounts.Querier(conn)
+    ada = await _create(querier, _every_type("ada"))
+    bob = await _create(querier, dataclasses.replace(_every_type("bob"), age=20))
+    cy = await _create(querier, dataclasses.replace(_every_type("cy"), age=30))
+    assert await querier.handles_in_slice(ids=[], ages=[]) == []
+    assert await querier.handles_in_slice(ids=[bob.id], ages=[]) == ["bob"]
+    assert await querier.handles_in_slice(ids=[bob.id], ages=[20]) == []
+    everyone = [cy.id, ada.id, bob.id]
+    assert await querier.handles_in_slice(ids=everyone, ages=[20, 30]) == ["ada"]
+    assert await querier.handles_in_slice(ids=everyone, ages=[]) == ["ada", "bob", "cy"]
+
+
+async def test_expressions_have_the_types_the_server_returns(conn: asyncpg.Connection) -> None:
+    # sqlc says ceil() is a float, NULLIF() a bool and generate_series() a
+    # bigint; the plugin takes the server's types, which asyncpg returns.
+    querier = accounts.Querier(conn)
+    ada = await _create(querier, _every_type("ada"))
+    row = await querier.server_typed(unless=0, id=ada.id)
+    assert row is not None
+    check_row(row)
+    assert row.kept == ada.id
+    day = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    days = await querier.days(start=day, stop=day + datetime.timedelta(days=2))
+    check(days, list[datetime.datetime])
+    assert len(days) == 3
 
 
 async def test_literal_percent_and_dollar_stay_as_written(conn: asyncpg.Connection) -> None:

@@ -93,6 +93,52 @@ def test_sqlc_slice_binds_a_list(conn: Conn) -> None:
     assert q.people_by_ids(ids=[]) == []
 
 
+def test_sqlc_slice_under_in_and_not_in_takes_empty_one_and_many(conn: Conn) -> None:
+    # sqlc leaves IN ($1) on PostgreSQL, which would compare an id with the
+    # whole array: the plugin compares it with each element.
+    q = people.Querier(conn)
+    a = _person(q, "a", models.Mood.HAPPY)
+    b = _person(q, "b", models.Mood.SAD)
+    c = _person(q, "c", models.Mood.SO_SO)
+    sad = [models.Mood.SAD]
+    assert q.people_in_slice(ids=[], moods=[], skip="") == []
+    assert q.people_in_slice(ids=[b.id], moods=[], skip="") == ["b"]
+    assert q.people_in_slice(ids=[b.id], moods=sad, skip="") == []
+    assert q.people_in_slice(ids=[a.id, b.id, c.id], moods=sad, skip="c") == ["a"]
+    assert q.people_in_slice(ids=[c.id, a.id, b.id], moods=[], skip="") == ["a", "b", "c"]
+
+
+def test_a_one_of_nullif_or_a_cast_max_tells_a_null_from_no_row(conn: Conn) -> None:
+    # sqlc reports both NOT NULL; NULLIF is NULL when its arguments are
+    # equal, max over no rows is NULL.
+    q = people.Querier(conn)
+    ann = _person(q, "ann", models.Mood.HAPPY)
+    assert q.name_unless(unless="bob", id=ann.id) == people.NameUnlessRow(name="ann")
+    assert q.name_unless(unless="ann", id=ann.id) == people.NameUnlessRow(name=None)
+    assert q.name_unless(unless="ann", id=ann.id + 1) is None
+    assert q.last_pet_id() == people.LastPetIdRow(last=None)
+    q.add_pet(owner_id=ann.id, name="rex")
+    last = q.last_pet_id()
+    assert last is not None
+    assert type(last.last) is int
+
+
+def test_expressions_have_the_types_the_server_returns(conn: Conn) -> None:
+    # sqlc says ceil() is a float, NULLIF() a bool and generate_series() a
+    # bigint; the plugin takes the server's types, which psycopg returns.
+    q = people.Querier(conn)
+    ann = _person(q, "ann", models.Mood.HAPPY)
+    row = q.server_typed(unless=0, id=ann.id)
+    assert row is not None
+    check_row(row)
+    assert row.kept == ann.id
+    assert row.magnitude == decimal.Decimal(ann.id)
+    day = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    days = q.days(start=day, stop=day + datetime.timedelta(days=2))
+    check(days, list[datetime.datetime])
+    assert len(days) == 3
+
+
 def test_repeated_column_names_get_numbered_fields(conn: Conn) -> None:
     q = people.Querier(conn)
     owner = _person(q, "ann", models.Mood.HAPPY)

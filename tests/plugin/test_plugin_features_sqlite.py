@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import feature_types
 import pytest
 from plugin_harness import GOLDEN
-from runtime_types import check, check_row
+from runtime_types import check_row
 from sqlite_features import library, models, schema
 
 assert (GOLDEN / "sqlite_features").is_dir()
@@ -54,9 +54,11 @@ def test_numeric_columns_round_trip_as_decimal(q: library.Querier) -> None:
     assert bob is not None
     check_row(bob)
     assert (bob.rating, bob.price) == (None, decimal.Decimal(3))
+    # max() is NULL over no rows, so its :one keeps a row: NULL is not "no row".
     top = q.top_rating()
-    check(top, decimal.Decimal | None)
-    assert top == decimal.Decimal("4.5")
+    assert top is not None
+    check_row(top)
+    assert top.top == decimal.Decimal("4.5")
 
 
 def test_sqlc_slice_expands_at_call_time(q: library.Querier) -> None:
@@ -159,3 +161,22 @@ def test_a_slice_of_decimals_converts_each_value(q: library.Querier) -> None:
         "bob",
     ]
     assert q.authors_priced_at(prices=[decimal.Decimal("1")]) == []
+
+
+def test_a_one_of_nullif_tells_a_null_from_no_row(q: library.Querier) -> None:
+    # sqlc reports NULLIF NOT NULL; it is NULL when its arguments are equal.
+    ann = _author(q, "ann")
+    assert q.name_unless(unless="bob", id=ann) == library.NameUnlessRow(name="ann")
+    assert q.name_unless(unless="ann", id=ann) == library.NameUnlessRow(name=None)
+    assert q.name_unless(unless="ann", id=ann + 1) is None
+
+
+def test_rounding_functions_have_the_types_sqlite_returns(q: library.Querier) -> None:
+    # sqlc says ceil(), floor() and trunc() return an INTEGER; SQLite
+    # returns a REAL for a REAL.
+    q.add_spelling(small=7, code="c", note=None, ratio=2.5, ref="0b9e", at=None, raw=None)
+    [spelling] = q.get_spellings()
+    row = q.rounded(id=spelling.id)
+    assert row is not None
+    check_row(row)
+    assert (row.up, row.down, row.whole, row.low) == (2.0, 2.0, spelling.id, -2000.0)

@@ -96,16 +96,16 @@ def test_golden_package_never_mentions_any(case: str) -> None:
 @pytest.mark.parametrize("case", CASE_NAMES)
 def test_golden_package_passes_ruff_as_a_user_runs_it(case: str) -> None:
     # No configuration of ours (--isolated): ruff's default rules, plus the
-    # ambiguous names (E741-E743) and trailing whitespace (W291, W293) that
-    # a user's selection often adds. A user lints their tree with the
-    # generated package in it.
+    # ambiguous names (E741-E743), tabs mixed with spaces (E101) and trailing
+    # whitespace (W291, W293) that a user's selection often adds. A user
+    # lints their tree with the generated package in it.
     done = _run(
         tool("ruff"),
         "check",
         "--isolated",
         "--no-cache",
         "--extend-select",
-        "E741,E742,E743,W291,W293",
+        "E101,E741,E742,E743,W291,W293",
         *_python_files(case),
     )
     assert done.returncode == 0, done.stdout + done.stderr

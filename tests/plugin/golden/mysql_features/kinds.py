@@ -129,6 +129,13 @@ class KindsByIdsRow:
     name: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class MaxAmountRow:
+    """A row that MaxAmount returns."""
+
+    top: decimal.Decimal | None
+
+
 class Querier:
     """Runs the queries of kinds.sql on one connection."""
 
@@ -389,14 +396,15 @@ class Querier:
 
     def max_amount(
         self,
-    ) -> decimal.Decimal | None:
+    ) -> MaxAmountRow | None:
         with self._conn.cursor(pymysql.cursors.Cursor) as cur:
             cur.execute(MAX_AMOUNT)
             row = cur.fetchone()
         if row is None:
             return None
-        _value: decimal.Decimal | None = row[0]
-        return _value
+        return MaxAmountRow(
+            top=row[0],
+        )
 
     def is_named(
         self,
@@ -679,14 +687,15 @@ class AsyncQuerier:
 
     async def max_amount(
         self,
-    ) -> decimal.Decimal | None:
+    ) -> MaxAmountRow | None:
         async with self._conn.cursor(asyncmy.cursors.Cursor) as cur:
             await cur.execute(MAX_AMOUNT)
             row = await cur.fetchone()
         if row is None:
             return None
-        _value: decimal.Decimal | None = row[0]
-        return _value
+        return MaxAmountRow(
+            top=row[0],
+        )
 
     async def is_named(
         self,

@@ -71,6 +71,19 @@ DELETE_ACCOUNT = """DELETE FROM accounts WHERE id = $1
 SET_BIOS_AND_SETTINGS = """UPDATE accounts SET bio = $1, settings = $2 WHERE id = $3
 """
 
+HANDLES_IN_SLICE = """SELECT handle FROM accounts
+WHERE id = ANY($1::int8[]) AND age <> ALL($2::int2[])
+ORDER BY id
+"""
+
+SERVER_TYPED = """SELECT ceil(id::numeric / 2) AS half_up, abs(id::numeric) AS magnitude,
+    NULLIF(id, $1) AS kept
+FROM accounts WHERE id = $2
+"""
+
+DAYS = """SELECT generate_series($1::timestamptz, $2::timestamptz, '1 day') AS day
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -161,6 +174,15 @@ class SetBiosAndSettingsParams:
     bio: str | None
     settings: str | None
     id: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerTypedRow:
+    """A row that ServerTyped returns."""
+
+    half_up: decimal.Decimal
+    magnitude: decimal.Decimal
+    kept: int | None
 
 
 class Querier:
@@ -463,3 +485,52 @@ class Querier:
                 for row in rows
             ],
         )
+
+    async def handles_in_slice(
+        self,
+        *,
+        ids: list[int],
+        ages: list[int | None],
+    ) -> list[str]:
+        """HandlesInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL."""
+        rows = await self._conn.fetch(
+            HANDLES_IN_SLICE,
+            ids,
+            ages,
+        )
+        return [row[0] for row in rows]
+
+    async def server_typed(
+        self,
+        *,
+        unless: int,
+        id: int,
+    ) -> ServerTypedRow | None:
+        """ServerTyped's columns are typed as the server says: sqlc says ceil()
+        is a float, NULLIF() a bool.
+        """
+        row = await self._conn.fetchrow(
+            SERVER_TYPED,
+            unless,
+            id,
+        )
+        if row is None:
+            return None
+        return ServerTypedRow(
+            half_up=row[0],
+            magnitude=row[1],
+            kept=row[2],
+        )
+
+    async def days(
+        self,
+        *,
+        start: datetime.datetime,
+        stop: datetime.datetime,
+    ) -> list[datetime.datetime]:
+        rows = await self._conn.fetch(
+            DAYS,
+            start,
+            stop,
+        )
+        return [row[0] for row in rows]

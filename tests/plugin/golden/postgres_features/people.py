@@ -5,6 +5,8 @@
 """Queries of people.sql."""
 
 import dataclasses
+import datetime
+import decimal
 import re
 from collections.abc import Callable, Iterable
 from typing import TypeVar
@@ -76,6 +78,25 @@ PETS_BY_ID = """SELECT id, owner_id, name FROM pets WHERE id = %(id)s
 
 PEOPLE_WITH_PETS = """SELECT people.id, people.name, people.mood, people.past_moods, people.maybe_moods, people.maybe_mood, people.email, pets.id, pets.owner_id, pets.name FROM people LEFT JOIN pets ON pets.owner_id = people.id
 ORDER BY people.id, pets.id
+"""
+
+PEOPLE_IN_SLICE = """SELECT name FROM people
+WHERE id = ANY(%(ids)s::int8[]) AND mood <> ALL(%(moods)s::mood[]) AND name <> %(skip)s
+ORDER BY id
+"""
+
+NAME_UNLESS = """SELECT NULLIF(name, %(unless)s::text)::text AS name FROM people WHERE id = %(id)s
+"""
+
+LAST_PET_ID = """SELECT CAST(max(id) AS bigint) AS last FROM pets
+"""
+
+SERVER_TYPED = """SELECT ceil(id::numeric / 2) AS half_up, abs(id::numeric) AS magnitude,
+    NULLIF(id, %(unless)s) AS kept
+FROM people WHERE id = %(id)s
+"""
+
+DAYS = """SELECT generate_series(%(start)s::timestamptz, %(stop)s::timestamptz, '1 day') AS day
 """
 
 _T = TypeVar("_T")
@@ -233,6 +254,29 @@ class PeopleWithPetsRow:
 
     person: models.Person | None
     pet: models.Pet | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NameUnlessRow:
+    """A row that NameUnless returns."""
+
+    name: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LastPetIdRow:
+    """A row that LastPetId returns."""
+
+    last: int | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerTypedRow:
+    """A row that ServerTyped returns."""
+
+    half_up: decimal.Decimal
+    magnitude: decimal.Decimal
+    kept: int | None
 
 
 class Querier:
@@ -626,6 +670,100 @@ class Querier:
             for row in cur.fetchall()
         ]
 
+    def people_in_slice(
+        self,
+        *,
+        ids: list[int],
+        moods: list[models.Mood],
+        skip: str,
+    ) -> list[str]:
+        """PeopleInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL."""
+        cur = self._conn.execute(
+            PEOPLE_IN_SLICE,
+            {
+                "ids": ids,
+                "moods": moods,
+                "skip": skip,
+            },
+        )
+        return [row[0] for row in cur.fetchall()]
+
+    def name_unless(
+        self,
+        *,
+        unless: str,
+        id: int,
+    ) -> NameUnlessRow | None:
+        """NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+        tells a NULL from no row.
+        """
+        cur = self._conn.execute(
+            NAME_UNLESS,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NameUnlessRow(
+            name=row[0],
+        )
+
+    def last_pet_id(
+        self,
+    ) -> LastPetIdRow | None:
+        cur = self._conn.execute(
+            LAST_PET_ID,
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return LastPetIdRow(
+            last=row[0],
+        )
+
+    def server_typed(
+        self,
+        *,
+        unless: int,
+        id: int,
+    ) -> ServerTypedRow | None:
+        """ServerTyped's columns are typed as the server says: sqlc says ceil()
+        is a float, NULLIF() a bool.
+        """
+        cur = self._conn.execute(
+            SERVER_TYPED,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return ServerTypedRow(
+            half_up=row[0],
+            magnitude=row[1],
+            kept=row[2],
+        )
+
+    def days(
+        self,
+        *,
+        start: datetime.datetime,
+        stop: datetime.datetime,
+    ) -> list[datetime.datetime]:
+        cur = self._conn.execute(
+            DAYS,
+            {
+                "start": start,
+                "stop": stop,
+            },
+        )
+        return [row[0] for row in cur.fetchall()]
+
 
 class AsyncQuerier:
     """Runs the queries of people.sql on one connection."""
@@ -1017,3 +1155,97 @@ class AsyncQuerier:
             )
             for row in await cur.fetchall()
         ]
+
+    async def people_in_slice(
+        self,
+        *,
+        ids: list[int],
+        moods: list[models.Mood],
+        skip: str,
+    ) -> list[str]:
+        """PeopleInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL."""
+        cur = await self._conn.execute(
+            PEOPLE_IN_SLICE,
+            {
+                "ids": ids,
+                "moods": moods,
+                "skip": skip,
+            },
+        )
+        return [row[0] for row in await cur.fetchall()]
+
+    async def name_unless(
+        self,
+        *,
+        unless: str,
+        id: int,
+    ) -> NameUnlessRow | None:
+        """NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+        tells a NULL from no row.
+        """
+        cur = await self._conn.execute(
+            NAME_UNLESS,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return NameUnlessRow(
+            name=row[0],
+        )
+
+    async def last_pet_id(
+        self,
+    ) -> LastPetIdRow | None:
+        cur = await self._conn.execute(
+            LAST_PET_ID,
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return LastPetIdRow(
+            last=row[0],
+        )
+
+    async def server_typed(
+        self,
+        *,
+        unless: int,
+        id: int,
+    ) -> ServerTypedRow | None:
+        """ServerTyped's columns are typed as the server says: sqlc says ceil()
+        is a float, NULLIF() a bool.
+        """
+        cur = await self._conn.execute(
+            SERVER_TYPED,
+            {
+                "unless": unless,
+                "id": id,
+            },
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        return ServerTypedRow(
+            half_up=row[0],
+            magnitude=row[1],
+            kept=row[2],
+        )
+
+    async def days(
+        self,
+        *,
+        start: datetime.datetime,
+        stop: datetime.datetime,
+    ) -> list[datetime.datetime]:
+        cur = await self._conn.execute(
+            DAYS,
+            {
+                "start": start,
+                "stop": stop,
+            },
+        )
+        return [row[0] for row in await cur.fetchall()]

@@ -87,6 +87,13 @@ ORDER BY authors.id, books.id
 AUTHORS_PRICED_AT = """SELECT name FROM authors WHERE price IN (/*SLICE:prices*/?) ORDER BY id
 """
 
+NAME_UNLESS = """SELECT CAST(NULLIF(name, ?1) AS TEXT) AS name FROM authors WHERE id = ?2
+"""
+
+ROUNDED = """SELECT ceil(1.5) AS up, floor(ratio) AS down, trunc(id) AS whole, ceiling(-2e3) AS low
+FROM spellings WHERE id = ?1
+"""
+
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 
@@ -151,6 +158,13 @@ class BooksWithAuthorRow:
 
 
 @_dataclasses.dataclass(frozen=True, slots=True)
+class TopRatingRow:
+    """A row that TopRating returns."""
+
+    top: decimal.Decimal | None
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
 class PercentRow:
     """A row that Percent returns."""
 
@@ -172,6 +186,23 @@ class AuthorsWithBooksRow:
 
     authors: _models.Authors | None
     books: _models.Books | None
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
+class NameUnlessRow:
+    """A row that NameUnless returns."""
+
+    name: str | None
+
+
+@_dataclasses.dataclass(frozen=True, slots=True)
+class RoundedRow:
+    """A row that Rounded returns."""
+
+    up: float
+    down: float
+    whole: int
+    low: float
 
 
 class Querier:
@@ -365,14 +396,16 @@ class Querier:
 
     def top_rating(
         self,
-    ) -> decimal.Decimal | None:
+    ) -> TopRatingRow | None:
         cur = self._conn.execute(
             TOP_RATING,
         )
         row = cur.fetchone()
         if row is None:
             return None
-        return _decimal(row[0])
+        return TopRatingRow(
+            top=_or_none(_decimal, row[0]),
+        )
 
     def del_(
         self,
@@ -578,3 +611,48 @@ class Querier:
             (*[str(v) for v in prices],),
         )
         return [row[0] for row in cur.fetchall()]
+
+    def name_unless(
+        self,
+        *,
+        unless: feature_types.SQLiteValue,
+        id: int,
+    ) -> NameUnlessRow | None:
+        """NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+        tells a NULL from no row.
+        """
+        cur = self._conn.execute(
+            NAME_UNLESS,
+            (
+                unless,
+                id,
+            ),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return NameUnlessRow(
+            name=row[0],
+        )
+
+    def rounded(
+        self,
+        *,
+        id: int,
+    ) -> RoundedRow | None:
+        """Rounded's columns are typed as SQLite returns them: sqlc says ceil(),
+        floor() and trunc() return an INTEGER, which they do only of an integer.
+        """
+        cur = self._conn.execute(
+            ROUNDED,
+            (id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return RoundedRow(
+            up=row[0],
+            down=row[1],
+            whole=row[2],
+            low=row[3],
+        )

@@ -56,3 +56,19 @@ DELETE FROM accounts WHERE id = @id;
 -- name: SetBiosAndSettings :batchexec
 -- SetBiosAndSettings updates many accounts in one call.
 UPDATE accounts SET bio = sqlc.narg(bio), settings = sqlc.narg(settings) WHERE id = @id;
+
+-- name: HandlesInSlice :many
+-- HandlesInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL.
+SELECT handle FROM accounts
+WHERE id IN (sqlc.slice(ids)) AND age NOT IN (sqlc.slice(ages))
+ORDER BY id;
+
+-- name: ServerTyped :one
+-- ServerTyped's columns are typed as the server says: sqlc says ceil()
+-- is a float, NULLIF() a bool.
+SELECT ceil(id::numeric / 2) AS half_up, abs(id::numeric) AS magnitude,
+    NULLIF(id, sqlc.arg(unless)) AS kept
+FROM accounts WHERE id = sqlc.arg(id);
+
+-- name: Days :many
+SELECT generate_series(sqlc.arg(start)::timestamptz, sqlc.arg(stop)::timestamptz, '1 day') AS day;

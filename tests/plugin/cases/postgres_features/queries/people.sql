@@ -62,3 +62,27 @@ SELECT id, owner_id, name FROM pets WHERE id = $1;
 -- PeopleWithPets embeds the outer side of a join: a person without pets has no pet.
 SELECT sqlc.embed(people), sqlc.embed(pets) FROM people LEFT JOIN pets ON pets.owner_id = people.id
 ORDER BY people.id, pets.id;
+
+-- name: PeopleInSlice :many
+-- PeopleInSlice writes sqlc.slice under IN and NOT IN, as on SQLite and MySQL.
+SELECT name FROM people
+WHERE id IN (sqlc.slice(ids)) AND mood NOT IN (sqlc.slice(moods)) AND name <> @skip
+ORDER BY id;
+
+-- name: NameUnless :one
+-- NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+-- tells a NULL from no row.
+SELECT NULLIF(name, sqlc.arg(unless)::text)::text AS name FROM people WHERE id = sqlc.arg(id);
+
+-- name: LastPetId :one
+SELECT CAST(max(id) AS bigint) AS last FROM pets;
+
+-- name: ServerTyped :one
+-- ServerTyped's columns are typed as the server says: sqlc says ceil()
+-- is a float, NULLIF() a bool.
+SELECT ceil(id::numeric / 2) AS half_up, abs(id::numeric) AS magnitude,
+    NULLIF(id, sqlc.arg(unless)) AS kept
+FROM people WHERE id = sqlc.arg(id);
+
+-- name: Days :many
+SELECT generate_series(sqlc.arg(start)::timestamptz, sqlc.arg(stop)::timestamptz, '1 day') AS day;

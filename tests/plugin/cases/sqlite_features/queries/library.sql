@@ -73,3 +73,14 @@ ORDER BY authors.id, books.id;
 
 -- name: AuthorsPricedAt :many
 SELECT name FROM authors WHERE price IN (sqlc.slice(prices)) ORDER BY id;
+
+-- name: NameUnless :one
+-- NameUnless may return NULL in a row though sqlc says NOT NULL: its row
+-- tells a NULL from no row.
+SELECT CAST(NULLIF(name, @unless) AS TEXT) AS name FROM authors WHERE id = @id;
+
+-- name: Rounded :one
+-- Rounded's columns are typed as SQLite returns them: sqlc says ceil(),
+-- floor() and trunc() return an INTEGER, which they do only of an integer.
+SELECT ceil(1.5) AS up, floor(ratio) AS down, trunc(id) AS whole, ceiling(-2e3) AS low
+FROM spellings WHERE id = @id;
