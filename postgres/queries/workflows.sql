@@ -69,6 +69,27 @@ WHERE id = ANY(@ids::text[])
     AND (status = 'queued' OR status = 'pending')
     AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = @adder AND adder.cancel_requested);
 
+-- name: HandOverDependents :exec
+-- HandOverDependents makes heir, a job that job's handler added with job's
+-- success, a dependency of each of job's dependents not started (a job of
+-- ids, the added ones, aside): each waits for heir as it waited for job,
+-- and one that job fed takes heir's result instead. CountHandedOver follows
+-- in the same transaction.
+INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT @heir::text, d.job, d.run_on_failure, d.feeds
+FROM job_deps AS d JOIN jobs ON jobs.id = d.job
+WHERE d.dep = @job AND jobs.status IN ('queued', 'pending')
+    AND d.job <> ALL(@ids::text[]);
+
+-- name: CountHandedOver :exec
+-- CountHandedOver counts heir among the dependencies of each job that
+-- HandOverDependents gave it (a job of ids, the added ones, aside): one
+-- that was queued waits, pending, until heir ends.
+UPDATE jobs SET pending_deps = pending_deps + 1, status = 'pending', updated_at = @now
+WHERE id IN (
+    SELECT d.job FROM job_deps AS d WHERE d.dep = @heir AND d.job <> ALL(@ids::text[])
+) AND status IN ('queued', 'pending');
+
 -- name: CreateJobDeps :exec
 -- CreateJobDeps records, in one statement, that each job runs only after its
 -- dep finished: after it succeeded, or after any end with run_on_failure;

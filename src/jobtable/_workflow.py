@@ -15,11 +15,12 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from typing_extensions import Unpack
 
 from jobtable._engines.base import Queries
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import NewJob
 from jobtable._engines.workflow_queries import JobDep, WorkflowJob, WorkflowQueries
 from jobtable._enqueue import Binding, Named, astore_jobs, store_jobs
 from jobtable._kind import Kind
-from jobtable._options import JobOptions
+from jobtable._options import JobOptions, Options
 from jobtable._store import Store
 from jobtable._telemetry import current_traceparent
 from jobtable._transaction import in_transaction
@@ -106,14 +107,23 @@ class Workflow:
 
     Args:
         name: The workflow's name, as its jobs' records show it.
+        priority: The priority of each of its jobs that ``add`` gives none
+            (``priority=``): it replaces the kind's declared one. None keeps
+            each kind's.
 
     Raises:
-        ValueError: name is empty, not a str, or cannot be stored.
+        ValueError: name is empty, not a str, or cannot be stored; priority
+            does not fit in 32 bits.
+        TypeError: priority is not an int.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, priority: int | None = None) -> None:
         if not isinstance(name, str) or not name or unstorable(name):
             raise ValueError(f"Workflow {name!r}: want a non-empty name that can be stored")
+        if priority is not None:
+            Options(priority=priority).check(f"Workflow {name!r}")
+        self.priority = priority
+        """The priority of each job ``add`` gives none, or None: each kind's."""
         self.name = name
         """The workflow's name, as its jobs' records show it."""
         self.id = new_id()
@@ -194,6 +204,8 @@ class Workflow:
         if "unique" in options or "conn" in options or kind.unique is not None:
             raise ValueError(f"{where}: a workflow's job cannot be unique or take conn")
         kind.check_options(where, options, JobOptions.__optional_keys__)
+        if self.priority is not None and "priority" not in options:
+            options["priority"] = self.priority
         deps = [self._dependency(where, d) for d in after]
         if isinstance(payload, Node):
             deps.insert(0, self._dependency(where, payload))
@@ -221,7 +233,7 @@ class Workflow:
         after = dep if isinstance(dep, After) else After(dep) if isinstance(dep, Node) else None
         if after is None or not isinstance(after.node, Node):
             raise TypeError(f"{where}: a dependency must be a Node or After, got {dep!r}")
-        if after.node.workflow is not self:
+        if not self._owns(after.node.workflow):
             raise ValueError(
                 f"{where}: {after.node!r} belongs to another workflow "
                 f"({after.node.workflow.name!r}), not this one"
@@ -235,6 +247,10 @@ class Workflow:
     def _has(self, node: Node[Any, Any]) -> bool:
         """Whether node was added to this workflow."""
         return self._nodes.get(node.id) is node
+
+    def _owns(self, workflow: "Workflow") -> bool:
+        """Whether a node of workflow may be a dependency here: this one's."""
+        return workflow is self
 
     def _encoded(
         self, step: _Step, binding: Binding, traceparent: str | None, moment: datetime.datetime
@@ -418,6 +434,8 @@ class FanOut(Workflow):
         """The running job, as a dependency of the jobs it adds."""
         self._binding_ = Binding(store, store.max_payload_bytes)
         self._new: list[_NewStep | _Step] = []
+        self._included: list[Workflow] = []
+        self._heir: Node[Any, Any] | None = None
 
     def __repr__(self) -> str:
         return f"FanOut({self.id!r}, {self.current!r})"
@@ -427,6 +445,71 @@ class FanOut(Workflow):
 
     def _fed_when_stored(self, node: Node[Any, Any]) -> bool:
         return node is self.current
+
+    def _owns(self, workflow: Workflow) -> bool:
+        return workflow is self or any(workflow is sub for sub in self._included)
+
+    def add_workflow(self, sub: Workflow, *, result: Node[Any, Any] | None = None) -> None:
+        """Adds every job of sub, in sub's order, to the running job's workflow, as ``add`` would.
+
+        The jobs join this workflow (sub's name and id are not stored) and
+        are stored with the running job's success, and only then, as every
+        job added here; sub's nodes are then nodes of this workflow, to
+        depend on or to feed later jobs (``add(kind, node)``). sub is spent:
+        it cannot be enqueued or added again. With result, the running job's
+        dependents not yet started wait for result too (a job the running
+        job feeds takes result's result as its payload instead): the running
+        job finishes, and its dependents wait for the sub-workflow, holding
+        no worker meanwhile. ``JobContext.add_workflow`` is its typed form.
+
+        Args:
+            sub: The workflow to add, built with ``Workflow.add`` and not stored.
+            result: A node of sub (or one added here) whose result the running
+                job's dependents take in place of the running job's; None
+                leaves them as they are.
+
+        Raises:
+            TypeError: sub is not a Workflow, result not a Node, or result's
+                result type is not the running job's.
+            ValueError: sub was stored or added already, has no job, or result
+                is not a node of sub or of this workflow.
+            PayloadError: A job of sub does not fit its kind; nothing of sub is added.
+        """
+        where = f"Workflow {self.name!r}: add_workflow {getattr(sub, 'name', sub)!r}"
+        if not isinstance(sub, Workflow) or isinstance(sub, FanOut):
+            raise TypeError(f"{where}: want a Workflow, got {type(sub).__name__}")
+        if sub._stored or not sub._steps:
+            raise ValueError(f"{where}: want a workflow with jobs, not stored or added already")
+        if result is not None:
+            self._check_heir(where, sub, result)
+        start, made = len(self._steps), len(self._new)
+        self._included.append(sub)
+        try:
+            for step in sub._steps:
+                self._steps.append(step)
+                self._nodes[step.node.id] = step.node
+                self._added()
+        except BaseException:
+            for step in self._steps[start:]:
+                self._nodes.pop(step.node.id, None)
+            del self._steps[start:], self._new[made:], self._included[-1]
+            raise
+        sub._stored = True
+        if result is not None:
+            self._heir = result
+
+    def _check_heir(self, where: str, sub: Workflow, node: object) -> None:
+        """Raises unless node may take the running job's place for its dependents."""
+        if not isinstance(node, Node):
+            raise TypeError(f"{where}: result must be a Node, got {type(node).__name__}")
+        if node is self.current or not (sub._has(node) or self._has(node)):
+            raise ValueError(f"{where}: result {node!r} is not a node of {sub!r} or added here")
+        ours, theirs = self.current._result_type, node._result_type
+        if ours is not None and theirs is not None and ours != theirs:
+            raise TypeError(
+                f"{where}: result {node!r} returns {_type_name(theirs)}, not the running "
+                f"job's result type ({_type_name(ours)}), which its dependents take"
+            )
 
     def _added(self) -> None:
         if self._steps[-1].payload is self.current:
@@ -464,7 +547,11 @@ class FanOut(Workflow):
     def __call__(self, q: WorkflowQueries) -> None:
         """Stores the added jobs: run by the write that records the running job's success."""
         now = timestamp(self._binding_.store.clock())
-        StoreWorkflow(self.id, self.name, self._made(), now, create=False)(q)
+        made = self._made()
+        StoreWorkflow(self.id, self.name, made, now, create=False)(q)
+        if self._heir is not None:
+            ids = [job.id for _, job, _, _ in made]
+            q.hand_over_dependents(job=self.current.id, heir=self._heir.id, ids=ids, now=now)
 
     def cancel_if_requested(self, q: WorkflowQueries) -> None:
         """Cancels the added jobs, just stored, if the running job's cancel was requested.
@@ -474,7 +561,9 @@ class FanOut(Workflow):
         """
         now = timestamp(self._binding_.store.clock())
         ids = [job.id for _, job, _, _ in self._made()]
-        q.cancel_added_jobs(ids=ids, adder=self.current.id, now=now)
+        if q.cancel_added_jobs(ids=ids, adder=self.current.id, now=now) and self._heir is not None:
+            # The dependents handed over to a cancelled heir settle as its dependents.
+            settle_dependents(q, self._heir.id, now)
 
     def _made(self) -> list[_NewStep]:
         """The added jobs already made: all of them once ``feed`` has run."""

@@ -107,6 +107,15 @@ class WorkflowQueries(Protocol):
         """
         ...
 
+    def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
+        """Makes heir a dependency of job's dependents not started, but the jobs of ids.
+
+        Each waits for heir as it waited for job (pending, counting it), and
+        one that job fed takes heir's result. ids are the jobs job's handler
+        added, heir among them.
+        """
+        ...
+
     def create_job_deps(self, *, deps: Sequence[JobDep]) -> None:
         """Records that each edge's job waits for its dep."""
         ...

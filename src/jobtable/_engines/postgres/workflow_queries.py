@@ -45,6 +45,10 @@ class PostgresWorkflowQueries:
     def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
         return self._wf.cancel_added_jobs(now=pg_time(now), ids=list(ids), adder=adder)
 
+    def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
+        self._wf.hand_over_dependents(heir=heir, job=job, ids=list(ids))
+        self._wf.count_handed_over(now=pg_time(now), heir=heir, ids=list(ids))
+
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
     ) -> None:

@@ -38,6 +38,11 @@ class SQLiteWorkflowQueries:
     def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
         return self._wf.cancel_added_jobs(now=now, ids=json.dumps(list(ids)), adder=adder)
 
+    def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
+        added = json.dumps(list(ids))
+        self._wf.hand_over_dependents(heir=heir, job=job, ids=added)
+        self._wf.count_handed_over(now=now, heir=heir, ids=added)
+
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
     ) -> None:

@@ -50,6 +50,19 @@ WHERE id = ANY(%(ids)s::text[])
     AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = %(adder)s AND adder.cancel_requested)
 """
 
+HAND_OVER_DEPENDENTS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT %(heir)s::text, d.job, d.run_on_failure, d.feeds
+FROM job_deps AS d JOIN jobs ON jobs.id = d.job
+WHERE d.dep = %(job)s AND jobs.status IN ('queued', 'pending')
+    AND d.job <> ALL(%(ids)s::text[])
+"""
+
+COUNT_HANDED_OVER = """UPDATE jobs SET pending_deps = pending_deps + 1, status = 'pending', updated_at = %(now)s
+WHERE id IN (
+    SELECT d.job FROM job_deps AS d WHERE d.dep = %(heir)s AND d.job <> ALL(%(ids)s::text[])
+) AND status IN ('queued', 'pending')
+"""
+
 CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
 SELECT edge.dep, edge.job, edge.run_on_failure, edge.feeds
 FROM jsonb_to_recordset(%(deps)s::jsonb) AS edge(
@@ -660,6 +673,48 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def hand_over_dependents(
+        self,
+        *,
+        heir: str,
+        job: str,
+        ids: list[str],
+    ) -> None:
+        """HandOverDependents makes heir, a job that job's handler added with job's
+        success, a dependency of each of job's dependents not started (a job of
+        ids, the added ones, aside): each waits for heir as it waited for job,
+        and one that job fed takes heir's result instead. CountHandedOver follows
+        in the same transaction.
+        """
+        self._conn.execute(
+            HAND_OVER_DEPENDENTS,
+            {
+                "heir": heir,
+                "job": job,
+                "ids": ids,
+            },
+        )
+
+    def count_handed_over(
+        self,
+        *,
+        now: datetime.datetime,
+        heir: str,
+        ids: list[str],
+    ) -> None:
+        """CountHandedOver counts heir among the dependencies of each job that
+        HandOverDependents gave it (a job of ids, the added ones, aside): one
+        that was queued waits, pending, until heir ends.
+        """
+        self._conn.execute(
+            COUNT_HANDED_OVER,
+            {
+                "now": now,
+                "heir": heir,
+                "ids": ids,
+            },
+        )
 
     def create_job_deps(
         self,

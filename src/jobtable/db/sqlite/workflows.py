@@ -41,6 +41,20 @@ WHERE id IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = ?3 AND adder.cancel_requested)
 """
 
+HAND_OVER_DEPENDENTS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT ?1, d.job, d.run_on_failure, d.feeds
+FROM job_deps AS d JOIN jobs ON jobs.id = d.job
+WHERE d.dep = ?2 AND jobs.status IN ('queued', 'pending')
+    AND d.job NOT IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+"""
+
+COUNT_HANDED_OVER = """UPDATE jobs SET pending_deps = pending_deps + 1, status = 'pending', updated_at = ?1
+WHERE id IN (
+    SELECT d.job FROM job_deps AS d
+    WHERE d.dep = ?2 AND d.job NOT IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+) AND status IN ('queued', 'pending')
+"""
+
 CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
 VALUES (?1, ?2, ?3, ?4)
 """
@@ -499,6 +513,48 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def hand_over_dependents(
+        self,
+        *,
+        heir: str,
+        job: str,
+        ids: str,
+    ) -> None:
+        """HandOverDependents makes heir, a job that job's handler added with job's
+        success, a dependency of each of job's dependents not started (a job of
+        ids, the added ones, aside): each waits for heir as it waited for job,
+        and one that job fed takes heir's result instead. CountHandedOver follows
+        in the same transaction.
+        """
+        self._conn.execute(
+            HAND_OVER_DEPENDENTS,
+            (
+                heir,
+                job,
+                ids,
+            ),
+        )
+
+    def count_handed_over(
+        self,
+        *,
+        now: str,
+        heir: str,
+        ids: str,
+    ) -> None:
+        """CountHandedOver counts heir among the dependencies of each job that
+        HandOverDependents gave it (a job of ids, the added ones, aside): one
+        that was queued waits, pending, until heir ends.
+        """
+        self._conn.execute(
+            COUNT_HANDED_OVER,
+            (
+                now,
+                heir,
+                ids,
+            ),
+        )
 
     def create_job_deps(
         self,
