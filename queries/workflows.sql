@@ -5,8 +5,9 @@
 -- remembers that a job waits for another.
 
 -- name: CreateWorkflow :exec
--- CreateWorkflow names a new workflow.
-INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
+-- CreateWorkflow names a new workflow, with its deadline or none.
+INSERT INTO workflows (id, name, created_at, deadline_at)
+VALUES (@id, @name, @now, sqlc.narg(deadline_at));
 
 -- name: GetWorkflow :one
 -- GetWorkflow reads a workflow's name.
@@ -171,9 +172,10 @@ WHERE job_deps.dep = @dep
 ORDER BY jobs.seq;
 
 -- name: GetJobWorkflow :one
--- GetJobWorkflow reads a job's workflow, its name, and the dependency that
--- cancelled it, if any.
-SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
+-- GetJobWorkflow reads a job's workflow, its name, the dependency that
+-- cancelled it, if any, and what tells whether its deadline cancelled it.
+SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by,
+    jobs.status, jobs.finished_at, workflows.deadline_at, workflows.deadline_done
 FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = @id;
 
@@ -300,3 +302,17 @@ DELETE FROM workflows WHERE id IN (
         AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.workflow_id = w.id)
     ORDER BY w.created_at LIMIT @max_workflows
 );
+
+-- name: ListOverdueWorkflows :many
+-- ListOverdueWorkflows lists up to max_workflows workflows whose deadline
+-- passed by now and was not yet acted on, earliest first
+-- (workflows_deadlines).
+SELECT id FROM workflows
+WHERE deadline_at IS NOT NULL AND deadline_done = 0 AND deadline_at <= @now
+ORDER BY deadline_at
+LIMIT @max_workflows;
+
+-- name: MarkDeadlineDone :exec
+-- MarkDeadlineDone records that the maintenance acted on a workflow's
+-- deadline: its deadline never cancels anything again (a retried job runs).
+UPDATE workflows SET deadline_done = 1 WHERE id = @id;

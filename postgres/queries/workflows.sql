@@ -6,8 +6,9 @@
 -- job waits for another.
 
 -- name: CreateWorkflow :exec
--- CreateWorkflow names a new workflow.
-INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
+-- CreateWorkflow names a new workflow, with its deadline or none.
+INSERT INTO workflows (id, name, created_at, deadline_at)
+VALUES (@id, @name, @now, sqlc.narg(deadline_at));
 
 -- name: GetWorkflow :one
 -- GetWorkflow reads a workflow's name.
@@ -424,9 +425,10 @@ WHERE job_deps.dep = @dep
 ORDER BY jobs.seq;
 
 -- name: GetJobWorkflow :one
--- GetJobWorkflow reads a job's workflow, its name, and the dependency that
--- cancelled it, if any.
-SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
+-- GetJobWorkflow reads a job's workflow, its name, the dependency that
+-- cancelled it, if any, and what tells whether its deadline cancelled it.
+SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by,
+    jobs.status, jobs.finished_at, workflows.deadline_at, workflows.deadline_done
 FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = @id;
 
@@ -552,3 +554,17 @@ DELETE FROM workflows WHERE id IN (
     ORDER BY w.created_at LIMIT @max_workflows
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: ListOverdueWorkflows :many
+-- ListOverdueWorkflows lists up to max_workflows workflows whose deadline
+-- passed by now and was not yet acted on, earliest first
+-- (workflows_deadlines).
+SELECT id FROM workflows
+WHERE deadline_at IS NOT NULL AND NOT deadline_done AND deadline_at <= @now
+ORDER BY deadline_at
+LIMIT @max_workflows;
+
+-- name: MarkDeadlineDone :exec
+-- MarkDeadlineDone records that the maintenance acted on a workflow's
+-- deadline: its deadline never cancels anything again (a retried job runs).
+UPDATE workflows SET deadline_done = true WHERE id = @id;

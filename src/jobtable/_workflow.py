@@ -110,20 +110,35 @@ class Workflow:
         priority: The priority of each of its jobs that ``add`` gives none
             (``priority=``): it replaces the kind's declared one. None keeps
             each kind's.
+        deadline: When the runners' maintenance cancels the workflow's
+            unfinished jobs, as ``Store.cancel_workflow`` does: an aware
+            datetime, or a timedelta from its enqueue (by the store's clock).
+            None: never.
 
     Raises:
         ValueError: name is empty, not a str, or cannot be stored; priority
-            does not fit in 32 bits.
-        TypeError: priority is not an int.
+            does not fit in 32 bits; deadline is a naive datetime or a
+            timedelta that is not positive.
+        TypeError: priority is not an int, or deadline not a datetime or
+            timedelta.
     """
 
-    def __init__(self, name: str, *, priority: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        priority: int | None = None,
+        deadline: datetime.datetime | datetime.timedelta | None = None,
+    ) -> None:
         if not isinstance(name, str) or not name or unstorable(name):
             raise ValueError(f"Workflow {name!r}: want a non-empty name that can be stored")
         if priority is not None:
             Options(priority=priority).check(f"Workflow {name!r}")
+        _check_deadline(f"Workflow {name!r}", deadline)
         self.priority = priority
         """The priority of each job ``add`` gives none, or None: each kind's."""
+        self.deadline = deadline
+        """When the workflow's unfinished jobs are cancelled, or None: never."""
         self.name = name
         """The workflow's name, as its jobs' records show it."""
         self.id = new_id()
@@ -268,7 +283,11 @@ class Workflow:
         """Encodes every job (raising before anything is stored) into the write that stores them."""
         moment = binding.store.clock()
         jobs = [self._encoded(step, binding, traceparent, moment) for step in self._steps]
-        return StoreWorkflow(self.id, self.name, jobs, timestamp(moment))
+        deadline = self.deadline
+        if isinstance(deadline, datetime.timedelta):
+            deadline = moment + deadline
+        due = None if deadline is None else timestamp(deadline)
+        return StoreWorkflow(self.id, self.name, jobs, timestamp(moment), deadline_at=due)
 
     def enqueue(self, store: Store, *, conn: object = None) -> str:
         """Stores every job of the workflow in one transaction and returns the workflow's id.
@@ -345,6 +364,23 @@ class Workflow:
         return [job for _, job, _, _ in op.jobs], op
 
 
+def _check_deadline(where: str, deadline: object) -> None:
+    """Raises naming where unless deadline is None, an aware datetime or a positive timedelta."""
+    if deadline is None:
+        return
+    if isinstance(deadline, datetime.datetime):
+        if deadline.tzinfo is None or deadline.utcoffset() is None:
+            raise ValueError(f"{where}: deadline must be an aware datetime, got {deadline!r}")
+        return
+    if isinstance(deadline, datetime.timedelta):
+        if deadline <= datetime.timedelta(0):
+            raise ValueError(f"{where}: deadline must be a positive timedelta, got {deadline!r}")
+        return
+    raise TypeError(
+        f"{where}: deadline must be a datetime, a timedelta or None, got {type(deadline).__name__}"
+    )
+
+
 def _check_feed(where: str, node: Node[Any, Any], kind: Kind[Any, Any]) -> None:
     """Raises TypeError naming where unless node's result type is kind's payload type.
 
@@ -378,7 +414,7 @@ class StoreWorkflow:
     create False the workflow exists already (a running job's additions).
     """
 
-    __slots__ = ("create", "jobs", "name", "now", "workflow_id")
+    __slots__ = ("create", "deadline_at", "jobs", "name", "now", "workflow_id")
 
     def __init__(
         self,
@@ -387,16 +423,20 @@ class StoreWorkflow:
         jobs: Sequence[_NewStep],
         now: str,
         create: bool = True,
+        deadline_at: str | None = None,
     ) -> None:
         self.workflow_id = workflow_id
         self.name = name
         self.jobs = jobs
         self.now = now
         self.create = create
+        self.deadline_at = deadline_at
 
     def __call__(self, q: WorkflowQueries) -> None:
         if self.create:
-            q.create_workflow(id=self.workflow_id, name=self.name, now=self.now)
+            q.create_workflow(
+                id=self.workflow_id, name=self.name, now=self.now, deadline_at=self.deadline_at
+            )
         q.insert_workflow_jobs(
             workflow_id=self.workflow_id,
             jobs=[WorkflowJob(kind, job, len(after)) for kind, job, after, _ in self.jobs],
@@ -480,6 +520,11 @@ class FanOut(Workflow):
             raise TypeError(f"{where}: want a Workflow, got {type(sub).__name__}")
         if sub._stored or not sub._steps:
             raise ValueError(f"{where}: want a workflow with jobs, not stored or added already")
+        if sub.deadline is not None:
+            raise ValueError(
+                f"{where}: its jobs join this workflow, whose deadline is theirs; "
+                "give the sub-workflow no deadline"
+            )
         if result is not None:
             self._check_heir(where, sub, result)
         start, made = len(self._steps), len(self._new)

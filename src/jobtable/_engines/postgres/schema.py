@@ -25,6 +25,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v10,
     upgrade_to_v11,
     upgrade_to_v12,
+    upgrade_to_v16,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -60,7 +61,7 @@ class SchemaQueries(Protocol):
     def search_path_schema_denied(self) -> _Denied | None: ...
 
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 16
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -85,10 +86,14 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         9: upgrade_to_v10,
         10: upgrade_to_v11,
         11: upgrade_to_v12,
+        12: upgrade_to_v16,
     }
 
 
 _UPGRADES = _upgrade_steps()
+
+_REACHES = {12: 16}
+"""The version a step that skips versions reaches (12 to 16: 13 to 15 are other changes')."""
 
 
 def schema_version(q: SchemaQueries, where: str) -> int:
@@ -243,7 +248,9 @@ def _create_or_upgrade(
             q.set_schema_version(version=SCHEMA_VERSION)
             return
         if version < SCHEMA_VERSION:
-            for step in range(version, SCHEMA_VERSION):
+            step = version
+            while step < SCHEMA_VERSION:
                 _UPGRADES[step](conn)
+                step = _REACHES.get(step, step + 1)
             q.set_schema_version(version=SCHEMA_VERSION)
         _check_tables(conn, q, schema, where, version)

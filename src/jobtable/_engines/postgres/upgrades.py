@@ -19,6 +19,7 @@ from jobtable.db.postgres import (
     upgrade_v10,
     upgrade_v11,
     upgrade_v12,
+    upgrade_v16,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -156,3 +157,15 @@ def upgrade_to_v12(conn: _Connection) -> None:
     having reported no missing key.
     """
     upgrade_v12.Querier(conn).add_runner_missing_keys_column_v12()
+
+
+def upgrade_to_v16(conn: _Connection) -> None:
+    """Brings a version 12 schema to version 16: the workflows table's deadline columns.
+
+    They are nullable or have a constant default, so adding them rewrites
+    no row; every workflow is kept, with no deadline. Versions 13 to 15 are
+    other changes' steps.
+    """
+    step = upgrade_v16.Querier(conn)
+    step.add_workflow_deadline_columns_v16()
+    step.create_workflow_deadlines_index_v16()

@@ -21,6 +21,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v9,
     upgrade_to_v10,
     upgrade_to_v12,
+    upgrade_to_v16,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -215,6 +216,26 @@ def _upgrade_to_v12(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 12
 
 
+def _upgrade_to_v16(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 16 adds the workflows table's deadline_at and deadline_done, in
+    # place (no row is rewritten), and the index of deadlines not yet passed.
+    # Versions 13 to 15 are other changes' steps; this one starts at 12.
+    # A file whose step to version 8 made workflows from the latest schema
+    # has the columns already, but not the index; a file without workflows
+    # gets nothing, and the table check after the steps names what it lacks.
+    workflows = describe(conn, "workflows")
+    if not workflows.columns:
+        return 16
+    creates = [
+        st
+        for st in schema.statements
+        if schema.creates(st) == {"workflows_deadlines"}
+        and "workflows_deadlines" not in workflows.indexes
+    ]
+    upgrade_to_v16(conn, creates, columns="deadline_at" not in workflows.columns)
+    return 16
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -233,6 +254,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         9: _upgrade_to_v10,
         10: _upgrade_to_v11,
         11: _upgrade_to_v12,
+        12: _upgrade_to_v16,
     }
 
 

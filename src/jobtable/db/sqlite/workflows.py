@@ -8,9 +8,8 @@ import dataclasses
 import sqlite3
 from collections.abc import Iterable
 
-from . import models
-
-CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (?1, ?2, ?3)
+CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at)
+VALUES (?1, ?2, ?3, ?4)
 """
 
 GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = ?1
@@ -120,7 +119,8 @@ WHERE job_deps.dep = ?1
 ORDER BY jobs.seq
 """
 
-GET_JOB_WORKFLOW = """SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
+GET_JOB_WORKFLOW = """SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by,
+    jobs.status, jobs.finished_at, workflows.deadline_at, workflows.deadline_done
 FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = ?1
 """
@@ -207,6 +207,24 @@ DELETE_EMPTY_WORKFLOWS = """DELETE FROM workflows WHERE id IN (
     ORDER BY w.created_at LIMIT ?2
 )
 """
+
+LIST_OVERDUE_WORKFLOWS = """SELECT id FROM workflows
+WHERE deadline_at IS NOT NULL AND deadline_done = 0 AND deadline_at <= ?1
+ORDER BY deadline_at
+LIMIT ?2
+"""
+
+MARK_DEADLINE_DONE = """UPDATE workflows SET deadline_done = 1 WHERE id = ?1
+"""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetWorkflowRow:
+    """A row that GetWorkflow returns."""
+
+    id: str
+    name: str
+    created_at: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -320,6 +338,10 @@ class GetJobWorkflowRow:
     workflow_id: str | None
     workflow_name: str | None
     blocked_by: str | None
+    status: str
+    finished_at: str | None
+    deadline_at: str | None
+    deadline_done: int | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -364,6 +386,13 @@ class ListWorkflowsRow:
     jobs: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListOverdueWorkflowsRow:
+    """A row that ListOverdueWorkflows returns."""
+
+    id: str
+
+
 class Querier:
     """Runs the queries of workflows.sql on one connection."""
 
@@ -376,13 +405,14 @@ class Querier:
         id: str,
         name: str,
         now: str,
+        deadline_at: str | None,
     ) -> None:
         """The workflows' queries: jobs with dependencies. A job of a workflow that
         waits for dependencies is pending, which no claim reads; these statements
         run in the transaction that records each dependency's outcome (only when
         the finished job belongs to a workflow), so nothing outside the database
         remembers that a job waits for another.
-        CreateWorkflow names a new workflow.
+        CreateWorkflow names a new workflow, with its deadline or none.
         """
         self._conn.execute(
             CREATE_WORKFLOW,
@@ -390,6 +420,7 @@ class Querier:
                 id,
                 name,
                 now,
+                deadline_at,
             ),
         )
 
@@ -397,7 +428,7 @@ class Querier:
         self,
         *,
         id: str,
-    ) -> models.Workflow | None:
+    ) -> GetWorkflowRow | None:
         """GetWorkflow reads a workflow's name."""
         cur = self._conn.execute(
             GET_WORKFLOW,
@@ -406,7 +437,7 @@ class Querier:
         row = cur.fetchone()
         if row is None:
             return None
-        return models.Workflow(
+        return GetWorkflowRow(
             id=row[0],
             name=row[1],
             created_at=row[2],
@@ -783,8 +814,8 @@ class Querier:
         *,
         id: str,
     ) -> GetJobWorkflowRow | None:
-        """GetJobWorkflow reads a job's workflow, its name, and the dependency that
-        cancelled it, if any.
+        """GetJobWorkflow reads a job's workflow, its name, the dependency that
+        cancelled it, if any, and what tells whether its deadline cancelled it.
         """
         cur = self._conn.execute(
             GET_JOB_WORKFLOW,
@@ -797,6 +828,10 @@ class Querier:
             workflow_id=row[0],
             workflow_name=row[1],
             blocked_by=row[2],
+            status=row[3],
+            finished_at=row[4],
+            deadline_at=row[5],
+            deadline_done=row[6],
         )
 
     def list_workflow_jobs(
@@ -1028,3 +1063,40 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def list_overdue_workflows(
+        self,
+        *,
+        now: str | None,
+        max_workflows: int,
+    ) -> list[ListOverdueWorkflowsRow]:
+        """ListOverdueWorkflows lists up to max_workflows workflows whose deadline
+        passed by now and was not yet acted on, earliest first
+        (workflows_deadlines).
+        """
+        cur = self._conn.execute(
+            LIST_OVERDUE_WORKFLOWS,
+            (
+                now,
+                max_workflows,
+            ),
+        )
+        return [
+            ListOverdueWorkflowsRow(
+                id=row[0],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def mark_deadline_done(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """MarkDeadlineDone records that the maintenance acted on a workflow's
+        deadline: its deadline never cancels anything again (a retried job runs).
+        """
+        self._conn.execute(
+            MARK_DEADLINE_DONE,
+            (id,),
+        )

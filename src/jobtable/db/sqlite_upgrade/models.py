@@ -175,3 +175,5 @@ class Workflow:
     id: str
     name: str
     created_at: str
+    deadline_at: str | None
+    deadline_done: int
