@@ -26,3 +26,5 @@ def handler(ctx: jobtable.JobContext[str], n: int) -> str:
 def declarations() -> None:
     jobtable.Workflow("ranked", priority="high")  # E: arg-type
     jobtable.Workflow("ranked", 3)  # E: call-arg
+    jobtable.Workflow("due", deadline=5)  # E: arg-type
+    jobtable.Workflow("due", deadline="tomorrow")  # E: arg-type
