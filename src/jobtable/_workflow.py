@@ -511,8 +511,9 @@ class FanOut(Workflow):
         Raises:
             TypeError: sub is not a Workflow, result not a Node, or result's
                 result type is not the running job's.
-            ValueError: sub was stored or added already, has no job, or result
-                is not a node of sub or of this workflow.
+            ValueError: sub was stored or added already, has no job or has a
+                deadline, result is not a node of sub or of this workflow, or an
+                earlier add_workflow gave result already.
             PayloadError: A job of sub does not fit its kind; nothing of sub is added.
         """
         where = f"Workflow {self.name!r}: add_workflow {getattr(sub, 'name', sub)!r}"
@@ -547,6 +548,11 @@ class FanOut(Workflow):
         """Raises unless node may take the running job's place for its dependents."""
         if not isinstance(node, Node):
             raise TypeError(f"{where}: result must be a Node, got {type(node).__name__}")
+        if self._heir is not None:
+            raise ValueError(
+                f"{where}: the running job's dependents take {self._heir!r}'s result already; "
+                "give result= to one add_workflow only"
+            )
         if node is self.current or not (sub._has(node) or self._has(node)):
             raise ValueError(f"{where}: result {node!r} is not a node of {sub!r} or added here")
         ours, theirs = self.current._result_type, node._result_type

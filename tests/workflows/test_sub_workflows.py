@@ -117,6 +117,10 @@ def test_add_workflow_refuses_what_cannot_be_added(store: jobtable.Store) -> Non
     def do_fetch(ctx: jobtable.JobContext[int], n: int) -> int:
         return n
 
+    @runner.handler(render)
+    def do_render(ctx: jobtable.JobContext[str], n: int) -> str:
+        return str(n)
+
     @runner.handler(order)
     def do_order(ctx: jobtable.JobContext[str], n: int) -> str:
         stored = jobtable.Workflow("stored")
@@ -139,15 +143,22 @@ def test_add_workflow_refuses_what_cannot_be_added(store: jobtable.Store) -> Non
             except (TypeError, ValueError) as error:
                 outcomes.append(type(error).__name__)
         ctx.add_workflow(sub)  # nothing above added any of sub's jobs
+        first, second = jobtable.Workflow("first"), jobtable.Workflow("second")
+        ctx.add_workflow(first, result=first.add(render, 1))
+        try:
+            ctx.add_workflow(second, result=second.add(render, 2))
+        except ValueError as error:
+            outcomes.append(f"twice: {error}")
         return "ok"
 
     wf = jobtable.Workflow("shop")
     wf.add(order, 1)
     wf.enqueue(store)
     records = jobtable.testing.drain_sync(runner, retries=False)
-    assert outcomes == ["ValueError", "ValueError", "ValueError", "TypeError", "TypeError"]
+    assert outcomes[:5] == ["ValueError", "ValueError", "ValueError", "TypeError", "TypeError"]
+    assert "give result= to one add_workflow only" in outcomes[5]
     ours = [r.kind for r in records if store.inspect(r.id).workflow_id == wf.id]
-    assert ours == ["order", "fetch"]
+    assert ours == ["order", "fetch", "render"]
 
 
 def test_a_workflows_priority_applies_to_jobs_that_give_none(store: jobtable.Store) -> None:
