@@ -195,12 +195,21 @@ CREATE INDEX jobs_workflow ON jobs (workflow_id, seq) WHERE workflow_id IS NOT N
 CREATE TABLE workflows (
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    -- deadline_at is when the runners' maintenance cancels the workflow's
+    -- unfinished jobs, or null; deadline_done is set once it did (or found
+    -- nothing left), so it does so once (schema version 16).
+    deadline_at TEXT,
+    deadline_done INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 -- The list of workflows reads a page newest first as one range of this
 -- index: workflows are never updated, so each costs its insert one entry and
 -- nothing after (schema version 10).
 CREATE INDEX workflows_by_time ON workflows (created_at, id);
+-- The maintenance finds the workflows whose deadline passed in this small
+-- index: only those with a deadline not yet passed are in it (version 16).
+CREATE INDEX workflows_deadlines ON workflows (deadline_at)
+WHERE deadline_at IS NOT NULL AND deadline_done = 0;
 
 -- job_deps holds one row per dependency: job runs only after dep finished
 -- (succeeded, or ended in any way when run_on_failure is set). feeds marks

@@ -5,8 +5,9 @@
 -- remembers that a job waits for another.
 
 -- name: CreateWorkflow :exec
--- CreateWorkflow names a new workflow.
-INSERT INTO workflows (id, name, created_at) VALUES (@id, @name, @now);
+-- CreateWorkflow names a new workflow, with its deadline or none.
+INSERT INTO workflows (id, name, created_at, deadline_at)
+VALUES (@id, @name, @now, sqlc.narg(deadline_at));
 
 -- name: GetWorkflow :one
 -- GetWorkflow reads a workflow's name.
@@ -56,6 +57,28 @@ UPDATE jobs SET status = 'cancelled', finished_at = @now, updated_at = @now
 WHERE id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
     AND (status = 'queued' OR status = 'pending')
     AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = @adder AND adder.cancel_requested);
+
+-- name: HandOverDependents :exec
+-- HandOverDependents makes heir, a job that job's handler added with job's
+-- success, a dependency of each of job's dependents not started (a job of
+-- ids, the added ones, aside): each waits for heir as it waited for job,
+-- and one that job fed takes heir's result instead. CountHandedOver follows
+-- in the same transaction.
+INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT @heir, d.job, d.run_on_failure, d.feeds
+FROM job_deps AS d JOIN jobs ON jobs.id = d.job
+WHERE d.dep = @job AND jobs.status IN ('queued', 'pending')
+    AND d.job NOT IN (SELECT value FROM json_each(CAST(@ids AS TEXT)));
+
+-- name: CountHandedOver :exec
+-- CountHandedOver counts heir among the dependencies of each job that
+-- HandOverDependents gave it (a job of ids, the added ones, aside): one
+-- that was queued waits, pending, until heir ends.
+UPDATE jobs SET pending_deps = pending_deps + 1, status = 'pending', updated_at = @now
+WHERE id IN (
+    SELECT d.job FROM job_deps AS d
+    WHERE d.dep = @heir AND d.job NOT IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+) AND status IN ('queued', 'pending');
 
 -- name: CreateJobDeps :batchexec
 -- CreateJobDeps records, a statement per row, that job runs only after dep
@@ -173,9 +196,10 @@ WHERE job_deps.dep = @dep
 ORDER BY jobs.seq;
 
 -- name: GetJobWorkflow :one
--- GetJobWorkflow reads a job's workflow, its name, and the dependency that
--- cancelled it, if any.
-SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
+-- GetJobWorkflow reads a job's workflow, its name, the dependency that
+-- cancelled it, if any, and what tells whether its deadline cancelled it.
+SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by,
+    jobs.status, jobs.finished_at, workflows.deadline_at, workflows.deadline_done
 FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = @id;
 
@@ -303,3 +327,17 @@ DELETE FROM workflows WHERE id IN (
         AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.workflow_id = w.id)
     ORDER BY w.created_at LIMIT @max_workflows
 );
+
+-- name: ListOverdueWorkflows :many
+-- ListOverdueWorkflows lists up to max_workflows workflows whose deadline
+-- passed by now and was not yet acted on, earliest first
+-- (workflows_deadlines).
+SELECT id FROM workflows
+WHERE deadline_at IS NOT NULL AND deadline_done = 0 AND deadline_at <= @now
+ORDER BY deadline_at
+LIMIT @max_workflows;
+
+-- name: MarkDeadlineDone :exec
+-- MarkDeadlineDone records that the maintenance acted on a workflow's
+-- deadline: its deadline never cancels anything again (a retried job runs).
+UPDATE workflows SET deadline_done = 1 WHERE id = @id;

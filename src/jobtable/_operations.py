@@ -89,6 +89,8 @@ def workflow_links(q: Queries, job_id: str) -> WorkflowLinks | None:
     if found.blocked_by is not None:
         # Its edge went with it: a dependency not listed was deleted.
         reason = f"dependency {found.blocked_by} {status.get(found.blocked_by, 'deleted')}"
+    elif found.past_deadline:
+        reason = DEADLINE_PASSED
     return WorkflowLinks(
         id=found.workflow_id,
         name=found.workflow_name or "",
@@ -225,3 +227,24 @@ class CancelWorkflow:
         if q.request_cancel_workflow(workflow_id=self.workflow_id, now=self.now):
             q.notify_cancel()
         return len(cancelled)
+
+
+DEADLINE_PASSED = "workflow deadline passed"
+"""What ``cancelled_because`` says of a job its workflow's deadline cancelled."""
+
+OVERDUE_BATCH = 100
+"""How many workflows whose deadline passed one maintenance round cancels, at most."""
+
+
+def cancel_overdue_workflows(q: Queries, now: str) -> int:
+    """Cancels each workflow whose deadline passed by now, as ``Store.cancel_workflow`` does.
+
+    Up to OVERDUE_BATCH of them, earliest deadline first; each is marked
+    done, so its deadline never acts again (a job retried afterwards runs).
+    Run by the runners' maintenance. Returns how many workflows it acted on.
+    """
+    overdue = q.overdue_workflows(now=now, max_workflows=OVERDUE_BATCH)
+    for workflow_id in overdue:
+        CancelWorkflow(workflow_id, now)(q)
+        q.mark_deadline_done(id=workflow_id)
+    return len(overdue)

@@ -15,11 +15,12 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from typing_extensions import Unpack
 
 from jobtable._engines.base import Queries
+from jobtable._engines.dependencies import settle_dependents
 from jobtable._engines.rows import NewJob
 from jobtable._engines.workflow_queries import JobDep, WorkflowJob, WorkflowQueries
 from jobtable._enqueue import Binding, Named, astore_jobs, store_jobs
 from jobtable._kind import Kind
-from jobtable._options import JobOptions
+from jobtable._options import JobOptions, Options
 from jobtable._store import Store
 from jobtable._telemetry import current_traceparent
 from jobtable._transaction import in_transaction
@@ -106,14 +107,38 @@ class Workflow:
 
     Args:
         name: The workflow's name, as its jobs' records show it.
+        priority: The priority of each of its jobs that ``add`` gives none
+            (``priority=``): it replaces the kind's declared one. None keeps
+            each kind's.
+        deadline: When the runners' maintenance cancels the workflow's
+            unfinished jobs, as ``Store.cancel_workflow`` does: an aware
+            datetime, or a timedelta from its enqueue (by the store's clock).
+            None: never.
 
     Raises:
-        ValueError: name is empty, not a str, or cannot be stored.
+        ValueError: name is empty, not a str, or cannot be stored; priority
+            does not fit in 32 bits; deadline is a naive datetime or a
+            timedelta that is not positive.
+        TypeError: priority is not an int, or deadline not a datetime or
+            timedelta.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        priority: int | None = None,
+        deadline: datetime.datetime | datetime.timedelta | None = None,
+    ) -> None:
         if not isinstance(name, str) or not name or unstorable(name):
             raise ValueError(f"Workflow {name!r}: want a non-empty name that can be stored")
+        if priority is not None:
+            Options(priority=priority).check(f"Workflow {name!r}")
+        _check_deadline(f"Workflow {name!r}", deadline)
+        self.priority = priority
+        """The priority of each job ``add`` gives none, or None: each kind's."""
+        self.deadline = deadline
+        """When the workflow's unfinished jobs are cancelled, or None: never."""
         self.name = name
         """The workflow's name, as its jobs' records show it."""
         self.id = new_id()
@@ -196,6 +221,8 @@ class Workflow:
         if "unique" in options or "conn" in options or kind.unique is not None:
             raise ValueError(f"{where}: a workflow's job cannot be unique or take conn")
         kind.check_options(where, options, JobOptions.__optional_keys__)
+        if self.priority is not None and "priority" not in options:
+            options["priority"] = self.priority
         deps = [self._dependency(where, d) for d in after]
         if isinstance(payload, Node):
             deps.insert(0, self._dependency(where, payload))
@@ -223,7 +250,7 @@ class Workflow:
         after = dep if isinstance(dep, After) else After(dep) if isinstance(dep, Node) else None
         if after is None or not isinstance(after.node, Node):
             raise TypeError(f"{where}: a dependency must be a Node or After, got {dep!r}")
-        if after.node.workflow is not self:
+        if not self._owns(after.node.workflow):
             raise ValueError(
                 f"{where}: {after.node!r} belongs to another workflow "
                 f"({after.node.workflow.name!r}), not this one"
@@ -237,6 +264,10 @@ class Workflow:
     def _has(self, node: Node[Any, Any]) -> bool:
         """Whether node was added to this workflow."""
         return self._nodes.get(node.id) is node
+
+    def _owns(self, workflow: "Workflow") -> bool:
+        """Whether a node of workflow may be a dependency here: this one's."""
+        return workflow is self
 
     def _encoded(
         self, step: _Step, binding: Binding, traceparent: str | None, moment: datetime.datetime
@@ -254,7 +285,11 @@ class Workflow:
         """Encodes every job (raising before anything is stored) into the write that stores them."""
         moment = binding.store.clock()
         jobs = [self._encoded(step, binding, traceparent, moment) for step in self._steps]
-        return StoreWorkflow(self.id, self.name, jobs, timestamp(moment))
+        deadline = self.deadline
+        if isinstance(deadline, datetime.timedelta):
+            deadline = moment + deadline
+        due = None if deadline is None else timestamp(deadline)
+        return StoreWorkflow(self.id, self.name, jobs, timestamp(moment), deadline_at=due)
 
     def enqueue(self, store: Store, *, conn: object = None) -> str:
         """Stores every job of the workflow in one transaction and returns the workflow's id.
@@ -331,6 +366,23 @@ class Workflow:
         return [job for _, job, _, _ in op.jobs], op
 
 
+def _check_deadline(where: str, deadline: object) -> None:
+    """Raises naming where unless deadline is None, an aware datetime or a positive timedelta."""
+    if deadline is None:
+        return
+    if isinstance(deadline, datetime.datetime):
+        if deadline.tzinfo is None or deadline.utcoffset() is None:
+            raise ValueError(f"{where}: deadline must be an aware datetime, got {deadline!r}")
+        return
+    if isinstance(deadline, datetime.timedelta):
+        if deadline <= datetime.timedelta(0):
+            raise ValueError(f"{where}: deadline must be a positive timedelta, got {deadline!r}")
+        return
+    raise TypeError(
+        f"{where}: deadline must be a datetime, a timedelta or None, got {type(deadline).__name__}"
+    )
+
+
 def _check_feed(where: str, node: Node[Any, Any], kind: Kind[Any, Any]) -> None:
     """Raises TypeError naming where unless node's result type is kind's payload type.
 
@@ -364,7 +416,7 @@ class StoreWorkflow:
     create False the workflow exists already (a running job's additions).
     """
 
-    __slots__ = ("create", "jobs", "name", "now", "workflow_id")
+    __slots__ = ("create", "deadline_at", "jobs", "name", "now", "workflow_id")
 
     def __init__(
         self,
@@ -373,16 +425,20 @@ class StoreWorkflow:
         jobs: Sequence[_NewStep],
         now: str,
         create: bool = True,
+        deadline_at: str | None = None,
     ) -> None:
         self.workflow_id = workflow_id
         self.name = name
         self.jobs = jobs
         self.now = now
         self.create = create
+        self.deadline_at = deadline_at
 
     def __call__(self, q: WorkflowQueries) -> None:
         if self.create:
-            q.create_workflow(id=self.workflow_id, name=self.name, now=self.now)
+            q.create_workflow(
+                id=self.workflow_id, name=self.name, now=self.now, deadline_at=self.deadline_at
+            )
         q.insert_workflow_jobs(
             workflow_id=self.workflow_id,
             jobs=[WorkflowJob(kind, job, len(after)) for kind, job, after, _ in self.jobs],
@@ -420,6 +476,8 @@ class FanOut(Workflow):
         """The running job, as a dependency of the jobs it adds."""
         self._binding_ = Binding(store, store.max_payload_bytes)
         self._new: list[_NewStep | _Step] = []
+        self._included: list[Workflow] = []
+        self._heir: Node[Any, Any] | None = None
 
     def __repr__(self) -> str:
         return f"FanOut({self.id!r}, {self.current!r})"
@@ -429,6 +487,82 @@ class FanOut(Workflow):
 
     def _fed_when_stored(self, node: Node[Any, Any]) -> bool:
         return node is self.current
+
+    def _owns(self, workflow: Workflow) -> bool:
+        return workflow is self or any(workflow is sub for sub in self._included)
+
+    def add_workflow(self, sub: Workflow, *, result: Node[Any, Any] | None = None) -> None:
+        """Adds every job of sub, in sub's order, to the running job's workflow, as ``add`` would.
+
+        The jobs join this workflow (sub's name and id are not stored) and
+        are stored with the running job's success, and only then, as every
+        job added here; sub's nodes are then nodes of this workflow, to
+        depend on or to feed later jobs (``add(kind, node)``). sub is spent:
+        it cannot be enqueued or added again. With result, the running job's
+        dependents not yet started wait for result too (a job the running
+        job feeds takes result's result as its payload instead): the running
+        job finishes, and its dependents wait for the sub-workflow, holding
+        no worker meanwhile. ``JobContext.add_workflow`` is its typed form.
+
+        Args:
+            sub: The workflow to add, built with ``Workflow.add`` and not stored.
+            result: A node of sub (or one added here) whose result the running
+                job's dependents take in place of the running job's; None
+                leaves them as they are.
+
+        Raises:
+            TypeError: sub is not a Workflow, result not a Node, or result's
+                result type is not the running job's.
+            ValueError: sub was stored or added already, has no job or has a
+                deadline, result is not a node of sub or of this workflow, or an
+                earlier add_workflow gave result already.
+            PayloadError: A job of sub does not fit its kind; nothing of sub is added.
+        """
+        where = f"Workflow {self.name!r}: add_workflow {getattr(sub, 'name', sub)!r}"
+        if not isinstance(sub, Workflow) or isinstance(sub, FanOut):
+            raise TypeError(f"{where}: want a Workflow, got {type(sub).__name__}")
+        if sub._stored or not sub._steps:
+            raise ValueError(f"{where}: want a workflow with jobs, not stored or added already")
+        if sub.deadline is not None:
+            raise ValueError(
+                f"{where}: its jobs join this workflow, whose deadline is theirs; "
+                "give the sub-workflow no deadline"
+            )
+        if result is not None:
+            self._check_heir(where, sub, result)
+        start, made = len(self._steps), len(self._new)
+        self._included.append(sub)
+        try:
+            for step in sub._steps:
+                self._steps.append(step)
+                self._nodes[step.node.id] = step.node
+                self._added()
+        except BaseException:
+            for step in self._steps[start:]:
+                self._nodes.pop(step.node.id, None)
+            del self._steps[start:], self._new[made:], self._included[-1]
+            raise
+        sub._stored = True
+        if result is not None:
+            self._heir = result
+
+    def _check_heir(self, where: str, sub: Workflow, node: object) -> None:
+        """Raises unless node may take the running job's place for its dependents."""
+        if not isinstance(node, Node):
+            raise TypeError(f"{where}: result must be a Node, got {type(node).__name__}")
+        if self._heir is not None:
+            raise ValueError(
+                f"{where}: the running job's dependents take {self._heir!r}'s result already; "
+                "give result= to one add_workflow only"
+            )
+        if node is self.current or not (sub._has(node) or self._has(node)):
+            raise ValueError(f"{where}: result {node!r} is not a node of {sub!r} or added here")
+        ours, theirs = self.current._result_type, node._result_type
+        if ours is not None and theirs is not None and ours != theirs:
+            raise TypeError(
+                f"{where}: result {node!r} returns {_type_name(theirs)}, not the running "
+                f"job's result type ({_type_name(ours)}), which its dependents take"
+            )
 
     def _added(self) -> None:
         if self._steps[-1].payload is self.current:
@@ -466,7 +600,11 @@ class FanOut(Workflow):
     def __call__(self, q: WorkflowQueries) -> None:
         """Stores the added jobs: run by the write that records the running job's success."""
         now = timestamp(self._binding_.store.clock())
-        StoreWorkflow(self.id, self.name, self._made(), now, create=False)(q)
+        made = self._made()
+        StoreWorkflow(self.id, self.name, made, now, create=False)(q)
+        if self._heir is not None:
+            ids = [job.id for _, job, _, _ in made]
+            q.hand_over_dependents(job=self.current.id, heir=self._heir.id, ids=ids, now=now)
 
     def cancel_if_requested(self, q: WorkflowQueries) -> None:
         """Cancels the added jobs, just stored, if the running job's cancel was requested.
@@ -476,7 +614,9 @@ class FanOut(Workflow):
         """
         now = timestamp(self._binding_.store.clock())
         ids = [job.id for _, job, _, _ in self._made()]
-        q.cancel_added_jobs(ids=ids, adder=self.current.id, now=now)
+        if q.cancel_added_jobs(ids=ids, adder=self.current.id, now=now) and self._heir is not None:
+            # The dependents handed over to a cancelled heir settle as its dependents.
+            settle_dependents(q, self._heir.id, now)
 
     def _made(self) -> list[_NewStep]:
         """The added jobs already made: all of them once ``feed`` has run."""

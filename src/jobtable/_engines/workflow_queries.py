@@ -5,8 +5,9 @@ Times are UTC text and flags are bools here; each engine's adapter
 them for its generated Querier (queries/workflows.sql).
 """
 
+import datetime
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar
 
 from jobtable._engines.rows import NewJob
 
@@ -48,12 +49,29 @@ class JobDep(NamedTuple):
     feeds: bool
 
 
+_Moment = TypeVar("_Moment", str, datetime.datetime)
+
+
+def past_deadline(
+    status: str, finished: _Moment | None, deadline: _Moment | None, done: object
+) -> bool:
+    """Whether a job ended cancelled at or after its workflow's deadline, which was acted on."""
+    if status != "cancelled" or not done or finished is None or deadline is None:
+        return False
+    return finished >= deadline
+
+
 class JobWorkflowRow(NamedTuple):
-    """A job's workflow (id and name, None for none) and the dependency that cancelled it."""
+    """A job's workflow (id and name, None for none) and the dependency that cancelled it.
+
+    past_deadline: the job was cancelled at or after its workflow's deadline,
+    which the maintenance acted on.
+    """
 
     workflow_id: str | None
     workflow_name: str | None
     blocked_by: str | None
+    past_deadline: bool = False
 
 
 class WorkflowJobRow(NamedTuple):
@@ -74,8 +92,16 @@ class WorkflowJobRow(NamedTuple):
 class WorkflowQueries(Protocol):
     """The queries of workflows (queries/workflows.sql)."""
 
-    def create_workflow(self, *, id: str, name: str, now: str) -> None:
-        """Names a new workflow."""
+    def create_workflow(self, *, id: str, name: str, now: str, deadline_at: str | None) -> None:
+        """Names a new workflow, with its deadline or none."""
+        ...
+
+    def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
+        """Up to max_workflows workflows whose deadline passed by now, not yet acted on."""
+        ...
+
+    def mark_deadline_done(self, *, id: str) -> None:
+        """Records that the maintenance acted on the workflow's deadline: it never acts again."""
         ...
 
     def workflow_name(self, *, id: str) -> str | None:
@@ -111,6 +137,15 @@ class WorkflowQueries(Protocol):
 
         Returns how many it cancelled. A job whose cancel was requested
         while it ran adds no job that runs.
+        """
+        ...
+
+    def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
+        """Makes heir a dependency of job's dependents not started, but the jobs of ids.
+
+        Each waits for heir as it waited for job (pending, counting it), and
+        one that job fed takes heir's result. ids are the jobs job's handler
+        added, heir among them.
         """
         ...
 

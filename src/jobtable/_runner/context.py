@@ -9,7 +9,7 @@ from jobtable._runner.resume import Resume
 from jobtable._runner.shared import Stop
 from jobtable._signal import Signal, TimedOut
 from jobtable._store import Store
-from jobtable._workflow import FanOut
+from jobtable._workflow import FanOut, Node, Workflow
 
 if TYPE_CHECKING:
     from jobtable._kind import Kind
@@ -415,6 +415,30 @@ class JobContext(Generic[R]):
             )
             self._running.adds = self._fanout
         return self._fanout
+
+    def add_workflow(self, sub: Workflow, *, result: "Node[Any, R] | None" = None) -> None:
+        """Adds sub's jobs to this job's workflow; result's result goes to this job's dependents.
+
+        The typed form of ``ctx.workflow.add_workflow``: mypy checks that
+        result's kind returns this job's result type R. Every job of sub joins
+        this job's workflow, stored with this attempt's success and only then;
+        sub's nodes are nodes of ``ctx.workflow`` afterwards. With result,
+        this job's dependents not yet started also wait for result, and one
+        this job feeds takes result's result as its payload: the job finishes
+        and frees its worker, and its dependents wait for the sub-workflow.
+
+        Args:
+            sub: The workflow to add, built with ``Workflow.add`` and not stored.
+            result: A node of sub whose result this job's dependents take, an R;
+                None leaves them waiting for this job only.
+
+        Raises:
+            ValueError: The job belongs to no workflow, sub was stored or added
+                already or has no job, or result is not a node of sub.
+            TypeError: sub is not a Workflow, or result's type is not R.
+            PayloadError: A job of sub does not fit its kind; nothing is added.
+        """
+        self.workflow.add_workflow(sub, result=result)
 
     def _rows(self) -> "Sequence[DependencyRow]":
         if self._store is None:

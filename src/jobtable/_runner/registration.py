@@ -20,6 +20,7 @@ from jobtable._engines.base import Queries
 from jobtable._engines.dependencies import settle_stranded
 from jobtable._engines.rows import Outcome
 from jobtable._job import MESSAGE_INTERRUPTED
+from jobtable._operations import cancel_overdue_workflows
 from jobtable._operator.operations import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.contact import StoreContact
@@ -231,6 +232,7 @@ class Maintain:
             q.set_runner_missing_keys(missing_keys=keys.now, name=self.name)
         ended, peers = _end_gone_peers(q, me, self.name, stamp)
         dead, lost = self._end_stale(q, stamp) if judge else (0, 0)
+        cancel_overdue_workflows(q, stamp)
         pruned, before = 0, None
         if self.retention is not None:
             before = _before(stamp, self.retention)

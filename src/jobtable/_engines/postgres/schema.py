@@ -28,6 +28,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v13,
     upgrade_to_v14,
     upgrade_to_v15,
+    upgrade_to_v16,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -64,7 +65,7 @@ class SchemaQueries(Protocol):
     def search_path_schema_denied(self) -> _Denied | None: ...
 
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -92,6 +93,7 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         12: upgrade_to_v13,
         13: upgrade_to_v14,
         14: upgrade_to_v15,
+        15: upgrade_to_v16,
     }
 
 
@@ -255,7 +257,9 @@ def _create_or_upgrade(
             q.set_schema_version(version=SCHEMA_VERSION)
             return
         if version < SCHEMA_VERSION:
-            for step in range(version, SCHEMA_VERSION):
+            step = version
+            while step < SCHEMA_VERSION:
                 _UPGRADES[step](conn)
+                step += 1
             q.set_schema_version(version=SCHEMA_VERSION)
         _check_tables(conn, q, schema, where, version)

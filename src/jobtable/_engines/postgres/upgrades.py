@@ -22,6 +22,7 @@ from jobtable.db.postgres import (
     upgrade_v13,
     upgrade_v14,
     upgrade_v15,
+    upgrade_v16,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -205,3 +206,14 @@ def upgrade_to_v15(conn: _Connection) -> None:
     q.add_published_column_v15()
     q.add_debounce_key_column_v15()
     q.create_debounce_index_v15()
+
+
+def upgrade_to_v16(conn: _Connection) -> None:
+    """Brings a version 15 schema to version 16: the workflows table's deadline columns.
+
+    They are nullable or have a constant default, so adding them rewrites
+    no row; every workflow is kept, with no deadline.
+    """
+    step = upgrade_v16.Querier(conn)
+    step.add_workflow_deadline_columns_v16()
+    step.create_workflow_deadlines_index_v16()

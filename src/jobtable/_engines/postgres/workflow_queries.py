@@ -16,6 +16,7 @@ from jobtable._engines.workflow_queries import (
     WorkflowCountRow,
     WorkflowJob,
     WorkflowJobRow,
+    past_deadline,
 )
 from jobtable._values import timestamp
 from jobtable.db.postgres import workflows
@@ -29,8 +30,20 @@ class PostgresWorkflowQueries:
         self._conn = conn
         self._wf = workflows.Querier(conn)
 
-    def create_workflow(self, *, id: str, name: str, now: str) -> None:
-        self._wf.create_workflow(id=id, name=name, now=pg_time(now))
+    def create_workflow(self, *, id: str, name: str, now: str, deadline_at: str | None) -> None:
+        self._wf.create_workflow(
+            id=id,
+            name=name,
+            now=pg_time(now),
+            deadline_at=None if deadline_at is None else pg_time(deadline_at),
+        )
+
+    def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
+        rows = self._wf.list_overdue_workflows(now=pg_time(now), max_workflows=max_workflows)
+        return [row.id for row in rows]
+
+    def mark_deadline_done(self, *, id: str) -> None:
+        self._wf.mark_deadline_done(id=id)
 
     def workflow_name(self, *, id: str) -> str | None:
         row = self._wf.get_workflow(id=id)
@@ -44,6 +57,10 @@ class PostgresWorkflowQueries:
 
     def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
         return self._wf.cancel_added_jobs(now=pg_time(now), ids=list(ids), adder=adder)
+
+    def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
+        self._wf.hand_over_dependents(heir=heir, job=job, ids=list(ids))
+        self._wf.count_handed_over(now=pg_time(now), heir=heir, ids=list(ids))
 
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
@@ -109,7 +126,8 @@ class PostgresWorkflowQueries:
         row = self._wf.get_job_workflow(id=id)
         if row is None:
             return None
-        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by)
+        past = past_deadline(row.status, row.finished_at, row.deadline_at, row.deadline_done)
+        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by, past)
 
     def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
         rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)

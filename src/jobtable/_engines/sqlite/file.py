@@ -18,7 +18,7 @@ from jobtable._engines.tables import Table, tables_refusal
 from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous
@@ -104,7 +104,9 @@ def _check_schema(schema: SQLiteSchema, conn: sqlite3.Connection, path: Path) ->
             f"cannot open {path}: its schema version {version} is newer than this "
             f"jobtable's ({SCHEMA_VERSION}); upgrade jobtable"
         )
-    if version < 0 or any(step not in _UPGRADES for step in range(max(version, 1), SCHEMA_VERSION)):
+    # Each step's version leads to the latest, step by step (a step may skip
+    # versions: 12 leads to 16, 13 to 15 being other changes' steps).
+    if version < 0 or (0 < version < SCHEMA_VERSION and version not in _UPGRADES):
         raise StoreError(
             f"cannot open {path}: its schema version {version} (PRAGMA user_version) is not "
             "one jobtable ever wrote; the file is left as it is"

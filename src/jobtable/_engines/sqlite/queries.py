@@ -32,6 +32,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v9 import Querier as UpgradeV9
 from jobtable.db.sqlite_upgrade.upgrade_v12 import Querier as UpgradeV12
 from jobtable.db.sqlite_upgrade.upgrade_v13 import Querier as UpgradeV13
 from jobtable.db.sqlite_upgrade.upgrade_v15 import Querier as UpgradeV15
+from jobtable.db.sqlite_upgrade.upgrade_v16 import Querier as UpgradeV16
 
 
 def _before(now: str, seconds: float) -> str:
@@ -370,5 +371,20 @@ def upgrade_to_v15(
         q.add_published_column_v15()
     if "debounce_key" not in columns:
         q.add_debounce_key_column_v15()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v16(conn: sqlite3.Connection, creates: list[str], *, columns: bool) -> None:
+    """Adds the workflows table's deadline columns of version 16 (with columns), then creates.
+
+    They are nullable or have a constant default, so adding them rewrites
+    no row; every workflow is kept, with no deadline. creates is the index
+    of deadlines not yet passed, as schema.sql has it.
+    """
+    if columns:
+        step = UpgradeV16(conn)
+        step.add_workflow_deadline_column_v16()
+        step.add_workflow_deadline_done_column_v16()
     for statement in creates:
         conn.execute(statement)

@@ -24,6 +24,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v13,
     upgrade_to_v14,
     upgrade_to_v15,
+    upgrade_to_v16,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -263,6 +264,25 @@ def _upgrade_to_v15(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 15
 
 
+def _upgrade_to_v16(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 16 adds the workflows table's deadline_at and deadline_done, in
+    # place (no row is rewritten), and the index of deadlines not yet passed.
+    # A file whose step to version 8 made workflows from the latest schema
+    # has the columns already, but not the index; a file without workflows
+    # gets nothing, and the table check after the steps names what it lacks.
+    workflows = describe(conn, "workflows")
+    if not workflows.columns:
+        return 16
+    creates = [
+        st
+        for st in schema.statements
+        if schema.creates(st) == {"workflows_deadlines"}
+        and "workflows_deadlines" not in workflows.indexes
+    ]
+    upgrade_to_v16(conn, creates, columns="deadline_at" not in workflows.columns)
+    return 16
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -284,6 +304,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         12: _upgrade_to_v13,
         13: _upgrade_to_v14,
         14: _upgrade_to_v15,
+        15: _upgrade_to_v16,
     }
 
 

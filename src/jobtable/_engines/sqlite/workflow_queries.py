@@ -12,6 +12,7 @@ from jobtable._engines.workflow_queries import (
     WorkflowCountRow,
     WorkflowJob,
     WorkflowJobRow,
+    past_deadline,
 )
 from jobtable.db.sqlite import workflows
 
@@ -22,8 +23,15 @@ class SQLiteWorkflowQueries:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._wf = workflows.Querier(conn)
 
-    def create_workflow(self, *, id: str, name: str, now: str) -> None:
-        self._wf.create_workflow(id=id, name=name, now=now)
+    def create_workflow(self, *, id: str, name: str, now: str, deadline_at: str | None) -> None:
+        self._wf.create_workflow(id=id, name=name, now=now, deadline_at=deadline_at)
+
+    def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
+        rows = self._wf.list_overdue_workflows(now=now, max_workflows=max_workflows)
+        return [row.id for row in rows]
+
+    def mark_deadline_done(self, *, id: str) -> None:
+        self._wf.mark_deadline_done(id=id)
 
     def workflow_name(self, *, id: str) -> str | None:
         row = self._wf.get_workflow(id=id)
@@ -37,6 +45,11 @@ class SQLiteWorkflowQueries:
 
     def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
         return self._wf.cancel_added_jobs(now=now, ids=json.dumps(list(ids)), adder=adder)
+
+    def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
+        added = json.dumps(list(ids))
+        self._wf.hand_over_dependents(heir=heir, job=job, ids=added)
+        self._wf.count_handed_over(now=now, heir=heir, ids=added)
 
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
@@ -119,7 +132,8 @@ class SQLiteWorkflowQueries:
         row = self._wf.get_job_workflow(id=id)
         if row is None:
             return None
-        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by)
+        past = past_deadline(row.status, row.finished_at, row.deadline_at, row.deadline_done)
+        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by, past)
 
     def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
         rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)

@@ -164,3 +164,5 @@ class Workflow:
     id: str
     name: str
     created_at: datetime.datetime
+    deadline_at: datetime.datetime | None
+    deadline_done: bool

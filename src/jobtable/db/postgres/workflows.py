@@ -11,10 +11,10 @@ import psycopg
 import psycopg.types.json
 from psycopg.rows import TupleRow
 
-from . import models
 from .models import JSONValue
 
-CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (%(id)s, %(name)s, %(now)s)
+CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at)
+VALUES (%(id)s, %(name)s, %(now)s, %(deadline_at)s)
 """
 
 GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = %(id)s
@@ -49,6 +49,19 @@ CANCEL_ADDED_JOBS = """UPDATE jobs SET status = 'cancelled', finished_at = %(now
 WHERE id = ANY(%(ids)s::text[])
     AND (status = 'queued' OR status = 'pending')
     AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = %(adder)s AND adder.cancel_requested)
+"""
+
+HAND_OVER_DEPENDENTS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT %(heir)s::text, d.job, d.run_on_failure, d.feeds
+FROM job_deps AS d JOIN jobs ON jobs.id = d.job
+WHERE d.dep = %(job)s AND jobs.status IN ('queued', 'pending')
+    AND d.job <> ALL(%(ids)s::text[])
+"""
+
+COUNT_HANDED_OVER = """UPDATE jobs SET pending_deps = pending_deps + 1, status = 'pending', updated_at = %(now)s
+WHERE id IN (
+    SELECT d.job FROM job_deps AS d WHERE d.dep = %(heir)s AND d.job <> ALL(%(ids)s::text[])
+) AND status IN ('queued', 'pending')
 """
 
 CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
@@ -346,7 +359,8 @@ WHERE job_deps.dep = %(dep)s
 ORDER BY jobs.seq
 """
 
-GET_JOB_WORKFLOW = """SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
+GET_JOB_WORKFLOW = """SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by,
+    jobs.status, jobs.finished_at, workflows.deadline_at, workflows.deadline_done
 FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = %(id)s
 """
@@ -434,6 +448,24 @@ DELETE_EMPTY_WORKFLOWS = """DELETE FROM workflows WHERE id IN (
 )
 """
 
+LIST_OVERDUE_WORKFLOWS = """SELECT id FROM workflows
+WHERE deadline_at IS NOT NULL AND NOT deadline_done AND deadline_at <= %(now)s
+ORDER BY deadline_at
+LIMIT %(max_workflows)s
+"""
+
+MARK_DEADLINE_DONE = """UPDATE workflows SET deadline_done = true WHERE id = %(id)s
+"""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetWorkflowRow:
+    """A row that GetWorkflow returns."""
+
+    id: str
+    name: str
+    created_at: datetime.datetime
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LockWorkflowRow:
@@ -505,6 +537,10 @@ class GetJobWorkflowRow:
     workflow_id: str | None
     workflow_name: str | None
     blocked_by: str | None
+    status: str
+    finished_at: datetime.datetime | None
+    deadline_at: datetime.datetime | None
+    deadline_done: bool | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -552,6 +588,13 @@ class ListWorkflowsRow:
     jobs: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListOverdueWorkflowsRow:
+    """A row that ListOverdueWorkflows returns."""
+
+    id: str
+
+
 class Querier:
     """Runs the queries of workflows.sql on one connection."""
 
@@ -564,6 +607,7 @@ class Querier:
         id: str,
         name: str,
         now: datetime.datetime,
+        deadline_at: datetime.datetime | None,
     ) -> None:
         """The workflows' queries: jobs with dependencies. A job of a workflow that
         waits for dependencies is pending, which no claim reads; its dependencies'
@@ -571,7 +615,7 @@ class Querier:
         or in its transaction (SettleDependents), only when the finished job
         belongs to a workflow, so nothing outside the database remembers that a
         job waits for another.
-        CreateWorkflow names a new workflow.
+        CreateWorkflow names a new workflow, with its deadline or none.
         """
         self._conn.execute(
             CREATE_WORKFLOW,
@@ -579,6 +623,7 @@ class Querier:
                 "id": id,
                 "name": name,
                 "now": now,
+                "deadline_at": deadline_at,
             },
         )
 
@@ -586,7 +631,7 @@ class Querier:
         self,
         *,
         id: str,
-    ) -> models.Workflow | None:
+    ) -> GetWorkflowRow | None:
         """GetWorkflow reads a workflow's name."""
         cur = self._conn.execute(
             GET_WORKFLOW,
@@ -597,7 +642,7 @@ class Querier:
         row = cur.fetchone()
         if row is None:
             return None
-        return models.Workflow(
+        return GetWorkflowRow(
             id=row[0],
             name=row[1],
             created_at=row[2],
@@ -699,6 +744,48 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def hand_over_dependents(
+        self,
+        *,
+        heir: str,
+        job: str,
+        ids: list[str],
+    ) -> None:
+        """HandOverDependents makes heir, a job that job's handler added with job's
+        success, a dependency of each of job's dependents not started (a job of
+        ids, the added ones, aside): each waits for heir as it waited for job,
+        and one that job fed takes heir's result instead. CountHandedOver follows
+        in the same transaction.
+        """
+        self._conn.execute(
+            HAND_OVER_DEPENDENTS,
+            {
+                "heir": heir,
+                "job": job,
+                "ids": ids,
+            },
+        )
+
+    def count_handed_over(
+        self,
+        *,
+        now: datetime.datetime,
+        heir: str,
+        ids: list[str],
+    ) -> None:
+        """CountHandedOver counts heir among the dependencies of each job that
+        HandOverDependents gave it (a job of ids, the added ones, aside): one
+        that was queued waits, pending, until heir ends.
+        """
+        self._conn.execute(
+            COUNT_HANDED_OVER,
+            {
+                "now": now,
+                "heir": heir,
+                "ids": ids,
+            },
+        )
 
     def create_job_deps(
         self,
@@ -948,8 +1035,8 @@ class Querier:
         *,
         id: str,
     ) -> GetJobWorkflowRow | None:
-        """GetJobWorkflow reads a job's workflow, its name, and the dependency that
-        cancelled it, if any.
+        """GetJobWorkflow reads a job's workflow, its name, the dependency that
+        cancelled it, if any, and what tells whether its deadline cancelled it.
         """
         cur = self._conn.execute(
             GET_JOB_WORKFLOW,
@@ -964,6 +1051,10 @@ class Querier:
             workflow_id=row[0],
             workflow_name=row[1],
             blocked_by=row[2],
+            status=row[3],
+            finished_at=row[4],
+            deadline_at=row[5],
+            deadline_done=row[6],
         )
 
     def list_workflow_jobs(
@@ -1210,3 +1301,42 @@ class Querier:
             },
         )
         return cur.rowcount
+
+    def list_overdue_workflows(
+        self,
+        *,
+        now: datetime.datetime | None,
+        max_workflows: int,
+    ) -> list[ListOverdueWorkflowsRow]:
+        """ListOverdueWorkflows lists up to max_workflows workflows whose deadline
+        passed by now and was not yet acted on, earliest first
+        (workflows_deadlines).
+        """
+        cur = self._conn.execute(
+            LIST_OVERDUE_WORKFLOWS,
+            {
+                "now": now,
+                "max_workflows": max_workflows,
+            },
+        )
+        return [
+            ListOverdueWorkflowsRow(
+                id=row[0],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def mark_deadline_done(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """MarkDeadlineDone records that the maintenance acted on a workflow's
+        deadline: its deadline never cancels anything again (a retried job runs).
+        """
+        self._conn.execute(
+            MARK_DEADLINE_DONE,
+            {
+                "id": id,
+            },
+        )

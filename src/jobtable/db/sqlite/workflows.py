@@ -8,9 +8,8 @@ import dataclasses
 import sqlite3
 from collections.abc import Iterable
 
-from . import models
-
-CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at) VALUES (?1, ?2, ?3)
+CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at)
+VALUES (?1, ?2, ?3, ?4)
 """
 
 GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = ?1
@@ -40,6 +39,20 @@ CANCEL_ADDED_JOBS = """UPDATE jobs SET status = 'cancelled', finished_at = ?1, u
 WHERE id IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND (status = 'queued' OR status = 'pending')
     AND EXISTS (SELECT 1 FROM jobs AS adder WHERE adder.id = ?3 AND adder.cancel_requested)
+"""
+
+HAND_OVER_DEPENDENTS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
+SELECT ?1, d.job, d.run_on_failure, d.feeds
+FROM job_deps AS d JOIN jobs ON jobs.id = d.job
+WHERE d.dep = ?2 AND jobs.status IN ('queued', 'pending')
+    AND d.job NOT IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+"""
+
+COUNT_HANDED_OVER = """UPDATE jobs SET pending_deps = pending_deps + 1, status = 'pending', updated_at = ?1
+WHERE id IN (
+    SELECT d.job FROM job_deps AS d
+    WHERE d.dep = ?2 AND d.job NOT IN (SELECT value FROM json_each(CAST(?3 AS TEXT)))
+) AND status IN ('queued', 'pending')
 """
 
 CREATE_JOB_DEPS = """INSERT INTO job_deps (dep, job, run_on_failure, feeds)
@@ -124,7 +137,8 @@ WHERE job_deps.dep = ?1
 ORDER BY jobs.seq
 """
 
-GET_JOB_WORKFLOW = """SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by
+GET_JOB_WORKFLOW = """SELECT jobs.workflow_id, workflows.name AS workflow_name, jobs.blocked_by,
+    jobs.status, jobs.finished_at, workflows.deadline_at, workflows.deadline_done
 FROM jobs LEFT JOIN workflows ON workflows.id = jobs.workflow_id
 WHERE jobs.id = ?1
 """
@@ -212,6 +226,24 @@ DELETE_EMPTY_WORKFLOWS = """DELETE FROM workflows WHERE id IN (
     ORDER BY w.created_at LIMIT ?2
 )
 """
+
+LIST_OVERDUE_WORKFLOWS = """SELECT id FROM workflows
+WHERE deadline_at IS NOT NULL AND deadline_done = 0 AND deadline_at <= ?1
+ORDER BY deadline_at
+LIMIT ?2
+"""
+
+MARK_DEADLINE_DONE = """UPDATE workflows SET deadline_done = 1 WHERE id = ?1
+"""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetWorkflowRow:
+    """A row that GetWorkflow returns."""
+
+    id: str
+    name: str
+    created_at: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -327,6 +359,10 @@ class GetJobWorkflowRow:
     workflow_id: str | None
     workflow_name: str | None
     blocked_by: str | None
+    status: str
+    finished_at: str | None
+    deadline_at: str | None
+    deadline_done: int | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -374,6 +410,13 @@ class ListWorkflowsRow:
     jobs: int
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListOverdueWorkflowsRow:
+    """A row that ListOverdueWorkflows returns."""
+
+    id: str
+
+
 class Querier:
     """Runs the queries of workflows.sql on one connection."""
 
@@ -386,13 +429,14 @@ class Querier:
         id: str,
         name: str,
         now: str,
+        deadline_at: str | None,
     ) -> None:
         """The workflows' queries: jobs with dependencies. A job of a workflow that
         waits for dependencies is pending, which no claim reads; these statements
         run in the transaction that records each dependency's outcome (only when
         the finished job belongs to a workflow), so nothing outside the database
         remembers that a job waits for another.
-        CreateWorkflow names a new workflow.
+        CreateWorkflow names a new workflow, with its deadline or none.
         """
         self._conn.execute(
             CREATE_WORKFLOW,
@@ -400,6 +444,7 @@ class Querier:
                 id,
                 name,
                 now,
+                deadline_at,
             ),
         )
 
@@ -407,7 +452,7 @@ class Querier:
         self,
         *,
         id: str,
-    ) -> models.Workflow | None:
+    ) -> GetWorkflowRow | None:
         """GetWorkflow reads a workflow's name."""
         cur = self._conn.execute(
             GET_WORKFLOW,
@@ -416,7 +461,7 @@ class Querier:
         row = cur.fetchone()
         if row is None:
             return None
-        return models.Workflow(
+        return GetWorkflowRow(
             id=row[0],
             name=row[1],
             created_at=row[2],
@@ -525,6 +570,48 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def hand_over_dependents(
+        self,
+        *,
+        heir: str,
+        job: str,
+        ids: str,
+    ) -> None:
+        """HandOverDependents makes heir, a job that job's handler added with job's
+        success, a dependency of each of job's dependents not started (a job of
+        ids, the added ones, aside): each waits for heir as it waited for job,
+        and one that job fed takes heir's result instead. CountHandedOver follows
+        in the same transaction.
+        """
+        self._conn.execute(
+            HAND_OVER_DEPENDENTS,
+            (
+                heir,
+                job,
+                ids,
+            ),
+        )
+
+    def count_handed_over(
+        self,
+        *,
+        now: str,
+        heir: str,
+        ids: str,
+    ) -> None:
+        """CountHandedOver counts heir among the dependencies of each job that
+        HandOverDependents gave it (a job of ids, the added ones, aside): one
+        that was queued waits, pending, until heir ends.
+        """
+        self._conn.execute(
+            COUNT_HANDED_OVER,
+            (
+                now,
+                heir,
+                ids,
+            ),
+        )
 
     def create_job_deps(
         self,
@@ -759,8 +846,8 @@ class Querier:
         *,
         id: str,
     ) -> GetJobWorkflowRow | None:
-        """GetJobWorkflow reads a job's workflow, its name, and the dependency that
-        cancelled it, if any.
+        """GetJobWorkflow reads a job's workflow, its name, the dependency that
+        cancelled it, if any, and what tells whether its deadline cancelled it.
         """
         cur = self._conn.execute(
             GET_JOB_WORKFLOW,
@@ -773,6 +860,10 @@ class Querier:
             workflow_id=row[0],
             workflow_name=row[1],
             blocked_by=row[2],
+            status=row[3],
+            finished_at=row[4],
+            deadline_at=row[5],
+            deadline_done=row[6],
         )
 
     def list_workflow_jobs(
@@ -1007,3 +1098,40 @@ class Querier:
             ),
         )
         return cur.rowcount
+
+    def list_overdue_workflows(
+        self,
+        *,
+        now: str | None,
+        max_workflows: int,
+    ) -> list[ListOverdueWorkflowsRow]:
+        """ListOverdueWorkflows lists up to max_workflows workflows whose deadline
+        passed by now and was not yet acted on, earliest first
+        (workflows_deadlines).
+        """
+        cur = self._conn.execute(
+            LIST_OVERDUE_WORKFLOWS,
+            (
+                now,
+                max_workflows,
+            ),
+        )
+        return [
+            ListOverdueWorkflowsRow(
+                id=row[0],
+            )
+            for row in cur.fetchall()
+        ]
+
+    def mark_deadline_done(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """MarkDeadlineDone records that the maintenance acted on a workflow's
+        deadline: its deadline never cancels anything again (a retried job runs).
+        """
+        self._conn.execute(
+            MARK_DEADLINE_DONE,
+            (id,),
+        )

@@ -203,3 +203,5 @@ class Workflow:
     id: str
     name: str
     created_at: str
+    deadline_at: str | None
+    deadline_done: int
