@@ -19,7 +19,7 @@ def build(engine: Engine, created: str | None = None) -> None:
     """Stores workflow w: job a, and job b waiting for a to succeed."""
 
     def op(q: Queries) -> None:
-        q.create_workflow(id="w", name="nightly", now=created or now())
+        q.create_workflow(id="w", name="nightly", now=created or now(), deadline_at=None)
         jobs = [
             WorkflowJob("k", NewJob("a", "{}", now()), 0),
             WorkflowJob("k", NewJob("b", "{}", now()), 1),
@@ -71,7 +71,7 @@ def test_a_workflows_graph_is_read_back(opened: Engine) -> None:
     assert edges == [("a", "b")]
     assert [(d.id, d.status, d.run_on_failure) for d in deps] == [("a", "queued", False)]
     assert [d.id for d in dependents] == ["b"]
-    assert row == ("w", "nightly", None)
+    assert row == ("w", "nightly", None, False)
     assert opened.read(lambda q: q.job_workflow(id="missing")) is None
 
 
@@ -198,10 +198,40 @@ def test_bulk_actions_see_pending_and_needed_jobs(opened: Engine) -> None:
 @covers("delete_empty_workflows")
 def test_only_old_workflows_with_no_job_left_are_deleted(opened: Engine) -> None:
     build(opened, created=at(-3600))
-    opened.write(lambda q: q.create_workflow(id="empty", name="n", now=at(-3600)))
-    opened.write(lambda q: q.create_workflow(id="young", name="n", now=now()))
+    opened.write(lambda q: q.create_workflow(id="empty", name="n", now=at(-3600), deadline_at=None))
+    opened.write(lambda q: q.create_workflow(id="young", name="n", now=now(), deadline_at=None))
     deleted = opened.write(lambda q: q.delete_empty_workflows(before=at(-60), max_workflows=10))
     assert deleted == 1
     assert opened.read(lambda q: q.workflow_name(id="empty")) is None
     assert opened.read(lambda q: q.workflow_name(id="young")) == "n"
     assert opened.read(lambda q: q.workflow_name(id="w")) == "nightly"
+
+
+@covers("overdue_workflows", "mark_deadline_done")
+def test_a_passed_deadline_is_listed_until_marked_done(opened: Engine) -> None:
+    def create(q: Queries) -> None:
+        q.create_workflow(id="late", name="n", now=now(), deadline_at=at(-1))
+        q.create_workflow(id="soon", name="n", now=now(), deadline_at=at(3600))
+        q.create_workflow(id="none", name="n", now=now(), deadline_at=None)
+
+    opened.write(create)
+    overdue = opened.read(lambda q: q.overdue_workflows(now=now(), max_workflows=10))
+    opened.write(lambda q: q.mark_deadline_done(id="late"))
+    after = opened.read(lambda q: q.overdue_workflows(now=now(), max_workflows=10))
+    assert (overdue, after) == (["late"], [])
+
+
+@covers("hand_over_dependents")
+def test_a_handed_over_dependent_waits_for_the_heir_too(opened: Engine) -> None:
+    build(opened)
+
+    def hand_over(q: Queries) -> None:
+        q.insert_workflow_jobs(
+            workflow_id="w", jobs=[WorkflowJob("k", NewJob("h", "{}", now()), 2)], now=now()
+        )
+        q.hand_over_dependents(job="a", heir="h", ids=["h"], now=now())
+
+    opened.write(hand_over)
+    deps = opened.read(lambda q: q.list_dependencies(job="b"))
+    assert sorted(d.id for d in deps) == ["a", "h"]
+    assert status(opened, "b") == "pending"
