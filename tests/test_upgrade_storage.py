@@ -67,7 +67,7 @@ def test_a_version_10_postgres_schema_gets_them_keeping_every_job(
         assert reloptions(conn) is None
     with jobtable.Store.open(url) as store, psycopg.connect(url) as conn:
         assert conn.execute("SELECT version FROM jobtable_schema").fetchone() == (SCHEMA_VERSION,)
-        assert SCHEMA_VERSION == 15
+        assert SCHEMA_VERSION >= 11
         assert reloptions(conn) == fresh
         assert store.inspect(job_id).payload == {"n": 1}
 
@@ -86,7 +86,7 @@ def test_a_version_10_sqlite_file_only_records_version_11(tmp_path: pathlib.Path
         conn.execute("PRAGMA user_version = 10")
     conn.close()
     with jobtable.Store.open(path) as store, sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 15
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 11
         assert sqlite_shape(conn) == before
         assert store.inspect(job_id).payload == {"n": 1}
     conn.close()
