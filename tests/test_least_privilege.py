@@ -34,6 +34,10 @@ class Login(BaseModel):
     token: SecretStr
 
 
+class Go(BaseModel):
+    word: str
+
+
 double = jobtable.Kind("double", int, int)
 login = jobtable.Kind("login", Login, str)
 once = jobtable.Kind("once", int, int, unique=jobtable.Unique())
@@ -41,6 +45,8 @@ fair = jobtable.Kind("fair", int, int, queue="limited", partition=jobtable.Parti
 ordered = jobtable.Kind("ordered", int, int, queue="limited", sequence=jobtable.Sequence())
 stepped = jobtable.Kind("stepped", int, int)
 tick = jobtable.Kind("tick", int, int)
+waiter = jobtable.Kind("waiter", str, str)
+GO = jobtable.Signal("go", Go)
 INT_KINDS = (double, once, fair, ordered, tick)
 ENDED = {jobtable.Status.SUCCEEDED, jobtable.Status.FAILED, jobtable.Status.CANCELLED}
 
@@ -69,6 +75,11 @@ def runner_of(store: jobtable.Store) -> jobtable.Runner:
     @runner.handler(stepped)
     async def run_stepped(ctx: jobtable.JobContext[int], payload: int) -> int:
         return await ctx.step("plus one", lambda n: n + 1, payload, returns=int)
+
+    @runner.handler(waiter)
+    async def run_waiter(ctx: jobtable.JobContext[str], payload: str) -> str:
+        await ctx.sleep_for(datetime.timedelta(milliseconds=100))
+        return (await ctx.wait_for(GO, key=payload)).word
 
     runner.periodic(tick, every=datetime.timedelta(seconds=1), payload=7)
     return runner
@@ -109,13 +120,19 @@ async def run_everything(
             ids = enqueue_everything(store, url)
             assert await double.aenqueue_and_wait(store, 21, wait_timeout=60) == 42
             assert await stepped.aenqueue_and_wait(store, 1, wait_timeout=60) == 2
+            # A durable sleep, then a wait for a signal: the signals and job_waits tables.
+            sleeper = waiter.enqueue(store, "least")
+            await wait_until(lambda: store.signal_wait(sleeper) is not None, limit=60)
+            assert store.signal(GO, "least", Go(word="go")) == 1
+            ids.append(sleeper)
             await wait_until(lambda: all(store.get(i).status in ENDED for i in ids), limit=60)
             ticks = store.list_jobs(kind="tick")
         finally:
             runner.stop()
             await runner.wait()
         assert {store.get(job_id).status for job_id in ids} == {jobtable.Status.SUCCEEDED}
-        assert store.get(ids[-1]).result == 40
+        assert store.get(ids[-1]).result == "go"
+        assert store.get(ids[-2]).result == 40
         assert ticks
         assert store.stats().queues
         assert store.health().queues == []

@@ -16,6 +16,7 @@ from job_rows import stored_keys
 from schema_shape import PG_SHAPE
 
 import jobtable
+from jobtable._engines.sqlite.file import SCHEMA_VERSION as SQLITE_VERSION
 from jobtable.testing import drain
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
@@ -70,7 +71,7 @@ async def test_a_version_12_sqlite_file_upgrades_and_keys_its_fed_jobs(
     jobtable.Store.open(tmp_path / "new.db").close()
     assert await fed_keys(str(path), "sqlite") == ("c7", "c7", ["tagged"])
     with sqlite3.connect(path) as old, sqlite3.connect(tmp_path / "new.db") as new:
-        assert old.execute("PRAGMA user_version").fetchone() == (13,)
+        assert old.execute("PRAGMA user_version").fetchone() == (SQLITE_VERSION,)
         assert sqlite_shape(old) == sqlite_shape(new)
     old.close()
     new.close()
@@ -80,6 +81,8 @@ async def test_a_version_12_postgres_schema_upgrades_and_keys_its_fed_jobs(
     new_pg_url: Callable[[], str],
 ) -> None:
     import psycopg
+
+    from jobtable._engines.postgres.schema import SCHEMA_VERSION as PG_VERSION
 
     url, fresh = new_pg_url(), new_pg_url()
     with psycopg.connect(url, autocommit=True) as conn:
@@ -91,7 +94,7 @@ async def test_a_version_12_postgres_schema_upgrades_and_keys_its_fed_jobs(
         "SELECT identity_generation FROM information_schema.columns WHERE column_name = 'seq'"
     )
     with psycopg.connect(url) as old, psycopg.connect(fresh) as new:
-        assert old.execute("SELECT version FROM jobtable_schema").fetchone() == (13,)
+        assert old.execute("SELECT version FROM jobtable_schema").fetchone() == (PG_VERSION,)
         assert set(old.execute(PG_SHAPE).fetchall()) == set(new.execute(PG_SHAPE).fetchall())
         assert old.execute(
             identity + " AND table_schema = current_schema() AND table_name = 'jobs'"

@@ -1,10 +1,11 @@
 -- The step to schema version 14, run in the one transaction that records the
 -- new version: signals and job_waits (durable waiting), and the jobs table's
 -- delete trigger that deletes a job's wait with it, as postgres/schema.sql
--- has them. Every job is kept, waiting for nothing.
+-- has them. Every job is kept, waiting for nothing. Each statement may run
+-- again on a schema that has what it makes.
 
 -- name: CreateSignalsTableV14 :exec
-CREATE TABLE signals (
+CREATE TABLE IF NOT EXISTS signals (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name text NOT NULL,
     key text NOT NULL,
@@ -13,13 +14,13 @@ CREATE TABLE signals (
 );
 
 -- name: CreateSignalsByKeyIndexV14 :exec
-CREATE INDEX signals_by_key ON signals (name, key, id);
+CREATE INDEX IF NOT EXISTS signals_by_key ON signals (name, key, id);
 
 -- name: CreateSignalsByTimeIndexV14 :exec
-CREATE INDEX signals_by_time ON signals (sent_at);
+CREATE INDEX IF NOT EXISTS signals_by_time ON signals (sent_at);
 
 -- name: CreateJobWaitsTableV14 :exec
-CREATE TABLE job_waits (
+CREATE TABLE IF NOT EXISTS job_waits (
     job_id text PRIMARY KEY,
     position integer NOT NULL,
     name text NOT NULL,
@@ -30,10 +31,10 @@ CREATE TABLE job_waits (
 );
 
 -- name: CreateJobWaitsByKeyIndexV14 :exec
-CREATE INDEX job_waits_by_key ON job_waits (name, key);
+CREATE INDEX IF NOT EXISTS job_waits_by_key ON job_waits (name, key);
 
 -- name: CreateDeleteWaitsFunctionV14 :exec
-CREATE FUNCTION jobtable_delete_waits() RETURNS trigger
+CREATE OR REPLACE FUNCTION jobtable_delete_waits() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
@@ -44,6 +45,6 @@ END
 $$;
 
 -- name: CreateDeleteWaitsTriggerV14 :exec
-CREATE TRIGGER jobs_delete_waits AFTER DELETE ON jobs
+CREATE OR REPLACE TRIGGER jobs_delete_waits AFTER DELETE ON jobs
 REFERENCING OLD TABLE AS deleted
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_waits();

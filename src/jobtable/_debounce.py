@@ -34,13 +34,24 @@ class Debounce:
     returns the pending job's id (``enqueue_result`` says ``duplicate=True``
     when it was an earlier one's).
 
-    The key is ``key`` if given, else the values of the payload's top-level
-    ``fields``, else the whole payload (a secret counts as its mask), as
-    ``Unique`` computes it. The job keeps the options, tags, meta and
-    partition and sequence keys of the enqueue that stored it: only its
-    payload and run time change. Raises ValueError for both key and fields,
-    a key that cannot be stored, a quiet period that is not positive, or a
-    keep other than "last" or "first".
+    The job keeps the options, tags, meta and partition and sequence keys of
+    the enqueue that stored it: only its payload and run time change.
+
+    Args:
+        quiet: How long the key must go without an enqueue before its job
+            runs; a positive timedelta.
+        key: The key itself, the same for every enqueue of the kind.
+        fields: The payload's top-level fields whose values make the key
+            (``fields=("account_id",)``). With neither key nor fields, the
+            whole payload is the key (a secret counts as its mask), as
+            ``Unique`` computes it.
+        keep: Which payload the pending job runs with: ``"last"`` (an
+            enqueue of its key replaces it) or ``"first"`` (it keeps its own).
+
+    Raises:
+        ValueError: Both key and fields, a key that cannot be stored, a quiet
+            period that is not positive, or a keep other than "last" or
+            "first".
     """
 
     quiet: datetime.timedelta
@@ -62,7 +73,19 @@ class Debounce:
         object.__setattr__(self, "_unique", unique)
 
     def key_of(self, where: str, payload: str) -> str:
-        """The debounce key stored for a job with JSON payload; ValueError for a missing field."""
+        """The debounce key stored for a job with JSON payload.
+
+        Args:
+            where: What the message names as the caller.
+            payload: The job's payload, as JSON.
+
+        Returns:
+            The key.
+
+        Raises:
+            ValueError: A field is not in the payload, or the payload is not a
+                JSON object when fields are given.
+        """
         return self._unique.key_of(where, payload, _NO_PERIOD)
 
 

@@ -199,12 +199,21 @@ class Waiting(Generic[P, R]):
         one publish twice, and when partial results come faster than it
         reads, it yields the latest and skips those already replaced.
         Updates come as the change commits (the process's one listener for
-        the store, as ``wait``'s), and within a second otherwise. Raises
-        TypeError at once for an id that is not a str; JobNotFound, from the
-        first iteration, for an unknown id or a job of another kind, or from
-        a later one when the job is deleted; ResultError for a stored result
-        that no longer validates as R. A stream left early (``break``) ends
-        its watch when collected, or at once in ``contextlib.aclosing``.
+        the store, as ``wait``'s), and within a second otherwise. A stream
+        left early (``break``) ends its watch when collected, or at once in
+        ``contextlib.aclosing``.
+
+        Args:
+            *args: The store and the job's id (a bound kind takes the id alone).
+
+        Returns:
+            An async generator of the job (``Job[R]``) at each change.
+
+        Raises:
+            TypeError: The id is not a str (at once, before any iteration).
+            JobNotFound: No job has the id, or it is of another kind (from the
+                first iteration), or the job was deleted (from a later one).
+            ResultError: A stored result no longer validates as R.
         """
         binding, job_id = self._where("stream", args)
         GetJobProgress(job_id)  # a bad id raises now, not at the first iteration

@@ -246,7 +246,10 @@ def _upgrade_to_v13(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
 
 def _upgrade_to_v14(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     # Version 14 adds signals and job_waits (durable waiting) beside the
-    # other tables; no row of them is touched.
+    # other tables; no row of them is touched. A file that has job_waits has
+    # all of it, made in one transaction (by schema.sql or this step).
+    if describe(conn, "job_waits").columns:
+        return 14
     creates = [st for st in schema.statements if (n := schema.creates(st)) and n <= _CREATES_V14]
     upgrade_to_v14(conn, creates)
     return 14

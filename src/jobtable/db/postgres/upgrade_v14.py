@@ -7,7 +7,7 @@
 import psycopg
 from psycopg.rows import TupleRow
 
-CREATE_SIGNALS_TABLE_V14 = """CREATE TABLE signals (
+CREATE_SIGNALS_TABLE_V14 = """CREATE TABLE IF NOT EXISTS signals (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name text NOT NULL,
     key text NOT NULL,
@@ -16,13 +16,13 @@ CREATE_SIGNALS_TABLE_V14 = """CREATE TABLE signals (
 )
 """
 
-CREATE_SIGNALS_BY_KEY_INDEX_V14 = """CREATE INDEX signals_by_key ON signals (name, key, id)
+CREATE_SIGNALS_BY_KEY_INDEX_V14 = """CREATE INDEX IF NOT EXISTS signals_by_key ON signals (name, key, id)
 """
 
-CREATE_SIGNALS_BY_TIME_INDEX_V14 = """CREATE INDEX signals_by_time ON signals (sent_at)
+CREATE_SIGNALS_BY_TIME_INDEX_V14 = """CREATE INDEX IF NOT EXISTS signals_by_time ON signals (sent_at)
 """
 
-CREATE_JOB_WAITS_TABLE_V14 = """CREATE TABLE job_waits (
+CREATE_JOB_WAITS_TABLE_V14 = """CREATE TABLE IF NOT EXISTS job_waits (
     job_id text PRIMARY KEY,
     position integer NOT NULL,
     name text NOT NULL,
@@ -33,10 +33,10 @@ CREATE_JOB_WAITS_TABLE_V14 = """CREATE TABLE job_waits (
 )
 """
 
-CREATE_JOB_WAITS_BY_KEY_INDEX_V14 = """CREATE INDEX job_waits_by_key ON job_waits (name, key)
+CREATE_JOB_WAITS_BY_KEY_INDEX_V14 = """CREATE INDEX IF NOT EXISTS job_waits_by_key ON job_waits (name, key)
 """
 
-CREATE_DELETE_WAITS_FUNCTION_V14 = """CREATE FUNCTION jobtable_delete_waits() RETURNS trigger
+CREATE_DELETE_WAITS_FUNCTION_V14 = """CREATE OR REPLACE FUNCTION jobtable_delete_waits() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
@@ -47,7 +47,7 @@ END
 $$
 """
 
-CREATE_DELETE_WAITS_TRIGGER_V14 = """CREATE TRIGGER jobs_delete_waits AFTER DELETE ON jobs
+CREATE_DELETE_WAITS_TRIGGER_V14 = """CREATE OR REPLACE TRIGGER jobs_delete_waits AFTER DELETE ON jobs
 REFERENCING OLD TABLE AS deleted
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_waits()
 """
@@ -65,7 +65,8 @@ class Querier:
         """The step to schema version 14, run in the one transaction that records the
         new version: signals and job_waits (durable waiting), and the jobs table's
         delete trigger that deletes a job's wait with it, as postgres/schema.sql
-        has them. Every job is kept, waiting for nothing.
+        has them. Every job is kept, waiting for nothing. Each statement may run
+        again on a schema that has what it makes.
         """
         self._conn.execute(
             CREATE_SIGNALS_TABLE_V14,

@@ -7,13 +7,13 @@
 import psycopg
 from psycopg.rows import TupleRow
 
-ADD_PUBLISHED_COLUMN_V15 = """ALTER TABLE jobs ADD COLUMN published integer NOT NULL DEFAULT 0
+ADD_PUBLISHED_COLUMN_V15 = """ALTER TABLE jobs ADD COLUMN IF NOT EXISTS published integer NOT NULL DEFAULT 0
 """
 
-ADD_DEBOUNCE_KEY_COLUMN_V15 = """ALTER TABLE jobs ADD COLUMN debounce_key text
+ADD_DEBOUNCE_KEY_COLUMN_V15 = """ALTER TABLE jobs ADD COLUMN IF NOT EXISTS debounce_key text
 """
 
-CREATE_DEBOUNCE_INDEX_V15 = """CREATE UNIQUE INDEX jobs_debounce ON jobs (kind, debounce_key)
+CREATE_DEBOUNCE_INDEX_V15 = """CREATE UNIQUE INDEX IF NOT EXISTS jobs_debounce ON jobs (kind, debounce_key)
     WHERE debounce_key IS NOT NULL AND status = 'queued' AND attempt = 0
 """
 
@@ -31,7 +31,8 @@ class Querier:
         new version: the jobs table's published and debounce_key columns, then
         jobs_debounce. A column with a constant default, or none, is added without
         rewriting a row: every job is kept, has published no partial result and
-        holds no debounce key, so the new index starts empty.
+        holds no debounce key, so the new index starts empty. Each statement may
+        run again on a schema that has what it makes.
         """
         self._conn.execute(
             ADD_PUBLISHED_COLUMN_V15,
