@@ -41,6 +41,8 @@ fair = jobtable.Kind("fair", int, int, queue="limited", partition=jobtable.Parti
 ordered = jobtable.Kind("ordered", int, int, queue="limited", sequence=jobtable.Sequence())
 stepped = jobtable.Kind("stepped", int, int)
 tick = jobtable.Kind("tick", int, int)
+waiting = jobtable.Kind("waiting", str, int)
+nudge = jobtable.Signal("nudge", int)
 INT_KINDS = (double, once, fair, ordered, tick)
 ENDED = {jobtable.Status.SUCCEEDED, jobtable.Status.FAILED, jobtable.Status.CANCELLED}
 
@@ -69,6 +71,13 @@ def runner_of(store: jobtable.Store) -> jobtable.Runner:
     @runner.handler(stepped)
     async def run_stepped(ctx: jobtable.JobContext[int], payload: int) -> int:
         return await ctx.step("plus one", lambda n: n + 1, payload, returns=int)
+
+    @runner.handler(waiting)
+    async def run_waiting(ctx: jobtable.JobContext[int], key: str) -> int:
+        await ctx.sleep_for(datetime.timedelta(milliseconds=10))
+        answer = await ctx.wait_for(nudge, key=key, timeout=datetime.timedelta(minutes=5))
+        assert not isinstance(answer, jobtable.TimedOut)
+        return answer
 
     runner.periodic(tick, every=datetime.timedelta(seconds=1), payload=7)
     return runner
@@ -109,13 +118,17 @@ async def run_everything(
             ids = enqueue_everything(store, url)
             assert await double.aenqueue_and_wait(store, 21, wait_timeout=60) == 42
             assert await stepped.aenqueue_and_wait(store, 1, wait_timeout=60) == 2
+            ids.append(waiting.enqueue(store, "k"))
+            await wait_until(lambda: store.signal_wait(ids[-1]) is not None, limit=60)
+            assert store.signal(nudge, "k", 9) == 1
             await wait_until(lambda: all(store.get(i).status in ENDED for i in ids), limit=60)
             ticks = store.list_jobs(kind="tick")
         finally:
             runner.stop()
             await runner.wait()
         assert {store.get(job_id).status for job_id in ids} == {jobtable.Status.SUCCEEDED}
-        assert store.get(ids[-1]).result == 40
+        assert store.get(ids[-2]).result == 40
+        assert store.get(ids[-1]).result == 9
         assert ticks
         assert store.stats().queues
         assert store.health().queues == []

@@ -21,12 +21,12 @@ FROM (VALUES
     (1, 'GRANT USAGE ON SCHEMA %1$I TO %2$I'),
     (2, 'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE %1$I.jobs, %1$I.workflows, '
         '%1$I.job_deps, %1$I.job_tags, %1$I.job_steps, %1$I.queues, %1$I.queue_starts, '
-        '%1$I.runners TO %2$I'),
+        '%1$I.runners, %1$I.signals, %1$I.job_waits TO %2$I'),
     (3, 'GRANT SELECT ON TABLE %1$I.jobtable_schema TO %2$I'),
     (4, 'GRANT EXECUTE ON FUNCTION %1$I.jobtable_channel(text), %1$I.jobtable_listen(), '
         '%1$I.jobtable_notify_enqueue(), %1$I.jobtable_index_tags(), '
         '%1$I.jobtable_unindex_tags(), %1$I.jobtable_delete_steps(), '
-        '%1$I.jobtable_delete_deps() TO %2$I')
+        '%1$I.jobtable_delete_deps(), %1$I.jobtable_delete_waits() TO %2$I')
 ) AS grants (n, template)
 WHERE current_schema() IS NOT NULL
 ORDER BY 1;
