@@ -142,7 +142,27 @@ def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
         | psycopg.InterfaceError
         | psycopg.errors.IdleInTransactionSessionTimeout,
     )
-    return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
+    return StoreError(
+        f"postgres store {where}: {doing}: {err}{_pooler_hint(err)}", transient=transient
+    )
+
+
+def _pooler_hint(err: psycopg.Error) -> str:
+    """The advice err calls for when psycopg's own prepared statements clashed.
+
+    psycopg names the statements it prepares ``_pg3_N``; one that already
+    exists, or no longer does, on the connection that should hold it means
+    the server session is shared, as a connection pooler in transaction
+    mode shares it. Empty for any other error.
+    """
+    clash = psycopg.errors.DuplicatePreparedStatement | psycopg.errors.InvalidSqlStatementName
+    if not isinstance(err, clash) or '"_pg3_' not in str(err):
+        return ""
+    return (
+        "; the server session is shared with another client, as a connection pooler "
+        "(PgBouncer in transaction mode) shares it: open the store with pooled=True "
+        "(--pooled, JOBTABLE_POOLED=1 for the jobtable command)"
+    )
 
 
 def _configure(
