@@ -239,6 +239,18 @@ def test_grant_refuses_what_it_cannot_grant(pg_server: str, tmp_path: object) ->
         jobtable.Store.grants("jobs.db", "app")
 
 
+def test_grant_as_a_role_holding_the_rights_without_their_grant_option_is_refused(
+    roles: Roles,
+) -> None:
+    # PostgreSQL lets such a GRANT succeed, granting nothing, with a warning:
+    # run with the application's URL by mistake, it would look done.
+    with pytest.raises(jobtable.StoreError, match=r"no privileges were granted.*owner.s URL"):
+        jobtable.Store.grant(roles.app_url, roles.owner)
+    with pytest.raises(jobtable.StoreError, match="no privileges were granted"):
+        jobtable.Store.grant(roles.app_url, roles.app)
+    assert jobtable.Store.grant(roles.owner_url, roles.app)
+
+
 def test_grants_quote_the_role_as_an_identifier(roles: Roles) -> None:
     statements = jobtable.Store.grants(roles.owner_url, 'App "Role"; DROP TABLE jobs')
     assert all(s.endswith(' TO "App ""Role""; DROP TABLE jobs"') for s in statements)
