@@ -246,13 +246,19 @@ class PostgresEngine:
         where: str,
         reconnect: WriteBackoff = RECONNECT,
         listen_url: str | None = None,
+        listen_where: str | None = None,
     ) -> None:
         """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``.
 
         Listeners connect to listen_url; with None, ``listen`` only polls.
+        listen_where is listen_url as the listeners' messages show it, when it
+        is not the store's own URL (None: it is).
         """
         self._pool = pool
         self._listen_url = listen_url
+        self._listen_where = (
+            where if listen_where is None else f"{where} (listening on {listen_where})"
+        )
         self._reconnect = reconnect
         # The async forms run on threads of their own, one per pooled
         # connection: asyncio's default executor has only a few (six on two
@@ -329,6 +335,7 @@ class PostgresEngine:
             raise ValueError(f"idle_timeout is {idle_timeout}, want more than 0 seconds")
         _check_pooled(pooled, durable)
         where = redact_url(url)
+        listen_where = None if listen_url in (None, url) else redact_url(str(listen_url))
         url = _connection_url(url, where)
         if listen_url is not None:
             listen_url = _connection_url(listen_url, redact_url(listen_url))
@@ -347,7 +354,14 @@ class PostgresEngine:
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
         pool = Pool(url, where, max_size=max_connections, configure=configure, shared=pooled)
-        return cls(pool, url=url, where=where, reconnect=reconnect, listen_url=listen_url)
+        return cls(
+            pool,
+            url=url,
+            where=where,
+            reconnect=reconnect,
+            listen_url=listen_url,
+            listen_where=listen_where,
+        )
 
     def __repr__(self) -> str:
         return f"PostgresEngine({self._where!r})"
@@ -509,7 +523,12 @@ class PostgresEngine:
                 _logger.warning(POLLING_WARNING, self._where)
             return lambda: None
         listener = Listener(
-            self._listen_url, self._where, wake, listen=listen, reconnect=self._reconnect, **calls
+            self._listen_url,
+            self._listen_where,
+            wake,
+            listen=listen,
+            reconnect=self._reconnect,
+            **calls,
         )
         with self._lock:
             if self._closed:
