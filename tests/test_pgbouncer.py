@@ -71,6 +71,21 @@ def test_stores_of_many_clients_share_pgbouncers_server_connections(
             store.close()
 
 
+def test_a_pooler_url_opened_without_pooled_is_told_to_add_it(pooled_pg: PooledURLs) -> None:
+    # Another client's prepared statements are on the one server connection
+    # the pooler shares: psycopg's own, with the same names, clash with them.
+    jobtable.Store.open(pooled_pg.direct).close()
+
+    def use_through_the_pooler() -> None:
+        with jobtable.Store.open(pooled_pg.pooled, migrate=False) as store:
+            for n in range(20):
+                double.enqueue(store, n)
+                store.stats()
+
+    with pytest.raises(jobtable.StoreError, match="open the store with pooled=True"):
+        use_through_the_pooler()
+
+
 def test_a_pooled_store_without_listen_url_warns_once_of_polling_as_it_would_listen(
     pooled_pg: PooledURLs, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -8,6 +8,7 @@ Nothing here sleeps to wait: background work is awaited on events with a
 generous limit, which only a broken engine reaches.
 """
 
+import logging
 import pathlib
 import secrets
 import threading
@@ -517,3 +518,21 @@ def test_postgres_engine_is_an_engine(engine: PostgresEngine) -> None:
     # mypy proves the protocol at this assignment; the assert keeps it used.
     as_engine: Engine = engine
     assert as_engine is engine
+
+
+def test_a_listener_that_cannot_connect_names_the_listen_url(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The store's own URL works; only the listening one, on a closed port, does not.
+    dead = "postgresql://app:secret@127.0.0.1:1/app"
+    engine = PostgresEngine.open(pg_url, pooled=True, listen_url=dead)
+    try:
+        with caplog.at_level(logging.WARNING, logger="jobtable.postgres"):
+            stop = engine.listen(lambda: None)
+            wait_until(lambda: any("cannot listen" in r.getMessage() for r in caplog.records))
+            stop()
+    finally:
+        engine.close()
+    [warned] = [r.getMessage() for r in caplog.records if "cannot listen" in r.getMessage()]
+    assert "(listening on postgresql://app:***@127.0.0.1:1/app)" in warned
+    assert "secret" not in warned

@@ -216,3 +216,23 @@ def test_the_pooler_options_are_refused_for_a_sqlite_file(tmp_path: pathlib.Path
     with pytest.raises(ValueError, match="are for a PostgreSQL URL"):
         jobtable.Store.open(tmp_path / "jobs.db", listen_url="postgresql://h/db")
     assert not (tmp_path / "jobs.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("pooled", "0", r"pooled is '0' \(str\), want True or False"),
+        ("pooled", 1, r"pooled is 1 \(int\), want True or False"),
+        ("max_connections", "10", r"max_connections is '10' \(str\), want an int"),
+        ("max_connections", True, r"max_connections is True \(bool\), want an int"),
+        ("listen_url", b"postgresql://h/db", "listen_url is a bytes, want a postgresql:// URL"),
+    ],
+)
+def test_pooler_options_of_another_type_are_refused_naming_the_option(
+    tmp_path: pathlib.Path, option: str, value: object, message: str
+) -> None:
+    # Before connecting (the port is closed) and before a SQLite file is made.
+    for target in ("postgresql://app@127.0.0.1:1/app", tmp_path / "jobs.db"):
+        with pytest.raises(TypeError, match=message):
+            jobtable.Store.open(target, **{option: value})  # type: ignore[arg-type]
+    assert not (tmp_path / "jobs.db").exists()

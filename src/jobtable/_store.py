@@ -258,6 +258,9 @@ class Store(
                 durable=False with pooled (set synchronous_commit for the role
                 instead), or a max_connections below 1 or given for a SQLite
                 file.
+            TypeError: pooled is not a bool, listen_url not a str, or
+                max_connections not an int (a setting read as text, such as
+                ``"0"`` or ``"10"``: convert it first).
         """
         keys = keys_of(secret_keys)
         engine, shown = open_engine(

@@ -120,9 +120,14 @@ def test_the_worker_and_every_command_run_as_a_role_with_dml_rights_only(
 def test_grant_prints_the_statements_and_runs_them_with_apply(pg_server: str) -> None:
     with owner_and_app(pg_server) as made:
         jobtable.Store.migrate(made.owner_url)
-        printed = output(run_cli("grant", made.app, "--store", made.owner_url))
+        dry = run_cli("grant", made.app, "--store", made.owner_url)
+        printed = output(dry)
+        assert "not run (add --apply" in dry.stderr
         assert "jobtable grant ROLE" in one_line_error(run_cli("stats", "--store", made.app_url))
         applied = run_cli("grant", made.app, "--apply", "--json", "--store", made.owner_url)
+        again = run_cli("grant", made.app, "--apply", "--store", made.owner_url)
+        assert output(again) == printed
+        assert f"-- ran: 4 statements granting to {made.app}" in again.stderr
         output(run_cli("stats", "--store", made.app_url))
     lines = printed.splitlines()
     assert lines[0] == f"GRANT USAGE ON SCHEMA {made.schema} TO {made.app};"

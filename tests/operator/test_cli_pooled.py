@@ -136,7 +136,7 @@ def test_every_store_command_passes_pooled_and_listen_url_on_to_the_store(
     commands = [
         ("stats",), ("runners",), ("migrate",), ("jobs", "list"), ("jobs", "cancel", "x"),
         ("queues", "list"), ("queues", "pause", "q"), ("workflows", "list"),
-        ("secrets", "rotate"), ("dashboard",),
+        ("secrets", "rotate"), ("dashboard",), ("health",), ("signal", "name", "key"),
     ]  # fmt: skip
     pooled = "--pooled" in args or "JOBTABLE_POOLED" in env
     for command in commands:

@@ -39,3 +39,7 @@ def grant(
         as_json,
         lambda: "\n".join(f"{statement};" for statement in statements),
     )
+    if not as_json:
+        # On stderr, as an SQL comment: stdout stays SQL a DBA may pipe to psql.
+        done = "ran" if apply else "printed only, not run (add --apply to run them)"
+        typer.echo(f"-- {done}: {len(statements)} statements granting to {role}", err=True)

@@ -7,6 +7,8 @@ import typer
 
 from jobtable._cli.app import (
     JsonOption,
+    ListenUrlOption,
+    PooledOption,
     StoreOption,
     age,
     app,
@@ -26,6 +28,8 @@ _ALARMS = {
 @app.command("health")
 def health(
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     runner: Annotated[
         str | None,
         typer.Option(
@@ -56,7 +60,7 @@ def health(
     way, that no queue's oldest due job waited longer than that.
     """
     wait_limit = parse_duration(max_wait, "--max-wait") if max_wait else None
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         found = opened.health(lease=lease)
         runners = opened.runners(lease=lease) if runner is not None else []
     problems = _runner_problems(runner, runners) if runner is not None else _alarms(found)

@@ -12,7 +12,16 @@ from typing import Annotated
 import pydantic
 import typer
 
-from jobtable._cli.app import JsonOption, StoreOption, app, emit, fail, opened_store
+from jobtable._cli.app import (
+    JsonOption,
+    ListenUrlOption,
+    PooledOption,
+    StoreOption,
+    app,
+    emit,
+    fail,
+    opened_store,
+)
 from jobtable._signal import Signal
 
 
@@ -24,6 +33,8 @@ def send_signal(
         str, typer.Option(help="The payload, as JSON (such as '{\"approved\": true}').")
     ] = "{}",
     store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Sends a signal: every job waiting for NAME under KEY resumes with the payload.
@@ -35,7 +46,7 @@ def send_signal(
         value = json.loads(payload)
     except json.JSONDecodeError as err:
         fail(f"--payload is not JSON: {err}; give the payload as JSON text")
-    with opened_store(store) as opened:
+    with opened_store(store, pooled, listen_url) as opened:
         try:
             declared = Signal[pydantic.JsonValue](name, pydantic.JsonValue)  # type: ignore[arg-type]
         except (TypeError, ValueError) as err:

@@ -60,6 +60,31 @@ def _need_psycopg(url: str) -> None:
         raise
 
 
+def _check_pooler_types(pooled: object, listen_url: object, max_connections: object) -> None:
+    """Raises TypeError, naming the option and what it wants, for a value of another type.
+
+    Before any connection: a value read from the environment as text
+    (``pooled="0"``, ``max_connections="10"``) would otherwise pass as true
+    or fail deep inside with a comparison error.
+    """
+    if not isinstance(pooled, bool):
+        raise TypeError(
+            f"Store.open: pooled is {pooled!r} ({type(pooled).__name__}), want True or False; "
+            "turn a setting read as text into a bool first"
+        )
+    if listen_url is not None and not isinstance(listen_url, str):
+        raise TypeError(
+            f"Store.open: listen_url is a {type(listen_url).__name__}, want a postgresql:// URL"
+        )
+    if max_connections is not None and (
+        isinstance(max_connections, bool) or not isinstance(max_connections, int)
+    ):
+        raise TypeError(
+            f"Store.open: max_connections is {max_connections!r} "
+            f"({type(max_connections).__name__}), want an int of at least 1 or None"
+        )
+
+
 def open_engine(
     target: str | os.PathLike[str],
     *,
@@ -80,6 +105,7 @@ def open_engine(
     max_connections (None: the engine's default) are PostgreSQL's (see
     ``PostgresEngine.open``); for SQLite, any of them raises ValueError.
     """
+    _check_pooler_types(pooled, listen_url, max_connections)
     engine, where = parse_target(target)
     if engine == "postgres":
         url = os.fspath(where)

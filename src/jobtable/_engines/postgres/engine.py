@@ -142,7 +142,27 @@ def _store_error(where: str, doing: str, err: psycopg.Error) -> StoreError:
         | psycopg.InterfaceError
         | psycopg.errors.IdleInTransactionSessionTimeout,
     )
-    return StoreError(f"postgres store {where}: {doing}: {err}", transient=transient)
+    return StoreError(
+        f"postgres store {where}: {doing}: {err}{_pooler_hint(err)}", transient=transient
+    )
+
+
+def _pooler_hint(err: psycopg.Error) -> str:
+    """The advice err calls for when psycopg's own prepared statements clashed.
+
+    psycopg names the statements it prepares ``_pg3_N``; one that already
+    exists, or no longer does, on the connection that should hold it means
+    the server session is shared, as a connection pooler in transaction
+    mode shares it. Empty for any other error.
+    """
+    clash = psycopg.errors.DuplicatePreparedStatement | psycopg.errors.InvalidSqlStatementName
+    if not isinstance(err, clash) or '"_pg3_' not in str(err):
+        return ""
+    return (
+        "; the server session is shared with another client, as a connection pooler "
+        "(PgBouncer in transaction mode) shares it: open the store with pooled=True "
+        "(--pooled, JOBTABLE_POOLED=1 for the jobtable command)"
+    )
 
 
 def _configure(
@@ -226,13 +246,19 @@ class PostgresEngine:
         where: str,
         reconnect: WriteBackoff = RECONNECT,
         listen_url: str | None = None,
+        listen_where: str | None = None,
     ) -> None:
         """Wraps an open pool whose database has the schema. Use ``PostgresEngine.open``.
 
         Listeners connect to listen_url; with None, ``listen`` only polls.
+        listen_where is listen_url as the listeners' messages show it, when it
+        is not the store's own URL (None: it is).
         """
         self._pool = pool
         self._listen_url = listen_url
+        self._listen_where = (
+            where if listen_where is None else f"{where} (listening on {listen_where})"
+        )
         self._reconnect = reconnect
         # The async forms run on threads of their own, one per pooled
         # connection: asyncio's default executor has only a few (six on two
@@ -309,6 +335,7 @@ class PostgresEngine:
             raise ValueError(f"idle_timeout is {idle_timeout}, want more than 0 seconds")
         _check_pooled(pooled, durable)
         where = redact_url(url)
+        listen_where = None if listen_url in (None, url) else redact_url(str(listen_url))
         url = _connection_url(url, where)
         if listen_url is not None:
             listen_url = _connection_url(listen_url, redact_url(listen_url))
@@ -327,7 +354,14 @@ class PostgresEngine:
         except psycopg.Error as err:
             raise _store_error(where, "open", err) from err
         pool = Pool(url, where, max_size=max_connections, configure=configure, shared=pooled)
-        return cls(pool, url=url, where=where, reconnect=reconnect, listen_url=listen_url)
+        return cls(
+            pool,
+            url=url,
+            where=where,
+            reconnect=reconnect,
+            listen_url=listen_url,
+            listen_where=listen_where,
+        )
 
     def __repr__(self) -> str:
         return f"PostgresEngine({self._where!r})"
@@ -489,7 +523,12 @@ class PostgresEngine:
                 _logger.warning(POLLING_WARNING, self._where)
             return lambda: None
         listener = Listener(
-            self._listen_url, self._where, wake, listen=listen, reconnect=self._reconnect, **calls
+            self._listen_url,
+            self._listen_where,
+            wake,
+            listen=listen,
+            reconnect=self._reconnect,
+            **calls,
         )
         with self._lock:
             if self._closed:

@@ -15,6 +15,34 @@ from jobtable._values import redact_url
 from jobtable.db.postgres import grants
 from jobtable.db.postgres import schema_version as schema_queries
 
+NOT_GRANTED = "01007"
+"""The SQLSTATE of PostgreSQL's warning that a GRANT granted nothing (or not all)."""
+
+
+def _apply(conn: psycopg.Connection[object], statements: list[str], where: str) -> None:
+    """Runs statements on conn, in its open transaction; raises StoreError if one granted nothing.
+
+    A user that holds a right without its grant option (the application's
+    role, say, rather than the owner) is not refused by PostgreSQL: the
+    GRANT succeeds with a warning and grants nothing. That warning raises
+    here instead, so the caller's transaction rolls back and the user is
+    told to run it as the owner.
+    """
+    refused: list[str] = []
+    conn.add_notice_handler(
+        lambda notice: (
+            refused.append(notice.message_primary or "") if notice.sqlstate == NOT_GRANTED else None
+        )
+    )
+    for statement in statements:
+        conn.execute(statement)
+        if refused:
+            raise StoreError(
+                f"cannot grant on {where}: {refused[0]}, since its user may not grant "
+                "these rights (it does not own the tables); run `jobtable grant --apply` "
+                "with the schema's owner's URL"
+            )
+
 
 def role_grants(url: str, role: str, *, apply: bool) -> list[str]:
     """Returns the statements that give role DML rights on the jobtable tables at url.
@@ -38,8 +66,7 @@ def role_grants(url: str, role: str, *, apply: bool) -> list[str]:
                 )
             statements = [row.statement for row in grants.Querier(conn).role_grants(grantee=role)]
             if apply:
-                for statement in statements:
-                    conn.execute(statement)
+                _apply(conn, statements, where)
             return statements
     except psycopg.Error as err:
         raise _store_error(where, "grant", err) from err
