@@ -21,7 +21,9 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # The plugin prepares every generated SQL constant: on SQLite always, on
-# PostgreSQL on the server this names (the test server's URL when set).
+# PostgreSQL on the server this names, the test server's (the tests' default
+# when JOBTABLE_TEST_POSTGRES_URL is not set), where it also reads the types.
+JOBTABLE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 SQLC_GEN_JOBTABLE_POSTGRES_URL ?= $(JOBTABLE_TEST_POSTGRES_URL)
 export SQLC_GEN_JOBTABLE_POSTGRES_URL
 

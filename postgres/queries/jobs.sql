@@ -7,7 +7,7 @@ INSERT INTO jobs (
     tags, meta
 )
 VALUES (
-    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at::timestamptz > @now::timestamptz,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
     @sequence_blocks, @tags, sqlc.narg(meta)
 );
@@ -49,7 +49,7 @@ INSERT INTO jobs (
     sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
-    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at::timestamptz > @now::timestamptz,
     @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
     sqlc.narg(sequence_key), @sequence_blocks, @tags, sqlc.narg(meta)
 )
@@ -67,7 +67,7 @@ INSERT INTO jobs (
     sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
-    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at::timestamptz > @now::timestamptz,
     @now, @now, sqlc.narg(traceparent), @unique_key, @unique_statuses, sqlc.narg(partition_key),
     sqlc.narg(sequence_key), @sequence_blocks, @tags, sqlc.narg(meta)
 )
@@ -432,7 +432,7 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', @error::text, 'at', @now::timestamptz)))::text,
-    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
+    run_at = @run_at, scheduled = @run_at::timestamptz > @now::timestamptz, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN @now END,
     updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
@@ -445,7 +445,7 @@ WHERE id = @id AND status = 'running' AND attempt = @attempt;
 UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     max_attempts = max_attempts + 1,
-    run_at = @run_at, scheduled = @run_at > @now, runner = NULL,
+    run_at = @run_at, scheduled = @run_at::timestamptz > @now::timestamptz, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN @now END,
     updated_at = @now
 WHERE id = @id AND status = 'running' AND attempt = @attempt;
@@ -591,7 +591,7 @@ HAVING NOT pg_try_advisory_xact_lock(
 -- It returns the job's id, or no row when no job holds the key.
 UPDATE jobs
 SET payload = CASE WHEN CAST(@replace AS BOOLEAN) THEN CAST(@payload AS text) ELSE payload END,
-    run_at = @run_at, scheduled = @run_at > @now, updated_at = @now
+    run_at = @run_at, scheduled = @run_at::timestamptz > @now::timestamptz, updated_at = @now
 WHERE kind = @kind AND debounce_key = @debounce_key AND debounce_key IS NOT NULL
     AND status = 'queued' AND attempt = 0
 RETURNING id;
@@ -607,7 +607,7 @@ INSERT INTO jobs (
     tags, meta, debounce_key
 )
 VALUES (
-    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at > @now,
+    @id, @kind, @queue, @priority, @payload, @max_attempts, @timeout, @run_at, @run_at::timestamptz > @now::timestamptz,
     @now, @now, sqlc.narg(traceparent), sqlc.narg(partition_key), sqlc.narg(sequence_key),
     @sequence_blocks, @tags, sqlc.narg(meta), @debounce_key
 )

@@ -78,8 +78,8 @@ WITH suspended AS (
         run_at = CASE WHEN EXISTS (
                 SELECT 1 FROM signals
                 WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
-            ) THEN @now ELSE @run_at END,
-        scheduled = @run_at > @now AND NOT EXISTS (
+            ) THEN @now::timestamptz ELSE @run_at::timestamptz END,
+        scheduled = @run_at::timestamptz > @now::timestamptz AND NOT EXISTS (
                 SELECT 1 FROM signals
                 WHERE signals.name = @name AND signals.key = @key AND signals.id > @after_id
             ),

@@ -91,3 +91,22 @@ def test_checked_in_output_is_exactly_a_fresh_generation(project: pathlib.Path) 
         checked_in = read_tree(ROOT / out) if (ROOT / out).is_dir() else {}
         assert sorted(checked_in) == sorted(fresh), f"{out}: run make generate"
         assert checked_in == fresh, f"{out}: run make generate"
+
+
+@pytest.mark.postgres
+def test_generation_checks_jobtables_postgres_queries_on_the_server(
+    project: pathlib.Path,
+) -> None:
+    # Only the server tells that a parameter compared with another before
+    # any column gives it a type is deduced as text and as timestamptz:
+    # sqlc accepts the query, so the plugin must see the server's URL,
+    # which sqlc passes only when sqlc.yaml lists it under the plugin's env.
+    queries = project / "postgres" / "queries" / "jobs.sql"
+    cast = "@run_at::timestamptz > @now::timestamptz"
+    text = queries.read_text()
+    assert cast in text, "CreateJob no longer compares run_at with now"
+    queries.write_text(text.replace(cast, "@run_at > @now", 1))
+    done = run_sqlc(project, "generate")
+    assert done.returncode != 0, "generation passed a query the server does not prepare"
+    output = done.stdout + done.stderr
+    assert "query CreateJob (jobs.sql): its SQL constant does not prepare" in output, output

@@ -20,7 +20,7 @@ CREATE_JOB = """INSERT INTO jobs (
     tags, meta
 )
 VALUES (
-    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s::timestamptz > %(now)s::timestamptz,
     %(now)s, %(now)s, %(traceparent)s, %(partition_key)s, %(sequence_key)s,
     %(sequence_blocks)s, %(tags)s, %(meta)s
 )
@@ -47,7 +47,7 @@ CREATE_UNIQUE_JOB = """INSERT INTO jobs (
     sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
-    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s::timestamptz > %(now)s::timestamptz,
     %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
     %(sequence_key)s, %(sequence_blocks)s, %(tags)s, %(meta)s
 )
@@ -60,7 +60,7 @@ CREATE_UNIQUE_JOBS = """INSERT INTO jobs (
     sequence_key, sequence_blocks, tags, meta
 )
 VALUES (
-    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s::timestamptz > %(now)s::timestamptz,
     %(now)s, %(now)s, %(traceparent)s, %(unique_key)s, %(unique_statuses)s, %(partition_key)s,
     %(sequence_key)s, %(sequence_blocks)s, %(tags)s, %(meta)s
 )
@@ -333,7 +333,7 @@ WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 RETRY_JOB = """UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     errors = (errors::jsonb || jsonb_build_array(jsonb_build_object('attempt', attempt, 'error', %(error)s::text, 'at', %(now)s::timestamptz)))::text,
-    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, runner = NULL,
+    run_at = %(run_at)s, scheduled = %(run_at)s::timestamptz > %(now)s::timestamptz, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN %(now)s END,
     updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
@@ -342,7 +342,7 @@ WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
 SNOOZE_JOB = """UPDATE jobs
 SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
     max_attempts = max_attempts + 1,
-    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, runner = NULL,
+    run_at = %(run_at)s, scheduled = %(run_at)s::timestamptz > %(now)s::timestamptz, runner = NULL,
     finished_at = CASE WHEN cancel_requested THEN %(now)s END,
     updated_at = %(now)s
 WHERE id = %(id)s AND status = 'running' AND attempt = %(attempt)s
@@ -434,7 +434,7 @@ HAVING NOT pg_try_advisory_xact_lock(
 
 DEBOUNCE_JOB = """UPDATE jobs
 SET payload = CASE WHEN CAST(%(replace)s AS BOOLEAN) THEN CAST(%(payload)s AS text) ELSE payload END,
-    run_at = %(run_at)s, scheduled = %(run_at)s > %(now)s, updated_at = %(now)s
+    run_at = %(run_at)s, scheduled = %(run_at)s::timestamptz > %(now)s::timestamptz, updated_at = %(now)s
 WHERE kind = %(kind)s AND debounce_key = %(debounce_key)s AND debounce_key IS NOT NULL
     AND status = 'queued' AND attempt = 0
 RETURNING id
@@ -446,7 +446,7 @@ CREATE_DEBOUNCED_JOB = """INSERT INTO jobs (
     tags, meta, debounce_key
 )
 VALUES (
-    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s > %(now)s,
+    %(id)s, %(kind)s, %(queue)s, %(priority)s, %(payload)s, %(max_attempts)s, %(timeout)s, %(run_at)s, %(run_at)s::timestamptz > %(now)s::timestamptz,
     %(now)s, %(now)s, %(traceparent)s, %(partition_key)s, %(sequence_key)s,
     %(sequence_blocks)s, %(tags)s, %(meta)s, %(debounce_key)s
 )

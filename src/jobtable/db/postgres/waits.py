@@ -57,8 +57,8 @@ SUSPEND_JOB = """WITH suspended AS (
         run_at = CASE WHEN EXISTS (
                 SELECT 1 FROM signals
                 WHERE signals.name = %(name)s AND signals.key = %(key)s AND signals.id > %(after_id)s
-            ) THEN %(now)s ELSE %(run_at)s END,
-        scheduled = %(run_at)s > %(now)s AND NOT EXISTS (
+            ) THEN %(now)s::timestamptz ELSE %(run_at)s::timestamptz END,
+        scheduled = %(run_at)s::timestamptz > %(now)s::timestamptz AND NOT EXISTS (
                 SELECT 1 FROM signals
                 WHERE signals.name = %(name)s AND signals.key = %(key)s AND signals.id > %(after_id)s
             ),
