@@ -241,3 +241,20 @@ def test_the_function_check_lets_60_lines_pass(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "m.py"
     path.write_text(f'def f():\n    """Doc."""\n{body}', encoding="utf-8")
     assert long_functions(path, tmp_path) == []
+
+
+def test_no_test_imports_from_a_conftest() -> None:
+    # Under pytest-xdist "conftest" may name tests/contrib/conftest.py, so a
+    # test that imports a name from it fails to collect there: helpers that
+    # tests share are fixtures, or live in a module of their own.
+    tests = ROOT / "tests"
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in tests.rglob("*.py")
+        if path.name != "conftest.py"
+        and any(
+            line.startswith(("from conftest import", "import conftest"))
+            for line in path.read_text().splitlines()
+        )
+    ]
+    assert offenders == []

@@ -243,7 +243,8 @@ async def test_a_runner_that_declares_a_raised_limit_wakes_the_runners_it_lets_t
 ) -> None:
     # A runner of newer code declares the queue's concurrency raised: the
     # runner of older code, idle behind the old limit, starts the job the new
-    # limit lets through at once (the new runner has no handler for it).
+    # limit lets through at once. The new runner serves another queue, so it
+    # cannot take that job itself (it would fail it: it has no handler).
     gate = threading.Event()
 
     def step(ctx: jobtable.JobContext[int], n: int) -> int:
@@ -258,12 +259,12 @@ async def test_a_runner_that_declares_a_raised_limit_wakes_the_runners_it_lets_t
     old.handler(STEP)(step)
     new = jobtable.Runner(
         store,
-        queues={"q": 1},
+        queues={"other": 1},
         poll_interval=NEVER,
         flow=[jobtable.Queue("q", concurrency=2)],
         name="new",
     )
-    new.handler(jobtable.Kind("other", int, int, queue="q"))(lambda ctx, n: n)
+    new.handler(jobtable.Kind("other", int, int, queue="other"))(lambda ctx, n: n)
     await old.start()
     try:
         await wait_until(lambda: store.get(first).status is jobtable.Status.RUNNING)

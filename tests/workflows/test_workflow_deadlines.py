@@ -2,10 +2,9 @@
 
 import asyncio
 import datetime
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
-from conftest import wait_until
 
 import jobtable
 from jobtable.testing import FrozenClock, drain
@@ -16,6 +15,7 @@ quick = jobtable.Kind("quick", str, str)
 parked = jobtable.Kind("parked", str, str, queue="parked")
 outer = jobtable.Kind("outer", str, str)
 LEASE = 0.6
+WaitUntil = Callable[..., Awaitable[None]]
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def status(store: jobtable.Store, job_id: str) -> Status:
 
 
 async def test_a_passed_deadline_cancels_the_unfinished_jobs_with_the_reason(
-    store: jobtable.Store, clock: FrozenClock
+    store: jobtable.Store, clock: FrozenClock, wait_until: WaitUntil
 ) -> None:
     # The parked queue is a limited one: its jobs wait in flow control too.
     store.set_limits("parked", concurrency=1)
@@ -76,7 +76,7 @@ async def test_a_passed_deadline_cancels_the_unfinished_jobs_with_the_reason(
 
 
 async def test_a_retry_after_the_deadline_runs_the_job(
-    store: jobtable.Store, clock: FrozenClock
+    store: jobtable.Store, clock: FrozenClock, wait_until: WaitUntil
 ) -> None:
     wf = jobtable.Workflow("report", deadline=clock() + datetime.timedelta(minutes=5))
     job = wf.add(parked, "b")
