@@ -25,6 +25,11 @@ MYSQL_URL = "SQLC_GEN_JOBTABLE_MYSQL_URL"
 # MySQL's error for EXECUTE given another number of values than ? marks.
 _WRONG_ARGUMENTS = 1210
 _PLACEHOLDER = re.compile(r"/\*SLICE:\w+\*/%s|%s|%%")
+# MySQL's error for a text with no statement in it (comments only).
+_EMPTY_QUERY = 1065
+_CREATE_DATABASE = re.compile(
+    r"\bCREATE\s+(?:SCHEMA|DATABASE)\s+(?:IF\s+NOT\s+EXISTS\s+)?`?(\w+)`?", re.IGNORECASE
+)
 # The name in sqlc's MySQL catalog of each result type code the server
 # sends (PyMySQL's FIELD_TYPE) whose Python type it settles. A string's or
 # a blob's code says nothing of ENUM, SET or JSON, and its charset tells
@@ -147,15 +152,14 @@ def check_mysql(
     database = f"sqlc_gen_jobtable_check_{secrets.token_hex(6)}"
     errors: list[str] = []
     with conn, conn.cursor() as cur:
+        cur.execute("SHOW DATABASES")
+        existing = {str(row[0]).lower() for row in cur.fetchall()}
         cur.execute(f"CREATE DATABASE {database}")
         try:
             cur.execute(f"USE {database}")
-            try:
-                cur.execute(schema)
-                while cur.nextset():
-                    pass
-            except pymysql.err.MySQLError as err:
-                return [f"the schema does not run on MySQL: {err.args[-1]}"]
+            message = _run_schema(cur, schema)
+            if message:
+                return [message]
             cur.execute("SET @sqlc_gen_jobtable_p = 1")
             for plan in plans:
                 cur.execute("START TRANSACTION")
@@ -165,4 +169,30 @@ def check_mysql(
                     errors.append(message)
         finally:
             cur.execute(f"DROP DATABASE {database}")
+            for other in _created_databases(schema) - existing:
+                cur.execute(f"DROP DATABASE IF EXISTS `{other}`")
     return errors
+
+
+def _run_schema(cur: "pymysql.cursors.Cursor", schema: str) -> str:
+    """Runs schema's statements on cur; returns the server's error, or "".
+
+    A schema of comments only (or none) is no statement, not an error.
+    """
+    import pymysql
+
+    try:
+        cur.execute(schema)
+        while cur.nextset():
+            pass
+    except pymysql.err.MySQLError as err:
+        if err.args[0] == _EMPTY_QUERY:
+            return ""
+        return f"the schema does not run on MySQL: {err.args[-1]}"
+    return ""
+
+
+def _created_databases(schema: str) -> set[str]:
+    """Returns the (lower-cased) names of the databases schema creates, by CREATE SCHEMA or
+    CREATE DATABASE: the check drops those it made, as it does its scratch database."""
+    return {m.group(1).lower() for m in _CREATE_DATABASE.finditer(schema)}
