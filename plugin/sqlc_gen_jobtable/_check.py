@@ -268,7 +268,7 @@ def check_on_server(
 def check(engine: str, schema: str, plans: list[QueryPlan]) -> Descriptions:
     """Raises RequestError listing every plan whose SQL constant fails its check.
 
-    Returns what the server said of each plan's SQL (on PostgreSQL), for the
+    Returns what the server said of each plan's SQL (on PostgreSQL and MySQL), for the
     types of its parameters and columns.
     """
     found: Descriptions = {}
@@ -281,7 +281,7 @@ def check(engine: str, schema: str, plans: list[QueryPlan]) -> Descriptions:
         # Imported here: _mysql_check uses this module's result_columns.
         from ._mysql_check import check_mysql
 
-        errors = check_mysql(mysql_url, schema, plans)
+        errors = check_mysql(mysql_url, schema, plans, found)
     if errors:
         raise RequestError(
             "generated SQL failed its check against the schema:\n  " + "\n  ".join(errors)

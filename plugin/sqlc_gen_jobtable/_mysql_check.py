@@ -5,7 +5,8 @@ constant is prepared with SQL's ``PREPARE`` in a scratch database made from
 the schema, its parameter count found by ``EXECUTE``, which refuses any
 other count before it runs anything, and a query that returns rows run once
 with every parameter 1, in a transaction rolled back, for the width of its
-result. The scratch database is dropped after.
+result and the type of each of its columns, which the server sends with
+the rows (``cursor.description``). The scratch database is dropped after.
 """
 
 import re
@@ -13,7 +14,7 @@ import secrets
 import urllib.parse
 from typing import TYPE_CHECKING
 
-from ._check import result_columns
+from ._check import Described, Descriptions, ServerType, result_columns
 from ._plan import QueryPlan
 from ._request import RequestError
 
@@ -24,6 +25,33 @@ MYSQL_URL = "SQLC_GEN_JOBTABLE_MYSQL_URL"
 # MySQL's error for EXECUTE given another number of values than ? marks.
 _WRONG_ARGUMENTS = 1210
 _PLACEHOLDER = re.compile(r"/\*SLICE:\w+\*/%s|%s|%%")
+# MySQL's error for a text with no statement in it (comments only).
+_EMPTY_QUERY = 1065
+_CREATE_DATABASE = re.compile(
+    r"\bCREATE\s+(?:SCHEMA|DATABASE)\s+(?:IF\s+NOT\s+EXISTS\s+)?`?(\w+)`?", re.IGNORECASE
+)
+# The name in sqlc's MySQL catalog of each result type code the server
+# sends (PyMySQL's FIELD_TYPE) whose Python type it settles. A string's or
+# a blob's code says nothing of ENUM, SET or JSON, and its charset tells
+# text from bytes: those stay sqlc's.
+_TYPE_CODES = {
+    0: "decimal",
+    246: "decimal",
+    1: "tinyint",
+    2: "smallint",
+    3: "int",
+    9: "mediumint",
+    8: "bigint",
+    13: "year",
+    4: "float",
+    5: "double",
+    10: "date",
+    14: "date",
+    12: "datetime",
+    7: "timestamp",
+    11: "time",
+    16: "bit",
+}
 
 
 def server_sql(plan: QueryPlan) -> str:
@@ -54,8 +82,13 @@ def _params(cur: "pymysql.cursors.Cursor", expected: int) -> int:
     return next(found, -1)
 
 
-def _check_plan(cur: "pymysql.cursors.Cursor", plan: QueryPlan) -> str:
-    """Returns what is wrong with plan's SQL on the server, or ""."""
+def _check_plan(
+    cur: "pymysql.cursors.Cursor", plan: QueryPlan, found: Descriptions | None = None
+) -> str:
+    """Returns what is wrong with plan's SQL on the server, or "".
+
+    found, when given, receives the type of each result column the server sent.
+    """
     import pymysql
 
     where = f"query {plan.name} ({plan.filename}): its SQL constant"
@@ -76,14 +109,26 @@ def _check_plan(cur: "pymysql.cursors.Cursor", plan: QueryPlan) -> str:
         cur.execute("EXECUTE sqlc_gen_jobtable_s" + (f" USING {values}" if params else ""))
     except pymysql.err.MySQLError as err:
         return f"{where} does not run: {err.args[-1]}"
-    columns = len(cur.description or ())
-    if columns != expected:
-        return f"{where} returns {columns} columns, the method reads {expected}"
+    description = cur.description or ()
+    if len(description) != expected:
+        return f"{where} returns {len(description)} columns, the method reads {expected}"
+    if found is not None:
+        # types-PyMySQL says str; the server sends the type code, an int.
+        types = (_TYPE_CODES.get(int(column[1])) for column in description)
+        found[(plan.filename, plan.name)] = Described(
+            params,
+            expected,
+            column_types=tuple(None if t is None else ServerType("", t) for t in types),
+        )
     return ""
 
 
-def check_mysql(url: str, schema: str, plans: list[QueryPlan]) -> list[str]:
+def check_mysql(
+    url: str, schema: str, plans: list[QueryPlan], found: Descriptions | None = None
+) -> list[str]:
     """Returns an error for each plan whose SQL does not prepare on the server at url as planned.
+
+    found, when given, receives the types of each plan's result columns.
 
     Raises RequestError when PyMySQL is missing or the server cannot be reached.
     """
@@ -107,22 +152,47 @@ def check_mysql(url: str, schema: str, plans: list[QueryPlan]) -> list[str]:
     database = f"sqlc_gen_jobtable_check_{secrets.token_hex(6)}"
     errors: list[str] = []
     with conn, conn.cursor() as cur:
+        cur.execute("SHOW DATABASES")
+        existing = {str(row[0]).lower() for row in cur.fetchall()}
         cur.execute(f"CREATE DATABASE {database}")
         try:
             cur.execute(f"USE {database}")
-            try:
-                cur.execute(schema)
-                while cur.nextset():
-                    pass
-            except pymysql.err.MySQLError as err:
-                return [f"the schema does not run on MySQL: {err.args[-1]}"]
+            message = _run_schema(cur, schema)
+            if message:
+                return [message]
             cur.execute("SET @sqlc_gen_jobtable_p = 1")
             for plan in plans:
                 cur.execute("START TRANSACTION")
-                message = _check_plan(cur, plan)
+                message = _check_plan(cur, plan, found)
                 cur.execute("ROLLBACK")
                 if message:
                     errors.append(message)
         finally:
             cur.execute(f"DROP DATABASE {database}")
+            for other in _created_databases(schema) - existing:
+                cur.execute(f"DROP DATABASE IF EXISTS `{other}`")
     return errors
+
+
+def _run_schema(cur: "pymysql.cursors.Cursor", schema: str) -> str:
+    """Runs schema's statements on cur; returns the server's error, or "".
+
+    A schema of comments only (or none) is no statement, not an error.
+    """
+    import pymysql
+
+    try:
+        cur.execute(schema)
+        while cur.nextset():
+            pass
+    except pymysql.err.MySQLError as err:
+        if err.args[0] == _EMPTY_QUERY:
+            return ""
+        return f"the schema does not run on MySQL: {err.args[-1]}"
+    return ""
+
+
+def _created_databases(schema: str) -> set[str]:
+    """Returns the (lower-cased) names of the databases schema creates, by CREATE SCHEMA or
+    CREATE DATABASE: the check drops those it made, as it does its scratch database."""
+    return {m.group(1).lower() for m in _CREATE_DATABASE.finditer(schema)}

@@ -15,6 +15,7 @@ import dataclasses
 
 from ._catalog import Catalog
 from ._check import Described, ServerType
+from ._expressions import column_expressions, may_be_null
 from ._request import Column, Query, RequestError
 from ._untyped import UNTYPED_NAMES
 
@@ -50,13 +51,19 @@ def _server_column(
     their_annotation = _annotation(catalog, theirs, where)
     if mine is None or mine == their_annotation:
         return None
+    # MySQL's booleans are integers, which the method reads as bools.
+    if mine == "bool" and their_annotation == "int" and catalog.types.engine == "mysql":
+        return None
     if their_annotation is None:
         sqlc = column.type_name + ("[]" if column.is_array else "")
         named = server.name + ("[]" if server.is_array else "")
+        # A db_type override maps a nullable column only when it says so.
+        nullable = "" if column.not_null else ", nullable: true"
         raise RequestError(
             f"{where}: column {column.name!r}: sqlc types it {sqlc} ({mine}), the server "
             f"{named}, which has no Python type here: CAST it in the SQL to the type "
-            f"meant, or map {named} with an override (db_type: {server.name}, py_type: ...)"
+            f"meant, or map {named} with an override (db_type: {server.name}, "
+            f"py_type: ...{nullable})"
         )
     return theirs
 
@@ -66,6 +73,7 @@ def _result_columns(
 ) -> list[Column]:
     """Returns query's result columns, each typed as the server says where it disagrees."""
     columns = list(query.columns)
+    expressions = column_expressions(query)
     at = 0
     for i, column in enumerate(query.columns):
         if column.embed_table:
@@ -74,6 +82,9 @@ def _result_columns(
             continue
         server = described.column_types[at] if at < len(described.column_types) else None
         at += 1
+        if column.not_null and may_be_null(expressions[i], query):
+            # As the plan reads it (NULLIF, say): an override must say nullable.
+            column = dataclasses.replace(column, not_null=False)
         replaced = _server_column(catalog, column, server, f"{where}: column {i + 1}")
         if replaced is not None:
             columns[i] = replaced

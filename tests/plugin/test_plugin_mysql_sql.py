@@ -6,7 +6,9 @@ theirs, and a query given parameters has its literal percent signs doubled.
 """
 
 import pathlib
+import urllib.parse
 
+import pymysql
 import pytest
 from plugin_harness import query_plan, run_sqlc, write_case
 from sqlc_gen_jobtable._catalog import Field
@@ -87,6 +89,30 @@ def test_the_server_check_names_each_constant_that_differs(mysql_url: str) -> No
     assert "returns 1 columns, the method reads 2" in errors[2]
     assert "does not prepare" in errors[3]
     assert "nope" in errors[3]
+
+
+@pytest.mark.slow
+def test_the_server_check_takes_a_schema_of_comments_only(mysql_url: str) -> None:
+    # The server calls a text with no statement an error (1065, "Query was
+    # empty"); a schema with none is no error.
+    plans = [_plan("SELECT 1 AS one", ":one", 0, 1)]
+    assert check_mysql(mysql_url, "-- no tables here\n", plans) == []
+    assert check_mysql(mysql_url, "", plans) == []
+
+
+@pytest.mark.slow
+def test_the_server_check_drops_the_databases_its_schema_creates(mysql_url: str) -> None:
+    # Left behind, a database the schema creates fails the next check with
+    # "database exists".
+    schema = "CREATE SCHEMA scoped_check;\nCREATE TABLE scoped_check.bar (id INT NOT NULL);\n"
+    plans = [_plan("SELECT id FROM scoped_check.bar", ":many", 0, 1)]
+    assert check_mysql(mysql_url, schema, plans) == []
+    assert check_mysql(mysql_url, schema, plans) == []
+    parts = urllib.parse.urlsplit(mysql_url)
+    conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user="root")
+    with conn, conn.cursor() as cur:
+        cur.execute("SHOW DATABASES LIKE 'scoped_check'")
+        assert cur.fetchall() == ()
 
 
 MYSQL_SCHEMA = "CREATE TABLE items (id INT NOT NULL PRIMARY KEY, name VARCHAR(10) NOT NULL);\n"
