@@ -219,7 +219,7 @@ settled AS (
 -- A job made ready wakes idle runners; so does a job of a sequence that it
 -- cancels, which no longer holds a sequence that continues past it.
 ready AS MATERIALIZED (
-    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    SELECT pg_notify(jobtable_channel(current_schema()), 'released') FROM settled
     WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
     HAVING count(*) > 0
 ),
@@ -413,7 +413,7 @@ settled AS (
 -- A job made ready wakes idle runners; so does a job of a sequence that it
 -- cancels, which no longer holds a sequence that continues past it.
 ready AS MATERIALIZED (
-    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    SELECT pg_notify(jobtable_channel(current_schema()), 'released') FROM settled
     WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
     HAVING count(*) > 0
 ),

@@ -151,7 +151,7 @@ settled AS (
     RETURNING jobs.id, jobs.status, plan.cause, jobs.sequence_key
 ),
 ready AS MATERIALIZED (
-    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    SELECT pg_notify(jobtable_channel(current_schema()), 'released') FROM settled
     WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
     HAVING count(*) > 0
 ),
@@ -314,7 +314,7 @@ settled AS (
     RETURNING jobs.id, jobs.status, plan.cause, jobs.sequence_key
 ),
 ready AS MATERIALIZED (
-    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    SELECT pg_notify(jobtable_channel(current_schema()), 'released') FROM settled
     WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
     HAVING count(*) > 0
 ),
