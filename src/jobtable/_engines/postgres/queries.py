@@ -10,7 +10,7 @@ import dataclasses
 import datetime
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -43,7 +43,7 @@ from jobtable._engines.rows import (
 )
 from jobtable._engines.runner_queries import PeerRow
 from jobtable._values import timestamp
-from jobtable.db.postgres import jobs
+from jobtable.db.postgres import jobs, workflows
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
@@ -146,6 +146,17 @@ class _RecordRow:
         )
 
 
+class _Claim(TypedDict):
+    """The claim's parameters of the statements that store outcomes and claim."""
+
+    now: datetime.datetime
+    queue: str
+    after_priority: int
+    after_seq: int
+    max_jobs: int
+    runner: str | None
+
+
 class _Queries(
     PostgresOperatorQueries,
     PostgresFlowQueries,
@@ -245,56 +256,49 @@ class _Queries(
         kinds: Sequence[str] | None = None,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
         arrays = outcome_arrays(outcomes)
-        if any(o.workflow for o in outcomes):
-            # Their dependents settle in the statement that stores them; the
-            # claim, which needs no atomicity with it, follows on its own.
-            rows = self._wf.finish_workflow_jobs(now=_time(now), **arrays)
-            # The dependents it made ready keep their seqs, in any queue.
-            self._cursors.rewind()
-            finished = [row.id for row in rows]
-            if max_jobs <= 0:
-                return finished, []
-            _, claimed = self.finish_and_claim_jobs(
-                outcomes=(), runner=runner, queue=queue, now=now, max_jobs=max_jobs, kinds=kinds
-            )
-            return finished, claimed
-        claims = self._finish_and_claim(arrays, runner, queue, _time(now), max_jobs, kinds)
+        workflow = any(o.workflow for o in outcomes)
+        claims = self._finish_and_claim(
+            arrays, workflow, runner, queue, _time(now), max_jobs, kinds
+        )
         claimed = [row for row in claims if not row.finished]
         self._cursors.claimed(queue, kinds, ((row.priority, row.seq) for row in claimed))
-        if any(outcome.state == "queued" for outcome in outcomes):
+        if workflow:
+            self._cursors.rewind()  # the dependents it made ready keep their seqs, in any queue
+        elif any(outcome.state == "queued" for outcome in outcomes):
             self._cursors.rewind(queue)  # a retry keeps its seq: it may stand behind the place
         return [row.id for row in claims if row.finished], claimed
 
     def _finish_and_claim(
         self,
         arrays: OutcomeArrays,
+        workflow: bool,
         runner: str | None,
         queue: str,
         now: datetime.datetime,
         max_jobs: int,
         kinds: Sequence[str] | None,
-    ) -> Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]:
+    ) -> Sequence[
+        jobs.FinishAndClaimJobsRow
+        | jobs.FinishAndClaimJobsOfKindsRow
+        | workflows.FinishWorkflowJobsRow
+    ]:
+        """One statement: the outcomes stored (a workflow's jobs' settling their
+        dependents), then the claim from the queue's place."""
         after_priority, after_seq = self._cursors.start(queue, kinds)
-        if kinds is None:
-            return self._q.finish_and_claim_jobs(
-                now=now,
-                queue=queue,
-                after_priority=after_priority,
-                after_seq=after_seq,
-                max_jobs=max_jobs,
-                runner=runner,
-                **arrays,
-            )
-        return self._q.finish_and_claim_jobs_of_kinds(
+        claim = _Claim(
             now=now,
             queue=queue,
-            kinds=list(kinds),
             after_priority=after_priority,
             after_seq=after_seq,
             max_jobs=max_jobs,
             runner=runner,
-            **arrays,
         )
+        if workflow:
+            named: list[str | None] | None = None if kinds is None else list(kinds)
+            return self._wf.finish_workflow_jobs(kinds=named, **claim, **arrays)
+        if kinds is None:
+            return self._q.finish_and_claim_jobs(**claim, **arrays)
+        return self._q.finish_and_claim_jobs_of_kinds(kinds=list(kinds), **claim, **arrays)
 
     def next_run_at(self, *, queue: str) -> str | None:
         row = self._q.next_run_at(queue=queue)
