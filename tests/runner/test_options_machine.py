@@ -47,7 +47,7 @@ from pydantic import BaseModel
 import jobtable
 from jobtable._engines.base import Queries
 from jobtable._operations import CancelJob
-from jobtable._runner.operations import Finish, FinishAndClaim, Publish
+from jobtable._runner.run_operations import Finish, FinishAndClaim, Publish
 from jobtable._values import timestamp
 
 Step = Literal["succeed", "error", "failure", "retry", "hang", "cancel"]

@@ -10,10 +10,10 @@ from jobtable._codec import Codec
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import NotRunning, StoreError
 from jobtable._options import RetryPolicy
-from jobtable._runner.operations import Publish, RecordStep
 from jobtable._runner.resume import Resume
+from jobtable._runner.run_operations import Publish, RecordStep
 from jobtable._runner.shared import Shared
-from jobtable._runner.waiting import SuspendWait
+from jobtable._runner.suspend import SuspendWait
 from jobtable._workflow import FanOut
 
 R = TypeVar("R")

@@ -21,8 +21,8 @@ from jobtable._codec import Codec, StepCodec
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import StepError
 from jobtable._operations import GetJob
-from jobtable._runner.operations import ReadStep, RecordStep
-from jobtable._runner.waiting import RESERVED_PREFIX, SuspendWait, Waiting
+from jobtable._runner.run_operations import ReadStep, RecordStep
+from jobtable._runner.suspend import RESERVED_PREFIX, SuspendWait, Waiting
 from jobtable._store import Store
 
 R = TypeVar("R")
@@ -126,7 +126,7 @@ class Resume(Generic[R]):
         return self._partial[0]
 
     def waiting(self) -> Waiting:
-        """The attempt's sleeps and waits (``jobtable._runner.waiting``), made at the first."""
+        """The attempt's sleeps and waits (``jobtable._runner.suspend``), made at the first."""
         if self._waiting is None:
             self._waiting = Waiting(self._job, self._publisher, self._publisher.logger)
         return self._waiting

@@ -24,24 +24,36 @@ from jobtable._flow import Queue
 from jobtable._job import Job
 from jobtable._kind import Kind
 from jobtable._operator.queues import check_declared
-from jobtable._runner.batch import AttachBatch
 from jobtable._runner.cancel_watch import CancelWatch
 from jobtable._runner.completer import Completer
-from jobtable._runner.contact import StoreContact
+from jobtable._runner.contact import StoreContact, StoreTrouble
 from jobtable._runner.executor import Executor
-from jobtable._runner.handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
+from jobtable._runner.handler import (
+    AsyncHandler,
+    Attach,
+    AttachBatch,
+    Handlers,
+    SyncHandler,
+    annotated_types,
+)
 from jobtable._runner.hooks import RunnerHooks
 from jobtable._runner.loop_watch import LoopWatch
 from jobtable._runner.maintenance import Maintenance
-from jobtable._runner.operations import PausedQueues
 from jobtable._runner.periodic import PeriodicScheduler
-from jobtable._runner.pool import WorkerPool
 from jobtable._runner.process_guard import LAST_WRITE, ProcessGuard, run_loop
 from jobtable._runner.producer import Producer
 from jobtable._runner.registration import DeleteRunner
-from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
-from jobtable._runner.shared import Settings, Shared, Stop
-from jobtable._runner.store_trouble import StoreTrouble
+from jobtable._runner.run_operations import PausedQueues
+from jobtable._runner.shared import (
+    RETRY,
+    Settings,
+    Shared,
+    Stop,
+    check_queues,
+    check_settings,
+    runner_name,
+)
+from jobtable._runner.workers import WorkerPool
 from jobtable._store import Store
 
 P = TypeVar("P")
