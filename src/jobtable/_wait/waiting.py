@@ -23,7 +23,7 @@ from jobtable._operations import GetJob
 from jobtable._options import EnqueueOptions
 from jobtable._store import Store
 from jobtable._unique import ids_of
-from jobtable._values import unstorable
+from jobtable._values import checked_id, unstorable
 from jobtable._wait.waiters import ENDED, waiters_of
 
 P = TypeVar("P")
@@ -298,9 +298,7 @@ class GetJobProgress:
     __slots__ = ("job_id",)
 
     def __init__(self, job_id: str) -> None:
-        if not isinstance(job_id, str):
-            raise TypeError(f"job id is {type(job_id).__name__}, want str")
-        self.job_id = job_id
+        self.job_id = checked_id(job_id)
 
     def __call__(self, q: Queries) -> ProgressRow:
         row = None if unstorable(self.job_id) else q.get_job_progress(id=self.job_id)
