@@ -9,7 +9,7 @@ from jobtable._engines.base import Queries
 from jobtable._engines.rows import LabelsRow
 from jobtable._engines.workflow_queries import DependencyRow
 from jobtable._labels import Labels
-from jobtable._runner.resume import Resume
+from jobtable._runner.attempt import Resume
 from jobtable._runner.shared import Stop
 from jobtable._signal import Signal, TimedOut
 from jobtable._store import Store
