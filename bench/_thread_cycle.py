@@ -34,7 +34,7 @@ from bench import _databases, _db
 from bench._end_to_end import drain_seconds
 from bench._jobs import Ping, make_runner
 from bench._plan import PAYLOADS
-from jobtable._runner.operations import Finish, FinishAndClaim
+from jobtable._runner.run_operations import Finish, FinishAndClaim
 from jobtable._values import timestamp
 
 QUEUE = "default"

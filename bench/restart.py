@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import jobtable
-from jobtable._runner.operations import FinishAndClaim
+from jobtable._runner.run_operations import FinishAndClaim
 
 
 def _bin(tool: str) -> str:

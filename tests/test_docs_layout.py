@@ -128,6 +128,74 @@ def test_how_it_is_built_counts_the_query_names_the_engines_share_as_the_sql_doe
     assert f"{len(postgres - sqlite)} PostgreSQL's only" in text
 
 
+FEATURES = (
+    "flow control",
+    "workflows",
+    "waits and signals",
+    "batches",
+    "steps",
+    "unique",
+    "periodic",
+    "debounce",
+)
+"""The features that span layers, each a row of how-it-is-built's table of where it lives."""
+
+
+def feature_rows() -> dict[str, list[str]]:
+    """Each row of how-it-is-built's feature table: its feature, and its cells after that."""
+    text = (DOCS / "explanation" / "how-it-is-built.md").read_text(encoding="utf-8")
+    section = text.split("## Where each feature lives\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in section.splitlines() if line.startswith("| ")]
+    return {cells[0].strip(): cells[1:] for cells in rows[1:]}
+
+
+def named_places(cell: str) -> list[tuple[pathlib.Path, list[str]]]:
+    """Each path a cell names (Python under src/jobtable/, SQL from the root), with its names.
+
+    A path's names are those in backticks in the parentheses that follow it:
+    ``_flow.py (`Queue`, `Rate`)`` names Queue and Rate in _flow.py.
+    """
+    places = []
+    for path, names in re.findall(r"`([\w/.]+\.(?:py|sql))`(?: \(([^)]*)\))?", cell):
+        where = ROOT / path if path.endswith(".sql") else ROOT / "src" / "jobtable" / path
+        places.append((where, re.findall(r"`([\w.]+)`", names)))
+    return places
+
+
+def test_how_it_is_built_says_where_each_feature_that_spans_layers_lives() -> None:
+    rows = feature_rows()
+    assert set(FEATURES) <= set(rows), f"features without a row: {set(FEATURES) - set(rows)}"
+    missing = []
+    for feature, cells in rows.items():
+        assert len(cells) == 6, f"{feature}: want declaration to dashboard, got {cells}"
+        assert named_places(cells[0]), f"{feature}: its declaration names no module"
+        for where, names in (place for cell in cells for place in named_places(cell)):
+            if not where.is_file():
+                missing.append(f"{feature}: {where.relative_to(ROOT)} does not exist")
+                continue
+            words = set(re.findall(r"\w+", where.read_text(encoding="utf-8")))
+            missing += [
+                f"{feature}: {where.relative_to(ROOT)} has no {part} (of {name})"
+                for name in names
+                for part in name.split(".")
+                if part not in words
+            ]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_feature_table_check_finds_a_missing_path_and_name() -> None:
+    cell = "`_flow.py` (`Queue`, `NoSuchName`), `_runner/no_such.py`, `queries/flow.sql`"
+    places = named_places(cell)
+    assert [where.relative_to(ROOT).as_posix() for where, _ in places] == [
+        "src/jobtable/_flow.py",
+        "src/jobtable/_runner/no_such.py",
+        "queries/flow.sql",
+    ]
+    assert places[0][1] == ["Queue", "NoSuchName"]
+    assert not places[1][0].is_file()
+    assert "NoSuchName" not in places[0][0].read_text(encoding="utf-8")
+
+
 def test_the_home_page_and_the_reference_index_list_the_same_reference_pages() -> None:
     pages = {f"docs/reference/{path.name}" for path in REFERENCE.glob("*.md")} - {
         "docs/reference/index.md"

@@ -36,7 +36,7 @@ from jobtable._engines.base import Queries
 from jobtable._engines.rows import ClaimedRow
 from jobtable._operations import CancelJob
 from jobtable._operator.operations import DeleteJob, RetryJob
-from jobtable._runner.operations import Finish, FinishAndClaim, Publish
+from jobtable._runner.run_operations import Finish, FinishAndClaim, Publish
 
 T = TypeVar("T")
 S = jobtable.Status

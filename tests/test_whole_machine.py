@@ -41,8 +41,8 @@ from machine_targets import Target, on_engine, sqlite_target
 import jobtable
 from jobtable._engines.rows import Outcome
 from jobtable._operator import operations
-from jobtable._runner.operations import Finish, FlowClaim
 from jobtable._runner.registration import StartRunner
+from jobtable._runner.run_operations import Finish, FlowClaim
 from jobtable._values import timestamp
 
 QUEUE = "whole"

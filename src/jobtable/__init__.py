@@ -81,9 +81,14 @@ from jobtable._options import (
     PeriodicOptions,
     RetryPolicy,
 )
-from jobtable._runner.batch import AsyncBatchHandler, BatchJob, SyncBatchHandler
 from jobtable._runner.context import Dependency, JobContext
-from jobtable._runner.handler import AsyncHandler, SyncHandler
+from jobtable._runner.handler import (
+    AsyncBatchHandler,
+    AsyncHandler,
+    BatchJob,
+    SyncBatchHandler,
+    SyncHandler,
+)
 from jobtable._runner.hooks import AttemptOutcome, CallNext, RunnerHooks
 from jobtable._runner.runner import Runner
 from jobtable._signal import APPROVAL, Approval, Signal, SignalWait, TimedOut

@@ -5,7 +5,7 @@ tools hand an engine. Each is a small object holding its parameters, so that
 a write can be retried, logged or batched as a value; its time is the
 ``now`` text its caller took from the store's clock as it built it. The
 runner's own operations (claims, outcomes, heartbeats) are in
-``jobtable._runner.operations``.
+``jobtable._runner.run_operations``.
 """
 
 import dataclasses

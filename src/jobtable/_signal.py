@@ -21,7 +21,7 @@ from jobtable._errors import JobNotFound, PayloadError, SecretKeyError
 from jobtable._secrets import NoKey, SecretKeys, mentions_secrets, open_all
 from jobtable._transaction import adriver_connection, driver_connection
 from jobtable._typeddict import usable_by_pydantic
-from jobtable._values import timestamp, unstorable
+from jobtable._values import checked_id, timestamp, unstorable
 
 P = TypeVar("P")
 
@@ -219,8 +219,7 @@ class ReadSignalWait:
     job_id: str
 
     def __call__(self, q: Queries) -> SignalWait | None:
-        if not isinstance(self.job_id, str):
-            raise TypeError(f"job id is {type(self.job_id).__name__}, want str")
+        checked_id(self.job_id)
         job = None if unstorable(self.job_id) else q.get_job(id=self.job_id)
         if job is None:
             raise JobNotFound(f"job {self.job_id!r} not found")
@@ -245,8 +244,8 @@ class SendSignal:
         return q.send_signal(name=self.name, key=self.key, payload=self.payload, now=self.now)
 
 
-class SignalOperations:
-    """The operations of ``Store`` that send signals; Store sets engine, clock and secret_keys."""
+class SignalMethods:
+    """The methods of ``Store`` that send signals; Store sets engine, clock and secret_keys."""
 
     engine: Engine
     clock: Callable[[], datetime.datetime]

@@ -31,7 +31,7 @@ from jobtable._operator.queues import QueueOperations
 from jobtable._operator.store import StoreOperations
 from jobtable._operator.workflows import WorkflowOperations
 from jobtable._secrets import SecretKeys, keys_of
-from jobtable._signal import SignalOperations
+from jobtable._signal import SignalMethods
 from jobtable._values import redact_url, timestamp
 
 _utc_now = functools.partial(datetime.datetime.now, datetime.UTC)
@@ -96,7 +96,7 @@ class OpenOptions(TypedDict, total=False):
 
 
 class Store(
-    StoreOperations, QueueOperations, DashboardOperations, WorkflowOperations, SignalOperations
+    StoreOperations, QueueOperations, DashboardOperations, WorkflowOperations, SignalMethods
 ):
     """The database jobs live in: a SQLite file or a PostgreSQL server.
 

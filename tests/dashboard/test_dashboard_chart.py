@@ -3,7 +3,7 @@
 import datetime
 
 import jobtable
-from jobtable._dashboard.chart import HEIGHT, throughput_chart
+from jobtable._dashboard.views import HEIGHT, throughput_chart
 
 NOW = datetime.datetime(2026, 12, 3, 15, 30, 40, tzinfo=datetime.UTC)
 

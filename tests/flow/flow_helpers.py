@@ -2,7 +2,7 @@
 
 import jobtable
 from jobtable._engines.rows import Outcome
-from jobtable._runner.operations import Finish, FlowClaim
+from jobtable._runner.run_operations import Finish, FlowClaim
 from jobtable._values import timestamp
 
 

@@ -152,7 +152,7 @@ def test_a_retried_job_keeps_its_place_in_its_sequence(store: jobtable.Store) ->
     assert claim(store, "q", 5) == [head]
     attempt = store.inspect(head).attempt
     from jobtable._engines.rows import Outcome
-    from jobtable._runner.operations import Finish, FlowClaim
+    from jobtable._runner.run_operations import Finish, FlowClaim
     from jobtable._values import timestamp
 
     now = timestamp(store.clock())

@@ -49,7 +49,7 @@ from hypothesis.stateful import run_state_machine_as_test as run_machine
 
 import jobtable
 from jobtable._engines.rows import Outcome
-from jobtable._runner.operations import Finish, FlowClaim
+from jobtable._runner.run_operations import Finish, FlowClaim
 from jobtable._values import timestamp
 
 PERIOD = datetime.timedelta(hours=1)

@@ -12,7 +12,7 @@ import pytest
 from test_cli import Cli, cli, one_line_error, output
 
 import jobtable
-from jobtable._runner.operations import FlowClaim
+from jobtable._runner.run_operations import FlowClaim
 from jobtable._values import timestamp
 
 pytestmark = pytest.mark.slow

@@ -27,7 +27,7 @@ import pytest
 
 import jobtable
 from jobtable._engines.base import Queries
-from jobtable._runner.operations import FinishAndClaim
+from jobtable._runner.run_operations import FinishAndClaim
 from jobtable._values import now
 
 WaitUntil = Callable[..., Awaitable[None]]

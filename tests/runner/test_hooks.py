@@ -14,7 +14,7 @@ import pytest
 
 import jobtable
 from jobtable._runner.hooks import AttemptOutcome, CallNext
-from jobtable._runner.operations import Finish
+from jobtable._runner.run_operations import Finish
 
 
 class ClaimedJob(NamedTuple):

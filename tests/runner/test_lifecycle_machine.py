@@ -535,7 +535,7 @@ def test_completed_steps_check_catches_a_retry_that_forgets_them(
 ) -> None:
     # A fault in the system: in this test only, a later attempt finds no
     # recorded step, so it runs every completed step again.
-    import jobtable._runner.resume as resume
+    import jobtable._runner.attempt as resume
 
     @dataclasses.dataclass(frozen=True)
     class Forgets:

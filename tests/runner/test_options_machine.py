@@ -48,7 +48,7 @@ import jobtable
 from jobtable._engines.base import Queries
 from jobtable._engines.postgres import claim_cursor
 from jobtable._operations import CancelJob
-from jobtable._runner.operations import Finish, FinishAndClaim, Publish
+from jobtable._runner.run_operations import Finish, FinishAndClaim, Publish
 from jobtable._values import timestamp
 
 Step = Literal["succeed", "error", "failure", "retry", "hang", "cancel"]

@@ -906,3 +906,16 @@ async def test_run_inside_a_running_event_loop_says_to_await_start_and_wait(
     await runner.start()
     runner.stop()
     await runner.wait()
+
+
+def test_a_runners_timings_report_its_settings_and_cannot_be_reassigned(
+    store: jobtable.Store,
+) -> None:
+    runner = jobtable.Runner(
+        store, poll_interval=0.25, lease=12.0, grace_period=3.0, max_result_bytes=4096
+    )
+    assert (runner.poll_interval, runner.lease, runner.grace_period) == (0.25, 12.0, 3.0)
+    assert runner.max_result_bytes == 4096
+    for name in ("poll_interval", "lease", "grace_period", "max_result_bytes"):
+        with pytest.raises(AttributeError):
+            setattr(runner, name, 1)

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, SecretStr
 
 import jobtable
-from jobtable._runner.operations import RecordStep
+from jobtable._runner.run_operations import RecordStep
 from jobtable._values import now
 from jobtable.testing import drain
 

@@ -5,7 +5,7 @@ import logging
 import pytest
 
 import jobtable
-from jobtable._runner.store_trouble import StoreTrouble
+from jobtable._runner.contact import StoreTrouble
 
 LOGGER = "jobtable.test-trouble"
 

@@ -17,7 +17,7 @@ import pytest
 
 import jobtable
 from jobtable._engines.base import Queries
-from jobtable._runner.operations import Finish, FinishAndClaim, finish_and_claim
+from jobtable._runner.run_operations import Finish, FinishAndClaim, finish_and_claim
 from jobtable._workflow import FanOut
 from jobtable.testing import drain
 

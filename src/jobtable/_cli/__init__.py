@@ -6,30 +6,20 @@ new module of commands is one more name in the import below.
 """
 
 from jobtable._cli import (
-    dashboard,
-    grant,
-    health,
-    jobs,
-    queues,
-    secret_keys,
-    signals,
-    store,
-    worker,
-    workflows,
+    job_commands,
+    queue_commands,
+    serve_commands,
+    store_commands,
+    workflow_commands,
 )
 from jobtable._cli.app import app
 
 COMMAND_MODULES = (
-    dashboard,
-    grant,
-    health,
-    jobs,
-    queues,
-    secret_keys,
-    signals,
-    store,
-    worker,
-    workflows,
+    job_commands,
+    queue_commands,
+    serve_commands,
+    store_commands,
+    workflow_commands,
 )
 """The modules whose functions are the commands, imported for what they add to app."""
 

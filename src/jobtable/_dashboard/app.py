@@ -23,12 +23,11 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from jobtable._dashboard import bulk as bulk
-from jobtable._dashboard import queues as queues
+from jobtable._dashboard import queue_page, workflow_pages
 from jobtable._dashboard import views as views
-from jobtable._dashboard import workflows as workflows
-from jobtable._dashboard.chart import throughput_chart
 from jobtable._dashboard.live import CSRF_MARK, Broadcast, Frame, event_stream
 from jobtable._dashboard.security import SECURITY_HEADERS, Authenticate, Csrf
+from jobtable._dashboard.views import throughput_chart
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
 from jobtable._operator.models import DeleteResult
@@ -393,11 +392,11 @@ class Dashboard:
             Route("/jobs", self.jobs, name="jobs"),
             Route("/search", self.search, name="search"),
             Route("/kinds", self.kinds, name="kinds"),
-            Route("/queues", functools.partial(queues.page, self), name="queues"),
-            Route("/queues", functools.partial(queues.change, self), methods=["POST"]),
+            Route("/queues", functools.partial(queue_page.page, self), name="queues"),
+            Route("/queues", functools.partial(queue_page.change, self), methods=["POST"]),
             Route("/bulk", self.bulk, methods=["POST"], name="bulk"),
             Route("/retry-failed", self.retry_failed, methods=["POST"], name="retry_failed"),
-            *workflows.routes(self),
+            *workflow_pages.routes(self),
             Route("/jobs/{job_id}", self.job, name="job"),
             Route("/jobs/{job_id}/live", self.job_live, name="job_live"),
             Route("/jobs/{job_id}/live/events", self.job_events, name="job_events"),

@@ -4,7 +4,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
-from jobtable._runner.operations import ListCancelRequests
+from jobtable._runner.run_operations import ListCancelRequests
 from jobtable._runner.shared import Shared
 
 

@@ -15,9 +15,8 @@ from typing import NamedTuple
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import StoreError
 from jobtable._job import MESSAGE_INTERNAL
-from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import Finish, finish_and_claim
-from jobtable._runner.shared import Shared
+from jobtable._runner.run_operations import Finish, finish_and_claim
+from jobtable._runner.shared import JobLogger, Shared
 
 
 def _logger_of(logger: logging.Logger, outcome: Finish) -> JobLogger:

@@ -33,17 +33,14 @@ from jobtable._runner.attempt import (
     printable,
     undecodable_text,
 )
-from jobtable._runner.batch import Batches, BatchJob
-from jobtable._runner.context import JobContext
+from jobtable._runner.context import JobContext, JobLabels
 from jobtable._runner.daemon_pool import DaemonPool
-from jobtable._runner.handler import AsyncHandler, Handler, Handlers, SyncHandler
+from jobtable._runner.handler import AsyncHandler, Batches, BatchJob, Handler, Handlers, SyncHandler
 from jobtable._runner.hooks import AttemptOutcome
-from jobtable._runner.job_labels import JobLabels
-from jobtable._runner.job_logger import JobLogger
 from jobtable._runner.missing_keys import MissingKeys
-from jobtable._runner.operations import Finish
-from jobtable._runner.shared import Shared
-from jobtable._runner.waiting import Suspended
+from jobtable._runner.run_operations import Finish
+from jobtable._runner.shared import JobLogger, Shared
+from jobtable._runner.suspend import Suspended
 from jobtable._telemetry import run_trace
 from jobtable._values import storable, timestamp
 from jobtable._workflow import FanOut

@@ -17,8 +17,8 @@ from typing import Any, Literal, TypeAlias, cast
 
 from jobtable._engines.rows import ClaimedRow
 from jobtable._runner.context import JobContext
-from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import Finish
+from jobtable._runner.run_operations import Finish
+from jobtable._runner.shared import JobLogger
 
 CallNext: TypeAlias = Callable[[], Awaitable[Any]]
 """Runs the rest of the attempt (the later hooks, then the handler) and returns its result."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jobtable._engines.rows import ClaimedRow
-from jobtable._runner.job_logger import JobLogger
+from jobtable._runner.shared import JobLogger
 
 Attempts = Callable[[], list[tuple[ClaimedRow, "asyncio.Task[Any]"]]]
 """The attempts under way with their tasks, read from the watch's thread."""

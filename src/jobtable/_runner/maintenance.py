@@ -10,12 +10,7 @@ from jobtable._operator.operations import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.process import ProcessId, this_process
-from jobtable._runner.process_watch import (
-    INTERRUPTED_FATE,
-    PROBE_INTERVAL,
-    ProcessWatch,
-    log_gone,
-)
+from jobtable._runner.process_watch import INTERRUPTED_FATE, PROBE_INTERVAL, ProcessWatch, log_gone
 from jobtable._runner.registration import (
     PRUNE_BATCH,
     PRUNE_PAUSE,

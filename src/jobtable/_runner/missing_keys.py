@@ -14,8 +14,8 @@ import logging
 from jobtable._engines.rows import ClaimedRow
 from jobtable._errors import SecretKeyError
 from jobtable._options import ExponentialBackoff
-from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import Finish
+from jobtable._runner.run_operations import Finish
+from jobtable._runner.shared import JobLogger
 from jobtable._values import timestamp
 
 KEY_WAIT = ExponentialBackoff(datetime.timedelta(seconds=1), datetime.timedelta(minutes=5))

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 
 from jobtable._engines.rows import ClaimedRow
 from jobtable._runner.completer import Completer
-from jobtable._runner.operations import (
+from jobtable._runner.run_operations import (
     Finish,
     FlowClaim,
     HasFlow,

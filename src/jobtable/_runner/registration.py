@@ -4,7 +4,7 @@ A runner registers at start and interrupts the jobs that it (under its name)
 and dead runners left running; each heartbeat renews its lease, interrupts
 the jobs of runners whose lease expired or whose process is gone, and
 prunes; at stop it deregisters. Like the runner's other operations
-(``jobtable._runner.operations``), each runs in one transaction, and the
+(``jobtable._runner.run_operations``), each runs in one transaction, and the
 lease arithmetic takes one reading of the clock inside it (a write that
 waited for a lock between two readings would compare a heartbeat it wrote
 before the wait with a cutoff taken after it).

@@ -24,24 +24,36 @@ from jobtable._flow import Queue
 from jobtable._job import Job
 from jobtable._kind import Kind
 from jobtable._operator.queues import check_declared
-from jobtable._runner.batch import AttachBatch
 from jobtable._runner.cancel_watch import CancelWatch
 from jobtable._runner.completer import Completer
-from jobtable._runner.contact import StoreContact
+from jobtable._runner.contact import StoreContact, StoreTrouble
 from jobtable._runner.executor import Executor
-from jobtable._runner.handler import AsyncHandler, Attach, Handlers, SyncHandler, annotated_types
+from jobtable._runner.handler import (
+    AsyncHandler,
+    Attach,
+    AttachBatch,
+    Handlers,
+    SyncHandler,
+    annotated_types,
+)
 from jobtable._runner.hooks import RunnerHooks
 from jobtable._runner.loop_watch import LoopWatch
 from jobtable._runner.maintenance import Maintenance
-from jobtable._runner.operations import PausedQueues
 from jobtable._runner.periodic import PeriodicScheduler
-from jobtable._runner.pool import WorkerPool
 from jobtable._runner.process_guard import LAST_WRITE, ProcessGuard, run_loop
 from jobtable._runner.producer import Producer
 from jobtable._runner.registration import DeleteRunner
-from jobtable._runner.settings import RETRY, check_queues, check_settings, runner_name
-from jobtable._runner.shared import Settings, Shared, Stop
-from jobtable._runner.store_trouble import StoreTrouble
+from jobtable._runner.run_operations import PausedQueues
+from jobtable._runner.shared import (
+    RETRY,
+    Settings,
+    Shared,
+    Stop,
+    check_queues,
+    check_settings,
+    runner_name,
+)
+from jobtable._runner.workers import WorkerPool
 from jobtable._store import Store
 
 P = TypeVar("P")
@@ -100,6 +112,29 @@ class Runner:
             interval or worker count.
     """
 
+    queues: dict[str, int]
+    """How many workers each queue the runner consumes has, by queue name."""
+    flow: tuple[Queue, ...]
+    """The flow control the runner's code declares (``Queue``); start writes it to the store."""
+    store: Store
+    """The store the runner's jobs live in."""
+    workers: int
+    """How many jobs the runner runs at once, over all its queues."""
+    logger: logging.Logger
+    """Where the runner logs; records about a job carry its job_id and kind as fields."""
+    name: str
+    """Identifies this runner among the runners that share the database.
+
+    A runner that starts interrupts at once the jobs an earlier runner of
+    the same name left running, so each worker process needs its own name. The
+    default, host name and process id, differs per process (``uvicorn
+    --workers N`` gets N names); a restarted process gets a new one, and
+    interrupts its predecessor's jobs at once too when both ran on this host
+    (the kernel says that process is gone), else once that lease expires.
+    """
+    max_payload_bytes: int
+    """The largest encoded payload the kinds ``register`` returns accept."""
+
     def __init__(
         self,
         store: Store,
@@ -123,9 +158,7 @@ class Runner:
         flow: Iterable[Queue] = (),
     ) -> None:
         self.queues = check_queues(workers, queues)
-        """How many workers each queue the runner consumes has, by queue name."""
         self.flow = check_declared("jobtable", flow)
-        """The flow control the runner's code declares (``Queue``); start writes it to the store."""
         settings = check_settings(
             store=store,
             logger=logger,
@@ -143,41 +176,13 @@ class Runner:
             give_up_after=give_up_after,
         )
         self.store = store
-        """The store the runner's jobs live in."""
         self.workers = sum(self.queues.values())
-        """How many jobs the runner runs at once, over all its queues."""
         self.logger = logger if logger is not None else logging.getLogger("jobtable")
-        """Where the runner logs; records about a job carry its job_id and kind as fields."""
         self.name = runner_name(name)
-        """Identifies this runner among the runners that share the database.
-
-        A runner that starts interrupts at once the jobs an earlier runner of
-        the same name left running, so each worker process needs its own name. The
-        default, host name and process id, differs per process (``uvicorn
-        --workers N`` gets N names); a restarted process gets a new one, and
-        interrupts its predecessor's jobs at once too when both ran on this host
-        (the kernel says that process is gone), else once that lease expires.
-        """
-        self.poll_interval = poll_interval
-        """Seconds an idle runner waits before it looks for jobs enqueued elsewhere."""
-        self.lease = lease
-        """Seconds without a heartbeat after which a runner counts as dead."""
-        self.grace_period = grace_period
-        """Seconds running handlers get to finish after stop, before they are cancelled."""
         self.max_payload_bytes = max_payload_bytes
-        """The largest encoded payload the kinds ``register`` returns accept."""
-        self.max_result_bytes = max_result_bytes
-        """The largest encoded result or partial result; a bigger publish raises, a result fails."""
         self._handlers = Handlers(self.queues)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: list[asyncio.Task[None]] = []  # the services'; the pool has the workers'
         self._build_services(settings)
-        self.periodic = self._periodic.add  # see PeriodicScheduler.add
-        self._unwatch: Callable[[], None] | None = None
-        self._unlisten: Callable[[], None] | None = None
-        self._grace_timer: asyncio.TimerHandle | None = None
-        self._loop_watch: LoopWatch | None = None
-        self._stopped = False
+        self._before_start()
 
     def _build_services(self, settings: Settings) -> None:
         """Makes the runner's services, which share its store, name, logger, settings and stop."""
@@ -197,6 +202,37 @@ class Runner:
         )
         self._periodic = PeriodicScheduler(shared)
         self._pool = WorkerPool(shared, self._executor, self._completer, self._producers)
+
+    def _before_start(self) -> None:
+        """Sets the state of a runner not yet started: no loop, no tasks, no watches."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: list[asyncio.Task[None]] = []  # the services'; the pool has the workers'
+        self.periodic = self._periodic.add  # see PeriodicScheduler.add
+        self._unwatch: Callable[[], None] | None = None
+        self._unlisten: Callable[[], None] | None = None
+        self._grace_timer: asyncio.TimerHandle | None = None
+        self._loop_watch: LoopWatch | None = None
+        self._stopped = False
+
+    @property
+    def poll_interval(self) -> float:
+        """Seconds an idle runner waits before it looks for jobs enqueued elsewhere."""
+        return self._settings.poll_interval
+
+    @property
+    def lease(self) -> float:
+        """Seconds without a heartbeat after which a runner counts as dead."""
+        return self._settings.lease
+
+    @property
+    def grace_period(self) -> float:
+        """Seconds running handlers get to finish after stop, before they are cancelled."""
+        return self._settings.grace_period
+
+    @property
+    def max_result_bytes(self) -> int:
+        """The largest encoded result or partial result; a bigger publish raises, a result fails."""
+        return self._settings.max_result_bytes
 
     def __repr__(self) -> str:
         return f"Runner(name={self.name!r}, queues={self.queues}, kinds={list(self.kinds)})"

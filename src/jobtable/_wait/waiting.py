@@ -1,4 +1,8 @@
-"""Kind's waits for a job's typed result: wait, await_result, enqueue_and_wait and stream."""
+"""Kind's waits for a job's typed result: wait, await_result, enqueue_and_wait and stream.
+
+``stream`` reads a job's progress as it happens (``progress``), woken by
+the process's registry of waits (``jobtable._wait.waiters``).
+"""
 
 import asyncio
 import contextlib
@@ -10,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 from typing_extensions import Unpack
 
 from jobtable._codec import Codec
-from jobtable._engines.rows import JobRow
+from jobtable._engines.base import Queries
+from jobtable._engines.rows import JobRow, ProgressRow
 from jobtable._enqueue import Binding, Stored
 from jobtable._errors import JobCancelled, JobFailed, JobNotFound, WaitTimeout
 from jobtable._job import Job, Status
@@ -18,7 +23,7 @@ from jobtable._operations import GetJob
 from jobtable._options import EnqueueOptions
 from jobtable._store import Store
 from jobtable._unique import ids_of
-from jobtable._wait.stream import GetJobProgress, progress
+from jobtable._values import checked_id, unstorable
 from jobtable._wait.waiters import ENDED, waiters_of
 
 P = TypeVar("P")
@@ -285,3 +290,56 @@ def _refuse_conn(where: str, options: Mapping[str, object]) -> None:
             f"{where}: conn= is refused: the job is stored only when that transaction "
             f"commits, so no wait could see it; enqueue with conn=, commit, then wait"
         )
+
+
+class GetJobProgress:
+    """The read of one job's progress; raises JobNotFound when no job has the id."""
+
+    __slots__ = ("job_id",)
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = checked_id(job_id)
+
+    def __call__(self, q: Queries) -> ProgressRow:
+        row = None if unstorable(self.job_id) else q.get_job_progress(id=self.job_id)
+        if row is None:
+            raise JobNotFound(f"job {self.job_id!r} not found")
+        return row
+
+
+async def progress(
+    store: Store, job_id: str, kind: str, poll: float | None = None
+) -> AsyncGenerator[ProgressRow, None]:
+    """Yields the job's row each time its status or count of partial results changed.
+
+    The first row is the job as found; the last, one that ended. Raises
+    JobNotFound for an unknown id or a job of another kind than kind (then
+    nothing was yielded), or when the job is deleted meanwhile. poll: the
+    seconds between two reads without a wake-up (None: the waiters').
+    """
+    read = GetJobProgress(job_id)
+    waiters = waiters_of(store, store.engine)
+    loop = asyncio.get_running_loop()
+    woken = asyncio.Event()
+
+    def wake() -> None:
+        loop.call_soon_threadsafe(woken.set)
+
+    # Watched before the first read, so that no change after that read goes unseen.
+    waiters.watch(job_id, wake)
+    try:
+        seen: tuple[str, int] | None = None
+        while True:
+            woken.clear()
+            row = await store.engine.aread(read)
+            if seen is None and row.kind != kind:
+                raise JobNotFound(f"stream: job {job_id!r} is a {row.kind!r} job, not {kind!r}")
+            if (row.status, row.published) != seen:
+                seen = (row.status, row.published)
+                yield row
+            if row.status in ENDED:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), waiters.poll if poll is None else poll)
+    finally:
+        waiters.unwatch(job_id, wake)

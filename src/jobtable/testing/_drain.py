@@ -6,7 +6,7 @@ import weakref
 from jobtable._engines.base import Queries, Statement
 from jobtable._errors import RunnerError, SecretKeyError
 from jobtable._job import JobRecord, Status
-from jobtable._runner.operations import StageJobs
+from jobtable._runner.run_operations import StageJobs
 from jobtable._runner.runner import Runner
 from jobtable._values import timestamp
 

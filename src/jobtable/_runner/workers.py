@@ -1,7 +1,10 @@
-"""The worker pool: the runner's worker tasks, the end of the grace period, and stuck handlers.
+"""The workers: each takes its queue's claimed jobs one at a time; the pool of them, and its end.
 
 A worker whose handler ignores cancellation cannot be made to end; the pool
 gives its slot to a new worker instead, and stops waiting for it.
+
+The pool keeps the runner's worker tasks, ends the grace period and
+replaces stuck handlers.
 """
 
 import asyncio
@@ -13,12 +16,10 @@ from typing import Any
 
 from jobtable._runner.completer import Completer
 from jobtable._runner.executor import Executor
-from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import Finish
 from jobtable._runner.producer import Producer
 from jobtable._runner.registration import InterruptAttempts
-from jobtable._runner.shared import Shared
-from jobtable._runner.worker import start_queue, work
+from jobtable._runner.run_operations import Finish
+from jobtable._runner.shared import JobLogger, Shared, Stop
 
 
 class WorkerPool:
@@ -198,3 +199,62 @@ class WorkerPool:
 def _wake(producers: list[Producer]) -> None:
     for producer in producers:
         producer.wake()
+
+
+async def work(
+    executor: Executor,
+    completer: Completer,
+    producer: Producer,
+    running: set["asyncio.Task[None]"],
+    stop: Stop,
+    first: Finish | None = None,
+) -> None:
+    """Runs the jobs producer hands it, one at a time, until it hands None.
+
+    While a job runs, the calling task is in running, so that the end of the
+    grace period can cancel it. Each outcome goes back to producer with the
+    request for the next job, so that it rides on the claim that follows
+    when this worker or the claimer gathering claims next; first is the
+    outcome of the job a worker this one replaces was running. A worker
+    whose attempt the executor gave up on ends as soon as its handler does:
+    its replacement took its slot, and the outcome was recorded already.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    job = await producer.next_job(first)
+    while job is not None:
+        running.add(task)
+        try:
+            outcome = await executor.run(job, producer.queue)
+        except asyncio.CancelledError:
+            if not stop.is_set() and not executor.given_up(task):
+                raise
+            # The grace period ran out: the job was recorded interrupted.
+            return
+        finally:
+            running.discard(task)
+        if executor.given_up(task):
+            return
+        if outcome is None:
+            completer.abandon(job.id)
+        job = await producer.next_job(outcome)
+
+
+def start_queue(
+    loop: asyncio.AbstractEventLoop,
+    slots: int,
+    executor: Executor,
+    completer: Completer,
+    producer: Producer,
+    running: set["asyncio.Task[None]"],
+    stop: Stop,
+) -> list["asyncio.Task[None]"]:
+    """Starts the slots workers of producer's queue on loop; returns their tasks."""
+    queue = producer.queue
+    return [
+        loop.create_task(
+            work(executor, completer, producer, running, stop),
+            name=f"jobtable-worker-{queue}-{i}",
+        )
+        for i in range(slots)
+    ]

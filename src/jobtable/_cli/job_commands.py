@@ -1,10 +1,15 @@
-"""``jobtable jobs …``: list, show, cancel, retry and delete jobs."""
+"""``jobtable jobs …``: list, show, cancel, retry and delete jobs; ``jobtable signal`` resumes them.
+
+``jobtable signal NAME KEY --payload JSON`` sends a signal, resuming the
+jobs waiting for it.
+"""
 
 import json
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Annotated
 
+import pydantic
 import typer
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -14,6 +19,7 @@ from jobtable._cli.app import (
     ListenUrlOption,
     PooledOption,
     StoreOption,
+    app,
     console,
     emit,
     fail,
@@ -26,6 +32,7 @@ from jobtable._cli.app import (
 from jobtable._errors import JobNotFound
 from jobtable._job import JobRecord, JobStep, Status, WorkflowLinks
 from jobtable._operator.models import RetryResult
+from jobtable._signal import Signal
 from jobtable._store import Store
 
 IDS_MAY_START_WITH_A_DASH = {"ignore_unknown_options": True, "help_option_names": ["--help"]}
@@ -318,3 +325,37 @@ def _on_each(
         return shown
 
     emit(outcomes, as_json, table)
+
+
+@app.command("signal")
+def send_signal(
+    name: Annotated[str, typer.Argument(help="The signal's name.", show_default=False)],
+    key: Annotated[str, typer.Argument(help="The key the jobs wait on.", show_default=False)],
+    payload: Annotated[
+        str, typer.Option(help="The payload, as JSON (such as '{\"approved\": true}').")
+    ] = "{}",
+    store: StoreOption = None,
+    pooled: PooledOption = False,
+    listen_url: ListenUrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Sends a signal: every job waiting for NAME under KEY resumes with the payload.
+
+    A job that begins to wait for it later receives it too, while it is kept
+    (a week). Prints how many waiting jobs it resumed.
+    """
+    try:
+        value = json.loads(payload)
+    except json.JSONDecodeError as err:
+        fail(f"--payload is not JSON: {err}; give the payload as JSON text")
+    with opened_store(store, pooled, listen_url) as opened:
+        try:
+            declared = Signal[pydantic.JsonValue](name, pydantic.JsonValue)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as err:
+            fail(str(err))
+        resumed = opened.signal(declared, key, value)
+    emit(
+        {"signal": name, "key": key, "resumed": resumed},
+        as_json,
+        lambda: f"sent signal {name!r} under key {key!r}: resumed {resumed} waiting job(s)",
+    )

@@ -17,7 +17,7 @@ from jobtable._cli.app import (
     opened_store,
     when,
 )
-from jobtable._cli.jobs import IDS_MAY_START_WITH_A_DASH
+from jobtable._cli.job_commands import IDS_MAY_START_WITH_A_DASH
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
 

@@ -33,8 +33,8 @@ from jobtable._codec import StepCodec
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import ClaimedRow
 from jobtable._engines.wait_queries import JobWaitRow, SignalRow
-from jobtable._runner.job_logger import JobLogger
-from jobtable._runner.operations import ReadStep, RecordStep
+from jobtable._runner.run_operations import ReadStep, RecordStep
+from jobtable._runner.shared import JobLogger
 from jobtable._signal import SLEEP_SIGNAL, Signal, TimedOut
 from jobtable._values import timestamp
 
