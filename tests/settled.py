@@ -42,7 +42,7 @@ _Rows = list[tuple[object, ...]]
 
 
 def _rows(target: str) -> tuple[_Rows, _Rows, set[str]]:
-    """Every job's and every edge's row, and the workflows waiting for a slot, in one transaction."""
+    """Every job's and edge's row, and the workflows waiting for a slot, in one transaction."""
     if target.startswith("postgresql://"):
         import psycopg
 

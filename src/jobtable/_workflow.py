@@ -300,9 +300,8 @@ class Workflow:
         if isinstance(deadline, datetime.timedelta):
             deadline = moment + deadline
         due = None if deadline is None else timestamp(deadline)
-        return StoreWorkflow(
-            self.id, self.name, jobs, timestamp(moment), deadline_at=due, concurrency=self.concurrency
-        )
+        at, limit = timestamp(moment), self.concurrency
+        return StoreWorkflow(self.id, self.name, jobs, at, deadline_at=due, concurrency=limit)
 
     def enqueue(self, store: Store, *, conn: object = None) -> str:
         """Stores every job of the workflow in one transaction and returns the workflow's id.
@@ -549,8 +548,8 @@ class FanOut(Workflow):
             TypeError: sub is not a Workflow, result not a Node, or result's
                 result type is not the running job's.
             ValueError: sub was stored or added already, has no job, or has a
-                deadline or a concurrency limit, result is not a node of sub or of this workflow, or an
-                earlier add_workflow gave result already.
+                deadline or a concurrency limit; result is not a node of sub or
+                of this workflow, or an earlier add_workflow gave result already.
             PayloadError: A job of sub does not fit its kind; nothing of sub is added.
         """
         where = f"Workflow {self.name!r}: add_workflow {getattr(sub, 'name', sub)!r}"

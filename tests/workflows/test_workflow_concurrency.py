@@ -1,4 +1,4 @@
-"""A workflow's concurrency limit: at most N workflows of a name unfinished at once, oldest first."""
+"""A workflow's concurrency limit: at most N workflows of a name unfinished, oldest first."""
 
 import asyncio
 from collections.abc import Awaitable, Callable
