@@ -557,10 +557,15 @@ class FanOut(Workflow):
             raise TypeError(f"{where}: want a Workflow, got {type(sub).__name__}")
         if sub._stored or not sub._steps:
             raise ValueError(f"{where}: want a workflow with jobs, not stored or added already")
-        if sub.deadline is not None or sub.concurrency is not None:
+        if sub.deadline is not None:
             raise ValueError(
-                f"{where}: its jobs join this workflow, whose deadline and concurrency "
-                "limit are theirs; give the sub-workflow neither"
+                f"{where}: its jobs join this workflow, whose deadline is theirs; "
+                "give the sub-workflow no deadline"
+            )
+        if sub.concurrency is not None:
+            raise ValueError(
+                f"{where}: its jobs join this workflow, which holds its slot for them; "
+                "give the sub-workflow no concurrency limit"
             )
         if result is not None:
             self._check_heir(where, sub, result)

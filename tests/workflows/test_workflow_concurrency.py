@@ -7,7 +7,7 @@ import pytest
 from settled import assert_settled
 
 import jobtable
-from jobtable.testing import drain
+from jobtable.testing import drain, drain_sync
 
 Status = jobtable.Status
 WaitUntil = Callable[..., Awaitable[None]]
@@ -233,3 +233,25 @@ def test_a_limit_out_of_range_is_refused(limit: int) -> None:
 def test_a_limit_that_is_no_int_is_refused(limit: object) -> None:
     with pytest.raises(TypeError, match="concurrency must be an int or None"):
         jobtable.Workflow("report", concurrency=limit)  # type: ignore[arg-type]
+
+
+def test_a_sub_workflow_with_a_limit_is_refused(store: jobtable.Store) -> None:
+    outer = jobtable.Workflow("outer")
+    outer.add(other, "x")
+    outer.enqueue(store)
+    runner = jobtable.Runner(store, workers=1)
+    refused: list[str] = []
+
+    @runner.handler(other)
+    def add_sub(ctx: jobtable.JobContext[str], text: str) -> str:
+        sub = jobtable.Workflow("sub", concurrency=1)
+        sub.add(step, "y")
+        try:
+            ctx.add_workflow(sub)
+        except ValueError as error:
+            refused.append(str(error))
+        return text
+
+    drain_sync(runner)
+    assert len(refused) == 1
+    assert "no concurrency limit" in refused[0]

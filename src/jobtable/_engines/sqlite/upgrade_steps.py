@@ -314,7 +314,9 @@ def _upgrade_to_v17(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 17
 
 
-_IF_NOT_EXISTS = re.compile(r"^(\s*CREATE\s+(?:INDEX|TRIGGER))(?!\s+IF)", re.IGNORECASE)
+_IF_NOT_EXISTS = re.compile(
+    r"^(\s*CREATE\s+(?:INDEX|TRIGGER))(?!\s+IF)", re.IGNORECASE | re.MULTILINE
+)
 
 
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
