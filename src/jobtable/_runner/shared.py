@@ -15,6 +15,7 @@ import threading
 from jobtable._backoff import WriteBackoff
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.store_trouble import StoreTrouble
+from jobtable._signal import SIGNAL_RETENTION
 from jobtable._store import Store
 
 
@@ -84,6 +85,8 @@ class Settings:
     """How many tries an outcome write gets once stop has begun."""
     cancel_check: float
     """Seconds between the cancel watch's reads of cancel requests."""
+    signal_retention: datetime.timedelta | None = SIGNAL_RETENTION
+    """How long a signal is kept for a wait that has not begun; None keeps them forever."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
