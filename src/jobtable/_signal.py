@@ -268,8 +268,9 @@ class SignalOperations:
 
         The jobs it makes ready start at once, not at a poll; a job that waits
         for the signal and key later receives it too, while it is kept (the
-        runners' ``signal_retention``, 7 days by default). With ``conn=``, the application's own connection,
-        it is part of that transaction: sent if and only if it commits.
+        runners' ``signal_retention``, 7 days by default). With ``conn=``,
+        the application's own connection, it is part of that transaction:
+        sent if and only if it commits.
 
         Args:
             signal: The signal to send, a ``Signal``.
