@@ -1,6 +1,7 @@
 """A workflow's concurrency limit: at most N workflows of a name unfinished, oldest first."""
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -255,3 +256,66 @@ def test_a_sub_workflow_with_a_limit_is_refused(store: jobtable.Store) -> None:
     drain_sync(runner)
     assert len(refused) == 1
     assert "no concurrency limit" in refused[0]
+
+
+def held_and_waiting(store: jobtable.Store, flows: list[jobtable.Workflow]) -> tuple[int, int]:
+    """How many of flows hold a slot (admitted, unfinished) and how many wait for one."""
+    graphs = [store.workflow(wf.id) for wf in flows]
+    unfinished = [g for g in graphs if any(j.status in UNENDED for j in g.jobs)]
+    return len([g for g in unfinished if not g.waiting]), len([g for g in graphs if g.waiting])
+
+
+UNENDED = (Status.PENDING, Status.QUEUED, Status.RUNNING)
+
+
+def test_concurrent_enqueues_and_cancels_keep_the_limit(store_target: str) -> None:
+    flows = [workflow(str(n), limit=2) for n in range(12)]
+
+    def enqueue(part: list[jobtable.Workflow]) -> None:
+        with jobtable.Store.open(store_target) as own:
+            for wf in part:
+                wf.enqueue(own)
+
+    threads = [threading.Thread(target=enqueue, args=(flows[n::4],)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with jobtable.Store.open(store_target) as store:
+        assert held_and_waiting(store, flows) == (2, 10)
+        held = [wf for wf in flows if not store.workflow(wf.id).waiting]
+
+    def cancel(wf: jobtable.Workflow) -> None:
+        with jobtable.Store.open(store_target) as own:
+            own.cancel_workflow(wf.id)
+
+    # Each cancel frees a slot in its own transaction, at once: two are admitted.
+    threads = [threading.Thread(target=cancel, args=(wf,)) for wf in held]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with jobtable.Store.open(store_target) as store:
+        assert held_and_waiting(store, flows) == (2, 8)
+        assert_settled(store_target)
+
+
+@pytest.mark.postgres
+def test_an_enqueue_counts_the_slot_an_uncommitted_enqueue_took(pg_url: str) -> None:
+    # Under READ COMMITTED, a second enqueue that counted the held slots
+    # before the first committed would take a slot too: it waits for the
+    # first's lock, then counts it.
+    import psycopg
+
+    first, second = workflow("a"), workflow("b")
+    with jobtable.Store.open(pg_url) as store, psycopg.connect(pg_url) as conn:
+        first.enqueue(store, conn=conn)  # its transaction stays open
+        enqueuing = threading.Thread(target=second.enqueue, args=(store,), daemon=True)
+        enqueuing.start()
+        enqueuing.join(0.5)
+        assert enqueuing.is_alive(), "the second enqueue did not wait for the first's"
+        conn.commit()
+        enqueuing.join(30)
+        assert statuses(store, first)[0] == Status.QUEUED
+        assert store.workflow(second.id).waiting
+        assert statuses(store, second) == [Status.PENDING] * 3
