@@ -8,14 +8,14 @@
 -- name: CreateWorkflow :one
 -- CreateWorkflow names a new workflow, with its deadline or none, and its
 -- concurrency limit or none, and returns its slot: null without a limit;
--- 'held' when the held workflows of its name leave room and none waits
--- before it, else 'waiting': its jobs then wait for admission (LockWorkflowSlots
--- first, in the same transaction).
+-- 'held' when the held workflows of its name leave room, else 'waiting':
+-- its jobs then wait for admission (an end admits the waiting ones while
+-- there is room, in its transaction, so none waits while there is room).
+-- LockWorkflowSlots comes first, in the same transaction.
 INSERT INTO workflows (id, name, created_at, deadline_at, concurrency, slot)
 VALUES (@id, @name, @now, sqlc.narg(deadline_at), sqlc.narg(concurrency),
     CASE WHEN sqlc.narg(concurrency)::integer IS NULL THEN NULL
-        WHEN EXISTS (SELECT 1 FROM workflows AS w WHERE w.name = @name AND w.slot = 'waiting')
-            OR (SELECT count(*) FROM workflows AS h WHERE h.name = @name AND h.slot = 'held')
+        WHEN (SELECT count(*) FROM workflows AS h WHERE h.name = @name AND h.slot = 'held')
                 >= sqlc.narg(concurrency)::integer
         THEN 'waiting' ELSE 'held' END)
 RETURNING slot;

@@ -104,8 +104,8 @@ class WorkflowQueries(Protocol):
         """Names a new workflow, with its deadline and concurrency limit or none; returns its slot.
 
         None without a limit; "held" when the held workflows of its name
-        leave room and none waits before it, else "waiting": its jobs then
-        count the slot as one more dependency until it is admitted.
+        leave room, else "waiting": its jobs then count the slot as one more
+        dependency until it is admitted.
         """
         ...
 

@@ -16,8 +16,7 @@ from .models import JSONValue
 CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at, concurrency, slot)
 VALUES (%(id)s, %(name)s, %(now)s, %(deadline_at)s, %(concurrency)s,
     CASE WHEN %(concurrency)s::integer IS NULL THEN NULL
-        WHEN EXISTS (SELECT 1 FROM workflows AS w WHERE w.name = %(name)s AND w.slot = 'waiting')
-            OR (SELECT count(*) FROM workflows AS h WHERE h.name = %(name)s AND h.slot = 'held')
+        WHEN (SELECT count(*) FROM workflows AS h WHERE h.name = %(name)s AND h.slot = 'held')
                 >= %(concurrency)s::integer
         THEN 'waiting' ELSE 'held' END)
 RETURNING slot
@@ -642,9 +641,10 @@ class Querier:
         job waits for another.
         CreateWorkflow names a new workflow, with its deadline or none, and its
         concurrency limit or none, and returns its slot: null without a limit;
-        'held' when the held workflows of its name leave room and none waits
-        before it, else 'waiting': its jobs then wait for admission (LockWorkflowSlots
-        first, in the same transaction).
+        'held' when the held workflows of its name leave room, else 'waiting':
+        its jobs then wait for admission (an end admits the waiting ones while
+        there is room, in its transaction, so none waits while there is room).
+        LockWorkflowSlots comes first, in the same transaction.
         """
         cur = self._conn.execute(
             CREATE_WORKFLOW,

@@ -11,8 +11,7 @@ from collections.abc import Iterable
 CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at, concurrency, slot)
 VALUES (?1, ?2, ?3, ?4, ?5,
     CASE WHEN CAST(?5 AS INTEGER) IS NULL THEN NULL
-        WHEN EXISTS (SELECT 1 FROM workflows AS w WHERE w.name = ?2 AND w.slot = 'waiting')
-            OR (SELECT count(*) FROM workflows AS h WHERE h.name = ?2 AND h.slot = 'held')
+        WHEN (SELECT count(*) FROM workflows AS h WHERE h.name = ?2 AND h.slot = 'held')
                 >= CAST(?5 AS INTEGER)
         THEN 'waiting' ELSE 'held' END)
 RETURNING slot
@@ -460,8 +459,9 @@ class Querier:
         remembers that a job waits for another.
         CreateWorkflow names a new workflow, with its deadline or none, and its
         concurrency limit or none, and returns its slot: null without a limit;
-        'held' when the held workflows of its name leave room and none waits
-        before it, else 'waiting': its jobs then wait for admission.
+        'held' when the held workflows of its name leave room, else 'waiting':
+        its jobs then wait for admission (an end admits the waiting ones while
+        there is room, in its transaction, so none waits while there is room).
         """
         cur = self._conn.execute(
             CREATE_WORKFLOW,
