@@ -262,10 +262,8 @@ def test_a_limited_workflow_holds_waits_for_and_frees_its_slot(opened: Engine) -
         )
     )
     # a's end freed w1's slot and admitted w2 in the same write.
-    assert [opened.read(lambda q, w=w: q.workflow_slot(id=w)) for w in ("w1", "w2")] == [
-        "freed",
-        "held",
-    ]
+    slots = opened.read(lambda q: [q.workflow_slot(id="w1"), q.workflow_slot(id="w2")])
+    assert slots == ["freed", "held"]
     assert claim(opened, 1) == ["b"]
     opened.write(lambda q: q.retake_workflow_slot(id="w1"))
     assert opened.read(lambda q: q.workflow_slot(id="w1")) == "held"
