@@ -4,14 +4,29 @@
 -- the finished job belongs to a workflow), so nothing outside the database
 -- remembers that a job waits for another.
 
--- name: CreateWorkflow :exec
--- CreateWorkflow names a new workflow, with its deadline or none.
-INSERT INTO workflows (id, name, created_at, deadline_at)
-VALUES (@id, @name, @now, sqlc.narg(deadline_at));
+-- name: CreateWorkflow :one
+-- CreateWorkflow names a new workflow, with its deadline or none, and its
+-- concurrency limit or none, and returns its slot: null without a limit;
+-- 'held' when the held workflows of its name leave room, else 'waiting':
+-- its jobs then wait for admission (an end admits the waiting ones while
+-- there is room, in its transaction, so none waits while there is room).
+INSERT INTO workflows (id, name, created_at, deadline_at, concurrency, slot)
+VALUES (@id, @name, @now, sqlc.narg(deadline_at), sqlc.narg(concurrency),
+    CASE WHEN CAST(sqlc.narg(concurrency) AS INTEGER) IS NULL THEN NULL
+        WHEN (SELECT count(*) FROM workflows AS h WHERE h.name = @name AND h.slot = 'held')
+                >= CAST(sqlc.narg(concurrency) AS INTEGER)
+        THEN 'waiting' ELSE 'held' END)
+RETURNING slot;
+
+-- name: RetakeWorkflowSlot :exec
+-- RetakeWorkflowSlot makes a limited workflow whose slot was freed hold one
+-- again: a job that ended last added jobs to it as it succeeded.
+UPDATE workflows SET slot = 'held' WHERE id = @id AND slot = 'freed';
 
 -- name: GetWorkflow :one
--- GetWorkflow reads a workflow's name.
-SELECT id, name, created_at FROM workflows WHERE id = @id;
+-- GetWorkflow reads a workflow's name, and its slot (null: no concurrency
+-- limit).
+SELECT id, name, created_at, slot FROM workflows WHERE id = @id;
 
 -- name: LockWorkflow :one
 -- LockWorkflow reads a workflow's id, for a cancel of the workflow: no
@@ -254,14 +269,19 @@ WHERE job = @job AND done = 1
 
 -- name: CountPendingDeps :exec
 -- CountPendingDeps sets a retried job's count of dependencies not yet
--- counted, and makes it pending while one remains, queued when none does:
--- a job is never pending with nothing left to wait for.
+-- counted (and the slot its workflow waits for, if it waits for one), and
+-- makes it pending while one remains, queued when none does: a job is never
+-- pending with nothing left to wait for.
 UPDATE jobs
-SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND done = 0),
+SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND done = 0)
+        + (SELECT count(*) FROM workflows
+            WHERE workflows.id = jobs.workflow_id AND slot = 'waiting'),
     status = CASE WHEN status NOT IN ('queued', 'pending') THEN status
         WHEN EXISTS (SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND done = 0)
+            OR EXISTS (SELECT 1 FROM workflows
+                WHERE workflows.id = jobs.workflow_id AND slot = 'waiting')
         THEN 'pending' ELSE 'queued' END
-WHERE id = @id;
+WHERE jobs.id = @id;
 
 -- name: ForgetDependency :exec
 -- ForgetDependency is run just before dep is deleted, once its end is

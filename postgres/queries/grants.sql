@@ -31,7 +31,8 @@ FROM (VALUES
         '%1$I.jobtable_notify_enqueue(), %1$I.jobtable_index_tags(), '
         '%1$I.jobtable_unindex_tags(), %1$I.jobtable_move_tags(), '
         '%1$I.jobtable_payload_key(text, text), %1$I.jobtable_delete_steps(), '
-        '%1$I.jobtable_delete_deps(), %1$I.jobtable_delete_waits() TO %2$I')
+        '%1$I.jobtable_delete_deps(), %1$I.jobtable_delete_waits(), '
+        '%1$I.jobtable_workflow_slot(), %1$I.jobtable_workflow_slot_retry() TO %2$I')
 ) AS grants (n, template)
 WHERE current_schema() IS NOT NULL
 ORDER BY 1;

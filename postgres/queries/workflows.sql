@@ -5,14 +5,38 @@
 -- belongs to a workflow, so nothing outside the database remembers that a
 -- job waits for another.
 
--- name: CreateWorkflow :exec
--- CreateWorkflow names a new workflow, with its deadline or none.
-INSERT INTO workflows (id, name, created_at, deadline_at)
-VALUES (@id, @name, @now, sqlc.narg(deadline_at));
+-- name: CreateWorkflow :one
+-- CreateWorkflow names a new workflow, with its deadline or none, and its
+-- concurrency limit or none, and returns its slot: null without a limit;
+-- 'held' when the held workflows of its name leave room, else 'waiting':
+-- its jobs then wait for admission (an end admits the waiting ones while
+-- there is room, in its transaction, so none waits while there is room).
+-- LockWorkflowSlots comes first, in the same transaction.
+INSERT INTO workflows (id, name, created_at, deadline_at, concurrency, slot)
+VALUES (@id, @name, @now, sqlc.narg(deadline_at), sqlc.narg(concurrency),
+    CASE WHEN sqlc.narg(concurrency)::integer IS NULL THEN NULL
+        WHEN (SELECT count(*) FROM workflows AS h WHERE h.name = @name AND h.slot = 'held')
+                >= sqlc.narg(concurrency)::integer
+        THEN 'waiting' ELSE 'held' END)
+RETURNING slot;
+
+-- name: LockWorkflowSlots :exec
+-- LockWorkflowSlots takes, until the transaction ends, the lock that the
+-- end of a limited workflow's job takes (jobtable_workflow_slot), before an
+-- enqueue of a limited workflow counts the held ones: it counts what every
+-- end committed. Differs by necessity from SQLite, whose write transactions
+-- hold the database's one write lock from their start.
+SELECT pg_advisory_xact_lock(hashtext('jobtable-workflow-slots:' || current_schema()));
+
+-- name: RetakeWorkflowSlot :exec
+-- RetakeWorkflowSlot makes a limited workflow whose slot was freed hold one
+-- again: a job that ended last added jobs to it as it succeeded.
+UPDATE workflows SET slot = 'held' WHERE id = @id AND slot = 'freed';
 
 -- name: GetWorkflow :one
--- GetWorkflow reads a workflow's name.
-SELECT id, name, created_at FROM workflows WHERE id = @id;
+-- GetWorkflow reads a workflow's name, and its slot (null: no concurrency
+-- limit).
+SELECT id, name, created_at, slot FROM workflows WHERE id = @id;
 
 -- name: LockWorkflow :one
 -- LockWorkflow reads a workflow's id, for a cancel of the workflow, and
@@ -562,14 +586,19 @@ WHERE job = @job AND done
 
 -- name: CountPendingDeps :exec
 -- CountPendingDeps sets a retried job's count of dependencies not yet
--- counted, and makes it pending while one remains, queued when none does:
--- a job is never pending with nothing left to wait for.
+-- counted (and the slot its workflow waits for, if it waits for one), and
+-- makes it pending while one remains, queued when none does: a job is never
+-- pending with nothing left to wait for.
 UPDATE jobs
-SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND NOT done),
+SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND NOT done)
+        + (SELECT count(*) FROM workflows
+            WHERE workflows.id = jobs.workflow_id AND slot = 'waiting'),
     status = CASE WHEN status NOT IN ('queued', 'pending') THEN status
         WHEN EXISTS (SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND NOT done)
+            OR EXISTS (SELECT 1 FROM workflows
+                WHERE workflows.id = jobs.workflow_id AND slot = 'waiting')
         THEN 'pending' ELSE 'queued' END
-WHERE id = @id;
+WHERE jobs.id = @id;
 
 -- name: ForgetDependency :exec
 -- ForgetDependency is run just before dep is deleted, once its end is

@@ -7,7 +7,7 @@ which takes a sequence of jobs and returns one outcome per job.
 
 import dataclasses
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypedDict, TypeVar
 
 from typing_extensions import Unpack
@@ -29,20 +29,28 @@ class Batch:
     A runner calls a batch kind's handler with up to size of its jobs at once.
     When fewer are ready, the jobs it has wait for more for at most max_wait
     from the first one's arrival, then go to the handler as they are: no job
-    waits longer than max_wait for its batch to fill.
+    waits longer than max_wait for its batch to fill. With by, a batch holds
+    jobs of one key only: each key gathers its own batch, with its own
+    max_wait.
 
     Args:
         size: The most jobs one call takes, 1 or more.
         max_wait: The longest a claimed job waits for its batch to fill,
             ``timedelta(0)`` or more.
+        by: A payload field's name or a function of the typed payload that
+            returns the job's key (any hashable value); None batches every
+            job of the kind together. A field that the payload type lacks is
+            refused when the kind is declared.
 
     Raises:
-        TypeError: size is not an int, or max_wait not a timedelta.
-        ValueError: size is below 1, or max_wait negative.
+        TypeError: size is not an int, max_wait not a timedelta, or by
+            neither a str nor a function.
+        ValueError: size is below 1, max_wait negative, or by an empty name.
     """
 
     size: int
     max_wait: datetime.timedelta
+    by: str | Callable[[Any], Hashable] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.size, int) or isinstance(self.size, bool):
@@ -55,6 +63,46 @@ class Batch:
             )
         if self.max_wait < datetime.timedelta(0):
             raise ValueError(f"Batch: max_wait must not be negative, got {self.max_wait}")
+        if isinstance(self.by, str) and not self.by:
+            raise ValueError("Batch: by must be a payload field name or a function, got ''")
+        if self.by is not None and not isinstance(self.by, str) and not callable(self.by):
+            raise TypeError(
+                f"Batch: by must be a payload field name or a function, got {self.by!r}"
+            )
+
+
+def batch_key(batch: Batch, payload: object) -> Hashable:
+    """The key of the batch a job of payload joins: None for a batch without by.
+
+    A field's value is read from a model's attribute or a dict's item, and
+    a value that cannot be hashed (a list, a dict) is keyed by its repr.
+    Raises what the key function raises, or ValueError for a missing field.
+    """
+    by = batch.by
+    if by is None:
+        return None
+    key: object
+    if isinstance(by, str):
+        if isinstance(payload, dict):
+            if by not in payload:
+                raise ValueError(f"batch key field {by!r} is not in the payload")
+            key = payload[by]
+        elif hasattr(payload, by):
+            key = getattr(payload, by)
+        else:
+            raise ValueError(f"batch key field {by!r} is not in the payload")
+    else:
+        key = by(payload)
+    return key if isinstance(key, Hashable) and _hashes(key) else repr(key)
+
+
+def _hashes(key: Hashable) -> bool:
+    """Whether key hashes: a tuple holding a list is Hashable by type, yet does not."""
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
 
 
 class KindOptions(TypedDict, total=False):
@@ -93,7 +141,8 @@ class BatchKind(Kind[P, R]):
 
     Raises:
         TypeError: batch is not a ``Batch``, or as ``Kind`` raises it.
-        ValueError: As ``Kind`` raises it.
+        ValueError: batch's by names a field the payload type lacks, or as
+            ``Kind`` raises it.
     """
 
     def __init__(
@@ -111,6 +160,8 @@ class BatchKind(Kind[P, R]):
                 f"got {type(batch).__name__}"
             )
         super().__init__(name, payload_type, result_type, **options)
+        if isinstance(batch.by, str):
+            self._codec.check_field(f"BatchKind {name!r}", "batch", batch.by)
         self.batch = batch
         """The kind's batch size and longest wait."""
 

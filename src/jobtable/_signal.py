@@ -29,9 +29,10 @@ MAX_SIGNAL_BYTES: Final = 256 * 1024
 """The largest signal payload stored, as JSON: a larger one is refused with PayloadError."""
 
 SIGNAL_RETENTION: Final = datetime.timedelta(days=7)
-"""How long a signal is kept for a wait that has not begun yet: a week.
+"""How long a signal is kept for a wait that has not begun yet, by default: a week.
 
-Each runner's maintenance (its heartbeat) deletes older ones.
+Each runner's maintenance (its heartbeat) deletes older ones; a runner's
+``signal_retention`` sets it.
 """
 
 
@@ -265,9 +266,10 @@ class SignalMethods:
         """Sends signal under key: stored, and every job waiting for it is resumed with payload.
 
         The jobs it makes ready start at once, not at a poll; a job that waits
-        for the signal and key later receives it too, while it is kept
-        (SIGNAL_RETENTION). With ``conn=``, the application's own connection,
-        it is part of that transaction: sent if and only if it commits.
+        for the signal and key later receives it too, while it is kept (the
+        runners' ``signal_retention``, 7 days by default). With ``conn=``,
+        the application's own connection, it is part of that transaction:
+        sent if and only if it commits.
 
         Args:
             signal: The signal to send, a ``Signal``.

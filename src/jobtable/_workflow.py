@@ -114,13 +114,20 @@ class Workflow:
             unfinished jobs, as ``Store.cancel_workflow`` does: an aware
             datetime, or a timedelta from its enqueue (by the store's clock).
             None: never.
+        concurrency: The most workflows of this name unfinished at once (a
+            workflow is unfinished while one of its jobs is pending, queued
+            or running). One enqueued beyond it waits, its jobs pending, and
+            is admitted, oldest first, when one of the name ends (every job
+            ended or deleted: succeeded, failed, cancelled, its deadline
+            passed). Each workflow carries its own limit; None: no limit.
 
     Raises:
         ValueError: name is empty, not a str, or cannot be stored; priority
             does not fit in 32 bits; deadline is a naive datetime or a
-            timedelta that is not positive.
-        TypeError: priority is not an int, or deadline not a datetime or
-            timedelta.
+            timedelta that is not positive; concurrency is below 1 or does
+            not fit in 32 bits.
+        TypeError: priority is not an int, deadline not a datetime or
+            timedelta, or concurrency not an int.
     """
 
     def __init__(
@@ -129,12 +136,16 @@ class Workflow:
         *,
         priority: int | None = None,
         deadline: datetime.datetime | datetime.timedelta | None = None,
+        concurrency: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or unstorable(name):
             raise ValueError(f"Workflow {name!r}: want a non-empty name that can be stored")
         if priority is not None:
             Options(priority=priority).check(f"Workflow {name!r}")
         _check_deadline(f"Workflow {name!r}", deadline)
+        _check_concurrency(f"Workflow {name!r}", concurrency)
+        self.concurrency = concurrency
+        """The most workflows of this name unfinished at once, or None: no limit."""
         self.priority = priority
         """The priority of each job ``add`` gives none, or None: each kind's."""
         self.deadline = deadline
@@ -289,7 +300,8 @@ class Workflow:
         if isinstance(deadline, datetime.timedelta):
             deadline = moment + deadline
         due = None if deadline is None else timestamp(deadline)
-        return StoreWorkflow(self.id, self.name, jobs, timestamp(moment), deadline_at=due)
+        at, limit = timestamp(moment), self.concurrency
+        return StoreWorkflow(self.id, self.name, jobs, at, deadline_at=due, concurrency=limit)
 
     def enqueue(self, store: Store, *, conn: object = None) -> str:
         """Stores every job of the workflow in one transaction and returns the workflow's id.
@@ -383,6 +395,18 @@ def _check_deadline(where: str, deadline: object) -> None:
     )
 
 
+def _check_concurrency(where: str, concurrency: object) -> None:
+    """Raises naming where unless concurrency is None or an int from 1 that fits in 32 bits."""
+    if concurrency is None:
+        return
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool):
+        raise TypeError(
+            f"{where}: concurrency must be an int or None, got {type(concurrency).__name__}"
+        )
+    if not 1 <= concurrency <= 2**31 - 1:
+        raise ValueError(f"{where}: concurrency must be from 1 to 2**31 - 1, got {concurrency!r}")
+
+
 def _check_feed(where: str, node: Node[Any, Any], kind: Kind[Any, Any]) -> None:
     """Raises TypeError naming where unless node's result type is kind's payload type.
 
@@ -414,9 +438,11 @@ class StoreWorkflow:
 
     A job with dependencies is stored pending, one without queued. With
     create False the workflow exists already (a running job's additions).
+    A workflow with a concurrency limit that must wait for a slot has every
+    job pending, counting the slot as one more dependency until admitted.
     """
 
-    __slots__ = ("create", "deadline_at", "jobs", "name", "now", "workflow_id")
+    __slots__ = ("concurrency", "create", "deadline_at", "jobs", "name", "now", "workflow_id")
 
     def __init__(
         self,
@@ -426,8 +452,10 @@ class StoreWorkflow:
         now: str,
         create: bool = True,
         deadline_at: str | None = None,
+        concurrency: int | None = None,
     ) -> None:
         self.workflow_id = workflow_id
+        self.concurrency = concurrency
         self.name = name
         self.jobs = jobs
         self.now = now
@@ -435,13 +463,19 @@ class StoreWorkflow:
         self.deadline_at = deadline_at
 
     def __call__(self, q: WorkflowQueries) -> None:
+        slot = None
         if self.create:
-            q.create_workflow(
-                id=self.workflow_id, name=self.name, now=self.now, deadline_at=self.deadline_at
+            slot = q.create_workflow(
+                id=self.workflow_id,
+                name=self.name,
+                now=self.now,
+                deadline_at=self.deadline_at,
+                concurrency=self.concurrency,
             )
+        waits = int(slot == "waiting")
         q.insert_workflow_jobs(
             workflow_id=self.workflow_id,
-            jobs=[WorkflowJob(kind, job, len(after)) for kind, job, after, _ in self.jobs],
+            jobs=[WorkflowJob(kind, job, len(after) + waits) for kind, job, after, _ in self.jobs],
             now=self.now,
         )
         q.create_job_deps(
@@ -513,9 +547,9 @@ class FanOut(Workflow):
         Raises:
             TypeError: sub is not a Workflow, result not a Node, or result's
                 result type is not the running job's.
-            ValueError: sub was stored or added already, has no job or has a
-                deadline, result is not a node of sub or of this workflow, or an
-                earlier add_workflow gave result already.
+            ValueError: sub was stored or added already, has no job, or has a
+                deadline or a concurrency limit; result is not a node of sub or
+                of this workflow, or an earlier add_workflow gave result already.
             PayloadError: A job of sub does not fit its kind; nothing of sub is added.
         """
         where = f"Workflow {self.name!r}: add_workflow {getattr(sub, 'name', sub)!r}"
@@ -527,6 +561,11 @@ class FanOut(Workflow):
             raise ValueError(
                 f"{where}: its jobs join this workflow, whose deadline is theirs; "
                 "give the sub-workflow no deadline"
+            )
+        if sub.concurrency is not None:
+            raise ValueError(
+                f"{where}: its jobs join this workflow, which holds its slot for them; "
+                "give the sub-workflow no concurrency limit"
             )
         if result is not None:
             self._check_heir(where, sub, result)
@@ -602,6 +641,9 @@ class FanOut(Workflow):
         now = timestamp(self._binding_.store.clock())
         made = self._made()
         StoreWorkflow(self.id, self.name, made, now, create=False)(q)
+        # The running job may have been its limited workflow's last: its
+        # success freed the slot, which the added jobs hold again.
+        q.retake_workflow_slot(id=self.id)
         if self._heir is not None:
             ids = [job.id for _, job, _, _ in made]
             q.hand_over_dependents(job=self.current.id, heir=self._heir.id, ids=ids, now=now)

@@ -235,3 +235,36 @@ def test_a_handed_over_dependent_waits_for_the_heir_too(opened: Engine) -> None:
     deps = opened.read(lambda q: q.list_dependencies(job="b"))
     assert sorted(d.id for d in deps) == ["a", "h"]
     assert status(opened, "b") == "pending"
+
+
+@covers("workflow_slot", "retake_workflow_slot")
+def test_a_limited_workflow_holds_waits_for_and_frees_its_slot(opened: Engine) -> None:
+    def create(workflow_id: str, job_id: str) -> str | None:
+        def op(q: Queries) -> str | None:
+            slot = q.create_workflow(
+                id=workflow_id, name="limited", now=now(), deadline_at=None, concurrency=1
+            )
+            waits = int(slot == "waiting")
+            job = WorkflowJob("k", NewJob(job_id, "{}", now()), waits)
+            q.insert_workflow_jobs(workflow_id=workflow_id, jobs=[job], now=now())
+            return slot
+
+        return opened.write(op)
+
+    assert create("w1", "a") == "held"
+    assert create("w2", "b") == "waiting"
+    assert opened.read(lambda q: q.workflow_slot(id="w2")) == "waiting"
+    assert claim(opened, 2) == ["a"]  # b waits, pending, for w2's slot
+    outcome = Outcome("a", 1, "succeeded", "{}", None, None, workflow=True, run_trace=None)
+    opened.write(
+        lambda q: q.finish_and_claim_jobs(
+            outcomes=[outcome], runner="r", queue="default", now=now(), max_jobs=0
+        )
+    )
+    # a's end freed w1's slot and admitted w2 in the same write.
+    slots = opened.read(lambda q: [q.workflow_slot(id="w1"), q.workflow_slot(id="w2")])
+    assert slots == ["freed", "held"]
+    assert claim(opened, 1) == ["b"]
+    opened.write(lambda q: q.retake_workflow_slot(id="w1"))
+    assert opened.read(lambda q: q.workflow_slot(id="w1")) == "held"
+    assert opened.read(lambda q: q.workflow_slot(id="none")) is None

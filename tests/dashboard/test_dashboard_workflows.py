@@ -162,3 +162,20 @@ def test_a_refused_retry_says_so_and_the_job_page_names_the_blocking_dependency(
     assert "A dependency it needs failed, was cancelled or was deleted: nothing changed." in after
     assert f"its dependencies block it: dependency {a.id} cancelled." in after
     assert store.get(b.id).status is jobtable.Status.CANCELLED
+
+
+def test_a_workflow_waiting_for_a_slot_says_so_until_admitted(store: jobtable.Store) -> None:
+    flows = [jobtable.Workflow("limited", concurrency=1) for _ in range(2)]
+    for wf in flows:
+        wf.add(ping, 1)
+        wf.enqueue(store)
+    assert [store.workflow(wf.id).waiting for wf in flows] == [False, True]
+    with serve(jobtable.dashboard(store)) as base:
+        waiting = Client(base).get(f"/workflows/{flows[1].id}")
+        running = Client(base).get(f"/workflows/{flows[0].id}")
+        assert "waiting for a slot" in waiting.text
+        assert "waiting for a slot" not in running.text
+        store.cancel_workflow(flows[0].id)
+        admitted = Client(base).get(f"/workflows/{flows[1].id}")
+    assert "waiting for a slot" not in admitted.text
+    assert not store.workflow(flows[1].id).waiting

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
+from started import run_until
 
 import jobtable
 from jobtable.testing import drain
@@ -31,18 +32,6 @@ def doubling(
         batch=jobtable.Batch(size=size, max_wait=max_wait),
         **options,  # type: ignore[arg-type]
     )
-
-
-async def run_until(
-    runner: jobtable.Runner, ids: list[str], wait_until: WaitUntil, finished: Finished
-) -> None:
-    """Starts runner, waits until every job of ids finished, then stops it."""
-    await runner.start()
-    try:
-        await wait_until(finished(runner, ids), limit=60)
-    finally:
-        runner.stop()
-        await runner.wait()
 
 
 async def test_queued_jobs_reach_the_handler_together_and_each_gets_its_result(

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
+from started import run_until
 
 import jobtable
 
@@ -81,12 +82,7 @@ async def test_every_job_of_a_batch_killed_mid_call_runs_again_and_none_is_lost(
         calls.append([job.ctx.id for job in jobs])
         return [job.payload * 2 for job in jobs]
 
-    await runner.start()
-    try:
-        await wait_until(finished(runner, ids), limit=60)
-    finally:
-        runner.stop()
-        await runner.wait()
+    await run_until(runner, ids, wait_until, finished)
     assert sorted(i for call in calls for i in call) == sorted(ids)
     for n, job_id in enumerate(ids):
         record = store.inspect(job_id)

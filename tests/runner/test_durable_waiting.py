@@ -351,6 +351,57 @@ async def test_the_heartbeat_deletes_signals_older_than_the_retention(
             await wait_until(lambda: kept(store) == ["new"], limit=30)
 
 
+async def test_a_runner_s_signal_retention_sets_how_long_signals_are_kept(
+    store_target: str, tmp_path: pathlib.Path, wait_until: WaitUntil
+) -> None:
+    clock = FrozenClock(datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC))
+    with jobtable.Store.open(store_target, clock=clock) as store:
+        store.signal(DECIDED, "old", Decision(approved=True, note="old"))
+        clock.advance(datetime.timedelta(days=20))
+        store.signal(DECIDED, "new", Decision(approved=True, note="new"))
+        clock.advance(datetime.timedelta(hours=2))
+        # Kept for 30 days: twenty days on, neither is deleted.
+        month = datetime.timedelta(days=30)
+        runner = napping(store, tmp_path / "a.txt", workers=1, lease=0.3, signal_retention=month)
+        async with running(runner):
+            await asyncio.sleep(1.0)  # a few heartbeats
+        assert kept(store) == ["old", "new"]
+        # Kept for an hour: both are deleted.
+        hour = datetime.timedelta(hours=1)
+        runner = napping(store, tmp_path / "b.txt", workers=1, lease=0.3, signal_retention=hour)
+        async with running(runner):
+            await wait_until(lambda: kept(store) == [], limit=30)
+
+
+async def test_no_signal_retention_keeps_every_signal(
+    store_target: str, tmp_path: pathlib.Path
+) -> None:
+    clock = FrozenClock(datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC))
+    with jobtable.Store.open(store_target, clock=clock) as store:
+        store.signal(DECIDED, "old", Decision(approved=True, note="old"))
+        clock.advance(datetime.timedelta(days=100))
+        runner = napping(store, tmp_path / "a.txt", workers=1, lease=0.3, signal_retention=None)
+        async with running(runner):
+            await asyncio.sleep(1.0)  # a few heartbeats
+        assert kept(store) == ["old"]
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "named"),
+    [
+        (datetime.timedelta(0), ValueError, "signal_retention must be positive"),
+        (datetime.timedelta(days=-1), ValueError, "signal_retention must be positive"),
+        (7, TypeError, "signal_retention must be a timedelta"),
+    ],
+)
+def test_a_bad_signal_retention_is_refused_naming_it(
+    store: jobtable.Store, value: object, error: type[Exception], named: str
+) -> None:
+    with pytest.raises(error, match=named) as refused:
+        jobtable.Runner(store, signal_retention=value)  # type: ignore[arg-type]
+    assert repr(value) in str(refused.value)
+
+
 def kept(store: jobtable.Store) -> list[str]:
     """The keys of the signals DECIDED still has stored."""
 

@@ -9,7 +9,8 @@ cancels jobs and workflows, retries failed and cancelled jobs (one at a
 time, and every failed job at once with ``retry_failed``), deletes jobs
 (by id, alone or as a bulk delete's), and
 registers waits (a thread calling ``kind.wait``, or a task awaiting
-``kind.await_result``) on random jobs. It checks, after every step:
+``kind.await_result``) on random jobs. Some workflows share a name with a
+concurrency limit of 1. It checks, after every step:
 
 - a job starts only once every dependency succeeded, or, for one it opted
   in to with ``on_failure="run"``, ended;
@@ -26,6 +27,10 @@ registers waits (a thread calling ``kind.wait``, or a task awaiting
 - the store's own tables are settled (``settled.unsettled``): no job is
   pending with nothing left to wait for, and every count of dependencies
   is exact;
+- a limited workflow waiting for its slot has no job that started or is
+  queued; one waits only while another limited workflow is unfinished; and
+  at most one limited workflow is unfinished and admitted, unless an
+  operator retried a job of one that had ended (which runs at once);
 
 and at teardown, after ending every job, that every wait returned what the
 job ended with: its typed result, ``JobFailed`` with its error, or
@@ -134,6 +139,9 @@ class WorkflowMachine(RuleBasedStateMachine):
         # In enqueue order, so that a drawn index names the same job in every run.
         self.deps: dict[str, dict[str, bool]] = {}  # job -> its dependencies -> opted in
         self.workflows: dict[str, list[str]] = {}
+        self.limited: set[str] = set()  # the workflows of the name limited to 1 at once
+        self.slot_waits: set[str] = set()  # the limited ones waiting for a slot, as read
+        self.loosened = False  # a retry revived an ended limited workflow: it runs at once
         self.status: dict[str, Status] = {}  # as read after the last step
         self.ends: dict[str, list[End]] = {}
         self.started: set[str] = set()
@@ -175,9 +183,10 @@ class WorkflowMachine(RuleBasedStateMachine):
 
     # Steps.
 
-    @rule(dag=dags())
-    def enqueue_workflow(self, dag: list[Node]) -> None:
-        wf = jobtable.Workflow("machine")
+    @rule(dag=dags(), limited=st.booleans())
+    def enqueue_workflow(self, dag: list[Node], limited: bool) -> None:
+        name, limit = ("limited", 1) if limited else ("machine", None)
+        wf = jobtable.Workflow(name, concurrency=limit)
         nodes: list[Any] = []
         for i, drawn in enumerate(dag):
             after = [
@@ -187,6 +196,8 @@ class WorkflowMachine(RuleBasedStateMachine):
             nodes.append(wf.add(node, i, after=after, priority=drawn.priority))
         ids = [n.id for n in nodes]
         self.workflows[wf.enqueue(self.store)] = ids
+        if limited:
+            self.limited.add(wf.id)
         for job_id, drawn in zip(ids, dag, strict=True):
             self.deps[job_id] = {ids[d]: d in drawn.run_on_failure for d in drawn.after}
             self.ends[job_id] = []
@@ -220,6 +231,13 @@ class WorkflowMachine(RuleBasedStateMachine):
     def retriable(self) -> list[str]:
         return [i for i, s in self.status.items() if s in BLOCKING]
 
+    def revives(self, job_id: str) -> None:
+        """Notes, before job_id's retry is noted, whether it revives an ended limited workflow."""
+        for workflow_id in self.limited:
+            ids = self.workflows[workflow_id]
+            if job_id in ids and all(self.status[i] in ENDED for i in ids):
+                self.loosened = True
+
     def retried(self, job_id: str) -> None:
         """Notes that job_id was retried: it starts anew, and may wait again (pending)."""
         self.by_operator.discard(job_id)
@@ -236,6 +254,7 @@ class WorkflowMachine(RuleBasedStateMachine):
             assert result == jobtable.RetryResult.BLOCKED, (job_id, result)
         else:
             assert result == jobtable.RetryResult.RETRIED, (job_id, result)
+            self.revives(job_id)
             self.retried(job_id)
         self.observe()
 
@@ -279,6 +298,8 @@ class WorkflowMachine(RuleBasedStateMachine):
     def retry_failed_in_bulk(self) -> None:
         failed = [i for i, s in self.status.items() if s == Status.FAILED]
         assert self.store.retry_failed() == len(failed), failed
+        for job_id in failed:
+            self.revives(job_id)
         for job_id in failed:
             self.retried(job_id)
         self.observe()
@@ -333,6 +354,7 @@ class WorkflowMachine(RuleBasedStateMachine):
             if job.status in ENDED and job.status != self.status.get(job_id):
                 ends.append((job.status, job.result, job.error))
             self.status[job_id] = job.status
+        self.slot_waits = {w for w in self.limited if self.store.workflow(w).waiting}
 
     def end_everything(self) -> None:
         """Cancels every workflow, so that every job ends and every wait must return."""
@@ -419,10 +441,26 @@ class WorkflowMachine(RuleBasedStateMachine):
             if self.status[d] not in ENDED or (not opted and self.status[d] != Status.SUCCEEDED)
         ]
 
+    def unfinished(self, workflow_id: str) -> bool:
+        return any(self.status[i] not in ENDED for i in self.workflows[workflow_id])
+
+    @invariant()
+    def a_limited_workflow_waits_only_for_its_slot(self) -> None:
+        for workflow_id in self.slot_waits:
+            ids = self.workflows[workflow_id]
+            begun = [i for i in ids if i in self.started or self.status[i] == Status.QUEUED]
+            assert not begun, f"{begun} of {workflow_id}, waiting for its slot, began"
+        admitted = [w for w in self.limited - self.slot_waits if self.unfinished(w)]
+        if self.slot_waits:
+            assert admitted, f"{sorted(self.slot_waits)} wait for a slot that no workflow holds"
+        if not self.loosened:
+            assert len(admitted) <= 1, f"{admitted} hold the one slot at once"
+
     @invariant()
     def pending_jobs_wait_for_something(self) -> None:
+        waiting = {i for w in self.slot_waits for i in self.workflows[w]}
         for job_id in self.deps:
-            if self.status[job_id] == Status.PENDING:
+            if self.status[job_id] == Status.PENDING and job_id not in waiting:
                 assert self.waits_for(job_id), (
                     f"ready job {job_id} was left pending: its dependencies are done"
                 )
@@ -502,6 +540,8 @@ SETTLE_FAULTS: dict[str, Callable[[Any, str, str], None]] = {
     "never counts a success": never_counts_success,
 }
 SQL_FAULTS = {
+    # The limit: an enqueue takes a slot however many are held.
+    "admits beyond the limit": ("workflows", r"THEN 'waiting' ELSE", "THEN 'held' ELSE"),
     # The count: the first dependency to succeed queues its dependent.
     "skips the count": ("workflows", r"pending_deps = 1 THEN", "pending_deps >= 1 THEN"),
     # The claim: its status guard takes pending jobs too.
@@ -544,6 +584,10 @@ FAULTS = {
     "never counts a success": ("pending_jobs_wait_for_something", "was left pending"),
     "bulk retry revives only": ("queued_jobs_are_ready", "still waits for"),
     "a delete forgets its dependents": ("the_store_is_settled", "the store is not settled"),
+    "admits beyond the limit": (
+        "a_limited_workflow_waits_only_for_its_slot",
+        "hold the one slot at once",
+    ),
 }
 # The settle invariant (tests/settled.py) catches several of these faults
 # too: it is left out of the other faults' runs.

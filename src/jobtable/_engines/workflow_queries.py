@@ -92,8 +92,29 @@ class WorkflowJobRow(NamedTuple):
 class WorkflowQueries(Protocol):
     """The queries of workflows (queries/workflows.sql)."""
 
-    def create_workflow(self, *, id: str, name: str, now: str, deadline_at: str | None) -> None:
-        """Names a new workflow, with its deadline or none."""
+    def create_workflow(
+        self,
+        *,
+        id: str,
+        name: str,
+        now: str,
+        deadline_at: str | None,
+        concurrency: int | None = None,
+    ) -> str | None:
+        """Names a new workflow, with its deadline and concurrency limit or none; returns its slot.
+
+        None without a limit; "held" when the held workflows of its name
+        leave room, else "waiting": its jobs then count the slot as one more
+        dependency until it is admitted.
+        """
+        ...
+
+    def workflow_slot(self, *, id: str) -> str | None:
+        """The workflow's slot: None (no limit, or unknown id), "waiting", "held" or "freed"."""
+        ...
+
+    def retake_workflow_slot(self, *, id: str) -> None:
+        """Makes the workflow hold its slot again if it was freed: jobs were added to it."""
         ...
 
     def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:

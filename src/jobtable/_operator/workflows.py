@@ -41,7 +41,9 @@ class WorkflowGraph(BaseModel):
     """A workflow as ``Store.workflow`` reads it: its id, name and every job, in enqueue order.
 
     A job a prune or delete removed is no longer in ``jobs``, and the edges
-    to it are gone with it.
+    to it are gone with it. ``waiting`` is True while the workflow waits for
+    a slot of its concurrency limit (``Workflow(..., concurrency=)``): its
+    jobs are pending until it is admitted.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -49,6 +51,7 @@ class WorkflowGraph(BaseModel):
     id: str
     name: str
     jobs: list[WorkflowNode]
+    waiting: bool = False
 
 
 def _moment(text: str | None) -> datetime.datetime | None:
@@ -83,7 +86,8 @@ class ReadWorkflow:
             )
             for row in rows
         ]
-        return WorkflowGraph(id=self.workflow_id, name=name, jobs=jobs)
+        waiting = q.workflow_slot(id=self.workflow_id) == "waiting"
+        return WorkflowGraph(id=self.workflow_id, name=name, jobs=jobs, waiting=waiting)
 
 
 class WorkflowOperations:

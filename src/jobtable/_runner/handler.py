@@ -11,7 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, cast, get_origin, overload
 
-from jobtable._batch import Batch, BatchKind
+from jobtable._batch import Batch, BatchKind, batch_key
 from jobtable._codec import Codec
 from jobtable._errors import Failure, Retry, RunnerError
 from jobtable._kind import Kind
@@ -295,7 +295,8 @@ class Batches:
 
     def __init__(self, stop: Stop) -> None:
         self._stop = stop
-        self._gathering: dict[str, _Gathering] = {}
+        # One gathering a kind and batch key (None: a batch without by).
+        self._gathering: dict[tuple[str, Any], _Gathering] = {}
         self._calls: set[asyncio.Task[None]] = set()
         self.slots: dict[str, int] = {}
         """The workers of each queue, once the runner started."""
@@ -308,8 +309,8 @@ class Batches:
         No job joins once stop began, and the claimed jobs should run within
         the grace period rather than wait out max_wait.
         """
-        for kind, gathering in list(self._gathering.items()):
-            self._call(kind, *gathering.handler)
+        for slot, gathering in list(self._gathering.items()):
+            self._call(slot, *gathering.handler)
 
     def _size(self, batch: Batch, queue: str) -> int:
         return max(1, min(batch.size, self.slots.get(queue, 1)))
@@ -319,25 +320,29 @@ class Batches:
     ) -> Any:
         """Adds job (a BatchJob) to the batch gathering for kind and returns its outcome.
 
-        Raises the job's ``Failure`` or ``Retry``, or what the call raised.
-        handler is the kind's batch, its handler and whether that is async.
+        Raises the job's ``Failure`` or ``Retry``, or what the call raised
+        (or what computing its batch key raised). handler is the kind's
+        batch, its handler and whether that is async. A batch keyed by
+        ``Batch.by`` gathers the jobs of one key only.
         """
         batch, fn, is_async = handler
+        slot = (kind, batch_key(batch, job.payload))
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        gathering = self._gathering.get(kind)
+        gathering = self._gathering.get(slot)
         if gathering is None:
-            gathering = self._gathering[kind] = _Gathering((fn, is_async))
+            gathering = self._gathering[slot] = _Gathering((fn, is_async))
             wait = batch.max_wait.total_seconds()
-            gathering.timer = loop.call_later(wait, self._call, kind, fn, is_async)
+            gathering.timer = loop.call_later(wait, self._call, slot, fn, is_async)
         gathering.items.append((job, future))
         if len(gathering.items) >= self._size(batch, queue) or self._stop.is_set():
-            self._call(kind, fn, is_async)
+            self._call(slot, fn, is_async)
         return await future
 
-    def _call(self, kind: str, fn: Callable[..., Any], is_async: bool) -> None:
-        """Ends the gathering of kind's batch and starts its call with the jobs still waiting."""
-        gathering = self._gathering.pop(kind, None)
+    def _call(self, slot: tuple[str, Any], fn: Callable[..., Any], is_async: bool) -> None:
+        """Ends the gathering of slot's batch (kind, key); calls it with the jobs still waiting."""
+        kind = slot[0]
+        gathering = self._gathering.pop(slot, None)
         if gathering is None:
             return
         if gathering.timer is not None:

@@ -68,6 +68,7 @@ class Maintenance:
         self._logger = shared.logger
         self._lease = shared.settings.lease
         self._retention = shared.settings.retention
+        self._signal_retention = shared.settings.signal_retention
         self._held = held
         self._missing_keys = missing_keys
         self._reported: str | None = None
@@ -168,6 +169,7 @@ class Maintenance:
             started=started,
             me=self._me,
             missing_keys=KeyReport(self._missing_keys.report(), self._reported),
+            signal_retention=self._signal_retention,
         )
         try:
             done = await self._store.engine.awrite(maintain)

@@ -198,7 +198,7 @@ class Maintain:
     its queue with its attempt unused, as a snooze would put it. Finished
     jobs older than retention are deleted, PRUNE_BATCH at most (None keeps
     them), and the workflows left with no job; signals older than
-    SIGNAL_RETENTION are deleted. The write was asked for at started, on
+    signal_retention are deleted (None keeps them). The write was asked for at started, on
     contact's clock: stale jobs are interrupted (or put back) only when
     contact says this runner may judge
     (see ``StoreContact``), since until then a stale heartbeat may be a peer
@@ -218,6 +218,7 @@ class Maintain:
     started: float
     me: ProcessId | None
     missing_keys: KeyReport
+    signal_retention: datetime.timedelta | None = SIGNAL_RETENTION
 
     def __call__(self, q: Queries) -> Maintained:
         judge = self.contact.may_judge(self.started, time.monotonic())
@@ -237,7 +238,8 @@ class Maintain:
         if self.retention is not None:
             before = _before(stamp, self.retention)
             pruned = PruneJobs(before, PRUNE_BATCH)(q)
-        q.prune_signals(before=_before(stamp, SIGNAL_RETENTION))
+        if self.signal_retention is not None:
+            q.prune_signals(before=_before(stamp, self.signal_retention))
         return Maintained(lost_lease, dead, lost, ended, peers, pruned, before)
 
     def _end_stale(self, q: Queries, stamp: str) -> tuple[int, int]:

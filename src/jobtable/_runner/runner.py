@@ -92,6 +92,8 @@ class Runner:
         only_kinds: Claim only the kinds the runner has handlers for, instead
             of failing the others' jobs.
         retention: Finished jobs older than it are deleted; None keeps them.
+        signal_retention: Signals older than it are deleted (a wait that
+            begins later no longer receives them); None keeps them.
         max_payload_bytes: The largest encoded payload the kinds ``register``
             returns accept.
         max_result_bytes: The largest encoded result or partial result; a
@@ -150,6 +152,7 @@ class Runner:
         block_warning: float | None = 1.0,
         only_kinds: bool = False,
         retention: datetime.timedelta | None = datetime.timedelta(days=7),
+        signal_retention: datetime.timedelta | None = datetime.timedelta(days=7),
         max_payload_bytes: int = 1 << 20,
         max_result_bytes: int = 1 << 20,
         retry_backoff: WriteBackoff = RETRY,
@@ -170,6 +173,7 @@ class Runner:
             block_warning=block_warning,
             only_kinds=only_kinds,
             retention=retention,
+            signal_retention=signal_retention,
             max_payload_bytes=max_payload_bytes,
             max_result_bytes=max_result_bytes,
             retry_backoff=retry_backoff,

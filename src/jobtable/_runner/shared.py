@@ -22,6 +22,7 @@ from typing import Any
 
 from jobtable._backoff import WriteBackoff
 from jobtable._runner.contact import StoreContact, StoreTrouble
+from jobtable._signal import SIGNAL_RETENTION
 from jobtable._store import Store
 from jobtable._values import unstorable
 
@@ -92,6 +93,8 @@ class Settings:
     """How many tries an outcome write gets once stop has begun."""
     cancel_check: float
     """Seconds between the cancel watch's reads of cancel requests."""
+    signal_retention: datetime.timedelta | None = SIGNAL_RETENTION
+    """How long a signal is kept for a wait that has not begun; None keeps them forever."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -153,6 +156,7 @@ def check_settings(
     block_warning: float | None,
     only_kinds: bool,
     retention: datetime.timedelta | None,
+    signal_retention: datetime.timedelta | None = SIGNAL_RETENTION,
     max_payload_bytes: int,
     max_result_bytes: int,
     retry_backoff: WriteBackoff,
@@ -184,6 +188,7 @@ def check_settings(
         raise ValueError(
             f"jobtable: retention must be 0 or more, or None (keep forever), got {retention!r}"
         )
+    check_signal_retention(signal_retention)
     if not isinstance(retry_backoff, WriteBackoff):
         raise TypeError(f"jobtable: retry_backoff must be a WriteBackoff, got {retry_backoff!r}")
     if isinstance(give_up_after, bool) or not isinstance(give_up_after, int) or give_up_after < 1:
@@ -196,11 +201,28 @@ def check_settings(
         block_warning=block_warning,
         only_kinds=only_kinds,
         retention=retention,
+        signal_retention=signal_retention,
         max_result_bytes=max_result_bytes,
         retry_backoff=retry_backoff,
         give_up_after=give_up_after,
         cancel_check=cancel_check,
     )
+
+
+def check_signal_retention(signal_retention: object) -> None:
+    """Raises naming signal_retention unless it is a positive timedelta or None (keep forever)."""
+    if signal_retention is None:
+        return
+    if not isinstance(signal_retention, datetime.timedelta):
+        raise TypeError(
+            "jobtable: signal_retention must be a timedelta, or None (keep forever), "
+            f"got {signal_retention!r}"
+        )
+    if signal_retention <= datetime.timedelta(0):
+        raise ValueError(
+            "jobtable: signal_retention must be positive, or None (keep forever), "
+            f"got {signal_retention!r}"
+        )
 
 
 def _check_stop_settings(

@@ -29,6 +29,7 @@ from jobtable._engines.postgres.upgrades import (
     upgrade_to_v14,
     upgrade_to_v15,
     upgrade_to_v16,
+    upgrade_to_v17,
 )
 from jobtable._engines.tables import CatalogRow, Table, check_tables, tables_refusal
 from jobtable._errors import StoreError, schema_refusal
@@ -65,7 +66,7 @@ class SchemaQueries(Protocol):
     def search_path_schema_denied(self) -> _Denied | None: ...
 
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 """The schema version this library writes, recorded in the jobtable_schema table.
 
 Bump it with every change to postgres/schema.sql, and add the step from the
@@ -94,6 +95,7 @@ def _upgrade_steps() -> dict[int, Callable[[_Connection], None]]:
         13: upgrade_to_v14,
         14: upgrade_to_v15,
         15: upgrade_to_v16,
+        16: upgrade_to_v17,
     }
 
 

@@ -23,6 +23,7 @@ from jobtable.db.postgres import (
     upgrade_v14,
     upgrade_v15,
     upgrade_v16,
+    upgrade_v17,
 )
 
 _Connection = psycopg.Connection[TupleRow]
@@ -217,3 +218,21 @@ def upgrade_to_v16(conn: _Connection) -> None:
     step = upgrade_v16.Querier(conn)
     step.add_workflow_deadline_columns_v16()
     step.create_workflow_deadlines_index_v16()
+
+
+def upgrade_to_v17(conn: _Connection) -> None:
+    """Brings a version 16 schema to version 17: a workflow's concurrency limit.
+
+    The workflows table's concurrency and slot are nullable, so adding them
+    rewrites no row; every workflow is kept, with no limit. Then the index
+    of the workflows holding or waiting for a slot, and the functions and
+    triggers that free and admit them. Each statement may run again.
+    """
+    step = upgrade_v17.Querier(conn)
+    step.add_workflow_slot_columns_v17()
+    step.create_workflow_slots_index_v17()
+    step.create_workflow_slot_function_v17()
+    step.create_workflow_slot_end_trigger_v17()
+    step.create_workflow_slot_delete_trigger_v17()
+    step.create_workflow_slot_retry_function_v17()
+    step.create_workflow_slot_retry_trigger_v17()

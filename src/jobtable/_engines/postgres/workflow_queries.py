@@ -30,13 +30,32 @@ class PostgresWorkflowQueries:
         self._conn = conn
         self._wf = workflows.Querier(conn)
 
-    def create_workflow(self, *, id: str, name: str, now: str, deadline_at: str | None) -> None:
-        self._wf.create_workflow(
+    def create_workflow(
+        self,
+        *,
+        id: str,
+        name: str,
+        now: str,
+        deadline_at: str | None,
+        concurrency: int | None = None,
+    ) -> str | None:
+        if concurrency is not None:
+            self._wf.lock_workflow_slots()
+        row = self._wf.create_workflow(
             id=id,
             name=name,
             now=pg_time(now),
             deadline_at=None if deadline_at is None else pg_time(deadline_at),
+            concurrency=concurrency,
         )
+        return None if row is None else row.slot
+
+    def workflow_slot(self, *, id: str) -> str | None:
+        row = self._wf.get_workflow(id=id)
+        return None if row is None else row.slot
+
+    def retake_workflow_slot(self, *, id: str) -> None:
+        self._wf.retake_workflow_slot(id=id)
 
     def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
         rows = self._wf.list_overdue_workflows(now=pg_time(now), max_workflows=max_workflows)

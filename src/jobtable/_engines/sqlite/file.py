@@ -18,7 +18,7 @@ from jobtable._engines.tables import Table, tables_refusal
 from jobtable._engines.tables import check_tables as tables_check
 from jobtable._errors import StoreError
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 """The schema version this library writes, recorded in ``PRAGMA user_version``.
 
 Bump it with every change to schema.sql, and add the step from the previous

@@ -33,6 +33,7 @@ from jobtable.db.sqlite_upgrade.upgrade_v12 import Querier as UpgradeV12
 from jobtable.db.sqlite_upgrade.upgrade_v13 import Querier as UpgradeV13
 from jobtable.db.sqlite_upgrade.upgrade_v15 import Querier as UpgradeV15
 from jobtable.db.sqlite_upgrade.upgrade_v16 import Querier as UpgradeV16
+from jobtable.db.sqlite_upgrade.upgrade_v17 import Querier as UpgradeV17
 
 
 def _before(now: str, seconds: float) -> str:
@@ -386,5 +387,21 @@ def upgrade_to_v16(conn: sqlite3.Connection, creates: list[str], *, columns: boo
         step = UpgradeV16(conn)
         step.add_workflow_deadline_column_v16()
         step.add_workflow_deadline_done_column_v16()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v17(conn: sqlite3.Connection, creates: list[str], *, columns: bool) -> None:
+    """Adds the workflows table's concurrency and slot of version 17 (with columns), then creates.
+
+    They are nullable, so adding them rewrites no row; every workflow is
+    kept, with no limit. creates are the index of the workflows holding or
+    waiting for a slot and the triggers that free and admit them, as
+    schema.sql has them, each made unless it exists.
+    """
+    if columns:
+        step = UpgradeV17(conn)
+        step.add_workflow_concurrency_column_v17()
+        step.add_workflow_slot_column_v17()
     for statement in creates:
         conn.execute(statement)

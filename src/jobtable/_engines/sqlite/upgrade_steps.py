@@ -5,6 +5,7 @@ the one transaction that also records the new version (see ``file.py``).
 """
 
 import dataclasses
+import re
 import sqlite3
 from collections.abc import Callable
 from typing import Protocol
@@ -25,6 +26,7 @@ from jobtable._engines.sqlite.queries import (
     upgrade_to_v14,
     upgrade_to_v15,
     upgrade_to_v16,
+    upgrade_to_v17,
 )
 from jobtable.db.sqlite_upgrade.models import JobsV7
 
@@ -286,6 +288,37 @@ def _upgrade_to_v16(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
     return 16
 
 
+_CREATES_V17 = frozenset(
+    {"workflows_slots", "jobs_workflow_slot_end", "jobs_workflow_slot_delete"}
+    | {"jobs_workflow_slot_retry"}
+)
+"""The index and triggers version 17 adds: a workflow's concurrency limit."""
+
+
+def _upgrade_to_v17(schema: SQLiteSchema, conn: sqlite3.Connection) -> int:
+    # Version 17 adds the workflows table's concurrency and slot, in place
+    # (no row is rewritten: every workflow is kept, with no limit), the index
+    # of the workflows holding or waiting for a slot and the triggers that
+    # free and admit them. A file whose step to version 8 made workflows from
+    # the latest schema has the columns already; each index and trigger is
+    # created unless it exists, so the step may run again.
+    workflows = describe(conn, "workflows")
+    if not workflows.columns:
+        return 17
+    creates = [
+        _IF_NOT_EXISTS.sub(r"\1 IF NOT EXISTS", st)
+        for st in schema.statements
+        if (n := schema.creates(st)) and n <= _CREATES_V17
+    ]
+    upgrade_to_v17(conn, creates, columns="slot" not in workflows.columns)
+    return 17
+
+
+_IF_NOT_EXISTS = re.compile(
+    r"^(\s*CREATE\s+(?:INDEX|TRIGGER))(?!\s+IF)", re.IGNORECASE | re.MULTILINE
+)
+
+
 def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], int]]:
     # Maps version N to the step that upgrades a database of version N and
     # returns the version it reached: N + 1, or a later one for a step that
@@ -308,6 +341,7 @@ def _upgrade_steps() -> dict[int, Callable[[SQLiteSchema, sqlite3.Connection], i
         13: _upgrade_to_v14,
         14: _upgrade_to_v15,
         15: _upgrade_to_v16,
+        16: _upgrade_to_v17,
     }
 
 

@@ -23,8 +23,26 @@ class SQLiteWorkflowQueries:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._wf = workflows.Querier(conn)
 
-    def create_workflow(self, *, id: str, name: str, now: str, deadline_at: str | None) -> None:
-        self._wf.create_workflow(id=id, name=name, now=now, deadline_at=deadline_at)
+    def create_workflow(
+        self,
+        *,
+        id: str,
+        name: str,
+        now: str,
+        deadline_at: str | None,
+        concurrency: int | None = None,
+    ) -> str | None:
+        row = self._wf.create_workflow(
+            id=id, name=name, now=now, deadline_at=deadline_at, concurrency=concurrency
+        )
+        return None if row is None else row.slot
+
+    def workflow_slot(self, *, id: str) -> str | None:
+        row = self._wf.get_workflow(id=id)
+        return None if row is None else row.slot
+
+    def retake_workflow_slot(self, *, id: str) -> None:
+        self._wf.retake_workflow_slot(id=id)
 
     def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
         rows = self._wf.list_overdue_workflows(now=now, max_workflows=max_workflows)

@@ -166,3 +166,5 @@ class Workflow:
     created_at: datetime.datetime
     deadline_at: datetime.datetime | None
     deadline_done: bool
+    concurrency: int | None
+    slot: str | None

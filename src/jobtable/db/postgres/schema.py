@@ -226,7 +226,15 @@ CREATE TABLE workflows (
     -- unfinished jobs, or null; deadline_done is set once it did (or found
     -- nothing left), so it does so once (schema version 16).
     deadline_at timestamptz,
-    deadline_done boolean NOT NULL DEFAULT false
+    deadline_done boolean NOT NULL DEFAULT false,
+    -- concurrency is the most workflows of its name unfinished at once, or
+    -- null: no limit. slot is null without one, else 'waiting' (its jobs
+    -- wait, pending, each counting the slot as one more dependency),
+    -- 'held' (admitted, running), or 'freed' (its jobs all ended or were
+    -- deleted). jobtable_workflow_slot admits the oldest waiting workflow
+    -- of a name when one ends (schema version 17).
+    concurrency integer CHECK (concurrency IS NULL OR concurrency >= 1),
+    slot text
 );
 -- The list of workflows reads a page newest first as one range of this
 -- index: workflows are never updated, so each costs its insert one entry and
@@ -236,6 +244,11 @@ CREATE INDEX workflows_by_time ON workflows (created_at, id);
 -- index: only those with a deadline not yet passed are in it (version 16).
 CREATE INDEX workflows_deadlines ON workflows (deadline_at)
 WHERE deadline_at IS NOT NULL AND NOT deadline_done;
+-- The workflows of a name holding or waiting for a slot, oldest first: an
+-- enqueue counts the held ones and an end admits the oldest waiting one.
+-- Workflows without a limit are not in it (schema version 17).
+CREATE INDEX workflows_slots ON workflows (name, slot, created_at, id)
+WHERE slot IS NOT NULL;
 
 -- job_deps holds one row per dependency: job runs only after dep finished
 -- (succeeded, or ended in any way when run_on_failure is set). feeds marks
@@ -555,4 +568,107 @@ $$;
 CREATE TRIGGER jobs_delete_waits AFTER DELETE ON jobs
 REFERENCING OLD TABLE AS deleted
 FOR EACH STATEMENT EXECUTE FUNCTION jobtable_delete_waits();
+
+-- jobtable_workflow_slot frees the slot of a workflow with a concurrency
+-- limit once its last unfinished job ended or was deleted, and admits the
+-- oldest waiting workflows of its name while the held ones leave room: an
+-- admitted workflow's jobs stop counting the slot (a job left with no
+-- dependency is queued, ready at once or at its run_at, and wakes idle
+-- runners). A waiting workflow that ends before its turn gives up its
+-- place. It runs in the statement that ends the job (a runner's finish
+-- among them: no round trip of its own), under a transaction-scoped
+-- advisory lock that every such end and every enqueue of a limited
+-- workflow takes, so that each counts what the others committed: one key
+-- for every name, which no two writes can take in different orders. Jobs
+-- of no limited workflow pay the trigger's condition and one read of their
+-- workflow's row (schema version 17).
+CREATE FUNCTION jobtable_workflow_slot() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    ended text;
+    moment timestamptz;
+    wf_name text;
+    admitted text;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        ended := OLD.workflow_id;
+        moment := now();
+    ELSE
+        ended := NEW.workflow_id;
+        moment := NEW.updated_at;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM workflows WHERE id = ended AND slot IN ('waiting', 'held')) THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext('jobtable-workflow-slots:' || current_schema()));
+    -- A new statement, after the lock: it sees the ends others committed.
+    SELECT name INTO wf_name FROM workflows
+    WHERE id = ended AND slot IN ('waiting', 'held')
+        AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.workflow_id = ended
+            AND jobs.status IN ('queued', 'pending', 'running'));
+    IF wf_name IS NULL THEN
+        RETURN NULL;
+    END IF;
+    UPDATE jobs SET pending_deps = pending_deps - 1
+    WHERE workflow_id = ended
+        AND (SELECT slot FROM workflows WHERE id = ended) = 'waiting';
+    UPDATE workflows SET slot = 'freed' WHERE id = ended;
+    LOOP
+        admitted := NULL;
+        SELECT w.id INTO admitted FROM workflows AS w
+        WHERE w.name = wf_name AND w.slot = 'waiting'
+            AND w.concurrency > (SELECT count(*) FROM workflows AS h
+                WHERE h.name = wf_name AND h.slot = 'held')
+        ORDER BY w.created_at, w.id LIMIT 1
+        FOR UPDATE SKIP LOCKED;
+        EXIT WHEN admitted IS NULL;
+        UPDATE workflows SET slot = 'held' WHERE id = admitted;
+        UPDATE jobs
+        SET pending_deps = pending_deps - 1,
+            status = CASE WHEN status = 'pending' AND pending_deps = 1 THEN 'queued'
+                ELSE status END,
+            scheduled = CASE WHEN status = 'pending' AND pending_deps = 1
+                THEN run_at > moment ELSE scheduled END,
+            updated_at = CASE WHEN status = 'pending' AND pending_deps = 1 THEN moment
+                ELSE updated_at END
+        WHERE workflow_id = admitted;
+        PERFORM pg_notify(jobtable_channel(current_schema()), '');
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_workflow_slot_end AFTER UPDATE OF status ON jobs
+FOR EACH ROW
+WHEN (NEW.workflow_id IS NOT NULL
+    AND NEW.status IN ('succeeded', 'failed', 'cancelled')
+    AND OLD.status NOT IN ('succeeded', 'failed', 'cancelled'))
+EXECUTE FUNCTION jobtable_workflow_slot();
+
+CREATE TRIGGER jobs_workflow_slot_delete AFTER DELETE ON jobs
+FOR EACH ROW
+WHEN (OLD.workflow_id IS NOT NULL AND OLD.status IN ('queued', 'pending', 'running'))
+EXECUTE FUNCTION jobtable_workflow_slot();
+
+-- jobtable_workflow_slot_retry makes a workflow whose slot was freed hold
+-- one again, at once, when an operator retries one of its jobs: a retry
+-- runs without waiting for a slot (schema version 17).
+CREATE FUNCTION jobtable_workflow_slot_retry() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    UPDATE workflows SET slot = 'held' WHERE id = NEW.workflow_id AND slot = 'freed';
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_workflow_slot_retry AFTER UPDATE OF status ON jobs
+FOR EACH ROW
+WHEN (NEW.workflow_id IS NOT NULL
+    AND OLD.status IN ('succeeded', 'failed', 'cancelled')
+    AND NEW.status IN ('queued', 'pending'))
+EXECUTE FUNCTION jobtable_workflow_slot_retry();
 """

@@ -13,11 +13,22 @@ from psycopg.rows import TupleRow
 
 from .models import JSONValue
 
-CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at)
-VALUES (%(id)s, %(name)s, %(now)s, %(deadline_at)s)
+CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at, concurrency, slot)
+VALUES (%(id)s, %(name)s, %(now)s, %(deadline_at)s, %(concurrency)s,
+    CASE WHEN %(concurrency)s::integer IS NULL THEN NULL
+        WHEN (SELECT count(*) FROM workflows AS h WHERE h.name = %(name)s AND h.slot = 'held')
+                >= %(concurrency)s::integer
+        THEN 'waiting' ELSE 'held' END)
+RETURNING slot
 """
 
-GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = %(id)s
+LOCK_WORKFLOW_SLOTS = """SELECT pg_advisory_xact_lock(hashtext('jobtable-workflow-slots:' || current_schema()))
+"""
+
+RETAKE_WORKFLOW_SLOT = """UPDATE workflows SET slot = 'held' WHERE id = %(id)s AND slot = 'freed'
+"""
+
+GET_WORKFLOW = """SELECT id, name, created_at, slot FROM workflows WHERE id = %(id)s
 """
 
 LOCK_WORKFLOW = """SELECT id FROM workflows WHERE id = %(id)s FOR UPDATE
@@ -430,11 +441,15 @@ WHERE job = %(job)s AND done
 """
 
 COUNT_PENDING_DEPS = """UPDATE jobs
-SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND NOT done),
+SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND NOT done)
+        + (SELECT count(*) FROM workflows
+            WHERE workflows.id = jobs.workflow_id AND slot = 'waiting'),
     status = CASE WHEN status NOT IN ('queued', 'pending') THEN status
         WHEN EXISTS (SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND NOT done)
+            OR EXISTS (SELECT 1 FROM workflows
+                WHERE workflows.id = jobs.workflow_id AND slot = 'waiting')
         THEN 'pending' ELSE 'queued' END
-WHERE id = %(id)s
+WHERE jobs.id = %(id)s
 """
 
 FORGET_DEPENDENCY = """UPDATE jobs
@@ -493,12 +508,20 @@ MARK_DEADLINE_DONE = """UPDATE workflows SET deadline_done = true WHERE id = %(i
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CreateWorkflowRow:
+    """A row that CreateWorkflow returns."""
+
+    slot: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GetWorkflowRow:
     """A row that GetWorkflow returns."""
 
     id: str
     name: str
     created_at: datetime.datetime
+    slot: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -653,22 +676,63 @@ class Querier:
         name: str,
         now: datetime.datetime,
         deadline_at: datetime.datetime | None,
-    ) -> None:
+        concurrency: int | None,
+    ) -> CreateWorkflowRow | None:
         """The workflows' queries: jobs with dependencies. A job of a workflow that
         waits for dependencies is pending, which no claim reads; its dependencies'
         ends are settled by the statement that records each (FinishWorkflowJobs)
         or in its transaction (SettleDependents), only when the finished job
         belongs to a workflow, so nothing outside the database remembers that a
         job waits for another.
-        CreateWorkflow names a new workflow, with its deadline or none.
+        CreateWorkflow names a new workflow, with its deadline or none, and its
+        concurrency limit or none, and returns its slot: null without a limit;
+        'held' when the held workflows of its name leave room, else 'waiting':
+        its jobs then wait for admission (an end admits the waiting ones while
+        there is room, in its transaction, so none waits while there is room).
+        LockWorkflowSlots comes first, in the same transaction.
         """
-        self._conn.execute(
+        cur = self._conn.execute(
             CREATE_WORKFLOW,
             {
                 "id": id,
                 "name": name,
                 "now": now,
                 "deadline_at": deadline_at,
+                "concurrency": concurrency,
+            },
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return CreateWorkflowRow(
+            slot=row[0],
+        )
+
+    def lock_workflow_slots(
+        self,
+    ) -> None:
+        """LockWorkflowSlots takes, until the transaction ends, the lock that the
+        end of a limited workflow's job takes (jobtable_workflow_slot), before an
+        enqueue of a limited workflow counts the held ones: it counts what every
+        end committed. Differs by necessity from SQLite, whose write transactions
+        hold the database's one write lock from their start.
+        """
+        self._conn.execute(
+            LOCK_WORKFLOW_SLOTS,
+        )
+
+    def retake_workflow_slot(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """RetakeWorkflowSlot makes a limited workflow whose slot was freed hold one
+        again: a job that ended last added jobs to it as it succeeded.
+        """
+        self._conn.execute(
+            RETAKE_WORKFLOW_SLOT,
+            {
+                "id": id,
             },
         )
 
@@ -677,7 +741,9 @@ class Querier:
         *,
         id: str,
     ) -> GetWorkflowRow | None:
-        """GetWorkflow reads a workflow's name."""
+        """GetWorkflow reads a workflow's name, and its slot (null: no concurrency
+        limit).
+        """
         cur = self._conn.execute(
             GET_WORKFLOW,
             {
@@ -691,6 +757,7 @@ class Querier:
             id=row[0],
             name=row[1],
             created_at=row[2],
+            slot=row[3],
         )
 
     def lock_workflow(
@@ -1260,8 +1327,9 @@ class Querier:
         id: str,
     ) -> None:
         """CountPendingDeps sets a retried job's count of dependencies not yet
-        counted, and makes it pending while one remains, queued when none does:
-        a job is never pending with nothing left to wait for.
+        counted (and the slot its workflow waits for, if it waits for one), and
+        makes it pending while one remains, queued when none does: a job is never
+        pending with nothing left to wait for.
         """
         self._conn.execute(
             COUNT_PENDING_DEPS,

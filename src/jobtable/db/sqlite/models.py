@@ -153,3 +153,5 @@ class Workflow:
     created_at: str
     deadline_at: str | None
     deadline_done: int
+    concurrency: int | None
+    slot: str | None

@@ -206,7 +206,16 @@ CREATE TABLE workflows (
     -- unfinished jobs, or null; deadline_done is set once it did (or found
     -- nothing left), so it does so once (schema version 16).
     deadline_at TEXT,
-    deadline_done INTEGER NOT NULL DEFAULT 0
+    deadline_done INTEGER NOT NULL DEFAULT 0,
+    -- concurrency is the most workflows of its name unfinished at once, or
+    -- null: no limit. slot is null without one, else 'waiting' (its jobs
+    -- wait, pending, each counting the slot as one more dependency),
+    -- 'held' (admitted, running), or 'freed' (its jobs all ended or were
+    -- deleted); 'admitting' only inside the trigger that admits it. The
+    -- triggers below admit the oldest waiting workflow of a name when one
+    -- ends (schema version 17).
+    concurrency INTEGER CHECK (concurrency IS NULL OR concurrency >= 1),
+    slot TEXT
 ) WITHOUT ROWID;
 -- The list of workflows reads a page newest first as one range of this
 -- index: workflows are never updated, so each costs its insert one entry and
@@ -216,6 +225,11 @@ CREATE INDEX workflows_by_time ON workflows (created_at, id);
 -- index: only those with a deadline not yet passed are in it (version 16).
 CREATE INDEX workflows_deadlines ON workflows (deadline_at)
 WHERE deadline_at IS NOT NULL AND deadline_done = 0;
+-- The workflows of a name holding or waiting for a slot, oldest first: an
+-- enqueue counts the held ones and an end admits the oldest waiting one.
+-- Workflows without a limit are not in it (schema version 17).
+CREATE INDEX workflows_slots ON workflows (name, slot, created_at, id)
+WHERE slot IS NOT NULL;
 
 -- job_deps holds one row per dependency: job runs only after dep finished
 -- (succeeded, or ended in any way when run_on_failure is set). feeds marks
@@ -240,6 +254,100 @@ CREATE TRIGGER jobs_deps_delete AFTER DELETE ON jobs WHEN old.workflow_id IS NOT
 BEGIN
     DELETE FROM job_deps WHERE job = old.id;
     DELETE FROM job_deps WHERE dep = old.id;
+END;
+
+-- A workflow with a concurrency limit frees its slot when its last
+-- unfinished job ends or is deleted, in the statement that does so: the
+-- oldest waiting workflow of its name is then admitted if the held ones
+-- leave room for it, and its jobs stop counting the slot (a job left with
+-- no dependency is queued, ready at once or at its run_at). A waiting
+-- workflow that ends before its turn gives up its place, its jobs counting
+-- the slot no more. Jobs of no limited workflow pay only the condition
+-- (schema version 17).
+CREATE TRIGGER jobs_workflow_slot_end AFTER UPDATE OF status ON jobs
+WHEN new.workflow_id IS NOT NULL
+    AND new.status IN ('succeeded', 'failed', 'cancelled')
+    AND old.status NOT IN ('succeeded', 'failed', 'cancelled')
+    AND (SELECT slot FROM workflows WHERE id = new.workflow_id) IN ('waiting', 'held')
+BEGIN
+    UPDATE jobs SET pending_deps = pending_deps - 1
+    WHERE workflow_id = new.workflow_id
+        AND (SELECT slot FROM workflows WHERE id = new.workflow_id) = 'waiting'
+        AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.workflow_id = new.workflow_id
+            AND j.status IN ('queued', 'pending', 'running'));
+    UPDATE workflows SET slot = 'freed'
+    WHERE id = new.workflow_id
+        AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.workflow_id = new.workflow_id
+            AND j.status IN ('queued', 'pending', 'running'));
+    UPDATE workflows SET slot = 'admitting'
+    WHERE id = (SELECT w.id FROM workflows AS w
+        WHERE w.name = (SELECT name FROM workflows WHERE id = new.workflow_id)
+            AND w.slot = 'waiting'
+        ORDER BY w.created_at, w.id LIMIT 1)
+        AND concurrency > (SELECT count(*) FROM workflows AS h
+            WHERE h.name = workflows.name AND h.slot = 'held');
+    UPDATE jobs
+    SET pending_deps = pending_deps - 1,
+        status = CASE WHEN status = 'pending' AND pending_deps = 1 THEN 'queued'
+            ELSE status END,
+        scheduled = CASE WHEN status = 'pending' AND pending_deps = 1
+            THEN run_at > new.updated_at ELSE scheduled END,
+        updated_at = CASE WHEN status = 'pending' AND pending_deps = 1 THEN new.updated_at
+            ELSE updated_at END
+    WHERE workflow_id = (SELECT w.id FROM workflows AS w
+        WHERE w.name = (SELECT name FROM workflows WHERE id = new.workflow_id)
+            AND w.slot = 'admitting');
+    UPDATE workflows SET slot = 'held'
+    WHERE name = (SELECT name FROM workflows WHERE id = new.workflow_id)
+        AND slot = 'admitting';
+END;
+-- The same for a deleted job (an operator's delete), at the wall clock's
+-- time, since a delete carries no time of the store's clock.
+CREATE TRIGGER jobs_workflow_slot_delete AFTER DELETE ON jobs
+WHEN old.workflow_id IS NOT NULL
+    AND old.status IN ('queued', 'pending', 'running')
+    AND (SELECT slot FROM workflows WHERE id = old.workflow_id) IN ('waiting', 'held')
+BEGIN
+    UPDATE jobs SET pending_deps = pending_deps - 1
+    WHERE workflow_id = old.workflow_id
+        AND (SELECT slot FROM workflows WHERE id = old.workflow_id) = 'waiting'
+        AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.workflow_id = old.workflow_id
+            AND j.status IN ('queued', 'pending', 'running'));
+    UPDATE workflows SET slot = 'freed'
+    WHERE id = old.workflow_id
+        AND NOT EXISTS (SELECT 1 FROM jobs AS j WHERE j.workflow_id = old.workflow_id
+            AND j.status IN ('queued', 'pending', 'running'));
+    UPDATE workflows SET slot = 'admitting'
+    WHERE id = (SELECT w.id FROM workflows AS w
+        WHERE w.name = (SELECT name FROM workflows WHERE id = old.workflow_id)
+            AND w.slot = 'waiting'
+        ORDER BY w.created_at, w.id LIMIT 1)
+        AND concurrency > (SELECT count(*) FROM workflows AS h
+            WHERE h.name = workflows.name AND h.slot = 'held');
+    UPDATE jobs
+    SET pending_deps = pending_deps - 1,
+        status = CASE WHEN status = 'pending' AND pending_deps = 1 THEN 'queued'
+            ELSE status END,
+        scheduled = CASE WHEN status = 'pending' AND pending_deps = 1
+            THEN run_at > strftime('%Y-%m-%dT%H:%M:%f000Z', 'now') ELSE scheduled END,
+        updated_at = CASE WHEN status = 'pending' AND pending_deps = 1
+            THEN strftime('%Y-%m-%dT%H:%M:%f000Z', 'now') ELSE updated_at END
+    WHERE workflow_id = (SELECT w.id FROM workflows AS w
+        WHERE w.name = (SELECT name FROM workflows WHERE id = old.workflow_id)
+            AND w.slot = 'admitting');
+    UPDATE workflows SET slot = 'held'
+    WHERE name = (SELECT name FROM workflows WHERE id = old.workflow_id)
+        AND slot = 'admitting';
+END;
+-- A retried job of a workflow whose slot was freed makes it hold one again,
+-- at once: an operator's retry runs without waiting for a slot (schema
+-- version 17).
+CREATE TRIGGER jobs_workflow_slot_retry AFTER UPDATE OF status ON jobs
+WHEN new.workflow_id IS NOT NULL
+    AND old.status IN ('succeeded', 'failed', 'cancelled')
+    AND new.status IN ('queued', 'pending')
+BEGIN
+    UPDATE workflows SET slot = 'held' WHERE id = new.workflow_id AND slot = 'freed';
 END;
 
 -- job_tags lists each tagged job under each of its tags, so that a listing

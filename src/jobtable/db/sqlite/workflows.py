@@ -8,11 +8,19 @@ import dataclasses
 import sqlite3
 from collections.abc import Iterable
 
-CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at)
-VALUES (?1, ?2, ?3, ?4)
+CREATE_WORKFLOW = """INSERT INTO workflows (id, name, created_at, deadline_at, concurrency, slot)
+VALUES (?1, ?2, ?3, ?4, ?5,
+    CASE WHEN CAST(?5 AS INTEGER) IS NULL THEN NULL
+        WHEN (SELECT count(*) FROM workflows AS h WHERE h.name = ?2 AND h.slot = 'held')
+                >= CAST(?5 AS INTEGER)
+        THEN 'waiting' ELSE 'held' END)
+RETURNING slot
 """
 
-GET_WORKFLOW = """SELECT id, name, created_at FROM workflows WHERE id = ?1
+RETAKE_WORKFLOW_SLOT = """UPDATE workflows SET slot = 'held' WHERE id = ?1 AND slot = 'freed'
+"""
+
+GET_WORKFLOW = """SELECT id, name, created_at, slot FROM workflows WHERE id = ?1
 """
 
 LOCK_WORKFLOW = """SELECT id FROM workflows WHERE id = ?1
@@ -176,11 +184,15 @@ WHERE job = ?1 AND done = 1
 """
 
 COUNT_PENDING_DEPS = """UPDATE jobs
-SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND done = 0),
+SET pending_deps = (SELECT count(*) FROM job_deps WHERE job_deps.job = jobs.id AND done = 0)
+        + (SELECT count(*) FROM workflows
+            WHERE workflows.id = jobs.workflow_id AND slot = 'waiting'),
     status = CASE WHEN status NOT IN ('queued', 'pending') THEN status
         WHEN EXISTS (SELECT 1 FROM job_deps WHERE job_deps.job = jobs.id AND done = 0)
+            OR EXISTS (SELECT 1 FROM workflows
+                WHERE workflows.id = jobs.workflow_id AND slot = 'waiting')
         THEN 'pending' ELSE 'queued' END
-WHERE id = ?1
+WHERE jobs.id = ?1
 """
 
 FORGET_DEPENDENCY = """UPDATE jobs
@@ -238,12 +250,20 @@ MARK_DEADLINE_DONE = """UPDATE workflows SET deadline_done = 1 WHERE id = ?1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CreateWorkflowRow:
+    """A row that CreateWorkflow returns."""
+
+    slot: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class GetWorkflowRow:
     """A row that GetWorkflow returns."""
 
     id: str
     name: str
     created_at: str
+    slot: str | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -430,22 +450,47 @@ class Querier:
         name: str,
         now: str,
         deadline_at: str | None,
-    ) -> None:
+        concurrency: int | None,
+    ) -> CreateWorkflowRow | None:
         """The workflows' queries: jobs with dependencies. A job of a workflow that
         waits for dependencies is pending, which no claim reads; these statements
         run in the transaction that records each dependency's outcome (only when
         the finished job belongs to a workflow), so nothing outside the database
         remembers that a job waits for another.
-        CreateWorkflow names a new workflow, with its deadline or none.
+        CreateWorkflow names a new workflow, with its deadline or none, and its
+        concurrency limit or none, and returns its slot: null without a limit;
+        'held' when the held workflows of its name leave room, else 'waiting':
+        its jobs then wait for admission (an end admits the waiting ones while
+        there is room, in its transaction, so none waits while there is room).
         """
-        self._conn.execute(
+        cur = self._conn.execute(
             CREATE_WORKFLOW,
             (
                 id,
                 name,
                 now,
                 deadline_at,
+                concurrency,
             ),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return CreateWorkflowRow(
+            slot=row[0],
+        )
+
+    def retake_workflow_slot(
+        self,
+        *,
+        id: str,
+    ) -> None:
+        """RetakeWorkflowSlot makes a limited workflow whose slot was freed hold one
+        again: a job that ended last added jobs to it as it succeeded.
+        """
+        self._conn.execute(
+            RETAKE_WORKFLOW_SLOT,
+            (id,),
         )
 
     def get_workflow(
@@ -453,7 +498,9 @@ class Querier:
         *,
         id: str,
     ) -> GetWorkflowRow | None:
-        """GetWorkflow reads a workflow's name."""
+        """GetWorkflow reads a workflow's name, and its slot (null: no concurrency
+        limit).
+        """
         cur = self._conn.execute(
             GET_WORKFLOW,
             (id,),
@@ -465,6 +512,7 @@ class Querier:
             id=row[0],
             name=row[1],
             created_at=row[2],
+            slot=row[3],
         )
 
     def lock_workflow(
@@ -991,8 +1039,9 @@ class Querier:
         id: str,
     ) -> None:
         """CountPendingDeps sets a retried job's count of dependencies not yet
-        counted, and makes it pending while one remains, queued when none does:
-        a job is never pending with nothing left to wait for.
+        counted (and the slot its workflow waits for, if it waits for one), and
+        makes it pending while one remains, queued when none does: a job is never
+        pending with nothing left to wait for.
         """
         self._conn.execute(
             COUNT_PENDING_DEPS,
