@@ -4,15 +4,21 @@ A base of the engine's ``Queries`` adapter; nothing else imports it. Its
 single writer serializes a signal and a wait, so neither needs a lock.
 """
 
-from jobtable.db.sqlite.waits import Querier as WaitsQuerier
+import sqlite3
+
+from jobtable._engines.wait_queries import JobWaitRow, SignalRow
+from jobtable.db.sqlite import waits
 
 
-class SQLiteWaitQueries(WaitsQuerier):
+class SQLiteWaitQueries:
     """The generated waits Querier with the seam's two writes made of its statements."""
 
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._waits = waits.Querier(conn)
+
     def send_signal(self, *, name: str, key: str, payload: str, now: str) -> int:
-        self.insert_signal(name=name, key=key, payload=payload, now=now)
-        return self.wake_waiting_jobs(now=now, name=name, key=key)
+        self._waits.insert_signal(name=name, key=key, payload=payload, now=now)
+        return self._waits.wake_waiting_jobs(now=now, name=name, key=key)
 
     def suspend_waiting_job(
         self,
@@ -27,7 +33,7 @@ class SQLiteWaitQueries(WaitsQuerier):
         run_at: str,
         now: str,
     ) -> int:
-        self.save_job_wait(
+        self._waits.save_job_wait(
             job_id=id,
             position=position,
             name=name,
@@ -36,6 +42,21 @@ class SQLiteWaitQueries(WaitsQuerier):
             deadline=deadline,
             now=now,
         )
-        return self.suspend_job(
+        return self._waits.suspend_job(
             now=now, run_at=run_at, name=name, key=key, after_id=after_id, id=id, attempt=attempt
         )
+
+    def end_job_wait(self, *, job_id: str) -> int:
+        return self._waits.end_job_wait(job_id=job_id)
+
+    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
+        return self._waits.find_signal(name=name, key=key, after_id=after_id)
+
+    def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
+        return self._waits.get_job_wait(job_id=job_id)
+
+    def prune_signals(self, *, before: str) -> int:
+        return self._waits.prune_signals(before=before)
+
+    def ready_scheduled_jobs(self, *, queue: str) -> int:
+        return self._waits.ready_scheduled_jobs(queue=queue)
