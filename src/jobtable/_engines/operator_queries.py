@@ -140,3 +140,71 @@ class OperatorQueries(Protocol):
     ) -> int:
         """Stores new texts for a job whose texts are still the old ones; 0: they changed."""
         ...
+
+
+class _Id(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class AdminStatements(Protocol):
+    """The statements of queries/admin.sql that both engines' generated Queriers share."""
+
+    def list_failed_workflow_jobs(
+        self, *, kind: str | None, queue: str | None
+    ) -> Sequence[_Id]: ...
+
+    def delete_job(self, *, id: str) -> int: ...
+
+    def list_held_jobs(self) -> Sequence[HeldJobRow]: ...
+
+    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]: ...
+
+    def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int: ...
+
+
+class CommonOperatorQueries:
+    """The seam's operator methods that both engines run alike, over ``_admin``.
+
+    Each engine's adapter derives from it and sets ``_admin`` to its
+    generated admin Querier; the methods whose statements differ stay with it.
+    """
+
+    _admin: AdminStatements
+
+    def failed_workflow_jobs(self, *, kind: str | None, queue: str | None) -> list[str]:
+        return [row.id for row in self._admin.list_failed_workflow_jobs(kind=kind, queue=queue)]
+
+    def delete_job(self, *, id: str) -> int:
+        return self._admin.delete_job(id=id)
+
+    def list_held_jobs(self) -> Sequence[HeldJobRow]:
+        return self._admin.list_held_jobs()
+
+    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]:
+        return self._admin.list_sealed_jobs(after_seq=after_seq, max_jobs=max_jobs)
+
+    def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int:
+        return self._admin.reseal_job(
+            new_payload=new_payload,
+            new_result=new_result,
+            id=id,
+            old_payload=old_payload,
+            old_result=old_result,
+        )

@@ -85,3 +85,34 @@ class WaitQueries(Protocol):
     def prune_signals(self, *, before: str) -> int:
         """Deletes the signals sent before before; returns how many."""
         ...
+
+
+class WaitStatements(Protocol):
+    """The statements of queries/waits.sql that both engines' generated Queriers share."""
+
+    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None: ...
+
+    def end_job_wait(self, *, job_id: str) -> int: ...
+
+    def ready_scheduled_jobs(self, *, queue: str) -> int: ...
+
+
+class CommonWaitQueries:
+    """The seam's waiting methods that both engines run alike, over ``_waits``.
+
+    Each engine's adapter derives from it and sets ``_waits`` to its
+    generated waits Querier; a signal's send and a job's suspension differ
+    by necessity (PostgreSQL locks the signal's key, SQLite's single writer
+    needs no lock) and stay with it.
+    """
+
+    _waits: WaitStatements
+
+    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
+        return self._waits.find_signal(name=name, key=key, after_id=after_id)
+
+    def end_job_wait(self, *, job_id: str) -> int:
+        return self._waits.end_job_wait(job_id=job_id)
+
+    def ready_scheduled_jobs(self, *, queue: str) -> int:
+        return self._waits.ready_scheduled_jobs(queue=queue)

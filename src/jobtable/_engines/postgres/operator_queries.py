@@ -13,10 +13,9 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.operator_queries import (
-    HeldJobRow,
+    CommonOperatorQueries,
     ListedRunnerRow,
     MinuteRow,
-    SealedRow,
     StatsRow,
 )
 from jobtable._values import timestamp
@@ -60,8 +59,10 @@ class _Minute:
     jobs: int
 
 
-class PostgresOperatorQueries:
+class PostgresOperatorQueries(CommonOperatorQueries):
     """The generated admin Querier on conn, in the seam's shape."""
+
+    _admin: admin.Querier
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._admin = admin.Querier(conn)
@@ -72,14 +73,8 @@ class PostgresOperatorQueries:
     def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
         return self._admin.requeue_failed_jobs(now=pg_time(now), kind=kind, queue=queue)
 
-    def failed_workflow_jobs(self, *, kind: str | None, queue: str | None) -> list[str]:
-        return [row.id for row in self._admin.list_failed_workflow_jobs(kind=kind, queue=queue)]
-
     def wake_runners(self) -> None:
         self._admin.wake_runners()
-
-    def delete_job(self, *, id: str) -> int:
-        return self._admin.delete_job(id=id)
 
     def list_runners(self, *, now: str, lease: float) -> Sequence[ListedRunnerRow]:
         return [
@@ -93,9 +88,6 @@ class PostgresOperatorQueries:
             for r in self._admin.list_runners(lease_seconds=lease)
         ]
 
-    def list_held_jobs(self) -> Sequence[HeldJobRow]:
-        return self._admin.list_held_jobs()
-
     def job_stats(self, *, now: str) -> Sequence[StatsRow]:
         return [
             _Stats(r.queue, r.status, r.jobs, r.due, timestamp(r.oldest_run_at))
@@ -107,23 +99,3 @@ class PostgresOperatorQueries:
             _Minute(timestamp(r.minute), r.status, r.jobs)
             for r in self._admin.finished_per_minute(since=pg_time(since))
         ]
-
-    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]:
-        return self._admin.list_sealed_jobs(after_seq=after_seq, max_jobs=max_jobs)
-
-    def reseal_job(
-        self,
-        *,
-        new_payload: str,
-        new_result: str | None,
-        id: str,
-        old_payload: str,
-        old_result: str | None,
-    ) -> int:
-        return self._admin.reseal_job(
-            new_payload=new_payload,
-            new_result=new_result,
-            id=id,
-            old_payload=old_payload,
-            old_result=old_result,
-        )

@@ -12,7 +12,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.wait_queries import JobWaitRow, SignalRow
+from jobtable._engines.wait_queries import CommonWaitQueries, JobWaitRow
 from jobtable._values import timestamp
 from jobtable.db.postgres import waits
 
@@ -27,8 +27,10 @@ class _JobWait:
     since: str
 
 
-class PostgresWaitQueries:
+class PostgresWaitQueries(CommonWaitQueries):
     """The generated waits Querier with the seam's UTC text for times."""
+
+    _waits: waits.Querier
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._waits = waits.Querier(conn)
@@ -73,9 +75,6 @@ class PostgresWaitQueries:
         )
         return 0 if row is None else row.suspended
 
-    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
-        return self._waits.find_signal(name=name, key=key, after_id=after_id)
-
     def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
         row = self._waits.get_job_wait(job_id=job_id)
         if row is None:
@@ -84,12 +83,6 @@ class PostgresWaitQueries:
         return _JobWait(
             row.position, row.name, row.key, row.after_id, deadline, timestamp(row.since)
         )
-
-    def end_job_wait(self, *, job_id: str) -> int:
-        return self._waits.end_job_wait(job_id=job_id)
-
-    def ready_scheduled_jobs(self, *, queue: str) -> int:
-        return self._waits.ready_scheduled_jobs(queue=queue)
 
     def prune_signals(self, *, before: str) -> int:
         return self._waits.prune_signals(before=pg_time(before))

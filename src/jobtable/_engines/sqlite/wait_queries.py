@@ -6,12 +6,14 @@ single writer serializes a signal and a wait, so neither needs a lock.
 
 import sqlite3
 
-from jobtable._engines.wait_queries import JobWaitRow, SignalRow
+from jobtable._engines.wait_queries import CommonWaitQueries, JobWaitRow
 from jobtable.db.sqlite import waits
 
 
-class SQLiteWaitQueries:
+class SQLiteWaitQueries(CommonWaitQueries):
     """The generated waits Querier with the seam's two writes made of its statements."""
+
+    _waits: waits.Querier
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._waits = waits.Querier(conn)
@@ -46,17 +48,8 @@ class SQLiteWaitQueries:
             now=now, run_at=run_at, name=name, key=key, after_id=after_id, id=id, attempt=attempt
         )
 
-    def end_job_wait(self, *, job_id: str) -> int:
-        return self._waits.end_job_wait(job_id=job_id)
-
-    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
-        return self._waits.find_signal(name=name, key=key, after_id=after_id)
-
     def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
         return self._waits.get_job_wait(job_id=job_id)
 
     def prune_signals(self, *, before: str) -> int:
         return self._waits.prune_signals(before=before)
-
-    def ready_scheduled_jobs(self, *, queue: str) -> int:
-        return self._waits.ready_scheduled_jobs(queue=queue)
