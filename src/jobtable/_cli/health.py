@@ -16,7 +16,7 @@ from jobtable._cli.app import (
     opened_store,
     parse_duration,
 )
-from jobtable._operator.dashboard_models import Health, QueueAlarm
+from jobtable._operator.dashboard import Health, QueueAlarm
 from jobtable._operator.models import RunnerInfo
 
 _ALARMS = {

@@ -21,7 +21,7 @@ from jobtable._engines.dependencies import settle_stranded
 from jobtable._engines.rows import Outcome
 from jobtable._job import MESSAGE_INTERRUPTED
 from jobtable._operations import cancel_overdue_workflows
-from jobtable._operator.operations import PruneJobs
+from jobtable._operator.admin import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.process import ProcessId, gone
