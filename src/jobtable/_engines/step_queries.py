@@ -1,9 +1,11 @@
 """The seam's queries for jobs' steps (queries/steps.sql): recorded once, read by later attempts.
 
 ``jobtable._engines.base.Queries`` includes these; each engine's adapter has
-them. Times are UTC text, as everywhere on the seam.
+them. Times go in as UTC text and come out as aware UTC datetimes.
 """
 
+import dataclasses
+import datetime
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -15,17 +17,14 @@ class StepOutputRow(Protocol):
     def output(self) -> str: ...
 
 
-class StepRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class StepRow:
     """A recorded step of a job: its name, output, time and the attempt that recorded it."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def output(self) -> str: ...
-    @property
-    def recorded_at(self) -> str: ...
-    @property
-    def attempt(self) -> int: ...
+    name: str
+    output: str
+    recorded_at: datetime.datetime
+    attempt: int
 
 
 class StepQueries(Protocol):

@@ -1,9 +1,11 @@
 """The seam's queries for durable waiting (queries/waits.sql): signals and the jobs waiting.
 
 ``jobtable._engines.base.Queries`` includes these; each engine's adapter has
-them. Times are UTC text, as everywhere on the seam.
+them. Times go in as UTC text and come out as aware UTC datetimes.
 """
 
+import dataclasses
+import datetime
 from typing import Protocol
 
 
@@ -16,21 +18,16 @@ class SignalRow(Protocol):
     def payload(self) -> str: ...
 
 
-class JobWaitRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobWaitRow:
     """What a waiting job waits for: a signal of name and key newer than after_id."""
 
-    @property
-    def position(self) -> int: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def key(self) -> str: ...
-    @property
-    def after_id(self) -> int: ...
-    @property
-    def deadline(self) -> str | None: ...
-    @property
-    def since(self) -> str: ...
+    position: int
+    name: str
+    key: str
+    after_id: int
+    deadline: datetime.datetime | None
+    since: datetime.datetime
 
 
 class WaitQueries(Protocol):

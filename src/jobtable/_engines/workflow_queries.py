@@ -1,15 +1,16 @@
 """The workflows' queries at the seam: jobs with dependencies, as each engine's adapter runs them.
 
-Times are UTC text and flags are bools here; each engine's adapter
-(``sqlite/workflow_queries.py``, ``postgres/workflow_queries.py``) converts
-them for its generated Querier (queries/workflows.sql).
+Times go in as UTC text and come out as aware UTC datetimes, and flags are
+bools; each engine's adapter (``sqlite/workflow_queries.py``,
+``postgres/workflow_queries.py``) converts them for its generated Querier
+(queries/workflows.sql).
 """
 
 import datetime
 from collections.abc import Sequence
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
-from jobtable._engines.rows import NewJob
+from jobtable._engines.rows import NewJob, stored
 
 
 class DependencyRow(NamedTuple):
@@ -35,7 +36,7 @@ class WorkflowCountRow(NamedTuple):
 
     id: str
     name: str
-    created_at: str
+    created_at: datetime.datetime
     status: str | None
     jobs: int
 
@@ -75,7 +76,7 @@ class JobWorkflowRow(NamedTuple):
 
 
 class WorkflowJobRow(NamedTuple):
-    """A job of a workflow as its graph shows it: id, kind, status and times as UTC text.
+    """A job of a workflow as its graph shows it: id, kind, status and times.
 
     created_at is its enqueue; started_at its last claim and finished_at
     its end, each None until then.
@@ -84,9 +85,9 @@ class WorkflowJobRow(NamedTuple):
     id: str
     kind: str
     status: str
-    created_at: str = ""
-    started_at: str | None = None
-    finished_at: str | None = None
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None = None
+    finished_at: datetime.datetime | None = None
 
 
 class WorkflowQueries(Protocol):
@@ -333,6 +334,12 @@ class WorkflowStatements(Protocol[_Stored]):
 
     def list_workflow_deps(self, *, workflow_id: str | None) -> Sequence[_Edge]: ...
 
+    def list_workflow_jobs(self, *, workflow_id: str | None) -> Sequence[object]: ...
+
+    def list_workflows(
+        self, *, name: str | None, before: str | None, max_workflows: int
+    ) -> Sequence[object]: ...
+
 
 class CommonWorkflowQueries(Generic[_Stored]):
     """The seam's workflow methods that both engines run alike, over ``_wf``.
@@ -388,3 +395,13 @@ class CommonWorkflowQueries(Generic[_Stored]):
 
     def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:
         return [(r.dep, r.job) for r in self._wf.list_workflow_deps(workflow_id=workflow_id)]
+
+    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
+        rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
+        return [stored(WorkflowJobRow, r) for r in rows]
+
+    def list_workflows(
+        self, *, name: str | None, before: str | None, limit: int
+    ) -> Sequence[WorkflowCountRow]:
+        rows = self._wf.list_workflows(name=name, before=before, max_workflows=limit)
+        return [stored(WorkflowCountRow, r) for r in rows]

@@ -191,8 +191,8 @@ class ListRunners:
         return [
             RunnerInfo(
                 name=row.name,
-                started_at=datetime.datetime.fromisoformat(row.started_at),
-                heartbeat_at=datetime.datetime.fromisoformat(row.heartbeat_at),
+                started_at=row.started_at,
+                heartbeat_at=row.heartbeat_at,
                 alive=row.alive,
                 jobs=held.get(row.name, []),
                 queues=sorted(queues.get(row.name, {})),
@@ -218,7 +218,7 @@ class ReadStats:
             if row.status == Status.QUEUED:
                 scheduled[row.queue] = row.jobs - row.due
                 if row.due:
-                    age = at - datetime.datetime.fromisoformat(row.oldest_run_at)
+                    age = at - row.oldest_run_at
                     ages[row.queue] = max(age, datetime.timedelta(0))
         queues = [
             QueueStats(
@@ -241,7 +241,7 @@ class ReadThroughput:
     def __call__(self, q: Queries) -> list[ThroughputPoint]:
         return [
             ThroughputPoint(
-                minute=datetime.datetime.fromisoformat(row.minute),
+                minute=row.minute,
                 status=Status(row.status),
                 jobs=row.jobs,
             )

@@ -268,10 +268,10 @@ def figures(kind: str, rows: Sequence[FinishedRow], minutes: float) -> KindFigur
         counts[Status(row.status)] += 1
         if row.started_at is None:
             continue
-        started = _time(row.started_at)
-        waits.append(max(datetime.timedelta(0), started - _time(row.run_at)))
+        started = row.started_at
+        waits.append(max(datetime.timedelta(0), started - row.run_at))
         if row.status != Status.CANCELLED:
-            runs.append(max(datetime.timedelta(0), _time(row.finished_at) - started))
+            runs.append(max(datetime.timedelta(0), row.finished_at - started))
     waits.sort()
     runs.sort()
     ended = counts[Status.SUCCEEDED] + counts[Status.FAILED]
@@ -306,7 +306,7 @@ class ReadKindFigures:
         since, at = _time(self.since), _time(self.now)
         complete = len(rows) < self.limit
         # A cut-off read covers from its oldest job on: rates are over that span.
-        start = since if complete or not rows else _time(rows[-1].finished_at)
+        start = since if complete or not rows else rows[-1].finished_at
         minutes = (at - start).total_seconds() / 60
         return KindReport(
             at=at,
@@ -338,7 +338,7 @@ class ReadHealth:
                 dead_held[running.id] = running.runner or "-"
         queues = []
         for row in q.oldest_due_by_queue(now=self.now):
-            oldest = _time(row.oldest_run_at)
+            oldest = row.oldest_run_at
             held = held_by_live.get(row.queue, 0)
             alarm = None
             if not live:

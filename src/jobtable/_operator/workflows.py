@@ -88,7 +88,7 @@ class ListWorkflows:
 
     def __call__(self, q: Queries) -> list[WorkflowSummary]:
         rows = q.list_workflows(name=self.name, before=self.before, limit=self.limit)
-        found: dict[str, tuple[str, str, dict[Status, int]]] = {}
+        found: dict[str, tuple[str, datetime.datetime, dict[Status, int]]] = {}
         for row in rows:
             _, _, counts = found.setdefault(
                 row.id, (row.name, row.created_at, {status: 0 for status in Status})
@@ -99,7 +99,7 @@ class ListWorkflows:
             WorkflowSummary(
                 id=workflow_id,
                 name=name,
-                created_at=datetime.datetime.fromisoformat(created_at),
+                created_at=created_at,
                 counts=counts,
                 state=state_of(counts),
             )
@@ -141,10 +141,6 @@ class WorkflowGraph(BaseModel):
     jobs: list[WorkflowNode]
 
 
-def _moment(text: str | None) -> datetime.datetime | None:
-    return None if text is None else datetime.datetime.fromisoformat(text)
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReadWorkflow:
     """The read of a workflow's graph; raises JobNotFound for an unknown id."""
@@ -167,9 +163,9 @@ class ReadWorkflow:
                 kind=row.kind,
                 status=Status(row.status),
                 dependencies=sorted(deps.get(row.id, []), key=lambda dep: order.get(dep, -1)),
-                created_at=_moment(row.created_at or None),
-                started_at=_moment(row.started_at),
-                finished_at=_moment(row.finished_at),
+                created_at=row.created_at,
+                started_at=row.started_at,
+                finished_at=row.finished_at,
             )
             for row in rows
         ]

@@ -143,7 +143,7 @@ class StartRunner:
         previous = q.get_runner(name=self.name, now=stamp, lease=lease)
         namesake = None
         if previous is not None and previous.alive:
-            namesake = previous.heartbeat_at
+            namesake = timestamp(previous.heartbeat_at)
         me = self.me
         host, process = (None, None) if me is None else me
         q.register_runner(name=self.name, now=stamp, host=host, process=process)

@@ -5,7 +5,6 @@ go in and come out as the seam's UTC text; the lease is measured by the
 server's clock, so the ``now`` passed with it is not used.
 """
 
-import dataclasses
 import datetime
 from collections.abc import Sequence
 
@@ -18,7 +17,7 @@ from jobtable._engines.operator_queries import (
     MinuteRow,
     StatsRow,
 )
-from jobtable._values import timestamp
+from jobtable._engines.rows import stored
 from jobtable.db.postgres import admin
 
 
@@ -32,31 +31,6 @@ def pg_time(text: str) -> datetime.datetime:
     if moment.tzinfo is None:
         raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
     return moment
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Runner:
-    name: str
-    started_at: str
-    heartbeat_at: str
-    alive: bool
-    missing_keys: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Stats:
-    queue: str
-    status: str
-    jobs: int
-    due: int
-    oldest_run_at: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Minute:
-    minute: str
-    status: str
-    jobs: int
 
 
 class PostgresOperatorQueries(CommonOperatorQueries):
@@ -77,25 +51,12 @@ class PostgresOperatorQueries(CommonOperatorQueries):
         self._admin.wake_runners()
 
     def list_runners(self, *, now: str, lease: float) -> Sequence[ListedRunnerRow]:
-        return [
-            _Runner(
-                r.name,
-                timestamp(r.started_at),
-                timestamp(r.heartbeat_at),
-                r.alive,
-                r.missing_keys,
-            )
-            for r in self._admin.list_runners(lease_seconds=lease)
-        ]
+        rows = self._admin.list_runners(lease_seconds=lease)
+        return [stored(ListedRunnerRow, r) for r in rows]
 
     def job_stats(self, *, now: str) -> Sequence[StatsRow]:
-        return [
-            _Stats(r.queue, r.status, r.jobs, r.due, timestamp(r.oldest_run_at))
-            for r in self._admin.job_stats(now=pg_time(now))
-        ]
+        return [stored(StatsRow, r) for r in self._admin.job_stats(now=pg_time(now))]
 
     def finished_per_minute(self, *, since: str) -> Sequence[MinuteRow]:
-        return [
-            _Minute(timestamp(r.minute), r.status, r.jobs)
-            for r in self._admin.finished_per_minute(since=pg_time(since))
-        ]
+        rows = self._admin.finished_per_minute(since=pg_time(since))
+        return [stored(MinuteRow, r) for r in rows]

@@ -1,7 +1,8 @@
 """The PostgreSQL engine's queries: the generated Querier in the shape of the ``Queries`` seam.
 
-Nothing but the engine imports it. The seam passes times as UTC text, the
-generated code as datetimes (timestamptz): times are converted both ways.
+Nothing but the engine imports it. The seam passes times in as UTC text,
+which ``pg_time`` makes the datetimes of the generated code (timestamptz),
+and takes them out as those datetimes.
 Lease arithmetic is left to the server's clock, so the ``now`` the seam
 passes for it is not used.
 """
@@ -37,110 +38,13 @@ from jobtable._engines.rows import (
     Outcome,
     ProgressRow,
     RecordRow,
+    stored,
 )
 from jobtable._engines.runner_queries import PeerRow
-from jobtable._values import timestamp
 from jobtable.db.postgres import jobs
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
-
-
-def _text(moment: datetime.datetime | None) -> str | None:
-    return None if moment is None else timestamp(moment)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _RunnerRow:
-    """A runner's registration with its times as the seam's UTC text."""
-
-    name: str
-    started_at: str
-    heartbeat_at: str
-    alive: bool
-
-
-# A job's whole row as the generated GetJobRecord and ListJobs* read it.
-_StoredRecord = (
-    jobs.GetJobRecordRow
-    | jobs.ListJobsInOrderRow
-    | jobs.ListJobsByKindRow
-    | jobs.ListJobsByQueueRow
-    | jobs.ListJobsByKindQueueRow
-    | jobs.ListJobsByRareStatusRow
-    | jobs.ListJobsByRareStatusKindRow
-    | jobs.ListJobsByRareStatusQueueRow
-    | jobs.ListJobsQueuedRow
-    | jobs.ListJobsRunningRow
-    | jobs.ListJobsByTagRow
-    | jobs.ListJobsByTagFilteredRow
-)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _BacklogRow:
-    """A queue's backlog with its earliest run_at as the seam's UTC text."""
-
-    queue: str
-    jobs: int
-    oldest_run_at: str
-
-
-def _backlog(rows: Sequence[jobs.CountReadyJobsRow | jobs.CountDueJobsRow]) -> list[BacklogRow]:
-    return [_BacklogRow(r.queue, r.jobs, timestamp(r.oldest_run_at)) for r in rows]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _RecordRow:
-    """A job's whole row with its times as the seam's UTC text."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    tags: str
-    meta: str | None
-
-    @classmethod
-    def of(cls, row: _StoredRecord) -> "_RecordRow":
-        return cls(
-            seq=row.seq,
-            id=row.id,
-            kind=row.kind,
-            queue=row.queue,
-            priority=row.priority,
-            status=row.status,
-            payload=row.payload,
-            result=row.result,
-            error=row.error,
-            errors=row.errors,
-            runner=row.runner,
-            attempt=row.attempt,
-            max_attempts=row.max_attempts,
-            timeout=row.timeout,
-            cancel_requested=row.cancel_requested,
-            run_at=timestamp(row.run_at),
-            created_at=timestamp(row.created_at),
-            started_at=_text(row.started_at),
-            finished_at=_text(row.finished_at),
-            tags=row.tags,
-            meta=row.meta,
-        )
 
 
 class _Queries(
@@ -264,9 +168,9 @@ class _Queries(
             )
         return [row.id for row in claims if row.finished], [r for r in claims if not r.finished]
 
-    def next_run_at(self, *, queue: str) -> str | None:
+    def next_run_at(self, *, queue: str) -> datetime.datetime | None:
         row = self._q.next_run_at(queue=queue)
-        return None if row is None else timestamp(row.run_at)
+        return None if row is None else row.run_at
 
     def stage_jobs(self, *, queue: str, now: str) -> int:
         return self._q.stage_jobs(queue=queue, now=_time(now))
@@ -338,7 +242,7 @@ class _Queries(
 
     def get_job_record(self, *, id: str) -> RecordRow | None:
         row = self._q.get_job_record(id=id)
-        return None if row is None else _RecordRow.of(row)
+        return None if row is None else stored(RecordRow, row)
 
     def list_jobs(
         self,
@@ -350,7 +254,7 @@ class _Queries(
         tag: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
-        rows: Sequence[_StoredRecord] = list_page(
+        rows = list_page(
             self._q,
             before=before,
             status=status,
@@ -359,16 +263,16 @@ class _Queries(
             tag=tag,
             max_jobs=max_jobs,
         )
-        return [_RecordRow.of(row) for row in rows]
+        return [stored(RecordRow, row) for row in rows]
 
     def count_jobs(self) -> Sequence[CountRow]:
         return self._q.count_jobs()
 
     def count_ready_jobs(self) -> Sequence[BacklogRow]:
-        return _backlog(self._q.count_ready_jobs())
+        return [stored(BacklogRow, row) for row in self._q.count_ready_jobs()]
 
     def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
-        return _backlog(self._q.count_due_jobs(now=_time(now)))
+        return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=_time(now))]
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
         return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
@@ -386,11 +290,7 @@ class _Queries(
 
     def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
         row = self._q.get_runner(lease_seconds=lease, name=name)
-        if row is None:
-            return None
-        return _RunnerRow(
-            row.name, timestamp(row.started_at), timestamp(row.heartbeat_at), row.alive
-        )
+        return None if row is None else stored(RunnerRow, row)
 
     def delete_runner(self, *, name: str) -> None:
         self._q.delete_runner(name=name)

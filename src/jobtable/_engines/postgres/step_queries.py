@@ -4,24 +4,15 @@ A base of the engine's ``Queries`` adapter; nothing else imports it. Times
 go in and come out as the seam's UTC text.
 """
 
-import dataclasses
 from collections.abc import Sequence
 
 import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.postgres.operator_queries import pg_time
+from jobtable._engines.rows import stored
 from jobtable._engines.step_queries import StepOutputRow, StepRow
-from jobtable._values import timestamp
 from jobtable.db.postgres import steps
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Step:
-    name: str
-    output: str
-    recorded_at: str
-    attempt: int
 
 
 class PostgresStepQueries:
@@ -39,7 +30,4 @@ class PostgresStepQueries:
         return self._steps.get_job_step(job_id=job_id, name=name)
 
     def list_job_steps(self, *, job_id: str) -> Sequence[StepRow]:
-        return [
-            _Step(row.name, row.output, timestamp(row.recorded_at), row.attempt)
-            for row in self._steps.list_job_steps(job_id=job_id)
-        ]
+        return [stored(StepRow, row) for row in self._steps.list_job_steps(job_id=job_id)]

@@ -6,25 +6,13 @@ and key take LockSignalKey first: concurrent transactions would otherwise
 each miss the other's uncommitted write.
 """
 
-import dataclasses
-
 import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.postgres.operator_queries import pg_time
+from jobtable._engines.rows import stored
 from jobtable._engines.wait_queries import CommonWaitQueries, JobWaitRow
-from jobtable._values import timestamp
 from jobtable.db.postgres import waits
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _JobWait:
-    position: int
-    name: str
-    key: str
-    after_id: int
-    deadline: str | None
-    since: str
 
 
 class PostgresWaitQueries(CommonWaitQueries):
@@ -77,12 +65,7 @@ class PostgresWaitQueries(CommonWaitQueries):
 
     def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
         row = self._waits.get_job_wait(job_id=job_id)
-        if row is None:
-            return None
-        deadline = None if row.deadline is None else timestamp(row.deadline)
-        return _JobWait(
-            row.position, row.name, row.key, row.after_id, deadline, timestamp(row.since)
-        )
+        return None if row is None else stored(JobWaitRow, row)
 
     def prune_signals(self, *, before: str) -> int:
         return self._waits.prune_signals(before=pg_time(before))

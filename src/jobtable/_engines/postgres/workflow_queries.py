@@ -14,11 +14,8 @@ from jobtable._engines.workflow_queries import (
     CommonWorkflowQueries,
     DependencyRow,
     JobDep,
-    WorkflowCountRow,
     WorkflowJob,
-    WorkflowJobRow,
 )
-from jobtable._values import timestamp
 from jobtable.db.postgres import workflows
 from jobtable.db.postgres.models import JSONValue
 
@@ -88,30 +85,8 @@ class PostgresWorkflowQueries(CommonWorkflowQueries[datetime.datetime]):
             for r in self._wf.list_dependencies(job=job)
         ]
 
-    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
-        rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
-        return [
-            WorkflowJobRow(
-                r.id,
-                r.kind,
-                r.status,
-                timestamp(r.created_at),
-                None if r.started_at is None else timestamp(r.started_at),
-                None if r.finished_at is None else timestamp(r.finished_at),
-            )
-            for r in rows
-        ]
-
     def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
         return self._wf.delete_empty_workflows(before=pg_time(before), max_workflows=max_workflows)
-
-    def list_workflows(
-        self, *, name: str | None, before: str | None, limit: int
-    ) -> Sequence[WorkflowCountRow]:
-        rows = self._wf.list_workflows(name=name, before=before, max_workflows=limit)
-        return [
-            WorkflowCountRow(r.id, r.name, timestamp(r.created_at), r.status, r.jobs) for r in rows
-        ]
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
         ids = [

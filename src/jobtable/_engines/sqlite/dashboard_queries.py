@@ -14,7 +14,7 @@ from jobtable._engines.dashboard_queries import (
     QueueNameRow,
     RunningQueueRow,
 )
-from jobtable._engines.rows import RecordRow
+from jobtable._engines.rows import RecordRow, stored
 from jobtable.db.sqlite import dashboard
 
 
@@ -42,7 +42,8 @@ class SQLiteDashboardQueries:
         return self._dash.delete_matching(status=status, kind=kind, queue=queue, max_jobs=max_jobs)
 
     def finished_since(self, *, since: str, max_jobs: int) -> Sequence[FinishedRow]:
-        return self._dash.finished_since(since=since, max_jobs=max_jobs)
+        rows = self._dash.finished_since(since=since, max_jobs=max_jobs)
+        return [stored(FinishedRow, row) for row in rows]
 
     def list_kind_names(self) -> Sequence[KindNameRow]:
         return self._dash.list_kind_names()
@@ -61,10 +62,11 @@ class SQLiteDashboardQueries:
         return self._dash.list_running_queues()
 
     def oldest_due_by_queue(self, *, now: str) -> Sequence[DueRow]:
-        return self._dash.oldest_due_by_queue(now=now)
+        return [stored(DueRow, row) for row in self._dash.oldest_due_by_queue(now=now)]
 
     def request_cancel_matching(self, *, now: str, kind: str | None, queue: str | None) -> int:
         return self._dash.request_cancel_matching(now=now, kind=kind, queue=queue)
 
     def search_payloads(self, *, scan: int, text: str, max_jobs: int) -> Sequence[RecordRow]:
-        return self._dash.search_payloads(scan=scan, text=text, max_jobs=max_jobs)
+        rows = self._dash.search_payloads(scan=scan, text=text, max_jobs=max_jobs)
+        return [stored(RecordRow, row) for row in rows]

@@ -13,6 +13,7 @@ from jobtable._engines.operator_queries import (
     MinuteRow,
     StatsRow,
 )
+from jobtable._engines.rows import stored
 from jobtable._values import timestamp
 from jobtable.db.sqlite import admin
 
@@ -27,16 +28,17 @@ class SQLiteOperatorQueries(CommonOperatorQueries):
 
     def list_runners(self, *, now: str, lease: float) -> Sequence[ListedRunnerRow]:
         cutoff = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=lease)
-        return self._admin.list_runners(cutoff=timestamp(cutoff))
+        rows = self._admin.list_runners(cutoff=timestamp(cutoff))
+        return [stored(ListedRunnerRow, r) for r in rows]
 
     def wake_runners(self) -> None:
         """Does nothing: every commit to the file wakes the runners watching it."""
 
     def finished_per_minute(self, *, since: str) -> Sequence[MinuteRow]:
-        return self._admin.finished_per_minute(since=since)
+        return [stored(MinuteRow, r) for r in self._admin.finished_per_minute(since=since)]
 
     def job_stats(self, *, now: str) -> Sequence[StatsRow]:
-        return self._admin.job_stats(now=now)
+        return [stored(StatsRow, r) for r in self._admin.job_stats(now=now)]
 
     def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
         return self._admin.requeue_failed_jobs(now=now, kind=kind, queue=queue)

@@ -26,6 +26,8 @@ from jobtable._engines.rows import (
     Outcome,
     ProgressRow,
     RecordRow,
+    stored,
+    stored_time,
 )
 from jobtable._engines.runner_queries import PeerRow
 from jobtable._engines.sqlite.dashboard_queries import SQLiteDashboardQueries
@@ -178,7 +180,7 @@ class _Queries(
         tag: str | None,
         max_jobs: int,
     ) -> Sequence[RecordRow]:
-        return list_page(
+        rows = list_page(
             self._q,
             before=before,
             status=status,
@@ -187,10 +189,11 @@ class _Queries(
             tag=tag,
             max_jobs=max_jobs,
         )
+        return [stored(RecordRow, row) for row in rows]
 
-    def next_run_at(self, *, queue: str) -> str | None:
+    def next_run_at(self, *, queue: str) -> datetime.datetime | None:
         row = self._q.next_run_at(queue=queue)
-        return None if row is None else row.run_at
+        return None if row is None else stored_time(row.run_at)
 
     def interrupt_jobs_of_dead_runners(
         self, *, error: str, now: str, lease: float, runner: str
@@ -200,7 +203,8 @@ class _Queries(
         )
 
     def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
-        return self._q.get_runner(cutoff=_before(now, lease), name=name)
+        row = self._q.get_runner(cutoff=_before(now, lease), name=name)
+        return None if row is None else stored(RunnerRow, row)
 
     def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
         return self._q.delete_dead_runners(cutoff=_before(now, lease), name=name)
@@ -215,13 +219,13 @@ class _Queries(
         return self._q.cancel_queued_job(now=now, id=id)
 
     def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
-        return self._q.count_due_jobs(now=now)
+        return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=now)]
 
     def count_jobs(self) -> Sequence[CountRow]:
         return self._q.count_jobs()
 
     def count_ready_jobs(self) -> Sequence[BacklogRow]:
-        return self._q.count_ready_jobs()
+        return [stored(BacklogRow, row) for row in self._q.count_ready_jobs()]
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
         return self._q.delete_finished_jobs(before=before, max_jobs=max_jobs)
@@ -247,7 +251,8 @@ class _Queries(
         return self._q.get_job_progress(id=id)
 
     def get_job_record(self, *, id: str) -> RecordRow | None:
-        return self._q.get_job_record(id=id)
+        row = self._q.get_job_record(id=id)
+        return None if row is None else stored(RecordRow, row)
 
     def heartbeat_runner(self, *, now: str, name: str) -> int:
         return self._q.heartbeat_runner(now=now, name=name)

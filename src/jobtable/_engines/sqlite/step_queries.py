@@ -6,6 +6,7 @@ A base of the engine's ``Queries`` adapter; nothing else imports it.
 import sqlite3
 from collections.abc import Sequence
 
+from jobtable._engines.rows import stored
 from jobtable._engines.step_queries import StepOutputRow, StepRow
 from jobtable.db.sqlite import steps
 
@@ -20,7 +21,7 @@ class SQLiteStepQueries:
         return self._steps.get_job_step(job_id=job_id, name=name)
 
     def list_job_steps(self, *, job_id: str) -> Sequence[StepRow]:
-        return self._steps.list_job_steps(job_id=job_id)
+        return [stored(StepRow, row) for row in self._steps.list_job_steps(job_id=job_id)]
 
     def record_job_step(self, *, name: str, output: str, now: str, id: str, attempt: int) -> int:
         return self._steps.record_job_step(

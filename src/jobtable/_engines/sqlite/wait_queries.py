@@ -6,6 +6,7 @@ single writer serializes a signal and a wait, so neither needs a lock.
 
 import sqlite3
 
+from jobtable._engines.rows import stored
 from jobtable._engines.wait_queries import CommonWaitQueries, JobWaitRow
 from jobtable.db.sqlite import waits
 
@@ -49,7 +50,8 @@ class SQLiteWaitQueries(CommonWaitQueries):
         )
 
     def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
-        return self._waits.get_job_wait(job_id=job_id)
+        row = self._waits.get_job_wait(job_id=job_id)
+        return None if row is None else stored(JobWaitRow, row)
 
     def prune_signals(self, *, before: str) -> int:
         return self._waits.prune_signals(before=before)

@@ -9,9 +9,7 @@ from jobtable._engines.workflow_queries import (
     CommonWorkflowQueries,
     DependencyRow,
     JobDep,
-    WorkflowCountRow,
     WorkflowJob,
-    WorkflowJobRow,
 )
 from jobtable.db.sqlite import workflows
 
@@ -93,21 +91,8 @@ class SQLiteWorkflowQueries(CommonWorkflowQueries[str]):
             for r in self._wf.list_dependencies(job=job)
         ]
 
-    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
-        rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
-        return [
-            WorkflowJobRow(r.id, r.kind, r.status, r.created_at, r.started_at, r.finished_at)
-            for r in rows
-        ]
-
     def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
         return self._wf.delete_empty_workflows(before=before, max_workflows=max_workflows)
-
-    def list_workflows(
-        self, *, name: str | None, before: str | None, limit: int
-    ) -> Sequence[WorkflowCountRow]:
-        rows = self._wf.list_workflows(name=name, before=before, max_workflows=limit)
-        return [WorkflowCountRow(r.id, r.name, r.created_at, r.status, r.jobs) for r in rows]
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
         return [row.id for row in self._wf.cancel_workflow_jobs(now=now, workflow_id=workflow_id)]
