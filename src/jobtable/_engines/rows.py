@@ -275,3 +275,15 @@ def stored(into: type[_Row], row: object) -> _Row:
         value = getattr(row, name)
         values[name] = stored_time(value) if timed and value is not None else value
     return into(**values)
+
+
+def seam_time(text: str) -> datetime.datetime:
+    """The seam's UTC text (from ``jobtable._values.now()``) as an aware datetime.
+
+    Raises ValueError for text that is no ISO 8601 time, or has no zone: a
+    naive time would be read in the server's time zone on PostgreSQL.
+    """
+    moment = datetime.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
+    return moment

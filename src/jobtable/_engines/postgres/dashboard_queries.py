@@ -18,8 +18,7 @@ from jobtable._engines.dashboard_queries import (
     RunningQueueRow,
 )
 from jobtable._engines.postgres.ends import notify_ended, notify_released
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.rows import RecordRow, stored
+from jobtable._engines.rows import RecordRow, seam_time, stored
 from jobtable.db.postgres import dashboard
 
 
@@ -51,7 +50,7 @@ class PostgresDashboardQueries:
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
         count = self._dashboard.cancel_queued_matching(
-            now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
+            now=seam_time(now), kind=kind, queue=queue, max_jobs=max_jobs
         )
         if count:
             notify_ended(self._conn)
@@ -62,7 +61,7 @@ class PostgresDashboardQueries:
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
         count = self._dashboard.cancel_pending_matching(
-            now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
+            now=seam_time(now), kind=kind, queue=queue, max_jobs=max_jobs
         )
         if count:
             notify_ended(self._conn)
@@ -70,7 +69,7 @@ class PostgresDashboardQueries:
         return count
 
     def request_cancel_matching(self, *, now: str, kind: str | None, queue: str | None) -> int:
-        return self._dashboard.request_cancel_matching(now=pg_time(now), kind=kind, queue=queue)
+        return self._dashboard.request_cancel_matching(now=seam_time(now), kind=kind, queue=queue)
 
     def delete_matching(
         self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
@@ -90,11 +89,11 @@ class PostgresDashboardQueries:
         )
 
     def finished_since(self, *, since: str, max_jobs: int) -> Sequence[FinishedRow]:
-        rows = self._dashboard.finished_since(since=pg_time(since), max_jobs=max_jobs)
+        rows = self._dashboard.finished_since(since=seam_time(since), max_jobs=max_jobs)
         return [stored(FinishedRow, row) for row in rows]
 
     def oldest_due_by_queue(self, *, now: str) -> Sequence[DueRow]:
-        rows = self._dashboard.oldest_due_by_queue(now=pg_time(now))
+        rows = self._dashboard.oldest_due_by_queue(now=seam_time(now))
         return [stored(DueRow, row) for row in rows]
 
     def list_running_queues(self) -> Sequence[RunningQueueRow]:

@@ -5,7 +5,6 @@ go in and come out as the seam's UTC text; the lease is measured by the
 server's clock, so the ``now`` passed with it is not used.
 """
 
-import datetime
 from collections.abc import Sequence
 
 import psycopg
@@ -17,20 +16,8 @@ from jobtable._engines.operator_queries import (
     MinuteRow,
     StatsRow,
 )
-from jobtable._engines.rows import stored
+from jobtable._engines.rows import seam_time, stored
 from jobtable.db.postgres import admin
-
-
-def pg_time(text: str) -> datetime.datetime:
-    """Returns the time of the seam's text, for a timestamptz parameter.
-
-    Raises ValueError for text without a zone: a naive time would be read in
-    the server's time zone.
-    """
-    moment = datetime.datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
-    return moment
 
 
 class PostgresOperatorQueries(CommonOperatorQueries):
@@ -42,10 +29,10 @@ class PostgresOperatorQueries(CommonOperatorQueries):
         self._admin = admin.Querier(conn)
 
     def requeue_job(self, *, now: str, id: str) -> int:
-        return self._admin.requeue_job(now=pg_time(now), id=id)
+        return self._admin.requeue_job(now=seam_time(now), id=id)
 
     def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
-        return self._admin.requeue_failed_jobs(now=pg_time(now), kind=kind, queue=queue)
+        return self._admin.requeue_failed_jobs(now=seam_time(now), kind=kind, queue=queue)
 
     def wake_runners(self) -> None:
         self._admin.wake_runners()
@@ -55,8 +42,8 @@ class PostgresOperatorQueries(CommonOperatorQueries):
         return [stored(ListedRunnerRow, r) for r in rows]
 
     def job_stats(self, *, now: str) -> Sequence[StatsRow]:
-        return [stored(StatsRow, r) for r in self._admin.job_stats(now=pg_time(now))]
+        return [stored(StatsRow, r) for r in self._admin.job_stats(now=seam_time(now))]
 
     def finished_per_minute(self, *, since: str) -> Sequence[MinuteRow]:
-        rows = self._admin.finished_per_minute(since=pg_time(since))
+        rows = self._admin.finished_per_minute(since=seam_time(since))
         return [stored(MinuteRow, r) for r in rows]

@@ -1,7 +1,7 @@
 """The PostgreSQL engine's queries: the generated Querier in the shape of the ``Queries`` seam.
 
 Nothing but the engine imports it. The seam passes times in as UTC text,
-which ``pg_time`` makes the datetimes of the generated code (timestamptz),
+which ``seam_time`` makes the datetimes of the generated code (timestamptz),
 and takes them out as those datetimes.
 Lease arithmetic is left to the server's clock, so the ``now`` the seam
 passes for it is not used.
@@ -22,7 +22,6 @@ from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
-from jobtable._engines.postgres.operator_queries import pg_time as _time
 from jobtable._engines.postgres.outcomes import outcome_arrays
 from jobtable._engines.postgres.step_queries import PostgresStepQueries
 from jobtable._engines.postgres.wait_queries import PostgresWaitQueries
@@ -38,6 +37,7 @@ from jobtable._engines.rows import (
     Outcome,
     ProgressRow,
     RecordRow,
+    seam_time,
     stored,
 )
 from jobtable._engines.runner_queries import PeerRow
@@ -103,8 +103,8 @@ class _Queries(
         row = self._q.debounce_job(
             replace=replace,
             payload=payload,
-            run_at=_time(run_at),
-            now=_time(now),
+            run_at=seam_time(run_at),
+            now=seam_time(now),
             kind=kind,
             debounce_key=debounce_key,
         )
@@ -114,20 +114,20 @@ class _Queries(
         return self._q.get_job_progress(id=id)
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
+        return self._q.publish_job_result(result=result, now=seam_time(now), id=id, attempt=attempt)
 
     def succeed_job(
         self, *, result: str | None, now: str, id: str, attempt: int, run_trace: str | None
     ) -> int:
         return self._q.succeed_job(
-            result=result, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+            result=result, now=seam_time(now), run_trace=run_trace, id=id, attempt=attempt
         )
 
     def fail_job(
         self, *, error: str | None, now: str, id: str, attempt: int, run_trace: str | None
     ) -> int:
         return self._q.fail_job(
-            error=error, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+            error=error, now=seam_time(now), run_trace=run_trace, id=id, attempt=attempt
         )
 
     def finish_and_claim_jobs(
@@ -144,7 +144,7 @@ class _Queries(
         if any(o.workflow for o in outcomes):
             # Their dependents settle in the statement that stores them; the
             # claim, which needs no atomicity with it, follows on its own.
-            rows = self._wf.finish_workflow_jobs(now=_time(now), **arrays)
+            rows = self._wf.finish_workflow_jobs(now=seam_time(now), **arrays)
             finished = [row.id for row in rows]
             if max_jobs <= 0:
                 return finished, []
@@ -155,11 +155,11 @@ class _Queries(
         claims: Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]
         if kinds is None:
             claims = self._q.finish_and_claim_jobs(
-                now=_time(now), queue=queue, max_jobs=max_jobs, runner=runner, **arrays
+                now=seam_time(now), queue=queue, max_jobs=max_jobs, runner=runner, **arrays
             )
         else:
             claims = self._q.finish_and_claim_jobs_of_kinds(
-                now=_time(now),
+                now=seam_time(now),
                 queue=queue,
                 kinds=list(kinds),
                 max_jobs=max_jobs,
@@ -173,7 +173,7 @@ class _Queries(
         return None if row is None else row.run_at
 
     def stage_jobs(self, *, queue: str, now: str) -> int:
-        return self._q.stage_jobs(queue=queue, now=_time(now))
+        return self._q.stage_jobs(queue=queue, now=seam_time(now))
 
     def ready_retries(self, *, queue: str) -> int:
         return self._q.ready_retries(queue=queue)
@@ -184,7 +184,7 @@ class _Queries(
     # sequences they held, so idle runners look again (notify_released).
 
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
-        count = self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
+        count = self._q.interrupt_running_jobs(error=error, now=seam_time(now), runner=runner)
         if count:
             notify_ended(self._conn)
             notify_released(self._conn)
@@ -194,7 +194,7 @@ class _Queries(
         self, *, error: str, now: str, lease: float, runner: str
     ) -> int:
         count = self._q.interrupt_jobs_of_dead_runners(
-            error=error, now=_time(now), runner=runner, lease_seconds=lease
+            error=error, now=seam_time(now), runner=runner, lease_seconds=lease
         )
         if count:
             notify_ended(self._conn)
@@ -202,14 +202,14 @@ class _Queries(
         return count
 
     def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int:
-        count = self._q.interrupt_job(error=error, now=_time(now), id=id, attempt=attempt)
+        count = self._q.interrupt_job(error=error, now=seam_time(now), id=id, attempt=attempt)
         if count:
             notify_ended(self._conn, [id])
             notify_released(self._conn)
         return count
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
-        return self._q.list_running_jobs(runner=runner, before=_time(before))
+        return self._q.list_running_jobs(runner=runner, before=seam_time(before))
 
     def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]:
         return self._q.list_cancel_requests(runner=runner)
@@ -220,13 +220,13 @@ class _Queries(
 
     def cancel_queued_job(self, *, now: str, id: str) -> int:
         # A cancelled job no longer holds a sequence that continues past it.
-        count = self._q.cancel_queued_job(now=_time(now), id=id)
+        count = self._q.cancel_queued_job(now=seam_time(now), id=id)
         if count:
             notify_released(self._conn)
         return count
 
     def request_cancel(self, *, now: str, id: str) -> int:
-        return self._q.request_cancel(now=_time(now), id=id)
+        return self._q.request_cancel(now=seam_time(now), id=id)
 
     def notify_cancel(self) -> None:
         self._q.notify_cancel()
@@ -272,10 +272,10 @@ class _Queries(
         return [stored(BacklogRow, row) for row in self._q.count_ready_jobs()]
 
     def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
-        return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=_time(now))]
+        return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=seam_time(now))]
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
-        return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
+        return self._q.delete_finished_jobs(before=seam_time(before), max_jobs=max_jobs)
 
     def register_runner(
         self, *, name: str, now: str, host: str | None, process: str | None

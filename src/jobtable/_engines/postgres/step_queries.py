@@ -9,8 +9,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.rows import stored
+from jobtable._engines.rows import seam_time, stored
 from jobtable._engines.step_queries import StepOutputRow, StepRow
 from jobtable.db.postgres import steps
 
@@ -23,7 +22,7 @@ class PostgresStepQueries:
 
     def record_job_step(self, *, name: str, output: str, now: str, id: str, attempt: int) -> int:
         return self._steps.record_job_step(
-            name=name, output=output, now=pg_time(now), id=id, attempt=attempt
+            name=name, output=output, now=seam_time(now), id=id, attempt=attempt
         )
 
     def get_job_step(self, *, job_id: str, name: str) -> StepOutputRow | None:

@@ -9,8 +9,7 @@ each miss the other's uncommitted write.
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.rows import stored
+from jobtable._engines.rows import seam_time, stored
 from jobtable._engines.wait_queries import CommonWaitQueries, JobWaitRow
 from jobtable.db.postgres import waits
 
@@ -25,8 +24,8 @@ class PostgresWaitQueries(CommonWaitQueries):
 
     def send_signal(self, *, name: str, key: str, payload: str, now: str) -> int:
         self._waits.lock_signal_key(name=name, key=key)
-        self._waits.insert_signal(name=name, key=key, payload=payload, now=pg_time(now))
-        row = self._waits.wake_waiting_jobs(now=pg_time(now), name=name, key=key)
+        self._waits.insert_signal(name=name, key=key, payload=payload, now=seam_time(now))
+        row = self._waits.wake_waiting_jobs(now=seam_time(now), name=name, key=key)
         return 0 if row is None else row.woken
 
     def suspend_waiting_job(
@@ -49,12 +48,12 @@ class PostgresWaitQueries(CommonWaitQueries):
             name=name,
             key=key,
             after_id=after_id,
-            deadline=None if deadline is None else pg_time(deadline),
-            now=pg_time(now),
+            deadline=None if deadline is None else seam_time(deadline),
+            now=seam_time(now),
         )
         row = self._waits.suspend_job(
-            now=pg_time(now),
-            run_at=pg_time(run_at),
+            now=seam_time(now),
+            run_at=seam_time(run_at),
             id=id,
             attempt=attempt,
             name=name,
@@ -68,4 +67,4 @@ class PostgresWaitQueries(CommonWaitQueries):
         return None if row is None else stored(JobWaitRow, row)
 
     def prune_signals(self, *, before: str) -> int:
-        return self._waits.prune_signals(before=pg_time(before))
+        return self._waits.prune_signals(before=seam_time(before))

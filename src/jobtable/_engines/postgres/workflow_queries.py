@@ -9,7 +9,7 @@ from psycopg.rows import TupleRow
 
 from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.job_rows import zoned
-from jobtable._engines.postgres.operator_queries import pg_time
+from jobtable._engines.rows import seam_time
 from jobtable._engines.workflow_queries import (
     CommonWorkflowQueries,
     DependencyRow,
@@ -33,20 +33,20 @@ class PostgresWorkflowQueries(CommonWorkflowQueries[datetime.datetime]):
         self._wf.create_workflow(
             id=id,
             name=name,
-            now=pg_time(now),
-            deadline_at=None if deadline_at is None else pg_time(deadline_at),
+            now=seam_time(now),
+            deadline_at=None if deadline_at is None else seam_time(deadline_at),
         )
 
     def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
-        rows = self._wf.list_overdue_workflows(now=pg_time(now), max_workflows=max_workflows)
+        rows = self._wf.list_overdue_workflows(now=seam_time(now), max_workflows=max_workflows)
         return [row.id for row in rows]
 
     def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
-        return self._wf.cancel_added_jobs(now=pg_time(now), ids=list(ids), adder=adder)
+        return self._wf.cancel_added_jobs(now=seam_time(now), ids=list(ids), adder=adder)
 
     def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
         self._wf.hand_over_dependents(heir=heir, job=job, ids=list(ids))
-        self._wf.count_handed_over(now=pg_time(now), heir=heir, ids=list(ids))
+        self._wf.count_handed_over(now=seam_time(now), heir=heir, ids=list(ids))
 
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
@@ -70,13 +70,13 @@ class PostgresWorkflowQueries(CommonWorkflowQueries[datetime.datetime]):
         self._wf.create_job_deps(deps=cast("JSONValue", rows))
 
     def settle_ended(self, *, ids: Sequence[str], now: str) -> None:
-        self._wf.settle_dependents(ids=list(ids), now=pg_time(now))
+        self._wf.settle_dependents(ids=list(ids), now=seam_time(now))
 
     def revive_dependents(self, *, dep: str, now: str) -> list[str]:
-        return [row.id for row in self._wf.revive_dependents(now=pg_time(now), dep=dep)]
+        return [row.id for row in self._wf.revive_dependents(now=seam_time(now), dep=dep)]
 
     def reopen_dependents(self, *, dep: str, now: str) -> None:
-        self._wf.reopen_dependents(dep=dep, now=pg_time(now))
+        self._wf.reopen_dependents(dep=dep, now=seam_time(now))
         self._wf.reopen_dep_edges(dep=dep)
 
     def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
@@ -86,12 +86,14 @@ class PostgresWorkflowQueries(CommonWorkflowQueries[datetime.datetime]):
         ]
 
     def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
-        return self._wf.delete_empty_workflows(before=pg_time(before), max_workflows=max_workflows)
+        return self._wf.delete_empty_workflows(
+            before=seam_time(before), max_workflows=max_workflows
+        )
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
         ids = [
             row.id
-            for row in self._wf.cancel_workflow_jobs(now=pg_time(now), workflow_id=workflow_id)
+            for row in self._wf.cancel_workflow_jobs(now=seam_time(now), workflow_id=workflow_id)
         ]
         if ids:
             notify_ended(self._conn, ids)
@@ -99,4 +101,4 @@ class PostgresWorkflowQueries(CommonWorkflowQueries[datetime.datetime]):
         return ids
 
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
-        return self._wf.request_cancel_workflow(now=pg_time(now), workflow_id=workflow_id)
+        return self._wf.request_cancel_workflow(now=seam_time(now), workflow_id=workflow_id)

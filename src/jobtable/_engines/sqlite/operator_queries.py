@@ -13,7 +13,7 @@ from jobtable._engines.operator_queries import (
     MinuteRow,
     StatsRow,
 )
-from jobtable._engines.rows import stored
+from jobtable._engines.rows import seam_time, stored
 from jobtable._values import timestamp
 from jobtable.db.sqlite import admin
 
@@ -27,7 +27,7 @@ class SQLiteOperatorQueries(CommonOperatorQueries):
         self._admin = admin.Querier(conn)
 
     def list_runners(self, *, now: str, lease: float) -> Sequence[ListedRunnerRow]:
-        cutoff = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=lease)
+        cutoff = seam_time(now) - datetime.timedelta(seconds=lease)
         rows = self._admin.list_runners(cutoff=timestamp(cutoff))
         return [stored(ListedRunnerRow, r) for r in rows]
 

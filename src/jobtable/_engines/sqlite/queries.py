@@ -26,6 +26,7 @@ from jobtable._engines.rows import (
     Outcome,
     ProgressRow,
     RecordRow,
+    seam_time,
     stored,
     stored_time,
 )
@@ -42,7 +43,7 @@ from jobtable.db.sqlite.jobs import CreateJobsParams
 
 
 def _before(now: str, seconds: float) -> str:
-    moment = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=seconds)
+    moment = seam_time(now) - datetime.timedelta(seconds=seconds)
     return timestamp(moment)
 
 
