@@ -9,6 +9,8 @@ import datetime
 from collections.abc import Sequence
 from typing import Protocol
 
+from jobtable._engines.rows import stored
+
 
 class StepOutputRow(Protocol):
     """A recorded step's output: JSON text written from typed data, like a result."""
@@ -44,3 +46,27 @@ class StepQueries(Protocol):
     def list_job_steps(self, *, job_id: str) -> Sequence[StepRow]:
         """Every recorded step of job_id, in the order recorded."""
         ...
+
+
+class StepStatements(Protocol):
+    """The statements of queries/steps.sql that both engines' generated Queriers share."""
+
+    def get_job_step(self, *, job_id: str, name: str) -> StepOutputRow | None: ...
+
+    def list_job_steps(self, *, job_id: str) -> Sequence[object]: ...
+
+
+class CommonStepQueries:
+    """The seam's step reads, alike on both engines, over ``_steps``.
+
+    Each engine's adapter derives from it and sets ``_steps`` to its
+    generated steps Querier; recording a step stays with it.
+    """
+
+    _steps: StepStatements
+
+    def get_job_step(self, *, job_id: str, name: str) -> StepOutputRow | None:
+        return self._steps.get_job_step(job_id=job_id, name=name)
+
+    def list_job_steps(self, *, job_id: str) -> Sequence[StepRow]:
+        return [stored(StepRow, row) for row in self._steps.list_job_steps(job_id=job_id)]

@@ -8,6 +8,8 @@ import dataclasses
 import datetime
 from typing import Protocol
 
+from jobtable._engines.rows import stored
+
 
 class SignalRow(Protocol):
     """A stored signal: its id (ids grow and never repeat) and its payload's JSON text."""
@@ -93,6 +95,8 @@ class WaitStatements(Protocol):
 
     def ready_scheduled_jobs(self, *, queue: str) -> int: ...
 
+    def get_job_wait(self, *, job_id: str) -> object | None: ...
+
 
 class CommonWaitQueries:
     """The seam's waiting methods that both engines run alike, over ``_waits``.
@@ -113,3 +117,7 @@ class CommonWaitQueries:
 
     def ready_scheduled_jobs(self, *, queue: str) -> int:
         return self._waits.ready_scheduled_jobs(queue=queue)
+
+    def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
+        row = self._waits.get_job_wait(job_id=job_id)
+        return None if row is None else stored(JobWaitRow, row)

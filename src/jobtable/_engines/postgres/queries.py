@@ -15,7 +15,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.base import Queries
-from jobtable._engines.listing import list_page
+from jobtable._engines.job_queries import CommonJobQueries
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
 from jobtable._engines.postgres.ends import notify_ended, notify_released
@@ -29,18 +29,13 @@ from jobtable._engines.postgres.workflow_queries import PostgresWorkflowQueries
 from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
-    CountRow,
     HeldRow,
     JobRow,
-    LabelsRow,
     NewJob,
     Outcome,
-    ProgressRow,
-    RecordRow,
     seam_time,
     stored,
 )
-from jobtable._engines.runner_queries import PeerRow
 from jobtable.db.postgres import jobs
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
@@ -48,6 +43,7 @@ _Connection = psycopg.Connection[TupleRow]
 
 
 class _Queries(
+    CommonJobQueries,
     PostgresOperatorQueries,
     PostgresFlowQueries,
     PostgresWorkflowQueries,
@@ -60,6 +56,8 @@ class _Queries(
     Operators', flow control's, the dashboard's and the steps' queries come
     from the bases.
     """
+
+    _q: jobs.Querier
 
     def __init__(self, conn: _Connection) -> None:
         PostgresOperatorQueries.__init__(self, conn)
@@ -89,10 +87,6 @@ class _Queries(
             return [self._q.create_unique_job(**dataclasses.asdict(params[0])) == 1]
         return [row is not None for row in self._q.create_unique_jobs(params)]
 
-    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
-        row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
-        return None if row is None else row.id
-
     def insert_debounced_job(self, *, kind: str, job: NewJob, now: str) -> bool:
         fields = timed(job.fields(kind, now))
         return self._q.create_debounced_job(**fields, debounce_key=job.debounce_key) == 1
@@ -109,9 +103,6 @@ class _Queries(
             debounce_key=debounce_key,
         )
         return None if row is None else row.id
-
-    def get_job_progress(self, *, id: str) -> ProgressRow | None:
-        return self._q.get_job_progress(id=id)
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=seam_time(now), id=id, attempt=attempt)
@@ -175,14 +166,6 @@ class _Queries(
     def stage_jobs(self, *, queue: str, now: str) -> int:
         return self._q.stage_jobs(queue=queue, now=seam_time(now))
 
-    def ready_retries(self, *, queue: str) -> int:
-        return self._q.ready_retries(queue=queue)
-
-    # An interrupt fails or cancels the jobs whose attempts are spent, and
-    # notifies (NotifyJobsEnded), so that their waits return at its commit;
-    # it puts the others back in their queues and frees the slots and the
-    # sequences they held, so idle runners look again (notify_released).
-
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         count = self._q.interrupt_running_jobs(error=error, now=seam_time(now), runner=runner)
         if count:
@@ -211,13 +194,6 @@ class _Queries(
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
         return self._q.list_running_jobs(runner=runner, before=seam_time(before))
 
-    def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]:
-        return self._q.list_cancel_requests(runner=runner)
-
-    def lock_job(self, *, id: str) -> str | None:
-        row = self._q.lock_job(id=id)
-        return None if row is None else row.status
-
     def cancel_queued_job(self, *, now: str, id: str) -> int:
         # A cancelled job no longer holds a sequence that continues past it.
         count = self._q.cancel_queued_job(now=seam_time(now), id=id)
@@ -231,45 +207,8 @@ class _Queries(
     def notify_cancel(self) -> None:
         self._q.notify_cancel()
 
-    def get_job(self, *, id: str) -> JobRow | None:
-        return self._q.get_job(id=id)
-
     def get_jobs(self, *, ids: Sequence[str]) -> Sequence[JobRow]:
         return self._q.get_jobs(ids=list(ids))
-
-    def get_job_labels(self, *, id: str) -> LabelsRow | None:
-        return self._q.get_job_labels(id=id)
-
-    def get_job_record(self, *, id: str) -> RecordRow | None:
-        row = self._q.get_job_record(id=id)
-        return None if row is None else stored(RecordRow, row)
-
-    def list_jobs(
-        self,
-        *,
-        before: int,
-        status: str | None,
-        kind: str | None,
-        queue: str | None,
-        tag: str | None,
-        max_jobs: int,
-    ) -> Sequence[RecordRow]:
-        rows = list_page(
-            self._q,
-            before=before,
-            status=status,
-            kind=kind,
-            queue=queue,
-            tag=tag,
-            max_jobs=max_jobs,
-        )
-        return [stored(RecordRow, row) for row in rows]
-
-    def count_jobs(self) -> Sequence[CountRow]:
-        return self._q.count_jobs()
-
-    def count_ready_jobs(self) -> Sequence[BacklogRow]:
-        return [stored(BacklogRow, row) for row in self._q.count_ready_jobs()]
 
     def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
         return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=seam_time(now))]
@@ -294,12 +233,6 @@ class _Queries(
 
     def delete_runner(self, *, name: str) -> None:
         self._q.delete_runner(name=name)
-
-    def list_runners_on_host(self, *, host: str | None, name: str) -> Sequence[PeerRow]:
-        return self._q.list_runners_on_host(host=host, name=name)
-
-    def delete_runner_process(self, *, name: str, host: str | None, process: str | None) -> int:
-        return self._q.delete_runner_process(name=name, host=host, process=process)
 
     def jobs_statistics_stale(self) -> bool:
         row = self._q.jobs_statistics_stale()

@@ -9,8 +9,8 @@ each miss the other's uncommitted write.
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.rows import seam_time, stored
-from jobtable._engines.wait_queries import CommonWaitQueries, JobWaitRow
+from jobtable._engines.rows import seam_time
+from jobtable._engines.wait_queries import CommonWaitQueries
 from jobtable.db.postgres import waits
 
 
@@ -61,10 +61,6 @@ class PostgresWaitQueries(CommonWaitQueries):
             after_id=after_id,
         )
         return 0 if row is None else row.suspended
-
-    def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
-        row = self._waits.get_job_wait(job_id=job_id)
-        return None if row is None else stored(JobWaitRow, row)
 
     def prune_signals(self, *, before: str) -> int:
         return self._waits.prune_signals(before=seam_time(before))

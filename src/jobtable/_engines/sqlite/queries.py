@@ -13,24 +13,19 @@ from collections.abc import Sequence
 
 from jobtable._engines.base import Queries as SeamQueries
 from jobtable._engines.dependencies import settle_dependents
-from jobtable._engines.listing import list_page
+from jobtable._engines.job_queries import CommonJobQueries
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
-    CountRow,
     HeldRow,
     JobRow,
-    LabelsRow,
     NewJob,
     Outcome,
-    ProgressRow,
-    RecordRow,
     seam_time,
     stored,
     stored_time,
 )
-from jobtable._engines.runner_queries import PeerRow
 from jobtable._engines.sqlite.dashboard_queries import SQLiteDashboardQueries
 from jobtable._engines.sqlite.flow_queries import SQLiteFlowQueries
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
@@ -48,6 +43,7 @@ def _before(now: str, seconds: float) -> str:
 
 
 class _Queries(
+    CommonJobQueries,
     SQLiteOperatorQueries,
     SQLiteFlowQueries,
     SQLiteWorkflowQueries,
@@ -60,6 +56,8 @@ class _Queries(
     Operators', flow control's, workflows', the dashboard's, the steps' and
     waiting's queries come from the bases; all share the connection.
     """
+
+    _q: jobs.Querier
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         SQLiteOperatorQueries.__init__(self, conn)
@@ -104,16 +102,8 @@ class _Queries(
         )
         return None if row is None else row.id
 
-    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
-        row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
-        return None if row is None else row.id
-
     def get_jobs(self, *, ids: Sequence[str]) -> Sequence[JobRow]:
         return self._q.get_jobs(ids=json.dumps(list(ids)))
-
-    def lock_job(self, *, id: str) -> str | None:
-        row = self._q.lock_job(id=id)
-        return None if row is None else row.status
 
     def finish_and_claim_jobs(
         self,
@@ -171,27 +161,6 @@ class _Queries(
     def notify_cancel(self) -> None:
         """Does nothing: SQLite has no NOTIFY, so runners poll for cancel requests."""
 
-    def list_jobs(
-        self,
-        *,
-        before: int,
-        status: str | None,
-        kind: str | None,
-        queue: str | None,
-        tag: str | None,
-        max_jobs: int,
-    ) -> Sequence[RecordRow]:
-        rows = list_page(
-            self._q,
-            before=before,
-            status=status,
-            kind=kind,
-            queue=queue,
-            tag=tag,
-            max_jobs=max_jobs,
-        )
-        return [stored(RecordRow, row) for row in rows]
-
     def next_run_at(self, *, queue: str) -> datetime.datetime | None:
         row = self._q.next_run_at(queue=queue)
         return None if row is None else stored_time(row.run_at)
@@ -222,38 +191,16 @@ class _Queries(
     def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
         return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=now)]
 
-    def count_jobs(self) -> Sequence[CountRow]:
-        return self._q.count_jobs()
-
-    def count_ready_jobs(self) -> Sequence[BacklogRow]:
-        return [stored(BacklogRow, row) for row in self._q.count_ready_jobs()]
-
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
         return self._q.delete_finished_jobs(before=before, max_jobs=max_jobs)
 
     def delete_runner(self, *, name: str) -> None:
         return self._q.delete_runner(name=name)
 
-    def delete_runner_process(self, *, name: str, host: str | None, process: str | None) -> int:
-        return self._q.delete_runner_process(name=name, host=host, process=process)
-
     def fail_job(
         self, *, error: str | None, now: str, id: str, attempt: int, run_trace: str | None
     ) -> int:
         return self._q.fail_job(error=error, now=now, run_trace=run_trace, id=id, attempt=attempt)
-
-    def get_job(self, *, id: str) -> JobRow | None:
-        return self._q.get_job(id=id)
-
-    def get_job_labels(self, *, id: str) -> LabelsRow | None:
-        return self._q.get_job_labels(id=id)
-
-    def get_job_progress(self, *, id: str) -> ProgressRow | None:
-        return self._q.get_job_progress(id=id)
-
-    def get_job_record(self, *, id: str) -> RecordRow | None:
-        row = self._q.get_job_record(id=id)
-        return None if row is None else stored(RecordRow, row)
 
     def heartbeat_runner(self, *, now: str, name: str) -> int:
         return self._q.heartbeat_runner(now=now, name=name)
@@ -264,20 +211,11 @@ class _Queries(
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         return self._q.interrupt_running_jobs(error=error, now=now, runner=runner)
 
-    def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]:
-        return self._q.list_cancel_requests(runner=runner)
-
-    def list_runners_on_host(self, *, host: str | None, name: str) -> Sequence[PeerRow]:
-        return self._q.list_runners_on_host(host=host, name=name)
-
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
         return self._q.list_running_jobs(runner=runner, before=before)
 
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
         return self._q.publish_job_result(result=result, now=now, id=id, attempt=attempt)
-
-    def ready_retries(self, *, queue: str) -> int:
-        return self._q.ready_retries(queue=queue)
 
     def register_runner(
         self, *, name: str, now: str, host: str | None, process: str | None

@@ -6,8 +6,7 @@ single writer serializes a signal and a wait, so neither needs a lock.
 
 import sqlite3
 
-from jobtable._engines.rows import stored
-from jobtable._engines.wait_queries import CommonWaitQueries, JobWaitRow
+from jobtable._engines.wait_queries import CommonWaitQueries
 from jobtable.db.sqlite import waits
 
 
@@ -48,10 +47,6 @@ class SQLiteWaitQueries(CommonWaitQueries):
         return self._waits.suspend_job(
             now=now, run_at=run_at, name=name, key=key, after_id=after_id, id=id, attempt=attempt
         )
-
-    def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
-        row = self._waits.get_job_wait(job_id=job_id)
-        return None if row is None else stored(JobWaitRow, row)
 
     def prune_signals(self, *, before: str) -> int:
         return self._waits.prune_signals(before=before)
