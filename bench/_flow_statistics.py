@@ -38,6 +38,8 @@ def explain(db: PostgresDatabase, label: str) -> None:
         "rate_per_key": False,
         "rate_limit": None,
         "max_jobs": 16,
+        "after_priority": -(2**31),
+        "after_seq": 0,
         "concurrency": None,
         "runner": "explain",
         "now": datetime.datetime.now(datetime.UTC),

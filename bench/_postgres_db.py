@@ -27,6 +27,7 @@ from bench._db import (
     new_id,
     run_threads,
 )
+from jobtable._engines.postgres.claim_cursor import HEAD
 from jobtable.db.postgres import jobs as pg_sql
 
 
@@ -40,8 +41,14 @@ def _now() -> datetime.datetime:
 # Its rows are (finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority).
 
 
-def finish_and_claim_params(rows: list[Any], max_jobs: int) -> dict[str, Any]:
-    """FinishAndClaimJobs's parameters: rows (claimed rows) succeed, then max_jobs are claimed."""
+def finish_and_claim_params(
+    rows: list[Any], max_jobs: int, after: tuple[int, int] = HEAD
+) -> dict[str, Any]:
+    """FinishAndClaimJobs's parameters: rows (claimed rows) succeed, then max_jobs are claimed.
+
+    The claim picks jobs after the place after, (priority, seq): by default
+    from the queue's head.
+    """
     return {
         "ids": [row[2] for row in rows],
         "attempts": [row[5] for row in rows],
@@ -54,6 +61,8 @@ def finish_and_claim_params(rows: list[Any], max_jobs: int) -> dict[str, Any]:
         "runner": RUNNER,
         "now": _now(),
         "max_jobs": max_jobs,
+        "after_priority": after[0],
+        "after_seq": after[1],
     }
 
 

@@ -7,7 +7,10 @@ on stdin. Then it starts the runner, prints ``started``, and answers each
 ``stats`` line with one JSON line: how many handlers returned since the last
 one (``done``) and each started job's enqueue-to-start latency in
 milliseconds (``lat``, from the payload's ``time.time()`` at enqueue). Any
-other line (or EOF) stops the runner and ends the process.
+other line (or EOF) stops the runner and ends the process. With
+``from_head`` true, PostgreSQL's claims start at the queue's head every
+time, as before claims resumed where the last one stopped (a benchmark's
+baseline).
 """
 
 import asyncio
@@ -20,6 +23,7 @@ from typing import Any
 
 import jobtable
 from bench._jobs import Ping
+from jobtable._engines.postgres import claim_cursor
 
 
 class Tally:
@@ -69,6 +73,8 @@ async def _serve(runner: jobtable.Runner, tally: Tally) -> None:
 def main() -> None:
     """Runs the process as the module's docstring says."""
     args: dict[str, Any] = json.loads(sys.argv[1])
+    if args.get("from_head"):
+        claim_cursor.RESCAN_SECONDS = 0.0
     store = jobtable.Store.open(args["target"])
     tally = Tally()
     runner = make_runner(store, args, tally)

@@ -19,6 +19,11 @@ removed and those it had to keep.
 
     .venv/bin/python -m bench.pinned_xmin                  # 180 s pinned, 120 s after
     .venv/bin/python -m bench.pinned_xmin --pinned 60 --after 60
+    .venv/bin/python -m bench.pinned_xmin --from-head      # claims as before resume points
+
+Each claim starts where the database's last claim stopped and from the
+queue's head at least once a second, as a runner's claims do (ClaimCursors);
+--from-head starts every claim at the head.
 """
 
 import argparse
@@ -30,6 +35,7 @@ from typing import Any
 from bench._postgres_db import PostgresDatabase, finish_and_claim_params
 from bench._stats import Table
 from bench.restart import cluster
+from jobtable._engines.postgres.claim_cursor import HEAD, ClaimCursors
 from jobtable.db.postgres import jobs as pg_sql
 
 BACKLOG = 1000
@@ -48,19 +54,26 @@ _VACUUMED = re.compile(
 )
 
 
-def _cycle(db: PostgresDatabase, latencies: list[float]) -> int:
-    """Enqueues CYCLE jobs and claims as many, CLAIM at a time; returns the jobs finished."""
+def _cycle(db: PostgresDatabase, latencies: list[float], cursors: ClaimCursors | None) -> int:
+    """Enqueues CYCLE jobs and claims as many, CLAIM at a time; returns the jobs finished.
+
+    With cursors, each claim starts where the last one stopped, as a
+    runner's do (the head at least once a second); without, at the head.
+    """
     db._inserts(CYCLE, CYCLE)
     execute = db._conn.execute
     running: list[Any] = []
     claimed = 0
     while claimed < CYCLE:
+        after = HEAD if cursors is None else cursors.start("default", None)
         begin = time.perf_counter()
         rows = execute(
-            pg_sql.FINISH_AND_CLAIM_JOBS, finish_and_claim_params(running, CLAIM)
+            pg_sql.FINISH_AND_CLAIM_JOBS, finish_and_claim_params(running, CLAIM, after)
         ).fetchall()
         latencies.append(time.perf_counter() - begin)
         running = [row for row in rows if not row[0]]
+        if cursors is not None:
+            cursors.claimed("default", None, ((row[8], row[1]) for row in running))
         claimed += len(running)
     execute(pg_sql.FINISH_AND_CLAIM_JOBS, finish_and_claim_params(running, 0)).fetchall()
     return claimed
@@ -97,21 +110,26 @@ def _window_cells(latencies: list[float]) -> tuple[float, str, str]:
 
 
 def _phase(
-    dbs: tuple[PostgresDatabase, PostgresDatabase], name: str, seconds: float, table: Table
+    dbs: tuple[PostgresDatabase, PostgresDatabase],
+    name: str,
+    seconds: float,
+    table: Table,
+    resume: bool,
 ) -> list[float]:
     """Churns both databases in turn for seconds, a row of table per WINDOW.
 
     Returns each window's ratio of the pinned database's median claim to the clean one's.
     """
     ratios = []
+    cursors = [ClaimCursors() if resume else None for _ in dbs]
     end = time.monotonic() + seconds
     offset = 0.0
     while time.monotonic() < end:
         latencies: tuple[list[float], list[float]] = ([], [])
         start = time.monotonic()
         while time.monotonic() - start < WINDOW:
-            for db, into in zip(dbs, latencies, strict=True):
-                _cycle(db, into)
+            for db, into, places in zip(dbs, latencies, cursors, strict=True):
+                _cycle(db, into, places)
         took = time.monotonic() - start
         clean, pinned = (_window_cells(x) for x in latencies)
         ratios.append(pinned[0] / clean[0])
@@ -143,6 +161,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.pinned_xmin")
     parser.add_argument("--pinned", type=float, default=180.0, help="seconds the xmin is held")
     parser.add_argument("--after", type=float, default=120.0, help="seconds after it ends")
+    parser.add_argument(
+        "--from-head",
+        action="store_true",
+        help="every claim starts at the queue's head (no resume point, as before it)",
+    )
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     table = Table(
@@ -162,7 +185,7 @@ def main() -> None:
             pin.autocommit = False
             pin.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             pin.execute("SELECT count(*) FROM jobs").fetchone()
-            during = _phase(dbs, "pinned", args.pinned, table)
+            during = _phase(dbs, "pinned", args.pinned, table, not args.from_head)
             _vacuum(clean)  # both alike, so that the after phase compares them fairly
             removed, kept = _vacuum(pinned)
             table.notes.append(
@@ -171,7 +194,7 @@ def main() -> None:
             )
             pin.rollback()
             pin.close()
-            after = _phase(dbs, "after", args.after, table)
+            after = _phase(dbs, "after", args.after, table, not args.from_head)
             removed, kept = _vacuum(pinned)
             table.notes.append(
                 f"VACUUM of the pinned database at the end: {removed:,} dead rows removed, "

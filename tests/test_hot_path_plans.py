@@ -118,6 +118,9 @@ VALUES: dict[str, object] = {
     "runner": "r",
     "error": "interrupted",
     "max_jobs": 10,
+    # A claim from the queue's head.
+    "after_priority": -(2**31),
+    "after_seq": 0,
     "kind": None,
     # A prune of the rows older than a day, before any of these.
     "before": T,

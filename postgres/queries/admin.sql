@@ -67,7 +67,11 @@ ORDER BY seq;
 -- WakeRunners tells idle runners in every process, when the transaction
 -- commits, that jobs became ready. Differs from SQLite, where every commit
 -- wakes them: here only the insert trigger does, and a retry inserts nothing.
-SELECT pg_notify(jobtable_channel(current_schema()), '');
+-- Its payload is 'released', not the insert trigger's '': a job it made ready
+-- may stand before the place where a runner's claims of its queue resume
+-- (after_priority and after_seq of FinishAndClaimJobs), so each runner
+-- claims next from the head of its queues.
+SELECT pg_notify(jobtable_channel(current_schema()), 'released');
 
 -- name: DeleteJob :execrows
 -- DeleteJob deletes a job that is not running.

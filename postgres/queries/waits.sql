@@ -70,7 +70,10 @@ DELETE FROM job_waits WHERE job_id = @job_id;
 -- outcome, it notifies the runners' channel with 'ready:' and the job's
 -- queue when that frees a slot of a queue with a concurrency or partition
 -- limit, or when the job is ready at once, so the runners serving it look
--- again now rather than at their poll.
+-- again now rather than at their poll. It also notifies the job's id on the
+-- channel of ended jobs, as PublishJobResult does (only while some process
+-- waits), so that a stream of the job's progress sees it leave its worker at
+-- once; a waiter for its end reads it and finds it queued.
 WITH suspended AS (
     UPDATE jobs
     SET status = 'queued',
@@ -87,7 +90,14 @@ WITH suspended AS (
             updated_at = @now
     WHERE jobs.id = @id AND jobs.status = 'running' AND jobs.attempt = @attempt
         AND NOT jobs.cancel_requested
-    RETURNING jobs.queue, jobs.status, jobs.scheduled
+    RETURNING jobs.id, jobs.queue, jobs.status, jobs.scheduled
+),
+watched AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()),
+        CASE WHEN octet_length(id) < 7900 THEN id ELSE '' END)
+    FROM suspended
+    WHERE NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16)
 ),
 released AS MATERIALIZED (
     SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
@@ -99,7 +109,8 @@ released AS MATERIALIZED (
             AND (flow.concurrency IS NOT NULL OR flow.partition_limit IS NOT NULL)
     )
 )
-SELECT (SELECT count(*) FROM suspended) AS suspended FROM released;
+SELECT (SELECT count(*) FROM suspended) AS suspended
+FROM released CROSS JOIN (SELECT count(*) AS sent FROM watched) AS w;
 
 -- name: PruneSignals :execrows
 -- PruneSignals deletes the signals sent before before.

@@ -219,7 +219,7 @@ settled AS (
 -- A job made ready wakes idle runners; so does a job of a sequence that it
 -- cancels, which no longer holds a sequence that continues past it.
 ready AS MATERIALIZED (
-    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    SELECT pg_notify(jobtable_channel(current_schema()), 'released') FROM settled
     WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
     HAVING count(*) > 0
 ),
@@ -238,11 +238,15 @@ SELECT count(*) FROM (SELECT 1 FROM ready UNION ALL SELECT 1 FROM doom_ended) AS
 -- FinishAndClaimJobs does (the same arrays; JobsEnded's and JobsReleased's
 -- notifications too, and another naming the dependents it cancels),
 -- and settles, in the same statement, the dependents of the jobs of
--- workflows it ended, as SettleDependents does: a runner's outcomes of
--- workflows' jobs cost one statement, one round trip, as a plain job's. It
--- claims nothing: its caller's claim follows it, as a statement of its own.
--- It returns the ids of the jobs it finished; a job missing from them is no
--- longer running under its claim. Every sub-statement sees the jobs as they
+-- workflows it ended, as SettleDependents does, and claims up to max_jobs
+-- ready jobs of queue for runner as FinishAndClaimJobs does (the kinds of
+-- kinds only, unless kinds is null): a runner's outcomes of workflows' jobs
+-- and its next claim cost one statement, one round trip, as a plain job's.
+-- The claim's snapshot is the statement's: it cannot take a dependent this
+-- settle makes ready (the 'released' notification brings the runners back
+-- for those). It returns the claimed jobs with finished false, and the
+-- jobs it finished with finished true and only their ids; a job missing
+-- from them is no longer running under its claim. Every sub-statement sees the jobs as they
 -- were before it: the roots' ends come from the finished rows, and the jobs
 -- the settling updates are others (pending, not running). Differs from
 -- SQLite as SettleDependents does.
@@ -413,7 +417,7 @@ settled AS (
 -- A job made ready wakes idle runners; so does a job of a sequence that it
 -- cancels, which no longer holds a sequence that continues past it.
 ready AS MATERIALIZED (
-    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM settled
+    SELECT pg_notify(jobtable_channel(current_schema()), 'released') FROM settled
     WHERE status = 'queued' OR (cause IS NOT NULL AND sequence_key IS NOT NULL)
     HAVING count(*) > 0
 ),
@@ -424,8 +428,43 @@ doom_ended AS MATERIALIZED (
     FROM settled WHERE cause IS NOT NULL
     HAVING count(*) > 0 AND NOT pg_try_advisory_xact_lock(
         hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() % 16)
+),
+-- The claim, as FinishAndClaimJobs's.
+picked AS MATERIALIZED (
+    SELECT ready.seq FROM jobs AS ready
+    WHERE ready.status = 'queued' AND ready.scheduled = false AND ready.queue = @queue
+        AND (sqlc.narg(kinds)::text[] IS NULL OR ready.kind = ANY(sqlc.narg(kinds)::text[]))
+        AND NOT EXISTS (
+            SELECT 1 FROM queues AS flow
+            WHERE flow.name = @queue AND (flow.paused OR flow.concurrency IS NOT NULL
+                OR flow.partition_limit IS NOT NULL OR flow.rate_limit IS NOT NULL)
+        )
+        AND (ready.sequence_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS prior
+            WHERE prior.sequence_key = ready.sequence_key AND prior.seq < ready.seq
+                AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
+                AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
+        ))
+        AND (ready.priority, ready.seq) > (@after_priority::integer, @after_seq::bigint)
+    ORDER BY ready.priority, ready.seq LIMIT @max_jobs
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE jobs
+    SET status = 'running', runner = @runner, attempt = jobs.attempt + 1,
+        started_at = @now, updated_at = @now
+    FROM picked
+    WHERE jobs.seq = picked.seq
+    RETURNING jobs.seq, jobs.id, jobs.kind, jobs.payload, jobs.attempt, jobs.max_attempts,
+        jobs.timeout, jobs.priority, jobs.traceparent, jobs.partition_key, jobs.workflow_id
 )
-SELECT finished.id FROM finished LEFT JOIN ended ON true LEFT JOIN released ON true
+SELECT false AS finished, seq, id, kind, payload, attempt, max_attempts, timeout, priority,
+    traceparent, partition_key, workflow_id
+FROM claimed
+UNION ALL
+SELECT true, 0::bigint, finished.id, '', '', 0, 0, NULL::double precision, 0, NULL::text,
+    NULL::text, NULL::text
+FROM finished LEFT JOIN ended ON true LEFT JOIN released ON true
     LEFT JOIN ready ON true LEFT JOIN doom_ended ON true;
 
 -- name: ReviveDependents :many

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.postgres
 PARAMS = {
     "queue": "q",
     "max_jobs": 16,
+    "after_priority": -(2**31),
+    "after_seq": 0,
     "concurrency": 8,
     "rate_limit": None,
     "rate_period": None,

@@ -123,7 +123,7 @@ async def test_sleepers_beyond_the_workers_hold_none_and_other_jobs_still_run(
 ) -> None:
     marker = tmp_path / "runs.txt"
     runner = napping(store, marker, workers=2)
-    sleepers = NAPPER.enqueue_many(store, [20] * 5)
+    sleepers = NAPPER.enqueue_many(store, [50] * 5)
     async with running(runner):
         await wait_until(lambda: len(lines(marker)) == 5, limit=30)
         quick = QUICK.enqueue_many(store, [1, 2, 3])

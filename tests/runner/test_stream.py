@@ -7,6 +7,7 @@ NOTIFY of the publish or SQLite's file watch, never by polling.
 
 import asyncio
 import contextlib
+import datetime
 from collections.abc import AsyncIterator
 
 import pytest
@@ -147,3 +148,32 @@ async def test_a_stream_of_an_unknown_job_or_another_kind_raises_job_not_found(
     with pytest.raises(TypeError, match="job id is int"):
         count.stream(store, 7)  # type: ignore[call-overload]
     assert waiters._watches == {}
+
+
+nap = jobtable.Kind("nap", int, int)
+
+
+async def test_a_stream_sees_a_job_leave_its_worker_to_sleep(
+    store: jobtable.Store, waiters: Waiters
+) -> None:
+    runner = jobtable.Runner(store, workers=1)
+
+    @runner.handler(nap)
+    async def napping(ctx: jobtable.JobContext[int], payload: int) -> int:
+        await ctx.sleep_for(datetime.timedelta(hours=1))
+        return payload
+
+    job_id = nap.enqueue(store, 1)
+    stream = nap.stream(store, job_id)
+    assert (await anext(stream)).status is jobtable.Status.QUEUED
+    await runner.start()
+    try:
+        running = await asyncio.wait_for(anext(stream), 10)
+        assert running.status is jobtable.Status.RUNNING
+        # Woken by the suspend's notification or file write: both polls are an hour.
+        asleep = await asyncio.wait_for(anext(stream), 10)
+        assert asleep.status is jobtable.Status.QUEUED
+    finally:
+        await stream.aclose()
+        runner.stop()
+        await runner.wait()

@@ -4,10 +4,9 @@ Every pooled connection writes libpq's trace of the messages it sends
 (``PGconn.trace``); with no pipeline, each Sync (an extended-protocol
 statement) and each Query (BEGIN, COMMIT) the client sends waits for the
 server: a round trip. The outcome that ends a workflow's job stores it and
-settles its dependents in one statement (FinishWorkflowJobs), so an
-attempt of a workflow's job costs no more round trips than a plain job's,
-and a claim that carries it at most one more (its claim is a statement of
-its own).
+settles its dependents in one statement (FinishWorkflowJobs), which also
+claims the runner's next jobs, so an attempt of a workflow's job, and a
+claim that carries its outcome, cost no more round trips than a plain job's.
 """
 
 import pathlib
@@ -18,9 +17,11 @@ from typing import IO, Protocol
 import psycopg
 import pytest
 from psycopg.rows import TupleRow
+from seam import claim_rows, now
 
 import jobtable
 from jobtable._engines.postgres import engine as postgres_engine
+from jobtable._engines.rows import ClaimedRow, Outcome
 from jobtable.db.postgres import workflows as postgres_workflows
 from jobtable.db.postgres.jobs import FINISH_AND_CLAIM_JOBS
 
@@ -114,6 +115,39 @@ async def test_a_workflow_jobs_attempt_costs_the_round_trips_of_a_plain_jobs(
         assert store.inspect(fed.id).payload == 3
 
 
+def finish_trips(store: jobtable.Store, traces: Traces, job: ClaimedRow, workflow: bool) -> int:
+    """The round trips of the runner's write storing job's success and claiming one more job."""
+    done = Outcome(job.id, job.attempt, "succeeded", "1", None, None, workflow=workflow)
+    before = traces.round_trips()
+    finished, more = store.engine.write(
+        lambda q: q.finish_and_claim_jobs(
+            outcomes=[done], runner="r", queue="default", now=now(), max_jobs=1
+        )
+    )
+    assert finished == [job.id]
+    assert len(more) == 1
+    return traces.round_trips() - before
+
+
+def test_an_outcome_that_settles_and_the_next_claim_cost_a_plain_outcomes_trips(
+    pg_url: str, traces: Traces
+) -> None:
+    with jobtable.Store.open(pg_url) as store:
+        wf = jobtable.Workflow("trips")
+        first = wf.add(step, 3)
+        after = wf.add(step, 4, after=[first])
+        wf.enqueue(store)
+        step.enqueue_many(store, [1, 2, 3, 4, 5, 6])
+        [root] = store.engine.write(lambda q: claim_rows(q, 1))
+        [plain] = store.engine.write(lambda q: claim_rows(q, 1))
+        assert root.id == first.id
+        [warm] = store.engine.write(lambda q: claim_rows(q, 1))
+        finish_trips(store, traces, warm, workflow=False)  # the pool's connections open
+        plain_trips = finish_trips(store, traces, plain, workflow=False)
+        assert finish_trips(store, traces, root, workflow=True) == plain_trips
+        assert store.get(after.id).status is jobtable.Status.QUEUED
+
+
 def test_the_finishing_statement_stores_and_settles_as_the_statements_it_stands_for() -> None:
     finish = postgres_workflows.FINISH_WORKFLOW_JOBS
     # Its outcomes are stored as FinishAndClaimJobs stores them...
@@ -128,4 +162,10 @@ def test_the_finishing_statement_stores_and_settles_as_the_statements_it_stands_
     # ...and its jobs settled as SettleDependents settles them, from their roots on.
     settle = postgres_workflows.SETTLE_DEPENDENTS
     tail = settle[settle.index("doomed (id, cause)") : settle.index("SELECT count(*)")]
-    assert tail in finish
+    assert tail.rstrip("\n") in finish
+    # ...and it claims as FinishAndClaimJobs claims, but for its optional kinds.
+    claim = FINISH_AND_CLAIM_JOBS[FINISH_AND_CLAIM_JOBS.index("picked AS") :]
+    kinds = "        AND (%(kinds)s::text[] IS NULL OR ready.kind = ANY(%(kinds)s::text[]))\n"
+    assert kinds in finish
+    ours = finish[finish.index("picked AS") :].replace(kinds, "")
+    assert ours.split("SELECT false AS finished")[0] == claim.split("SELECT false AS finished")[0]

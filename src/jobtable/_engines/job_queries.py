@@ -2,7 +2,8 @@
 
 Each engine's adapter derives from ``CommonJobQueries`` and sets ``_q`` to
 its generated Querier of queries/jobs.sql; the methods whose statements
-differ between the engines stay with the adapter.
+differ between the engines stay with the adapter (PostgreSQL's readying of
+retries, say, also moves its claims' places back).
 """
 
 from collections.abc import Sequence
@@ -56,8 +57,6 @@ class JobStatements(ListingQueries[object], Protocol):
     def list_runners_on_host(self, *, host: str | None, name: str) -> Sequence[PeerRow]: ...
 
     def lock_job(self, *, id: str) -> _Status | None: ...
-
-    def ready_retries(self, *, queue: str) -> int: ...
 
 
 class CommonJobQueries:
@@ -121,6 +120,3 @@ class CommonJobQueries:
     def lock_job(self, *, id: str) -> str | None:
         row = self._q.lock_job(id=id)
         return None if row is None else row.status
-
-    def ready_retries(self, *, queue: str) -> int:
-        return self._q.ready_retries(queue=queue)

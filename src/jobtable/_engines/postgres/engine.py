@@ -16,6 +16,7 @@ StoreError in one function.
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 import threading
@@ -29,6 +30,7 @@ from psycopg.rows import TupleRow
 from jobtable._backoff import WriteBackoff
 from jobtable._engines.base import Queries, Statement, as_insert
 from jobtable._engines.postgres.batch import GroupCommit
+from jobtable._engines.postgres.claim_cursor import ClaimCursors
 from jobtable._engines.postgres.listener import (
     RECONNECT,
     Listener,
@@ -274,6 +276,8 @@ class PostgresEngine:
         # Whether POLLING_WARNING was logged (once per engine, at the first listen).
         self._warned = False
         self._jobs_table: JobsTable | None = None
+        # Where this process's claims of each queue stopped (claim_cursor).
+        self._cursors = ClaimCursors()
         # Concurrent enqueues share transactions (see the batch module).
         self._enqueues = GroupCommit(
             where,
@@ -499,7 +503,19 @@ class PostgresEngine:
         fraction of a second; again, it does nothing. Raises StoreError once
         the engine is closed.
         """
-        return self._start(wake, listen_for_enqueues, cancelled=cancelled, ready=ready)
+        rewind = self._cursors.rewind
+
+        def released() -> None:
+            rewind()
+            wake()
+
+        def ready_in(queue: str) -> None:
+            rewind(queue)
+            (wake if ready is None else functools.partial(ready, queue))()
+
+        return self._start(
+            wake, listen_for_enqueues, cancelled=cancelled, ready=ready_in, released=released
+        )
 
     def listen_ended(self, wake: Callable[[str], None]) -> Callable[[], None]:
         """Calls wake(ids) as a commit that ended jobs notifies (``EndedJobs``); as listen."""
@@ -568,11 +584,21 @@ class PostgresEngine:
         try:
             one_statement = isinstance(op, Statement)
             with self._pool.connection() as conn:
+                q = _queries(conn, self._cursors)
                 if one_statement:
                     # The pool's connections autocommit: the statement is its
                     # own transaction, with no BEGIN and COMMIT round trips.
-                    return op(_queries(conn))
-                with conn.transaction():
-                    return op(_queries(conn))
-        except psycopg.Error as err:
-            raise _store_error(self._where, doing, err) from err
+                    done = op(q)
+                else:
+                    with conn.transaction():
+                        done = op(q)
+            if doing == "write" and getattr(q, "rewinds", False):
+                self._cursors.rewind()  # it may have made jobs ready behind the places
+            return done
+        except BaseException as err:
+            # A claim rolled back leaves its jobs ready behind the place it
+            # recorded: the next claims start from each queue's head.
+            self._cursors.rewind()
+            if isinstance(err, psycopg.Error):
+                raise _store_error(self._where, doing, err) from err
+            raise

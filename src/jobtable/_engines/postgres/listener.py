@@ -26,6 +26,9 @@ CANCEL_NOTICE = "cancel"
 READY_PREFIX = "ready:"
 """What begins the payload of a JobsReleased notification; the queue's name follows."""
 
+RELEASED_NOTICE = "released"
+"""The payload of WakeRunners and of the settles that made jobs of any queue ready."""
+
 _logger = logging.getLogger("jobtable.postgres")
 
 
@@ -58,8 +61,9 @@ class Listener:
     wait between attempts to reopen a lost connection. A notification whose
     payload is CANCEL_NOTICE calls cancelled (when given) instead of wake;
     one whose payload is READY_PREFIX and a queue's name calls ready(queue)
-    (when given) instead of wake; with notices, every notification's payload
-    goes to notices instead.
+    (when given) instead of wake; one whose payload is RELEASED_NOTICE calls
+    released (when given) instead of wake; with notices, every
+    notification's payload goes to notices instead.
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class Listener:
         reconnect: WriteBackoff = RECONNECT,
         cancelled: Callable[[], None] | None = None,
         ready: Callable[[str], None] | None = None,
+        released: Callable[[], None] | None = None,
         notices: Callable[[str], None] | None = None,
     ) -> None:
         self._url = url
@@ -79,6 +84,7 @@ class Listener:
         self._wake = wake
         self._cancelled = cancelled
         self._ready = ready
+        self._released = released
         self._notices = notices
         self._listen = listen
         self._reconnect = reconnect
@@ -122,6 +128,8 @@ class Listener:
             call = self._cancelled
         elif payload.startswith(READY_PREFIX) and self._ready is not None:
             call = functools.partial(self._ready, payload[len(READY_PREFIX) :])
+        elif payload == RELEASED_NOTICE and self._released is not None:
+            call = self._released
         with self._waking:
             if self._stopping.is_set():
                 return
@@ -158,9 +166,10 @@ class Listener:
                     delay = self._reconnect.first
                     failed = False
                     _logger.info("postgres store %s: listening for enqueues again", self._where)
-                    # Enqueues and cancels committed while no connection
-                    # listened woke no one.
-                    self._call_wake()
+                    # Enqueues, releases and cancels committed while no
+                    # connection listened woke no one (notices take '' as
+                    # "check everything").
+                    self._call_wake("" if self._notices else RELEASED_NOTICE)
                     self._call_wake(CANCEL_NOTICE)
                 try:
                     for notice in conn.notifies(timeout=_STOP_POLL):

@@ -9,7 +9,9 @@ passes for it is not used.
 
 import dataclasses
 import datetime
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypedDict
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -17,12 +19,13 @@ from psycopg.rows import TupleRow
 from jobtable._engines.base import Queries
 from jobtable._engines.job_queries import CommonJobQueries
 from jobtable._engines.operator_queries import RunnerRow
+from jobtable._engines.postgres.claim_cursor import ClaimCursors
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
 from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
-from jobtable._engines.postgres.outcomes import outcome_arrays
+from jobtable._engines.postgres.outcomes import OutcomeArrays, outcome_arrays
 from jobtable._engines.postgres.step_queries import PostgresStepQueries
 from jobtable._engines.postgres.wait_queries import PostgresWaitQueries
 from jobtable._engines.postgres.workflow_queries import PostgresWorkflowQueries
@@ -36,10 +39,21 @@ from jobtable._engines.rows import (
     seam_time,
     stored,
 )
-from jobtable.db.postgres import jobs
+from jobtable.db.postgres import jobs, workflows
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
+
+
+class _Claim(TypedDict):
+    """The claim's parameters of the statements that store outcomes and claim."""
+
+    now: datetime.datetime
+    queue: str
+    after_priority: int
+    after_seq: int
+    max_jobs: int
+    runner: str | None
 
 
 class _Queries(
@@ -59,7 +73,7 @@ class _Queries(
 
     _q: jobs.Querier
 
-    def __init__(self, conn: _Connection) -> None:
+    def __init__(self, conn: _Connection, cursors: ClaimCursors | None) -> None:
         PostgresOperatorQueries.__init__(self, conn)
         PostgresFlowQueries.__init__(self, conn)
         PostgresStepQueries.__init__(self, conn)
@@ -67,6 +81,11 @@ class _Queries(
         PostgresWorkflowQueries.__init__(self, conn)
         self._conn = conn
         self._q = jobs.Querier(conn)
+        # Where this process's claims stopped; an application's transaction
+        # has none of its own and claims from each queue's head.
+        self._cursors = ClaimCursors() if cursors is None else cursors
+        # Whether a call may have made a job ready behind those places.
+        self.rewinds = False
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         rows = JobRows()
@@ -132,39 +151,70 @@ class _Queries(
         kinds: Sequence[str] | None = None,
     ) -> tuple[list[str], Sequence[ClaimedRow]]:
         arrays = outcome_arrays(outcomes)
-        if any(o.workflow for o in outcomes):
-            # Their dependents settle in the statement that stores them; the
-            # claim, which needs no atomicity with it, follows on its own.
-            rows = self._wf.finish_workflow_jobs(now=seam_time(now), **arrays)
-            finished = [row.id for row in rows]
-            if max_jobs <= 0:
-                return finished, []
-            _, claimed = self.finish_and_claim_jobs(
-                outcomes=(), runner=runner, queue=queue, now=now, max_jobs=max_jobs, kinds=kinds
-            )
-            return finished, claimed
-        claims: Sequence[jobs.FinishAndClaimJobsRow | jobs.FinishAndClaimJobsOfKindsRow]
+        workflow = any(o.workflow for o in outcomes)
+        claims = self._finish_and_claim(
+            arrays, workflow, runner, queue, seam_time(now), max_jobs, kinds
+        )
+        claimed = [row for row in claims if not row.finished]
+        self._cursors.claimed(queue, kinds, ((row.priority, row.seq) for row in claimed))
+        if workflow:
+            self._cursors.rewind()  # the dependents it made ready keep their seqs, in any queue
+        elif any(outcome.state == "queued" for outcome in outcomes):
+            self._cursors.rewind(queue)  # a retry keeps its seq: it may stand behind the place
+        return [row.id for row in claims if row.finished], claimed
+
+    def _finish_and_claim(
+        self,
+        arrays: OutcomeArrays,
+        workflow: bool,
+        runner: str | None,
+        queue: str,
+        now: datetime.datetime,
+        max_jobs: int,
+        kinds: Sequence[str] | None,
+    ) -> Sequence[
+        jobs.FinishAndClaimJobsRow
+        | jobs.FinishAndClaimJobsOfKindsRow
+        | workflows.FinishWorkflowJobsRow
+    ]:
+        """One statement: the outcomes stored (a workflow's jobs' settling their
+        dependents), then the claim from the queue's place."""
+        after_priority, after_seq = self._cursors.start(queue, kinds)
+        claim = _Claim(
+            now=now,
+            queue=queue,
+            after_priority=after_priority,
+            after_seq=after_seq,
+            max_jobs=max_jobs,
+            runner=runner,
+        )
+        if workflow:
+            named: list[str | None] | None = None if kinds is None else list(kinds)
+            return self._wf.finish_workflow_jobs(kinds=named, **claim, **arrays)
         if kinds is None:
-            claims = self._q.finish_and_claim_jobs(
-                now=seam_time(now), queue=queue, max_jobs=max_jobs, runner=runner, **arrays
-            )
-        else:
-            claims = self._q.finish_and_claim_jobs_of_kinds(
-                now=seam_time(now),
-                queue=queue,
-                kinds=list(kinds),
-                max_jobs=max_jobs,
-                runner=runner,
-                **arrays,
-            )
-        return [row.id for row in claims if row.finished], [r for r in claims if not r.finished]
+            return self._q.finish_and_claim_jobs(**claim, **arrays)
+        return self._q.finish_and_claim_jobs_of_kinds(kinds=list(kinds), **claim, **arrays)
 
     def next_run_at(self, *, queue: str) -> datetime.datetime | None:
         row = self._q.next_run_at(queue=queue)
         return None if row is None else row.run_at
 
     def stage_jobs(self, *, queue: str, now: str) -> int:
-        return self._q.stage_jobs(queue=queue, now=seam_time(now))
+        staged = self._q.stage_jobs(queue=queue, now=seam_time(now))
+        if staged:
+            self._cursors.rewind(queue)  # they keep the seqs of their enqueues
+        return staged
+
+    def ready_retries(self, *, queue: str) -> int:
+        ready = self._q.ready_retries(queue=queue)
+        if ready:
+            self._cursors.rewind(queue)
+        return ready
+
+    # An interrupt fails or cancels the jobs whose attempts are spent, and
+    # notifies (NotifyJobsEnded), so that their waits return at its commit;
+    # it puts the others back in their queues and frees the slots and the
+    # sequences they held, so idle runners look again (notify_released).
 
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
         count = self._q.interrupt_running_jobs(error=error, now=seam_time(now), runner=runner)
@@ -246,6 +296,57 @@ class _Queries(
         return self._q.delete_dead_runners(lease_seconds=lease, name=name)
 
 
-def queries(conn: _Connection) -> Queries:
-    """The seam's queries on conn; typed as the seam so that mypy proves _Queries satisfies it."""
-    return _Queries(conn)
+KEEP_PLACES = frozenset(
+    {
+        "insert_jobs",
+        "insert_unique_jobs",
+        "get_unique_holder",
+        "publish_job_result",
+        "succeed_job",
+        "fail_job",
+        "finish_and_claim_jobs",
+        "next_run_at",
+        "stage_jobs",
+        "ready_retries",
+        "list_running_jobs",
+        "list_cancel_requests",
+        "get_job",
+        "get_jobs",
+        "get_job_progress",
+        "heartbeat_runner",
+        "record_job_step",
+        "get_job_step",
+        "list_job_steps",
+    }
+)
+"""The calls that cannot make a job ready behind a place claims stopped, or rewind themselves.
+
+Every other call of ``_Queries`` in a write marks it (``rewinds``), and the
+engine rewinds its claims after the write commits: a feature added later
+rewinds by default, so no job it makes ready waits for the rescan.
+"""
+
+
+def _marking(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: _Queries, *args: Any, **kwargs: Any) -> Any:
+        self.rewinds = True
+        return method(self, *args, **kwargs)
+
+    return call
+
+
+for _name in dir(_Queries):
+    if not _name.startswith("_") and _name not in KEEP_PLACES:
+        _method = getattr(_Queries, _name)
+        if callable(_method):
+            setattr(_Queries, _name, _marking(_method))
+
+
+def queries(conn: _Connection, cursors: ClaimCursors | None = None) -> Queries:
+    """The seam's queries on conn; typed as the seam so that mypy proves _Queries satisfies it.
+
+    cursors: where the process's claims stopped (the engine's), or None for
+    claims from each queue's head.
+    """
+    return _Queries(conn, cursors)

@@ -179,6 +179,9 @@ class _Queries(
     def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
         return self._q.delete_dead_runners(cutoff=_before(now, lease), name=name)
 
+    def ready_retries(self, *, queue: str) -> int:
+        return self._q.ready_retries(queue=queue)
+
     def jobs_statistics_stale(self) -> bool:
         return False
 

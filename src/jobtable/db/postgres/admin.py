@@ -57,7 +57,7 @@ WHERE status = 'failed' AND workflow_id IS NOT NULL
 ORDER BY seq
 """
 
-WAKE_RUNNERS = """SELECT pg_notify(jobtable_channel(current_schema()), '')
+WAKE_RUNNERS = """SELECT pg_notify(jobtable_channel(current_schema()), 'released')
 """
 
 DELETE_JOB = """DELETE FROM jobs WHERE id = %(id)s AND status <> 'running'
@@ -237,6 +237,10 @@ class Querier:
         """WakeRunners tells idle runners in every process, when the transaction
         commits, that jobs became ready. Differs from SQLite, where every commit
         wakes them: here only the insert trigger does, and a retry inserts nothing.
+        Its payload is 'released', not the insert trigger's '': a job it made ready
+        may stand before the place where a runner's claims of its queue resume
+        (after_priority and after_seq of FinishAndClaimJobs), so each runner
+        claims next from the head of its queues.
         """
         self._conn.execute(
             WAKE_RUNNERS,

@@ -159,6 +159,7 @@ picked AS MATERIALIZED (
                 AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
                 AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
         ))
+        AND (ready.priority, ready.seq) > (%(after_priority)s::integer, %(after_seq)s::bigint)
     ORDER BY ready.priority, ready.seq LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 ),
@@ -265,6 +266,7 @@ picked AS MATERIALIZED (
                 AND prior.sequence_key IS NOT NULL AND prior.status <> 'succeeded'
                 AND (prior.status IN ('queued', 'pending', 'running') OR prior.sequence_blocks)
         ))
+        AND (ready.priority, ready.seq) > (%(after_priority)s::integer, %(after_seq)s::bigint)
     ORDER BY ready.priority, ready.seq LIMIT %(max_jobs)s
     FOR UPDATE SKIP LOCKED
 ),
@@ -739,7 +741,7 @@ DELETE_FINISHED_JOBS = """WITH pruned AS (
     RETURNING sequence_key, status
 ),
 released AS MATERIALIZED (
-    SELECT pg_notify(jobtable_channel(current_schema()), '') FROM pruned
+    SELECT pg_notify(jobtable_channel(current_schema()), 'released') FROM pruned
     WHERE sequence_key IS NOT NULL AND status <> 'succeeded' HAVING count(*) > 0
 )
 SELECT 1 FROM pruned LEFT JOIN released ON true
@@ -1556,6 +1558,8 @@ class Querier:
         run_ats: list[datetime.datetime | None] | None,
         run_traces: list[str | None] | None,
         queue: str,
+        after_priority: int,
+        after_seq: int,
         max_jobs: int,
         runner: str | None,
     ) -> list[FinishAndClaimJobsRow]:
@@ -1587,6 +1591,14 @@ class Querier:
         no lock is needed for that: the earlier job's row decides, and a claim
         that skips a locked head finds it queued in its snapshot, so it never
         takes the job behind it.
+        The pick starts after (after_priority, after_seq): a runner passes where
+        its last claim of the queue stopped, and the index scan begins there
+        instead of at the queue's head. While a transaction holds back the xmin
+        (a long transaction, a repeatable-read reader), the rows claimed meanwhile
+        keep dead entries at the head of jobs_queued that vacuum cannot remove,
+        and a claim from the head would visit each of them in the heap. A runner
+        passes the head (the lowest integer, 0) at least once a second and after
+        anything that may have made a job ready behind its place (ClaimCursors).
         RETURNING does not keep the pick's order: callers sort by (priority, seq).
         Differs from SQLite, whose single writer serializes claims: here claims
         run concurrently, so the picked rows are locked and rows another claim has
@@ -1633,6 +1645,8 @@ class Querier:
                 "run_ats": run_ats,
                 "run_traces": run_traces,
                 "queue": queue,
+                "after_priority": after_priority,
+                "after_seq": after_seq,
                 "max_jobs": max_jobs,
                 "runner": runner,
             },
@@ -1668,6 +1682,8 @@ class Querier:
         run_traces: list[str | None] | None,
         queue: str,
         kinds: list[str],
+        after_priority: int,
+        after_seq: int,
         max_jobs: int,
         runner: str | None,
     ) -> list[FinishAndClaimJobsOfKindsRow]:
@@ -1689,6 +1705,8 @@ class Querier:
                 "run_traces": run_traces,
                 "queue": queue,
                 "kinds": kinds,
+                "after_priority": after_priority,
+                "after_seq": after_seq,
                 "max_jobs": max_jobs,
                 "runner": runner,
             },

@@ -66,7 +66,14 @@ SUSPEND_JOB = """WITH suspended AS (
             updated_at = %(now)s
     WHERE jobs.id = %(id)s AND jobs.status = 'running' AND jobs.attempt = %(attempt)s
         AND NOT jobs.cancel_requested
-    RETURNING jobs.queue, jobs.status, jobs.scheduled
+    RETURNING jobs.id, jobs.queue, jobs.status, jobs.scheduled
+),
+watched AS MATERIALIZED (
+    SELECT pg_notify('jobtable-ended:' || md5(current_schema()),
+        CASE WHEN octet_length(id) < 7900 THEN id ELSE '' END)
+    FROM suspended
+    WHERE NOT pg_try_advisory_xact_lock(
+        hashtext('jobtable-ended:' || current_schema()), pg_backend_pid() %% 16)
 ),
 released AS MATERIALIZED (
     SELECT count(pg_notify(jobtable_channel(current_schema()), CASE
@@ -78,7 +85,8 @@ released AS MATERIALIZED (
             AND (flow.concurrency IS NOT NULL OR flow.partition_limit IS NOT NULL)
     )
 )
-SELECT (SELECT count(*) FROM suspended) AS suspended FROM released
+SELECT (SELECT count(*) FROM suspended) AS suspended
+FROM released CROSS JOIN (SELECT count(*) AS sent FROM watched) AS w
 """
 
 PRUNE_SIGNALS = """DELETE FROM signals WHERE sent_at < %(before)s
@@ -327,7 +335,10 @@ class Querier:
         outcome, it notifies the runners' channel with 'ready:' and the job's
         queue when that frees a slot of a queue with a concurrency or partition
         limit, or when the job is ready at once, so the runners serving it look
-        again now rather than at their poll.
+        again now rather than at their poll. It also notifies the job's id on the
+        channel of ended jobs, as PublishJobResult does (only while some process
+        waits), so that a stream of the job's progress sees it leave its worker at
+        once; a waiter for its end reads it and finds it queued.
         """
         cur = self._conn.execute(
             SUSPEND_JOB,
