@@ -35,7 +35,7 @@ import jobtable
 from jobtable._engines.base import Queries
 from jobtable._engines.rows import ClaimedRow
 from jobtable._operations import CancelJob
-from jobtable._operator.operations import DeleteJob, RetryJob
+from jobtable._operator.admin import DeleteJob, RetryJob
 from jobtable._runner.run_operations import Finish, FinishAndClaim, Publish
 
 T = TypeVar("T")

@@ -40,7 +40,7 @@ from machine_targets import Target, on_engine, sqlite_target
 
 import jobtable
 from jobtable._engines.rows import Outcome
-from jobtable._operator import operations
+from jobtable._operator import admin
 from jobtable._runner.registration import StartRunner
 from jobtable._runner.run_operations import Finish, FlowClaim
 from jobtable._values import timestamp
@@ -557,7 +557,7 @@ def test_a_retry_that_answers_retried_but_left_the_job_as_it_was_is_caught(
     # The planted fault: a retry refused as blocked answers RETRIED, as a
     # retry of a dependent whose dependency still failed once did.
     monkeypatch.setattr(
-        operations.RetryJob, "__call__", _answers_retried_when_blocked(operations.RetryJob.__call__)
+        admin.RetryJob, "__call__", _answers_retried_when_blocked(admin.RetryJob.__call__)
     )
     with pytest.raises(AssertionError, match="pending"):
         run_state_machine_as_test(WholeMachine, settings=FAULT_SETTINGS)

@@ -1,6 +1,6 @@
 -- The dashboard's queries: search, the names to filter by, bulk actions by
 -- filter, the per-kind figures and the health checks. The Store's public
--- operations run them; see src/jobtable/_operator/dashboard_store.py.
+-- methods run them; see src/jobtable/_operator/dashboard.py.
 
 -- name: ListKindNames :many
 -- ListKindNames reads every kind that has a job, without reading every row:

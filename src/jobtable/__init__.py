@@ -54,7 +54,7 @@ from jobtable._job import (
 )
 from jobtable._kind import Kind
 from jobtable._labels import Enqueueing
-from jobtable._operator.dashboard_models import (
+from jobtable._operator.dashboard import (
     BulkCancel,
     Health,
     KindFigures,
@@ -72,8 +72,7 @@ from jobtable._operator.models import (
     ThroughputPoint,
 )
 from jobtable._operator.queues import QueueInfo
-from jobtable._operator.workflow_list import WorkflowSummary
-from jobtable._operator.workflows import WorkflowGraph, WorkflowNode
+from jobtable._operator.workflows import WorkflowGraph, WorkflowNode, WorkflowSummary
 from jobtable._options import (
     EnqueueOptions,
     ExponentialBackoff,

@@ -240,7 +240,7 @@ def step_from_row(row: StepRow) -> JobStep:
     return JobStep(
         name=row.name,
         output=_shown(row.output),
-        recorded_at=datetime.datetime.fromisoformat(row.recorded_at),
+        recorded_at=row.recorded_at,
         attempt=row.attempt,
     )
 
@@ -258,14 +258,10 @@ def record_from_row(row: RecordRow) -> JobRecord:
         max_attempts=row.max_attempts,
         timeout=row.timeout,
         cancel_requested=bool(row.cancel_requested),
-        run_at=datetime.datetime.fromisoformat(row.run_at),
-        created_at=datetime.datetime.fromisoformat(row.created_at),
-        started_at=None
-        if row.started_at is None
-        else datetime.datetime.fromisoformat(row.started_at),
-        finished_at=None
-        if row.finished_at is None
-        else datetime.datetime.fromisoformat(row.finished_at),
+        run_at=row.run_at,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
         runner=row.runner,
         errors=pydantic_core.from_json(row.errors),
         error=row.error,

@@ -40,8 +40,8 @@ class QueueBacklog:
 
     now: str
 
-    def __call__(self, q: Queries) -> dict[str, tuple[int, str]]:
-        backlog: dict[str, tuple[int, str]] = {}
+    def __call__(self, q: Queries) -> dict[str, tuple[int, datetime.datetime]]:
+        backlog: dict[str, tuple[int, datetime.datetime]] = {}
         rows: Iterable[BacklogRow] = [*q.count_ready_jobs(), *q.count_due_jobs(now=self.now)]
         for row in rows:
             jobs, oldest = backlog.get(row.queue, (0, row.oldest_run_at))
@@ -118,7 +118,7 @@ class Instruments:
             seen = self._seen.setdefault(store, set())
             seen.update(backlog)
             for queue in sorted(seen):
-                jobs, oldest = backlog.get(queue, (0, ""))
+                jobs, oldest = backlog.get(queue, (0, now))
                 yield queue, jobs, _age(now, oldest) if jobs else 0.0
 
     def _depths(self, options: metrics.CallbackOptions) -> Sequence[metrics.Observation]:
@@ -134,9 +134,9 @@ class Instruments:
         ]
 
 
-def _age(now: datetime.datetime, run_at: str) -> float:
-    """Seconds from run_at (UTC text) to now, never below 0."""
-    return max(0.0, (now - datetime.datetime.fromisoformat(run_at)).total_seconds())
+def _age(now: datetime.datetime, run_at: datetime.datetime) -> float:
+    """Seconds from run_at to now, never below 0."""
+    return max(0.0, (now - run_at).total_seconds())
 
 
 _instruments: "weakref.WeakKeyDictionary[metrics.MeterProvider, Instruments]" = (

@@ -227,7 +227,10 @@ class ReadSignalWait:
         row = q.get_job_wait(job_id=self.job_id)
         if row is None or job.status != "queued" or row.name == SLEEP_SIGNAL:
             return None
-        return SignalWait(signal=row.name, key=row.key, deadline=row.deadline, since=row.since)
+        deadline = None if row.deadline is None else timestamp(row.deadline)
+        return SignalWait(
+            signal=row.name, key=row.key, deadline=deadline, since=timestamp(row.since)
+        )
 
 
 class SendSignal:

@@ -26,10 +26,10 @@ from jobtable._job import (
 )
 from jobtable._labels import EnqueueHook, check_hook, check_tag
 from jobtable._operations import CancelJob, CancelWorkflow, GetJob, InspectJob, ListJobs, count_jobs
-from jobtable._operator.dashboard_store import DashboardOperations
-from jobtable._operator.queues import QueueOperations
-from jobtable._operator.store import StoreOperations
-from jobtable._operator.workflows import WorkflowOperations
+from jobtable._operator.admin import AdminMethods
+from jobtable._operator.dashboard import DashboardMethods
+from jobtable._operator.queues import QueueMethods
+from jobtable._operator.workflows import WorkflowMethods
 from jobtable._secrets import SecretKeys, keys_of
 from jobtable._signal import SignalMethods
 from jobtable._values import redact_url, timestamp
@@ -95,9 +95,7 @@ class OpenOptions(TypedDict, total=False):
     max_connections: int | None
 
 
-class Store(
-    StoreOperations, QueueOperations, DashboardOperations, WorkflowOperations, SignalMethods
-):
+class Store(AdminMethods, QueueMethods, DashboardMethods, WorkflowMethods, SignalMethods):
     """The database jobs live in: a SQLite file or a PostgreSQL server.
 
     A store opened once is shared by every runner and enqueuer of the process
@@ -106,11 +104,11 @@ class Store(
     when done, or use it as a context manager; a closed store raises
     StoreError. The operations for operators (retry, delete, prune, runners,
     stats, throughput, the schema's state and migrate) come from
-    ``StoreOperations``; the dashboard's (kinds, queues, search_payloads,
+    ``AdminMethods``; the dashboard's (kinds, queues, search_payloads,
     cancel_many, delete_many, cancel_matching, delete_matching,
-    kind_figures, health) from ``DashboardOperations``; the read of a
+    kind_figures, health) from ``DashboardMethods``; the read of a
     workflow's graph (workflow) and the listing of workflows (workflows) from
-    ``WorkflowOperations``.
+    ``WorkflowMethods``.
     """
 
     engine: Engine

@@ -154,3 +154,8 @@ def covers(*methods: str) -> Callable[[T], T]:
 def at(seconds: float) -> str:
     """The time seconds from now (before it when negative), as the seam's UTC text."""
     return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+def moment(text: str) -> datetime:
+    """The seam's UTC text as the aware datetime a row of the seam holds."""
+    return datetime.fromisoformat(text)

@@ -6,7 +6,7 @@ the workflow queries in test_workflows.py.
 
 from seam import claim, enqueue, now
 
-from conformance.engine_kits import at, covers
+from conformance.engine_kits import at, covers, moment
 from jobtable._engines.base import Engine
 from jobtable._engines.rows import NewJob
 
@@ -83,5 +83,7 @@ def test_finished_jobs_and_the_oldest_due_job_of_each_queue(opened: Engine) -> N
     opened.write(lambda q: q.succeed_job(result=None, now=now(), id="a", attempt=1, run_trace=None))
     finished = opened.read(lambda q: q.finished_since(since=at(-3600), max_jobs=10))
     due = opened.read(lambda q: q.oldest_due_by_queue(now=at(60)))
-    assert [(row.kind, row.status, row.run_at) for row in finished] == [("k", "succeeded", past)]
+    assert [(row.kind, row.status, row.run_at) for row in finished] == [
+        ("k", "succeeded", moment(past))
+    ]
     assert [(row.queue, row.jobs) for row in due] == [("q", 1)]

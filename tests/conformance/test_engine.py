@@ -14,6 +14,7 @@ generous limit, which only a broken engine reaches.
 
 import asyncio
 import threading
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from seam import claim, claim_rows, create, enqueue, exists, get, new_id, now
@@ -191,12 +192,14 @@ async def test_async_fronts_do_not_block_the_event_loop(opened: Engine) -> None:
 
 
 @covers("insert_jobs", "get_job_record")
-def test_times_round_trip_as_utc_text(opened: Engine) -> None:
-    moment = "2024-02-29T23:59:58.123456Z"
-    opened.write(lambda q: q.insert_jobs(kind="k", jobs=[NewJob("a", "{}", moment)], now=moment))
+def test_times_go_in_as_utc_text_and_come_out_as_aware_datetimes(opened: Engine) -> None:
+    text = "2024-02-29T23:59:58.123456Z"
+    opened.write(lambda q: q.insert_jobs(kind="k", jobs=[NewJob("a", "{}", text)], now=text))
     record = opened.read(lambda q: q.get_job_record(id="a"))
     assert record is not None
-    assert (record.run_at, record.created_at) == (moment, moment)
+    stored = datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=UTC)
+    assert (record.run_at, record.created_at) == (stored, stored)
+    assert record.run_at.utcoffset() == timedelta(0)
 
 
 # Claiming and finishing.

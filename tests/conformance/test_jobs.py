@@ -7,7 +7,7 @@ method has one. Cases are small: a few jobs, then what each query returns.
 
 from seam import claim, claim_rows, create, enqueue, now
 
-from conformance.engine_kits import at, covers
+from conformance.engine_kits import at, covers, moment
 from jobtable import Unique
 from jobtable._engines.base import Engine, Queries
 from jobtable._engines.rows import NewJob, Outcome
@@ -71,12 +71,14 @@ def test_scheduled_jobs_are_staged_when_due(opened: Engine) -> None:
     opened.write(
         lambda q: q.insert_jobs(kind="k", jobs=[later("a", soon), later("b", later_on)], now=now())
     )
-    assert opened.read(lambda q: q.next_run_at(queue="default")) == soon
+    assert opened.read(lambda q: q.next_run_at(queue="default")) == moment(soon)
     assert opened.read(lambda q: q.next_run_at(queue="other")) is None
     due = opened.read(lambda q: q.count_due_jobs(now=at(120)))
-    assert [(row.queue, row.jobs, row.oldest_run_at) for row in due] == [("default", 1, soon)]
+    assert [(row.queue, row.jobs, row.oldest_run_at) for row in due] == [
+        ("default", 1, moment(soon))
+    ]
     assert opened.write(lambda q: q.stage_jobs(queue="default", now=at(120))) == 1
-    assert opened.read(lambda q: q.next_run_at(queue="default")) == later_on
+    assert opened.read(lambda q: q.next_run_at(queue="default")) == moment(later_on)
 
 
 @covers("ready_retries", "count_ready_jobs")

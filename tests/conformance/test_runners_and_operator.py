@@ -6,6 +6,8 @@ on the time it is given, and both agree that a heartbeat is older than a
 moment a minute ahead.
 """
 
+from datetime import UTC, datetime, timedelta
+
 from seam import claim, enqueue, now
 
 from conformance.engine_kits import at, covers
@@ -155,3 +157,22 @@ def test_sealed_jobs_are_listed_and_resealed_only_while_unchanged(opened: Engine
     assert reseal(sealed) == 1
     after = opened.read(lambda q: q.list_sealed_jobs(after_seq=rows[0].seq, max_jobs=10))
     assert after == []
+
+
+@covers("get_runner", "list_runners", "job_stats", "finished_per_minute")
+def test_runners_and_stats_carry_their_times_as_aware_utc_datetimes(opened: Engine) -> None:
+    register(opened, "r1")
+    enqueue(opened, "a", "b")
+    fail(opened, "a")
+    runner = opened.read(lambda q: q.get_runner(name="r1", now=now(), lease=3600))
+    listed = opened.read(lambda q: q.list_runners(now=now(), lease=3600))
+    stats = opened.read(lambda q: q.job_stats(now=at(60)))
+    minutes = opened.read(lambda q: q.finished_per_minute(since=at(-3600)))
+    assert runner is not None
+    times = [runner.started_at, runner.heartbeat_at]
+    times += [t for row in listed for t in (row.started_at, row.heartbeat_at)]
+    times += [row.oldest_run_at for row in stats] + [row.minute for row in minutes]
+    assert len(times) == 7
+    assert all(t.utcoffset() == timedelta(0) for t in times)
+    hour = timedelta(hours=1)
+    assert all(abs(t - datetime.now(UTC)) < hour for t in times)

@@ -183,7 +183,7 @@ def test_kind_figures_give_counts_failure_rate_and_percentiles_per_kind(
 
 
 def test_percentiles_are_nearest_rank() -> None:
-    from jobtable._operator.dashboard_operations import percentile
+    from jobtable._operator.dashboard import percentile
 
     values = [datetime.timedelta(seconds=n) for n in range(1, 101)]
     assert percentile(values, 0.5) == datetime.timedelta(seconds=50)

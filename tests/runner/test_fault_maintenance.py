@@ -42,7 +42,7 @@ def register(q: Queries, *, name: str, now: str) -> None:
     q.register_runner(name=name, now=now, host=None, process=None)
 
 
-def heartbeat_of(store: jobtable.Store, name: str) -> str | None:
+def heartbeat_of(store: jobtable.Store, name: str) -> datetime.datetime | None:
     row = store.engine.read(lambda q: q.get_runner(name=name, now=now(), lease=LEASE))
     return None if row is None else row.heartbeat_at
 

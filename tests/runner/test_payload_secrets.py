@@ -19,7 +19,7 @@ import pydantic
 import pytest
 
 import jobtable
-from jobtable._operator.operations import Reseal, Resealed
+from jobtable._operator.admin import Reseal, Resealed
 from jobtable._secrets import new_key
 from jobtable.testing import drain
 

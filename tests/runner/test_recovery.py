@@ -65,7 +65,7 @@ def register_runner(store: jobtable.Store, name: str, heartbeat: datetime.dateti
             conn.execute("UPDATE runners SET heartbeat_at = %s WHERE name = %s", (heartbeat, name))
 
 
-def heartbeat_of(store: jobtable.Store, name: str) -> str | None:
+def heartbeat_of(store: jobtable.Store, name: str) -> datetime.datetime | None:
     row = store.engine.read(lambda q: q.get_runner(name=name, now=now(), lease=30.0))
     return None if row is None else row.heartbeat_at
 
@@ -74,7 +74,7 @@ async def wait_for_heartbeats(
     store: jobtable.Store, name: str, count: int, wait_until: WaitUntil
 ) -> None:
     """Waits until runner name has renewed its lease count times (each renewal also prunes)."""
-    seen: set[str | None] = {heartbeat_of(store, name)}
+    seen: set[datetime.datetime | None] = {heartbeat_of(store, name)}
 
     def renewed() -> bool:
         seen.add(heartbeat_of(store, name))

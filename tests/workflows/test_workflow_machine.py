@@ -67,7 +67,7 @@ from settled import unsettled
 
 import jobtable
 from jobtable._engines import dependencies
-from jobtable._operator import operations
+from jobtable._operator import admin
 from jobtable._wait import waiting
 
 Outcome = Literal["succeed", "failure", "error"]
@@ -597,11 +597,11 @@ INVARIANTS = {name for name, _ in FAULTS.values()} | {"the_store_is_settled"}
 def plant(engine: str, fault: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Puts fault into the system, for this test only."""
     if fault == "bulk retry revives only":
-        monkeypatch.setattr(operations.RetryFailedJobs, "__call__", bulk_retry_revives_only)
+        monkeypatch.setattr(admin.RetryFailedJobs, "__call__", bulk_retry_revives_only)
         return
     if fault == "a delete forgets its dependents":
         # The jobs that needed the deleted job keep counting it.
-        monkeypatch.setattr(operations, "forget_deleted", lambda q, job_id: None)
+        monkeypatch.setattr(admin, "forget_deleted", lambda q, job_id: None)
         return
     if engine == "postgres" and fault in POSTGRES_FAULTS:
         plant_sql(engine, POSTGRES_FAULTS[fault], fault, monkeypatch)

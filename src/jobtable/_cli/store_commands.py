@@ -28,7 +28,7 @@ from jobtable._cli.app import (
     when,
 )
 from jobtable._job import Status
-from jobtable._operator.dashboard_models import Health, QueueAlarm
+from jobtable._operator.dashboard import Health, QueueAlarm
 from jobtable._operator.models import RunnerInfo, SchemaState, Stats
 from jobtable._secrets import new_key
 from jobtable._store import Store

@@ -33,8 +33,7 @@ from jobtable._dashboard.security import Csrf
 from jobtable._dashboard.views import PAGE_SIZE
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
-from jobtable._operator.workflow_list import state_of
-from jobtable._operator.workflows import WorkflowGraph, WorkflowNode
+from jobtable._operator.workflows import WorkflowGraph, WorkflowNode, state_of
 
 UNKNOWN = "No workflow has this id (its jobs may have been deleted)."
 

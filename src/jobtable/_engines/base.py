@@ -14,6 +14,7 @@ hot path is such a statement: ``finish_and_claim_jobs`` stores the outcomes of
 the jobs that just finished and claims jobs for the workers they freed.
 """
 
+import datetime
 from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
@@ -52,9 +53,9 @@ class Queries(
 ):
     """The queries jobtable runs, named as in the files of queries/ (jobs, admin, flow, ...).
 
-    Times are UTC text from ``jobtable._values.now()``, which sorts in time
-    order. Each engine's generated Querier, or an adapter over it, has
-    exactly these methods.
+    Times go in as UTC text from ``jobtable._values.now()``, which sorts in
+    time order, and come out as aware UTC datetimes. Each engine's adapter
+    over its generated Queriers has exactly these methods.
     """
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
@@ -127,7 +128,7 @@ class Queries(
         """
         ...
 
-    def next_run_at(self, *, queue: str) -> str | None:
+    def next_run_at(self, *, queue: str) -> datetime.datetime | None:
         """The earliest run_at among the scheduled jobs of queue, or None when none waits."""
         ...
 

@@ -1,9 +1,11 @@
 """The seam's queries for the dashboard (queries/dashboard.sql): names, search, bulk, figures.
 
 ``jobtable._engines.base.Queries`` includes these; each engine's adapter has them.
-Times are UTC text, as everywhere on the seam.
+Times go in as UTC text and come out as aware UTC datetimes.
 """
 
+import dataclasses
+import datetime
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -24,30 +26,24 @@ class QueueNameRow(Protocol):
     def queue(self) -> str: ...
 
 
-class FinishedRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class FinishedRow:
     """A finished job's kind, status and times: for the per-kind figures."""
 
-    @property
-    def kind(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def run_at(self) -> str: ...
-    @property
-    def started_at(self) -> str | None: ...
-    @property
-    def finished_at(self) -> str: ...
+    kind: str
+    status: str
+    run_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime
 
 
-class DueRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class DueRow:
     """How many queued jobs of a queue are due, and the earliest run_at among them."""
 
-    @property
-    def queue(self) -> str: ...
-    @property
-    def jobs(self) -> int: ...
-    @property
-    def oldest_run_at(self) -> str: ...
+    queue: str
+    jobs: int
+    oldest_run_at: datetime.datetime
 
 
 class RunningQueueRow(Protocol):

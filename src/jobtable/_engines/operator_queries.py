@@ -1,37 +1,36 @@
 """The seam's queries for operators (queries/admin.sql): retry, delete, runners, stats, secrets.
 
 ``jobtable._engines.base.Queries`` includes these; each engine's adapter has them.
-Times are UTC text, as everywhere on the seam.
+Times go in as UTC text and come out as aware UTC datetimes.
 """
 
+import dataclasses
+import datetime
 from collections.abc import Sequence
 from typing import Protocol
 
 
-class RunnerRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunnerRow:
     """A runner's registration: its name, when it started and last beat, and whether it is alive.
 
     alive tells whether its heartbeat is within the lease asked about.
     """
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def started_at(self) -> str: ...
-    @property
-    def heartbeat_at(self) -> str: ...
-    @property
-    def alive(self) -> bool: ...
+    name: str
+    started_at: datetime.datetime
+    heartbeat_at: datetime.datetime
+    alive: bool
 
 
-class ListedRunnerRow(RunnerRow, Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListedRunnerRow(RunnerRow):
     """A runner's registration as the listing reads it, with the secret key ids it lacked.
 
     missing_keys is a sorted JSON array of key ids, or None while it lacked none.
     """
 
-    @property
-    def missing_keys(self) -> str | None: ...
+    missing_keys: str | None
 
 
 class HeldJobRow(Protocol):
@@ -45,7 +44,8 @@ class HeldJobRow(Protocol):
     def queue(self) -> str: ...
 
 
-class StatsRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class StatsRow:
     """How many jobs of one queue have one status, how many are due, and the earliest due run_at.
 
     due and oldest_run_at speak of queued jobs only: due is 0 and
@@ -53,27 +53,20 @@ class StatsRow(Protocol):
     queued job is due.
     """
 
-    @property
-    def queue(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def jobs(self) -> int: ...
-    @property
-    def due(self) -> int: ...
-    @property
-    def oldest_run_at(self) -> str: ...
+    queue: str
+    status: str
+    jobs: int
+    due: int
+    oldest_run_at: datetime.datetime
 
 
-class MinuteRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class MinuteRow:
     """How many jobs finished with one status in the minute that starts at minute."""
 
-    @property
-    def minute(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def jobs(self) -> int: ...
+    minute: datetime.datetime
+    status: str
+    jobs: int
 
 
 class SealedRow(Protocol):
@@ -140,3 +133,71 @@ class OperatorQueries(Protocol):
     ) -> int:
         """Stores new texts for a job whose texts are still the old ones; 0: they changed."""
         ...
+
+
+class _Id(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class AdminStatements(Protocol):
+    """The statements of queries/admin.sql that both engines' generated Queriers share."""
+
+    def list_failed_workflow_jobs(
+        self, *, kind: str | None, queue: str | None
+    ) -> Sequence[_Id]: ...
+
+    def delete_job(self, *, id: str) -> int: ...
+
+    def list_held_jobs(self) -> Sequence[HeldJobRow]: ...
+
+    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]: ...
+
+    def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int: ...
+
+
+class CommonOperatorQueries:
+    """The seam's operator methods that both engines run alike, over ``_admin``.
+
+    Each engine's adapter derives from it and sets ``_admin`` to its
+    generated admin Querier; the methods whose statements differ stay with it.
+    """
+
+    _admin: AdminStatements
+
+    def failed_workflow_jobs(self, *, kind: str | None, queue: str | None) -> list[str]:
+        return [row.id for row in self._admin.list_failed_workflow_jobs(kind=kind, queue=queue)]
+
+    def delete_job(self, *, id: str) -> int:
+        return self._admin.delete_job(id=id)
+
+    def list_held_jobs(self) -> Sequence[HeldJobRow]:
+        return self._admin.list_held_jobs()
+
+    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]:
+        return self._admin.list_sealed_jobs(after_seq=after_seq, max_jobs=max_jobs)
+
+    def reseal_job(
+        self,
+        *,
+        new_payload: str,
+        new_result: str | None,
+        id: str,
+        old_payload: str,
+        old_result: str | None,
+    ) -> int:
+        return self._admin.reseal_job(
+            new_payload=new_payload,
+            new_result=new_result,
+            id=id,
+            old_payload=old_payload,
+            old_result=old_result,
+        )

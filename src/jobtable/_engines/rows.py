@@ -1,12 +1,17 @@
 """The rows the seam carries: a new job going in, the jobs and counts coming out, an outcome.
 
-The read rows are protocols, which each engine's generated row classes (or
-an adapter's) satisfy; ``NewJob`` and ``Outcome`` are values the runner
-builds. ``NewJob.fields`` is the one place a new job becomes the columns of
+The read rows are protocols, which each engine's generated row classes
+satisfy, except the rows that carry times: those are values, which each
+engine's adapter makes of its generated rows with ``stored``, the one place
+a stored time becomes an aware UTC datetime. ``NewJob`` and ``Outcome`` are
+values the runner builds. ``NewJob.fields`` is the one place a new job becomes the columns of
 an insert, which every insert statement of every engine takes.
 """
 
-from typing import NamedTuple, Protocol, TypedDict
+import dataclasses
+import datetime
+import typing
+from typing import NamedTuple, Protocol, TypedDict, TypeVar
 
 
 class ClaimedRow(Protocol):
@@ -165,51 +170,31 @@ class ProgressRow(JobRow, Protocol):
     def published(self) -> int: ...
 
 
-class RecordRow(Protocol):
-    """A job's whole row, as GetJobRecord and ListJobs read it, times as UTC text."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordRow:
+    """A job's whole row, as GetJobRecord and ListJobs read it, times as aware UTC datetimes."""
 
-    @property
-    def seq(self) -> int: ...
-    @property
-    def id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def queue(self) -> str: ...
-    @property
-    def priority(self) -> int: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def payload(self) -> str: ...
-    @property
-    def result(self) -> str | None: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def errors(self) -> str: ...
-    @property
-    def runner(self) -> str | None: ...
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def timeout(self) -> float | None: ...
-    @property
-    def cancel_requested(self) -> int: ...
-    @property
-    def run_at(self) -> str: ...
-    @property
-    def created_at(self) -> str: ...
-    @property
-    def started_at(self) -> str | None: ...
-    @property
-    def finished_at(self) -> str | None: ...
-    @property
-    def tags(self) -> str: ...
-    @property
-    def meta(self) -> str | None: ...
+    seq: int
+    id: str
+    kind: str
+    queue: str
+    priority: int
+    status: str
+    payload: str
+    result: str | None
+    error: str | None
+    errors: str
+    runner: str | None
+    attempt: int
+    max_attempts: int
+    timeout: float | None
+    cancel_requested: int
+    run_at: datetime.datetime
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    tags: str
+    meta: str | None
 
 
 class CountRow(Protocol):
@@ -223,15 +208,13 @@ class CountRow(Protocol):
     def jobs(self) -> int: ...
 
 
-class BacklogRow(Protocol):
-    """How many jobs wait in one queue, and the earliest run_at among them (UTC text)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class BacklogRow:
+    """How many jobs wait in one queue, and the earliest run_at among them."""
 
-    @property
-    def queue(self) -> str: ...
-    @property
-    def jobs(self) -> int: ...
-    @property
-    def oldest_run_at(self) -> str: ...
+    queue: str
+    jobs: int
+    oldest_run_at: datetime.datetime
 
 
 class HeldRow(Protocol):
@@ -250,3 +233,57 @@ class LabelsRow(Protocol):
     def tags(self) -> str: ...
     @property
     def meta(self) -> str | None: ...
+
+
+_Row = TypeVar("_Row")
+
+
+_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _fields(into: type) -> tuple[tuple[str, bool], ...]:
+    """into's fields in order, each with whether it holds a time (computed once per class)."""
+    fields = _FIELDS.get(into)
+    if fields is None:
+        hints = typing.get_type_hints(into)
+        names = getattr(into, "_fields", None) or [f.name for f in dataclasses.fields(into)]
+        timed = (datetime.datetime, datetime.datetime | None)
+        fields = _FIELDS[into] = tuple((name, hints[name] in timed) for name in names)
+    return fields
+
+
+def stored_time(value: datetime.datetime | str) -> datetime.datetime:
+    """A time as an engine stores it (a datetime, or SQLite's UTC text) as an aware datetime.
+
+    Raises ValueError for text that is no ISO 8601 time.
+    """
+    if isinstance(value, datetime.datetime):
+        return value
+    moment = datetime.datetime.fromisoformat(value)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+def stored(into: type[_Row], row: object) -> _Row:
+    """The seam's row into (a dataclass or NamedTuple) made of an engine's generated row.
+
+    Takes each of into's fields from the attribute of row of that name; a
+    time is made an aware datetime by ``stored_time``, whichever way the
+    engine stores it.
+    """
+    values: dict[str, object] = {}
+    for name, timed in _fields(into):
+        value = getattr(row, name)
+        values[name] = stored_time(value) if timed and value is not None else value
+    return into(**values)
+
+
+def seam_time(text: str) -> datetime.datetime:
+    """The seam's UTC text (from ``jobtable._values.now()``) as an aware datetime.
+
+    Raises ValueError for text that is no ISO 8601 time, or has no zone: a
+    naive time would be read in the server's time zone on PostgreSQL.
+    """
+    moment = datetime.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
+    return moment

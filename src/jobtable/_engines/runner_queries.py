@@ -1,7 +1,7 @@
 """The seam's queries for runners' registrations: who runs, where, and who is dead.
 
 ``jobtable._engines.base.Queries`` includes these; each engine's adapter has
-them. Times are UTC text, as everywhere on the seam.
+them. Times go in as UTC text and come out as aware UTC datetimes.
 """
 
 from collections.abc import Sequence

@@ -1,10 +1,14 @@
 """The seam's queries for durable waiting (queries/waits.sql): signals and the jobs waiting.
 
 ``jobtable._engines.base.Queries`` includes these; each engine's adapter has
-them. Times are UTC text, as everywhere on the seam.
+them. Times go in as UTC text and come out as aware UTC datetimes.
 """
 
+import dataclasses
+import datetime
 from typing import Protocol
+
+from jobtable._engines.rows import stored
 
 
 class SignalRow(Protocol):
@@ -16,21 +20,16 @@ class SignalRow(Protocol):
     def payload(self) -> str: ...
 
 
-class JobWaitRow(Protocol):
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobWaitRow:
     """What a waiting job waits for: a signal of name and key newer than after_id."""
 
-    @property
-    def position(self) -> int: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def key(self) -> str: ...
-    @property
-    def after_id(self) -> int: ...
-    @property
-    def deadline(self) -> str | None: ...
-    @property
-    def since(self) -> str: ...
+    position: int
+    name: str
+    key: str
+    after_id: int
+    deadline: datetime.datetime | None
+    since: datetime.datetime
 
 
 class WaitQueries(Protocol):
@@ -85,3 +84,40 @@ class WaitQueries(Protocol):
     def prune_signals(self, *, before: str) -> int:
         """Deletes the signals sent before before; returns how many."""
         ...
+
+
+class WaitStatements(Protocol):
+    """The statements of queries/waits.sql that both engines' generated Queriers share."""
+
+    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None: ...
+
+    def end_job_wait(self, *, job_id: str) -> int: ...
+
+    def ready_scheduled_jobs(self, *, queue: str) -> int: ...
+
+    def get_job_wait(self, *, job_id: str) -> object | None: ...
+
+
+class CommonWaitQueries:
+    """The seam's waiting methods that both engines run alike, over ``_waits``.
+
+    Each engine's adapter derives from it and sets ``_waits`` to its
+    generated waits Querier; a signal's send and a job's suspension differ
+    by necessity (PostgreSQL locks the signal's key, SQLite's single writer
+    needs no lock) and stay with it.
+    """
+
+    _waits: WaitStatements
+
+    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
+        return self._waits.find_signal(name=name, key=key, after_id=after_id)
+
+    def end_job_wait(self, *, job_id: str) -> int:
+        return self._waits.end_job_wait(job_id=job_id)
+
+    def ready_scheduled_jobs(self, *, queue: str) -> int:
+        return self._waits.ready_scheduled_jobs(queue=queue)
+
+    def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
+        row = self._waits.get_job_wait(job_id=job_id)
+        return None if row is None else stored(JobWaitRow, row)

@@ -1,15 +1,16 @@
 """The workflows' queries at the seam: jobs with dependencies, as each engine's adapter runs them.
 
-Times are UTC text and flags are bools here; each engine's adapter
-(``sqlite/workflow_queries.py``, ``postgres/workflow_queries.py``) converts
-them for its generated Querier (queries/workflows.sql).
+Times go in as UTC text and come out as aware UTC datetimes, and flags are
+bools; each engine's adapter (``sqlite/workflow_queries.py``,
+``postgres/workflow_queries.py``) converts them for its generated Querier
+(queries/workflows.sql).
 """
 
 import datetime
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
-from jobtable._engines.rows import NewJob
+from jobtable._engines.rows import NewJob, stored
 
 
 class DependencyRow(NamedTuple):
@@ -35,7 +36,7 @@ class WorkflowCountRow(NamedTuple):
 
     id: str
     name: str
-    created_at: str
+    created_at: datetime.datetime
     status: str | None
     jobs: int
 
@@ -75,7 +76,7 @@ class JobWorkflowRow(NamedTuple):
 
 
 class WorkflowJobRow(NamedTuple):
-    """A job of a workflow as its graph shows it: id, kind, status and times as UTC text.
+    """A job of a workflow as its graph shows it: id, kind, status and times.
 
     created_at is its enqueue; started_at its last claim and finished_at
     its end, each None until then.
@@ -84,9 +85,9 @@ class WorkflowJobRow(NamedTuple):
     id: str
     kind: str
     status: str
-    created_at: str = ""
-    started_at: str | None = None
-    finished_at: str | None = None
+    created_at: datetime.datetime
+    started_at: datetime.datetime | None = None
+    finished_at: datetime.datetime | None = None
 
 
 class WorkflowQueries(Protocol):
@@ -259,3 +260,169 @@ class WorkflowQueries(Protocol):
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
         """Asks the runners holding the workflow's running jobs to cancel them."""
         ...
+
+
+_Stored = TypeVar("_Stored", str, datetime.datetime, covariant=True)
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class _Dep(Protocol):
+    @property
+    def dep(self) -> str: ...
+
+
+class _Edge(_Dep, Protocol):
+    @property
+    def job(self) -> str: ...
+
+
+class _Trace(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def run_trace(self) -> str | None: ...
+
+
+class _Dependent(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+class _JobWorkflow(Protocol[_Stored]):
+    @property
+    def workflow_id(self) -> str | None: ...
+
+    @property
+    def workflow_name(self) -> str | None: ...
+
+    @property
+    def blocked_by(self) -> str | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def finished_at(self) -> _Stored | None: ...
+
+    @property
+    def deadline_at(self) -> _Stored | None: ...
+
+    @property
+    def deadline_done(self) -> object: ...
+
+
+class WorkflowStatements(Protocol[_Stored]):
+    """The statements of queries/workflows.sql that both engines' generated Queriers share.
+
+    _Stored is how the engine's rows hold a time: SQLite's as text,
+    PostgreSQL's as datetimes.
+    """
+
+    def get_workflow(self, *, id: str) -> _Named | None: ...
+
+    def lock_workflow(self, *, id: str) -> object | None: ...
+
+    def hold_workflow(self, *, id: str) -> object | None: ...
+
+    def mark_deadline_done(self, *, id: str) -> None: ...
+
+    def list_stranded_deps(self) -> Sequence[_Dep]: ...
+
+    def list_blocking_deps(self, *, job: str) -> Sequence[_Dep]: ...
+
+    def forget_dependency(self, *, dep: str | None) -> None: ...
+
+    def reopen_dependencies(self, *, job: str) -> None: ...
+
+    def count_pending_deps(self, *, id: str) -> None: ...
+
+    def list_dependency_traces(self, *, job: str) -> Sequence[_Trace]: ...
+
+    def list_dependents(self, *, dep: str) -> Sequence[_Dependent]: ...
+
+    def get_job_workflow(self, *, id: str) -> _JobWorkflow[_Stored] | None: ...
+
+    def list_workflow_deps(self, *, workflow_id: str | None) -> Sequence[_Edge]: ...
+
+    def list_workflow_jobs(self, *, workflow_id: str | None) -> Sequence[object]: ...
+
+    def list_workflows(
+        self, *, name: str | None, before: str | None, max_workflows: int
+    ) -> Sequence[object]: ...
+
+
+class CommonWorkflowQueries(Generic[_Stored]):
+    """The seam's workflow methods that both engines run alike, over ``_wf``.
+
+    Each engine's adapter derives from it and sets ``_wf`` to its generated
+    workflows Querier; the methods whose statements differ stay with it.
+    """
+
+    _wf: WorkflowStatements[_Stored]
+
+    def mark_deadline_done(self, *, id: str) -> None:
+        self._wf.mark_deadline_done(id=id)
+
+    def workflow_name(self, *, id: str) -> str | None:
+        row = self._wf.get_workflow(id=id)
+        return None if row is None else row.name
+
+    def lock_workflow(self, *, id: str) -> bool:
+        return self._wf.lock_workflow(id=id) is not None
+
+    def hold_workflow(self, *, id: str) -> None:
+        self._wf.hold_workflow(id=id)
+
+    def stranded_deps(self) -> list[str]:
+        return [row.dep for row in self._wf.list_stranded_deps()]
+
+    def blocking_deps(self, *, job: str) -> list[str]:
+        return [row.dep for row in self._wf.list_blocking_deps(job=job)]
+
+    def forget_dependency(self, *, dep: str) -> None:
+        self._wf.forget_dependency(dep=dep)
+
+    def wait_again(self, *, job: str) -> None:
+        self._wf.reopen_dependencies(job=job)
+        self._wf.count_pending_deps(id=job)
+
+    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
+        rows = self._wf.list_dependency_traces(job=job)
+        return [(r.id, r.run_trace) for r in rows if r.run_trace is not None]
+
+    def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
+        return [
+            DependencyRow(r.id, r.kind, r.status, None, False)
+            for r in self._wf.list_dependents(dep=dep)
+        ]
+
+    def job_workflow(self, *, id: str) -> JobWorkflowRow | None:
+        row = self._wf.get_job_workflow(id=id)
+        if row is None:
+            return None
+        past = past_deadline(row.status, row.finished_at, row.deadline_at, row.deadline_done)
+        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by, past)
+
+    def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:
+        return [(r.dep, r.job) for r in self._wf.list_workflow_deps(workflow_id=workflow_id)]
+
+    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
+        rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
+        return [stored(WorkflowJobRow, r) for r in rows]
+
+    def list_workflows(
+        self, *, name: str | None, before: str | None, limit: int
+    ) -> Sequence[WorkflowCountRow]:
+        rows = self._wf.list_workflows(name=name, before=before, max_workflows=limit)
+        return [stored(WorkflowCountRow, r) for r in rows]

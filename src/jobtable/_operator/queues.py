@@ -141,7 +141,7 @@ def _limits(
     return limits
 
 
-class QueueOperations:
+class QueueMethods:
     """The operations of ``Store`` on queues, which sets engine and clock."""
 
     engine: Engine

@@ -1,20 +1,110 @@
-"""The store's read of a whole workflow: its jobs and their dependencies, for a graph.
+"""The store's reads of workflows: the listing, a page at a time, and one workflow's graph.
 
-One read transaction takes the workflow's name, its jobs (in enqueue order,
-through the jobs_workflow index) and its dependency edges
-(queries/workflows.sql), so the graph it returns is one consistent state.
+The listing (ListWorkflows in queries/workflows.sql) takes a page of the
+workflows table, newest first, and counts each listed workflow's jobs by
+status through the jobs_workflow index; the state each workflow is in
+follows from its counts. The read of one workflow takes its name, its jobs
+(in enqueue order, through the jobs_workflow index) and its dependency
+edges in one read transaction, so the graph it returns is one consistent
+state. ``WorkflowMethods`` is the group of Store methods that run them.
 """
 
 import dataclasses
 import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from jobtable._engines.base import Engine, Queries
 from jobtable._errors import JobNotFound
 from jobtable._job import Status
-from jobtable._operator.workflow_list import ListWorkflows, WorkflowSummary
 from jobtable._values import checked_id, unstorable
+
+WorkflowState = Literal["running", "finished", "failed", "cancelled"]
+"""What a workflow as a whole is doing, from the statuses of its jobs; see ``WorkflowSummary``."""
+
+MAX_LISTED = 1000
+"""The most workflows one call of ``Store.workflows`` returns."""
+
+_UNENDED = (Status.PENDING, Status.QUEUED, Status.RUNNING)
+
+
+def state_of(counts: dict[Status, int]) -> WorkflowState:
+    """The state of a workflow whose jobs are counted by status in counts."""
+    if any(counts.get(status) for status in _UNENDED):
+        return "running"
+    if counts.get(Status.FAILED):
+        return "failed"
+    if counts.get(Status.CANCELLED):
+        return "cancelled"
+    return "finished"
+
+
+class WorkflowSummary(BaseModel):
+    """A workflow as ``Store.workflows`` lists it: its id, name, creation time and jobs' counts.
+
+    ``counts`` holds every status, 0 included. ``state`` is ``running``
+    while any job is pending, queued or running; once every job ended it is
+    ``failed`` if any failed, else ``cancelled`` if any was cancelled, else
+    ``finished`` (every job succeeded, or every job was deleted: pruning
+    deletes the workflow itself with its last job).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    created_at: datetime.datetime
+    counts: dict[Status, int]
+    state: WorkflowState
+
+
+def _text(label: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"workflows: {label} is {type(value).__name__}, want str or None")
+    if why := unstorable(value):
+        raise ValueError(f"workflows: {label} {value!r}: {why}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListWorkflows:
+    """The read of a page of workflows, newest first, each with its jobs counted by status."""
+
+    name: str | None
+    before: str | None
+    limit: int
+
+    @classmethod
+    def checked(cls, name: str | None, before: str | None, limit: int) -> "ListWorkflows":
+        """The read for these arguments; TypeError or ValueError naming a bad one."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"workflows: limit is {type(limit).__name__}, want int")
+        if not 1 <= limit <= MAX_LISTED:
+            raise ValueError(f"workflows: limit must be 1 to {MAX_LISTED}, got {limit}")
+        return cls(_text("name", name), _text("before", before), limit)
+
+    def __call__(self, q: Queries) -> list[WorkflowSummary]:
+        rows = q.list_workflows(name=self.name, before=self.before, limit=self.limit)
+        found: dict[str, tuple[str, datetime.datetime, dict[Status, int]]] = {}
+        for row in rows:
+            _, _, counts = found.setdefault(
+                row.id, (row.name, row.created_at, {status: 0 for status in Status})
+            )
+            if row.status is not None:
+                counts[Status(row.status)] += row.jobs
+        return [
+            WorkflowSummary(
+                id=workflow_id,
+                name=name,
+                created_at=created_at,
+                counts=counts,
+                state=state_of(counts),
+            )
+            for workflow_id, (name, created_at, counts) in found.items()
+        ]
 
 
 class WorkflowNode(BaseModel):
@@ -54,10 +144,6 @@ class WorkflowGraph(BaseModel):
     waiting: bool = False
 
 
-def _moment(text: str | None) -> datetime.datetime | None:
-    return None if text is None else datetime.datetime.fromisoformat(text)
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReadWorkflow:
     """The read of a workflow's graph; raises JobNotFound for an unknown id."""
@@ -80,9 +166,9 @@ class ReadWorkflow:
                 kind=row.kind,
                 status=Status(row.status),
                 dependencies=sorted(deps.get(row.id, []), key=lambda dep: order.get(dep, -1)),
-                created_at=_moment(row.created_at or None),
-                started_at=_moment(row.started_at),
-                finished_at=_moment(row.finished_at),
+                created_at=row.created_at,
+                started_at=row.started_at,
+                finished_at=row.finished_at,
             )
             for row in rows
         ]
@@ -90,7 +176,7 @@ class ReadWorkflow:
         return WorkflowGraph(id=self.workflow_id, name=name, jobs=jobs, waiting=waiting)
 
 
-class WorkflowOperations:
+class WorkflowMethods:
     """The operations of ``Store`` that read workflows (a graph, a listing); Store sets engine."""
 
     engine: Engine

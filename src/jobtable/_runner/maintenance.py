@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from jobtable._engines.base import Queries
 from jobtable._errors import StoreError
-from jobtable._operator.operations import PruneJobs
+from jobtable._operator.admin import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.missing_keys import MissingKeys
 from jobtable._runner.process import ProcessId, this_process

@@ -372,10 +372,9 @@ class Producer:
             # A claim the rate held back: the window's opening releases a job.
             seconds = min(seconds, opens + _PAST_OPENING)
         if run_at is not None:
-            at = datetime.datetime.fromisoformat(run_at)
-            if self._stage_at is None or at < self._stage_at:
-                self._stage_at = at
-            seconds = min(seconds, (at - now).total_seconds())
+            if self._stage_at is None or run_at < self._stage_at:
+                self._stage_at = run_at
+            seconds = min(seconds, (run_at - now).total_seconds())
         return min(self._poll_interval, max(seconds, _SOONEST))
 
     async def _wait(self, event: asyncio.Event, seconds: float) -> None:

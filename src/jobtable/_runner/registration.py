@@ -21,7 +21,7 @@ from jobtable._engines.dependencies import settle_stranded
 from jobtable._engines.rows import Outcome
 from jobtable._job import MESSAGE_INTERRUPTED
 from jobtable._operations import cancel_overdue_workflows
-from jobtable._operator.operations import PruneJobs
+from jobtable._operator.admin import PruneJobs
 from jobtable._runner.completer import Held
 from jobtable._runner.contact import StoreContact
 from jobtable._runner.process import ProcessId, gone
@@ -143,7 +143,7 @@ class StartRunner:
         previous = q.get_runner(name=self.name, now=stamp, lease=lease)
         namesake = None
         if previous is not None and previous.alive:
-            namesake = previous.heartbeat_at
+            namesake = timestamp(previous.heartbeat_at)
         me = self.me
         host, process = (None, None) if me is None else me
         q.register_runner(name=self.name, now=stamp, host=host, process=process)

@@ -37,7 +37,7 @@ class NextRunAt:
     flow: bool
     now: str
 
-    def __call__(self, q: Queries) -> tuple[str | None, float | None]:
+    def __call__(self, q: Queries) -> tuple[datetime.datetime | None, float | None]:
         run_at = q.next_run_at(queue=self.queue)
         if not self.flow:
             return run_at, None

@@ -249,7 +249,7 @@ class Waiting:
             signal.name,
             key,
         ):
-            deadline = waiting.deadline
+            deadline = None if waiting.deadline is None else timestamp(waiting.deadline)
         elif timeout is None:
             deadline = None
         else:

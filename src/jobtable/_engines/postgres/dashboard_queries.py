@@ -4,8 +4,6 @@ A base of the engine's ``Queries`` adapter, over the connection it holds;
 nothing else imports it. Times go in and come out as the seam's UTC text.
 """
 
-import dataclasses
-import datetime
 from collections.abc import Sequence
 
 import psycopg
@@ -20,56 +18,8 @@ from jobtable._engines.dashboard_queries import (
     RunningQueueRow,
 )
 from jobtable._engines.postgres.ends import notify_ended, notify_released
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.rows import RecordRow
-from jobtable._values import timestamp
+from jobtable._engines.rows import RecordRow, seam_time, stored
 from jobtable.db.postgres import dashboard
-
-
-def _text(moment: datetime.datetime | None) -> str | None:
-    return None if moment is None else timestamp(moment)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Record:
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    updated_at: str
-    tags: str
-    meta: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Finished:
-    kind: str
-    status: str
-    run_at: str
-    started_at: str | None
-    finished_at: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Due:
-    queue: str
-    jobs: int
-    oldest_run_at: str
 
 
 class PostgresDashboardQueries:
@@ -89,19 +39,7 @@ class PostgresDashboardQueries:
 
     def search_payloads(self, *, scan: int, text: str, max_jobs: int) -> Sequence[RecordRow]:
         rows = self._dashboard.search_payloads(scan=scan, text=text, max_jobs=max_jobs)
-        return [
-            _Record(
-                **{
-                    **dataclasses.asdict(row),
-                    "run_at": timestamp(row.run_at),
-                    "created_at": timestamp(row.created_at),
-                    "started_at": _text(row.started_at),
-                    "finished_at": _text(row.finished_at),
-                    "updated_at": timestamp(row.updated_at),
-                }
-            )
-            for row in rows
-        ]
+        return [stored(RecordRow, row) for row in rows]
 
     # A bulk cancel or delete notifies once (NotifyJobsEnded), naming no job,
     # so that the waits for the jobs it ended return at its commit; a bulk
@@ -112,7 +50,7 @@ class PostgresDashboardQueries:
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
         count = self._dashboard.cancel_queued_matching(
-            now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
+            now=seam_time(now), kind=kind, queue=queue, max_jobs=max_jobs
         )
         if count:
             notify_ended(self._conn)
@@ -123,7 +61,7 @@ class PostgresDashboardQueries:
         self, *, now: str, kind: str | None, queue: str | None, max_jobs: int
     ) -> int:
         count = self._dashboard.cancel_pending_matching(
-            now=pg_time(now), kind=kind, queue=queue, max_jobs=max_jobs
+            now=seam_time(now), kind=kind, queue=queue, max_jobs=max_jobs
         )
         if count:
             notify_ended(self._conn)
@@ -131,7 +69,7 @@ class PostgresDashboardQueries:
         return count
 
     def request_cancel_matching(self, *, now: str, kind: str | None, queue: str | None) -> int:
-        return self._dashboard.request_cancel_matching(now=pg_time(now), kind=kind, queue=queue)
+        return self._dashboard.request_cancel_matching(now=seam_time(now), kind=kind, queue=queue)
 
     def delete_matching(
         self, *, status: str | None, kind: str | None, queue: str | None, max_jobs: int
@@ -151,22 +89,12 @@ class PostgresDashboardQueries:
         )
 
     def finished_since(self, *, since: str, max_jobs: int) -> Sequence[FinishedRow]:
-        return [
-            _Finished(
-                row.kind,
-                row.status,
-                timestamp(row.run_at),
-                _text(row.started_at),
-                timestamp(row.finished_at),
-            )
-            for row in self._dashboard.finished_since(since=pg_time(since), max_jobs=max_jobs)
-        ]
+        rows = self._dashboard.finished_since(since=seam_time(since), max_jobs=max_jobs)
+        return [stored(FinishedRow, row) for row in rows]
 
     def oldest_due_by_queue(self, *, now: str) -> Sequence[DueRow]:
-        return [
-            _Due(row.queue, row.jobs, timestamp(row.oldest_run_at))
-            for row in self._dashboard.oldest_due_by_queue(now=pg_time(now))
-        ]
+        rows = self._dashboard.oldest_due_by_queue(now=seam_time(now))
+        return [stored(DueRow, row) for row in rows]
 
     def list_running_queues(self) -> Sequence[RunningQueueRow]:
         return self._dashboard.list_running_queues()

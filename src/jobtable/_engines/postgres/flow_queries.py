@@ -9,8 +9,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.flow import QueueFlow, QueueLimits, QueueRow, WaitFacts
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.rows import ClaimedRow
+from jobtable._engines.rows import ClaimedRow, seam_time
 from jobtable.db.postgres import flow
 
 
@@ -52,7 +51,7 @@ class PostgresFlowQueries:
                     max_jobs=max_jobs,
                     concurrency=limits.concurrency,
                     runner=runner,
-                    now=pg_time(now),
+                    now=seam_time(now),
                 )
             )
         return list(
@@ -63,7 +62,7 @@ class PostgresFlowQueries:
                 rate_limit=limits.rate_limit,
                 rate_period=limits.rate_period,
                 runner=runner,
-                now=pg_time(now),
+                now=seam_time(now),
             )
         )
 
@@ -79,7 +78,7 @@ class PostgresFlowQueries:
             rate_limit=limits.rate_limit,
             rate_period=limits.rate_period,
             rate_per_key=limits.rate_per_key,
-            now=pg_time(now),
+            now=seam_time(now),
         )
 
     def set_queue_limits(self, *, name: str, limits: QueueLimits, now: str) -> None:
@@ -90,14 +89,14 @@ class PostgresFlowQueries:
             rate_limit=limits.rate_limit,
             rate_period=limits.rate_period,
             rate_per_key=limits.rate_per_key,
-            now=pg_time(now),
+            now=seam_time(now),
         )
 
     def clear_queue_limits(self, *, name: str, now: str) -> int:
-        return self._flow.clear_queue_limits(name=name, now=pg_time(now))
+        return self._flow.clear_queue_limits(name=name, now=seam_time(now))
 
     def set_queue_paused(self, *, name: str, paused: bool, now: str) -> None:
-        self._flow.set_queue_paused(name=name, paused=paused, now=pg_time(now))
+        self._flow.set_queue_paused(name=name, paused=paused, now=seam_time(now))
 
     def drop_empty_queue(self, *, name: str) -> None:
         self._flow.drop_empty_queue(name=name)

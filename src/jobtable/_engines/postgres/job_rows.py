@@ -12,8 +12,7 @@ from typing import TypedDict, cast
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.operator_queries import pg_time as _time
-from jobtable._engines.rows import JobFields, NewJob
+from jobtable._engines.rows import JobFields, NewJob, seam_time
 from jobtable.db.postgres import jobs
 from jobtable.db.postgres.models import JSONValue
 
@@ -23,7 +22,7 @@ _Connection = psycopg.Connection[TupleRow]
 def zoned(text: str) -> str:
     """Returns the seam's time text as it goes in JSON; raises ValueError for one without a zone."""
     if not text.endswith("Z"):
-        _time(text)
+        seam_time(text)
     return text
 
 
@@ -57,8 +56,8 @@ def timed(fields: JobFields) -> TimedFields:
         payload=fields["payload"],
         max_attempts=fields["max_attempts"],
         timeout=fields["timeout"],
-        run_at=_time(fields["run_at"]),
-        now=_time(fields["now"]),
+        run_at=seam_time(fields["run_at"]),
+        now=seam_time(fields["now"]),
         traceparent=fields["traceparent"],
         partition_key=fields["partition_key"],
         sequence_key=fields["sequence_key"],

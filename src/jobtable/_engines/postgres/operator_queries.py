@@ -5,125 +5,45 @@ go in and come out as the seam's UTC text; the lease is measured by the
 server's clock, so the ``now`` passed with it is not used.
 """
 
-import dataclasses
-import datetime
 from collections.abc import Sequence
 
 import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.operator_queries import (
-    HeldJobRow,
+    CommonOperatorQueries,
     ListedRunnerRow,
     MinuteRow,
-    SealedRow,
     StatsRow,
 )
-from jobtable._values import timestamp
+from jobtable._engines.rows import seam_time, stored
 from jobtable.db.postgres import admin
 
 
-def pg_time(text: str) -> datetime.datetime:
-    """Returns the time of the seam's text, for a timestamptz parameter.
-
-    Raises ValueError for text without a zone: a naive time would be read in
-    the server's time zone.
-    """
-    moment = datetime.datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError(f"time {text!r} has no zone: want UTC text from jobtable._values.now()")
-    return moment
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Runner:
-    name: str
-    started_at: str
-    heartbeat_at: str
-    alive: bool
-    missing_keys: str | None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Stats:
-    queue: str
-    status: str
-    jobs: int
-    due: int
-    oldest_run_at: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Minute:
-    minute: str
-    status: str
-    jobs: int
-
-
-class PostgresOperatorQueries:
+class PostgresOperatorQueries(CommonOperatorQueries):
     """The generated admin Querier on conn, in the seam's shape."""
+
+    _admin: admin.Querier
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._admin = admin.Querier(conn)
 
     def requeue_job(self, *, now: str, id: str) -> int:
-        return self._admin.requeue_job(now=pg_time(now), id=id)
+        return self._admin.requeue_job(now=seam_time(now), id=id)
 
     def requeue_failed_jobs(self, *, now: str, kind: str | None, queue: str | None) -> int:
-        return self._admin.requeue_failed_jobs(now=pg_time(now), kind=kind, queue=queue)
-
-    def failed_workflow_jobs(self, *, kind: str | None, queue: str | None) -> list[str]:
-        return [row.id for row in self._admin.list_failed_workflow_jobs(kind=kind, queue=queue)]
+        return self._admin.requeue_failed_jobs(now=seam_time(now), kind=kind, queue=queue)
 
     def wake_runners(self) -> None:
         self._admin.wake_runners()
 
-    def delete_job(self, *, id: str) -> int:
-        return self._admin.delete_job(id=id)
-
     def list_runners(self, *, now: str, lease: float) -> Sequence[ListedRunnerRow]:
-        return [
-            _Runner(
-                r.name,
-                timestamp(r.started_at),
-                timestamp(r.heartbeat_at),
-                r.alive,
-                r.missing_keys,
-            )
-            for r in self._admin.list_runners(lease_seconds=lease)
-        ]
-
-    def list_held_jobs(self) -> Sequence[HeldJobRow]:
-        return self._admin.list_held_jobs()
+        rows = self._admin.list_runners(lease_seconds=lease)
+        return [stored(ListedRunnerRow, r) for r in rows]
 
     def job_stats(self, *, now: str) -> Sequence[StatsRow]:
-        return [
-            _Stats(r.queue, r.status, r.jobs, r.due, timestamp(r.oldest_run_at))
-            for r in self._admin.job_stats(now=pg_time(now))
-        ]
+        return [stored(StatsRow, r) for r in self._admin.job_stats(now=seam_time(now))]
 
     def finished_per_minute(self, *, since: str) -> Sequence[MinuteRow]:
-        return [
-            _Minute(timestamp(r.minute), r.status, r.jobs)
-            for r in self._admin.finished_per_minute(since=pg_time(since))
-        ]
-
-    def list_sealed_jobs(self, *, after_seq: int, max_jobs: int) -> Sequence[SealedRow]:
-        return self._admin.list_sealed_jobs(after_seq=after_seq, max_jobs=max_jobs)
-
-    def reseal_job(
-        self,
-        *,
-        new_payload: str,
-        new_result: str | None,
-        id: str,
-        old_payload: str,
-        old_result: str | None,
-    ) -> int:
-        return self._admin.reseal_job(
-            new_payload=new_payload,
-            new_result=new_result,
-            id=id,
-            old_payload=old_payload,
-            old_result=old_result,
-        )
+        rows = self._admin.finished_per_minute(since=seam_time(since))
+        return [stored(MinuteRow, r) for r in rows]

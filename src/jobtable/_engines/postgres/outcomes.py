@@ -4,8 +4,7 @@ import datetime
 from collections.abc import Sequence
 from typing import TypedDict
 
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.rows import Outcome
+from jobtable._engines.rows import Outcome, seam_time
 
 
 class OutcomeArrays(TypedDict):
@@ -32,6 +31,6 @@ def outcome_arrays(outcomes: Sequence[Outcome]) -> OutcomeArrays:
         states=[o.state for o in outcomes],
         results=[o.result for o in outcomes],
         errors=[o.error for o in outcomes],
-        run_ats=[None if o.run_at is None else pg_time(o.run_at) for o in outcomes],
+        run_ats=[None if o.run_at is None else seam_time(o.run_at) for o in outcomes],
         run_traces=[o.run_trace for o in outcomes] if traced else None,
     )

@@ -1,7 +1,8 @@
 """The PostgreSQL engine's queries: the generated Querier in the shape of the ``Queries`` seam.
 
-Nothing but the engine imports it. The seam passes times as UTC text, the
-generated code as datetimes (timestamptz): times are converted both ways.
+Nothing but the engine imports it. The seam passes times in as UTC text,
+which ``seam_time`` makes the datetimes of the generated code (timestamptz),
+and takes them out as those datetimes.
 Lease arithmetic is left to the server's clock, so the ``now`` the seam
 passes for it is not used.
 """
@@ -16,7 +17,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from jobtable._engines.base import Queries
-from jobtable._engines.listing import list_page
+from jobtable._engines.job_queries import CommonJobQueries
 from jobtable._engines.operator_queries import RunnerRow
 from jobtable._engines.postgres.claim_cursor import ClaimCursors
 from jobtable._engines.postgres.dashboard_queries import PostgresDashboardQueries
@@ -24,7 +25,6 @@ from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.flow_queries import PostgresFlowQueries
 from jobtable._engines.postgres.job_rows import JobRows, timed
 from jobtable._engines.postgres.operator_queries import PostgresOperatorQueries
-from jobtable._engines.postgres.operator_queries import pg_time as _time
 from jobtable._engines.postgres.outcomes import OutcomeArrays, outcome_arrays
 from jobtable._engines.postgres.step_queries import PostgresStepQueries
 from jobtable._engines.postgres.wait_queries import PostgresWaitQueries
@@ -32,118 +32,17 @@ from jobtable._engines.postgres.workflow_queries import PostgresWorkflowQueries
 from jobtable._engines.rows import (
     BacklogRow,
     ClaimedRow,
-    CountRow,
     HeldRow,
     JobRow,
-    LabelsRow,
     NewJob,
     Outcome,
-    ProgressRow,
-    RecordRow,
+    seam_time,
+    stored,
 )
-from jobtable._engines.runner_queries import PeerRow
-from jobtable._values import timestamp
 from jobtable.db.postgres import jobs, workflows
 from jobtable.db.postgres.jobs import CreateUniqueJobsParams
 
 _Connection = psycopg.Connection[TupleRow]
-
-
-def _text(moment: datetime.datetime | None) -> str | None:
-    return None if moment is None else timestamp(moment)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _RunnerRow:
-    """A runner's registration with its times as the seam's UTC text."""
-
-    name: str
-    started_at: str
-    heartbeat_at: str
-    alive: bool
-
-
-# A job's whole row as the generated GetJobRecord and ListJobs* read it.
-_StoredRecord = (
-    jobs.GetJobRecordRow
-    | jobs.ListJobsInOrderRow
-    | jobs.ListJobsByKindRow
-    | jobs.ListJobsByQueueRow
-    | jobs.ListJobsByKindQueueRow
-    | jobs.ListJobsByRareStatusRow
-    | jobs.ListJobsByRareStatusKindRow
-    | jobs.ListJobsByRareStatusQueueRow
-    | jobs.ListJobsQueuedRow
-    | jobs.ListJobsRunningRow
-    | jobs.ListJobsByTagRow
-    | jobs.ListJobsByTagFilteredRow
-)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _BacklogRow:
-    """A queue's backlog with its earliest run_at as the seam's UTC text."""
-
-    queue: str
-    jobs: int
-    oldest_run_at: str
-
-
-def _backlog(rows: Sequence[jobs.CountReadyJobsRow | jobs.CountDueJobsRow]) -> list[BacklogRow]:
-    return [_BacklogRow(r.queue, r.jobs, timestamp(r.oldest_run_at)) for r in rows]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _RecordRow:
-    """A job's whole row with its times as the seam's UTC text."""
-
-    seq: int
-    id: str
-    kind: str
-    queue: str
-    priority: int
-    status: str
-    payload: str
-    result: str | None
-    error: str | None
-    errors: str
-    runner: str | None
-    attempt: int
-    max_attempts: int
-    timeout: float | None
-    cancel_requested: bool
-    run_at: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    tags: str
-    meta: str | None
-
-    @classmethod
-    def of(cls, row: _StoredRecord) -> "_RecordRow":
-        return cls(
-            seq=row.seq,
-            id=row.id,
-            kind=row.kind,
-            queue=row.queue,
-            priority=row.priority,
-            status=row.status,
-            payload=row.payload,
-            result=row.result,
-            error=row.error,
-            errors=row.errors,
-            runner=row.runner,
-            attempt=row.attempt,
-            max_attempts=row.max_attempts,
-            timeout=row.timeout,
-            cancel_requested=row.cancel_requested,
-            run_at=timestamp(row.run_at),
-            created_at=timestamp(row.created_at),
-            started_at=_text(row.started_at),
-            finished_at=_text(row.finished_at),
-            tags=row.tags,
-            meta=row.meta,
-        )
 
 
 class _Claim(TypedDict):
@@ -158,6 +57,7 @@ class _Claim(TypedDict):
 
 
 class _Queries(
+    CommonJobQueries,
     PostgresOperatorQueries,
     PostgresFlowQueries,
     PostgresWorkflowQueries,
@@ -170,6 +70,8 @@ class _Queries(
     Operators', flow control's, the dashboard's and the steps' queries come
     from the bases.
     """
+
+    _q: jobs.Querier
 
     def __init__(self, conn: _Connection, cursors: ClaimCursors | None) -> None:
         PostgresOperatorQueries.__init__(self, conn)
@@ -204,10 +106,6 @@ class _Queries(
             return [self._q.create_unique_job(**dataclasses.asdict(params[0])) == 1]
         return [row is not None for row in self._q.create_unique_jobs(params)]
 
-    def get_unique_holder(self, *, kind: str, unique_key: str) -> str | None:
-        row = self._q.get_unique_holder(kind=kind, unique_key=unique_key)
-        return None if row is None else row.id
-
     def insert_debounced_job(self, *, kind: str, job: NewJob, now: str) -> bool:
         fields = timed(job.fields(kind, now))
         return self._q.create_debounced_job(**fields, debounce_key=job.debounce_key) == 1
@@ -218,31 +116,28 @@ class _Queries(
         row = self._q.debounce_job(
             replace=replace,
             payload=payload,
-            run_at=_time(run_at),
-            now=_time(now),
+            run_at=seam_time(run_at),
+            now=seam_time(now),
             kind=kind,
             debounce_key=debounce_key,
         )
         return None if row is None else row.id
 
-    def get_job_progress(self, *, id: str) -> ProgressRow | None:
-        return self._q.get_job_progress(id=id)
-
     def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
-        return self._q.publish_job_result(result=result, now=_time(now), id=id, attempt=attempt)
+        return self._q.publish_job_result(result=result, now=seam_time(now), id=id, attempt=attempt)
 
     def succeed_job(
         self, *, result: str | None, now: str, id: str, attempt: int, run_trace: str | None
     ) -> int:
         return self._q.succeed_job(
-            result=result, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+            result=result, now=seam_time(now), run_trace=run_trace, id=id, attempt=attempt
         )
 
     def fail_job(
         self, *, error: str | None, now: str, id: str, attempt: int, run_trace: str | None
     ) -> int:
         return self._q.fail_job(
-            error=error, now=_time(now), run_trace=run_trace, id=id, attempt=attempt
+            error=error, now=seam_time(now), run_trace=run_trace, id=id, attempt=attempt
         )
 
     def finish_and_claim_jobs(
@@ -258,7 +153,7 @@ class _Queries(
         arrays = outcome_arrays(outcomes)
         workflow = any(o.workflow for o in outcomes)
         claims = self._finish_and_claim(
-            arrays, workflow, runner, queue, _time(now), max_jobs, kinds
+            arrays, workflow, runner, queue, seam_time(now), max_jobs, kinds
         )
         claimed = [row for row in claims if not row.finished]
         self._cursors.claimed(queue, kinds, ((row.priority, row.seq) for row in claimed))
@@ -300,12 +195,12 @@ class _Queries(
             return self._q.finish_and_claim_jobs(**claim, **arrays)
         return self._q.finish_and_claim_jobs_of_kinds(kinds=list(kinds), **claim, **arrays)
 
-    def next_run_at(self, *, queue: str) -> str | None:
+    def next_run_at(self, *, queue: str) -> datetime.datetime | None:
         row = self._q.next_run_at(queue=queue)
-        return None if row is None else timestamp(row.run_at)
+        return None if row is None else row.run_at
 
     def stage_jobs(self, *, queue: str, now: str) -> int:
-        staged = self._q.stage_jobs(queue=queue, now=_time(now))
+        staged = self._q.stage_jobs(queue=queue, now=seam_time(now))
         if staged:
             self._cursors.rewind(queue)  # they keep the seqs of their enqueues
         return staged
@@ -322,7 +217,7 @@ class _Queries(
     # sequences they held, so idle runners look again (notify_released).
 
     def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
-        count = self._q.interrupt_running_jobs(error=error, now=_time(now), runner=runner)
+        count = self._q.interrupt_running_jobs(error=error, now=seam_time(now), runner=runner)
         if count:
             notify_ended(self._conn)
             notify_released(self._conn)
@@ -332,7 +227,7 @@ class _Queries(
         self, *, error: str, now: str, lease: float, runner: str
     ) -> int:
         count = self._q.interrupt_jobs_of_dead_runners(
-            error=error, now=_time(now), runner=runner, lease_seconds=lease
+            error=error, now=seam_time(now), runner=runner, lease_seconds=lease
         )
         if count:
             notify_ended(self._conn)
@@ -340,80 +235,36 @@ class _Queries(
         return count
 
     def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int:
-        count = self._q.interrupt_job(error=error, now=_time(now), id=id, attempt=attempt)
+        count = self._q.interrupt_job(error=error, now=seam_time(now), id=id, attempt=attempt)
         if count:
             notify_ended(self._conn, [id])
             notify_released(self._conn)
         return count
 
     def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
-        return self._q.list_running_jobs(runner=runner, before=_time(before))
-
-    def list_cancel_requests(self, *, runner: str) -> Sequence[HeldRow]:
-        return self._q.list_cancel_requests(runner=runner)
-
-    def lock_job(self, *, id: str) -> str | None:
-        row = self._q.lock_job(id=id)
-        return None if row is None else row.status
+        return self._q.list_running_jobs(runner=runner, before=seam_time(before))
 
     def cancel_queued_job(self, *, now: str, id: str) -> int:
         # A cancelled job no longer holds a sequence that continues past it.
-        count = self._q.cancel_queued_job(now=_time(now), id=id)
+        count = self._q.cancel_queued_job(now=seam_time(now), id=id)
         if count:
             notify_released(self._conn)
         return count
 
     def request_cancel(self, *, now: str, id: str) -> int:
-        return self._q.request_cancel(now=_time(now), id=id)
+        return self._q.request_cancel(now=seam_time(now), id=id)
 
     def notify_cancel(self) -> None:
         self._q.notify_cancel()
 
-    def get_job(self, *, id: str) -> JobRow | None:
-        return self._q.get_job(id=id)
-
     def get_jobs(self, *, ids: Sequence[str]) -> Sequence[JobRow]:
         return self._q.get_jobs(ids=list(ids))
 
-    def get_job_labels(self, *, id: str) -> LabelsRow | None:
-        return self._q.get_job_labels(id=id)
-
-    def get_job_record(self, *, id: str) -> RecordRow | None:
-        row = self._q.get_job_record(id=id)
-        return None if row is None else _RecordRow.of(row)
-
-    def list_jobs(
-        self,
-        *,
-        before: int,
-        status: str | None,
-        kind: str | None,
-        queue: str | None,
-        tag: str | None,
-        max_jobs: int,
-    ) -> Sequence[RecordRow]:
-        rows: Sequence[_StoredRecord] = list_page(
-            self._q,
-            before=before,
-            status=status,
-            kind=kind,
-            queue=queue,
-            tag=tag,
-            max_jobs=max_jobs,
-        )
-        return [_RecordRow.of(row) for row in rows]
-
-    def count_jobs(self) -> Sequence[CountRow]:
-        return self._q.count_jobs()
-
-    def count_ready_jobs(self) -> Sequence[BacklogRow]:
-        return _backlog(self._q.count_ready_jobs())
-
     def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
-        return _backlog(self._q.count_due_jobs(now=_time(now)))
+        return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=seam_time(now))]
 
     def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
-        return self._q.delete_finished_jobs(before=_time(before), max_jobs=max_jobs)
+        return self._q.delete_finished_jobs(before=seam_time(before), max_jobs=max_jobs)
 
     def register_runner(
         self, *, name: str, now: str, host: str | None, process: str | None
@@ -428,20 +279,10 @@ class _Queries(
 
     def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
         row = self._q.get_runner(lease_seconds=lease, name=name)
-        if row is None:
-            return None
-        return _RunnerRow(
-            row.name, timestamp(row.started_at), timestamp(row.heartbeat_at), row.alive
-        )
+        return None if row is None else stored(RunnerRow, row)
 
     def delete_runner(self, *, name: str) -> None:
         self._q.delete_runner(name=name)
-
-    def list_runners_on_host(self, *, host: str | None, name: str) -> Sequence[PeerRow]:
-        return self._q.list_runners_on_host(host=host, name=name)
-
-    def delete_runner_process(self, *, name: str, host: str | None, process: str | None) -> int:
-        return self._q.delete_runner_process(name=name, host=host, process=process)
 
     def jobs_statistics_stale(self) -> bool:
         row = self._q.jobs_statistics_stale()

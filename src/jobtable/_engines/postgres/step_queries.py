@@ -4,42 +4,23 @@ A base of the engine's ``Queries`` adapter; nothing else imports it. Times
 go in and come out as the seam's UTC text.
 """
 
-import dataclasses
-from collections.abc import Sequence
-
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.step_queries import StepOutputRow, StepRow
-from jobtable._values import timestamp
+from jobtable._engines.rows import seam_time
+from jobtable._engines.step_queries import CommonStepQueries
 from jobtable.db.postgres import steps
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Step:
-    name: str
-    output: str
-    recorded_at: str
-    attempt: int
-
-
-class PostgresStepQueries:
+class PostgresStepQueries(CommonStepQueries):
     """The generated steps Querier with the seam's UTC text for times."""
+
+    _steps: steps.Querier
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._steps = steps.Querier(conn)
 
     def record_job_step(self, *, name: str, output: str, now: str, id: str, attempt: int) -> int:
         return self._steps.record_job_step(
-            name=name, output=output, now=pg_time(now), id=id, attempt=attempt
+            name=name, output=output, now=seam_time(now), id=id, attempt=attempt
         )
-
-    def get_job_step(self, *, job_id: str, name: str) -> StepOutputRow | None:
-        return self._steps.get_job_step(job_id=job_id, name=name)
-
-    def list_job_steps(self, *, job_id: str) -> Sequence[StepRow]:
-        return [
-            _Step(row.name, row.output, timestamp(row.recorded_at), row.attempt)
-            for row in self._steps.list_job_steps(job_id=job_id)
-        ]

@@ -6,37 +6,26 @@ and key take LockSignalKey first: concurrent transactions would otherwise
 each miss the other's uncommitted write.
 """
 
-import dataclasses
-
 import psycopg
 from psycopg.rows import TupleRow
 
-from jobtable._engines.postgres.operator_queries import pg_time
-from jobtable._engines.wait_queries import JobWaitRow, SignalRow
-from jobtable._values import timestamp
+from jobtable._engines.rows import seam_time
+from jobtable._engines.wait_queries import CommonWaitQueries
 from jobtable.db.postgres import waits
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _JobWait:
-    position: int
-    name: str
-    key: str
-    after_id: int
-    deadline: str | None
-    since: str
-
-
-class PostgresWaitQueries:
+class PostgresWaitQueries(CommonWaitQueries):
     """The generated waits Querier with the seam's UTC text for times."""
+
+    _waits: waits.Querier
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._waits = waits.Querier(conn)
 
     def send_signal(self, *, name: str, key: str, payload: str, now: str) -> int:
         self._waits.lock_signal_key(name=name, key=key)
-        self._waits.insert_signal(name=name, key=key, payload=payload, now=pg_time(now))
-        row = self._waits.wake_waiting_jobs(now=pg_time(now), name=name, key=key)
+        self._waits.insert_signal(name=name, key=key, payload=payload, now=seam_time(now))
+        row = self._waits.wake_waiting_jobs(now=seam_time(now), name=name, key=key)
         return 0 if row is None else row.woken
 
     def suspend_waiting_job(
@@ -59,12 +48,12 @@ class PostgresWaitQueries:
             name=name,
             key=key,
             after_id=after_id,
-            deadline=None if deadline is None else pg_time(deadline),
-            now=pg_time(now),
+            deadline=None if deadline is None else seam_time(deadline),
+            now=seam_time(now),
         )
         row = self._waits.suspend_job(
-            now=pg_time(now),
-            run_at=pg_time(run_at),
+            now=seam_time(now),
+            run_at=seam_time(run_at),
             id=id,
             attempt=attempt,
             name=name,
@@ -73,23 +62,5 @@ class PostgresWaitQueries:
         )
         return 0 if row is None else row.suspended
 
-    def find_signal(self, *, name: str, key: str, after_id: int) -> SignalRow | None:
-        return self._waits.find_signal(name=name, key=key, after_id=after_id)
-
-    def get_job_wait(self, *, job_id: str) -> JobWaitRow | None:
-        row = self._waits.get_job_wait(job_id=job_id)
-        if row is None:
-            return None
-        deadline = None if row.deadline is None else timestamp(row.deadline)
-        return _JobWait(
-            row.position, row.name, row.key, row.after_id, deadline, timestamp(row.since)
-        )
-
-    def end_job_wait(self, *, job_id: str) -> int:
-        return self._waits.end_job_wait(job_id=job_id)
-
-    def ready_scheduled_jobs(self, *, queue: str) -> int:
-        return self._waits.ready_scheduled_jobs(queue=queue)
-
     def prune_signals(self, *, before: str) -> int:
-        return self._waits.prune_signals(before=pg_time(before))
+        return self._waits.prune_signals(before=seam_time(before))

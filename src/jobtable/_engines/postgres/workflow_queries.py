@@ -1,5 +1,6 @@
 """The PostgreSQL engine's workflow queries in the shape of the seam's ``WorkflowQueries``."""
 
+import datetime
 from collections.abc import Sequence
 from typing import cast
 
@@ -8,23 +9,21 @@ from psycopg.rows import TupleRow
 
 from jobtable._engines.postgres.ends import notify_ended, notify_released
 from jobtable._engines.postgres.job_rows import zoned
-from jobtable._engines.postgres.operator_queries import pg_time
+from jobtable._engines.rows import seam_time
 from jobtable._engines.workflow_queries import (
+    CommonWorkflowQueries,
     DependencyRow,
     JobDep,
-    JobWorkflowRow,
-    WorkflowCountRow,
     WorkflowJob,
-    WorkflowJobRow,
-    past_deadline,
 )
-from jobtable._values import timestamp
 from jobtable.db.postgres import workflows
 from jobtable.db.postgres.models import JSONValue
 
 
-class PostgresWorkflowQueries:
+class PostgresWorkflowQueries(CommonWorkflowQueries[datetime.datetime]):
     """Workflows' queries on one connection."""
+
+    _wf: workflows.Querier
 
     def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._conn = conn
@@ -44,8 +43,8 @@ class PostgresWorkflowQueries:
         row = self._wf.create_workflow(
             id=id,
             name=name,
-            now=pg_time(now),
-            deadline_at=None if deadline_at is None else pg_time(deadline_at),
+            now=seam_time(now),
+            deadline_at=None if deadline_at is None else seam_time(deadline_at),
             concurrency=concurrency,
         )
         return None if row is None else row.slot
@@ -58,28 +57,15 @@ class PostgresWorkflowQueries:
         self._wf.retake_workflow_slot(id=id)
 
     def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
-        rows = self._wf.list_overdue_workflows(now=pg_time(now), max_workflows=max_workflows)
+        rows = self._wf.list_overdue_workflows(now=seam_time(now), max_workflows=max_workflows)
         return [row.id for row in rows]
 
-    def mark_deadline_done(self, *, id: str) -> None:
-        self._wf.mark_deadline_done(id=id)
-
-    def workflow_name(self, *, id: str) -> str | None:
-        row = self._wf.get_workflow(id=id)
-        return None if row is None else row.name
-
-    def lock_workflow(self, *, id: str) -> bool:
-        return self._wf.lock_workflow(id=id) is not None
-
-    def hold_workflow(self, *, id: str) -> None:
-        self._wf.hold_workflow(id=id)
-
     def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
-        return self._wf.cancel_added_jobs(now=pg_time(now), ids=list(ids), adder=adder)
+        return self._wf.cancel_added_jobs(now=seam_time(now), ids=list(ids), adder=adder)
 
     def hand_over_dependents(self, *, job: str, heir: str, ids: Sequence[str], now: str) -> None:
         self._wf.hand_over_dependents(heir=heir, job=job, ids=list(ids))
-        self._wf.count_handed_over(now=pg_time(now), heir=heir, ids=list(ids))
+        self._wf.count_handed_over(now=seam_time(now), heir=heir, ids=list(ids))
 
     def insert_workflow_jobs(
         self, *, workflow_id: str, jobs: Sequence[WorkflowJob], now: str
@@ -103,27 +89,14 @@ class PostgresWorkflowQueries:
         self._wf.create_job_deps(deps=cast("JSONValue", rows))
 
     def settle_ended(self, *, ids: Sequence[str], now: str) -> None:
-        self._wf.settle_dependents(ids=list(ids), now=pg_time(now))
+        self._wf.settle_dependents(ids=list(ids), now=seam_time(now))
 
     def revive_dependents(self, *, dep: str, now: str) -> list[str]:
-        return [row.id for row in self._wf.revive_dependents(now=pg_time(now), dep=dep)]
-
-    def stranded_deps(self) -> list[str]:
-        return [row.dep for row in self._wf.list_stranded_deps()]
-
-    def blocking_deps(self, *, job: str) -> list[str]:
-        return [row.dep for row in self._wf.list_blocking_deps(job=job)]
-
-    def forget_dependency(self, *, dep: str) -> None:
-        self._wf.forget_dependency(dep=dep)
+        return [row.id for row in self._wf.revive_dependents(now=seam_time(now), dep=dep)]
 
     def reopen_dependents(self, *, dep: str, now: str) -> None:
-        self._wf.reopen_dependents(dep=dep, now=pg_time(now))
+        self._wf.reopen_dependents(dep=dep, now=seam_time(now))
         self._wf.reopen_dep_edges(dep=dep)
-
-    def wait_again(self, *, job: str) -> None:
-        self._wf.reopen_dependencies(job=job)
-        self._wf.count_pending_deps(id=job)
 
     def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
         return [
@@ -131,55 +104,15 @@ class PostgresWorkflowQueries:
             for r in self._wf.list_dependencies(job=job)
         ]
 
-    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
-        rows = self._wf.list_dependency_traces(job=job)
-        return [(r.id, r.run_trace) for r in rows if r.run_trace is not None]
-
-    def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
-        return [
-            DependencyRow(r.id, r.kind, r.status, None, False)
-            for r in self._wf.list_dependents(dep=dep)
-        ]
-
-    def job_workflow(self, *, id: str) -> JobWorkflowRow | None:
-        row = self._wf.get_job_workflow(id=id)
-        if row is None:
-            return None
-        past = past_deadline(row.status, row.finished_at, row.deadline_at, row.deadline_done)
-        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by, past)
-
-    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
-        rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
-        return [
-            WorkflowJobRow(
-                r.id,
-                r.kind,
-                r.status,
-                timestamp(r.created_at),
-                None if r.started_at is None else timestamp(r.started_at),
-                None if r.finished_at is None else timestamp(r.finished_at),
-            )
-            for r in rows
-        ]
-
     def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
-        return self._wf.delete_empty_workflows(before=pg_time(before), max_workflows=max_workflows)
-
-    def list_workflows(
-        self, *, name: str | None, before: str | None, limit: int
-    ) -> Sequence[WorkflowCountRow]:
-        rows = self._wf.list_workflows(name=name, before=before, max_workflows=limit)
-        return [
-            WorkflowCountRow(r.id, r.name, timestamp(r.created_at), r.status, r.jobs) for r in rows
-        ]
-
-    def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:
-        return [(r.dep, r.job) for r in self._wf.list_workflow_deps(workflow_id=workflow_id)]
+        return self._wf.delete_empty_workflows(
+            before=seam_time(before), max_workflows=max_workflows
+        )
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
         ids = [
             row.id
-            for row in self._wf.cancel_workflow_jobs(now=pg_time(now), workflow_id=workflow_id)
+            for row in self._wf.cancel_workflow_jobs(now=seam_time(now), workflow_id=workflow_id)
         ]
         if ids:
             notify_ended(self._conn, ids)
@@ -187,4 +120,4 @@ class PostgresWorkflowQueries:
         return ids
 
     def request_cancel_workflow(self, *, workflow_id: str, now: str) -> int:
-        return self._wf.request_cancel_workflow(now=pg_time(now), workflow_id=workflow_id)
+        return self._wf.request_cancel_workflow(now=seam_time(now), workflow_id=workflow_id)

@@ -33,7 +33,7 @@ from jobtable._engines.sqlite.file import (
     enter_wal,
     migrate,
 )
-from jobtable._engines.sqlite.queries import Queries as _Queries
+from jobtable._engines.sqlite.queries import queries as _queries
 from jobtable._engines.sqlite.text import Connection
 from jobtable._engines.sqlite.transaction import read_in, write_in
 from jobtable._engines.sqlite.wal_limit import WAL_LIMIT, WalLimit, check_wal_limit
@@ -97,7 +97,7 @@ class SQLiteEngine:
         self._busy_timeout = busy_timeout
         # The writer's Querier, and the proof (for mypy) that the generated
         # Querier satisfies the seam.
-        queries: Queries = _Queries(writer)
+        queries = _queries(writer)
         limit = None if wal_limit is None else WalLimit(path, wal_limit)
         self._writer = Writer(path, writer, queries, limit)
         self._lock = threading.Lock()
@@ -223,7 +223,7 @@ class SQLiteEngine:
                 with driver_errors(self._path):
                     conn.execute("BEGIN")
                     try:
-                        return conn.run(op, _Queries(conn))
+                        return conn.run(op, _queries(conn))
                     finally:
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")

@@ -5,18 +5,17 @@ lock, and a partitioned claim picks the jobs in one statement and claims
 them one by one in the same transaction (see queries/flow.sql).
 """
 
-import datetime
 import sqlite3
 from collections.abc import Sequence
 
 from jobtable._engines.flow import QueueFlow, QueueLimits, QueueRow, WaitFacts
-from jobtable._engines.rows import ClaimedRow
+from jobtable._engines.rows import ClaimedRow, seam_time
 from jobtable.db.sqlite import flow
 
 
 def _seconds(now: str) -> float:
     """now, UTC text, as seconds since 1970: queue_starts' times."""
-    return datetime.datetime.fromisoformat(now).timestamp()
+    return seam_time(now).timestamp()
 
 
 def _limits(

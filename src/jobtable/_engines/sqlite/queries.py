@@ -1,76 +1,82 @@
-"""The SQLite engine's queries: the generated Querier in the shape of the ``Queries`` seam.
+"""The SQLite engine's queries: its generated Queriers composed in the shape of the seam.
 
-Nothing but the engine imports it; it adds the seam's calls that take
-several rows or outcomes at once, and computes the lease cutoffs from the
+Nothing but the engine imports it. As the PostgreSQL adapter does, it holds
+the generated Queriers and calls them, adding the seam's calls that take
+several rows or outcomes at once; it computes the lease cutoffs from the
 runner's own clock (a SQLite file is shared by the processes of one machine).
 """
 
 import datetime
 import json
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
+from jobtable._engines.base import Queries as SeamQueries
 from jobtable._engines.dependencies import settle_dependents
-from jobtable._engines.listing import list_page
+from jobtable._engines.job_queries import CommonJobQueries
 from jobtable._engines.operator_queries import RunnerRow
-from jobtable._engines.rows import ClaimedRow, NewJob, Outcome, RecordRow
+from jobtable._engines.rows import (
+    BacklogRow,
+    ClaimedRow,
+    HeldRow,
+    JobRow,
+    NewJob,
+    Outcome,
+    seam_time,
+    stored,
+    stored_time,
+)
+from jobtable._engines.sqlite.dashboard_queries import SQLiteDashboardQueries
 from jobtable._engines.sqlite.flow_queries import SQLiteFlowQueries
 from jobtable._engines.sqlite.operator_queries import SQLiteOperatorQueries
+from jobtable._engines.sqlite.step_queries import SQLiteStepQueries
 from jobtable._engines.sqlite.wait_queries import SQLiteWaitQueries
 from jobtable._engines.sqlite.workflow_queries import SQLiteWorkflowQueries
 from jobtable._values import timestamp
-from jobtable.db.sqlite.dashboard import Querier as DashboardQuerier
-from jobtable.db.sqlite.jobs import CreateJobsParams, GetJobsRow, Querier
-from jobtable.db.sqlite.steps import Querier as StepsQuerier
-from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
-from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
-from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
-from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
-from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
-from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
-from jobtable.db.sqlite_upgrade.upgrade_v9 import Querier as UpgradeV9
-from jobtable.db.sqlite_upgrade.upgrade_v12 import Querier as UpgradeV12
-from jobtable.db.sqlite_upgrade.upgrade_v13 import Querier as UpgradeV13
-from jobtable.db.sqlite_upgrade.upgrade_v15 import Querier as UpgradeV15
-from jobtable.db.sqlite_upgrade.upgrade_v16 import Querier as UpgradeV16
-from jobtable.db.sqlite_upgrade.upgrade_v17 import Querier as UpgradeV17
+from jobtable.db.sqlite import jobs
+from jobtable.db.sqlite.jobs import CreateJobsParams
 
 
 def _before(now: str, seconds: float) -> str:
-    moment = datetime.datetime.fromisoformat(now) - datetime.timedelta(seconds=seconds)
+    moment = seam_time(now) - datetime.timedelta(seconds=seconds)
     return timestamp(moment)
 
 
-class Queries(
-    Querier,
+class _Queries(
+    CommonJobQueries,
     SQLiteOperatorQueries,
     SQLiteFlowQueries,
     SQLiteWorkflowQueries,
-    DashboardQuerier,
-    StepsQuerier,
+    SQLiteDashboardQueries,
+    SQLiteStepQueries,
     SQLiteWaitQueries,
 ):
-    """The generated Querier with the seam's calls that take several rows at once.
+    """The generated jobs Querier in the shape of the ``Queries`` seam.
 
-    Its operator queries come from SQLiteOperatorQueries, its flow control's
-    from SQLiteFlowQueries, the dashboard's and the steps' from the generated
-    dashboard and steps Queriers; the bases share the connection.
+    Operators', flow control's, workflows', the dashboard's, the steps' and
+    waiting's queries come from the bases; all share the connection.
     """
 
+    _q: jobs.Querier
+
     def __init__(self, conn: sqlite3.Connection) -> None:
-        Querier.__init__(self, conn)
+        SQLiteOperatorQueries.__init__(self, conn)
         SQLiteFlowQueries.__init__(self, conn)
         SQLiteWorkflowQueries.__init__(self, conn)
+        SQLiteDashboardQueries.__init__(self, conn)
+        SQLiteStepQueries.__init__(self, conn)
+        SQLiteWaitQueries.__init__(self, conn)
+        self._q = jobs.Querier(conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
         if len(jobs) == 1:
-            self.create_job(**jobs[0].fields(kind, now))
+            self._q.create_job(**jobs[0].fields(kind, now))
             return
-        self.create_jobs(CreateJobsParams(**job.fields(kind, now)) for job in jobs)
+        self._q.create_jobs(CreateJobsParams(**job.fields(kind, now)) for job in jobs)
 
     def insert_unique_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> list[bool]:
         return [
-            self.create_unique_job(
+            self._q.create_unique_job(
                 **job.fields(kind, now),
                 unique_key=job.unique_key,
                 unique_statuses=job.unique_statuses,
@@ -81,12 +87,12 @@ class Queries(
 
     def insert_debounced_job(self, *, kind: str, job: NewJob, now: str) -> bool:
         fields = job.fields(kind, now)
-        return self.create_debounced_job(**fields, debounce_key=job.debounce_key) == 1
+        return self._q.create_debounced_job(**fields, debounce_key=job.debounce_key) == 1
 
-    def debounce_job(  # type: ignore[override]
+    def debounce_job(
         self, *, kind: str, debounce_key: str, payload: str, replace: bool, run_at: str, now: str
     ) -> str | None:
-        row = super().debounce_job(
+        row = self._q.debounce_job(
             replace=replace,
             payload=payload,
             run_at=run_at,
@@ -96,18 +102,8 @@ class Queries(
         )
         return None if row is None else row.id
 
-    def get_unique_holder(  # type: ignore[override]
-        self, *, kind: str, unique_key: str
-    ) -> str | None:
-        row = super().get_unique_holder(kind=kind, unique_key=unique_key)
-        return None if row is None else row.id
-
-    def get_jobs(self, *, ids: Sequence[str]) -> list[GetJobsRow]:
-        return super().get_jobs(ids=json.dumps(list(ids)))
-
-    def lock_job(self, *, id: str) -> str | None:  # type: ignore[override]
-        row = super().lock_job(id=id)
-        return None if row is None else row.status
+    def get_jobs(self, *, ids: Sequence[str]) -> Sequence[JobRow]:
+        return self._q.get_jobs(ids=json.dumps(list(ids)))
 
     def finish_and_claim_jobs(
         self,
@@ -125,19 +121,23 @@ class Queries(
         for o in outcomes:
             trace, job, attempt = o.run_trace, o.id, o.attempt
             if o.state == "succeeded":
-                count = self.succeed_job(
+                count = self._q.succeed_job(
                     result=o.result, now=now, run_trace=trace, id=job, attempt=attempt
                 )
             elif o.state == "failed":
-                count = self.fail_job(
+                count = self._q.fail_job(
                     error=o.error, now=now, run_trace=trace, id=job, attempt=attempt
                 )
             elif o.state == "cancelled":
-                count = self.cancel_running_job(now=now, run_trace=trace, id=job, attempt=attempt)
+                count = self._q.cancel_running_job(
+                    now=now, run_trace=trace, id=job, attempt=attempt
+                )
             elif o.error is None:
-                count = self.snooze_job(run_at=o.run_at or now, now=now, id=o.id, attempt=o.attempt)
+                count = self._q.snooze_job(
+                    run_at=o.run_at or now, now=now, id=o.id, attempt=o.attempt
+                )
             else:
-                count = self.retry_job(
+                count = self._q.retry_job(
                     error=o.error, now=now, run_at=o.run_at or now, id=o.id, attempt=o.attempt
                 )
             if count:
@@ -147,58 +147,40 @@ class Queries(
         if max_jobs <= 0:
             return finished, []
         if kinds is not None:
-            return finished, self.claim_next_job_of_kinds(
+            return finished, self._q.claim_next_job_of_kinds(
                 runner=runner,
                 now=now,
                 queue=queue,
                 kinds=json.dumps(list(kinds)),
                 max_jobs=max_jobs,
             )
-        return finished, self.claim_next_job(runner=runner, now=now, queue=queue, max_jobs=max_jobs)
+        return finished, self._q.claim_next_job(
+            runner=runner, now=now, queue=queue, max_jobs=max_jobs
+        )
 
     def notify_cancel(self) -> None:
         """Does nothing: SQLite has no NOTIFY, so runners poll for cancel requests."""
 
-    def list_jobs(
-        self,
-        *,
-        before: int,
-        status: str | None,
-        kind: str | None,
-        queue: str | None,
-        tag: str | None,
-        max_jobs: int,
-    ) -> Sequence[RecordRow]:
-        return list_page(
-            self,
-            before=before,
-            status=status,
-            kind=kind,
-            queue=queue,
-            tag=tag,
-            max_jobs=max_jobs,
-        )
+    def next_run_at(self, *, queue: str) -> datetime.datetime | None:
+        row = self._q.next_run_at(queue=queue)
+        return None if row is None else stored_time(row.run_at)
 
-    def next_run_at(self, *, queue: str) -> str | None:  # type: ignore[override]
-        row = super().next_run_at(queue=queue)
-        return None if row is None else row.run_at
-
-    def interrupt_jobs_of_dead_runners(  # type: ignore[override]
+    def interrupt_jobs_of_dead_runners(
         self, *, error: str, now: str, lease: float, runner: str
     ) -> int:
-        return super().interrupt_jobs_of_dead_runners(
+        return self._q.interrupt_jobs_of_dead_runners(
             error=error, now=now, runner=runner, cutoff=_before(now, lease)
         )
 
-    def get_runner(  # type: ignore[override]
-        self, *, name: str, now: str, lease: float
-    ) -> RunnerRow | None:
-        return super().get_runner(cutoff=_before(now, lease), name=name)
+    def get_runner(self, *, name: str, now: str, lease: float) -> RunnerRow | None:
+        row = self._q.get_runner(cutoff=_before(now, lease), name=name)
+        return None if row is None else stored(RunnerRow, row)
 
-    def delete_dead_runners(  # type: ignore[override]
-        self, *, now: str, lease: float, name: str
-    ) -> int:
-        return super().delete_dead_runners(cutoff=_before(now, lease), name=name)
+    def delete_dead_runners(self, *, now: str, lease: float, name: str) -> int:
+        return self._q.delete_dead_runners(cutoff=_before(now, lease), name=name)
+
+    def ready_retries(self, *, queue: str) -> int:
+        return self._q.ready_retries(queue=queue)
 
     def jobs_statistics_stale(self) -> bool:
         return False
@@ -206,202 +188,60 @@ class Queries(
     def analyze_jobs(self) -> None:
         return None
 
+    def cancel_queued_job(self, *, now: str, id: str) -> int:
+        return self._q.cancel_queued_job(now=now, id=id)
 
-def upgrade_to_v2(
-    conn: sqlite3.Connection, create_table: str, create_indexes: Sequence[str]
-) -> None:
-    """Rebuilds a version 1 jobs table as the latest version, keeping every job.
+    def count_due_jobs(self, *, now: str) -> Sequence[BacklogRow]:
+        return [stored(BacklogRow, row) for row in self._q.count_due_jobs(now=now)]
 
-    create_table and create_indexes are the latest schema's statements that
-    create the jobs table and its indexes, so the table it leaves is of the
-    latest version, not of version 2.
-    """
-    q = UpgradeV2(conn)
-    q.rename_jobs_v1()
-    conn.execute(create_table)
-    q.copy_jobs_v1()
-    q.drop_jobs_v1()
-    for statement in create_indexes:
-        conn.execute(statement)
+    def delete_finished_jobs(self, *, before: str, max_jobs: int) -> int:
+        return self._q.delete_finished_jobs(before=before, max_jobs=max_jobs)
 
+    def delete_runner(self, *, name: str) -> None:
+        return self._q.delete_runner(name=name)
 
-def upgrade_to_v3(conn: sqlite3.Connection, create_indexes: Sequence[str]) -> None:
-    """Adds the columns of version 3 to a version 2 jobs table, then create_indexes.
+    def fail_job(
+        self, *, error: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int:
+        return self._q.fail_job(error=error, now=now, run_trace=run_trace, id=id, attempt=attempt)
 
-    create_indexes are the latest schema's statements that create the indexes
-    version 3 adds, and drop and create jobs_finished, which it changes.
-    Every job is kept, not unique and with no trace context.
-    """
-    q = UpgradeV3(conn)
-    q.add_unique_key_column_v3()
-    q.add_unique_statuses_column_v3()
-    q.add_traceparent_column_v3()
-    for statement in create_indexes:
-        conn.execute(statement)
+    def heartbeat_runner(self, *, now: str, name: str) -> int:
+        return self._q.heartbeat_runner(now=now, name=name)
 
+    def interrupt_job(self, *, error: str, now: str, id: str, attempt: int) -> int:
+        return self._q.interrupt_job(error=error, now=now, id=id, attempt=attempt)
 
-def upgrade_to_v4(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
-    """Adds the columns of version 4 to a version 3 jobs table, then creates.
+    def interrupt_running_jobs(self, *, error: str, now: str, runner: str) -> int:
+        return self._q.interrupt_running_jobs(error=error, now=now, runner=runner)
 
-    creates are the latest schema's statements that create the indexes and
-    tables version 4 adds (flow control). Every job is kept, in no partition
-    and no sequence.
-    """
-    q = UpgradeV4(conn)
-    q.add_partition_key_column_v4()
-    q.add_sequence_key_column_v4()
-    q.add_sequence_blocks_column_v4()
-    for statement in creates:
-        conn.execute(statement)
+    def list_running_jobs(self, *, runner: str | None, before: str) -> Sequence[HeldRow]:
+        return self._q.list_running_jobs(runner=runner, before=before)
 
+    def publish_job_result(self, *, result: str | None, now: str, id: str, attempt: int) -> int:
+        return self._q.publish_job_result(result=result, now=now, id=id, attempt=attempt)
 
-def upgrade_to_v5(conn: sqlite3.Connection) -> None:
-    """Adds the runners table's host and process columns of version 5, in place.
+    def register_runner(
+        self, *, name: str, now: str, host: str | None, process: str | None
+    ) -> None:
+        return self._q.register_runner(name=name, now=now, host=host, process=process)
 
-    Every runner's row is kept, with neither.
-    """
-    q = UpgradeV5(conn)
-    q.add_runner_host_column_v5()
-    q.add_runner_process_column_v5()
+    def request_cancel(self, *, now: str, id: str) -> int:
+        return self._q.request_cancel(now=now, id=id)
+
+    def set_runner_missing_keys(self, *, missing_keys: str | None, name: str) -> None:
+        return self._q.set_runner_missing_keys(missing_keys=missing_keys, name=name)
+
+    def stage_jobs(self, *, queue: str, now: str) -> int:
+        return self._q.stage_jobs(queue=queue, now=now)
+
+    def succeed_job(
+        self, *, result: str | None, now: str, id: str, attempt: int, run_trace: str | None
+    ) -> int:
+        return self._q.succeed_job(
+            result=result, now=now, run_trace=run_trace, id=id, attempt=attempt
+        )
 
 
-def upgrade_to_v6(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
-    """Adds the jobs table's tags and meta columns of version 6, in place, then creates.
-
-    creates are the latest schema's statements that create job_tags, its
-    index and the jobs table's triggers that fill it. Every job is kept,
-    with no tag and no meta.
-    """
-    q = UpgradeV6(conn)
-    q.add_job_tags_column_v6()
-    q.add_job_meta_column_v6()
-    for statement in creates:
-        conn.execute(statement)
-
-
-def upgrade_to_v7(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
-    """Runs creates, the latest schema's statements that create version 7's job_steps.
-
-    job_steps and the jobs table's trigger that deletes a job's steps with
-    it; every job is kept, with no step.
-    """
-    for statement in creates:
-        conn.execute(statement)
-
-
-def upgrade_to_v8(conn: sqlite3.Connection, create_table: str, creates: Sequence[str]) -> None:
-    """Rebuilds a version 7 jobs table as version 8's, keeping every job, then runs creates.
-
-    create_table is the latest schema's statement that creates the jobs
-    table; creates are its statements that create the jobs table's indexes
-    and triggers, workflows and job_deps. Every job is kept, in no workflow.
-    """
-    q = UpgradeV8(conn)
-    q.rename_jobs_v7()
-    conn.execute(create_table)
-    q.copy_jobs_v7()
-    q.drop_jobs_v7()
-    for statement in creates:
-        conn.execute(statement)
-
-
-def upgrade_to_v9(conn: sqlite3.Connection) -> None:
-    """Adds the jobs table's run_trace column of version 9, in place.
-
-    It is nullable, so adding it rewrites no row; every job is kept, with no
-    run trace.
-    """
-    UpgradeV9(conn).add_run_trace_column_v9()
-
-
-def upgrade_to_v10(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
-    """Runs statements, the latest schema's that replace the listing's indexes (version 10).
-
-    They drop the indexes keyed by status that versions 3 to 9 had and create
-    the listing's indexes of version 10; every job is kept.
-    """
-    for statement in statements:
-        conn.execute(statement)
-
-
-def upgrade_to_v12(conn: sqlite3.Connection) -> None:
-    """Adds the runners table's missing_keys column of version 12, in place.
-
-    It is nullable, so adding it rewrites no row; every runner is kept,
-    having reported no missing key.
-    """
-    UpgradeV12(conn).add_runner_missing_keys_column_v12()
-
-
-def upgrade_to_v13(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
-    """Adds the jobs table's partition_by and sequence_by (version 13), then runs statements.
-
-    They are nullable, so adding them rewrites no row; statements are the
-    latest schema's that create the trigger moving a job's tags with its
-    seq. Every job is kept, keyed as it was.
-    """
-    q = UpgradeV13(conn)
-    q.add_partition_by_column_v13()
-    q.add_sequence_by_column_v13()
-    for statement in statements:
-        conn.execute(statement)
-
-
-def upgrade_to_v14(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
-    """Runs creates, the latest schema's statements that create version 14's tables.
-
-    signals, job_waits, their indexes and the trigger that deletes a job's
-    wait with it; every job is kept, waiting for nothing.
-    """
-    for statement in creates:
-        conn.execute(statement)
-
-
-def upgrade_to_v15(
-    conn: sqlite3.Connection, columns: Collection[str], creates: Sequence[str]
-) -> None:
-    """Adds the jobs table's published and debounce_key columns of version 15, then creates.
-
-    columns are the jobs table's columns now: a table the step to version 8
-    rebuilt from the latest schema has both already. creates are the latest
-    schema's statements that create the indexes it lacks (jobs_debounce).
-    Every job is kept, having published nothing and holding no debounce key.
-    """
-    q = UpgradeV15(conn)
-    if "published" not in columns:
-        q.add_published_column_v15()
-    if "debounce_key" not in columns:
-        q.add_debounce_key_column_v15()
-    for statement in creates:
-        conn.execute(statement)
-
-
-def upgrade_to_v16(conn: sqlite3.Connection, creates: list[str], *, columns: bool) -> None:
-    """Adds the workflows table's deadline columns of version 16 (with columns), then creates.
-
-    They are nullable or have a constant default, so adding them rewrites
-    no row; every workflow is kept, with no deadline. creates is the index
-    of deadlines not yet passed, as schema.sql has it.
-    """
-    if columns:
-        step = UpgradeV16(conn)
-        step.add_workflow_deadline_column_v16()
-        step.add_workflow_deadline_done_column_v16()
-    for statement in creates:
-        conn.execute(statement)
-
-
-def upgrade_to_v17(conn: sqlite3.Connection, creates: list[str], *, columns: bool) -> None:
-    """Adds the workflows table's concurrency and slot of version 17 (with columns), then creates.
-
-    They are nullable, so adding them rewrites no row; every workflow is
-    kept, with no limit. creates are the index of the workflows holding or
-    waiting for a slot and the triggers that free and admit them, as
-    schema.sql has them, each made unless it exists.
-    """
-    if columns:
-        step = UpgradeV17(conn)
-        step.add_workflow_concurrency_column_v17()
-        step.add_workflow_slot_column_v17()
-    for statement in creates:
-        conn.execute(statement)
+def queries(conn: sqlite3.Connection) -> SeamQueries:
+    """The seam's queries on conn; typed as the seam so that mypy proves _Queries satisfies it."""
+    return _Queries(conn)

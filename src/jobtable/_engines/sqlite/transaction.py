@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from jobtable._engines.base import Queries, Statement
-from jobtable._engines.sqlite.queries import Queries as _Queries
+from jobtable._engines.sqlite.queries import queries as _queries
 
 T = TypeVar("T")
 
@@ -74,7 +74,7 @@ def _checked(path: Path, conn: object, where: str) -> sqlite3.Connection:
 
 def read_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -> T:
     """Runs op, which only reads, on conn, in its transaction; conn must open path."""
-    return op(_Queries(_checked(path, conn, where)))
+    return op(_queries(_checked(path, conn, where)))
 
 
 def write_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -> T:
@@ -88,7 +88,7 @@ def write_in(path: Path, conn: object, op: Callable[[Queries], T], where: str) -
     committed at once.
     """
     conn = _checked(path, conn, where)
-    q: Queries = _Queries(conn)
+    q = _queries(conn)
     one_statement = isinstance(op, Statement)
     if one_statement:
         return op(q)  # one statement: atomic on its own

@@ -7,31 +7,226 @@ the one transaction that also records the new version (see ``file.py``).
 import dataclasses
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 from jobtable._engines.sqlite.catalog import describe
-from jobtable._engines.sqlite.queries import (
-    upgrade_to_v2,
-    upgrade_to_v3,
-    upgrade_to_v4,
-    upgrade_to_v5,
-    upgrade_to_v6,
-    upgrade_to_v7,
-    upgrade_to_v8,
-    upgrade_to_v9,
-    upgrade_to_v10,
-    upgrade_to_v12,
-    upgrade_to_v13,
-    upgrade_to_v14,
-    upgrade_to_v15,
-    upgrade_to_v16,
-    upgrade_to_v17,
-)
 from jobtable.db.sqlite_upgrade.models import JobsV7
+from jobtable.db.sqlite_upgrade.upgrade_v2 import Querier as UpgradeV2
+from jobtable.db.sqlite_upgrade.upgrade_v3 import Querier as UpgradeV3
+from jobtable.db.sqlite_upgrade.upgrade_v4 import Querier as UpgradeV4
+from jobtable.db.sqlite_upgrade.upgrade_v5 import Querier as UpgradeV5
+from jobtable.db.sqlite_upgrade.upgrade_v6 import Querier as UpgradeV6
+from jobtable.db.sqlite_upgrade.upgrade_v8 import Querier as UpgradeV8
+from jobtable.db.sqlite_upgrade.upgrade_v9 import Querier as UpgradeV9
+from jobtable.db.sqlite_upgrade.upgrade_v12 import Querier as UpgradeV12
+from jobtable.db.sqlite_upgrade.upgrade_v13 import Querier as UpgradeV13
+from jobtable.db.sqlite_upgrade.upgrade_v15 import Querier as UpgradeV15
+from jobtable.db.sqlite_upgrade.upgrade_v16 import Querier as UpgradeV16
+from jobtable.db.sqlite_upgrade.upgrade_v17 import Querier as UpgradeV17
 
 # The columns the copy to version 8 reads: version 7's jobs table.
 _V7_COLUMNS = frozenset(field.name for field in dataclasses.fields(JobsV7))
+
+
+def upgrade_to_v2(
+    conn: sqlite3.Connection, create_table: str, create_indexes: Sequence[str]
+) -> None:
+    """Rebuilds a version 1 jobs table as the latest version, keeping every job.
+
+    create_table and create_indexes are the latest schema's statements that
+    create the jobs table and its indexes, so the table it leaves is of the
+    latest version, not of version 2.
+    """
+    q = UpgradeV2(conn)
+    q.rename_jobs_v1()
+    conn.execute(create_table)
+    q.copy_jobs_v1()
+    q.drop_jobs_v1()
+    for statement in create_indexes:
+        conn.execute(statement)
+
+
+def upgrade_to_v3(conn: sqlite3.Connection, create_indexes: Sequence[str]) -> None:
+    """Adds the columns of version 3 to a version 2 jobs table, then create_indexes.
+
+    create_indexes are the latest schema's statements that create the indexes
+    version 3 adds, and drop and create jobs_finished, which it changes.
+    Every job is kept, not unique and with no trace context.
+    """
+    q = UpgradeV3(conn)
+    q.add_unique_key_column_v3()
+    q.add_unique_statuses_column_v3()
+    q.add_traceparent_column_v3()
+    for statement in create_indexes:
+        conn.execute(statement)
+
+
+def upgrade_to_v4(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Adds the columns of version 4 to a version 3 jobs table, then creates.
+
+    creates are the latest schema's statements that create the indexes and
+    tables version 4 adds (flow control). Every job is kept, in no partition
+    and no sequence.
+    """
+    q = UpgradeV4(conn)
+    q.add_partition_key_column_v4()
+    q.add_sequence_key_column_v4()
+    q.add_sequence_blocks_column_v4()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v5(conn: sqlite3.Connection) -> None:
+    """Adds the runners table's host and process columns of version 5, in place.
+
+    Every runner's row is kept, with neither.
+    """
+    q = UpgradeV5(conn)
+    q.add_runner_host_column_v5()
+    q.add_runner_process_column_v5()
+
+
+def upgrade_to_v6(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Adds the jobs table's tags and meta columns of version 6, in place, then creates.
+
+    creates are the latest schema's statements that create job_tags, its
+    index and the jobs table's triggers that fill it. Every job is kept,
+    with no tag and no meta.
+    """
+    q = UpgradeV6(conn)
+    q.add_job_tags_column_v6()
+    q.add_job_meta_column_v6()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v7(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Runs creates, the latest schema's statements that create version 7's job_steps.
+
+    job_steps and the jobs table's trigger that deletes a job's steps with
+    it; every job is kept, with no step.
+    """
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v8(conn: sqlite3.Connection, create_table: str, creates: Sequence[str]) -> None:
+    """Rebuilds a version 7 jobs table as version 8's, keeping every job, then runs creates.
+
+    create_table is the latest schema's statement that creates the jobs
+    table; creates are its statements that create the jobs table's indexes
+    and triggers, workflows and job_deps. Every job is kept, in no workflow.
+    """
+    q = UpgradeV8(conn)
+    q.rename_jobs_v7()
+    conn.execute(create_table)
+    q.copy_jobs_v7()
+    q.drop_jobs_v7()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v9(conn: sqlite3.Connection) -> None:
+    """Adds the jobs table's run_trace column of version 9, in place.
+
+    It is nullable, so adding it rewrites no row; every job is kept, with no
+    run trace.
+    """
+    UpgradeV9(conn).add_run_trace_column_v9()
+
+
+def upgrade_to_v10(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    """Runs statements, the latest schema's that replace the listing's indexes (version 10).
+
+    They drop the indexes keyed by status that versions 3 to 9 had and create
+    the listing's indexes of version 10; every job is kept.
+    """
+    for statement in statements:
+        conn.execute(statement)
+
+
+def upgrade_to_v12(conn: sqlite3.Connection) -> None:
+    """Adds the runners table's missing_keys column of version 12, in place.
+
+    It is nullable, so adding it rewrites no row; every runner is kept,
+    having reported no missing key.
+    """
+    UpgradeV12(conn).add_runner_missing_keys_column_v12()
+
+
+def upgrade_to_v13(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    """Adds the jobs table's partition_by and sequence_by (version 13), then runs statements.
+
+    They are nullable, so adding them rewrites no row; statements are the
+    latest schema's that create the trigger moving a job's tags with its
+    seq. Every job is kept, keyed as it was.
+    """
+    q = UpgradeV13(conn)
+    q.add_partition_by_column_v13()
+    q.add_sequence_by_column_v13()
+    for statement in statements:
+        conn.execute(statement)
+
+
+def upgrade_to_v14(conn: sqlite3.Connection, creates: Sequence[str]) -> None:
+    """Runs creates, the latest schema's statements that create version 14's tables.
+
+    signals, job_waits, their indexes and the trigger that deletes a job's
+    wait with it; every job is kept, waiting for nothing.
+    """
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v15(
+    conn: sqlite3.Connection, columns: Collection[str], creates: Sequence[str]
+) -> None:
+    """Adds the jobs table's published and debounce_key columns of version 15, then creates.
+
+    columns are the jobs table's columns now: a table the step to version 8
+    rebuilt from the latest schema has both already. creates are the latest
+    schema's statements that create the indexes it lacks (jobs_debounce).
+    Every job is kept, having published nothing and holding no debounce key.
+    """
+    q = UpgradeV15(conn)
+    if "published" not in columns:
+        q.add_published_column_v15()
+    if "debounce_key" not in columns:
+        q.add_debounce_key_column_v15()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v16(conn: sqlite3.Connection, creates: list[str], *, columns: bool) -> None:
+    """Adds the workflows table's deadline columns of version 16 (with columns), then creates.
+
+    They are nullable or have a constant default, so adding them rewrites
+    no row; every workflow is kept, with no deadline. creates is the index
+    of deadlines not yet passed, as schema.sql has it.
+    """
+    if columns:
+        step = UpgradeV16(conn)
+        step.add_workflow_deadline_column_v16()
+        step.add_workflow_deadline_done_column_v16()
+    for statement in creates:
+        conn.execute(statement)
+
+
+def upgrade_to_v17(conn: sqlite3.Connection, creates: list[str], *, columns: bool) -> None:
+    """Adds the workflows table's concurrency and slot of version 17 (with columns), then creates.
+
+    They are nullable, so adding them rewrites no row; every workflow is
+    kept, with no limit. creates are the index of the workflows holding or
+    waiting for a slot and the triggers that free and admit them, as
+    schema.sql has them, each made unless it exists.
+    """
+    if columns:
+        step = UpgradeV17(conn)
+        step.add_workflow_concurrency_column_v17()
+        step.add_workflow_slot_column_v17()
+    for statement in creates:
+        conn.execute(statement)
 
 
 class SQLiteSchema(Protocol):

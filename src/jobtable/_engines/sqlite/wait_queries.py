@@ -4,15 +4,23 @@ A base of the engine's ``Queries`` adapter; nothing else imports it. Its
 single writer serializes a signal and a wait, so neither needs a lock.
 """
 
-from jobtable.db.sqlite.waits import Querier as WaitsQuerier
+import sqlite3
+
+from jobtable._engines.wait_queries import CommonWaitQueries
+from jobtable.db.sqlite import waits
 
 
-class SQLiteWaitQueries(WaitsQuerier):
+class SQLiteWaitQueries(CommonWaitQueries):
     """The generated waits Querier with the seam's two writes made of its statements."""
 
+    _waits: waits.Querier
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._waits = waits.Querier(conn)
+
     def send_signal(self, *, name: str, key: str, payload: str, now: str) -> int:
-        self.insert_signal(name=name, key=key, payload=payload, now=now)
-        return self.wake_waiting_jobs(now=now, name=name, key=key)
+        self._waits.insert_signal(name=name, key=key, payload=payload, now=now)
+        return self._waits.wake_waiting_jobs(now=now, name=name, key=key)
 
     def suspend_waiting_job(
         self,
@@ -27,7 +35,7 @@ class SQLiteWaitQueries(WaitsQuerier):
         run_at: str,
         now: str,
     ) -> int:
-        self.save_job_wait(
+        self._waits.save_job_wait(
             job_id=id,
             position=position,
             name=name,
@@ -36,6 +44,9 @@ class SQLiteWaitQueries(WaitsQuerier):
             deadline=deadline,
             now=now,
         )
-        return self.suspend_job(
+        return self._waits.suspend_job(
             now=now, run_at=run_at, name=name, key=key, after_id=after_id, id=id, attempt=attempt
         )
+
+    def prune_signals(self, *, before: str) -> int:
+        return self._waits.prune_signals(before=before)

@@ -6,19 +6,18 @@ from collections.abc import Sequence
 
 from jobtable._engines.dependencies import settle_steps
 from jobtable._engines.workflow_queries import (
+    CommonWorkflowQueries,
     DependencyRow,
     JobDep,
-    JobWorkflowRow,
-    WorkflowCountRow,
     WorkflowJob,
-    WorkflowJobRow,
-    past_deadline,
 )
 from jobtable.db.sqlite import workflows
 
 
-class SQLiteWorkflowQueries:
+class SQLiteWorkflowQueries(CommonWorkflowQueries[str]):
     """Workflows' queries on one connection of the writer."""
+
+    _wf: workflows.Querier
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._wf = workflows.Querier(conn)
@@ -47,19 +46,6 @@ class SQLiteWorkflowQueries:
     def overdue_workflows(self, *, now: str, max_workflows: int) -> list[str]:
         rows = self._wf.list_overdue_workflows(now=now, max_workflows=max_workflows)
         return [row.id for row in rows]
-
-    def mark_deadline_done(self, *, id: str) -> None:
-        self._wf.mark_deadline_done(id=id)
-
-    def workflow_name(self, *, id: str) -> str | None:
-        row = self._wf.get_workflow(id=id)
-        return None if row is None else row.name
-
-    def lock_workflow(self, *, id: str) -> bool:
-        return self._wf.lock_workflow(id=id) is not None
-
-    def hold_workflow(self, *, id: str) -> None:
-        self._wf.hold_workflow(id=id)
 
     def cancel_added_jobs(self, *, ids: Sequence[str], adder: str, now: str) -> int:
         return self._wf.cancel_added_jobs(now=now, ids=json.dumps(list(ids)), adder=adder)
@@ -113,22 +99,9 @@ class SQLiteWorkflowQueries:
     def revive_dependents(self, *, dep: str, now: str) -> list[str]:
         return [row.id for row in self._wf.revive_dependents(now=now, dep=dep)]
 
-    def stranded_deps(self) -> list[str]:
-        return [row.dep for row in self._wf.list_stranded_deps()]
-
-    def blocking_deps(self, *, job: str) -> list[str]:
-        return [row.dep for row in self._wf.list_blocking_deps(job=job)]
-
-    def forget_dependency(self, *, dep: str) -> None:
-        self._wf.forget_dependency(dep=dep)
-
     def reopen_dependents(self, *, dep: str, now: str) -> None:
         self._wf.reopen_dependents(dep=dep, now=now)
         self._wf.reopen_dep_edges(dep=dep)
-
-    def wait_again(self, *, job: str) -> None:
-        self._wf.reopen_dependencies(job=job)
-        self._wf.count_pending_deps(id=job)
 
     def list_dependencies(self, *, job: str) -> Sequence[DependencyRow]:
         return [
@@ -136,41 +109,8 @@ class SQLiteWorkflowQueries:
             for r in self._wf.list_dependencies(job=job)
         ]
 
-    def dependency_traces(self, *, job: str) -> list[tuple[str, str]]:
-        rows = self._wf.list_dependency_traces(job=job)
-        return [(r.id, r.run_trace) for r in rows if r.run_trace is not None]
-
-    def list_dependents(self, *, dep: str) -> Sequence[DependencyRow]:
-        return [
-            DependencyRow(r.id, r.kind, r.status, None, False)
-            for r in self._wf.list_dependents(dep=dep)
-        ]
-
-    def job_workflow(self, *, id: str) -> JobWorkflowRow | None:
-        row = self._wf.get_job_workflow(id=id)
-        if row is None:
-            return None
-        past = past_deadline(row.status, row.finished_at, row.deadline_at, row.deadline_done)
-        return JobWorkflowRow(row.workflow_id, row.workflow_name, row.blocked_by, past)
-
-    def workflow_jobs(self, *, workflow_id: str) -> Sequence[WorkflowJobRow]:
-        rows = self._wf.list_workflow_jobs(workflow_id=workflow_id)
-        return [
-            WorkflowJobRow(r.id, r.kind, r.status, r.created_at, r.started_at, r.finished_at)
-            for r in rows
-        ]
-
     def delete_empty_workflows(self, *, before: str, max_workflows: int) -> int:
         return self._wf.delete_empty_workflows(before=before, max_workflows=max_workflows)
-
-    def list_workflows(
-        self, *, name: str | None, before: str | None, limit: int
-    ) -> Sequence[WorkflowCountRow]:
-        rows = self._wf.list_workflows(name=name, before=before, max_workflows=limit)
-        return [WorkflowCountRow(r.id, r.name, r.created_at, r.status, r.jobs) for r in rows]
-
-    def workflow_edges(self, *, workflow_id: str) -> list[tuple[str, str]]:
-        return [(r.dep, r.job) for r in self._wf.list_workflow_deps(workflow_id=workflow_id)]
 
     def cancel_workflow_jobs(self, *, workflow_id: str, now: str) -> list[str]:
         return [row.id for row in self._wf.cancel_workflow_jobs(now=now, workflow_id=workflow_id)]

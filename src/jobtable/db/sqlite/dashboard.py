@@ -207,7 +207,7 @@ class Querier:
     ) -> list[ListKindNamesRow]:
         """The dashboard's queries: search, the names to filter by, bulk actions by
         filter, the per-kind figures and the health checks. The Store's public
-        operations run them; see src/jobtable/_operator/dashboard_store.py.
+        methods run them; see src/jobtable/_operator/dashboard.py.
         ListKindNames reads every kind that has a job, without reading every row:
         a skip-scan of jobs_by_kind, one index seek per kind (each finds the least
         kind above the last).

@@ -1,30 +1,363 @@
-"""The Store's operations behind the dashboard: names, search, bulk actions, figures, health.
+"""The Store's tools behind the dashboard: names, search, bulk actions, figures, health.
 
-``Store`` inherits them, beside ``StoreOperations``; the dashboard calls them
-as user code may. Each that touches the database has its ``a``-prefixed
-async form.
+What they return (per-kind figures, health, bulk counts; none holds a
+handler's exception text), the operations that read and write them, each a
+function of ``Queries``, and ``DashboardMethods``, the group of Store
+methods that run them, each that touches the database with its
+``a``-prefixed async form. ``Store`` inherits the group; the dashboard calls
+it as user code may.
 """
 
 import asyncio
+import dataclasses
 import datetime
-from collections.abc import Callable, Iterable
+import enum
+import math
+from collections.abc import Callable, Iterable, Sequence
 
-from jobtable._engines.base import Engine
-from jobtable._job import CancelResult, JobRecord, Status
-from jobtable._operator.dashboard_models import BulkCancel, Health, KindReport
-from jobtable._operator.dashboard_operations import (
-    CancelMany,
-    CancelMatching,
-    DeleteMany,
-    DeleteMatching,
-    ListNames,
-    ReadHealth,
-    ReadKindFigures,
-    SearchPayloads,
-)
+from pydantic import BaseModel, ConfigDict
+
+from jobtable._engines.base import Engine, Queries
+from jobtable._engines.dashboard_queries import FinishedRow
+from jobtable._engines.dependencies import settle_stranded
+from jobtable._errors import JobNotFound
+from jobtable._job import CancelResult, JobRecord, Status, record_from_row
+from jobtable._operations import CancelJob
+from jobtable._operator.admin import DeleteJob, ListRunners, check_filter
 from jobtable._operator.models import DeleteResult
-from jobtable._operator.operations import check_filter
 from jobtable._values import checked_id, timestamp, unstorable
+
+
+class KindFigures(BaseModel):
+    """One kind's finished jobs over a window: how many, how they ended, how long they took.
+
+    failure_rate is failed over succeeded plus failed (None when neither);
+    wait is started_at minus run_at (how long a due job waited for a
+    worker), run is finished_at minus started_at of the jobs that succeeded
+    or failed; their p50 and p95 are None when no job has them.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    finished: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    per_minute: float
+    failure_rate: float | None
+    wait_p50: datetime.timedelta | None
+    wait_p95: datetime.timedelta | None
+    run_p50: datetime.timedelta | None
+    run_p95: datetime.timedelta | None
+
+
+class KindReport(BaseModel):
+    """Every kind that finished jobs since ``since``, by name, read at ``at``.
+
+    The figures come from the jobs read, at most ``limit``, the most recent
+    first: complete is false when the window held more, and then the figures
+    cover only the read jobs' span.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime.datetime
+    since: datetime.datetime
+    read: int
+    limit: int
+    complete: bool
+    kinds: list[KindFigures]
+
+
+class QueueAlarm(enum.StrEnum):
+    """Why a queue's due jobs may not run."""
+
+    NO_LIVE_RUNNER = "no_live_runner"
+    """No runner is alive at all: nothing will run the queue's due jobs."""
+    NOT_SERVED = "not_served"
+    """Runners are alive, none holds a job of the queue, and its due jobs waited past the lease.
+
+    Runners do not record the queues they serve, so this is evidence, not
+    proof: a live runner serving the queue would have claimed them.
+    """
+
+
+class QueueHealth(BaseModel):
+    """A queue with jobs due now: how many, since when, and the alarm if they may not run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue: str
+    due: int
+    oldest_due_at: datetime.datetime
+    held_by_live: int
+    alarm: QueueAlarm | None
+
+
+class Health(BaseModel):
+    """Whether the due jobs have live runners to run them, and which jobs dead runners hold.
+
+    live_runners names the runners alive within the lease; queues are the
+    queues with due jobs; dead_held maps the id of each running job whose
+    runner is dead (or no longer registered) to that runner's name: another
+    runner's maintenance fails it as interrupted.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    at: datetime.datetime
+    lease: float
+    live_runners: list[str]
+    queues: list[QueueHealth]
+    dead_held: dict[str, str]
+
+
+class BulkCancel(BaseModel):
+    """What a cancel of many jobs did: cancelled queued ones, requested running ones."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cancelled: int
+    requested: int
+
+
+def _time(text: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(text)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListNames:
+    """The read of every kind (or queue) that has a job, by a skip-scan of an index."""
+
+    of: str
+
+    def __call__(self, q: Queries) -> list[str]:
+        if self.of == "kind":
+            return [row.kind for row in q.list_kind_names()]
+        return [row.queue for row in q.list_queue_names()]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SearchPayloads:
+    """The read of up to limit of the scan newest jobs whose payload holds text."""
+
+    text: str
+    scan: int
+    limit: int
+
+    def __call__(self, q: Queries) -> list[JobRecord]:
+        rows = q.search_payloads(scan=self.scan, text=self.text, max_jobs=self.limit)
+        return [record_from_row(row) for row in rows]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelMany:
+    """The write that cancels each job of ids as ``Store.cancel`` does; unknown ids are left out."""
+
+    ids: tuple[str, ...]
+    now: str
+
+    def __call__(self, q: Queries) -> dict[str, CancelResult]:
+        results: dict[str, CancelResult] = {}
+        for job_id in self.ids:
+            if unstorable(job_id):
+                continue
+            try:
+                results[job_id] = CancelJob(job_id, self.now)(q)
+            except JobNotFound:
+                continue
+        return results
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeleteMany:
+    """The write that deletes each job of ids as ``Store.delete`` does; unknown ids are left out."""
+
+    ids: tuple[str, ...]
+    now: str
+
+    def __call__(self, q: Queries) -> dict[str, DeleteResult]:
+        results: dict[str, DeleteResult] = {}
+        for job_id in self.ids:
+            try:
+                results[job_id] = DeleteJob(job_id, self.now)(q)
+            except JobNotFound:
+                continue
+        return results
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CancelMatching:
+    """The write that cancels up to batch queued or pending jobs matching the filters (with queued).
+
+    With requests, it also asks the runners of every matching running job to
+    cancel it (those are few: no more than the runners' workers).
+    """
+
+    kind: str | None
+    queue: str | None
+    now: str
+    batch: int
+    queued: bool
+    requests: bool
+
+    def __call__(self, q: Queries) -> BulkCancel:
+        cancelled = 0
+        if self.queued:
+            cancelled = q.cancel_queued_matching(
+                now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch
+            )
+            if cancelled < self.batch:
+                cancelled += q.cancel_pending_matching(
+                    now=self.now, kind=self.kind, queue=self.queue, max_jobs=self.batch - cancelled
+                )
+            if cancelled:
+                settle_stranded(q, self.now)
+        requested = 0
+        if self.requests:
+            requested = q.request_cancel_matching(now=self.now, kind=self.kind, queue=self.queue)
+            if requested:
+                q.notify_cancel()
+        return BulkCancel(cancelled=cancelled, requested=requested)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeleteMatching:
+    """The write that deletes up to batch jobs, not running, matching the filters; returns how many.
+
+    A job of a workflow that another job needs is deleted as ``DeleteJob``
+    deletes it, settling that job; the others, by one statement.
+    """
+
+    status: str | None
+    kind: str | None
+    queue: str | None
+    batch: int
+    now: str
+
+    def __call__(self, q: Queries) -> int:
+        deleted = 0
+        needed = q.list_needed_matching(
+            status=self.status, kind=self.kind, queue=self.queue, max_jobs=self.batch
+        )
+        for row in needed:
+            deleted += DeleteJob(row.id, self.now)(q) is DeleteResult.DELETED
+        unneeded = q.delete_matching(
+            status=self.status, kind=self.kind, queue=self.queue, max_jobs=self.batch - deleted
+        )
+        if unneeded:
+            q.wake_runners()  # a deleted job may have held back a job of its sequence
+        return deleted + unneeded
+
+
+def percentile(sorted_values: Sequence[datetime.timedelta], p: float) -> datetime.timedelta | None:
+    """The nearest-rank p-th quantile (p from 0 to 1) of sorted values, or None when empty."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(p * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def figures(kind: str, rows: Sequence[FinishedRow], minutes: float) -> KindFigures:
+    """The figures of kind's finished rows over a span of minutes."""
+    counts = {status: 0 for status in (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)}
+    waits: list[datetime.timedelta] = []
+    runs: list[datetime.timedelta] = []
+    for row in rows:
+        counts[Status(row.status)] += 1
+        if row.started_at is None:
+            continue
+        started = row.started_at
+        waits.append(max(datetime.timedelta(0), started - row.run_at))
+        if row.status != Status.CANCELLED:
+            runs.append(max(datetime.timedelta(0), row.finished_at - started))
+    waits.sort()
+    runs.sort()
+    ended = counts[Status.SUCCEEDED] + counts[Status.FAILED]
+    return KindFigures(
+        kind=kind,
+        finished=len(rows),
+        succeeded=counts[Status.SUCCEEDED],
+        failed=counts[Status.FAILED],
+        cancelled=counts[Status.CANCELLED],
+        per_minute=len(rows) / minutes if minutes > 0 else 0.0,
+        failure_rate=counts[Status.FAILED] / ended if ended else None,
+        wait_p50=percentile(waits, 0.5),
+        wait_p95=percentile(waits, 0.95),
+        run_p50=percentile(runs, 0.5),
+        run_p95=percentile(runs, 0.95),
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadKindFigures:
+    """The read of the per-kind figures of up to limit jobs that finished since since."""
+
+    since: str
+    now: str
+    limit: int
+
+    def __call__(self, q: Queries) -> KindReport:
+        rows = q.finished_since(since=self.since, max_jobs=self.limit)
+        by_kind: dict[str, list[FinishedRow]] = {}
+        for row in rows:
+            by_kind.setdefault(row.kind, []).append(row)
+        since, at = _time(self.since), _time(self.now)
+        complete = len(rows) < self.limit
+        # A cut-off read covers from its oldest job on: rates are over that span.
+        start = since if complete or not rows else rows[-1].finished_at
+        minutes = (at - start).total_seconds() / 60
+        return KindReport(
+            at=at,
+            since=since,
+            read=len(rows),
+            limit=self.limit,
+            complete=complete,
+            kinds=[figures(kind, by_kind[kind], minutes) for kind in sorted(by_kind)],
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadHealth:
+    """The read of the due jobs per queue, the live runners, and the jobs dead runners hold."""
+
+    now: str
+    lease: float
+
+    def __call__(self, q: Queries) -> Health:
+        at = _time(self.now)
+        runners = ListRunners(self.now, self.lease)(q)
+        live = {runner.name for runner in runners if runner.alive}
+        held_by_live: dict[str, int] = {}
+        dead_held: dict[str, str] = {}
+        for running in q.list_running_queues():
+            if running.runner in live:
+                held_by_live[running.queue] = held_by_live.get(running.queue, 0) + 1
+            else:
+                dead_held[running.id] = running.runner or "-"
+        queues = []
+        for row in q.oldest_due_by_queue(now=self.now):
+            oldest = row.oldest_run_at
+            held = held_by_live.get(row.queue, 0)
+            alarm = None
+            if not live:
+                alarm = QueueAlarm.NO_LIVE_RUNNER
+            elif not held and (at - oldest).total_seconds() > self.lease:
+                alarm = QueueAlarm.NOT_SERVED
+            queues.append(
+                QueueHealth(
+                    queue=row.queue,
+                    due=row.jobs,
+                    oldest_due_at=oldest,
+                    held_by_live=held,
+                    alarm=alarm,
+                )
+            )
+        return Health(
+            at=at, lease=self.lease, live_runners=sorted(live), queues=queues, dead_held=dead_held
+        )
+
 
 BULK_BATCH = 10_000
 """Jobs a bulk action by filter changes per transaction, so runners keep claiming meanwhile."""
@@ -75,7 +408,7 @@ def _status(status: Status | str | None) -> str | None:
         ) from None
 
 
-class DashboardOperations:
+class DashboardMethods:
     """The dashboard's operations of ``Store``, which sets engine and clock."""
 
     engine: Engine
