@@ -97,9 +97,10 @@ def test_a_retry_the_runner_stores_is_claimed_before_newer_ones(runner: Postgres
     enqueue(runner, "a", "b")
     assert claim(runner, 1) == ["a"]
     again = Outcome("a", 1, "queued", None, "boom", None)
+    # A record alone, as the runner sends it after run_next: it names no queue.
     runner.write(
         lambda q: q.finish_and_claim_jobs(
-            outcomes=[again], runner="r", queue="default", now=now(), max_jobs=0
+            outcomes=[again], runner="r", queue="", now=now(), max_jobs=0
         )
     )
     assert claim(runner, 1) == ["a"]

@@ -157,10 +157,11 @@ class _Queries(
         )
         claimed = [row for row in claims if not row.finished]
         self._cursors.claimed(queue, kinds, ((row.priority, row.seq) for row in claimed))
-        if workflow:
-            self._cursors.rewind()  # the dependents it made ready keep their seqs, in any queue
-        elif any(outcome.state == "queued" for outcome in outcomes):
-            self._cursors.rewind(queue)  # a retry keeps its seq: it may stand behind the place
+        if workflow or any(outcome.state == "queued" for outcome in outcomes):
+            # The dependents it made ready, or a retry, keep their seqs: each
+            # may stand behind the place of its queue, which need not be queue
+            # (a record alone names none).
+            self._cursors.rewind()
         return [row.id for row in claims if row.finished], claimed
 
     def _finish_and_claim(
@@ -327,20 +328,34 @@ rewinds by default, so no job it makes ready waits for the rescan.
 """
 
 
-def _marking(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def call(self: _Queries, *args: Any, **kwargs: Any) -> Any:
-        self.rewinds = True
-        return method(self, *args, **kwargs)
+def _marking(name: str, own: Callable[..., Any] | None) -> Callable[..., Any]:
+    """name's method of _Queries, marking the call: own (defined on _Queries) or its base's.
 
-    return call
+    A base's method is looked up at each call, so that what replaces it on
+    the base (a test's patch) still runs.
+    """
+    if own is not None:
+        method = own
+
+        @functools.wraps(own)
+        def call(self: _Queries, *args: Any, **kwargs: Any) -> Any:
+            self.rewinds = True
+            return method(self, *args, **kwargs)
+
+        return call
+
+    def inherited(self: _Queries, *args: Any, **kwargs: Any) -> Any:
+        self.rewinds = True
+        return getattr(super(_Queries, self), name)(*args, **kwargs)
+
+    inherited.__name__ = name
+    return inherited
 
 
 for _name in dir(_Queries):
-    if not _name.startswith("_") and _name not in KEEP_PLACES:
-        _method = getattr(_Queries, _name)
-        if callable(_method):
-            setattr(_Queries, _name, _marking(_method))
+    marks = not _name.startswith("_") and _name not in KEEP_PLACES
+    if marks and callable(getattr(_Queries, _name)):
+        setattr(_Queries, _name, _marking(_name, _Queries.__dict__.get(_name)))
 
 
 def queries(conn: _Connection, cursors: ClaimCursors | None = None) -> Queries:

@@ -66,6 +66,7 @@ class _Queries(
         SQLiteDashboardQueries.__init__(self, conn)
         SQLiteStepQueries.__init__(self, conn)
         SQLiteWaitQueries.__init__(self, conn)
+        self._conn = conn
         self._q = jobs.Querier(conn)
 
     def insert_jobs(self, *, kind: str, jobs: Sequence[NewJob], now: str) -> None:
