@@ -150,16 +150,20 @@ async def test_a_stream_of_an_unknown_job_or_another_kind_raises_job_not_found(
     assert waiters._watches == {}
 
 
-nap = jobtable.Kind("nap", int, int)
+nap = jobtable.Kind("stream-nap", int, int)
 
 
 async def test_a_stream_sees_a_job_leave_its_worker_to_sleep(
     store: jobtable.Store, waiters: Waiters
 ) -> None:
     runner = jobtable.Runner(store, workers=1)
+    seen_running = asyncio.Event()
 
     @runner.handler(nap)
     async def napping(ctx: jobtable.JobContext[int], payload: int) -> int:
+        # Sleeps only once the stream saw it run: a status it never read
+        # between two alike (queued, then queued asleep) is not yielded.
+        await seen_running.wait()
         await ctx.sleep_for(datetime.timedelta(hours=1))
         return payload
 
@@ -170,10 +174,12 @@ async def test_a_stream_sees_a_job_leave_its_worker_to_sleep(
     try:
         running = await asyncio.wait_for(anext(stream), 10)
         assert running.status is jobtable.Status.RUNNING
+        seen_running.set()
         # Woken by the suspend's notification or file write: both polls are an hour.
         asleep = await asyncio.wait_for(anext(stream), 10)
         assert asleep.status is jobtable.Status.QUEUED
     finally:
+        seen_running.set()
         await stream.aclose()
         runner.stop()
         await runner.wait()
