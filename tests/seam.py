@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import jobtable
 from jobtable._engines.base import Engine, Queries
-from jobtable._engines.rows import ClaimedRow, JobRow, NewJob
+from jobtable._engines.rows import ClaimedRow, JobRow, NewJob, Outcome
 from jobtable._values import new_id, now, timestamp
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "engine_of",
     "enqueue",
     "exists",
+    "fail",
     "get",
     "new_id",
     "now",
@@ -81,3 +82,14 @@ def claim(engine: Engine, max_jobs: int, runner: str = "r") -> list[str]:
     """Claims up to max_jobs jobs for runner in one write; returns their ids, oldest first."""
     rows = engine.write(lambda q: claim_rows(q, max_jobs, runner))
     return [row.id for row in sorted(rows, key=lambda row: row.seq)]
+
+
+def fail(engine: Engine, job_id: str) -> None:
+    """Claims job_id, which must be the oldest ready job, and stores its one attempt as failed."""
+    assert claim(engine, 1) == [job_id]
+    outcome = Outcome(job_id, 1, "failed", None, "boom", None)
+    engine.write(
+        lambda q: q.finish_and_claim_jobs(
+            outcomes=[outcome], runner="r", queue="default", now=now(), max_jobs=0
+        )
+    )

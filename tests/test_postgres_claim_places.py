@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from seam import claim, claim_rows, enqueue, now
+from seam import claim, claim_rows, enqueue, fail, now
 
 from jobtable._engines.base import Queries
 from jobtable._engines.postgres.claim_cursor import HEAD, ClaimCursors
@@ -43,17 +43,6 @@ def other(pg_url: str) -> Iterator[PostgresEngine]:
     opened = PostgresEngine.open(pg_url)
     yield opened
     opened.close()
-
-
-def fail(engine: PostgresEngine, job_id: str) -> None:
-    """Claims job_id (the oldest ready job) and stores its attempt as failed, for good."""
-    assert claim(engine, 1) == [job_id]
-    outcome = Outcome(job_id, 1, "failed", None, "boom", None)
-    engine.write(
-        lambda q: q.finish_and_claim_jobs(
-            outcomes=[outcome], runner="r", queue="default", now=now(), max_jobs=0
-        )
-    )
 
 
 def test_a_claim_resumes_after_the_jobs_the_last_one_took(runner: PostgresEngine) -> None:

@@ -8,27 +8,16 @@ moment a minute ahead.
 
 from datetime import UTC, datetime, timedelta
 
-from seam import claim, enqueue, now
+from seam import claim, enqueue, fail, now
 
 from conformance.engine_kits import at, covers
 from jobtable._engines.base import Engine, Queries
-from jobtable._engines.rows import NewJob, Outcome
+from jobtable._engines.rows import NewJob
 
 
 def register(engine: Engine, name: str, host: str | None = "h", process: str | None = "1") -> None:
     """Registers runner name on host with process, in a write of its own."""
     engine.write(lambda q: q.register_runner(name=name, now=now(), host=host, process=process))
-
-
-def fail(engine: Engine, job_id: str) -> None:
-    """Claims job_id (the oldest ready job) and stores its single attempt as failed."""
-    claim(engine, 1)
-    outcome = Outcome(job_id, 1, "failed", None, "boom", None)
-    engine.write(
-        lambda q: q.finish_and_claim_jobs(
-            outcomes=[outcome], runner="r", queue="default", now=now(), max_jobs=0
-        )
-    )
 
 
 @covers("register_runner", "get_runner", "heartbeat_runner", "delete_runner")
